@@ -1,0 +1,122 @@
+"""The ``portalreview`` command: ``new``, ``info`` and the verbs later modules add.
+
+Every verb prints a clear message and exits with status 2 when its input is wrong; nothing is
+changed then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from portalreview import __version__
+from portalreview.store.project import SUFFIX, Project, ProjectError
+from portalreview.store.service import StudyService
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A problem to report to the person at the terminal (no traceback)."""
+
+
+def _project_path(value: str) -> Path:
+    path = Path(value)
+    return path if path.suffix else path.with_suffix(SUFFIX)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    path = _project_path(args.path)
+    with Project.create(path, name=args.name) as project:
+        service = StudyService(project)
+        for name in args.annotator or []:
+            service.add_annotator(name)
+        if args.pi:
+            service.add_annotator(args.pi, role="pi")
+    print(f"Created {path}")
+    return 0
+
+
+def format_info(info: dict) -> str:
+    """The human-readable ``info`` report."""
+    lines = [
+        f"Project   {info['name']}  ({info['path']})",
+        f"Codebook  {info['catalogs']}",
+        f"Cases     {info['cases']}    Responses {info['responses']}    "
+        f"Audit entries {info['audit_entries']}",
+        "Annotators "
+        + (
+            ", ".join(
+                f"{a['name']} ({a['role']}{', model' if a['is_model'] else ''})"
+                for a in info["annotators"]
+            )
+            or "none"
+        ),
+        "",
+        f"{'kind':<9}{'units':>7}{'gold':>6}   annotator: submitted/assigned (drafts)",
+    ]
+    for kind, data in info["kinds"].items():
+        people = "  ".join(
+            f"{name}: {d['submitted']}/{d['assigned']}"
+            + (f" ({d['answered'] - d['submitted']})" if d["answered"] > d["submitted"] else "")
+            for name, d in data["annotators"].items()
+        )
+        lines.append(f"{kind:<9}{data['units']:>7}{data['gold']:>6}   {people or '-'}")
+    return "\n".join(lines)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    with Project.open(_project_path(args.path), read_only=True) as project:
+        info = StudyService(project).info()
+    print(json.dumps(info, indent=2) if args.json else format_info(info))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="portalreview",
+        description="Annotate patient-portal messages and review LLM-drafted replies, offline.",
+    )
+    parser.add_argument("--version", action="version", version=f"portalreview {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    new = verbs.add_parser("new", help="create an empty project file")
+    new.add_argument("path", help=f"the new project file (suffix {SUFFIX} added if none)")
+    new.add_argument("--name", help="the study's name (default: the file name)")
+    new.add_argument("--annotator", action="append", help="add a clinician (repeatable)")
+    new.add_argument("--pi", help="add the principal investigator")
+    new.set_defaults(func=cmd_new)
+
+    info = verbs.add_parser("info", help="counts per kind and annotator, and progress")
+    info.add_argument("path", help="the project file")
+    info.add_argument("--json", action="store_true", help="print the counts as JSON")
+    info.set_defaults(func=cmd_info)
+
+    for register in EXTRA_VERBS:
+        register(verbs)
+    return parser
+
+
+# Modules that add verbs (import, export, report, demo...) append a function here that
+# registers their sub-parser.
+EXTRA_VERBS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args)
+    except (ProjectError, CliError, ValueError, PermissionError) as exc:
+        print(f"portalreview {args.verb}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""eppc: EPPC codes of one sentence (seed 003, EPPCMinerBen): codes as a multi-label set, one
+subcode per code (one of that code's own), and evidence span(s) per code-subcode pair.
+
+Payload::
+
+    {"labels": [{"code": "InfoSeek", "subcode": "Symptoms", "spans": [[0, 12], [20, 31]]}]}
+
+Spans are character offsets into the sentence's own text; several spans make a discontinuous
+evidence span. An empty list means the sentence carries no EPPC code.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+
+from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, spans
+from portalreview.store.models import EppcLabel, EppcSpan
+
+KIND = "eppc"
+
+
+def write(session, answer, ctx: UnitContext, payload: dict) -> None:
+    check_keys(payload, ("labels",), KIND)
+    seen: set[str] = set()
+    for i, label in enumerate(field(payload, "labels", list, KIND, default=[])):
+        where = f"{KIND}: labels[{i}]"
+        check_keys(label, ("code", "subcode", "spans"), where)
+        code = field(label, "code", str, where)
+        subcode = field(label, "subcode", str, where, default=None)
+        codes = {c.id: c for c in ctx.catalogs.eppc_codes}
+        if code not in codes:
+            raise PayloadError(f"{where}: {code!r} is not a code of the project's codebook")
+        if subcode is not None and subcode not in {s.id for s in codes[code].subcodes}:
+            raise PayloadError(f"{where}: {subcode!r} is not a subcode of {code}")
+        if code in seen:
+            raise PayloadError(f"{where}: code {code} is given twice (one subcode per code)")
+        seen.add(code)
+        evidence = spans(label.get("spans", []), f"{where}.spans", ctx.sentence_length)
+        session.add(EppcLabel(answer_id=answer.id, code_id=code, subcode_id=subcode))
+        session.flush()
+        session.add_all(
+            EppcSpan(answer_id=answer.id, code_id=code, start=s, end=e) for s, e in evidence
+        )
+
+
+def clear(session, answer_id: int) -> None:
+    session.execute(delete(EppcSpan).where(EppcSpan.answer_id == answer_id))
+    session.execute(delete(EppcLabel).where(EppcLabel.answer_id == answer_id))
+
+
+def read(session, answer) -> dict:
+    labels = session.scalars(
+        select(EppcLabel).where(EppcLabel.answer_id == answer.id).order_by(EppcLabel.code_id)
+    ).all()
+    evidence: dict[str, list[list[int]]] = {}
+    for code, start, end in session.execute(
+        select(EppcSpan.code_id, EppcSpan.start, EppcSpan.end)
+        .where(EppcSpan.answer_id == answer.id)
+        .order_by(EppcSpan.code_id, EppcSpan.start)
+    ):
+        evidence.setdefault(code, []).append([start, end])
+    return {
+        "labels": [
+            {"code": lb.code_id, "subcode": lb.subcode_id, "spans": evidence.get(lb.code_id, [])}
+            for lb in labels
+        ]
+    }
+
+
+def incomplete(ctx: UnitContext, payload: dict) -> str | None:
+    for label in payload.get("labels", []):
+        if not label.get("subcode"):
+            return f"code {label['code']} has no subcode yet"
+        if not label.get("spans"):
+            return f"code {label['code']} has no evidence span yet"
+    return None

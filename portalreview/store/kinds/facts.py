@@ -1,0 +1,83 @@
+"""facts: the medical facts of an original and an edited response, and for each whether the
+other text entails it (seed 004, MedFactChecking), with the expert error category
+(Supplementary Table 3) for a fact that was lost or added.
+
+Payload::
+
+    {"facts": [{"side": "original", "text": "Ride a bike after 6 weeks.", "entailed": true},
+               {"side": "edited", "text": "...", "entailed": false,
+                "error_category": "false_assurance"}]}
+
+``entailed`` of an original fact: does the edited response entail it (preserved)? Of an edited
+fact: does the original entail it (grounded)? ``null`` while not yet judged.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+
+from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
+from portalreview.store.models import FACT_SIDES, Fact
+
+KIND = "facts"
+
+
+def write(session, answer, ctx: UnitContext, payload: dict) -> None:
+    check_keys(payload, ("facts",), KIND)
+    categories = {c.id for c in ctx.catalogs.error_categories}
+    positions = dict.fromkeys(FACT_SIDES, 0)
+    for i, fact in enumerate(field(payload, "facts", list, KIND, default=[])):
+        where = f"{KIND}: facts[{i}]"
+        check_keys(fact, ("side", "text", "entailed", "error_category"), where)
+        side = field(fact, "side", str, where)
+        if side not in FACT_SIDES:
+            raise PayloadError(f"{where}: side must be 'original' or 'edited'")
+        text = field(fact, "text", str, where).strip()
+        if not text:
+            raise PayloadError(f"{where}: the fact is empty")
+        entailed = field(fact, "entailed", bool, where, default=None)
+        category = field(fact, "error_category", str, where, default=None)
+        if category is not None and category not in categories:
+            raise PayloadError(f"{where}: unknown error category {category!r}")
+        if category is not None and entailed is not False:
+            raise PayloadError(f"{where}: an error category is only for a fact not entailed")
+        session.add(
+            Fact(
+                answer_id=answer.id,
+                side=side,
+                position=positions[side],
+                text=text,
+                entailed=entailed,
+                error_category_id=category,
+            )
+        )
+        positions[side] += 1
+
+
+def clear(session, answer_id: int) -> None:
+    session.execute(delete(Fact).where(Fact.answer_id == answer_id))
+
+
+def read(session, answer) -> dict:
+    rows = session.scalars(
+        select(Fact).where(Fact.answer_id == answer.id).order_by(Fact.side.desc(), Fact.position)
+    ).all()
+    return {
+        "facts": [
+            {
+                "side": f.side,
+                "text": f.text,
+                "entailed": f.entailed,
+                "error_category": f.error_category_id,
+            }
+            for f in rows
+        ]
+    }
+
+
+def incomplete(ctx: UnitContext, payload: dict) -> str | None:
+    facts = payload.get("facts", [])
+    if not facts:
+        return "no facts listed yet"
+    open_ = sum(1 for f in facts if f.get("entailed") is None)
+    return f"{open_} fact(s) not yet judged" if open_ else None

@@ -1,0 +1,93 @@
+"""rank: rank the candidate responses of a case, ties allowed, and mark each correct or not
+with the reasons C1-C3 (seed 001, MedAlign).
+
+Payload::
+
+    {"entries": [{"response_id": 3, "rank": 1, "correct": true, "criteria": []},
+                 {"response_id": 4, "rank": 1, "correct": false, "criteria": ["C2"]}]}
+
+Rank 1 is best; equal ranks are ties.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+
+from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
+from portalreview.store.models import RankCriterion, RankEntry
+
+KIND = "rank"
+
+
+def write(session, answer, ctx: UnitContext, payload: dict) -> None:
+    check_keys(payload, ("entries",), KIND)
+    entries = field(payload, "entries", list, KIND, default=[])
+    known_criteria = {c.id for c in ctx.catalogs.criteria}
+    seen: set[int] = set()
+    for i, entry in enumerate(entries):
+        where = f"{KIND}: entries[{i}]"
+        check_keys(entry, ("response_id", "rank", "correct", "criteria"), where)
+        response_id = field(entry, "response_id", int, where)
+        if response_id in seen:
+            raise PayloadError(f"{where}: response {response_id} is listed twice")
+        if response_id not in ctx.members:
+            raise PayloadError(f"{where}: response {response_id} is not in this rank set")
+        seen.add(response_id)
+        rank = field(entry, "rank", int, where, default=None)
+        if rank is not None and not 1 <= rank <= len(ctx.members):
+            raise PayloadError(f"{where}: rank must be between 1 and {len(ctx.members)}")
+        correct = field(entry, "correct", bool, where, default=None)
+        criteria = field(entry, "criteria", list, where, default=[])
+        if criteria and correct is not False:
+            raise PayloadError(f"{where}: reasons (C1-C3) are only for a response marked incorrect")
+        for c in criteria:
+            if c not in known_criteria:
+                raise PayloadError(f"{where}: unknown criterion {c!r}")
+        session.add(
+            RankEntry(answer_id=answer.id, response_id=response_id, rank=rank, correct=correct)
+        )
+        session.flush()
+        session.add_all(
+            RankCriterion(answer_id=answer.id, response_id=response_id, criterion_id=c)
+            for c in dict.fromkeys(criteria)
+        )
+
+
+def clear(session, answer_id: int) -> None:
+    session.execute(delete(RankCriterion).where(RankCriterion.answer_id == answer_id))
+    session.execute(delete(RankEntry).where(RankEntry.answer_id == answer_id))
+
+
+def read(session, answer) -> dict:
+    rows = session.scalars(
+        select(RankEntry).where(RankEntry.answer_id == answer.id).order_by(RankEntry.response_id)
+    ).all()
+    reasons: dict[int, list[str]] = {}
+    for response_id, criterion in session.execute(
+        select(RankCriterion.response_id, RankCriterion.criterion_id)
+        .where(RankCriterion.answer_id == answer.id)
+        .order_by(RankCriterion.criterion_id)
+    ):
+        reasons.setdefault(response_id, []).append(criterion)
+    return {
+        "entries": [
+            {
+                "response_id": r.response_id,
+                "rank": r.rank,
+                "correct": r.correct,
+                "criteria": reasons.get(r.response_id, []),
+            }
+            for r in rows
+        ]
+    }
+
+
+def incomplete(ctx: UnitContext, payload: dict) -> str | None:
+    entries = {e["response_id"]: e for e in payload.get("entries", [])}
+    unranked = [m for m in ctx.members if entries.get(m, {}).get("rank") is None]
+    if unranked:
+        return f"{len(unranked)} response(s) have no rank yet"
+    unjudged = [m for m in ctx.members if entries[m].get("correct") is None]
+    if unjudged:
+        return f"{len(unjudged)} response(s) are not marked correct or incorrect"
+    return None

@@ -1,0 +1,125 @@
+"""The lock that keeps two programs from writing one project file at once.
+
+A lock file beside the project (``study.prproj.lock``) holds an OS-level exclusive lock for as
+long as the project is open for writing, and records who holds it (user, machine, process,
+since when) so that a second program can tell the person what is going on. The OS lock, not the
+file's presence, decides: if the holder was killed, the OS released its lock and the next
+program takes the file over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from portalreview.store.models import utc_now
+
+if os.name == "nt":  # pragma: no cover - exercised by the Windows workflow
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds a project open for writing."""
+
+    user: str
+    host: str
+    pid: int
+    since: str
+
+    def describe(self) -> str:
+        return f"{self.user} on {self.host} (process {self.pid}) since {self.since}"
+
+
+def _read_holder(lock_path: Path) -> LockHolder | None:
+    try:
+        data = json.loads(lock_path.read_text(encoding="utf-8"))
+        return LockHolder(str(data["user"]), str(data["host"]), int(data["pid"]), data["since"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class ProjectLock:
+    """An exclusive, process-wide lock on one project file."""
+
+    def __init__(self, project_path: Path) -> None:
+        self.path = project_path.with_name(project_path.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> LockHolder | None:
+        """Take the lock. Returns None on success, else who holds it."""
+        for _ in range(3):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            if not _try_lock(fd):
+                os.close(fd)
+                return _read_holder(self.path) or LockHolder("unknown", "unknown", 0, "unknown")
+            # The holder before us may have removed the file between our open and our lock;
+            # then we locked an orphan and must try again with the file now at the path.
+            try:
+                same_file = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same_file = False
+            if same_file:
+                self._fd = fd
+                self._write_holder()
+                return None
+            _unlock(fd)
+            os.close(fd)
+        raise RuntimeError(f"could not take the lock file {self.path}")
+
+    def _write_holder(self) -> None:
+        assert self._fd is not None
+        holder = {
+            "user": getpass.getuser(),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "since": utc_now(),
+        }
+        data = json.dumps(holder).encode("utf-8")
+        os.ftruncate(self._fd, 0)
+        os.lseek(self._fd, 0, os.SEEK_SET)
+        os.write(self._fd, data)
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        # Remove the file while still holding the lock, so nobody reads our stale details
+        # (Windows refuses to remove an open file: there the empty lock file stays).
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        _unlock(self._fd)
+        os.close(self._fd)
+        self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None

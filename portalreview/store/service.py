@@ -1,0 +1,959 @@
+"""The service layer the GUI and the CLI use: no SQL outside ``store/``.
+
+A :class:`StudyService` is bound to one project and one *viewer* (who is asking). Blinding lives
+here, in the queries, not only in the views: a clinician reads only units assigned to them, only
+their own answers, and never a draft's author or source, nor a case's reference urgency level.
+The PI, and the ``system`` viewer the CLI and importers use, read everything.
+
+Every write is one short transaction; every change to an answer adds a row to the append-only,
+hash-chained audit log in the same transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, case, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.domain.segmenter import split_sentences
+from portalreview.store.catalog_store import read_catalogs, write_catalogs
+from portalreview.store.kinds import CODECS, PayloadError, UnitContext
+from portalreview.store.models import (
+    KINDS,
+    Annotator,
+    Answer,
+    Assignment,
+    AuditEntry,
+    Case,
+    CaseTag,
+    ProjectMeta,
+    RankMember,
+    Response,
+    Sentence,
+    Unit,
+    UnitSet,
+    utc_now,
+)
+from portalreview.store.project import Project
+
+CHART_SECTIONS = ("demographics", "problems", "encounters", "medications")
+_CHART_HEADINGS = {
+    "demographics": "###Demographics###",
+    "problems": "###Full Active Problem List###",
+    "encounters": "###Recent Encounters (Max 10)###",
+    "medications": "###Medications (Outpatient)###",
+}
+GENESIS_HASH = "0" * 64
+
+
+class StoreError(ValueError):
+    """A request the project refuses (unknown id, duplicate, broken rule); the message says
+    what is wrong in words a person can act on."""
+
+
+class AccessError(PermissionError):
+    """The viewer may not see or change this (blinding, roles)."""
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is asking: an annotator (clinician or PI), or ``system`` (CLI, importers)."""
+
+    annotator_id: int | None
+    role: str
+
+    @classmethod
+    def system(cls) -> Viewer:
+        return cls(None, "system")
+
+    @property
+    def sees_all(self) -> bool:
+        return self.role in ("pi", "system")
+
+
+@dataclass(frozen=True)
+class SentenceView:
+    id: int
+    position: int
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CaseView:
+    id: int
+    external_id: str
+    message: str
+    chart: dict[str, list[str]]
+    chart_text: str
+    age_band: str | None
+    gender: str | None
+    sentences: tuple[SentenceView, ...]
+    reference_level: int | None = None  # hidden (None) for clinicians
+
+
+@dataclass(frozen=True)
+class ResponseView:
+    id: int
+    label: str  # what the screen calls it: "Response A", "Draft", "Reference"...
+    text: str
+    sentences: tuple[SentenceView, ...]
+    author: str | None = None  # hidden (None) for clinicians
+    source: str | None = None  # hidden (None) for clinicians
+
+
+@dataclass(frozen=True)
+class UnitView:
+    """Everything an editor needs to show one unit, in the order this viewer sees it."""
+
+    unit_id: int
+    kind: str
+    unit_set: str
+    position: int
+    cases: tuple[CaseView, ...]
+    responses: tuple[ResponseView, ...]
+    sentence: SentenceView | None = None
+    previous_sentence: SentenceView | None = None
+    next_sentence: SentenceView | None = None
+    sender: str | None = None
+    presentation: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AnswerView:
+    answer_id: int
+    unit_id: int
+    kind: str
+    annotator_id: int
+    is_gold: bool
+    status: str
+    payload: dict[str, Any]
+    active_seconds: float
+    flagged: bool
+    flag_note: str
+    comment: str
+    suggestion_id: int | None
+    suggestion_use: str | None
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    unit_id: int
+    position: int
+    status: str  # "todo", "draft" or "submitted"
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    total: int
+
+    def __str__(self) -> str:
+        return f"{self.done} of {self.total} done"
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    at: str
+    actor_id: int | None
+    action: str
+    old: dict | None
+    new: dict | None
+
+
+def chart_text_of(chart: dict[str, list[str]]) -> str:
+    """The sectioned chart text the public drafting and triage datasets use (FACTS.md)."""
+    blocks = []
+    for section in CHART_SECTIONS:
+        items = chart.get(section, [])
+        joiner = " - " if section == "problems" else "\n"
+        blocks.append(f"{_CHART_HEADINGS[section]}\n{joiner.join(items)}")
+    return "\n\n".join(blocks)
+
+
+def _sentences_of(text: str, **owner: int) -> list[Sentence]:
+    return [
+        Sentence(position=i, start=s.start, end=s.end, text=s.text, **owner)
+        for i, s in enumerate(split_sentences(text))
+    ]
+
+
+def _sentence_view(s: Sentence) -> SentenceView:
+    return SentenceView(s.id, s.position, s.start, s.end, s.text)
+
+
+def _readable_integrity(exc: IntegrityError) -> str:
+    message = str(exc.orig)
+    if "integrity:" in message:
+        return message.split("integrity:", 1)[1].strip()
+    if "UNIQUE constraint failed" in message:
+        return "it already exists (" + message.split(":", 1)[1].strip() + ")"
+    if "FOREIGN KEY constraint failed" in message:
+        return "it refers to something that does not exist"
+    return message
+
+
+class StudyService:
+    """The operations of a study, as seen by one viewer."""
+
+    def __init__(self, project: Project, viewer: Viewer | None = None) -> None:
+        self.project = project
+        self.viewer = viewer or Viewer.system()
+        self._catalogs: Catalogs | None = None
+
+    # --- helpers --------------------------------------------------------------------------
+
+    @property
+    def catalogs(self) -> Catalogs:
+        if self._catalogs is None:
+            with self.project.read() as s:
+                self._catalogs = read_catalogs(s)
+        return self._catalogs
+
+    def _require_admin(self, what: str) -> None:
+        if not self.viewer.sees_all:
+            raise AccessError(f"only the PI can {what}")
+
+    def _write(self):
+        return _TranslatingWrite(self.project)
+
+    def as_viewer(self, annotator_name: str) -> StudyService:
+        """A service for the named annotator (sign-in)."""
+        with self.project.read() as s:
+            person = s.scalar(select(Annotator).where(Annotator.name == annotator_name))
+        if person is None:
+            raise StoreError(f"there is no annotator called {annotator_name!r}")
+        return StudyService(self.project, Viewer(person.id, person.role))
+
+    # --- set-up (PI / system) ---------------------------------------------------------------
+
+    def add_annotator(
+        self,
+        name: str,
+        display_name: str | None = None,
+        role: str = "clinician",
+        is_model: bool = False,
+    ) -> int:
+        self._require_admin("add annotators")
+        with self._write() as s:
+            person = Annotator(
+                name=name, display_name=display_name or name, role=role, is_model=is_model
+            )
+            s.add(person)
+            s.flush()
+            return person.id
+
+    def annotators(self) -> list[Annotator]:
+        with self.project.read() as s:
+            return list(s.scalars(select(Annotator).order_by(Annotator.id)))
+
+    def add_case(
+        self,
+        external_id: str,
+        message: str,
+        chart: dict[str, list[str]] | None = None,
+        *,
+        chart_text: str | None = None,
+        age_band: str | None = None,
+        gender: str | None = None,
+        source_dataset: str = "",
+        urgency_level: int | None = None,
+        urgency_filter: str | None = None,
+        tags: dict[str, str | list[str]] | None = None,
+        session: Session | None = None,
+    ) -> int:
+        """Add a case and split its message into sentences. With ``session``, inside the
+        caller's transaction (importers add many rows in one)."""
+        self._require_admin("add cases")
+        chart = {k: list(chart.get(k, [])) for k in CHART_SECTIONS} if chart else {}
+        unknown = set(chart) - set(CHART_SECTIONS)
+        if unknown:
+            raise StoreError(f"unknown chart section(s): {', '.join(sorted(unknown))}")
+
+        def insert(s: Session) -> int:
+            row = Case(
+                external_id=external_id,
+                message=message,
+                chart_json=json.dumps(chart),
+                chart_text=chart_text if chart_text is not None else chart_text_of(chart),
+                age_band=age_band,
+                gender=gender,
+                source_dataset=source_dataset,
+                urgency_level=urgency_level,
+                urgency_filter=urgency_filter,
+            )
+            s.add(row)
+            s.flush()
+            s.add_all(_sentences_of(message, case_id=row.id))
+            for key, values in (tags or {}).items():
+                for value in [values] if isinstance(values, str) else values:
+                    s.add(CaseTag(case_id=row.id, key=key, value=value))
+            return row.id
+
+        return self._in_session(session, insert)
+
+    def add_response(
+        self,
+        case_id: int,
+        external_id: str,
+        text: str,
+        *,
+        author_kind: str = "imported",
+        author: str = "",
+        source: str = "",
+        production: str = "other",
+        session: Session | None = None,
+    ) -> int:
+        self._require_admin("add responses")
+
+        def insert(s: Session) -> int:
+            row = Response(
+                case_id=case_id,
+                external_id=external_id,
+                text=text,
+                author_kind=author_kind,
+                author=author,
+                source=source,
+                production=production,
+            )
+            s.add(row)
+            s.flush()
+            s.add_all(_sentences_of(text, response_id=row.id))
+            return row.id
+
+        return self._in_session(session, insert)
+
+    def create_unit_set(
+        self, name: str, kind: str, description: str = "", session: Session | None = None
+    ) -> int:
+        self._require_admin("create unit sets")
+        if kind not in KINDS:
+            raise StoreError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
+
+        def insert(s: Session) -> int:
+            row = UnitSet(name=name, kind=kind, description=description)
+            s.add(row)
+            s.flush()
+            return row.id
+
+        return self._in_session(session, insert)
+
+    def add_unit(
+        self,
+        unit_set_id: int,
+        case_id: int,
+        *,
+        case_b_id: int | None = None,
+        response_id: int | None = None,
+        response_b_id: int | None = None,
+        sentence_id: int | None = None,
+        members: Iterable[int] = (),
+        batch: str = "",
+        session: Session | None = None,
+    ) -> int:
+        """Add a unit to a set (its kind is the set's). ``members``: a rank set's responses."""
+        self._require_admin("add units")
+
+        def insert(s: Session) -> int:
+            unit_set = s.get(UnitSet, unit_set_id)
+            if unit_set is None:
+                raise StoreError(f"there is no unit set {unit_set_id}")
+            position = s.scalar(
+                select(func.count()).select_from(Unit).where(Unit.unit_set_id == unit_set_id)
+            )
+            row = Unit(
+                unit_set_id=unit_set_id,
+                kind=unit_set.kind,
+                position=position,
+                case_id=case_id,
+                case_b_id=case_b_id,
+                response_id=response_id,
+                response_b_id=response_b_id,
+                sentence_id=sentence_id,
+                batch=batch,
+            )
+            s.add(row)
+            s.flush()
+            s.add_all(RankMember(unit_id=row.id, response_id=r) for r in members)
+            return row.id
+
+        return self._in_session(session, insert)
+
+    def assign(
+        self,
+        unit_id: int,
+        annotator_id: int,
+        position: int | None = None,
+        session: Session | None = None,
+    ) -> None:
+        """Give a unit to an annotator, fixing how it will be shown to them (see
+        :meth:`_presentation`)."""
+        self._require_admin("assign units")
+
+        def insert(s: Session) -> None:
+            unit = s.get(Unit, unit_id)
+            if unit is None:
+                raise StoreError(f"there is no unit {unit_id}")
+            pos = unit.position if position is None else position
+            presentation = self._presentation(s, unit, annotator_id)
+            s.add(
+                Assignment(
+                    unit_id=unit_id,
+                    annotator_id=annotator_id,
+                    position=pos,
+                    presentation_json=json.dumps(presentation),
+                )
+            )
+
+        self._in_session(session, insert)
+
+    def _presentation(self, s: Session, unit: Unit, annotator_id: int) -> dict[str, Any]:
+        """The order a unit is shown in, for one annotator: drafts shuffled (seed 001), the
+        sides of a pair randomised (seed 002, 004). Seeded by the project, the unit and the
+        annotator, so it is stable for one person and differs between people."""
+        seed = s.get(ProjectMeta, "project_id")
+        rng = random.Random(f"{seed.value if seed else ''}:{unit.id}:{annotator_id}")
+        if unit.kind == "rank":
+            members = sorted(
+                s.scalars(select(RankMember.response_id).where(RankMember.unit_id == unit.id))
+            )
+            rng.shuffle(members)
+            return {"order": members}
+        if unit.kind in ("urgency", "empathy"):
+            return {"swap": rng.random() < 0.5}
+        return {}
+
+    def extend_catalogs(self, extension: dict) -> Catalogs:
+        """Add entries (a theme, a subcode...) to this project's catalogs; see
+        :meth:`portalreview.domain.catalogs.Catalogs.extended`."""
+        self._require_admin("change the codebook")
+        with self._write() as s:
+            extended = read_catalogs(s).extended(extension)
+            write_catalogs(s, extended)
+            self._audit(s, "catalogs", None, None, None, {"extension": extension})
+        self._catalogs = extended
+        return extended
+
+    def _in_session(self, session: Session | None, work):
+        if session is not None:
+            return work(session)
+        with self._write() as s:
+            return work(s)
+
+    # --- reading units --------------------------------------------------------------------
+
+    def queue(
+        self,
+        kind: str,
+        status: str | None = None,
+        flagged: bool | None = None,
+        annotator_id: int | None = None,
+    ) -> list[QueueItem]:
+        """The units of ``kind`` assigned to an annotator (by default the viewer), in order,
+        with their status; ``status`` filters on "todo", "draft" or "submitted"."""
+        annotator_id = self._whose(annotator_id)
+        status_expr = case((Answer.id.is_(None), "todo"), else_=Answer.status).label("status")
+        query = (
+            select(
+                Assignment.unit_id,
+                Assignment.position,
+                status_expr,
+                func.coalesce(Answer.flagged, False),
+            )
+            .join(Unit, Unit.id == Assignment.unit_id)
+            .outerjoin(
+                Answer,
+                and_(
+                    Answer.unit_id == Assignment.unit_id,
+                    Answer.annotator_id == Assignment.annotator_id,
+                    Answer.is_gold.is_(False),
+                ),
+            )
+            .where(Assignment.annotator_id == annotator_id, Unit.kind == kind)
+            .order_by(Assignment.position, Assignment.unit_id)
+        )
+        with self.project.read() as s:
+            items = [QueueItem(u, p, st, bool(f)) for u, p, st, f in s.execute(query)]
+        if status is not None:
+            items = [i for i in items if i.status == status]
+        if flagged is not None:
+            items = [i for i in items if i.flagged == flagged]
+        return items
+
+    def progress(self, kind: str, annotator_id: int | None = None) -> Progress:
+        items = self.queue(kind, annotator_id=annotator_id)
+        return Progress(sum(i.status == "submitted" for i in items), len(items))
+
+    def read_unit(self, unit_id: int) -> UnitView:
+        with self.project.read() as s:
+            unit = s.get(Unit, unit_id)
+            if unit is None:
+                raise StoreError(f"there is no unit {unit_id}")
+            presentation = self._presentation_for_viewer(s, unit)
+            return self._unit_view(s, unit, presentation)
+
+    def _presentation_for_viewer(self, s: Session, unit: Unit) -> dict[str, Any]:
+        if self.viewer.annotator_id is not None:
+            assignment = s.get(Assignment, (unit.id, self.viewer.annotator_id))
+            if assignment is not None:
+                return json.loads(assignment.presentation_json)
+        if not self.viewer.sees_all:
+            raise AccessError("this unit is not assigned to you")
+        return self._presentation(s, unit, self.viewer.annotator_id or 0)
+
+    def _case_view(self, s: Session, case_id: int) -> CaseView:
+        row = s.get(Case, case_id)
+        sentences = s.scalars(
+            select(Sentence).where(Sentence.case_id == case_id).order_by(Sentence.position)
+        )
+        return CaseView(
+            id=row.id,
+            external_id=row.external_id,
+            message=row.message,
+            chart=json.loads(row.chart_json),
+            chart_text=row.chart_text,
+            age_band=row.age_band,
+            gender=row.gender,
+            sentences=tuple(_sentence_view(x) for x in sentences),
+            reference_level=row.urgency_level if self.viewer.sees_all else None,
+        )
+
+    def _response_view(self, s: Session, response_id: int, label: str) -> ResponseView:
+        row = s.get(Response, response_id)
+        sentences = s.scalars(
+            select(Sentence).where(Sentence.response_id == response_id).order_by(Sentence.position)
+        )
+        blind = not self.viewer.sees_all
+        return ResponseView(
+            id=row.id,
+            label=label,
+            text=row.text,
+            sentences=tuple(_sentence_view(x) for x in sentences),
+            author=None if blind else row.author,
+            source=None if blind else row.source,
+        )
+
+    def _unit_view(self, s: Session, unit: Unit, presentation: dict[str, Any]) -> UnitView:
+        swap = presentation.get("swap", False)
+        cases = [unit.case_id] + ([unit.case_b_id] if unit.case_b_id else [])
+        responses: list[ResponseView] = []
+        if unit.kind == "rank":
+            order = presentation["order"]
+            responses = [
+                self._response_view(s, r, f"Response {chr(65 + i)}") for i, r in enumerate(order)
+            ]
+        elif unit.kind in ("match", "facts", "empathy"):
+            labels = {
+                "match": ("Reference", "Draft"),
+                "facts": ("Original", "Edited"),
+                "empathy": ("Response 1", "Response 2"),
+            }[unit.kind]
+            pair = [unit.response_id, unit.response_b_id]
+            if swap:
+                pair.reverse()
+            responses = [self._response_view(s, r, lb) for r, lb in zip(pair, labels, strict=True)]
+        if swap and unit.kind == "urgency":
+            cases.reverse()
+        view = UnitView(
+            unit_id=unit.id,
+            kind=unit.kind,
+            unit_set=s.get(UnitSet, unit.unit_set_id).name,
+            position=unit.position,
+            cases=tuple(self._case_view(s, c) for c in cases),
+            responses=tuple(responses),
+            presentation=presentation,
+        )
+        if unit.kind == "eppc":
+            view = self._with_sentence_context(s, unit, view)
+        return view
+
+    def _with_sentence_context(self, s: Session, unit: Unit, view: UnitView) -> UnitView:
+        sentence = s.get(Sentence, unit.sentence_id)
+        owner = (
+            Sentence.case_id == sentence.case_id
+            if sentence.case_id is not None
+            else Sentence.response_id == sentence.response_id
+        )
+        neighbours = {
+            x.position: x
+            for x in s.scalars(
+                select(Sentence).where(
+                    owner, Sentence.position.in_([sentence.position - 1, sentence.position + 1])
+                )
+            )
+        }
+        before = neighbours.get(sentence.position - 1)
+        after = neighbours.get(sentence.position + 1)
+        responses = view.responses
+        if sentence.response_id is not None:
+            responses = (self._response_view(s, sentence.response_id, "Message"),)
+        return UnitView(
+            **{
+                **view.__dict__,
+                "responses": responses,
+                "sentence": _sentence_view(sentence),
+                "previous_sentence": _sentence_view(before) if before else None,
+                "next_sentence": _sentence_view(after) if after else None,
+                "sender": "patient" if sentence.case_id is not None else "provider",
+            }
+        )
+
+    # --- answers --------------------------------------------------------------------------
+
+    def _whose(self, annotator_id: int | None) -> int:
+        """The annotator whose work is asked for: the viewer's own unless the viewer sees all."""
+        if annotator_id is None:
+            if self.viewer.annotator_id is None:
+                raise StoreError("name the annotator")
+            return self.viewer.annotator_id
+        if annotator_id != self.viewer.annotator_id and not self.viewer.sees_all:
+            raise AccessError("you can only see your own answers")
+        return annotator_id
+
+    def _context(self, s: Session, unit: Unit) -> UnitContext:
+        def sentence_ids(response_id: int | None) -> tuple[int, ...]:
+            if response_id is None:
+                return ()
+            return tuple(
+                s.scalars(
+                    select(Sentence.id)
+                    .where(Sentence.response_id == response_id)
+                    .order_by(Sentence.position)
+                )
+            )
+
+        members: tuple[int, ...] = ()
+        if unit.kind == "rank":
+            members = tuple(
+                sorted(
+                    s.scalars(select(RankMember.response_id).where(RankMember.unit_id == unit.id))
+                )
+            )
+        draft_length = sentence_length = 0
+        if unit.kind == "match":
+            draft_length = len(s.get(Response, unit.response_b_id).text)
+        if unit.kind == "eppc":
+            sentence_length = len(s.get(Sentence, unit.sentence_id).text)
+        return UnitContext(
+            unit=unit,
+            catalogs=self.catalogs,
+            members=members,
+            reference_sentences=sentence_ids(unit.response_id) if unit.kind == "match" else (),
+            draft_sentences=sentence_ids(unit.response_b_id) if unit.kind == "match" else (),
+            draft_length=draft_length,
+            sentence_length=sentence_length,
+        )
+
+    @staticmethod
+    def _answer_view(s: Session, answer: Answer) -> AnswerView:
+        return AnswerView(
+            answer_id=answer.id,
+            unit_id=answer.unit_id,
+            kind=answer.kind,
+            annotator_id=answer.annotator_id,
+            is_gold=answer.is_gold,
+            status=answer.status,
+            payload=CODECS[answer.kind].read(s, answer),
+            active_seconds=answer.active_seconds,
+            flagged=answer.flagged,
+            flag_note=answer.flag_note,
+            comment=answer.comment,
+            suggestion_id=answer.suggestion_id,
+            suggestion_use=answer.suggestion_use,
+            updated_at=answer.updated_at,
+        )
+
+    def get_answer(
+        self, unit_id: int, annotator_id: int | None = None, gold: bool = False
+    ) -> AnswerView | None:
+        if gold and not self.viewer.sees_all:
+            raise AccessError("only the PI can see gold answers")
+        annotator_id = None if gold else self._whose(annotator_id)
+        with self.project.read() as s:
+            query = select(Answer).where(Answer.unit_id == unit_id, Answer.is_gold.is_(gold))
+            if not gold:
+                query = query.where(Answer.annotator_id == annotator_id)
+            answer = s.scalar(query)
+            return None if answer is None else self._answer_view(s, answer)
+
+    def answers_for_unit(self, unit_id: int) -> list[AnswerView]:
+        """Every answer to a unit (PI: adjudication)."""
+        self._require_admin("compare answers")
+        with self.project.read() as s:
+            rows = s.scalars(select(Answer).where(Answer.unit_id == unit_id).order_by(Answer.id))
+            return [self._answer_view(s, a) for a in rows]
+
+    def save_answer(
+        self,
+        unit_id: int,
+        payload: dict[str, Any],
+        *,
+        status: str = "draft",
+        active_seconds: float | None = None,
+        flagged: bool | None = None,
+        flag_note: str | None = None,
+        comment: str | None = None,
+        suggestion_id: int | None = None,
+        suggestion_use: str | None = None,
+        annotator_id: int | None = None,
+        gold: bool = False,
+        session: Session | None = None,
+    ) -> AnswerView:
+        """Create or replace the viewer's answer to a unit, in one short transaction.
+
+        ``payload`` is the kind's answer (see ``store/kinds``); it replaces the previous one
+        whole. Fields left as None keep their stored value. ``status="submitted"`` requires a
+        complete answer. A gold answer (PI only) is the adjudicated one.
+        """
+        if gold:
+            self._require_admin("save gold answers")
+        annotator_id = self._whose(annotator_id)
+
+        def work(s: Session) -> AnswerView:
+            return self._save(
+                s,
+                unit_id,
+                annotator_id,
+                payload,
+                status,
+                gold,
+                dict(
+                    active_seconds=active_seconds,
+                    flagged=flagged,
+                    flag_note=flag_note,
+                    comment=comment,
+                    suggestion_id=suggestion_id,
+                    suggestion_use=suggestion_use,
+                ),
+            )
+
+        if session is not None:
+            return work(session)
+        with self._write() as s:
+            return work(s)
+
+    def _save(
+        self,
+        s: Session,
+        unit_id: int,
+        annotator_id: int,
+        payload: dict,
+        status: str,
+        gold: bool,
+        fields: dict[str, Any],
+    ) -> AnswerView:
+        unit = s.get(Unit, unit_id)
+        if unit is None:
+            raise StoreError(f"there is no unit {unit_id}")
+        if status not in ("draft", "submitted"):
+            raise StoreError(f"status must be 'draft' or 'submitted', not {status!r}")
+        codec = CODECS[unit.kind]
+        ctx = self._context(s, unit)
+        if gold and s.get(Assignment, (unit_id, annotator_id)) is None:
+            s.add(Assignment(unit_id=unit_id, annotator_id=annotator_id, position=unit.position))
+            s.flush()
+        answer = s.scalar(
+            select(Answer).where(
+                Answer.unit_id == unit_id,
+                Answer.annotator_id == annotator_id,
+                Answer.is_gold.is_(gold),
+            )
+        )
+        old = None if answer is None else self._audit_state(self._answer_view(s, answer))
+        if answer is None:
+            if s.get(Assignment, (unit_id, annotator_id)) is None:
+                raise AccessError("this unit is not assigned to this annotator")
+            answer = Answer(
+                unit_id=unit_id, kind=unit.kind, annotator_id=annotator_id, is_gold=gold
+            )
+            s.add(answer)
+        else:
+            codec.clear(s, answer.id)
+        answer.status = status
+        for key, value in fields.items():
+            if value is not None:
+                setattr(answer, key, value)
+        s.flush()
+        codec.write(s, answer, ctx, payload)
+        s.flush()
+        view = self._answer_view(s, answer)
+        if status == "submitted":
+            missing = codec.incomplete(ctx, view.payload)
+            if missing:
+                raise PayloadError(f"cannot submit yet: {missing}")
+        new = self._audit_state(view)
+        if new != old:
+            answer.updated_at = utc_now()
+            s.flush()
+            action = "create" if old is None else "update"
+            self._audit(s, action, answer.id, unit_id, old, new)
+            view = self._answer_view(s, answer)
+        return view
+
+    @staticmethod
+    def _audit_state(view: AnswerView) -> dict[str, Any]:
+        """What the audit log records of an answer (time on task is not a change to it)."""
+        return {
+            "status": view.status,
+            "payload": view.payload,
+            "flagged": view.flagged,
+            "flag_note": view.flag_note,
+            "comment": view.comment,
+            "suggestion_id": view.suggestion_id,
+            "suggestion_use": view.suggestion_use,
+        }
+
+    def _audit(
+        self,
+        s: Session,
+        action: str,
+        answer_id: int | None,
+        unit_id: int | None,
+        old: dict | None,
+        new: dict | None,
+    ) -> None:
+        prev = s.scalar(select(AuditEntry.hash).order_by(AuditEntry.id.desc()).limit(1))
+        entry = AuditEntry(
+            at=utc_now(),
+            actor_id=self.viewer.annotator_id,
+            action=action,
+            answer_id=answer_id,
+            unit_id=unit_id,
+            old_json=None if old is None else json.dumps(old, sort_keys=True),
+            new_json=None if new is None else json.dumps(new, sort_keys=True),
+            prev_hash=prev or GENESIS_HASH,
+        )
+        entry.hash = audit_hash(entry)
+        s.add(entry)
+
+    def history(self, unit_id: int, annotator_id: int | None = None) -> list[AuditRecord]:
+        """Every recorded change of one annotator's answer to a unit, oldest first."""
+        annotator_id = self._whose(annotator_id)
+        with self.project.read() as s:
+            answer_id = s.scalar(
+                select(Answer.id).where(
+                    Answer.unit_id == unit_id,
+                    Answer.annotator_id == annotator_id,
+                    Answer.is_gold.is_(False),
+                )
+            )
+            rows = s.scalars(
+                select(AuditEntry).where(AuditEntry.answer_id == answer_id).order_by(AuditEntry.id)
+            )
+            return [
+                AuditRecord(
+                    r.at,
+                    r.actor_id,
+                    r.action,
+                    json.loads(r.old_json) if r.old_json else None,
+                    json.loads(r.new_json) if r.new_json else None,
+                )
+                for r in rows
+            ]
+
+    # --- overview -------------------------------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        """Counts for ``portalreview info``: cases, responses, and per kind the units, the
+        assignments and the answers per annotator."""
+        self._require_admin("see the whole study")
+        with self.project.read() as s:
+            count = lambda model: s.scalar(select(func.count()).select_from(model))  # noqa: E731
+            kinds: dict[str, Any] = {}
+            for kind in KINDS:
+                units = s.scalar(select(func.count()).select_from(Unit).where(Unit.kind == kind))
+                per_annotator = {}
+                rows = s.execute(
+                    select(
+                        Annotator.name,
+                        func.count(Assignment.unit_id),
+                        func.count(Answer.id),
+                        func.sum(case((Answer.status == "submitted", 1), else_=0)),
+                    )
+                    .join(Assignment, Assignment.annotator_id == Annotator.id)
+                    .join(Unit, and_(Unit.id == Assignment.unit_id, Unit.kind == kind))
+                    .outerjoin(
+                        Answer,
+                        and_(
+                            Answer.unit_id == Assignment.unit_id,
+                            Answer.annotator_id == Annotator.id,
+                            Answer.is_gold.is_(False),
+                        ),
+                    )
+                    .group_by(Annotator.name)
+                    .order_by(Annotator.name)
+                )
+                for name, assigned, answered, submitted in rows:
+                    per_annotator[name] = {
+                        "assigned": assigned,
+                        "answered": answered,
+                        "submitted": submitted or 0,
+                    }
+                gold = s.scalar(
+                    select(func.count())
+                    .select_from(Answer)
+                    .where(Answer.kind == kind, Answer.is_gold.is_(True))
+                )
+                kinds[kind] = {"units": units, "gold": gold, "annotators": per_annotator}
+            return {
+                "name": self.project.meta("name"),
+                "path": str(self.project.path),
+                "catalogs": self.catalogs.version,
+                "cases": count(Case),
+                "responses": count(Response),
+                "annotators": [
+                    {"name": a.name, "role": a.role, "is_model": a.is_model}
+                    for a in s.scalars(select(Annotator).order_by(Annotator.id))
+                ],
+                "kinds": kinds,
+                "audit_entries": count(AuditEntry),
+            }
+
+
+def audit_hash(entry: AuditEntry) -> str:
+    """SHA-256 over the previous hash and this entry's content: editing any earlier row
+    breaks every hash after it."""
+    content = json.dumps(
+        [
+            entry.prev_hash,
+            entry.at,
+            entry.actor_id,
+            entry.action,
+            entry.answer_id,
+            entry.unit_id,
+            entry.old_json,
+            entry.new_json,
+        ],
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+class _TranslatingWrite:
+    """``project.write()`` that turns database integrity errors into StoreError."""
+
+    def __init__(self, project: Project) -> None:
+        self._cm = project.write()
+
+    def __enter__(self) -> Session:
+        return self._cm.__enter__()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            self._cm.__exit__(exc_type, exc, tb)
+        except IntegrityError as err:
+            raise StoreError(f"not saved: {_readable_integrity(err)}") from err
+        if isinstance(exc, IntegrityError):
+            raise StoreError(f"not saved: {_readable_integrity(exc)}") from exc
+        return False
