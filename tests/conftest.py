@@ -1,0 +1,123 @@
+"""Shared fixtures: a fresh project, and a small study with one unit of every kind."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    with Project.create(tmp_path / "study.prproj", name="Test study") as p:
+        yield p
+
+
+@dataclass
+class SmallStudy:
+    """Ids of everything :func:`build_small_study` made."""
+
+    service: StudyService
+    ava: int
+    ben: int
+    pi: int
+    case1: int
+    case2: int
+    draft1: int
+    draft2: int
+    reference: int
+    original: int
+    edited: int
+    units: dict[str, int]
+
+
+def build_small_study(project: Project) -> SmallStudy:
+    svc = StudyService(project)
+    ava = svc.add_annotator("ava", "Ava (RN)")
+    ben = svc.add_annotator("ben", "Dr. Ben")
+    pi = svc.add_annotator("pat", "Pat (PI)", role="pi")
+    case1 = svc.add_case(
+        "c1",
+        "Hi Dr. Lee,\nI have had crushing chest pain since this morning. Should I come in?",
+        {"demographics": ["Age: 61", "Sex: Male"], "problems": ["Coronary artery disease"]},
+        age_band="45-64",
+        gender="male",
+        urgency_level=1,
+        tags={"inbox": "demo", "split": "test"},
+    )
+    case2 = svc.add_case(
+        "c2", "Where can I get a copy of my flu shot record? Thanks!", urgency_level=6
+    )
+    draft1 = svc.add_response(
+        case1,
+        "d1",
+        "Chest pain can have many causes. Please go to the emergency room now. Call 911 if it "
+        "gets worse.",
+        author_kind="model",
+        author="llama-8b",
+        source="llama-8b/zero-shot",
+        production="zero_shot",
+    )
+    draft2 = svc.add_response(
+        case1,
+        "d2",
+        "I am sorry you are in pain. Please go to the emergency room right away.",
+        author_kind="model",
+        author="qwen-7b",
+        source="qwen-7b/thematic",
+        production="thematic_prompt",
+    )
+    reference = svc.add_response(
+        case1,
+        "ref1",
+        "I am sorry to hear that. Please go to the emergency room now. Do not drive yourself.",
+        author_kind="clinician",
+        author="ava",
+        production="theme_guided",
+    )
+    original = svc.add_response(
+        case1, "o1", "Go to the ER now.", author_kind="clinician", author="ben"
+    )
+    edited = svc.add_response(
+        case1,
+        "e1",
+        "I am so sorry you are going through this. Please go to the ER now. You will be fine.",
+        author_kind="model",
+        author="llama-8b",
+        production="edited_empathy",
+    )
+    units: dict[str, int] = {}
+    for kind in ("respond", "rank", "match", "urgency", "eppc", "empathy", "facts"):
+        set_id = svc.create_unit_set(f"{kind} set", kind)
+        if kind in ("respond",):
+            units[kind] = svc.add_unit(set_id, case1)
+        elif kind == "rank":
+            units[kind] = svc.add_unit(set_id, case1, members=[draft1, draft2])
+        elif kind == "match":
+            units[kind] = svc.add_unit(set_id, case1, response_id=reference, response_b_id=draft1)
+        elif kind == "urgency":
+            units[kind] = svc.add_unit(set_id, case1, case_b_id=case2)
+        elif kind == "eppc":
+            sentence = svc.read_unit(units["respond"]).cases[0].sentences[1]
+            units[kind] = svc.add_unit(set_id, case1, sentence_id=sentence.id)
+        elif kind == "empathy":
+            units[kind] = svc.add_unit(set_id, case1, response_id=original, response_b_id=edited)
+        else:
+            units[kind] = svc.add_unit(set_id, case1, response_id=original, response_b_id=edited)
+        for person in (ava, ben):
+            svc.assign(units[kind], person)
+    return SmallStudy(
+        svc, ava, ben, pi, case1, case2, draft1, draft2, reference, original, edited, units
+    )
+
+
+@pytest.fixture
+def study(project: Project) -> SmallStudy:
+    return build_small_study(project)
