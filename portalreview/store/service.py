@@ -244,15 +244,19 @@ class StudyService:
         display_name: str | None = None,
         role: str = "clinician",
         is_model: bool = False,
+        session: Session | None = None,
     ) -> int:
         self._require_admin("add annotators")
-        with self._write() as s:
+
+        def insert(s: Session) -> int:
             person = Annotator(
                 name=name, display_name=display_name or name, role=role, is_model=is_model
             )
             s.add(person)
             s.flush()
             return person.id
+
+        return self._in_session(session, insert)
 
     def annotators(self) -> list[Annotator]:
         with self.project.read() as s:

@@ -1,0 +1,68 @@
+"""The command line: `new`, `info`, help, and clear errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from portalreview.cli import main
+from portalreview.store.project import Project
+from tests.conftest import build_small_study
+
+
+def test_new_then_info(tmp_path, capsys):
+    path = tmp_path / "pilot"
+    assert main(["new", str(path), "--name", "Pilot", "--annotator", "ava", "--pi", "pat"]) == 0
+    assert (tmp_path / "pilot.prproj").exists()
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Pilot" in out and "ava (clinician)" in out and "pat (pi)" in out
+
+
+def test_info_counts_per_kind_and_annotator(tmp_path, capsys):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        study = build_small_study(p)
+        ava = study.service.as_viewer("ava")
+        ava.save_answer(
+            study.units["urgency"], {"more_urgent_case_id": study.case1}, status="submitted"
+        )
+        ava.save_answer(study.units["empathy"], {"equal": True})
+    assert main(["info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["cases"] == 2 and info["responses"] == 5
+    assert info["kinds"]["urgency"]["annotators"]["ava"] == {
+        "assigned": 1,
+        "answered": 1,
+        "submitted": 1,
+    }
+    assert info["kinds"]["empathy"]["annotators"]["ava"]["answered"] == 1
+    assert info["kinds"]["empathy"]["annotators"]["ava"]["submitted"] == 0
+    assert all(info["kinds"][k]["units"] == 1 for k in info["kinds"])
+    assert main(["info", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "urgency" in text and "ava: 1/1" in text and "ava: 0/1 (1)" in text
+
+
+def test_errors_are_one_clear_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.prproj"
+    bad.write_bytes(b"\x00garbage")
+    assert main(["info", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("portalreview info: ") and "not an SQLite" in err
+    assert "Traceback" not in err
+    assert main(["new", str(bad)]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_python_dash_m_and_no_verb(capsys):
+    assert main([]) == 0
+    assert "new" in capsys.readouterr().out
+    done = subprocess.run(
+        [sys.executable, "-m", "portalreview", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.startswith("portalreview ")
