@@ -75,6 +75,30 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_DEMO = Path("portalreview-demo.prproj")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Build the demo study (``--create PATH``), or open the default one, building it first
+    when it is not there yet."""
+    from portalreview.demo import build_demo
+
+    if args.create:
+        path = _project_path(args.create)
+        if path.exists():
+            raise CliError(f"{path} already exists; choose another name.")
+        build_demo(path)
+        print(f"Built the demo study in {path}")
+        return 0
+    path = DEFAULT_DEMO
+    if not path.exists():
+        print(f"Building the demo study in {path} ...")
+        build_demo(path)
+    with Project.open(path, read_only=True) as project:
+        print(format_info(StudyService(project).info()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="portalreview",
@@ -94,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("path", help="the project file")
     info.add_argument("--json", action="store_true", help="print the counts as JSON")
     info.set_defaults(func=cmd_info)
+
+    demo = verbs.add_parser(
+        "demo", help="the built-in demo study (synthetic): build it, or show the default one"
+    )
+    demo.add_argument("--create", metavar="PATH", help="build the demo study at PATH")
+    demo.set_defaults(func=cmd_demo)
 
     for register in EXTRA_VERBS:
         register(verbs)

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.domain.segmenter import split_sentences
@@ -499,13 +499,42 @@ class StudyService:
         items = self.queue(kind, annotator_id=annotator_id)
         return Progress(sum(i.status == "submitted" for i in items), len(items))
 
-    def read_unit(self, unit_id: int) -> UnitView:
-        with self.project.read() as s:
+    def read_unit(self, unit_id: int, session: Session | None = None) -> UnitView:
+        def read(s: Session) -> UnitView:
             unit = s.get(Unit, unit_id)
             if unit is None:
                 raise StoreError(f"there is no unit {unit_id}")
             presentation = self._presentation_for_viewer(s, unit)
             return self._unit_view(s, unit, presentation)
+
+        if session is not None:
+            return read(session)
+        with self.project.read() as s:
+            return read(s)
+
+    def sentences(
+        self,
+        *,
+        case_id: int | None = None,
+        response_id: int | None = None,
+        session: Session | None = None,
+    ) -> list[SentenceView]:
+        """The sentences of a case's message or of a response, in order."""
+        self._require_admin("list sentences outside a unit")
+        owner = (
+            Sentence.case_id == case_id
+            if case_id is not None
+            else (Sentence.response_id == response_id)
+        )
+
+        def read(s: Session) -> list[SentenceView]:
+            rows = s.scalars(select(Sentence).where(owner).order_by(Sentence.position))
+            return [_sentence_view(x) for x in rows]
+
+        if session is not None:
+            return read(session)
+        with self.project.read() as s:
+            return read(s)
 
     def _presentation_for_viewer(self, s: Session, unit: Unit) -> dict[str, Any]:
         if self.viewer.annotator_id is not None:
@@ -875,6 +904,17 @@ class StudyService:
         with self.project.read() as s:
             count = lambda model: s.scalar(select(func.count()).select_from(model))  # noqa: E731
             kinds: dict[str, Any] = {}
+            # A PI's assignment made only to hold their gold answer is not annotation work.
+            gold = aliased(Answer)
+            gold_by_annotator = (
+                select(gold.id)
+                .where(
+                    gold.unit_id == Assignment.unit_id,
+                    gold.annotator_id == Annotator.id,
+                    gold.is_gold.is_(True),
+                )
+                .exists()
+            )
             for kind in KINDS:
                 units = s.scalar(select(func.count()).select_from(Unit).where(Unit.kind == kind))
                 per_annotator = {}
@@ -895,6 +935,7 @@ class StudyService:
                             Answer.is_gold.is_(False),
                         ),
                     )
+                    .where(~gold_by_annotator)
                     .group_by(Annotator.name)
                     .order_by(Annotator.name)
                 )
@@ -904,12 +945,12 @@ class StudyService:
                         "answered": answered,
                         "submitted": submitted or 0,
                     }
-                gold = s.scalar(
+                gold_count = s.scalar(
                     select(func.count())
                     .select_from(Answer)
                     .where(Answer.kind == kind, Answer.is_gold.is_(True))
                 )
-                kinds[kind] = {"units": units, "gold": gold, "annotators": per_annotator}
+                kinds[kind] = {"units": units, "gold": gold_count, "annotators": per_annotator}
             return {
                 "name": self.project.meta("name"),
                 "path": str(self.project.path),
