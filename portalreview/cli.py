@@ -75,6 +75,32 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_codebook(args: argparse.Namespace) -> int:
+    """Show the project's catalogs, or extend them from a JSON file (PI)."""
+    from portalreview.domain.catalogs import load_catalog_extension
+
+    path = _project_path(args.path)
+    if args.extend:
+        extension = load_catalog_extension(args.extend)
+        with Project.open(path) as project:
+            catalogs = StudyService(project).extend_catalogs(extension)
+        print(f"{path.name}: codebook is now {catalogs.version}")
+        return 0
+    with Project.open(path, read_only=True) as project:
+        catalogs = StudyService(project).catalogs
+    if args.json:
+        print(json.dumps(catalogs.to_dict(), indent=2, ensure_ascii=False))
+        return 0
+    print(f"Codebook {catalogs.version}")
+    print("Themes: " + ", ".join(f"{t.id} ({t.name})" for t in catalogs.themes))
+    print("Urgency: " + ", ".join(f"{lv.level} {lv.name}" for lv in catalogs.urgency_levels))
+    for code in catalogs.eppc_codes:
+        print(f"EPPC {code.id}: " + ", ".join(s.id for s in code.subcodes))
+    print("Criteria: " + ", ".join(f"{c.id} {c.name}" for c in catalogs.criteria))
+    print("Error categories: " + ", ".join(e.id for e in catalogs.error_categories))
+    return 0
+
+
 DEFAULT_DEMO = Path("portalreview-demo.prproj")
 
 
@@ -118,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("path", help="the project file")
     info.add_argument("--json", action="store_true", help="print the counts as JSON")
     info.set_defaults(func=cmd_info)
+
+    codebook = verbs.add_parser(
+        "codebook", help="show the project's catalogs, or extend them from a JSON file"
+    )
+    codebook.add_argument("path", help="the project file")
+    codebook.add_argument("--extend", metavar="FILE", help="add the entries of FILE (JSON)")
+    codebook.add_argument("--json", action="store_true", help="print the catalogs as JSON")
+    codebook.set_defaults(func=cmd_codebook)
 
     demo = verbs.add_parser(
         "demo", help="the built-in demo study (synthetic): build it, or show the default one"

@@ -66,3 +66,50 @@ def test_python_dash_m_and_no_verb(capsys):
         check=True,
     )
     assert done.stdout.startswith("portalreview ")
+
+
+def test_codebook_extension_from_a_file(tmp_path, capsys):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    extension = tmp_path / "ext.json"
+    extension.write_text(
+        json.dumps(
+            {
+                "version": "site-1",
+                "themes": [
+                    {
+                        "id": "education",
+                        "name": "Patient education",
+                        "short": "Edu",
+                        "definition": "Teaches the patient about the condition.",
+                        "question": "What should the patient learn?",
+                    }
+                ],
+            }
+        )
+    )
+    assert main(["codebook", str(path), "--extend", str(extension)]) == 0
+    assert "site-1" in capsys.readouterr().out
+    assert main(["codebook", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "education (Patient education)" in out and "InfoSeek" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps(
+            {
+                "themes": [
+                    {
+                        "id": "empathy",
+                        "name": "Changed",
+                        "short": "E",
+                        "definition": "d",
+                        "question": "q",
+                    }
+                ]
+            }
+        )
+    )
+    assert main(["codebook", str(path), "--extend", str(bad)]) == 2
+    assert '"empathy" already exists' in capsys.readouterr().err
+    assert main(["codebook", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == "site-1"

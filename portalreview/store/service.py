@@ -38,6 +38,7 @@ from portalreview.store.models import (
     RankMember,
     Response,
     Sentence,
+    Suggestion,
     Unit,
     UnitSet,
     utc_now,
@@ -448,6 +449,46 @@ class StudyService:
             self._audit(s, "catalogs", None, None, None, {"extension": extension})
         self._catalogs = extended
         return extended
+
+    def add_suggestion(
+        self,
+        unit_id: int,
+        payload: dict[str, Any],
+        *,
+        model_file: str,
+        model_sha256: str,
+        template_id: str,
+        template_text: str = "",
+        params: dict[str, Any] | None = None,
+        seed: int | None = None,
+        seconds: float = 0.0,
+        session: Session | None = None,
+    ) -> int:
+        """Store a model's proposal for a unit, apart from human answers, with its
+        provenance (model file and hash, prompt template, parameters, seed, time taken)."""
+        self._require_admin("store model suggestions")
+
+        def insert(s: Session) -> int:
+            unit = s.get(Unit, unit_id)
+            if unit is None:
+                raise StoreError(f"there is no unit {unit_id}")
+            row = Suggestion(
+                unit_id=unit_id,
+                kind=unit.kind,
+                payload_json=json.dumps(payload),
+                model_file=model_file,
+                model_sha256=model_sha256,
+                template_id=template_id,
+                template_text=template_text,
+                params_json=json.dumps(params or {}),
+                seed=seed,
+                seconds=seconds,
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+
+        return self._in_session(session, insert)
 
     def _in_session(self, session: Session | None, work):
         if session is not None:
