@@ -101,6 +101,49 @@ def cmd_codebook(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_import_report(report) -> str:
+    lines = ["Dry run: nothing was saved." if report.dry_run else "Imported."]
+    lines += [f"  read {name} as {fmt}" for name, fmt in report.files.items()]
+    lines += [f"  added {n} {table}" for table, n in report.added.items()]
+    lines += [f"  updated {n} {table}" for table, n in report.updated.items()]
+    for name, columns in report.ignored_columns.items():
+        lines.append(f"  ignored columns of {name}: {', '.join(columns)}")
+    lines += [f"  mapped {text} ({n}x)" for text, n in report.eppc_mappings.items()]
+    lines += [f"  note: {note}" for note in report.notes]
+    return "\n".join(lines)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import files into a project, in one transaction (nothing changes on an error)."""
+    from portalreview.store.importers import import_files, propose_redcap_mapping
+
+    path = _project_path(args.path)
+    files = [Path(f) for f in args.files]
+    with Project.open(path) as project:
+        if args.redcap_dictionary and args.show_mapping:
+            records = next(f for f in files if f != Path(args.redcap_dictionary))
+            mapping = propose_redcap_mapping(project, records, Path(args.redcap_dictionary))
+            print(mapping.describe())
+            return 0
+        mapping = json.loads(Path(args.redcap_mapping).read_text()) if args.redcap_mapping else None
+        if args.redcap_dictionary and Path(args.redcap_dictionary) not in files:
+            files.append(Path(args.redcap_dictionary))
+        report = import_files(
+            project, files, kind=args.kind, redcap_mapping=mapping, dry_run=args.dry_run
+        )
+    print(format_import_report(report))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from portalreview.store.exporters import export_project
+
+    with Project.open(_project_path(args.path), read_only=True) as project:
+        written = export_project(project, args.format, Path(args.output))
+    print(f"Wrote {len(written)} file(s) to {args.output}")
+    return 0
+
+
 DEFAULT_DEMO = Path("portalreview-demo.prproj")
 
 
@@ -144,6 +187,28 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("path", help="the project file")
     info.add_argument("--json", action="store_true", help="print the counts as JSON")
     info.set_defaults(func=cmd_info)
+
+    imp = verbs.add_parser(
+        "import", help="import cases, responses, pair/inbox files, REDCap, EPPC or answers"
+    )
+    imp.add_argument("path", help="the project file")
+    imp.add_argument("files", nargs="+", help="CSV, XLSX or JSONL files, or an export folder")
+    imp.add_argument("--kind", help="force the format instead of detecting it")
+    imp.add_argument("--dry-run", action="store_true", help="check everything, save nothing")
+    imp.add_argument("--redcap-dictionary", metavar="CSV", help="the REDCap data dictionary")
+    imp.add_argument(
+        "--show-mapping", action="store_true", help="print the proposed REDCap mapping and stop"
+    )
+    imp.add_argument(
+        "--redcap-mapping", metavar="JSON", help="a confirmed mapping {field: theme id|notes|...}"
+    )
+    imp.set_defaults(func=cmd_import)
+
+    exp = verbs.add_parser("export", help="export the whole study (see docs/formats.md)")
+    exp.add_argument("path", help="the project file")
+    exp.add_argument("--format", choices=("jsonl", "csv", "xlsx"), default="jsonl")
+    exp.add_argument("-o", "--output", required=True, help="a folder (jsonl, csv) or .xlsx file")
+    exp.set_defaults(func=cmd_export)
 
     codebook = verbs.add_parser(
         "codebook", help="show the project's catalogs, or extend them from a JSON file"

@@ -113,3 +113,34 @@ def test_codebook_extension_from_a_file(tmp_path, capsys):
     assert '"empathy" already exists' in capsys.readouterr().err
     assert main(["codebook", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["version"] == "site-1"
+
+
+def test_export_then_import_through_the_cli(tmp_path, capsys):
+    source = tmp_path / "s.prproj"
+    with Project.create(source) as p:
+        study = build_small_study(p)
+        study.service.as_viewer("ava").save_answer(
+            study.units["urgency"], {"more_urgent_case_id": study.case1}, status="submitted"
+        )
+    assert main(["export", str(source), "--format", "jsonl", "-o", str(tmp_path / "out")]) == 0
+    assert main(["new", str(tmp_path / "copy")]) == 0
+    assert main(["import", str(tmp_path / "copy.prproj"), str(tmp_path / "out")]) == 0
+    assert "added 2 cases" in capsys.readouterr().out
+    assert main(["info", str(source), "--json"]) == 0
+    original = json.loads(capsys.readouterr().out)
+    assert main(["info", str(tmp_path / "copy.prproj"), "--json"]) == 0
+    copied = json.loads(capsys.readouterr().out)
+    assert copied["kinds"] == original["kinds"]
+    assert copied["cases"] == original["cases"] and copied["responses"] == original["responses"]
+
+
+def test_import_error_names_file_and_row_and_changes_nothing(tmp_path, capsys):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    bad = tmp_path / "cases.csv"
+    bad.write_text("case_id,message,urgency_level\nc1,Hello,3\nc2,Chest pain,7\n")
+    assert main(["import", str(path), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "cases.csv" in err and "row 3" in err and "urgency_level" in err
+    assert main(["info", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cases"] == 0

@@ -41,7 +41,7 @@ def write(session, answer, ctx: UnitContext, payload: dict) -> None:
         if criteria and correct is not False:
             raise PayloadError(f"{where}: reasons (C1-C3) are only for a response marked incorrect")
         for c in criteria:
-            if c not in known_criteria:
+            if not isinstance(c, str) or c not in known_criteria:
                 raise PayloadError(f"{where}: unknown criterion {c!r}")
         session.add(
             RankEntry(answer_id=answer.id, response_id=response_id, rank=rank, correct=correct)

@@ -37,7 +37,7 @@ def write(session, answer, ctx: UnitContext, payload: dict) -> None:
             raise PayloadError(f"{KIND}: levels key {key!r} is not a case id") from None
         if case_id not in pair:
             raise PayloadError(f"{KIND}: levels: case {case_id} is not one of the pair")
-        if isinstance(level, bool) or level not in known:
+        if not isinstance(level, int) or isinstance(level, bool) or level not in known:
             raise PayloadError(f"{KIND}: levels: {level!r} is not a level 1-6")
         session.add(UrgencyCaseLevel(answer_id=answer.id, case_id=case_id, level=level))
 

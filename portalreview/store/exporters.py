@@ -1,0 +1,456 @@
+"""Export a whole project: annotators, cases, responses, unit sets, units, assignments,
+suggestions, answers and the audit log, in the portable formats of docs/formats.md.
+
+* ``jsonl``: a folder with one ``<table>.jsonl`` per table and ``project.json`` (name and
+  catalogs); importing the folder into a new project gives the same study.
+* ``csv``: a folder with one ``<table>.csv`` per table (UTF-8 with a byte-order mark, so that
+  Excel reads accents; nested values as JSON text) and ``project.json``.
+* ``xlsx``: one workbook with a sheet per table (and a ``project`` sheet).
+
+Everything is read in one read transaction, so the files are one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from portalreview import __version__
+from portalreview.store.catalog_store import read_catalogs
+from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
+from portalreview.store.importers.portable import (
+    UNIT_REFS,
+    answer_to_portable,
+    presentation_refs,
+    sorted_json,
+    to_portable,
+)
+from portalreview.store.importers.study import (
+    ANNOTATOR_COLUMNS,
+    ANSWER_COLUMNS,
+    ASSIGNMENT_COLUMNS,
+    AUDIT_COLUMNS,
+    SUGGESTION_COLUMNS,
+    UNIT_COLUMNS,
+    UNIT_SET_COLUMNS,
+)
+from portalreview.store.kinds import CODECS
+from portalreview.store.migrations import SCHEMA_VERSION
+from portalreview.store.models import (
+    Annotator,
+    Answer,
+    Assignment,
+    AuditEntry,
+    Case,
+    CaseTag,
+    ProjectMeta,
+    RankMember,
+    Response,
+    Sentence,
+    Suggestion,
+    Unit,
+    UnitSet,
+)
+from portalreview.store.project import Project
+from portalreview.store.service import CHART_SECTIONS, chart_text_of
+
+FORMATS = ("jsonl", "csv", "xlsx")
+EXCEL_CELL_LIMIT = 32_767
+Row = dict[str, Any]
+Table = tuple[tuple[str, ...], list[Row]]
+
+
+class ExportFailed(ValueError):
+    """The project cannot be written in the format asked for; the message says why."""
+
+
+def export_project(project: Project, fmt: str, out: Path) -> list[Path]:
+    """Write the whole project to ``out`` (a folder for jsonl/csv, a workbook path for xlsx)
+    and return the paths written."""
+    if fmt not in FORMATS:
+        raise ExportFailed(f"unknown export format {fmt!r}; choose {', '.join(FORMATS)}")
+    with project.read() as session:
+        meta, tables = read_tables(session)
+    out = Path(out)
+    if fmt != "xlsx" and out.exists() and not out.is_dir():
+        raise ExportFailed(f"{out} is a file; a {fmt} export is written into a folder")
+    if fmt == "xlsx":
+        return [_write_xlsx(out, meta, tables)]
+    out.mkdir(parents=True, exist_ok=True)
+    written = [_write_json(out / "project.json", meta)]
+    writer = _write_jsonl if fmt == "jsonl" else _write_csv
+    for name, (columns, rows) in tables.items():
+        written.append(writer(out / f"{name}.{fmt}", columns, rows))
+    return written
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+class Names:
+    """Internal ids -> portable references (:class:`portable.IdsToRefs`), for one snapshot."""
+
+    def __init__(self, session: Session) -> None:
+        self.cases = dict(session.execute(select(Case.id, Case.external_id)).all())
+        self.responses = dict(session.execute(select(Response.id, Response.external_id)).all())
+        self.annotators = dict(session.execute(select(Annotator.id, Annotator.name)).all())
+        self.sentences = {
+            sid: (case_id, response_id, position)
+            for sid, case_id, response_id, position in session.execute(
+                select(Sentence.id, Sentence.case_id, Sentence.response_id, Sentence.position)
+            )
+        }
+        self.units = {
+            uid: (name, position)
+            for uid, name, position in session.execute(
+                select(Unit.id, UnitSet.name, Unit.position).join(
+                    UnitSet, UnitSet.id == Unit.unit_set_id
+                )
+            )
+        }
+
+    def case(self, case_id: int) -> str:
+        """A case's external id."""
+        return self.cases[case_id]
+
+    def response(self, response_id: int) -> str:
+        """A response's external id."""
+        return self.responses[response_id]
+
+    def sentence(self, sentence_id: int) -> dict:
+        """``{"owner", "of", "position"}`` of a sentence."""
+        case_id, response_id, position = self.sentences[sentence_id]
+        if case_id is not None:
+            return {"owner": self.cases[case_id], "of": "case", "position": position}
+        return {"owner": self.responses[response_id], "of": "response", "position": position}
+
+    def unit(self, unit_id: int | None) -> dict | None:
+        """``{"set", "position"}`` of a unit (None for no unit)."""
+        if unit_id not in self.units:
+            return None
+        name, position = self.units[unit_id]
+        return {"set": name, "position": position}
+
+
+def read_tables(session: Session) -> tuple[dict, dict[str, Table]]:
+    """(project.json content, table name -> (columns, rows)), all from one session."""
+    names = Names(session)
+    meta = {row.key: row.value for row in session.scalars(select(ProjectMeta))}
+    project = {
+        "name": meta.get("name", ""),
+        "exported_by": f"PortalReview {__version__}",
+        "schema_version": SCHEMA_VERSION,
+        "catalogs": read_catalogs(session).to_dict(),
+    }
+    tables: dict[str, Table] = {
+        "annotators": (ANNOTATOR_COLUMNS, list(_annotators(session))),
+        "cases": (CASE_COLUMNS, list(_cases(session))),
+        "responses": (RESPONSE_COLUMNS, list(_responses(session))),
+        "unit_sets": (UNIT_SET_COLUMNS, list(_unit_sets(session))),
+        "units": (UNIT_COLUMNS, list(_units(session, names))),
+        "assignments": (ASSIGNMENT_COLUMNS, list(_assignments(session, names))),
+        "suggestions": (SUGGESTION_COLUMNS, list(_suggestions(session, names))),
+        "answers": (ANSWER_COLUMNS, list(_answers(session, names))),
+        "audit": (AUDIT_COLUMNS, list(_audit(session, names))),
+    }
+    return project, tables
+
+
+def _annotators(session: Session) -> Iterator[Row]:
+    for a in session.scalars(select(Annotator).order_by(Annotator.id)):
+        yield {
+            "name": a.name,
+            "display_name": a.display_name,
+            "role": a.role,
+            "is_model": bool(a.is_model),
+            "created_at": a.created_at,
+        }
+
+
+def _tags(session: Session) -> dict[int, dict[str, Any]]:
+    """case id -> {key: value, or sorted values when there are several}."""
+    found: dict[int, dict[str, list[str]]] = {}
+    rows = session.execute(
+        select(CaseTag.case_id, CaseTag.key, CaseTag.value).order_by(
+            CaseTag.case_id, CaseTag.key, CaseTag.value
+        )
+    )
+    for case_id, key, value in rows:
+        found.setdefault(case_id, {}).setdefault(key, []).append(value)
+    return {
+        case_id: {k: v[0] if len(v) == 1 else v for k, v in tags.items()}
+        for case_id, tags in found.items()
+    }
+
+
+def _cases(session: Session) -> Iterator[Row]:
+    tags = _tags(session)
+    for c in session.scalars(select(Case).order_by(Case.id)):
+        stored = json.loads(c.chart_json)
+        chart = {section: list(stored.get(section, [])) for section in CHART_SECTIONS}
+        yield {
+            "case_id": c.external_id,
+            "message": c.message,
+            **chart,
+            "chart": None if c.chart_text == chart_text_of(chart) else c.chart_text,
+            "age_band": c.age_band,
+            "gender": c.gender,
+            "source": c.source_dataset,
+            "urgency_level": c.urgency_level if c.urgency_level is not None else c.urgency_filter,
+            "tags": tags.get(c.id, {}),
+            "created_at": c.created_at,
+        }
+
+
+def _responses(session: Session) -> Iterator[Row]:
+    cases = dict(session.execute(select(Case.id, Case.external_id)).all())
+    for r in session.scalars(select(Response).order_by(Response.id)):
+        yield {
+            "response_id": r.external_id,
+            "case_id": cases[r.case_id],
+            "text": r.text,
+            "author_kind": r.author_kind,
+            "author": r.author,
+            "source": r.source,
+            "production": r.production,
+            "created_at": r.created_at,
+        }
+
+
+def _unit_sets(session: Session) -> Iterator[Row]:
+    for s in session.scalars(select(UnitSet).order_by(UnitSet.id)):
+        yield {
+            "name": s.name,
+            "kind": s.kind,
+            "description": s.description,
+            "created_at": s.created_at,
+        }
+
+
+def _units(session: Session, names: Names) -> Iterator[Row]:
+    members: dict[int, list[int]] = {}
+    for unit_id, response_id in session.execute(
+        select(RankMember.unit_id, RankMember.response_id).order_by(RankMember.response_id)
+    ):
+        members.setdefault(unit_id, []).append(response_id)
+    query = select(Unit, UnitSet.name).join(UnitSet, UnitSet.id == Unit.unit_set_id)
+    for u, set_name in session.execute(query.order_by(Unit.unit_set_id, Unit.position)):
+        refs = {
+            "case_id": u.case_id,
+            "case_b_id": u.case_b_id,
+            "response_id": u.response_id,
+            "response_b_id": u.response_b_id,
+            "sentence_id": u.sentence_id,
+            "members": members.get(u.id, []) if u.kind == "rank" else None,
+        }
+        portable = to_portable(refs, UNIT_REFS, names)
+        yield {"set": set_name, "kind": u.kind, "position": u.position, **portable,
+               "batch": u.batch}  # fmt: skip
+
+
+def _unit_order(session: Session) -> dict[int, tuple[int, int]]:
+    """unit id -> (its set id, its position): the order units are listed in."""
+    rows = session.execute(select(Unit.id, Unit.unit_set_id, Unit.position))
+    return {uid: (set_id, position) for uid, set_id, position in rows}
+
+
+def _assignments(session: Session, names: Names) -> Iterator[Row]:
+    order = _unit_order(session)
+    kinds = dict(session.execute(select(Unit.id, Unit.kind)).all())
+    rows = sorted(
+        session.scalars(select(Assignment)),
+        key=lambda a: (order[a.unit_id], a.annotator_id),
+    )
+    for a in rows:
+        shown = json.loads(a.presentation_json)
+        yield {
+            "unit": names.unit(a.unit_id),
+            "annotator": names.annotators[a.annotator_id],
+            "position": a.position,
+            "presentation": sorted_json(
+                to_portable(shown, presentation_refs(kinds[a.unit_id]), names)
+            ),
+            "assigned_at": a.assigned_at,
+        }
+
+
+def _suggestion_numbers(session: Session) -> dict[int, int]:
+    """suggestion id -> its number among its unit's suggestions (from 1, in id order)."""
+    numbers: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    for sid, unit_id in session.execute(
+        select(Suggestion.id, Suggestion.unit_id).order_by(Suggestion.id)
+    ):
+        counts[unit_id] = counts.get(unit_id, 0) + 1
+        numbers[sid] = counts[unit_id]
+    return numbers
+
+
+def _suggestions(session: Session, names: Names) -> Iterator[Row]:
+    numbers = _suggestion_numbers(session)
+    for s in session.scalars(select(Suggestion).order_by(Suggestion.id)):
+        payload = json.loads(s.payload_json)
+        if isinstance(payload, dict):
+            payload = answer_to_portable(s.kind, payload, names)
+        yield {
+            "unit": names.unit(s.unit_id),
+            "kind": s.kind,
+            "number": numbers[s.id],
+            "payload": sorted_json(payload),
+            "model_file": s.model_file,
+            "model_sha256": s.model_sha256,
+            "template_id": s.template_id,
+            "template_text": s.template_text,
+            "params": sorted_json(json.loads(s.params_json)),
+            "seed": s.seed,
+            "seconds": s.seconds,
+            "created_at": s.created_at,
+        }
+
+
+def _answers(session: Session, names: Names) -> Iterator[Row]:
+    numbers = _suggestion_numbers(session)
+    for a in session.scalars(select(Answer).order_by(Answer.id)):
+        payload = CODECS[a.kind].read(session, a)
+        yield {
+            "kind": a.kind,
+            "unit": names.unit(a.unit_id),
+            "annotator": names.annotators[a.annotator_id],
+            "gold": bool(a.is_gold),
+            "status": a.status,
+            "active_seconds": a.active_seconds,
+            "flagged": bool(a.flagged),
+            "flag_note": a.flag_note,
+            "comment": a.comment,
+            "suggestion": numbers.get(a.suggestion_id),
+            "suggestion_use": a.suggestion_use,
+            "created_at": a.created_at,
+            "updated_at": a.updated_at,
+            "answer": sorted_json(answer_to_portable(a.kind, payload, names)),
+        }
+
+
+def _audit(session: Session, names: Names) -> Iterator[Row]:
+    for e in session.scalars(select(AuditEntry).order_by(AuditEntry.id)):
+        yield {
+            "id": e.id,
+            "at": e.at,
+            "actor_id": e.actor_id,
+            "actor": names.annotators.get(e.actor_id),
+            "action": e.action,
+            "answer_id": e.answer_id,
+            "unit_id": e.unit_id,
+            "unit": names.unit(e.unit_id),
+            "old_json": e.old_json,
+            "new_json": e.new_json,
+            "prev_hash": e.prev_hash,
+            "hash": e.hash,
+        }
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _replace(path: Path, write) -> Path:
+    """Write through a temporary file and rename it, so a failure leaves no half file."""
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path
+
+
+def _write_json(path: Path, data: dict) -> Path:
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    return _replace(path, lambda p: p.write_bytes(text.encode("utf-8")))
+
+
+def _write_jsonl(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
+    def write(target: Path) -> None:
+        with target.open("w", encoding="utf-8", newline="\n") as fh:
+            for row in rows:
+                fh.write(json.dumps({c: row[c] for c in columns}, ensure_ascii=False) + "\n")
+
+    return _replace(path, write)
+
+
+def cell_text(value: Any) -> str:
+    """A value as CSV cell text: nested values as JSON, true/false, empty for null."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _write_csv(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
+    def write(target: Path) -> None:
+        with target.open("w", encoding="utf-8-sig", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(columns)
+            writer.writerows([cell_text(row[c]) for c in columns] for row in rows)
+
+    return _replace(path, write)
+
+
+def _write_xlsx(path: Path, meta: dict, tables: dict[str, Table]) -> Path:
+    """One sheet per table; every cell is checked before the workbook is started."""
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+
+    sheets = {"project": (("name", "catalogs"), [meta]), **tables}
+    values = {
+        name: [
+            [_excel_value(name, number, c, row[c]) for c in columns]
+            for number, row in enumerate(rows, start=2)
+        ]
+        for name, (columns, rows) in sheets.items()
+    }
+    book = Workbook(write_only=True)
+    for name, (columns, _) in sheets.items():
+        sheet = book.create_sheet(name)
+        sheet.append(list(columns))
+        for row in values[name]:
+            sheet.append([_text_cell(WriteOnlyCell, sheet, v) for v in row])
+    return _replace(path if path.suffix else path.with_suffix(".xlsx"), book.save)
+
+
+def _excel_value(table: str, number: int, column: str, value: Any) -> Any:
+    """``value`` as a cell value (nested values as JSON text); refuses what Excel cannot hold."""
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = cell_text(value)
+    where = f"{table}, row {number}, field {column!r}"
+    if len(text) > EXCEL_CELL_LIMIT:
+        raise ExportFailed(
+            f"{where}: {len(text):,} characters do not fit an Excel cell "
+            f"({EXCEL_CELL_LIMIT:,} at most); export as jsonl or csv instead"
+        )
+    if ILLEGAL_CHARACTERS_RE.search(text):
+        raise ExportFailed(
+            f"{where}: the text holds control characters Excel cannot store; "
+            "export as jsonl or csv instead"
+        )
+    return text
+
+
+def _text_cell(make: Any, sheet: Any, value: Any) -> Any:
+    """Text as a text cell, never a formula or an error code ("=SUM(...)", "#N/A")."""
+    if not isinstance(value, str):
+        return value
+    cell = make(sheet, value=value)
+    cell.data_type = "s"
+    return cell

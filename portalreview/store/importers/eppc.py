@@ -1,0 +1,207 @@
+"""EPPC annotations in the model-output shape (FACTS.md): one JSON object per sentence.
+
+``{"case_id": "c1", "sentence": "...", "annotator": "ava",
+"results": [{"Code": "InfoSeek", "Sub-code": "Symptoms", "Span": "chest pain"}]}``
+
+The sentence is located in the case's message (or the response's text) and must be one of the
+sentences PortalReview's segmenter made there; each span is located in its sentence (the first
+occurrence when it occurs more than once). Legacy code and subcode spellings are mapped onto the
+codebook's own and reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from portalreview.domain.catalogs import CatalogError
+from portalreview.store.importers.context import ImportContext
+from portalreview.store.importers.errors import json_type
+from portalreview.store.importers.records import MAX_TEXT, Part, Record, show, text_problem
+from portalreview.store.models import STATUSES, Case, Response, Sentence, Unit
+
+EPPC_COLUMNS = (
+    "case_id",
+    "message_id",
+    "response_id",
+    "sentence",
+    "annotator",
+    "results",
+    "status",
+)
+OWNER_KEYS = ("case_id", "message_id", "response_id")
+_RESULT_KEYS = {"code": "Code", "subcode": "Sub-code", "span": "Span"}
+
+
+def load_eppc(ctx: ImportContext, part: Part) -> None:
+    """One eppc unit per sentence (in set ``eppc-<file name>``) and one answer per record."""
+    name = f"eppc-{part.stem}"
+    units: dict[int, int] | None = None
+    for rec in part.records:
+        with ctx.guard(rec):
+            set_id = ctx.ensure_unit_set(name, "eppc", rec, f"EPPC annotations from {part.label}")
+            if units is None:
+                units = _units_of_set(ctx, set_id)
+            case_id, sentence_id, sentence = _sentence(ctx, rec)
+            if sentence_id not in units:
+                units[sentence_id] = ctx.svc.add_unit(
+                    set_id, case_id, sentence_id=sentence_id, session=ctx.session
+                )
+            _answer(ctx, rec, units[sentence_id], sentence)
+
+
+def _units_of_set(ctx: ImportContext, set_id: int) -> dict[int, int]:
+    rows = ctx.session.execute(select(Unit.sentence_id, Unit.id).where(Unit.unit_set_id == set_id))
+    return dict(rows.all())
+
+
+def _answer(ctx: ImportContext, rec: Record, unit_id: int, sentence: str) -> None:
+    person = ctx.annotator(rec, "annotator")
+    if ctx.has_answer(unit_id, person):
+        rec.fail("annotator", "has already coded this sentence in this import or project")
+    ctx.ensure_assigned(unit_id, person)
+    labels = _labels(ctx, rec, sentence)
+    complete = all(label["subcode"] and label["spans"] for label in labels)
+    status = rec.choice("status", STATUSES, default="submitted" if complete else "draft")
+    ctx.svc.save_answer(
+        unit_id, {"labels": labels}, status=status, annotator_id=person, session=ctx.session
+    )
+
+
+# --- the sentence ---------------------------------------------------------------------------
+
+
+def _sentence(ctx: ImportContext, rec: Record) -> tuple[int, int, str]:
+    """(the unit's case id, sentence id, sentence text) of the record's sentence."""
+    owner, owner_id, case_id, text = _owner(ctx, rec)
+    wanted = rec.text("sentence", required=True).strip()
+    column = Sentence.case_id if owner == "case" else Sentence.response_id
+    rows = ctx.session.execute(
+        select(Sentence.start, Sentence.end, Sentence.id).where(column == owner_id)
+    )
+    by_start = {start: (end, sid) for start, end, sid in rows}
+    at = text.find(wanted)
+    if at < 0:
+        rec.fail("sentence", f"{show(wanted)} does not occur in the {owner}'s text")
+    while at >= 0:
+        end, sid = by_start.get(at, (None, None))
+        if end == at + len(wanted):
+            return case_id, sid, wanted
+        at = text.find(wanted, at + 1)
+    rec.fail(
+        "sentence",
+        f"{show(wanted)} occurs in the {owner}'s text but is not one of its sentences as "
+        "PortalReview splits it; give one whole sentence",
+    )
+
+
+def _owner(ctx: ImportContext, rec: Record) -> tuple[str, int, int, str]:
+    """("case"|"response", its id, its case id, its text) from case_id/message_id/response_id.
+
+    A ``message_id`` is a case's external id, or a response's when no case has it."""
+    given = [key for key in OWNER_KEYS if rec.has(key)]
+    if len(given) != 1:
+        rec.fail(None, "give exactly one of case_id, message_id or response_id")
+    key = given[0]
+    external = rec.ident(key)
+    owner = "response" if key == "response_id" else "case"
+    if key == "message_id" and external not in ctx.ids("cases"):
+        owner = "response" if external in ctx.ids("responses") else "case"
+    elif key == "message_id" and external in ctx.ids("responses"):
+        rec.fail(key, f"{external!r} is both a case and a response: use case_id or response_id")
+    if owner == "case":
+        case_id = ctx.case_ref(rec, key, external)
+        return "case", case_id, case_id, ctx.session.get(Case, case_id).message
+    response = ctx.session.get(Response, ctx.response_ref(rec, key, external))
+    return "response", response.id, response.case_id, response.text
+
+
+# --- the labels -----------------------------------------------------------------------------
+
+
+def _labels(ctx: ImportContext, rec: Record, sentence: str) -> list[dict[str, Any]]:
+    """The eppc payload's labels: one per code, spans located in the sentence."""
+    results = rec.nested("results", required=True)
+    if not isinstance(results, list):
+        rec.fail(
+            "results", f"expected a list of {{Code, Sub-code, Span}}, got {json_type(results)}"
+        )
+    labels: dict[str, dict[str, Any]] = {}
+    for i, item in enumerate(results):
+        where = f"results[{i}]"
+        code, subcode, span = _result(rec, where, item)
+        code, subcode = _canonical(ctx, rec, where, code, subcode)
+        spans = _spans(ctx, rec, where, span, sentence)
+        label = labels.setdefault(code, {"code": code, "subcode": subcode, "spans": []})
+        if label["subcode"] != subcode:
+            rec.fail(
+                f"{where}.Sub-code",
+                f"code {code} has two subcodes ({label['subcode']}, {subcode}); "
+                "a code takes one subcode per sentence",
+            )
+        label["spans"] += [s for s in spans if s not in label["spans"]]
+    return list(labels.values())
+
+
+def _result(rec: Record, where: str, item: Any) -> tuple[Any, Any, Any]:
+    """(Code, Sub-code, Span) of one result; key spelling and case are forgiven."""
+    if not isinstance(item, dict):
+        rec.fail(where, f"expected an object {{Code, Sub-code, Span}}, got {json_type(item)}")
+    values: dict[str, Any] = {}
+    for key, value in item.items():
+        norm = key.lower().replace("-", "").replace("_", "").replace(" ", "")
+        if norm not in _RESULT_KEYS:
+            rec.fail(f"{where}.{key}", "unknown key; a result has Code, Sub-code and Span")
+        values[norm] = value
+    if "code" not in values:
+        rec.fail(f"{where}.Code", "is missing")
+    return values["code"], values.get("subcode"), values.get("span")
+
+
+def _canonical(
+    ctx: ImportContext, rec: Record, where: str, code: Any, subcode: Any
+) -> tuple[str, str | None]:
+    """Code and subcode ids of the codebook, the mappings applied recorded in the report."""
+    if not isinstance(code, str):
+        rec.fail(f"{where}.Code", f"expected text, got {json_type(code)}")
+    if subcode is not None and not isinstance(subcode, str):
+        rec.fail(f"{where}.Sub-code", f"expected text, got {json_type(subcode)}")
+    subcode = subcode if subcode and subcode.strip() else None  # blank: no subcode yet
+    try:
+        code_id, _, applied = ctx.catalogs.canonical_eppc(code, None)
+    except CatalogError as exc:
+        rec.fail(f"{where}.Code", str(exc))
+    try:
+        code_id, sub_id, applied = ctx.catalogs.canonical_eppc(code, subcode)
+    except CatalogError as exc:
+        rec.fail(f"{where}.Sub-code", str(exc))
+    ctx.report.map_eppc(applied)
+    return code_id, sub_id
+
+
+def _spans(ctx: ImportContext, rec: Record, where: str, span: Any, sentence: str) -> list:
+    """[[start, end], ...] of the span text(s) in the sentence (a list = discontinuous)."""
+    texts = span if isinstance(span, list) else [] if span is None else [span]
+    out = []
+    for j, piece in enumerate(texts):
+        name = f"{where}.Span" + (f"[{j}]" if isinstance(span, list) else "")
+        if not isinstance(piece, str):
+            rec.fail(name, f"expected text, got {json_type(piece)}")
+        piece = piece.strip()
+        problem = text_problem(piece, MAX_TEXT)
+        if problem:
+            rec.fail(name, problem)
+        if not piece:
+            continue
+        at = sentence.find(piece)
+        if at < 0:
+            rec.fail(name, f"the span {show(piece)} is not in its sentence {show(sentence)}")
+        if sentence.find(piece, at + 1) >= 0 and ("repeat", rec.file) not in ctx.first_seen:
+            ctx.first_seen[("repeat", rec.file)] = rec.place
+            ctx.report.note(
+                f"{rec.file}: a span occurs more than once in its sentence (first at "
+                f"{rec.place}); the first occurrence is used"
+            )
+        out.append([at, at + len(piece)])
+    return out

@@ -1,0 +1,112 @@
+"""PMR-Bench files (seed 002): urgency pairs and inboxes (message pools).
+
+A message becomes one case whatever file or row it comes from: its external id is derived from
+a hash of its text (``pmr-`` + 16 hex digits), so the same text in two rows or two files is one
+case, and the same text with two different levels is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy import select
+
+from portalreview.store.importers.context import ImportContext
+from portalreview.store.importers.records import Part, Record
+from portalreview.store.models import Case, CaseTag
+
+PAIR_COLUMNS = ("chosen", "chosen_level", "rejected", "rejected_level", "difficulty")
+INBOX_COLUMNS = ("text", "level", "relevancy")
+SOURCE = "pmr-bench"
+
+
+def message_id(text: str) -> str:
+    """The external id of a PMR-Bench message: stable across files and imports."""
+    normal = text.replace("\r\n", "\n").strip()
+    return "pmr-" + hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
+
+
+def load_pairs(ctx: ImportContext, part: Part) -> None:
+    """One urgency unit per row (case A = chosen, the more urgent; case B = rejected), in a
+    new unit set named after the file; the levels become the cases' reference levels."""
+    name = part.stem
+    set_id = None
+    inverted = 0
+    for rec in part.records:
+        with ctx.guard(rec):
+            if set_id is None:
+                if ctx.unit_set(name) is not None:
+                    rec.fail(None, f"a unit set {name!r} already exists; rename the file")
+                set_id = ctx.ensure_unit_set(name, "urgency", rec, f"PMR-Bench pairs from {name}")
+            chosen, chosen_level = _message(ctx, rec, "chosen", "chosen_level")
+            rejected, rejected_level = _message(ctx, rec, "rejected", "rejected_level")
+            if chosen == rejected:
+                rec.fail("rejected", "chosen and rejected are the same message")
+            inverted += chosen_level > rejected_level
+            ctx.svc.add_unit(
+                set_id,
+                chosen,
+                case_b_id=rejected,
+                batch=rec.label("difficulty"),
+                session=ctx.session,
+            )
+    if inverted:
+        ctx.report.note(
+            f"{part.label}: in {inverted} row(s) chosen has a less urgent (higher) level "
+            "than rejected"
+        )
+
+
+def load_inbox(ctx: ImportContext, part: Part) -> None:
+    """One case per distinct message, tagged ``inbox=<file name>`` (and ``relevancy``)."""
+    for rec in part.records:
+        with ctx.guard(rec):
+            case_id, _ = _message(ctx, rec, "text", "level")
+            _tag(ctx, case_id, "inbox", part.stem)
+            relevancy = rec.label("relevancy")
+            if relevancy:
+                _tag(ctx, case_id, "relevancy", relevancy)
+
+
+def _message(ctx: ImportContext, rec: Record, text_col: str, level_col: str) -> tuple[int, int]:
+    """(case id, level) of the message in ``text_col``, adding the case when it is new."""
+    text = rec.text(text_col, required=True)
+    levels = sorted(lv.level for lv in ctx.catalogs.urgency_levels)
+    level = rec.integer(
+        level_col, levels[0], levels[-1], required=True, what=f"a level {levels[0]}-{levels[-1]}"
+    )
+    external = message_id(text)
+    case_id = ctx.ids("cases").get(external)
+    if case_id is None:
+        case_id = ctx.svc.add_case(
+            external, text, urgency_level=level, source_dataset=SOURCE, session=ctx.session
+        )
+        ctx.ids("cases")[external] = case_id
+        ctx.first_seen[("level", external)] = f"{rec.where}, field {level_col!r}"
+        return case_id, level
+    _check_level(ctx, rec, level_col, ctx.session.get(Case, case_id), level)
+    return case_id, level
+
+
+def _check_level(ctx: ImportContext, rec: Record, name: str, case: Case, level: int) -> None:
+    """The same message must have the same level everywhere."""
+    if case.urgency_level is None and case.urgency_filter is None:
+        case.urgency_level = level
+        ctx.report.updated["cases"] = ctx.report.updated.get("cases", 0) + 1
+        ctx.first_seen[("level", case.external_id)] = f"{rec.where}, field {name!r}"
+        return
+    if case.urgency_level != level:
+        first = ctx.first_seen.get(("level", case.external_id), "the project")
+        had = case.urgency_level or case.urgency_filter
+        rec.fail(name, f"this message has level {level} here but {had} in {first}")
+
+
+def _tag(ctx: ImportContext, case_id: int, key: str, value: str) -> None:
+    exists = ctx.session.scalar(
+        select(CaseTag.case_id).where(
+            CaseTag.case_id == case_id, CaseTag.key == key, CaseTag.value == value
+        )
+    )
+    if exists is None:
+        ctx.session.add(CaseTag(case_id=case_id, key=key, value=value))
+        ctx.session.flush()

@@ -1,0 +1,315 @@
+"""Read CSV, XLSX, JSON Lines and JSON files into :class:`Part` tables.
+
+Text files are decoded as UTF-8 (a byte-order mark is fine) and, failing that, as Windows-1252,
+which is reported. Every problem is an :class:`ImportFailed` naming the file and the row or line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from portalreview.store.importers.errors import EmptyTable, ImportFailed, json_type
+from portalreview.store.importers.records import Part, Record
+
+TEXT_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
+XLSX_SUFFIXES = {".xlsx", ".xlsm"}
+SUFFIXES = (*TEXT_SUFFIXES, *XLSX_SUFFIXES)
+_UTF8_SEQUENCE = re.compile(
+    rb"[\xC2-\xDF][\x80-\xBF]|[\xE0-\xEF][\x80-\xBF]{2}|[\xF0-\xF4][\x80-\xBF]{3}"
+)
+CSV_CELL_LIMIT = 16 * 1024 * 1024  # characters in one CSV cell (texts are checked to 100,000)
+_OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def read_parts(path: Path) -> list[Part]:
+    """The tables in one file (a workbook gives one per non-empty sheet)."""
+    label = path.name
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise ImportFailed("there is no such file", file=str(path))
+    if suffix == ".xls":
+        raise ImportFailed("is an old Excel .xls file; save it as .xlsx or .csv", file=label)
+    if suffix in XLSX_SUFFIXES:
+        return _read_xlsx(path)
+    if suffix not in TEXT_SUFFIXES:
+        raise ImportFailed(
+            f"unknown file type {suffix or '(none)'}; PortalReview imports "
+            ".csv, .xlsx, .jsonl and .json (project.json) files",
+            file=label,
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImportFailed(f"cannot be read ({exc.strerror})", file=label) from None
+    text, note = decode(label, data)
+    style = TEXT_SUFFIXES[suffix]
+    reader = {"csv": _csv_part, "jsonl": _jsonl_part, "json": _json_part}[style]
+    part = reader(path, text)
+    part.note = note
+    return [part]
+
+
+def decode(label: str, data: bytes) -> tuple[str, str | None]:
+    """The text of a file and a note when it was not UTF-8; refuses binary and empty files."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ImportFailed("is UTF-16 text; save it as UTF-8 (CSV UTF-8 in Excel)", file=label)
+    if data.startswith(b"PK\x03\x04"):
+        raise ImportFailed(
+            "is a ZIP or Excel file, not text; give an Excel workbook the .xlsx extension",
+            file=label,
+        )
+    if b"\x00" in data:
+        raise ImportFailed("is a binary file, not text (it contains NUL bytes)", file=label)
+    if not data.strip():
+        raise EmptyTable("is empty", file=label)
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        byte = data[exc.start]
+        if _UTF8_SEQUENCE.search(data):
+            raise ImportFailed(
+                f"mixed encodings: line {line} has byte 0x{byte:02X}, which is not UTF-8, "
+                "while other characters are UTF-8; save the whole file as UTF-8",
+                file=label,
+            ) from None
+    try:
+        return data.decode("cp1252"), f"{label}: not UTF-8; read as Windows-1252 (cp1252)"
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ImportFailed(
+            f"line {line}: byte 0x{data[exc.start]:02X} is neither UTF-8 nor Windows-1252 "
+            "text; save the file as UTF-8",
+            file=label,
+        ) from None
+
+
+# --- CSV -----------------------------------------------------------------------------------
+
+
+def _csv_part(path: Path, text: str) -> Part:
+    label = path.name
+    rows = _csv_rows(label, text)
+    if not rows:
+        raise EmptyTable("is empty", file=label)
+    return _table_part(path, label, "csv", rows, stem=path.stem)
+
+
+def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
+    """(row number, cells) of every row, blank rows dropped; the header is row 1."""
+    if csv.field_size_limit() < CSV_CELL_LIMIT:  # an exported audit log holds long cells
+        csv.field_size_limit(CSV_CELL_LIMIT)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, list[str]]] = []
+    number = 0
+    try:
+        for number, cells in enumerate(reader, start=1):
+            if any(c.strip() for c in cells):
+                rows.append((number, cells))
+    except csv.Error as exc:
+        raise ImportFailed(
+            f"the file cannot be read as CSV: {_csv_reason(exc)}",
+            file=label,
+            place=f"row {number + 1}",
+        ) from None
+    return rows
+
+
+def _csv_reason(exc: csv.Error) -> str:
+    text = str(exc)
+    if "field larger than field limit" in text:
+        return f"a cell holds more than {CSV_CELL_LIMIT:,} characters (texts: at most 100,000)"
+    return text
+
+
+# --- XLSX ----------------------------------------------------------------------------------
+
+
+def _read_xlsx(path: Path) -> list[Part]:
+    """One part per sheet that has anything in it."""
+    from openpyxl import load_workbook
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    label = path.name
+    try:
+        with path.open("rb") as fh:
+            signature = fh.read(4)
+    except OSError as exc:
+        raise ImportFailed(f"cannot be read ({exc.strerror})", file=label) from None
+    if signature != b"PK\x03\x04":
+        raise ImportFailed("is not an Excel workbook (.xlsx); is it a CSV file?", file=label)
+    try:
+        book = load_workbook(path, read_only=True, data_only=True)
+    except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+        raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
+    try:
+        parts = [_sheet_part(path, book, name) for name in book.sheetnames]
+    finally:
+        book.close()
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        raise EmptyTable("has no data rows in any sheet", file=label)
+    if len(parts) == 1:
+        parts[0].stem = path.stem
+    return parts
+
+
+def _sheet_part(path: Path, book: Any, name: str) -> Part | None:
+    label = f"{path.name}, sheet {name!r}"
+    rows = []
+    for number, cells in enumerate(book[name].iter_rows(values_only=True), start=1):
+        values = ["" if c is None else c for c in cells]
+        if any(str(v).strip() for v in values):
+            rows.append((number, values))
+    if not rows:
+        return None
+    if len(rows) == 1:
+        return None  # a header and nothing else: an empty table of an exported workbook
+    return _table_part(path, label, "xlsx", rows, stem=f"{path.stem}-{name}")
+
+
+# --- rows to records (CSV and XLSX) --------------------------------------------------------
+
+
+def _table_part(
+    path: Path, label: str, style: str, rows: list[tuple[int, list]], stem: str
+) -> Part:
+    """A table from its rows (the first is the header): (row number, cells) each."""
+    header_number, header = rows[0]
+    columns = _header(label, [str(h).strip() for h in header], f"row {header_number}")
+    if len(rows) < 2:
+        raise EmptyTable("has a header row but no data rows", file=label)
+    part = Part(path, label, style, [c for c in columns if c], stem=stem)
+    for number, cells in rows[1:]:
+        part.records.append(_row_record(label, columns, number, cells, style))
+    return part
+
+
+def _header(label: str, columns: list[str], place: str) -> list[str]:
+    """Check the header row: distinct columns, separated by commas."""
+    while columns and not columns[-1]:
+        columns.pop()
+    if len(columns) == 1:
+        for mark, name in _OTHER_DELIMITERS.items():
+            if mark in columns[0]:
+                raise ImportFailed(
+                    f"the header is a single column {columns[0][:80]!r}: the file separates "
+                    f"columns with {name}; save it as comma-separated CSV",
+                    file=label,
+                    place=place,
+                )
+    named = [c for c in columns if c]
+    for name in named:
+        if named.count(name) > 1:
+            raise ImportFailed(f"column {name!r} appears twice", file=label, place=place)
+    return columns  # an unnamed column may only be empty (checked per row)
+
+
+def _row_record(label: str, columns: list[str], number: int, cells: list, style: str) -> Record:
+    place = f"row {number}"
+    while len(cells) > len(columns) and (cells[-1] is None or str(cells[-1]).strip() == ""):
+        cells = cells[:-1]
+    if len(cells) > len(columns):
+        raise ImportFailed(
+            f"has {len(cells)} values but the header has {len(columns)} columns "
+            "(a separator inside a value that is not in quotes?)",
+            file=label,
+            place=place,
+        )
+    if style == "csv" and len(cells) < len(columns):
+        raise ImportFailed(
+            f"has {len(cells)} values but the header has {len(columns)} columns",
+            file=label,
+            place=place,
+        )
+    values: dict[str, Any] = {}
+    for i, value in enumerate(cells):
+        if not columns[i]:
+            if str(value).strip():
+                raise ImportFailed(
+                    f"column {i + 1} has a value but no name in the header",
+                    file=label,
+                    place=place,
+                )
+            continue
+        values[columns[i]] = value
+    return Record(values, label, place, lenient=True)
+
+
+# --- JSON Lines and JSON -------------------------------------------------------------------
+
+
+def _jsonl_part(path: Path, text: str) -> Part:
+    label = path.name
+    if text.lstrip().startswith("["):
+        try:
+            whole = json.loads(text)
+        except (ValueError, RecursionError):
+            whole = None
+        if isinstance(whole, list):
+            raise ImportFailed(
+                "is one JSON array, not JSON Lines: write one JSON object per line", file=label
+            )
+    part = Part(path, label, "jsonl", [], stem=path.stem)
+    columns: dict[str, None] = {}
+    lines = text.split("\n")
+    last = max(i for i, line in enumerate(lines, start=1) if line.strip())
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        values = _json_line(label, number, line, number == last)
+        columns.update(dict.fromkeys(values))
+        part.records.append(Record(values, label, f"line {number}", lenient=False))
+    part.columns = list(columns)
+    return part
+
+
+def _json_line(label: str, number: int, line: str, last: bool) -> dict:
+    """One line of JSON Lines: an object (the last line may have been cut short)."""
+    place = f"line {number}"
+    try:
+        value = json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_constant)
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+        hint = "; is the file cut short?" if last and "Unterminated" in reason else ""
+        raise ImportFailed(f"is not valid JSON ({reason}){hint}", file=label, place=place) from None
+    if not isinstance(value, dict):
+        raise ImportFailed(
+            f"expected a JSON object {{...}}, got {json_type(value)}", file=label, place=place
+        )
+    return value
+
+
+def _json_part(path: Path, text: str) -> Part:
+    label = path.name
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ImportFailed(f"is not valid JSON ({exc})", file=label) from None
+    if isinstance(value, list):
+        raise ImportFailed(
+            "is a JSON array: tables are imported from JSON Lines (.jsonl), one object per line",
+            file=label,
+        )
+    if not isinstance(value, dict):
+        raise ImportFailed(f"expected a JSON object, got {json_type(value)}", file=label)
+    return Part(path, label, "json", list(value), stem=path.stem, obj=value)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        seen[key] = value
+    return seen
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in JSON")

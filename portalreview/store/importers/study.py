@@ -1,0 +1,393 @@
+"""The study itself in portable form: project.json, annotators, unit sets, units, assignments,
+suggestions and answers (the files :func:`export_project` writes; see docs/formats.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from sqlalchemy import func, select
+
+from portalreview.domain.catalogs import CatalogError, Catalogs
+from portalreview.store.catalog_store import write_catalogs
+from portalreview.store.importers.context import ImportContext
+from portalreview.store.importers.errors import ImportFailed
+from portalreview.store.importers.portable import (
+    UNIT_REFS,
+    UNIT_SHAPES,
+    answer_to_internal,
+    presentation_refs,
+    to_internal,
+)
+from portalreview.store.importers.records import MAX_ID, Part, Record
+from portalreview.store.models import (
+    KINDS,
+    ROLES,
+    STATUSES,
+    SUGGESTION_USES,
+    Annotator,
+    Answer,
+    Assignment,
+    Suggestion,
+    Unit,
+    UnitSet,
+)
+
+ANNOTATOR_COLUMNS = ("name", "display_name", "role", "is_model", "created_at")
+UNIT_SET_COLUMNS = ("name", "kind", "description", "created_at")
+UNIT_COLUMNS = (
+    "set",
+    "kind",
+    "position",
+    "case_id",
+    "case_b_id",
+    "response_id",
+    "response_b_id",
+    "sentence_id",
+    "members",
+    "batch",
+)
+ASSIGNMENT_COLUMNS = ("unit", "annotator", "position", "presentation", "assigned_at")
+ANSWER_COLUMNS = (
+    "kind",
+    "unit",
+    "annotator",
+    "gold",
+    "status",
+    "active_seconds",
+    "flagged",
+    "flag_note",
+    "comment",
+    "suggestion",
+    "suggestion_use",
+    "created_at",
+    "updated_at",
+    "answer",
+)
+SUGGESTION_COLUMNS = (
+    "unit",
+    "kind",
+    "number",
+    "payload",
+    "model_file",
+    "model_sha256",
+    "template_id",
+    "template_text",
+    "params",
+    "seed",
+    "seconds",
+    "created_at",
+)
+AUDIT_COLUMNS = (
+    "id",
+    "at",
+    "actor_id",
+    "actor",
+    "action",
+    "answer_id",
+    "unit_id",
+    "unit",
+    "old_json",
+    "new_json",
+    "prev_hash",
+    "hash",
+)
+_MAX_POSITION = 10**9
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def each(ctx: ImportContext, part: Part, add) -> None:
+    """Run ``add(ctx, rec)`` for every record, guarded."""
+    for rec in part.records:
+        with ctx.guard(rec):
+            add(ctx, rec)
+
+
+# --- project.json --------------------------------------------------------------------------
+
+
+def load_project(ctx: ImportContext, part: Part) -> None:
+    """Check the exported catalogs against the project's; a superset extends them."""
+    data = part.obj if part.obj is not None else {"catalogs": part.records[0].obj("catalogs")}
+    try:
+        theirs = Catalogs.from_dict(data.get("catalogs"))
+    except (CatalogError, TypeError, AttributeError) as exc:
+        raise ImportFailed(f"the catalogs are not valid: {exc}", file=part.label) from None
+    ours = ctx.catalogs
+    if theirs == ours:
+        return
+    missing = sorted(_catalog_ids(ours) - _catalog_ids(theirs))
+    if missing:
+        raise ImportFailed(
+            "its catalogs lack entries this project has ("
+            + ", ".join(missing[:10])
+            + "); import into a project created with these catalogs",
+            file=part.label,
+        )
+    write_catalogs(ctx.session, theirs)
+    ctx.svc.use_catalogs(theirs)
+    ctx.report.note(f"{part.label}: the project's catalogs were extended to {theirs.version}")
+
+
+def _catalog_ids(c: Catalogs) -> set[str]:
+    return (
+        {f"theme {t.id}" for t in c.themes}
+        | {f"level {lv.level}" for lv in c.urgency_levels}
+        | {f"code {code.id}" for code in c.eppc_codes}
+        | {f"subcode {code.id}/{s.id}" for code in c.eppc_codes for s in code.subcodes}
+        | {f"criterion {x.id}" for x in c.criteria}
+        | {f"error category {e.id}" for e in c.error_categories}
+    )
+
+
+def skip_audit(ctx: ImportContext, part: Part) -> None:
+    """An exported audit log is recognised and left out (a note says so)."""
+    ctx.report.note(
+        f"{part.label}: the audit log is not imported (the new project's own log records "
+        "this import)"
+    )
+
+
+# --- annotators and unit sets -----------------------------------------------------------------
+
+
+def load_annotators(ctx: ImportContext, part: Part) -> None:
+    """Add annotators; one already in the project with the same role is kept."""
+    each(ctx, part, _add_annotator)
+
+
+def _add_annotator(ctx: ImportContext, rec: Record) -> None:
+    name = rec.ident("name")
+    role = rec.choice("role", ROLES, default="clinician")
+    ctx.claim("annotator", name, rec, "name", exists=False)
+    existing = ctx.ids("annotators").get(name)
+    if existing is not None:
+        if ctx.session.get(Annotator, existing).role != role:
+            rec.fail("role", f"annotator {name!r} is already in the project with another role")
+        ctx.report.note(f"{rec.file}: annotator {name!r} was already in the project")
+        return
+    person = ctx.svc.add_annotator(
+        name,
+        rec.text("display_name", limit=MAX_ID) or None,
+        role=role,
+        is_model=rec.boolean("is_model"),
+        session=ctx.session,
+    )
+    ctx.ids("annotators")[name] = person
+    ctx.set_times(ctx.session.get(Annotator, person), rec, created_at="created_at")
+
+
+def load_unit_sets(ctx: ImportContext, part: Part) -> None:
+    """Add unit sets (a name already in the project is an error)."""
+    each(ctx, part, _add_unit_set)
+
+
+def _add_unit_set(ctx: ImportContext, rec: Record) -> None:
+    name = rec.ident("name")
+    kind = rec.choice("kind", KINDS)
+    ctx.claim("unit set", name, rec, "name", ctx.unit_set(name) is not None)
+    set_id = ctx.ensure_unit_set(name, kind, rec, rec.text("description"))
+    ctx.set_times(ctx.session.get(UnitSet, set_id), rec, created_at="created_at")
+
+
+# --- units -------------------------------------------------------------------------------------
+
+
+def load_units(ctx: ImportContext, part: Part) -> None:
+    """Add units to their sets, in file order (a set named with a kind is created)."""
+    each(ctx, part, _add_unit)
+
+
+def _add_unit(ctx: ImportContext, rec: Record) -> None:
+    set_id, kind = _set_of_unit(ctx, rec)
+    expected = ctx.session.scalar(
+        select(func.count()).select_from(Unit).where(Unit.unit_set_id == set_id)
+    )
+    position = rec.integer("position", 0, _MAX_POSITION)
+    if position is not None and position != expected:
+        rec.fail(
+            "position",
+            f"expected {expected}: the units of a set are numbered from 0, without gaps, "
+            "in file order",
+        )
+    refs = _unit_refs(rec, kind)
+    ids = to_internal(refs, UNIT_REFS, ctx.resolver(rec, ""))
+    ctx.svc.add_unit(
+        set_id,
+        ids["case_id"],
+        case_b_id=ids.get("case_b_id"),
+        response_id=ids.get("response_id"),
+        response_b_id=ids.get("response_b_id"),
+        sentence_id=ids.get("sentence_id"),
+        members=dict.fromkeys(ids.get("members") or ()),
+        batch=rec.text("batch", limit=MAX_ID),
+        session=ctx.session,
+    )
+
+
+def _set_of_unit(ctx: ImportContext, rec: Record) -> tuple[int, str]:
+    """(set id, kind) of the unit's set, creating the set when the row gives its kind."""
+    name = rec.ident("set")
+    kind = rec.choice("kind", KINDS) if rec.has("kind") else None
+    found = ctx.unit_set(name)
+    if found is None:
+        if kind is None:
+            rec.fail("set", f"there is no unit set {name!r}; give the unit's kind to create it")
+        return ctx.ensure_unit_set(name, kind, rec), kind
+    if kind is not None and kind != found[1]:
+        rec.fail("kind", f"unit set {name!r} holds {found[1]} units, not {kind}")
+    return found
+
+
+def _unit_refs(rec: Record, kind: str) -> dict[str, Any]:
+    """The unit's portable references, checked against the shape of its kind."""
+    refs: dict[str, Any] = {"case_id": rec.ident("case_id")}
+    for name in ("case_b_id", "response_id", "response_b_id"):
+        refs[name] = rec.ident(name, required=False)
+    refs["sentence_id"] = rec.obj("sentence_id")
+    refs["members"] = rec.items("members")
+    shape = UNIT_SHAPES[kind]
+    for name in ("case_b_id", "response_id", "response_b_id", "sentence_id"):
+        if name in shape and refs[name] is None:
+            rec.fail(name, f"is missing: a {kind} unit needs {', '.join(shape)}")
+        if name not in shape and refs[name] is not None:
+            rec.fail(name, f"a {kind} unit has no {name} (it takes {', '.join(shape) or 'none'})")
+    if refs["members"] and kind != "rank":
+        rec.fail("members", f"only rank units have members, not {kind} units")
+    return refs
+
+
+# --- assignments -------------------------------------------------------------------------------
+
+
+def load_assignments(ctx: ImportContext, part: Part) -> None:
+    """Assign units (annotators created as needed), keeping a given presentation."""
+    each(ctx, part, _add_assignment)
+
+
+def _add_assignment(ctx: ImportContext, rec: Record) -> None:
+    unit = ctx.unit_ref(rec, "unit", rec.obj("unit", required=True))
+    person = ctx.annotator(rec, "annotator")
+    if ctx.session.get(Assignment, (unit.id, person)) is not None:
+        rec.fail("annotator", "this unit is already assigned to this annotator")
+    position = rec.integer("position", -_MAX_POSITION, _MAX_POSITION)
+    ctx.svc.assign(unit.id, person, position, session=ctx.session)
+    ctx.session.flush()
+    row = ctx.session.get(Assignment, (unit.id, person))
+    presentation = rec.obj("presentation")
+    if presentation is not None:
+        shown = to_internal(
+            presentation, presentation_refs(unit.kind), ctx.resolver(rec, "presentation")
+        )
+        _check_presentation(rec, json.loads(row.presentation_json), shown)
+        row.presentation_json = json.dumps(shown)
+    ctx.set_times(row, rec, assigned_at="assigned_at")
+
+
+def _check_presentation(rec: Record, made: dict, given: dict) -> None:
+    """A given presentation must have the shape of the one the unit's kind makes."""
+    if set(given) != set(made):
+        keys = ", ".join(sorted(made)) or "no keys"
+        rec.fail("presentation", f"expected an object with {keys} for this kind of unit")
+    if "swap" in made and not isinstance(given["swap"], bool):
+        rec.fail("presentation.swap", "expected true or false")
+    if "order" in made and (
+        not isinstance(given["order"], list) or sorted(given["order"]) != sorted(made["order"])
+    ):
+        rec.fail("presentation.order", "expected every member of the rank unit, once each")
+
+
+# --- suggestions -------------------------------------------------------------------------------
+
+
+def load_suggestions(ctx: ImportContext, part: Part) -> None:
+    """Add LLM suggestions with their provenance, numbered per unit."""
+    each(ctx, part, _add_suggestion)
+
+
+def _add_suggestion(ctx: ImportContext, rec: Record) -> None:
+    unit = ctx.unit_ref(rec, "unit", rec.obj("unit", required=True))
+    kind = rec.choice("kind", KINDS, default=unit.kind)
+    if kind != unit.kind:
+        rec.fail("kind", f"the unit is of kind {unit.kind}, not {kind}")
+    expected = 1 + ctx.session.scalar(
+        select(func.count()).select_from(Suggestion).where(Suggestion.unit_id == unit.id)
+    )
+    number = rec.integer("number", 1, _MAX_POSITION)
+    if number is not None and number != expected:
+        rec.fail("number", f"expected {expected}: a unit's suggestions are numbered from 1")
+    payload = rec.nested("payload", required=True)
+    if isinstance(payload, dict):
+        payload = answer_to_internal(kind, payload, ctx.resolver(rec, "payload"))
+    sha = rec.text("model_sha256", required=True, limit=64).strip().lower()
+    if not _SHA256.fullmatch(sha):
+        rec.fail("model_sha256", "expected 64 hexadecimal digits (SHA-256)")
+    row = Suggestion(
+        unit_id=unit.id,
+        kind=kind,
+        payload_json=json.dumps(payload),
+        model_file=rec.text("model_file", required=True, limit=MAX_ID),
+        model_sha256=sha,
+        template_id=rec.text("template_id", required=True, limit=MAX_ID),
+        template_text=rec.text("template_text"),
+        params_json=json.dumps(rec.obj("params") or {}),
+        seed=rec.integer("seed", -(2**62), 2**62),
+        seconds=rec.number("seconds"),
+    )
+    ctx.session.add(row)
+    ctx.set_times(row, rec, created_at="created_at")
+
+
+# --- answers ----------------------------------------------------------------------------------
+
+
+def load_answers(ctx: ImportContext, part: Part) -> None:
+    """Save answers through the kinds' codecs (annotators and assignments made as needed)."""
+    each(ctx, part, _add_answer)
+
+
+def _add_answer(ctx: ImportContext, rec: Record) -> None:
+    kind = rec.choice("kind", KINDS)
+    unit = ctx.unit_ref(rec, "unit", rec.obj("unit", required=True))
+    if unit.kind != kind:
+        rec.fail("kind", f"the unit is of kind {unit.kind}, not {kind}")
+    person = ctx.annotator(rec, "annotator")
+    gold = rec.boolean("gold")
+    if ctx.has_answer(unit.id, person, gold):
+        rec.fail("annotator", f"already has {'a gold' if gold else 'an'} answer to this unit")
+    if not gold:
+        ctx.ensure_assigned(unit.id, person)
+    payload = rec.obj("answer", required=True)
+    internal = answer_to_internal(kind, payload, ctx.resolver(rec, "answer"))
+    suggestion_id = _suggestion_of(ctx, rec, unit.id)
+    use = rec.choice("suggestion_use", ("", *SUGGESTION_USES), default="") or None
+    view = ctx.svc.save_answer(
+        unit.id,
+        internal,
+        status=rec.choice("status", STATUSES, default="draft"),
+        active_seconds=rec.number("active_seconds"),
+        flagged=rec.boolean("flagged"),
+        flag_note=rec.text("flag_note"),
+        comment=rec.text("comment"),
+        suggestion_id=suggestion_id,
+        suggestion_use=use,
+        annotator_id=person,
+        gold=gold,
+        session=ctx.session,
+    )
+    row = ctx.session.get(Answer, view.answer_id)
+    ctx.set_times(row, rec, created_at="created_at", updated_at="updated_at")
+
+
+def _suggestion_of(ctx: ImportContext, rec: Record, unit_id: int) -> int | None:
+    """The id of the unit's n-th suggestion (field ``suggestion`` = n, from 1)."""
+    number = rec.integer("suggestion", 1, _MAX_POSITION)
+    if number is None:
+        return None
+    ids = ctx.session.scalars(
+        select(Suggestion.id).where(Suggestion.unit_id == unit_id).order_by(Suggestion.id)
+    ).all()
+    if number > len(ids):
+        rec.fail("suggestion", f"the unit has {len(ids)} suggestion(s), not {number}")
+    return ids[number - 1]

@@ -1,0 +1,137 @@
+"""Helpers shared by the import/export tests: file writers, a content fingerprint of a project,
+and a small study with an answer of every kind."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+from portalreview.store.models import Base, Suggestion
+from portalreview.store.project import Project
+from tests.conftest import SmallStudy, build_small_study
+
+
+def write_csv(path: Path, rows: list[list[Any]], encoding: str = "utf-8") -> Path:
+    with path.open("w", encoding=encoding, newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    return path
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def fingerprint(project: Project) -> str:
+    """A hash of every row of every table: equal fingerprints = the same content."""
+    digest = hashlib.sha256()
+    with project.read() as session:
+        for table in Base.metadata.sorted_tables:
+            rows = session.execute(text(f'SELECT * FROM "{table.name}" ORDER BY rowid')).all()
+            digest.update(f"{table.name}:{[tuple(r) for r in rows]!r}".encode())
+    return digest.hexdigest()
+
+
+def payloads(study: SmallStudy) -> dict[str, dict]:
+    """A complete (submittable) answer payload for each kind's unit of the small study."""
+    svc = study.service
+    reference, draft = svc.read_unit(study.units["match"]).responses
+    sentence = svc.read_unit(study.units["eppc"]).sentence.text
+    start = sentence.index("crushing chest pain")
+    pay_start = draft.text.index("Please")
+    return {
+        "respond": {"mode": "theme_guided", "parts": {"empathy": "So sorry."}, "notes": "n"},
+        "rank": {
+            "entries": [
+                {"response_id": study.draft1, "rank": 1, "correct": True, "criteria": []},
+                {"response_id": study.draft2, "rank": 2, "correct": False, "criteria": ["C2"]},
+            ]
+        },
+        "match": {
+            "decisions": [
+                {"sentence_id": s.id, "spans": [[pay_start, pay_start + 6]] if i == 1 else []}
+                for i, s in enumerate(reference.sentences)
+            ],
+            "themes": [
+                {"sentence_id": s.id, "theme": "planning"}
+                for s in (*reference.sentences, *draft.sentences)
+            ],
+        },
+        "urgency": {
+            "more_urgent_case_id": study.case1,
+            "ask_second": True,
+            "levels": {str(study.case1): 1, str(study.case2): 6},
+        },
+        "eppc": {
+            "labels": [
+                {"code": "InfoGive", "subcode": "Symptoms", "spans": [[start, start + 19]]},
+            ]
+        },
+        "empathy": {"more_empathetic_response_id": study.edited},
+        "facts": {
+            "facts": [
+                {"side": "original", "text": "Go to the ER now.", "entailed": True},
+                {
+                    "side": "edited",
+                    "text": "You will be fine.",
+                    "entailed": False,
+                    "error_category": "false_assurance",
+                },
+            ]
+        },
+    }
+
+
+def full_study(project: Project) -> SmallStudy:
+    """The small study with answers of every kind by ava, drafts by ben, a flagged answer,
+    a gold answer by the PI and an LLM suggestion that ava edited."""
+    study = build_small_study(project)
+    svc = study.service
+    with project.write() as session:
+        suggestion = Suggestion(
+            unit_id=study.units["empathy"],
+            kind="empathy",
+            payload_json=json.dumps({"more_empathetic_response_id": study.edited}),
+            model_file="tiny.gguf",
+            model_sha256="ab" * 32,
+            template_id="empathy-v1",
+            params_json=json.dumps({"temperature": 0.2}),
+            seed=7,
+            seconds=1.5,
+        )
+        session.add(suggestion)
+        session.flush()
+        suggestion_id = suggestion.id
+    for kind, payload in payloads(study).items():
+        extra = {}
+        if kind == "empathy":
+            extra = {"suggestion_id": suggestion_id, "suggestion_use": "edited"}
+        svc.save_answer(
+            study.units[kind],
+            payload,
+            status="submitted",
+            active_seconds=12.5,
+            annotator_id=study.ava,
+            **extra,
+        )
+    svc.save_answer(
+        study.units["urgency"],
+        {"more_urgent_case_id": study.case2},
+        annotator_id=study.ben,
+        flagged=True,
+        flag_note="not sure",
+        comment="hard one",
+    )
+    svc.save_answer(
+        study.units["eppc"],
+        payloads(study)["eppc"],
+        status="submitted",
+        annotator_id=study.pi,
+        gold=True,
+    )
+    return study

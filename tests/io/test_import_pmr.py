@@ -1,0 +1,108 @@
+"""PMR-Bench urgency pairs and inboxes."""
+
+from __future__ import annotations
+
+import pytest
+from io_support import fingerprint, write_csv, write_jsonl
+from sqlalchemy import select
+
+from portalreview.store.importers import ImportFailed, import_files, message_id
+from portalreview.store.models import Case, CaseTag, Unit, UnitSet
+
+CHEST = "I have crushing chest pain and my left arm is numb."
+RASH = "I have a small itchy rash on my elbow."
+FORM = "Can you fill out my school physical form?"
+
+
+def _pairs(tmp_path, name="pairs_dev"):
+    return write_csv(
+        tmp_path / f"{name}.csv",
+        [
+            ["chosen", "chosen_level", "rejected", "rejected_level", "difficulty"],
+            [CHEST, "1", RASH, "5", "easy"],
+            [RASH, "5", FORM, "6", "hard"],
+            [CHEST, "1", FORM, "6", "easy"],
+        ],
+    )
+
+
+def test_pairs_make_one_case_per_message_and_one_unit_per_row(project, tmp_path):
+    report = import_files(project, [_pairs(tmp_path)])
+    assert report.added["cases"] == 3
+    assert report.added["unit_sets"] == 1 and report.added["units"] == 3
+    with project.read() as s:
+        levels = dict(s.execute(select(Case.external_id, Case.urgency_level)).all())
+        units = s.execute(
+            select(Unit.case_id, Unit.case_b_id, Unit.batch, UnitSet.name, UnitSet.kind)
+            .join(UnitSet, UnitSet.id == Unit.unit_set_id)
+            .order_by(Unit.position)
+        ).all()
+        ids = dict(s.execute(select(Case.external_id, Case.id)).all())
+    assert levels == {message_id(CHEST): 1, message_id(RASH): 5, message_id(FORM): 6}
+    first = units[0]
+    assert (first.case_id, first.case_b_id) == (ids[message_id(CHEST)], ids[message_id(RASH)])
+    assert [u.batch for u in units] == ["easy", "hard", "easy"]
+    assert {(u.name, u.kind) for u in units} == {("pairs_dev", "urgency")}
+
+
+def test_the_same_message_in_two_files_is_one_case(project, tmp_path):
+    inbox = write_jsonl(
+        tmp_path / "inbox-1.jsonl",
+        [
+            {"text": CHEST, "level": 1, "relevancy": 5},
+            {"text": "My cough is better, thanks!", "level": 6},
+        ],
+    )
+    report = import_files(project, [_pairs(tmp_path), inbox])
+    assert report.added["cases"] == 4  # three from the pairs, one new from the inbox
+    with project.read() as s:
+        tags = s.execute(
+            select(Case.external_id, CaseTag.key, CaseTag.value).join(Case).order_by(CaseTag.key)
+        ).all()
+    assert (message_id(CHEST), "inbox", "inbox-1") in tags
+    assert (message_id(CHEST), "relevancy", "5") in tags
+
+
+def test_message_ids_ignore_line_endings_and_outer_space():
+    assert message_id("A\r\nB ") == message_id(" A\nB")
+    assert message_id("A") != message_id("B")
+
+
+def test_conflicting_levels_for_one_message_are_refused(project, tmp_path):
+    before = fingerprint(project)
+    path = write_csv(
+        tmp_path / "p.csv",
+        [
+            ["chosen", "chosen_level", "rejected", "rejected_level", "difficulty"],
+            [CHEST, "1", RASH, "5", "easy"],
+            [RASH, "4", FORM, "6", "medium"],
+        ],
+    )
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, [path])
+    message = str(err.value)
+    assert "p.csv, row 3, field 'chosen_level'" in message
+    assert "level 4 here but 5 in p.csv, row 2, field 'rejected_level'" in message
+    assert fingerprint(project) == before
+
+
+def test_an_inbox_level_must_agree_with_the_project(project, tmp_path):
+    import_files(project, [_pairs(tmp_path)])
+    inbox = write_csv(tmp_path / "inbox.csv", [["text", "level"], [FORM, "3"]])
+    with pytest.raises(ImportFailed, match="level 3 here but 6 in the project"):
+        import_files(project, [inbox])
+
+
+def test_a_pairs_file_cannot_be_imported_twice(project, tmp_path):
+    import_files(project, [_pairs(tmp_path)])
+    with pytest.raises(ImportFailed, match="unit set 'pairs_dev' already exists"):
+        import_files(project, [_pairs(tmp_path)])
+
+
+def test_inverted_pairs_are_reported(project, tmp_path):
+    path = write_csv(
+        tmp_path / "inv.csv",
+        [["chosen", "chosen_level", "rejected", "rejected_level"], [RASH, "5", CHEST, "1"]],
+    )
+    report = import_files(project, [path])
+    assert any("less urgent" in n for n in report.notes)

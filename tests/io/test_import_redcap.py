@@ -1,0 +1,146 @@
+"""REDCap: a theme-guided survey's records export with its data dictionary."""
+
+from __future__ import annotations
+
+import pytest
+from io_support import fingerprint, write_csv
+
+from portalreview.store.importers import ImportFailed, import_files, propose_redcap_mapping
+from portalreview.store.importers.redcap import DICTIONARY_COLUMNS
+from portalreview.store.service import StudyService
+from tests.conftest import build_small_study
+
+FORM = "message_labeling"
+FIELDS = [
+    ("record_id", "text", "Record ID"),
+    ("case_id", "text", "Case ID"),
+    ("patient_message", "descriptive", "Please refer to the following patient's message"),
+    ("empathy_box", "notes", "<b>Empathetic Communication</b>"),
+    ("symptom_q", "notes", "Symptom-Related Follow-up Questions"),
+    ("med_q", "notes", "Medication-Related Follow-up Questions"),
+    ("assess", "notes", "Medical Assessment"),
+    ("plan_box", "notes", "Medical Planning and Instructions"),
+    ("logistics", "notes", "Logistics: Scheduling, Billing, Operations"),
+    ("coord", "notes", "Planning: Care Coordination and Communication Planning"),
+    ("contingency", "notes", "Planning: Treatment Contingency Planning"),
+    ("other_box", "notes", "Other"),
+    ("assumptions", "notes", "Assumptions/Notes/Additional Thoughts"),
+]
+EXPECTED = {
+    "case_id": "case_id",
+    "empathy_box": "empathy",
+    "symptom_q": "symptom_questions",
+    "med_q": "medication_questions",
+    "assess": "assessment",
+    "plan_box": "planning",
+    "logistics": "logistics",
+    "coord": "coordination",
+    "contingency": "contingency",
+    "other_box": "other",
+    "assumptions": "notes",
+}
+
+
+def dictionary(tmp_path, fields=FIELDS):
+    rows = [list(DICTIONARY_COLUMNS)]
+    for name, kind, label in fields:
+        rows.append([name, FORM, "", kind, label] + [""] * (len(DICTIONARY_COLUMNS) - 5))
+    return write_csv(tmp_path / "Survey_DataDictionary.csv", rows)
+
+
+def records(tmp_path, rows, fields=FIELDS, name="survey_records.csv"):
+    columns = ["record_id", "redcap_survey_identifier", f"{FORM}_timestamp"]
+    columns += [n for n, kind, _ in fields[1:] if kind != "descriptive"]
+    columns.append(f"{FORM}_complete")
+    table = [columns]
+    for i, row in enumerate(rows, start=1):
+        first = [str(i), row.get("who", "nurse1"), "2024-03-01 10:00:00"]
+        table.append(first + [row.get(c, "") for c in columns[3:-1]] + [row.get("complete", "2")])
+    return write_csv(tmp_path / name, table)
+
+
+@pytest.fixture
+def study(project):
+    return build_small_study(project)
+
+
+def test_the_proposal_maps_the_appendix_g_form(project, study, tmp_path):
+    mapping = propose_redcap_mapping(project, records(tmp_path, [{}]), dictionary(tmp_path))
+    assert mapping.fields == EXPECTED
+    assert mapping.complete and not mapping.ambiguous and not mapping.unmapped
+    assert mapping.form == FORM
+    assert "Empathetic Communication" in mapping.describe()
+
+
+def test_records_become_respond_answers(project, study, tmp_path):
+    rows = [
+        {"case_id": "c1", "empathy_box": "So sorry.", "plan_box": "Go to the ED.",
+         "assumptions": "No prior cardiac history.", "who": "nurse1"},
+        {"case_id": "c2", "logistics": "Portal > Immunizations.", "who": "nurse2",
+         "complete": "0"},
+    ]  # fmt: skip
+    report = import_files(project, [records(tmp_path, rows), dictionary(tmp_path)])
+    assert report.files["survey_records.csv"] == "redcap_records"
+    assert report.added["answers"] == 2 and report.added["annotators"] == 2
+    assert any("proposed mapping" in note for note in report.notes)
+    svc = StudyService(project)
+    people = {a.name: a.id for a in svc.annotators()}
+    [item] = svc.queue("respond", annotator_id=people["nurse1"])
+    answer = svc.get_answer(item.unit_id, people["nurse1"])
+    assert answer.status == "submitted"
+    assert answer.payload == {
+        "mode": "theme_guided",
+        "parts": {"empathy": "So sorry.", "planning": "Go to the ED."},
+        "notes": "No prior cardiac history.",
+    }
+    assert svc.read_unit(item.unit_id).unit_set == "redcap-survey_records"
+    [other] = svc.queue("respond", annotator_id=people["nurse2"])
+    assert svc.get_answer(other.unit_id, people["nurse2"]).status == "draft"
+
+
+def test_an_ambiguous_field_needs_confirmation(project, study, tmp_path):
+    fields = [*FIELDS, ("extra_box", "notes", "Empathy and other thoughts")]
+    recs = records(tmp_path, [{"case_id": "c1", "extra_box": "Hang in there."}], fields)
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, [recs, dictionary(tmp_path, fields)])
+    message = str(err.value)
+    assert "survey_records.csv" in message
+    assert "extra_box" in message and "one of empathy, other" in message
+    assert "redcap_mapping=" in message
+    assert fingerprint(project) == before
+    confirmed = {**EXPECTED, "extra_box": "empathy", "empathy_box": "ignore"}
+    report = import_files(project, [recs, dictionary(tmp_path, fields)], redcap_mapping=confirmed)
+    assert report.added["answers"] == 1
+    assert "empathy_box" in report.ignored_columns["survey_records.csv"]
+
+
+def test_a_record_for_an_unknown_case_is_refused(project, study, tmp_path):
+    recs = records(tmp_path, [{"case_id": "c1", "other_box": "x"}, {"case_id": "c404"}])
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, [recs, dictionary(tmp_path)])
+    assert "survey_records.csv, row 3, field 'case_id': there is no case 'c404'" in str(err.value)
+    assert fingerprint(project) == before
+
+
+def test_a_confirmed_mapping_is_checked(project, study, tmp_path):
+    recs = records(tmp_path, [{"case_id": "c1"}])
+    with pytest.raises(ImportFailed, match="maps 'assess' to 'diagnosis'"):
+        import_files(project, [recs, dictionary(tmp_path)],
+                     redcap_mapping={**EXPECTED, "assess": "diagnosis"})  # fmt: skip
+    with pytest.raises(ImportFailed, match="names no case_id field"):
+        import_files(project, [recs, dictionary(tmp_path)], redcap_mapping={"assess": "notes"})
+
+
+def test_records_without_their_dictionary_are_refused(project, study, tmp_path):
+    with pytest.raises(ImportFailed, match="together with its data dictionary"):
+        import_files(project, [records(tmp_path, [{"case_id": "c1"}])])
+    with pytest.raises(ImportFailed, match="together with the records export"):
+        import_files(project, [dictionary(tmp_path)])
+
+
+def test_a_second_record_of_the_same_person_and_case_is_refused(project, study, tmp_path):
+    recs = records(tmp_path, [{"case_id": "c1", "other_box": "a"}, {"case_id": "c1"}])
+    with pytest.raises(ImportFailed, match=r"row 3.*already has a response to this case"):
+        import_files(project, [recs, dictionary(tmp_path)])
