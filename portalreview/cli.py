@@ -144,6 +144,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """The agreement report (docs/report.md), computed live from the project."""
+    from portalreview.reports.json_report import write_json_report
+
+    with Project.open(_project_path(args.path), read_only=True) as project:
+        write_json_report(project, Path(args.output), seed=args.seed, n_resamples=args.resamples)
+    print(f"Wrote {args.output}")
+    return 0
+
+
 DEFAULT_DEMO = Path("portalreview-demo.prproj")
 
 
@@ -209,6 +219,16 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--format", choices=("jsonl", "csv", "xlsx"), default="jsonl")
     exp.add_argument("-o", "--output", required=True, help="a folder (jsonl, csv) or .xlsx file")
     exp.set_defaults(func=cmd_export)
+
+    rep = verbs.add_parser("report", help="agreement and every measure of the papers")
+    rep.add_argument("path", help="the project file")
+    rep.add_argument("--format", choices=("json",), default="json")
+    rep.add_argument("-o", "--output", required=True, help="the report file")
+    rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    rep.add_argument(
+        "--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)"
+    )
+    rep.set_defaults(func=cmd_report)
 
     codebook = verbs.add_parser(
         "codebook", help="show the project's catalogs, or extend them from a JSON file"

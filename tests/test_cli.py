@@ -144,3 +144,19 @@ def test_import_error_names_file_and_row_and_changes_nothing(tmp_path, capsys):
     assert "cases.csv" in err and "row 3" in err and "urgency_level" in err
     assert main(["info", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cases"] == 0
+
+
+def test_report_json_on_a_small_study(tmp_path):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        study = build_small_study(p)
+        for name in ("ava", "ben"):
+            study.service.as_viewer(name).save_answer(
+                study.units["urgency"], {"more_urgent_case_id": study.case1}, status="submitted"
+            )
+    out = tmp_path / "report.json"
+    assert main(["report", str(path), "-o", str(out), "--resamples", "50"]) == 0
+    report = json.loads(out.read_text())
+    accuracy = report["urgency"]["accuracy"]["total"]
+    # Both annotators chose case 1 (level 1) over case 2 (level 6): 2 of 2 correct.
+    assert accuracy["n"] == 2 and accuracy["correct"] == 2

@@ -1,0 +1,223 @@
+"""Helpers the analysis modules share: who counts as an annotator, source labels, JSON-ready
+values and the shape of a reported figure (private).
+
+Nothing here implements a paper's measure; see :mod:`portalreview.metrics` for those and
+:mod:`portalreview.analysis._bootstrap` for the confidence intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
+from portalreview.store.frames import StudyFrames
+
+if TYPE_CHECKING:
+    from portalreview.analysis._bootstrap import Population, Resampler
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every analysis needs besides the frames: catalogs, bootstrap settings and the
+    resampler of the kind's units (see :mod:`portalreview.analysis._bootstrap`)."""
+
+    catalogs: Catalogs = DEFAULT_CATALOGS
+    seed: int = 0
+    n_resamples: int = 1000
+    resampler: Resampler | None = None
+
+    def for_units(self, unit_ids: Any) -> Settings:
+        """These settings with one resampler of ``unit_ids`` shared by every figure."""
+        from portalreview.analysis._bootstrap import Resampler
+
+        made = Resampler(unit_ids, seed=self.seed, n_resamples=self.n_resamples)
+        return replace(self, resampler=made)
+
+    def population(self, columns: Mapping[str, Any], unit_ids: Any) -> Population:
+        """Per-unit columns of the units ``unit_ids`` (row order), resampled with the kind's
+        resampler (or on their own when there is none)."""
+        from portalreview.analysis._bootstrap import Population
+
+        return Population(
+            columns,
+            unit_ids,
+            resampler=self.resampler,
+            seed=self.seed,
+            n_resamples=self.n_resamples,
+        )
+
+    @classmethod
+    def of(cls, catalogs: Catalogs | None, seed: int, n_resamples: int) -> Settings:
+        """Settings from an analysis function's keyword arguments."""
+        if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 0:
+            raise ValueError(f"n_resamples must be a whole number >= 0, got {n_resamples!r}")
+        return cls(catalogs or DEFAULT_CATALOGS, int(seed), n_resamples)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars as Python numbers, NaN/inf/NA as None, tuples as lists.
+
+    Every analysis returns its result through this, so ``json.dumps(..., allow_nan=False)``
+    works on a report.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None or kind is JsonRows:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset, np.ndarray, pd.Index)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [jsonable(v) for v in items]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def number(value: Any) -> float | None:
+    """A finite float, or None for NaN, inf and missing values."""
+    if value is None:
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def figure(value: Any, ci: tuple[float, float] | None, n_units: int) -> dict[str, Any]:
+    """A headline figure: its value, its 95% bootstrap CI over units, and the units' count."""
+    return {
+        "value": number(value),
+        "ci": None if ci is None else [number(ci[0]), number(ci[1])],
+        "n_units": int(n_units),
+    }
+
+
+def people(frames: StudyFrames, kind: str) -> pd.DataFrame:
+    """Submitted answers of ``kind`` with unit columns, split by role: columns of
+    ``frames.answers`` plus the unit's ``unit_set``, ``position``, ``batch``, ``case_id``,
+    ``case_b_id``, ``response_id``, ``response_b_id``, ``sentence_id``."""
+    answers = frames.answers[frames.answers.kind == kind]
+    units = frames.units.drop(columns=["kind"])
+    return answers.merge(units, on="unit_id", how="left", validate="many_to_one")
+
+
+def humans(answers: pd.DataFrame) -> pd.DataFrame:
+    """Ordinary answers of people: neither gold (adjudicated) nor a model pseudo-annotator."""
+    keep = ~answers.is_gold.astype(bool) & ~answers.is_model.astype(bool)
+    return answers[keep]
+
+
+def models(answers: pd.DataFrame) -> pd.DataFrame:
+    """Ordinary answers of model pseudo-annotators (``annotators.is_model``)."""
+    keep = ~answers.is_gold.astype(bool) & answers.is_model.astype(bool)
+    return answers[keep]
+
+
+def answered_units(frames: StudyFrames, kind: str) -> list[int]:
+    """The units of ``kind`` with at least one answer: what a kind's bootstrap resamples."""
+    answers = frames.answers
+    return sorted(answers.unit_id[answers.kind == kind].unique().tolist())
+
+
+def answer_counts(answers: pd.DataFrame) -> dict[str, Any]:
+    """How many answers, units and annotators a figure rests on, and who the annotators are."""
+    names = sorted(answers.annotator.unique().tolist())
+    return {
+        "n_answers": len(answers),
+        "n_units": int(answers.unit_id.nunique()),
+        "n_annotators": len(names),
+        "annotators": names,
+    }
+
+
+def source_labels(responses: pd.DataFrame) -> pd.Series:
+    """Each response's "source" for per-source tables: ``responses.source``, else its author,
+    else its author kind (indexed by response_id)."""
+    source = responses.source.fillna("").astype(str).str.strip()
+    author = responses.author.fillna("").astype(str).str.strip()
+    label = source.where(source != "", author)
+    label = label.where(label != "", responses.author_kind.astype(str))
+    return pd.Series(label.to_numpy(), index=responses.response_id.to_numpy(), name="source")
+
+
+class JsonRows(list):
+    """A list of rows already JSON-ready (:func:`jsonable` passes it through untouched)."""
+
+
+def _column_values(column: pd.Series) -> list[Any]:
+    values = column.tolist()
+    if column.dtype.kind in "fc" or column.dtype == object:
+        return [jsonable(v) for v in values]
+    return values
+
+
+def records(frame: pd.DataFrame) -> JsonRows:
+    """Rows of a DataFrame as JSON-ready dicts (index dropped; NaN as None)."""
+    names = [str(c) for c in frame.columns]
+    columns = [_column_values(frame[c]) for c in frame.columns]
+    return JsonRows(dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True))
+
+
+def safe_ratio(num: np.ndarray, den: np.ndarray, zero_division: float = math.nan) -> np.ndarray:
+    """Elementwise num / den, ``zero_division`` where den is 0."""
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
+    out = np.full(np.broadcast(num, den).shape, float(zero_division))
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def f1_counts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, zero: float = 0.0) -> np.ndarray:
+    """F1 = 2TP / (2TP + FP + FN) elementwise (as metrics does), ``zero`` where all are 0."""
+    tp = np.asarray(tp, dtype=float)
+    return safe_ratio(2 * tp, 2 * tp + fp + fn, zero)
+
+
+def prf_columns(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> dict[str, np.ndarray]:
+    """Micro precision, recall and F1 from (summed) counts; 0.0 for an empty denominator."""
+    return {
+        "precision": safe_ratio(tp, np.asarray(tp) + fp, 0.0),
+        "recall": safe_ratio(tp, np.asarray(tp) + fn, 0.0),
+        "f1": f1_counts(tp, fp, fn),
+    }
+
+
+def ordered_names(values: pd.Series) -> list[str]:
+    """Distinct names, sorted (so every table lists annotators and sources in one order)."""
+    return sorted(pd.unique(values.dropna()).tolist())
+
+
+def count_table(
+    row_keys: Any, col_keys: Any, columns: list[Any] | None = None, weights: Any = None
+) -> tuple[pd.Index, list[Any], np.ndarray]:
+    """Counts of each (row key, column key) pair, like ``pd.crosstab`` but on numpy: the
+    sorted distinct row keys, the columns (given, or the sorted distinct column keys; pairs
+    whose column is not among given columns are dropped) and the rows x columns counts
+    (sums of ``weights`` when given)."""
+    rows = np.asarray(row_keys)
+    cols = np.asarray(col_keys, dtype=object) if columns is not None else np.asarray(col_keys)
+    if columns is None:
+        columns_found, c = np.unique(cols, return_inverse=True)
+        columns = columns_found.tolist()
+    else:
+        c = pd.Index(columns).get_indexer(cols)
+    keep = c >= 0
+    index, r = np.unique(rows[keep], return_inverse=True)
+    w = None if weights is None else np.asarray(weights, dtype=float)[keep]
+    flat = np.bincount(r * len(columns) + c[keep], w, minlength=len(index) * len(columns))
+    return pd.Index(index), list(columns), flat.reshape(len(index), len(columns)).astype(float)

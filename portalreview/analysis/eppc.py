@@ -1,0 +1,401 @@
+"""EPPC coding scores and agreement (seed 003, EPPCMinerBen) from eppc answers.
+
+Each eppc unit is one sentence; an answer gives a set of codes, one subcode per code and an
+evidence span per code (character offsets into the sentence; several rows = a discontinuous
+span, joined with a space). Reported:
+
+* micro P / R / F1 of codes and of (code, subcode) pairs (Appendix B (1)-(2)) and of evidence
+  spans with the relaxed match (Appendix B (3): containment either way or token Jaccard >=
+  0.6), for each annotator against the gold (adjudicated) answers and for each pair of
+  annotators, with per-code breakdowns;
+* Cohen's kappa between two coders on the presence of each code per sentence and pooled over
+  codes, overall and per batch of units in order (Section 3.2.2);
+* Krippendorff's alpha over all coders, per code and pooled.
+
+Span instances follow the paper's equations: a sentence's predicted spans are matched against
+the same sentence's gold spans, whatever their labels.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from portalreview.analysis._bootstrap import (
+    Population,
+    binary_kappa,
+    kappa_statistic,
+    presence_alpha,
+    presence_alpha_blocks,
+)
+from portalreview.analysis._common import (
+    Settings,
+    answer_counts,
+    answered_units,
+    humans,
+    jsonable,
+    models,
+    ordered_names,
+    people,
+    prf_columns,
+)
+from portalreview.domain.catalogs import Catalogs
+from portalreview.metrics import span_tokens
+from portalreview.store.frames import StudyFrames
+
+KIND = "eppc"
+BATCH_SIZE = 50
+
+
+# --------------------------------------------------------------------------------------------
+# Labels with their evidence text
+# --------------------------------------------------------------------------------------------
+
+
+def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> pd.DataFrame:
+    """One row per (answer, code): unit_id, code, subcode ('' when none), the evidence text
+    (the sentence sliced by each span, pieces joined with a space; '' without spans), and
+    integer ids of the code (its catalog position) and of the (code, subcode) pair."""
+    labels = frames.eppc_labels.merge(answers[["answer_id", "unit_id", "sentence_id"]])
+    texts = frames.sentences.set_index("sentence_id").text
+    sentence = labels.sentence_id.map(texts)
+    evidence = [
+        " ".join(text[a:b] for a, b in spans)
+        for text, spans in zip(sentence.tolist(), labels.spans.tolist(), strict=True)
+    ]
+    evidence_id, _ = pd.factorize(pd.Series(evidence, dtype=object))
+    subcode = labels.subcode.fillna("").astype(str)
+    pair_id, _ = pd.factorize(labels.code.astype(str) + "\x1f" + subcode)
+    return pd.DataFrame(
+        {
+            "answer_id": labels.answer_id,
+            "unit_id": labels.unit_id,
+            "code": labels.code,
+            "subcode": subcode,
+            "evidence": evidence,
+            "evidence_id": evidence_id,
+            "code_id": pd.Index(codes).get_indexer(labels.code),
+            "pair_id": pair_id,
+        }
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reference vs predicted on shared units
+# --------------------------------------------------------------------------------------------
+
+
+def _keys(rows: pd.DataFrame, column: str, units: pd.Index, n_labels: int) -> np.ndarray:
+    """Distinct (unit, label) items of ``rows`` as integers unit_position * n_labels + label."""
+    where = units.get_indexer(rows.unit_id.to_numpy())
+    label = rows[column].to_numpy()
+    keep = (where >= 0) & (label >= 0)
+    return np.unique(where[keep].astype(np.int64) * n_labels + label[keep])
+
+
+def set_counts(ref: pd.DataFrame, pred: pd.DataFrame, column: str, units: pd.Index, n: int):
+    """TP / FP / FN of the label sets of ``pred`` against ``ref`` per unit (dict of arrays
+    over ``units``) and per label (dict of arrays over the n labels): micro counting as
+    ``metrics.micro_prf`` / ``per_label_prf``."""
+    r, p = _keys(ref, column, units, n), _keys(pred, column, units, n)
+    found = {
+        "tp": np.intersect1d(r, p, assume_unique=True),
+        "fp": np.setdiff1d(p, r, assume_unique=True),
+        "fn": np.setdiff1d(r, p, assume_unique=True),
+    }
+    per_unit = {k: np.bincount(v // n, minlength=len(units)) for k, v in found.items()}
+    per_label = {k: np.bincount(v % n, minlength=n) for k, v in found.items()}
+    return per_unit, per_label
+
+
+def _relaxed(a: frozenset[str], b: frozenset[str], threshold: float = 0.6) -> bool:
+    """``metrics.spans_match`` on token sets already made by ``metrics.span_tokens``: one
+    contains the other, or Jaccard >= 0.6; a span without tokens never matches."""
+    if not a or not b:
+        return False
+    return a <= b or b <= a or len(a & b) / len(a | b) >= threshold
+
+
+def _relaxed_matches(pairs: pd.DataFrame) -> np.ndarray:
+    """The relaxed match of each (predicted, gold) evidence pair, computed once per distinct
+    pair of texts, each text tokenised once."""
+    key = pairs.evidence_id_p.to_numpy(np.int64) * (1 << 32) + pairs.evidence_id_g.to_numpy()
+    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    tokens: dict[str, frozenset[str]] = {}
+    for text in (*pairs.text_p.to_numpy()[first], *pairs.text_g.to_numpy()[first]):
+        if text not in tokens:
+            tokens[text] = span_tokens(text)
+    predicted = pairs.text_p.to_numpy()[first].tolist()
+    texts = zip(predicted, pairs.text_g.to_numpy()[first].tolist(), strict=True)
+    result = np.fromiter(
+        (_relaxed(tokens[a], tokens[b]) for a, b in texts), dtype=bool, count=len(distinct)
+    )
+    return result[inverse.reshape(-1)]
+
+
+def _span_counts(ref: pd.DataFrame, pred: pd.DataFrame, units: pd.Index) -> dict:
+    """Per unit: predicted and gold spans, TP (predicted spans matching a gold span of the
+    same sentence), matched gold spans, FP and FN - ``metrics.span_prf``'s counting."""
+    columns = ["u", "text", "evidence_id"]
+    p = pred.assign(u=units.get_indexer(pred.unit_id)).rename(columns={"evidence": "text"})
+    g = ref.assign(u=units.get_indexer(ref.unit_id)).rename(columns={"evidence": "text"})
+    p, g = p.loc[(p.text != "") & (p.u >= 0), columns], g.loc[(g.text != "") & (g.u >= 0), columns]
+    p, g = p.assign(pid=np.arange(len(p))), g.assign(gid=np.arange(len(g)))
+    pairs = p.merge(g, on="u", suffixes=("_p", "_g"))
+    hits = pairs[_relaxed_matches(pairs)] if len(pairs) else pairs
+    n = len(units)
+    out = {
+        "n_predicted": np.bincount(p.u, minlength=n),
+        "n_gold": np.bincount(g.u, minlength=n),
+        "tp": np.bincount(hits.drop_duplicates("pid").u, minlength=n),
+        "matched_gold": np.bincount(hits.drop_duplicates("gid").u, minlength=n),
+    }
+    out["fp"] = out["n_predicted"] - out["tp"]
+    out["fn"] = out["n_gold"] - out["matched_gold"]
+    return out
+
+
+def _prf_figures(pop: Population, prefix: str, counts: tuple[str, ...]) -> dict[str, Any]:
+    totals = pop.totals()
+    out: dict[str, Any] = {c: int(totals[f"{prefix}{c}"]) for c in counts}
+    for score in ("precision", "recall", "f1"):
+        out[score] = pop.figure(
+            lambda x, k=score: prf_columns(x[f"{prefix}tp"], x[f"{prefix}fp"], x[f"{prefix}fn"])[k]
+        )
+    return out
+
+
+def _per_code(per_label: dict[str, np.ndarray], codes: list[str]) -> list[dict[str, Any]]:
+    tp, fp, fn = per_label["tp"], per_label["fp"], per_label["fn"]
+    scores = prf_columns(tp, fp, fn)
+    return [
+        {
+            "code": code,
+            "tp": int(tp[i]),
+            "fp": int(fp[i]),
+            "fn": int(fn[i]),
+            "precision": scores["precision"][i],
+            "recall": scores["recall"][i],
+            "f1": scores["f1"][i],
+            "support": int(tp[i] + fn[i]),
+        }
+        for i, code in enumerate(codes)
+    ]
+
+
+def compare(
+    ref: pd.DataFrame, pred: pd.DataFrame, units: pd.Index, codes: list[str], s: Settings
+) -> dict[str, Any]:
+    """Micro P / R / F1 of codes, code-subcode pairs and spans of ``pred`` against ``ref`` on
+    ``units`` (seed 003, Appendix B), CIs over units, and the per-code table."""
+    ref = ref[ref.unit_id.isin(units)]
+    pred = pred[pred.unit_id.isin(units)]
+    code_counts, per_label = set_counts(ref, pred, "code_id", units, len(codes))
+    n_pairs = max(int(np.max(np.r_[ref.pair_id.to_numpy(), pred.pair_id.to_numpy(), 0])) + 1, 1)
+    pair_counts, _ = set_counts(ref, pred, "pair_id", units, n_pairs)
+    spans = _span_counts(ref, pred, units)
+    columns = {f"c_{k}": v for k, v in code_counts.items()}
+    columns |= {f"p_{k}": v for k, v in pair_counts.items()}
+    columns |= {f"s_{k}": v for k, v in spans.items()}
+    pop = s.population(columns, units)
+    span_counts = ("n_predicted", "n_gold", "tp", "fp", "fn", "matched_gold")
+    return {
+        "n_units": len(units),
+        "codes": _prf_figures(pop, "c_", ("tp", "fp", "fn")),
+        "code_subcode": _prf_figures(pop, "p_", ("tp", "fp", "fn")),
+        "spans": _prf_figures(pop, "s_", span_counts),
+        "per_code": _per_code(per_label, codes),
+    }
+
+
+@dataclass
+class Coding:
+    """The eppc answers and label rows of a study, split once per coder."""
+
+    answers: pd.DataFrame
+    rows: pd.DataFrame
+    units_of: dict[str, pd.Index] = field(default_factory=dict)
+    rows_of: dict[str, pd.DataFrame] = field(default_factory=dict)
+    is_model: dict[str, bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        gold = self.answers.is_gold.astype(bool)
+        for name, group in self.answers[~gold].groupby("annotator"):
+            self._add(str(name), group)
+            self.is_model[str(name)] = bool(group.is_model.astype(bool).any())
+        self._add("", self.answers[gold])  # "" = the gold answers
+
+    def _add(self, name: str, answers: pd.DataFrame) -> None:
+        self.units_of[name] = pd.Index(sorted(answers.unit_id.unique()), name="unit_id")
+        self.rows_of[name] = self.rows[self.rows.answer_id.isin(answers.answer_id)]
+
+    def shared(self, a: str, b: str) -> pd.Index:
+        return self.units_of[a].intersection(self.units_of[b])
+
+
+def versus_gold(c: Coding, codes: list[str], s: Settings) -> list[dict[str, Any]]:
+    """Each annotator (people and models) against the gold answers, on units with both."""
+    out = []
+    for name in sorted(c.is_model):
+        units = c.shared(name, "")
+        if units.empty:
+            continue
+        entry = {"annotator": name, "is_model": c.is_model[name]}
+        out.append({**entry, **compare(c.rows_of[""], c.rows_of[name], units, codes, s)})
+    return out
+
+
+def between_annotators(c: Coding, coders: list[str], codes: list[str], s: Settings) -> list:
+    """Each pair of people (first as reference) on the units both coded."""
+    out = []
+    for a, b in itertools.combinations(coders, 2):
+        units = c.shared(a, b)
+        if units.empty:
+            continue
+        scores = compare(c.rows_of[a], c.rows_of[b], units, codes, s)
+        out.append({"annotator_a": a, "annotator_b": b, **scores})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Cohen's kappa per code, pooled, per batch; Krippendorff's alpha
+# --------------------------------------------------------------------------------------------
+
+
+def presence(mine: pd.DataFrame, units: pd.Index, codes: list[str]) -> np.ndarray:
+    """Units x codes 0/1 table of one coder's label rows ``mine`` on ``units``."""
+    r = units.get_indexer(mine.unit_id)
+    c = pd.Index(codes).get_indexer(mine.code)
+    keep = (r >= 0) & (c >= 0)
+    table = np.zeros((len(units), len(codes)))
+    table[r[keep], c[keep]] = 1.0
+    return table
+
+
+def batches(frames: StudyFrames, units: pd.Index) -> pd.DataFrame:
+    """Each unit's batch, in unit order: ``units.batch`` when set, else blocks of 50 units by
+    position within the unit set ("#1" = positions 0-49)."""
+    info = frames.units.set_index("unit_id").loc[units, ["unit_set", "position", "batch"]]
+    label = info.batch.fillna("").astype(str)
+    fallback = "#" + (info.position // BATCH_SIZE + 1).astype(str)
+    info = info.assign(label=label.where(label != "", fallback))
+    return info.sort_values(["unit_set", "position"])
+
+
+def _batch_rows(info: pd.DataFrame, blocks: Mapping[str, np.ndarray], units: pd.Index, stat):
+    """The pooled statistic of each batch: block sums over the batch's units and all codes."""
+    keys = list(zip(info.unit_set.tolist(), info.label.tolist(), strict=True))
+    batch_of, order = pd.factorize(pd.Series(keys, dtype=object))
+    rows = units.get_indexer(info.index)
+    sums = {
+        k: np.bincount(batch_of, v[rows].sum(axis=1), minlength=len(order))
+        for k, v in blocks.items()
+    }
+    values = np.asarray(stat(sums), dtype=float)
+    sizes = np.bincount(batch_of, minlength=len(order))
+    return [
+        {"unit_set": key[0], "batch": key[1], "n_units": int(n), "value": value}
+        for key, n, value in zip(order.tolist(), sizes.tolist(), values.tolist(), strict=True)
+    ]
+
+
+def _pooled(stat):
+    return lambda x: stat({k: v.sum(axis=1) for k, v in x.items()})
+
+
+def kappa_pair(c: Coding, a: str, b: str, frames, codes: list[str], s: Settings) -> dict:
+    """Cohen's kappa between coders a and b on code presence per sentence: per code, pooled
+    over (sentence, code) items, and per batch (pooled)."""
+    units = c.shared(a, b)
+    x = presence(c.rows_of[a], units, codes)
+    y = presence(c.rows_of[b], units, codes)
+    blocks = {
+        "n00": (1 - x) * (1 - y),
+        "n01": (1 - x) * y,
+        "n10": x * (1 - y),
+        "n11": x * y,
+    }
+    pop = s.population(blocks, units)
+    per_code = [
+        {
+            "code": code,
+            "n_yes_a": int(x[:, i].sum()),
+            "n_yes_b": int(y[:, i].sum()),
+            "kappa": pop.figure(lambda v, i=i: binary_kappa(*(v[k][:, i] for k in blocks))),
+        }
+        for i, code in enumerate(codes)
+    ]
+    per_batch = _batch_rows(batches(frames, units), blocks, units, kappa_statistic)
+    for row in per_batch:
+        row["kappa"] = row.pop("value")
+    return {
+        "annotator_a": a,
+        "annotator_b": b,
+        "n_units": len(units),
+        "pooled": pop.figure(_pooled(kappa_statistic)),
+        "per_code": per_code,
+        "per_batch": per_batch,
+    }
+
+
+def alpha_all(c: Coding, coders: list[str], codes: list[str], s: Settings) -> dict:
+    """Krippendorff's alpha (nominal) of code presence over every coder (people), per code and
+    pooled over (sentence, code) items; units coded by one person only are not pairable."""
+    units = pd.Index(sorted(set().union(*(c.units_of[n] for n in coders))), name="unit_id")
+    raters = np.zeros(len(units))
+    present = np.zeros((len(units), len(codes)))
+    for name in coders:
+        raters[units.get_indexer(c.units_of[name])] += 1
+        present += presence(c.rows_of[name], units, codes)
+    pop = s.population(presence_alpha_blocks(raters, present), units[raters >= 2])
+    return {
+        "n_coders": len(coders),
+        "n_units": pop.n_units,
+        "pooled": pop.figure(presence_alpha),
+        "per_code": [
+            {"code": code, "alpha": pop.figure(lambda v, i=i: presence_alpha(v, i))}
+            for i, code in enumerate(codes)
+        ],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+def analyse(
+    frames: StudyFrames,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    catalogs: Catalogs | None = None,
+) -> dict[str, Any]:
+    """Every EPPCMinerBen table (seed 003) computed from the project's eppc answers."""
+    s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
+    answers = people(frames, KIND)
+    codes = [c.id for c in s.catalogs.eppc_codes]
+    coding = Coding(answers, label_rows(answers, frames, codes))
+    coders = ordered_names(humans(answers).annotator)
+    gold = answers[answers.is_gold.astype(bool)]
+    return jsonable(
+        {
+            **answer_counts(humans(answers)),
+            "n_gold_units": int(gold.unit_id.nunique()),
+            "n_model_answers": len(models(answers)),
+            "codes": codes,
+            "vs_gold": versus_gold(coding, codes, s),
+            "between_annotators": between_annotators(coding, coders, codes, s),
+            "kappa": [
+                kappa_pair(coding, a, b, frames, codes, s)
+                for a, b in itertools.combinations(coders, 2)
+                if not coding.shared(a, b).empty
+            ],
+            "alpha": alpha_all(coding, coders, codes, s) if len(coders) >= 2 else None,
+        }
+    )

@@ -1,0 +1,500 @@
+"""Drafting quality from match answers (seed 000, "How Much Would a Clinician Edit This Draft?").
+
+A match unit pairs a reference response with a draft; each annotator decides, for every
+reference sentence, which verbatim piece of the draft matches it (or NO MATCH) and labels the
+theme of every sentence on both sides. From these answers:
+
+* Content-Level Edit-F1 (Section 3.1, Algorithm 1) per pair (unit x annotator) and
+  micro-averaged per unit set and draft source (Tables 4-5), with EM / EA / ED counts;
+* Theme-Level Edit-F1 (Section 3.2): the reference's theme set against the draft's theme set
+  of the same answer, micro over the group, "Other" left out (and, separately, kept in);
+  per-theme F1 (Table 15) and per-theme content recall (Table 14);
+* inter-annotator predictability (Appendix E.2): the same scores over units whose reference
+  and draft are both clinicians' responses, per ordered pair of clinicians and averaged;
+* judge agreement (Appendix C.1, Table 8) between every ordered pair of annotators of a unit,
+  and between a model pseudo-annotator and each person.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from portalreview.analysis._bootstrap import Population
+from portalreview.analysis._common import (
+    Settings,
+    answer_counts,
+    answered_units,
+    f1_counts,
+    humans,
+    jsonable,
+    models,
+    ordered_names,
+    people,
+    prf_columns,
+    records,
+    safe_ratio,
+    source_labels,
+)
+from portalreview.domain.catalogs import Catalogs
+from portalreview.metrics import count_expected_deletions
+from portalreview.store.frames import StudyFrames
+
+KIND = "match"
+_SIDES = ("ref", "draft")
+
+
+# --------------------------------------------------------------------------------------------
+# Per pair (one answer): EM / EA / ED and theme sets
+# --------------------------------------------------------------------------------------------
+
+
+def leftover_text(draft: str, spans: tuple) -> str:
+    """The draft with the union of matched spans removed, each removed stretch replaced by
+    one space (Algorithm 1, line 10; ``metrics.unmatched_draft_text`` without its input
+    checks: stored spans were checked when the answer was saved)."""
+    pieces, cursor, end = [], 0, -1
+    for start, stop in spans:  # sorted
+        if start > end:
+            if end >= 0:
+                cursor = end
+            pieces.append(draft[cursor:start])
+            end = stop
+        else:
+            end = max(end, stop)
+    pieces.append(draft[end if end >= 0 else 0 :])
+    return " ".join(pieces)
+
+
+def _expected_deletions(pairs: pd.DataFrame, spans: dict, texts: pd.Series) -> np.ndarray:
+    """ED of each pair (Algorithm 1, lines 10-12): sentences of the leftover draft that still
+    hold a word (``metrics.count_expected_deletions``).
+
+    Segmenting the leftover draft is the one per-pair step that cannot be vectorised; pairs
+    that removed the same spans from the same draft share one computation.
+    """
+    cache: dict[tuple[int, tuple], int] = {}
+    out = np.empty(len(pairs), dtype=int)
+    for i, (answer, draft) in enumerate(
+        zip(pairs.answer_id.tolist(), pairs.response_b_id.tolist(), strict=True)
+    ):
+        key = (draft, spans.get(answer, ()))
+        if key not in cache:
+            cache[key] = count_expected_deletions(leftover_text(texts[draft], key[1]))
+        out[i] = cache[key]
+    return out
+
+
+def _spans_by_answer(decisions: pd.DataFrame) -> dict[int, tuple]:
+    """Every matched span of each answer, sorted (the union Algorithm 1 removes)."""
+    out: dict[int, list] = {}
+    for answer, spans in zip(decisions.answer_id.tolist(), decisions.spans.tolist(), strict=True):
+        out.setdefault(int(answer), []).extend(spans)
+    return {a: tuple(sorted(v)) for a, v in out.items()}
+
+
+def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
+    """One row per match answer: EM, EA (decided reference sentences with and without a
+    matched span) and ED, with Content-Level P / R / F1 (seed 000, Section 3.1; the scores
+    of ``metrics.edit_f1_from_counts``)."""
+    decisions = frames.match_decisions[frames.match_decisions.answer_id.isin(answers.answer_id)]
+    matched = decisions.spans.map(len) > 0
+    per = pd.DataFrame({"answer_id": decisions.answer_id, "em": matched, "ea": ~matched})
+    per = per.groupby("answer_id").sum()
+    spans = _spans_by_answer(decisions[matched])
+    texts = dict(
+        zip(frames.responses.response_id.tolist(), frames.responses.text.tolist(), strict=True)
+    )
+    out = answers[["answer_id", "unit_id", "annotator", "response_id", "response_b_id"]].copy()
+    out[["response_id", "response_b_id"]] = out[["response_id", "response_b_id"]].astype(int)
+    out = out.join(per, on="answer_id")
+    out[["em", "ea"]] = out[["em", "ea"]].fillna(0).astype(int)
+    out["ed"] = _expected_deletions(out, spans, texts)
+    scores = prf_columns(out.em.to_numpy(), out.ed.to_numpy(), out.ea.to_numpy())
+    return out.assign(**scores).reset_index(drop=True)
+
+
+def theme_presence(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
+    """One row per (answer, theme) used on either side: in_ref / in_draft flags - the theme
+    sets Theme-Level Edit-F1 compares (seed 000, Section 3.2)."""
+    labels = frames.sentence_themes[frames.sentence_themes.answer_id.isin(answers.answer_id)]
+    owner = frames.sentences.set_index("sentence_id").response_id
+    labels = labels.assign(owner=labels.sentence_id.map(owner))
+    sides = answers.set_index("answer_id")[["response_id", "response_b_id"]]
+    labels = labels.join(sides, on="answer_id")
+    labels = labels.assign(
+        in_ref=labels.owner == labels.response_id, in_draft=labels.owner == labels.response_b_id
+    )
+    flags = labels.groupby(["answer_id", "theme"])[["in_ref", "in_draft"]].any()
+    return flags.reset_index()
+
+
+# --------------------------------------------------------------------------------------------
+# Micro figures over a group of pairs, with CIs over units
+# --------------------------------------------------------------------------------------------
+
+
+def _theme_unit_counts(
+    pairs: pd.DataFrame, presence: pd.DataFrame, other: str
+) -> dict[str, pd.Series]:
+    """Per unit: theme TP / FP / FN without and with the Other theme."""
+    rows = presence.merge(pairs[["answer_id", "unit_id"]], on="answer_id")
+    rows = rows.assign(
+        tp=rows.in_ref & rows.in_draft,
+        fp=rows.in_draft & ~rows.in_ref,
+        fn=rows.in_ref & ~rows.in_draft,
+    )
+    out = {}
+    for suffix, part in (("", rows[rows.theme != other]), ("_all", rows)):
+        sums = part.groupby("unit_id")[["tp", "fp", "fn"]].sum()
+        for col in ("tp", "fp", "fn"):
+            out[f"{col}{suffix}"] = sums[col]
+    return out
+
+
+def _unit_columns(pairs: pd.DataFrame, presence: pd.DataFrame, other: str) -> pd.DataFrame:
+    """One row per unit of the group: summed EM, EA, ED and theme counts of its pairs."""
+    units = pairs.groupby("unit_id")[["em", "ea", "ed"]].sum()
+    for name, series in _theme_unit_counts(pairs, presence, other).items():
+        units[name] = series.reindex(units.index).fillna(0)
+    return units
+
+
+def _content(sums: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return prf_columns(sums["em"], sums["ed"], sums["ea"])
+
+
+def _theme(sums: Mapping[str, np.ndarray], suffix: str) -> dict[str, np.ndarray]:
+    return prf_columns(sums[f"tp{suffix}"], sums[f"fp{suffix}"], sums[f"fn{suffix}"])
+
+
+def _scores(pop: Population, which: str, count_names: tuple[str, ...]) -> dict[str, Any]:
+    totals = pop.totals()
+    out: dict[str, Any] = {name.removesuffix("_all"): int(totals[name]) for name in count_names}
+    for score in ("precision", "recall", "f1"):
+        if which == "content":
+            out[score] = pop.figure(lambda s, k=score: _content(s)[k])
+        else:
+            suffix = "" if which == "theme" else "_all"
+            out[score] = pop.figure(lambda s, k=score, x=suffix: _theme(s, x)[k])
+    return out
+
+
+def _group_figures(
+    pairs: pd.DataFrame, presence: pd.DataFrame, settings: Settings
+) -> dict[str, Any]:
+    """Content- and Theme-Level Edit-F1 of a group of pairs, micro over the group."""
+    other = _other_id(settings)
+    units = _unit_columns(pairs, presence, other)
+    pop = settings.population({c: units[c].to_numpy() for c in units.columns}, units.index)
+    return {
+        "n_units": len(units),
+        "n_pairs": len(pairs),
+        "n_annotators": int(pairs.annotator.nunique()),
+        "content": _scores(pop, "content", ("em", "ea", "ed")),
+        "theme": _scores(pop, "theme", ("tp", "fp", "fn")),
+        "theme_with_other": _scores(pop, "theme_with_other", ("tp_all", "fp_all", "fn_all")),
+    }
+
+
+def _other_id(settings: Settings) -> str:
+    others = [t.id for t in settings.catalogs.themes if t.is_other]
+    return others[0] if others else "other"
+
+
+def _theme_ids(settings: Settings) -> list[str]:
+    return [t.id for t in settings.catalogs.themes]
+
+
+def per_theme_f1(pairs: pd.DataFrame, presence: pd.DataFrame, settings: Settings) -> list[dict]:
+    """Theme-Level Edit-F1 of each theme over the group (seed 000, Table 15), Other kept as
+    its own row: per theme, TP = pairs whose reference and draft both contain it, FP = only
+    the draft, FN = only the reference (``metrics.per_theme_edit_f1``'s set counting)."""
+    rows = presence[presence.answer_id.isin(pairs.answer_id)]
+    flags = pd.DataFrame(
+        {
+            "theme": rows.theme,
+            "tp": rows.in_ref & rows.in_draft,
+            "fp": rows.in_draft & ~rows.in_ref,
+            "fn": rows.in_ref & ~rows.in_draft,
+        }
+    )
+    sums = flags.groupby("theme")[["tp", "fp", "fn"]].sum().reindex(_theme_ids(settings))
+    sums = sums.fillna(0).astype(int)
+    scores = prf_columns(sums.tp.to_numpy(), sums.fp.to_numpy(), sums.fn.to_numpy())
+    table = sums.assign(**scores, support=sums.tp + sums.fn)
+    return records(table.rename_axis("theme").reset_index())
+
+
+def per_theme_recall(pairs: pd.DataFrame, frames: StudyFrames, settings: Settings) -> list[dict]:
+    """Content-level recall of each theme (seed 000, Table 14): matched reference sentences
+    of a theme / reference sentences of that theme, summed over the group's pairs (the
+    theme is the one the same annotator gave the sentence; unlabelled sentences are left
+    out). Same counting as ``metrics.per_theme_content_recall``."""
+    decisions = frames.match_decisions.merge(pairs[["answer_id"]], on="answer_id")
+    rows = decisions.merge(frames.sentence_themes, on=["answer_id", "sentence_id"])
+    rows = rows.assign(matched=rows.spans.map(len) > 0)
+    grouped = rows.groupby("theme").matched.agg(["size", "sum"])
+    out = []
+    for theme in _theme_ids(settings):
+        n = int(grouped["size"].get(theme, 0))
+        hit = int(grouped["sum"].get(theme, 0))
+        out.append(
+            {"theme": theme, "n_sentences": n, "n_matched": hit, "recall": hit / n if n else None}
+        )
+    return out
+
+
+def _groups(
+    pairs: pd.DataFrame, presence: pd.DataFrame, frames: StudyFrames, keys: list[str], s: Settings
+) -> list[dict[str, Any]]:
+    out = []
+    for key, group in pairs.groupby(keys, sort=True):
+        labels = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        entry = {**labels, **_group_figures(group, presence, s)}
+        entry["per_theme"] = per_theme_f1(group, presence, s)
+        entry["per_theme_content_recall"] = per_theme_recall(group, frames, s)
+        out.append(entry)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Inter-annotator predictability (App. E.2)
+# --------------------------------------------------------------------------------------------
+
+
+def _iap_average(pairs: pd.DataFrame, presence: pd.DataFrame, settings: Settings) -> dict:
+    """Mean over ordered clinician pairs of their micro Content / Theme Edit-F1 (App. E.2:
+    "take the average results"), CI over units (a resample without some pair averages the
+    pairs it has)."""
+    order = sorted(set(zip(pairs.reference_author, pairs.draft_author, strict=True)))
+    column = {p: i for i, p in enumerate(order)}
+    other = _other_id(settings)
+    units = _unit_columns(pairs, presence, other)
+    first = pairs.groupby("unit_id")[["reference_author", "draft_author"]].first()
+    which = np.array([column[tuple(x)] for x in first.loc[units.index].to_numpy()])
+    blocks = {}
+    for name in ("em", "ea", "ed", "tp", "fp", "fn"):
+        block = np.zeros((len(units), len(order)))
+        block[np.arange(len(units)), which] = units[name].to_numpy()
+        blocks[name] = block
+    present = np.zeros((len(units), len(order)))
+    present[np.arange(len(units)), which] = 1
+    blocks["n"] = present
+    pop = settings.population(blocks, units.index)
+
+    def mean_f1(sums: Mapping[str, np.ndarray], theme: bool) -> np.ndarray:
+        if theme:
+            f1 = f1_counts(sums["tp"], sums["fp"], sums["fn"])
+        else:
+            f1 = f1_counts(sums["em"], sums["ed"], sums["ea"])
+        f1 = np.where(sums["n"] > 0, f1, np.nan)
+        with np.errstate(invalid="ignore"):
+            return np.nanmean(f1, axis=1)
+
+    return {
+        "n_ordered_pairs": len(order),
+        "content_f1": pop.figure(lambda s: mean_f1(s, False)),
+        "theme_f1": pop.figure(lambda s: mean_f1(s, True)),
+    }
+
+
+def iap(pairs: pd.DataFrame, presence: pd.DataFrame, frames: StudyFrames, s: Settings) -> dict:
+    """IAP (seed 000, App. E.2): Edit-F1 with one clinician's response as the reference and
+    another's as the draft, per ordered pair of clinicians (reference author, draft author),
+    averaged over the pairs, and pooled (micro over every IAP pair)."""
+    kinds = frames.responses.set_index("response_id").author_kind
+    both = (pairs.response_id.map(kinds) == "clinician") & (
+        pairs.response_b_id.map(kinds) == "clinician"
+    )
+    chosen = pairs[both]
+    if chosen.empty:
+        return {"n_units": 0, "ordered_pairs": [], "average": None, "pooled": None}
+    return {
+        "n_units": int(chosen.unit_id.nunique()),
+        "ordered_pairs": _groups(chosen, presence, frames, ["reference_author", "draft_author"], s),
+        "average": _iap_average(chosen, presence, s),
+        "pooled": _group_figures(chosen, presence, s),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Judge agreement (App. C.1, Table 8)
+# --------------------------------------------------------------------------------------------
+
+
+def _merged(spans: tuple) -> tuple:
+    if len(spans) < 2:
+        return spans
+    out: list[list[int]] = []
+    for start, end in spans:
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return tuple(map(tuple, out))
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return any(max(s1, s2) < min(e1, e2) for s1, e1 in a for s2, e2 in b)
+
+
+def _with_span_columns(decided: pd.DataFrame) -> pd.DataFrame:
+    """Decisions with their merged spans, span count and first span's start and end."""
+    merged = [_merged(x) for x in decided.spans.tolist()]
+    first = [m[0] if m else (-1, -1) for m in merged]
+    return decided.assign(
+        merged=merged,
+        n_spans=[len(m) for m in merged],
+        start=[f[0] for f in first],
+        end=[f[1] for f in first],
+    )
+
+
+def _agreement_rows(ref: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
+    """Per (unit, reference sentence) decided by both: the Table 8 indicators (exact = the
+    same merged spans; overlap = a character in common)."""
+    both = ref.merge(judged, on=["unit_id", "sentence_id"], suffixes=_SIDES)
+    n_ref, n_got = both.n_spansref.to_numpy(), both.n_spansdraft.to_numpy()
+    ref_match, got_match = n_ref > 0, n_got > 0
+    single = (n_ref == 1) & (n_got == 1)
+    s1, e1 = both.startref.to_numpy(), both.endref.to_numpy()
+    s2, e2 = both.startdraft.to_numpy(), both.enddraft.to_numpy()
+    exact = single & (s1 == s2) & (e1 == e2)
+    overlap = single & (np.maximum(s1, s2) < np.minimum(e1, e2))
+    several = np.flatnonzero(ref_match & got_match & ~single)
+    for i in several:
+        a, b = both.mergedref.iat[i], both.mergeddraft.iat[i]
+        exact[i] = a == b
+        overlap[i] = _overlap(a, b)
+    return pd.DataFrame(
+        {
+            "unit_id": both.unit_id,
+            "n": 1,
+            "same": ref_match == got_match,
+            "ref_non_match": ~ref_match,
+            "non_match_hit": ~ref_match & ~got_match,
+            "ref_match": ref_match,
+            "exact": exact,
+            "overlap": overlap,
+        }
+    )
+
+
+def _agreement_figures(rows: pd.DataFrame, settings: Settings) -> dict[str, Any]:
+    units = rows.groupby("unit_id").sum()
+    pop = settings.population({c: units[c].to_numpy() for c in units.columns}, units.index)
+    return {
+        "n_sentences": int(units.n.sum()),
+        "n_reference_matches": int(units.ref_match.sum()),
+        "n_reference_non_matches": int(units.ref_non_match.sum()),
+        "agreement": pop.figure(lambda s: safe_ratio(s["same"], s["n"])),
+        "non_match_agreement": pop.figure(
+            lambda s: safe_ratio(s["non_match_hit"], s["ref_non_match"])
+        ),
+        "match_agreement": pop.figure(lambda s: safe_ratio(s["exact"], s["ref_match"])),
+        "match_overlap": pop.figure(lambda s: safe_ratio(s["overlap"], s["ref_match"])),
+    }
+
+
+def judge_agreement_table(answers: pd.DataFrame, frames: StudyFrames, s: Settings) -> list[dict]:
+    """Table 8 measures for every ordered pair (reference annotator, judged annotator) sharing
+    match units: people with each other, and each model pseudo-annotator judged against each
+    person. The reference's decisions are the denominators (see metrics.judge_agreement)."""
+    decided = frames.match_decisions.merge(
+        answers[["answer_id", "unit_id", "annotator", "is_model"]], on="answer_id"
+    )
+    decided = _with_span_columns(decided)
+    columns = ["unit_id", "sentence_id", "merged", "n_spans", "start", "end"]
+    by_name = {name: group[columns] for name, group in decided.groupby("annotator")}
+    people_names = ordered_names(humans(answers).annotator)
+    model_names = ordered_names(models(answers).annotator)
+    pairs = list(itertools.permutations(people_names, 2))
+    pairs += [(p, m) for m in model_names for p in people_names]
+    out = []
+    for ref_name, judged_name in pairs:
+        rows = _agreement_rows(by_name[ref_name], by_name[judged_name])
+        if rows.empty:
+            continue
+        entry = {
+            "reference_annotator": ref_name,
+            "judged_annotator": judged_name,
+            "judged_is_model": judged_name in model_names,
+        }
+        out.append({**entry, **_agreement_figures(rows, s)})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+def _with_labels(pairs: pd.DataFrame, answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
+    sources = source_labels(frames.responses)
+    authors = frames.responses.set_index("response_id").author.fillna("").astype(str)
+    unit_sets = answers.set_index("answer_id").unit_set
+    return pairs.assign(
+        unit_set=pairs.answer_id.map(unit_sets),
+        source=pairs.response_b_id.map(sources),
+        reference_author=pairs.response_id.map(authors),
+        draft_author=pairs.response_b_id.map(authors),
+    )
+
+
+def _pair_records(pairs: pd.DataFrame) -> list[dict]:
+    columns = [
+        "unit_id",
+        "unit_set",
+        "annotator",
+        "response_id",
+        "response_b_id",
+        "source",
+        "em",
+        "ea",
+        "ed",
+        "precision",
+        "recall",
+        "f1",
+    ]
+    frame = pairs[columns].rename(
+        columns={"response_id": "reference_id", "response_b_id": "draft_id"}
+    )
+    return records(frame.sort_values(["unit_id", "annotator"]))
+
+
+def analyse(
+    frames: StudyFrames,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    catalogs: Catalogs | None = None,
+) -> dict[str, Any]:
+    """Every drafting table of seed 000 computed from the project's match answers."""
+    s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
+    answers = people(frames, KIND)
+    people_answers = humans(answers)
+    pairs = _with_labels(pair_counts(people_answers, frames), people_answers, frames)
+    presence = theme_presence(people_answers, frames)
+    kinds = frames.responses.set_index("response_id").author_kind
+    drafts = pairs[
+        ~(
+            (pairs.response_id.map(kinds) == "clinician")
+            & (pairs.response_b_id.map(kinds) == "clinician")
+        )
+    ]
+    return jsonable(
+        {
+            **answer_counts(people_answers),
+            "n_model_answers": len(models(answers)),
+            "other_theme": _other_id(s),
+            "by_source": _groups(drafts, presence, frames, ["unit_set", "source"], s),
+            "iap": iap(pairs, presence, frames, s),
+            "judge_agreement": judge_agreement_table(answers, frames, s),
+            "pairs": _pair_records(pairs),
+        }
+    )

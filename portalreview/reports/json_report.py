@@ -1,0 +1,131 @@
+"""The JSON report: every table of the analysis layer, computed live from one project.
+
+``build_report(project)`` reads the study once (``store.frames.read_frames``), runs every
+analysis (``portalreview.analysis``) and returns one JSON-ready dict; ``write_json_report``
+writes it to a file. The structure is stable and documented key by key in ``docs/report.md``:
+a reader can rebuild each figure from the counts the report gives beside it.
+
+A report is reproducible: the same project, seed and number of resamples give the same report,
+byte for byte (no timestamps, no absolute paths).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from portalreview import __version__
+from portalreview.analysis import analyse_all
+from portalreview.analysis._common import CONFIDENCE, jsonable
+from portalreview.domain.catalogs import Catalogs
+from portalreview.store.catalog_store import read_catalogs
+from portalreview.store.frames import StudyFrames, read_frames
+from portalreview.store.models import Case, Response
+from portalreview.store.project import Project
+
+FORMAT = "portalreview-report"
+FORMAT_VERSION = 1
+
+
+def _open(project: Project | str | os.PathLike) -> tuple[Project, bool]:
+    if isinstance(project, Project):
+        return project, False
+    return Project.open(project, read_only=True), True
+
+
+def _study(project: Project, frames: StudyFrames) -> dict[str, Any]:
+    """Counts of the study the figures rest on."""
+    with project.read() as s:
+        n_cases = s.scalar(select(func.count()).select_from(Case))
+        n_responses = s.scalar(select(func.count()).select_from(Response))
+    answers = frames.answers
+    per_person = answers.groupby(["annotator", "is_model"]).size().reset_index(name="n")
+    per_kind = answers.groupby(["kind", "is_gold"]).size()
+    kinds = frames.units.kind.value_counts()
+    return {
+        "n_cases": n_cases,
+        "n_responses": n_responses,
+        "annotators": [
+            {"name": r.annotator, "is_model": bool(r.is_model), "n_answers": r.n}
+            for r in per_person.itertuples()
+        ],
+        "kinds": {
+            kind: {
+                "n_units": int(kinds.get(kind, 0)),
+                "n_answers": int(per_kind.get((kind, False), 0)),
+                "n_gold_answers": int(per_kind.get((kind, True), 0)),
+            }
+            for kind in ("respond", "match", "rank", "urgency", "eppc", "empathy", "facts")
+        },
+    }
+
+
+def _catalogs(project: Project) -> Catalogs:
+    with project.read() as s:
+        return read_catalogs(s)
+
+
+def build_report(
+    project: Project | str | os.PathLike,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    include_drafts: bool = False,
+    frames: StudyFrames | None = None,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """Every measure of the study as one JSON-ready dict (see docs/report.md).
+
+    ``project`` is an open :class:`Project` or the path of a project file (opened read-only
+    and closed again). ``seed`` and ``n_resamples`` fix the bootstrap (``n_resamples=0``
+    leaves every CI null, for a quick look). ``include_drafts`` also counts unsubmitted
+    answers. ``frames`` may be passed when already read; ``timings`` receives seconds per
+    analysis.
+    """
+    opened, close = _open(project)
+    try:
+        if frames is None:
+            frames = read_frames(opened, include_drafts=include_drafts)
+        catalogs = _catalogs(opened)
+        header = {
+            "report": {"format": FORMAT, "version": FORMAT_VERSION, "portalreview": __version__},
+            "project": {
+                "name": opened.meta("name"),
+                "project_id": opened.meta("project_id"),
+                "file": opened.path.name,
+                "catalogs_version": catalogs.version,
+            },
+            "settings": {
+                "seed": int(seed),
+                "n_resamples": int(n_resamples),
+                "confidence": CONFIDENCE,
+                "ci_method": "percentile bootstrap over units",
+                "include_drafts": bool(include_drafts),
+            },
+            "study": _study(opened, frames),
+        }
+        results = analyse_all(
+            frames, seed=seed, n_resamples=n_resamples, catalogs=catalogs, timings=timings
+        )
+    finally:
+        if close:
+            opened.close()
+    return {**jsonable(header), **results}
+
+
+def write_json_report(
+    project: Project | str | os.PathLike, out_path: str | os.PathLike, **options: Any
+) -> Path:
+    """Build the report (``options`` as :func:`build_report`) and write it as UTF-8 JSON."""
+    report = build_report(project, **options)
+    out = Path(out_path)
+    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
+    out.write_text(text + "\n", encoding="utf-8")
+    return out
+
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "build_report", "write_json_report"]
