@@ -2,10 +2,11 @@
 
 Every headline figure of the report is a function of *sums over units* of a few per-unit
 numbers (EM, EA and ED of a unit's pairs; a unit's correct and judged answers; a unit's
-category counts for Krippendorff's alpha...). A :class:`Population` holds those per-unit
-columns for one group of units; it resamples the units once and sums every column over every
-resample with one matrix product, so a figure's CI costs one vectorised function call rather
-than recomputing the measure from raw rows a thousand times.
+category counts for Krippendorff's alpha...). A :class:`Resampler` draws the bootstrap
+resamples of a kind's units once; a :class:`Population` holds the per-unit columns of one group
+of those units and sums every column over every resample with one matrix product, so a
+figure's CI costs one vectorised function call rather than recomputing the measure from raw
+rows a thousand times.
 
 The resamples are exactly those of :func:`portalreview.metrics.bootstrap_ci` for the same
 seed, number of resamples and number of units (``numpy.random.default_rng(seed).integers(0,
@@ -34,10 +35,11 @@ def unit_weights(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
 
     The draws are those of ``metrics.bootstrap_ci(units, ..., seed=seed)`` for ``n_units``
     units. Cached: a group of units of the same size (and seed) would get the very same draws
-    from bootstrap_ci too.
+    from bootstrap_ci too. Stored as float32 (exact for counts; the matrix products run twice
+    as fast): a resampled sum differs from bootstrap_ci's float64 sum by ~1e-7 relative.
     """
     indices = np.random.default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))
-    weights = np.empty((n_resamples, n_units), dtype=float)
+    weights = np.empty((n_resamples, n_units), dtype=np.float32)
     for row, drawn in enumerate(indices):
         weights[row] = np.bincount(drawn, minlength=n_units)
     weights.flags.writeable = False
@@ -83,11 +85,12 @@ class Resampler:
         where = self.units.get_indexer(pd.Index(unit_ids))
         if (where < 0).any() or len(np.unique(where)) != len(where):
             raise ValueError("a population's units must be distinct units of the resampler")
+        values = matrix.astype(np.float32)
         if 4 * len(where) < len(self.units):  # a small group: take its units' weights only
-            return weights[:, where] @ matrix
-        full = np.zeros((len(self.units), matrix.shape[1]))
-        full[where] = matrix
-        return weights @ full
+            return (weights[:, where] @ values).astype(float)
+        full = np.zeros((len(self.units), matrix.shape[1]), dtype=np.float32)
+        full[where] = values
+        return (weights @ full).astype(float)
 
 
 class Population:

@@ -161,9 +161,9 @@ class JsonRows(list):
 
 def _column_values(column: pd.Series) -> list[Any]:
     values = column.tolist()
-    if column.dtype.kind in "fc" or column.dtype == object:
-        return [jsonable(v) for v in values]
-    return values
+    if column.dtype.kind in "iub":  # never missing, already Python numbers
+        return values
+    return [jsonable(v) for v in values]
 
 
 def records(frame: pd.DataFrame) -> JsonRows:

@@ -35,6 +35,13 @@ from portalreview.store.frames import StudyFrames
 
 KIND = "empathy"
 OUTCOMES = ("first_more", "second_more", "equal")
+#: The result's keys (after the counts) when the study has no decided empathy answer.
+EMPTY: dict[str, Any] = {
+    "by_source_pair": [],
+    "agreement": None,
+    "model_agreement": [],
+    "position_bias": None,
+}
 
 
 def choices(frames: StudyFrames) -> tuple[pd.DataFrame, int]:
@@ -87,7 +94,7 @@ def outcome_shares(rows: pd.DataFrame, s: Settings) -> list[dict[str, Any]]:
 
 def position_bias(rows: pd.DataFrame, s: Settings) -> dict[str, Any]:
     """Share of decided (not "equal") answers that chose the response shown first."""
-    decided = rows[(rows.value != "equal") & rows.has_presentation]
+    decided = rows[(rows.value != "equal") & rows.has_presentation.astype(bool)]
     per = decided.chose_shown_first.groupby(decided.unit_id).agg(["sum", "size"])
     pop = s.population({"first": per["sum"].to_numpy(), "n": per["size"].to_numpy()}, per.index)
     return {
@@ -107,6 +114,8 @@ def analyse(
     s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
     rows, undecided = choices(frames)
     mine = humans(rows)
+    if rows.empty:
+        return jsonable({**answer_counts(mine), "n_undecided": undecided, **EMPTY})
     long = rows[~rows.is_gold.astype(bool)][["unit_id", "annotator", "value"]]
     return jsonable(
         {

@@ -68,7 +68,8 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
         " ".join(text[a:b] for a, b in spans)
         for text, spans in zip(sentence.tolist(), labels.spans.tolist(), strict=True)
     ]
-    evidence_id, _ = pd.factorize(pd.Series(evidence, dtype=object))
+    evidence_id, distinct = pd.factorize(pd.Series(evidence, dtype=object))
+    tokens = [span_tokens(text) for text in distinct]  # each distinct evidence text once
     subcode = labels.subcode.fillna("").astype(str)
     pair_id, _ = pd.factorize(labels.code.astype(str) + "\x1f" + subcode)
     return pd.DataFrame(
@@ -79,6 +80,7 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
             "subcode": subcode,
             "evidence": evidence,
             "evidence_id": evidence_id,
+            "tokens": [tokens[i] for i in evidence_id],
             "code_id": pd.Index(codes).get_indexer(labels.code),
             "pair_id": pair_id,
         }
@@ -123,17 +125,15 @@ def _relaxed(a: frozenset[str], b: frozenset[str], threshold: float = 0.6) -> bo
 
 def _relaxed_matches(pairs: pd.DataFrame) -> np.ndarray:
     """The relaxed match of each (predicted, gold) evidence pair, computed once per distinct
-    pair of texts, each text tokenised once."""
+    pair of texts (on token sets made once per text)."""
     key = pairs.evidence_id_p.to_numpy(np.int64) * (1 << 32) + pairs.evidence_id_g.to_numpy()
     distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    tokens: dict[str, frozenset[str]] = {}
-    for text in (*pairs.text_p.to_numpy()[first], *pairs.text_g.to_numpy()[first]):
-        if text not in tokens:
-            tokens[text] = span_tokens(text)
-    predicted = pairs.text_p.to_numpy()[first].tolist()
-    texts = zip(predicted, pairs.text_g.to_numpy()[first].tolist(), strict=True)
+    predicted = pairs.tokens_p.to_numpy()[first].tolist()
+    gold = pairs.tokens_g.to_numpy()[first].tolist()
     result = np.fromiter(
-        (_relaxed(tokens[a], tokens[b]) for a, b in texts), dtype=bool, count=len(distinct)
+        (_relaxed(a, b) for a, b in zip(predicted, gold, strict=True)),
+        dtype=bool,
+        count=len(distinct),
     )
     return result[inverse.reshape(-1)]
 
@@ -141,7 +141,7 @@ def _relaxed_matches(pairs: pd.DataFrame) -> np.ndarray:
 def _span_counts(ref: pd.DataFrame, pred: pd.DataFrame, units: pd.Index) -> dict:
     """Per unit: predicted and gold spans, TP (predicted spans matching a gold span of the
     same sentence), matched gold spans, FP and FN - ``metrics.span_prf``'s counting."""
-    columns = ["u", "text", "evidence_id"]
+    columns = ["u", "text", "evidence_id", "tokens"]
     p = pred.assign(u=units.get_indexer(pred.unit_id)).rename(columns={"evidence": "text"})
     g = ref.assign(u=units.get_indexer(ref.unit_id)).rename(columns={"evidence": "text"})
     p, g = p.loc[(p.text != "") & (p.u >= 0), columns], g.loc[(g.text != "") & (g.u >= 0), columns]
@@ -369,6 +369,18 @@ def alpha_all(c: Coding, coders: list[str], codes: list[str], s: Settings) -> di
 # --------------------------------------------------------------------------------------------
 
 
+def _empty(codes: list[str]) -> dict[str, Any]:
+    return {
+        "n_gold_units": 0,
+        "n_model_answers": 0,
+        "codes": codes,
+        "vs_gold": [],
+        "between_annotators": [],
+        "kappa": [],
+        "alpha": None,
+    }
+
+
 def analyse(
     frames: StudyFrames,
     *,
@@ -380,6 +392,8 @@ def analyse(
     s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
     answers = people(frames, KIND)
     codes = [c.id for c in s.catalogs.eppc_codes]
+    if answers.empty:
+        return jsonable({**answer_counts(answers), **_empty(codes)})
     coding = Coding(answers, label_rows(answers, frames, codes))
     coders = ordered_names(humans(answers).annotator)
     gold = answers[answers.is_gold.astype(bool)]

@@ -35,6 +35,14 @@ from portalreview.store.frames import StudyFrames
 
 KIND = "facts"
 _COUNTS = ("n_original", "n_preserved", "n_edited", "n_grounded")
+#: The result's keys (after the counts) when the study has no facts answer.
+EMPTY: dict[str, Any] = {
+    "n_pairs_with_undecided_facts": 0,
+    "overall": None,
+    "by_source_pair": [],
+    "by_annotator": [],
+    "error_categories": [],
+}
 
 
 def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
@@ -148,6 +156,8 @@ def analyse(
     """The MedFactChecking tables (seed 004) computed from the project's facts answers."""
     s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
     answers = humans(people(frames, KIND))
+    if answers.empty:
+        return jsonable({**answer_counts(answers), **EMPTY})
     pairs = pair_counts(answers, frames)
     sources = source_labels(frames.responses)
     pairs = pairs.assign(

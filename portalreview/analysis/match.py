@@ -467,6 +467,17 @@ def _pair_records(pairs: pd.DataFrame) -> list[dict]:
     return records(frame.sort_values(["unit_id", "annotator"]))
 
 
+def _empty(answers: pd.DataFrame, s: Settings) -> dict[str, Any]:
+    return {
+        "n_model_answers": len(models(answers)),
+        "other_theme": _other_id(s),
+        "by_source": [],
+        "iap": {"n_units": 0, "ordered_pairs": [], "average": None, "pooled": None},
+        "judge_agreement": [],
+        "pairs": [],
+    }
+
+
 def analyse(
     frames: StudyFrames,
     *,
@@ -478,6 +489,8 @@ def analyse(
     s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
     answers = people(frames, KIND)
     people_answers = humans(answers)
+    if people_answers.empty:
+        return jsonable({**answer_counts(people_answers), **_empty(answers, s)})
     pairs = _with_labels(pair_counts(people_answers, frames), people_answers, frames)
     presence = theme_presence(people_answers, frames)
     kinds = frames.responses.set_index("response_id").author_kind

@@ -172,21 +172,30 @@ def _matrix_rows(pop: Population, sources: list[str]) -> list[dict]:
 
 def criteria_table(long: pd.DataFrame, catalogs: Catalogs) -> list[dict]:
     """Counts of each incorrectness criterion per source (seed 001, Section 5): responses
-    with the criterion ticked, responses with any criterion (= marked incorrect with a
-    reason) and responses ranked (``metrics.criteria_counts``'s columns)."""
+    with the criterion ticked (``counts``, by criterion id), responses with any criterion
+    (= marked incorrect with a reason) and responses ranked - ``metrics.criteria_counts``'s
+    columns."""
     ids = [c.id for c in catalogs.criteria]
-    if long.empty:
-        return []
     sources = sorted(long.source.unique().tolist())
     where = pd.Index(sources).get_indexer(long.source)
-    out = {"source": sources}
-    for c in ids:
-        ticked = np.fromiter((c in t for t in long.criteria.tolist()), dtype=float)
-        out[c] = np.bincount(where, ticked, minlength=len(sources)).astype(int)
-    any_ticked = np.fromiter((len(t) > 0 for t in long.criteria.tolist()), dtype=float)
-    out["n_with_any_criterion"] = np.bincount(where, any_ticked, len(sources)).astype(int)
-    out["n_responses"] = np.bincount(where, minlength=len(sources))
-    return records(pd.DataFrame(out))
+    ticked = {
+        c: np.bincount(
+            where, np.fromiter((c in t for t in long.criteria.tolist()), float), len(sources)
+        )
+        for c in ids
+    }
+    any_ticked = np.fromiter((len(t) > 0 for t in long.criteria.tolist()), float)
+    n_any = np.bincount(where, any_ticked, len(sources))
+    n = np.bincount(where, minlength=len(sources))
+    return [
+        {
+            "source": source,
+            "counts": {c: int(ticked[c][i]) for c in ids},
+            "n_with_any_criterion": int(n_any[i]),
+            "n_responses": int(n[i]),
+        }
+        for i, source in enumerate(sources)
+    ]
 
 
 # --------------------------------------------------------------------------------------------

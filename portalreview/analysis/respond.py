@@ -39,6 +39,16 @@ from portalreview.store.frames import StudyFrames
 from portalreview.store.kinds.respond import compose
 
 KIND = "respond"
+#: The result's keys (after the counts) when the study has no respond answer.
+EMPTY: dict[str, Any] = {
+    "n_theme_guided": 0,
+    "n_edit_draft": 0,
+    "theme_proportions": [],
+    "theme_agreement": None,
+    "similarity": None,
+    "editing_load": {"n_answers": 0, "pooled": None, "by_annotator": []},
+    "time_on_task": [],
+}
 
 
 def respond_answers(frames: StudyFrames) -> pd.DataFrame:
@@ -271,6 +281,8 @@ def analyse(
     s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
     themes = [t.id for t in s.catalogs.themes]
     answers = respond_answers(frames)
+    if answers.empty:
+        return jsonable({**answer_counts(answers), **EMPTY})
     guided = answers[answers["mode"] == "theme_guided"]
     table = theme_counts(answers, frames, themes)
     texts = composed_texts(answers, frames, themes)

@@ -50,6 +50,19 @@ KIND = "urgency"
 BUCKETS = ("easy", "medium", "hard", "total")
 CUTOFFS = (10, 30)
 INBOX_TAG = "inbox"
+#: The result's keys (after the counts) when the study has no urgency answer.
+EMPTY: dict[str, Any] = {
+    "n_ask_second": 0,
+    "relevance_mapping": {str(k): v for k, v in DEFAULT_RELEVANCE.items()},
+    "accuracy": None,
+    "accuracy_by_annotator": [],
+    "agreement": None,
+    "model_agreement": [],
+    "model_accuracy": [],
+    "position_bias": None,
+    "inboxes": [],
+    "inbox_summary": None,
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,7 +129,7 @@ def accuracy(rows: pd.DataFrame, s: Settings) -> dict[str, Any]:
 
 def position_bias(rows: pd.DataFrame, s: Settings) -> dict[str, Any]:
     """Share of answers that chose the case shown first (on the left / top)."""
-    shown = rows[rows.has_presentation]
+    shown = rows[rows.has_presentation.astype(bool)]
     first = (shown.chosen == shown.shown_first).groupby(shown.unit_id).agg(["sum", "size"])
     pop = s.population(
         {"first": first["sum"].to_numpy(), "n": first["size"].to_numpy()}, first.index
@@ -298,6 +311,8 @@ def analyse(
     s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
     rows = decisions(frames)
     people_rows = humans(rows)
+    if rows.empty:
+        return jsonable({**answer_counts(people_rows), **EMPTY})
     model_names = ordered_names(models(rows).annotator)
     inboxes = [
         inbox(name, members, people_rows, frames, s)

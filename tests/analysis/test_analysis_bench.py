@@ -1,0 +1,42 @@
+"""The benchmark's study builder still writes a valid study (the benchmark itself is not run
+by the tests: ``benchmarks/bench_report.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from portalreview.analysis import ANALYSES
+from portalreview.store.project import Project
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_report.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("portalreview_bench_report", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_builder_writes_a_valid_study_and_the_report_runs(tmp_path):
+    bench = _bench()
+    path = tmp_path / "bench.prproj"
+    rows = bench.build_synthetic_study(path, 50, n_annotators=4)
+    # 4 annotators answer 7 units per case; the 50 EPPC units also have a gold answer; the
+    # inbox (30 cases) adds its extra urgency pairs.
+    assert rows["answers"] == 4 * 7 * 50 + 50 + 4 * bench.INBOX_PAIRS
+    with Project.open(path, read_only=True) as project:
+        assert project.integrity_check() == "ok"
+    result = bench.time_report(path, n_resamples=20)
+    assert set(result["per_kind"]) == set(ANALYSES)
+    assert result["total"] > 0
+    report = result["report"]
+    for kind in ANALYSES:
+        assert report[kind]["n_answers"] > 0, kind
+        assert report[kind]["n_annotators"] == 4, kind
+    assert len(report["urgency"]["inboxes"]) == 1
+    json.dumps(report, allow_nan=False)

@@ -1,0 +1,140 @@
+"""PMR-Bench tables (seed 002) from urgency answers: difficulty buckets, equal and missing
+levels, a single-annotator pair, agreement coded by case, position bias and the inbox."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from analysis_builders import new_study
+
+from portalreview import metrics
+from portalreview.analysis import urgency
+
+LEVELS = {"c1": 1, "c2": 2, "c3": 5, "c4": 5, "c5": None, "c6": 3}
+# unit: (case a, case b, {annotator: chosen case})
+PAIRS = {
+    "u1": ("c1", "c3", {"x": "c1", "y": "c1", "z": "c3"}),  # gap 4: easy
+    "u2": ("c2", "c6", {"x": "c2", "y": "c2"}),  # gap 1: hard (z assigned, no answer)
+    "u3": ("c3", "c4", {"x": "c3", "y": "c4"}),  # equal levels: left out
+    "u4": ("c6", "c3", {"x": "c6"}),  # gap 2: medium, one annotator
+    "u5": ("c1", "c5", {"x": "c1"}),  # c5 has no level: left out
+}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    st = new_study(tmp_path_factory.mktemp("urgency"))
+    for name in ("x", "y", "z"):
+        st.person(name)
+    for case, level in LEVELS.items():
+        st.case(case, f"Message of {case}.", level, inbox="box")
+    for unit, (a, b, chosen) in PAIRS.items():
+        st.unit(unit, "urgency", a, who=["x", "y", "z"], case_b_id=st.cases[b])
+        for name, case in chosen.items():
+            st.answer(unit, name, {"more_urgent_case_id": st.cases[case]})
+    frames = st.frames()
+    yield st, frames, urgency.analyse(frames, n_resamples=0)
+    st.project.close()
+
+
+def test_pairwise_accuracy_by_difficulty(study):
+    _, _, result = study
+    acc = result["accuracy"]
+    # Valid answers: u1 (3), u2 (2), u4 (1). Correct: x, y on u1; x, y on u2; x on u4.
+    assert acc["total"]["n"] == 6 and acc["total"]["correct"] == 5
+    assert acc["total"]["accuracy"]["value"] == pytest.approx(5 / 6)
+    assert (acc["easy"]["n"], acc["easy"]["correct"]) == (3, 2)
+    assert (acc["medium"]["n"], acc["hard"]["n"], acc["hard"]["correct"]) == (1, 2, 2)
+    # u3's two answers have equal levels; u5's one answer a missing level.
+    assert (acc["n_excluded_equal_levels"], acc["n_excluded_missing_level"]) == (2, 1)
+    table = metrics.pairwise_accuracy([1, 2, 3], [5, 3, 5], [True, True, True])
+    assert table.loc["total", "n"] == 3  # same bucket rules as metrics.difficulty
+    by = {row["annotator"]: row for row in result["accuracy_by_annotator"]}
+    assert by["z"]["total"]["accuracy"]["value"] == 0.0  # z's one answer, on u1, is wrong
+
+
+def test_agreement_coded_by_case(study):
+    _, _, result = study
+    agreement = result["agreement"]
+    # Pairable units: u1 (x, y chose c1 = the first case; z the second), u2 (both first),
+    # u3 (x first, y second). Unanimous on u2 only: 1/3.
+    assert agreement["n_units"] == 3
+    assert agreement["percent_agreement"]["value"] == pytest.approx(1 / 3)
+    # Alpha by hand: values 1,1,0 | 1,1 | 1,0 -> n = 7, n1 = 5, n0 = 2; per-unit
+    # disagreement (m^2 - sum n_c^2) / (m - 1): u1 (9 - 5) / 2 = 2, u2 0, u3 (4 - 2) / 1 = 2.
+    # alpha = 1 - (7 - 1) * 4 / (49 - 25 - 4) = 1 - 24 / 20 = -0.2.
+    assert agreement["alpha"]["value"] == pytest.approx(-0.2)
+    table = [[1, 1, 0], [1, 1, None], [1, 0, None]]
+    assert agreement["alpha"]["value"] == pytest.approx(metrics.krippendorff_alpha(table))
+
+
+def test_position_bias_uses_the_presentation(study):
+    st, _, result = study
+    first = n = 0
+    for unit, (a, b, chosen) in PAIRS.items():
+        for name, case in chosen.items():
+            swap = st.presentation(unit, name)["swap"]
+            shown_first = b if swap else a
+            first += case == shown_first
+            n += 1
+    bias = result["position_bias"]
+    assert bias["n_answers"] == n == 9
+    assert bias["n_chose_first_shown"] == first
+    assert bias["share_chose_first_shown"]["value"] == pytest.approx(first / n)
+
+
+def _ndcg(rel, k):
+    disc = [1 / math.log2(i + 2) for i in range(min(k, len(rel)))]
+    ideal = sorted(rel, reverse=True)[: len(disc)]
+    dcg = sum(r * d for r, d in zip(rel[: len(disc)], disc, strict=True))
+    return dcg / sum(r * d for r, d in zip(ideal, disc, strict=True))
+
+
+def test_inbox_win_rates_ndcg_and_t_ndcg(study):
+    _, _, result = study
+    (box,) = result["inboxes"]
+    assert (box["n_messages"], box["n_messages_without_level"]) == (5, 1)
+    # Pairs inside the inbox with levels: u1, u2, u3, u4 (u5 involves c5). Win rates:
+    # c1 2/3, c2 2/2, c3 2/6 (z on u1, x on u3), c4 1/2, c6 1/3. Sorted (ties in case
+    # order): c2, c1, c4, c3, c6 -> relevance 6 - level = 4, 5, 1, 1, 3.
+    order = [row["external_id"] for row in box["order"]]
+    assert order == ["c2", "c1", "c4", "c3", "c6"]
+    assert [row["win_rate"] for row in box["order"]] == pytest.approx([1, 2 / 3, 0.5, 1 / 3, 1 / 3])
+    rel = [4, 5, 1, 1, 3]
+    assert box["all"]["ndcg@10"]["value"] == pytest.approx(_ndcg(rel, 10))
+    t_ndcg = _ndcg(rel, 10) - _ndcg(rel[::-1], 10)
+    assert box["all"]["t_ndcg@10"]["value"] == pytest.approx(t_ndcg)
+    assert box["all"]["t_ndcg@30"]["value"] == pytest.approx(metrics.t_ndcg_at_k(rel, 30))
+    # Expected T-NDCG: c3 and c6 are tied, so the last two places are (1, 3) or (3, 1).
+    other = [4, 5, 1, 3, 1]
+    expected = np.mean([metrics.t_ndcg_at_k(rel, 10), metrics.t_ndcg_at_k(other, 10)])
+    assert box["all"]["expected_t_ndcg@10"]["mean"] == pytest.approx(expected)
+    assert box["all"]["expected_t_ndcg@10"]["exact"] is True
+    assert box["margin_weighted"] is None
+    x = {row["annotator"]: row for row in box["by_annotator"]}["x"]
+    assert x["n_pairs"] == 4 and x["n_answers"] == 4
+
+
+def test_vectorised_scores_equal_metrics_on_random_inboxes():
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = 12
+        items = list(range(n))
+        relevance = rng.integers(0, 6, n).astype(float)
+        pairs = [tuple(rng.choice(n, 2, replace=False)) for _ in range(25)]
+        wins = np.zeros((len(pairs), n))
+        played = np.zeros((len(pairs), n))
+        outcomes = []
+        for i, (a, b) in enumerate(pairs):
+            w = a if rng.random() < 0.5 else b
+            outcomes.append((w, b if w == a else a))
+            wins[i, w] += 1
+            played[i, [a, b]] += 1
+        order = metrics.sort_by_score(metrics.win_rate_scores(items, outcomes))
+        rel = relevance[order]
+        sums = {"wins": wins.sum(0, keepdims=True), "played": played.sum(0, keepdims=True)}
+        for k in (5, 10):
+            got = urgency._ranking_scores(sums, relevance, k, tail=True)[0]
+            assert got == pytest.approx(metrics.t_ndcg_at_k(rel, k))
