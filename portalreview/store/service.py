@@ -194,7 +194,8 @@ def _sentence_view(s: Sentence) -> SentenceView:
     return SentenceView(s.id, s.position, s.start, s.end, s.text)
 
 
-def _readable_integrity(exc: IntegrityError) -> str:
+def readable_integrity(exc: IntegrityError) -> str:
+    """The database's refusal (a trigger, a UNIQUE, FOREIGN KEY or CHECK rule) in words."""
     message = str(exc.orig)
     if "integrity:" in message:
         return message.split("integrity:", 1)[1].strip()
@@ -202,6 +203,8 @@ def _readable_integrity(exc: IntegrityError) -> str:
         return "it already exists (" + message.split(":", 1)[1].strip() + ")"
     if "FOREIGN KEY constraint failed" in message:
         return "it refers to something that does not exist"
+    if "CHECK constraint failed" in message:
+        return "a value breaks the rule " + message.split(":", 1)[1].strip()
     return message
 
 
@@ -1039,7 +1042,7 @@ class _TranslatingWrite:
         try:
             self._cm.__exit__(exc_type, exc, tb)
         except IntegrityError as err:
-            raise StoreError(f"not saved: {_readable_integrity(err)}") from err
+            raise StoreError(f"not saved: {readable_integrity(err)}") from err
         if isinstance(exc, IntegrityError):
-            raise StoreError(f"not saved: {_readable_integrity(exc)}") from exc
+            raise StoreError(f"not saved: {readable_integrity(exc)}") from exc
         return False

@@ -32,7 +32,7 @@ from portalreview.store.models import (
     UnitSet,
 )
 from portalreview.store.project import Project
-from portalreview.store.service import AccessError, StoreError, StudyService
+from portalreview.store.service import AccessError, StoreError, StudyService, readable_integrity
 
 COUNTED = {
     "annotators": Annotator,
@@ -75,20 +75,6 @@ def count_rows(session: Session) -> dict[str, int]:
     }
 
 
-def readable(exc: IntegrityError) -> str:
-    """The database's refusal in words."""
-    message = str(exc.orig)
-    if "integrity:" in message:
-        return message.split("integrity:", 1)[1].strip()
-    if "UNIQUE constraint failed" in message:
-        return "it already exists (" + message.split(":", 1)[1].strip() + ")"
-    if "FOREIGN KEY constraint failed" in message:
-        return "it refers to something that does not exist"
-    if "CHECK constraint failed" in message:
-        return "a value breaks the rule " + message.split(":", 1)[1].strip()
-    return message
-
-
 class ImportContext:
     """Everything the format loaders share during one :func:`import_files` call."""
 
@@ -122,7 +108,7 @@ class ImportContext:
         except (StoreError, PayloadError, CatalogError, AccessError) as exc:
             rec.fail(name, str(exc))
         except IntegrityError as exc:
-            rec.fail(name, f"not saved: {readable(exc)}")
+            rec.fail(name, f"not saved: {readable_integrity(exc)}")
 
     def claim(self, table: str, key: str, rec: Record, name: str, exists: bool) -> None:
         """Refuse an id that the project already has or that this import already used."""

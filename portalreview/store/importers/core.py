@@ -8,14 +8,14 @@ from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
-from portalreview.store.importers.context import ImportContext, count_rows, readable
+from portalreview.store.importers.context import ImportContext, count_rows
 from portalreview.store.importers.errors import EmptyTable, ImportFailed
 from portalreview.store.importers.formats import FORMATS, Format, detect
 from portalreview.store.importers.readers import SUFFIXES, read_parts
 from portalreview.store.importers.records import Part
 from portalreview.store.importers.report import ImportReport
 from portalreview.store.project import Project
-from portalreview.store.service import StoreError
+from portalreview.store.service import StoreError, readable_integrity
 
 
 class _DryRun(Exception):
@@ -55,7 +55,7 @@ def import_files(
     except _DryRun:
         pass
     except (IntegrityError, StoreError) as exc:  # only at commit: each record flushes itself
-        message = readable(exc) if isinstance(exc, IntegrityError) else str(exc)
+        message = readable_integrity(exc) if isinstance(exc, IntegrityError) else str(exc)
         raise ImportFailed(f"not saved: {message}") from exc
     return report
 

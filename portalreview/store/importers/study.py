@@ -323,19 +323,19 @@ def _add_suggestion(ctx: ImportContext, rec: Record) -> None:
     sha = rec.text("model_sha256", required=True, limit=64).strip().lower()
     if not _SHA256.fullmatch(sha):
         rec.fail("model_sha256", "expected 64 hexadecimal digits (SHA-256)")
-    row = Suggestion(
-        unit_id=unit.id,
-        kind=kind,
-        payload_json=json.dumps(payload),
+    suggestion_id = ctx.svc.add_suggestion(
+        unit.id,
+        payload,
         model_file=rec.text("model_file", required=True, limit=MAX_ID),
         model_sha256=sha,
         template_id=rec.text("template_id", required=True, limit=MAX_ID),
         template_text=rec.text("template_text"),
-        params_json=json.dumps(rec.obj("params") or {}),
+        params=rec.obj("params") or {},
         seed=rec.integer("seed", -(2**62), 2**62),
-        seconds=rec.number("seconds"),
+        seconds=rec.number("seconds") or 0.0,
+        session=ctx.session,
     )
-    ctx.session.add(row)
+    row = ctx.session.get(Suggestion, suggestion_id)
     ctx.set_times(row, rec, created_at="created_at")
 
 
