@@ -619,6 +619,50 @@ def _facts_payload(rng: random.Random, row: dict, pair: dict, noise: float) -> d
     return {"facts": out}
 
 
+# --- edit a draft ------------------------------------------------------------------------------
+
+_EDIT_ADDITIONS = (
+    "Please send us a message tomorrow to let us know how you are doing.",
+    "If anything changes before then, call the clinic right away.",
+    "I have asked our nurse to call you today.",
+    "Bring your medicine bottles to the visit.",
+)
+
+
+def _edited_draft(rng: random.Random, draft: str, noise: float) -> str:
+    """A simulated clinician edit: some sentences of the draft dropped, one sentence added."""
+    sentences = [x.text for x in split_sentences(draft)]
+    kept = [x for x in sentences if rng.random() > 0.15 + noise]
+    if not kept:
+        kept = sentences[:1]
+    kept.insert(rng.randrange(len(kept) + 1), rng.choice(_EDIT_ADDITIONS))
+    return " ".join(kept)
+
+
+def build_edit_drafts(b: _Builder, n_cases: int = 8) -> None:
+    """Respond units that ask to edit one draft each (the measured editing load)."""
+    unit_set = b.unit_set(
+        "Edit a draft",
+        "respond",
+        "Edit an LLM draft into the reply you would send; the word-level edits and the active "
+        "editing time are recorded.",
+    )
+    case_keys = sorted(b.drafts)[:n_cases]
+    for index, case_key in enumerate(case_keys):
+        response, _source, text = b.drafts[case_key][index % len(b.drafts[case_key])]
+        unit = b.svc.add_unit(unit_set, b.cases[case_key], response_id=response, session=b.s)
+        answers = {
+            name: {
+                "mode": "edit_draft",
+                "base_response_id": response,
+                "final_text": _edited_draft(b.rng, text, noise),
+                "notes": "",
+            }
+            for name, (_display, noise) in CLINICIANS.items()
+        }
+        b.assign_and_answer(unit, answers, b.is_last(index, len(case_keys)))
+
+
 # --- entry point -------------------------------------------------------------------------------
 
 
@@ -639,6 +683,7 @@ def build_demo(path: str | Path) -> Path:
             build_urgency(builder)
             build_eppc(builder)
             build_empathy_and_facts(builder)
+            build_edit_drafts(builder)
     except BaseException:
         project.close()
         for leftover in (

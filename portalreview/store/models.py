@@ -234,6 +234,7 @@ class Sentence(Base):
 
 _UNIT_SHAPES = {
     # kind: which reference columns are set (the rest must be NULL); case_id is always set.
+    # respond: response_id is optional - when set, the unit asks to edit that draft.
     "respond": (),
     "rank": (),
     "match": ("response_id", "response_b_id"),
@@ -245,11 +246,19 @@ _UNIT_SHAPES = {
 _UNIT_REFS = ("case_b_id", "response_id", "response_b_id", "sentence_id")
 
 
+_UNIT_OPTIONAL_REFS = {"respond": ("response_id",)}
+
+
 def _unit_shape_check() -> str:
     clauses = []
     for kind, present in _UNIT_SHAPES.items():
+        optional = _UNIT_OPTIONAL_REFS.get(kind, ())
         parts = [f"kind = '{kind}'"]
-        parts += [f"{c} IS NOT NULL" if c in present else f"{c} IS NULL" for c in _UNIT_REFS]
+        parts += [
+            f"{c} IS NOT NULL" if c in present else f"{c} IS NULL"
+            for c in _UNIT_REFS
+            if c not in optional
+        ]
         clauses.append("(" + " AND ".join(parts) + ")")
     return " OR ".join(clauses)
 

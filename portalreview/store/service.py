@@ -508,8 +508,9 @@ class StudyService:
         flagged: bool | None = None,
         annotator_id: int | None = None,
     ) -> list[QueueItem]:
-        """The units of ``kind`` assigned to an annotator (by default the viewer), in order,
-        with their status; ``status`` filters on "todo", "draft" or "submitted"."""
+        """The units of ``kind`` assigned to an annotator (by default the viewer), set by set in
+        the order they were assigned, with their status; ``status`` filters on "todo",
+        "draft" or "submitted"."""
         annotator_id = self._whose(annotator_id)
         status_expr = case((Answer.id.is_(None), "todo"), else_=Answer.status).label("status")
         query = (
@@ -529,7 +530,7 @@ class StudyService:
                 ),
             )
             .where(Assignment.annotator_id == annotator_id, Unit.kind == kind)
-            .order_by(Assignment.position, Assignment.unit_id)
+            .order_by(Unit.unit_set_id, Assignment.position, Assignment.unit_id)
         )
         with self.project.read() as s:
             items = [QueueItem(u, p, st, bool(f)) for u, p, st, f in s.execute(query)]
@@ -640,6 +641,8 @@ class StudyService:
             if swap:
                 pair.reverse()
             responses = [self._response_view(s, r, lb) for r, lb in zip(pair, labels, strict=True)]
+        elif unit.kind == "respond" and unit.response_id is not None:
+            responses = [self._response_view(s, unit.response_id, "Draft to edit")]
         if swap and unit.kind == "urgency":
             cases.reverse()
         view = UnitView(

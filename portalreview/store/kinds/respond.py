@@ -6,7 +6,8 @@ Payload::
     {"mode": "theme_guided", "parts": {"empathy": "...", "planning": "..."}, "notes": "..."}
     {"mode": "edit_draft", "base_response_id": 12, "final_text": "...", "notes": ""}
 
-An empty or missing box means the theme is not included.
+An empty or missing box means the theme is not included. A respond unit that names a response
+(``units.response_id``) asks to edit that draft, and takes only edit_draft answers for it.
 """
 
 from __future__ import annotations
@@ -33,11 +34,18 @@ def write(session, answer, ctx: UnitContext, payload: dict) -> None:
             raise PayloadError(f"{KIND}: unknown theme {theme_id!r}")
         if not isinstance(text, str):
             raise PayloadError(f"{KIND}: the box of theme {theme_id!r} must hold text")
+    draft_to_edit = ctx.unit.response_id
     if mode == "edit_draft":
         if parts:
             raise PayloadError(f"{KIND}: an edited draft has no theme boxes")
         base = field(payload, "base_response_id", int, KIND)
         final = field(payload, "final_text", str, KIND)
+        if draft_to_edit is not None and base != draft_to_edit:
+            raise PayloadError(
+                f"{KIND}: this unit asks to edit response {draft_to_edit}, not {base}"
+            )
+    elif draft_to_edit is not None:
+        raise PayloadError(f"{KIND}: this unit asks to edit a draft (mode edit_draft)")
     else:
         base = final = None
         if payload.get("base_response_id") is not None or payload.get("final_text") is not None:

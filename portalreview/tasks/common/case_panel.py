@@ -1,0 +1,112 @@
+"""The case panel every editor shows: the patient's message and the chart summary in its four
+sections (demographics, problems, encounters, medications; seed 000 Section 2 / App. G), each
+section collapsible, its items as a list."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.store.service import CaseView
+
+CHART_SECTIONS = (
+    ("demographics", "Demographics"),
+    ("problems", "Problems"),
+    ("encounters", "Recent encounters"),
+    ("medications", "Medications"),
+)
+
+
+class CollapsibleSection(QWidget):
+    """A titled block whose body folds away with a click (or Space on the title)."""
+
+    def __init__(self, title: str, body: QWidget, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.toggle = QToolButton(text=title, checkable=True, checked=True)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow)
+        self.toggle.setAutoRaise(True)
+        font = self.toggle.font()
+        font.setBold(True)
+        self.toggle.setFont(font)
+        self.toggle.toggled.connect(self._on_toggled)
+        self.body = body
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.toggle)
+        layout.addWidget(body)
+
+    def _on_toggled(self, open_: bool) -> None:
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if open_ else Qt.ArrowType.RightArrow)
+        self.body.setVisible(open_)
+
+    @property
+    def is_open(self) -> bool:
+        return self.toggle.isChecked()
+
+
+def _reading_label(text: str = "", rich: bool = False) -> QLabel:
+    label = QLabel()
+    label.setTextFormat(Qt.TextFormat.RichText if rich else Qt.TextFormat.PlainText)
+    label.setText(text)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+    label.setContentsMargins(18, 0, 4, 4)
+    return label
+
+
+def items_html(items: list[str]) -> str:
+    """A chart section's items as an HTML list (escaped); a dash when the section is empty."""
+    if not items:
+        return "<i>none recorded</i>"
+    rows = "".join(f"<li>{html.escape(item)}</li>" for item in items)
+    return f"<ul style='margin-left:-18px'>{rows}</ul>"
+
+
+class CasePanel(QScrollArea):
+    """Read-only view of one case. ``show_case`` replaces what is shown."""
+
+    def __init__(self, parent: QWidget | None = None, title: str = "Patient message") -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        inner = QWidget()
+        layout = QVBoxLayout(inner)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.setSpacing(6)
+        self.header = QLabel()
+        self.header.setWordWrap(True)
+        self.header.setObjectName("caseHeader")
+        layout.addWidget(self.header)
+        self.message = _reading_label()
+        self.message.setObjectName("patientMessage")
+        self.message_section = CollapsibleSection(title, self.message)
+        layout.addWidget(self.message_section)
+        self.sections: dict[str, CollapsibleSection] = {}
+        self.section_labels: dict[str, QLabel] = {}
+        for key, name in CHART_SECTIONS:
+            label = _reading_label(rich=True)
+            self.section_labels[key] = label
+            self.sections[key] = CollapsibleSection(name, label)
+            layout.addWidget(self.sections[key])
+        layout.addStretch(1)
+        self.setWidget(inner)
+
+    def show_case(self, case: CaseView) -> None:
+        who = ", ".join(x for x in (case.age_band, case.gender) if x)
+        self.header.setText(f"Case {case.external_id}" + (f"  ·  {who}" if who else ""))
+        self.message.setText(case.message)
+        for key, _ in CHART_SECTIONS:
+            self.section_labels[key].setText(items_html(case.chart.get(key, [])))

@@ -1,0 +1,211 @@
+"""What every annotation editor shares: the ``Editor`` interface the shell drives, one undo
+history per editor, and a text box whose typing goes into that history.
+
+The shell (``portalreview.ui``) knows editors only through :class:`Editor`: it calls
+:meth:`Editor.load` with a unit and the stored answer, reads :meth:`Editor.payload` when
+:attr:`Editor.changed` fires (debounced autosave), and routes Edit > Undo/Redo to
+:attr:`Editor.undo_stack`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QKeySequence, QTextDocument, QUndoCommand, QUndoStack
+from PySide6.QtWidgets import QPlainTextEdit, QWidget
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.store.service import AnswerView, UnitView
+
+
+class Editor(QWidget):
+    """Base class of the per-kind editors (``tasks/<kind>/editor.py``)."""
+
+    kind: str = ""
+    title: str = ""
+    #: Emitted whenever the answer on screen changes (never while loading).
+    changed = Signal()
+
+    def __init__(self, catalogs: Catalogs, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.catalogs = catalogs
+        self.undo_stack = QUndoStack(self)
+        self.unit: UnitView | None = None
+        self._loading = False
+
+    # --- what the shell calls ---------------------------------------------------------------
+
+    def load(self, unit: UnitView, answer: AnswerView | None) -> None:
+        """Show ``unit`` with the stored answer (None: not answered yet). Clears undo."""
+        self._loading = True
+        try:
+            self.unit = unit
+            self.show_unit(unit, answer)
+        finally:
+            self._loading = False
+        self.undo_stack.clear()
+
+    def payload(self) -> dict[str, Any]:
+        """The answer on screen, in the kind's payload format (``store/kinds``)."""
+        raise NotImplementedError
+
+    def show_unit(self, unit: UnitView, answer: AnswerView | None) -> None:
+        raise NotImplementedError
+
+    def comment_text(self) -> str | None:
+        """The answer's free comment, for editors that have a comment box (None: no box)."""
+        return None
+
+    def focus_first(self) -> None:
+        """Put the keyboard focus where work on a new unit starts."""
+        self.setFocus()
+
+    def set_text_zoom(self, point_size: float) -> None:
+        """Apply the user's reading size to the editor's texts."""
+        font = self.font()
+        font.setPointSizeF(point_size)
+        self.setFont(font)
+
+    # --- for subclasses ---------------------------------------------------------------------
+
+    def emit_changed(self) -> None:
+        if not self._loading:
+            self.changed.emit()
+
+    def push(self, text: str, apply: Callable[[Any], None], before: Any, after: Any) -> None:
+        """Record a structured change (a rank, a span...) on the undo history and apply it.
+
+        ``apply(state)`` must put the editor into ``state`` and not push anything itself.
+        """
+        if self._loading or before == after:
+            return
+        self.undo_stack.push(_StateCommand(text, apply, before, after, self.emit_changed))
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
+
+
+class _StateCommand(QUndoCommand):
+    def __init__(self, text, apply, before, after, notify) -> None:
+        super().__init__(text)
+        self._apply, self._before, self._after, self._notify = apply, before, after, notify
+
+    def redo(self) -> None:
+        self._apply(self._after)
+        self._notify()
+
+    def undo(self) -> None:
+        self._apply(self._before)
+        self._notify()
+
+
+class _TextStep(QUndoCommand):
+    """One step of a text box's own undo history, replayed through the editor's stack so that
+    Edit > Undo walks back over typing and structured changes in the order they happened."""
+
+    def __init__(self, document: QTextDocument, label: str) -> None:
+        super().__init__(f"typing in {label}")
+        self._document = document
+        self._first = True
+
+    def redo(self) -> None:
+        if self._first:  # the text box has already applied it
+            self._first = False
+            return
+        self._document.redo()
+
+    def undo(self) -> None:
+        self._document.undo()
+
+
+class TextBox(QPlainTextEdit):
+    """A plain-text box whose undo steps go into an editor's :class:`QUndoStack`.
+
+    Ctrl+Z / Ctrl+Shift+Z are left to the window's Edit menu (which drives the stack), so the
+    box never undoes behind the stack's back.
+    """
+
+    def __init__(self, stack: QUndoStack, label: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._stack = stack
+        self._label = label
+        self.setTabChangesFocus(True)
+        self.document().undoCommandAdded.connect(self._record)
+        self.setAccessibleName(label)
+
+    def _record(self) -> None:
+        self._stack.push(_TextStep(self.document(), self._label))
+
+    def grow_with_text(self, min_lines: int = 3, max_lines: int = 16) -> None:
+        """Let the box grow with its text (between ``min_lines`` and ``max_lines``), so a form
+        of many boxes reads like a form rather than a stack of scroll bars."""
+        self._lines = (min_lines, max_lines)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+        self._fit_height()
+
+    def _fit_height(self, *_args) -> None:
+        low, high = getattr(self, "_lines", (3, 16))
+        lines = max(low, min(high, int(self.document().size().height()) + 1))
+        margins = self.contentsMargins()
+        frame = 2 * self.frameWidth() + margins.top() + margins.bottom()
+        self.setFixedHeight(lines * self.fontMetrics().lineSpacing() + frame + 8)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and hasattr(self, "_lines"):
+            self._fit_height()
+
+    def set_text_quietly(self, text: str) -> None:
+        """Replace the text without an undo step or a change signal."""
+        self.blockSignals(True)
+        self.document().blockSignals(True)
+        try:
+            self.setPlainText(text)
+        finally:
+            self.document().blockSignals(False)
+            self.blockSignals(False)
+        self.document().clearUndoRedoStacks()
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and _is_undo_key(event):
+            event.ignore()
+            return False
+        return super().event(event)
+
+    def keyPressEvent(self, event) -> None:
+        if _is_undo_key(event):
+            event.ignore()
+            return
+        super().keyPressEvent(event)
+
+    def contextMenuEvent(self, event) -> None:
+        menu = self.createStandardContextMenu()
+        for action in menu.actions():  # undo goes through the editor's history only
+            if action.text().replace("&", "").lower().startswith(("undo", "redo")):
+                menu.removeAction(action)
+        menu.exec(event.globalPos())
+
+
+def _is_undo_key(event) -> bool:
+    return event.matches(QKeySequence.StandardKey.Undo) or event.matches(
+        QKeySequence.StandardKey.Redo
+    )
+
+
+def clear_layout(layout) -> None:
+    """Remove and delete every widget of a layout (used when an editor shows a new unit)."""
+    while layout.count():
+        item = layout.takeAt(0)
+        widget = item.widget()
+        if widget is not None:
+            widget.setParent(None)
+            widget.deleteLater()
+        elif item.layout() is not None:
+            clear_layout(item.layout())
+
+
+ALIGN_TOP = Qt.AlignmentFlag.AlignTop

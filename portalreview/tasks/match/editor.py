@@ -1,0 +1,444 @@
+"""Match: for each sentence of the reference (clinician) response, the verbatim part of the
+draft that carries the same content, or NO MATCH; and a theme label for every sentence of both
+responses (seed 000, Section 3, Algorithm 1; the labels feed Theme-Level Edit-F1, Section 3.2).
+
+Keys: select text in the draft (mouse, or Shift+arrows; S selects the draft sentence at the
+cursor), then M or Enter matches it to the current reference sentence; X marks NO MATCH;
+Delete clears the current sentence's decision. The current sentence moves on to the next
+undecided one after each decision; Up/Down in the reference list move it by hand. In either
+sentence list, number key n gives the selected sentence the n-th theme (0 removes it) and moves
+down a row.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.metrics.edit_f1 import content_edit_f1, theme_edit_f1
+from portalreview.store.service import AnswerView, ResponseView, SentenceView, UnitView
+from portalreview.tasks.common.case_panel import CasePanel
+from portalreview.tasks.common.editor_base import Editor
+
+NO_THEME = "—"
+
+
+def merge_spans(spans: list[list[int]]) -> list[list[int]]:
+    """Sorted, with overlapping or touching spans joined."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def is_dark(widget: QWidget) -> bool:
+    return widget.palette().base().color().lightness() < 128
+
+
+class SentenceTable(QTableWidget):
+    """Sentences of one response with a theme drop-down each (and a decision column for the
+    reference)."""
+
+    def __init__(self, catalogs: Catalogs, columns: list[str], name: str) -> None:
+        super().__init__(0, len(columns))
+        self.catalogs = catalogs
+        self.setObjectName(name)
+        self.setAccessibleName(name)
+        self.setHorizontalHeaderLabels(columns)
+        self.verticalHeader().setVisible(False)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setWordWrap(True)
+        header = self.horizontalHeader()
+        for i in range(len(columns)):
+            header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.theme_boxes: dict[int, QComboBox] = {}
+        self.sentence_ids: list[int] = []
+
+    def fill(self, sentences: tuple[SentenceView, ...], on_theme) -> None:
+        self.setRowCount(len(sentences))
+        self.theme_boxes = {}
+        self.sentence_ids = [s.id for s in sentences]
+        theme_column = self.columnCount() - 1
+        for row, sentence in enumerate(sentences):
+            self.setItem(row, 0, QTableWidgetItem(str(row + 1)))
+            self.setItem(row, 1, QTableWidgetItem(sentence.text))
+            box = QComboBox()
+            box.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            box.setMinimumContentsLength(12)
+            box.addItem(NO_THEME, None)
+            for number, theme in enumerate(self.catalogs.themes, start=1):
+                box.addItem(f"{number} {theme.name}", theme.id)
+                box.setItemData(box.count() - 1, theme.definition, Qt.ItemDataRole.ToolTipRole)
+            box.setAccessibleName(f"Theme of sentence {row + 1}")
+            box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            box.currentIndexChanged.connect(
+                lambda _i, sid=sentence.id, b=box: on_theme(sid, b.currentData())
+            )
+            self.theme_boxes[sentence.id] = box
+            self.setCellWidget(row, theme_column, box)
+        self.resizeRowsToContents()
+
+    def show_themes(self, themes: dict[int, str | None]) -> None:
+        for sentence_id, box in self.theme_boxes.items():
+            box.blockSignals(True)
+            box.setCurrentIndex(max(0, box.findData(themes.get(sentence_id))))
+            box.blockSignals(False)
+
+
+class MatchEditor(Editor):
+    kind = "match"
+    title = "Match content"
+
+    def __init__(self, catalogs: Catalogs, parent: QWidget | None = None) -> None:
+        super().__init__(catalogs, parent)
+        self.reference: ResponseView | None = None
+        self.draft: ResponseView | None = None
+        self.state: dict[str, Any] = {"decisions": {}, "themes": {}}
+        self.current: int | None = None
+
+        self.case_panel = CasePanel()
+        self.ref_table = SentenceTable(
+            catalogs, ["#", "Reference sentence", "Match", "Theme"], "referenceSentences"
+        )
+        self.ref_table.currentCellChanged.connect(self._on_current_row)
+        self.draft_view = QTextEdit(readOnly=True)
+        self.draft_view.setObjectName("draftText")
+        self.draft_view.setAccessibleName("Draft text: select the part that matches")
+        self.draft_view.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.draft_table = SentenceTable(
+            catalogs, ["#", "Draft sentence", "Theme"], "draftSentences"
+        )
+        self.current_label = QLabel()
+        self.current_label.setWordWrap(True)
+        self.current_label.setObjectName("currentSentence")
+        self.scores = QLabel()
+        self.scores.setObjectName("runningScores")
+        self.match_button = QPushButton("&Match selection (M)")
+        self.match_button.clicked.connect(self.match_selection)
+        self.no_match_button = QPushButton("NO MATCH (X)")
+        self.no_match_button.clicked.connect(self.mark_no_match)
+        clear_button = QPushButton("Clear (Del)")
+        clear_button.clicked.connect(self.clear_current)
+        self._build_layout(clear_button)
+        self._shortcuts()
+
+    def _build_layout(self, clear_button: QPushButton) -> None:
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(QLabel("<b>Reference response</b> (the clinician's), by sentence"))
+        left_layout.addWidget(self.ref_table, 1)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addWidget(self.current_label)
+        legend = QLabel(
+            "Select the draft text that says the same thing. Green: matched (darker: this "
+            "sentence's match). Red wavy underline: not matched so far, i.e. what would be "
+            "deleted."
+        )
+        legend.setWordWrap(True)
+        right_layout.addWidget(legend)
+        right_layout.addWidget(self.draft_view, 3)
+        buttons = QHBoxLayout()
+        for button in (self.match_button, self.no_match_button, clear_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        right_layout.addLayout(buttons)
+        right_layout.addWidget(QLabel("<b>Draft sentences</b>: theme labels"))
+        right_layout.addWidget(self.draft_table, 2)
+        work = QSplitter(Qt.Orientation.Horizontal)
+        work.addWidget(left)
+        work.addWidget(right)
+        outer = QSplitter(Qt.Orientation.Horizontal)
+        outer.addWidget(self.case_panel)
+        outer.addWidget(work)
+        outer.setStretchFactor(0, 1)
+        outer.setStretchFactor(1, 4)
+        outer.setSizes([260, 1060])
+        work.setSizes([520, 540])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(outer, 1)
+        layout.addWidget(self.scores)
+
+    def _shortcuts(self) -> None:
+        """M/Enter, X, Delete and S act wherever the focus is in the editor, except in a theme
+        drop-down (where letters pick a theme)."""
+        self._keys = {
+            Qt.Key.Key_M: self.match_selection,
+            Qt.Key.Key_Return: self.match_selection,
+            Qt.Key.Key_Enter: self.match_selection,
+            Qt.Key.Key_X: self.mark_no_match,
+            Qt.Key.Key_Delete: self.clear_current,
+            Qt.Key.Key_S: self.select_sentence_at_cursor,
+        }
+        for widget in (self.draft_view, self.ref_table, self.draft_table, self):
+            widget.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.KeyPress and (
+            self._theme_key(watched, event) or self._handle_key(event)
+        ):
+            return True
+        return super().eventFilter(watched, event)
+
+    def _theme_key(self, watched, event) -> bool:
+        """In a sentence list, number key n labels the current sentence with the n-th theme
+        (0 removes the label)."""
+        if not isinstance(watched, SentenceTable) or event.modifiers() not in (
+            Qt.KeyboardModifier.NoModifier,
+            Qt.KeyboardModifier.KeypadModifier,
+        ):
+            return False
+        number = event.key() - Qt.Key.Key_0
+        row = watched.currentRow()
+        if not 0 <= number <= min(9, len(self.catalogs.themes)) or row < 0:
+            return False
+        theme = self.catalogs.themes[number - 1].id if number else None
+        self.set_theme(watched.sentence_ids[row], theme)
+        if row + 1 < watched.rowCount():
+            watched.setCurrentCell(row + 1, 1)
+        return True
+
+    def _handle_key(self, event) -> bool:
+        plain = event.modifiers() in (
+            Qt.KeyboardModifier.NoModifier,
+            Qt.KeyboardModifier.KeypadModifier,
+        )
+        action = self._keys.get(event.key()) if plain else None
+        if action is None:
+            return False
+        action()
+        return True
+
+    # --- Editor interface -------------------------------------------------------------------
+
+    def show_unit(self, unit: UnitView, answer: AnswerView | None) -> None:
+        self.case_panel.show_case(unit.cases[0])
+        self.reference, self.draft = unit.responses[0], unit.responses[1]
+        payload = answer.payload if answer else {}
+        decisions = {
+            d["sentence_id"]: [list(s) for s in d["spans"]] for d in payload.get("decisions", [])
+        }
+        themes = {t["sentence_id"]: t["theme"] for t in payload.get("themes", [])}
+        self.state = {"decisions": decisions, "themes": themes}
+        self.ref_table.fill(self.reference.sentences, self.set_theme)
+        self.draft_table.fill(self.draft.sentences, self.set_theme)
+        self.draft_view.setPlainText(self.draft.text)
+        undecided = [s.id for s in self.reference.sentences if s.id not in decisions]
+        first = (
+            undecided[0]
+            if undecided
+            else (self.reference.sentences[0].id if self.reference.sentences else None)
+        )
+        self.current = first
+        self._refresh()
+
+    def payload(self) -> dict[str, Any]:
+        ref_ids = [s.id for s in self.reference.sentences] if self.reference else []
+        decisions = [
+            {"sentence_id": sid, "spans": self.state["decisions"][sid]}
+            for sid in ref_ids
+            if sid in self.state["decisions"]
+        ]
+        all_ids = ref_ids + ([s.id for s in self.draft.sentences] if self.draft else [])
+        themes = [
+            {"sentence_id": sid, "theme": self.state["themes"][sid]}
+            for sid in all_ids
+            if self.state["themes"].get(sid)
+        ]
+        return {"decisions": decisions, "themes": themes}
+
+    def focus_first(self) -> None:
+        self.draft_view.setFocus()
+
+    # --- actions ----------------------------------------------------------------------------
+
+    def _change(self, text: str, mutate) -> None:
+        before = copy.deepcopy(self.state)
+        after = copy.deepcopy(self.state)
+        mutate(after)
+        self.push(text, self._apply, before, after)
+
+    def _apply(self, state: dict[str, Any]) -> None:
+        self.state = copy.deepcopy(state)
+        self._refresh()
+
+    def match_selection(self) -> None:
+        cursor = self.draft_view.textCursor()
+        start, end = cursor.selectionStart(), cursor.selectionEnd()
+        if self.current is None or end <= start or not self.draft.text[start:end].strip():
+            self.current_label.setText(
+                self.current_label.text().split("<br>")[0]
+                + "<br><i>Select some draft text first (mouse, or Shift+arrows; S selects a "
+                "sentence).</i>"
+            )
+            return
+        sid = self.current
+
+        def mutate(s):
+            spans = s["decisions"].get(sid) or []
+            s["decisions"][sid] = merge_spans([*spans, [start, end]])
+
+        self._change("match", mutate)
+        self._advance()
+
+    def mark_no_match(self) -> None:
+        if self.current is None:
+            return
+        sid = self.current
+        self._change("NO MATCH", lambda s: s["decisions"].__setitem__(sid, []))
+        self._advance()
+
+    def clear_current(self) -> None:
+        if self.current is None:
+            return
+        sid = self.current
+        self._change("clear", lambda s: s["decisions"].pop(sid, None))
+
+    def set_theme(self, sentence_id: int, theme: str | None) -> None:
+        self._change(
+            "theme",
+            lambda s: (
+                s["themes"].__setitem__(sentence_id, theme)
+                if theme
+                else s["themes"].pop(sentence_id, None)
+            ),
+        )
+
+    def select_sentence_at_cursor(self) -> None:
+        """Select the draft sentence that holds the text cursor (keyboard users)."""
+        if self.draft is None:
+            return
+        position = self.draft_view.textCursor().position()
+        for sentence in self.draft.sentences:
+            if sentence.start <= position <= sentence.end:
+                cursor = self.draft_view.textCursor()
+                cursor.setPosition(sentence.start)
+                cursor.setPosition(sentence.end, QTextCursor.MoveMode.KeepAnchor)
+                self.draft_view.setTextCursor(cursor)
+                return
+
+    def _advance(self) -> None:
+        ids = [s.id for s in self.reference.sentences]
+        if self.current not in ids:
+            return
+        after = ids[ids.index(self.current) + 1 :] + ids[: ids.index(self.current)]
+        nxt = next((sid for sid in after if sid not in self.state["decisions"]), None)
+        if nxt is not None:
+            self.current = nxt
+        self._refresh()
+
+    def _on_current_row(self, row: int, *_args) -> None:
+        if 0 <= row < len(self.ref_table.sentence_ids):
+            sid = self.ref_table.sentence_ids[row]
+            if sid != self.current:
+                self.current = sid
+                self._refresh()
+
+    # --- display ----------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        if self.reference is None:
+            return
+        decisions = self.state["decisions"]
+        for row, sentence in enumerate(self.reference.sentences):
+            spans = decisions.get(sentence.id)
+            text = "—" if spans is None else ("NO MATCH" if not spans else "matched")
+            self.ref_table.setItem(row, 2, QTableWidgetItem(text))
+        self.ref_table.show_themes(self.state["themes"])
+        self.draft_table.show_themes(self.state["themes"])
+        if self.current in self.ref_table.sentence_ids:
+            row = self.ref_table.sentence_ids.index(self.current)
+            self.ref_table.blockSignals(True)
+            self.ref_table.setCurrentCell(row, 1)
+            self.ref_table.blockSignals(False)
+            sentence = self.reference.sentences[row]
+            self.current_label.setText(
+                f"<b>Sentence {row + 1} of {len(self.reference.sentences)}:</b> “{sentence.text}”"
+            )
+        self._highlight()
+        self._show_scores()
+
+    def _highlight(self) -> None:
+        dark = is_dark(self)
+        matched = QColor("#1f5f32" if dark else "#c8ecd0")
+        current = QColor("#2e8b4a" if dark else "#7fd39a")
+        selections = []
+        covered = merge_spans(
+            [list(s) for spans in self.state["decisions"].values() for s in spans]
+        )
+        for start, end in covered:
+            selections.append(self._selection(start, end, background=matched))
+        for start, end in self.state["decisions"].get(self.current) or []:
+            selections.append(self._selection(start, end, background=current))
+        cursor = 0
+        for start, end in [*covered, [len(self.draft.text), len(self.draft.text)]]:
+            if self.draft.text[cursor:start].strip():
+                selections.append(self._selection(cursor, start, deleted=True))
+            cursor = end
+        self.draft_view.setExtraSelections(selections)
+
+    def _selection(
+        self, start: int, end: int, background: QColor | None = None, deleted: bool = False
+    ) -> QTextEdit.ExtraSelection:
+        selection = QTextEdit.ExtraSelection()
+        cursor = QTextCursor(self.draft_view.document())
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        selection.cursor = cursor
+        fmt = QTextCharFormat()
+        if background is not None:
+            fmt.setBackground(background)
+        if deleted:
+            fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
+            fmt.setUnderlineColor(QColor("#d0342c"))
+        selection.format = fmt
+        return selection
+
+    def _show_scores(self) -> None:
+        sentences = self.reference.sentences
+        decided = [
+            self.state["decisions"][s.id] for s in sentences if s.id in self.state["decisions"]
+        ]
+        content = content_edit_f1(self.draft.text, [[tuple(x) for x in d] or None for d in decided])
+        themes = self.state["themes"]
+        ref_themes = [{themes[s.id] for s in sentences if themes.get(s.id)}]
+        draft_themes = [{themes[s.id] for s in self.draft.sentences if themes.get(s.id)}]
+        theme = theme_edit_f1(ref_themes, draft_themes, other_label="other")
+        self.scores.setText(
+            f"Decided {len(decided)} of {len(sentences)} sentences  ·  "
+            f"EM {content.em}  EA {content.ea}  ED {content.ed}  ·  "
+            f"Content Edit-F1 {content.f1:.2f} (P {content.precision:.2f}, "
+            f"R {content.recall:.2f})  ·  Theme Edit-F1 {theme.f1:.2f}"
+        )

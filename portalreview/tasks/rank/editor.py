@@ -1,0 +1,395 @@
+"""Rank: order the candidate responses of a case, ties allowed, and mark each one correct or
+incorrect with the reasons C1-C3 (seed 001, MedAlign Section 3).
+
+The candidates are shown blinded ("Response A", "B"...) in the order the store recorded for
+this annotator (shuffled per annotator and case). Two ways to rank:
+
+* keyboard: Up/Down (or the mouse) picks the current response; a number key gives it that
+  rank, the same number twice is a tie; 0 or Backspace clears it; Y / N mark it correct or
+  incorrect; Alt+1..3 toggle the reasons C1..C3;
+* drag and drop in "Your ranking": drop between two entries to place it there, drop onto an
+  entry to tie with it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QButtonGroup,
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QRadioButton,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.store.service import AnswerView, ResponseView, UnitView
+from portalreview.tasks.common.case_panel import CasePanel
+from portalreview.tasks.common.editor_base import Editor, clear_layout
+
+_NUMBER_KEYS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
+
+
+def ranks_from_groups(groups: list[list[int]]) -> dict[int, int]:
+    """Competition ranks ("1, 1, 3") from ordered groups of tied responses."""
+    ranks, position = {}, 1
+    for group in groups:
+        for response_id in group:
+            ranks[response_id] = position
+        position += len(group)
+    return ranks
+
+
+def groups_from_ranks(order: list[int], ranks: dict[int, int | None]) -> list[list[int]]:
+    """Ranked responses grouped by rank, best first; ties keep the display order."""
+    by_rank: dict[int, list[int]] = {}
+    for response_id in order:
+        rank = ranks.get(response_id)
+        if rank is not None:
+            by_rank.setdefault(rank, []).append(response_id)
+    return [by_rank[r] for r in sorted(by_rank)]
+
+
+class ResponseCard(QFrame):
+    """One candidate: its blinded label, its text, its rank and its correctness."""
+
+    def __init__(self, response: ResponseView, catalogs: Catalogs, editor: RankEditor) -> None:
+        super().__init__()
+        self.response_id = response.id
+        self.label = response.label
+        self.setObjectName("responseCard")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.title = QLabel()
+        top.addWidget(self.title)
+        top.addStretch(1)
+        self.correct = QRadioButton("Correct")
+        self.incorrect = QRadioButton("Incorrect")
+        group = QButtonGroup(self)
+        group.setExclusive(False)  # allows "not judged yet"
+        for button, value in ((self.correct, True), (self.incorrect, False)):
+            group.addButton(button)
+            button.clicked.connect(lambda _=False, v=value: editor.set_correct(self.response_id, v))
+            top.addWidget(button)
+        layout.addLayout(top)
+        body = QLabel(response.text)
+        body.setWordWrap(True)
+        body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(body)
+        # The reasons appear once the response is marked incorrect (seed 001: C1-C3).
+        self.reasons = QWidget()
+        reasons = QVBoxLayout(self.reasons)
+        reasons.setContentsMargins(12, 0, 0, 0)
+        reasons.setSpacing(2)
+        reasons.addWidget(QLabel("Why incorrect? (tick all that apply)"))
+        self.criteria: dict[str, QCheckBox] = {}
+        for i, criterion in enumerate(catalogs.criteria, start=1):
+            box = QCheckBox(f"{criterion.id} {criterion.name}   (Alt+{i})")
+            box.setToolTip(criterion.definition)
+            box.clicked.connect(
+                lambda _=False, c=criterion.id: editor.toggle_criterion(self.response_id, c)
+            )
+            self.criteria[criterion.id] = box
+            reasons.addWidget(box)
+        layout.addWidget(self.reasons)
+
+    def mousePressEvent(self, event) -> None:
+        self.parent_editor().set_current(self.response_id)
+        super().mousePressEvent(event)
+
+    def parent_editor(self) -> RankEditor:
+        widget = self.parentWidget()
+        while not isinstance(widget, RankEditor):
+            widget = widget.parentWidget()
+        return widget
+
+    def show_state(
+        self, rank: int | None, correct: bool | None, criteria: list[str], current: bool, n: int
+    ) -> None:
+        rank_text = f"rank {rank} of {n}" if rank is not None else "not ranked"
+        marker = "▶ " if current else ""
+        self.title.setText(f"<b>{marker}{self.label}</b> — {rank_text}")
+        self.correct.setChecked(correct is True)
+        self.incorrect.setChecked(correct is False)
+        for criterion_id, box in self.criteria.items():
+            box.setChecked(criterion_id in criteria)
+        self.reasons.setVisible(correct is False)
+        self.setProperty("current", current)
+        self.setLineWidth(3 if current else 1)
+        self.setFrameShadow(QFrame.Shadow.Plain if current else QFrame.Shadow.Raised)
+
+
+class RankingList(QListWidget):
+    """ "Your ranking": ranked responses best first, reorderable by drag and drop."""
+
+    def __init__(self, editor: RankEditor) -> None:
+        super().__init__()
+        self.editor = editor
+        self.setObjectName("rankingList")
+        self.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
+        self.setDefaultDropAction(Qt.DropAction.MoveAction)
+        self.setDropIndicatorShown(True)
+        self.setAccessibleName("Your ranking: drag to reorder, drop onto an entry to tie")
+
+    def dropEvent(self, event) -> None:
+        moved = self.currentItem()
+        target = self.itemAt(event.position().toPoint())
+        if moved is None:
+            event.ignore()
+            return
+        indicator = self.dropIndicatorPosition()
+        target_id = None if target is None else target.data(Qt.ItemDataRole.UserRole)
+        where = {
+            QAbstractItemView.DropIndicatorPosition.OnItem: "onto",
+            QAbstractItemView.DropIndicatorPosition.AboveItem: "above",
+            QAbstractItemView.DropIndicatorPosition.BelowItem: "below",
+        }.get(indicator, "end")
+        event.setDropAction(Qt.DropAction.IgnoreAction)
+        event.accept()
+        self.editor.move_in_ranking(moved.data(Qt.ItemDataRole.UserRole), target_id, where)
+
+
+class RankEditor(Editor):
+    kind = "rank"
+    title = "Rank drafts"
+
+    def __init__(self, catalogs: Catalogs, parent: QWidget | None = None) -> None:
+        super().__init__(catalogs, parent)
+        self.case_panel = CasePanel()
+        self.order: list[int] = []
+        self.state: dict[str, Any] = {"ranks": {}, "correct": {}, "criteria": {}}
+        self.current: int | None = None
+        self.cards: dict[int, ResponseCard] = {}
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+        cards_inner = QWidget()
+        self.cards_layout = QVBoxLayout(cards_inner)
+        cards_area = QScrollArea()
+        cards_area.setWidgetResizable(True)
+        cards_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        cards_area.setWidget(cards_inner)
+        cards_area.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.cards_area = cards_area
+        help_text = QLabel(
+            "Up/Down choose a response · 1-9 give it a rank (same number = tie) · 0 clears · "
+            "Y correct · N incorrect · Alt+1-3 reasons"
+        )
+        help_text.setWordWrap(True)
+        help_text.setObjectName("keyHelp")
+        middle = QWidget()
+        middle_layout = QVBoxLayout(middle)
+        middle_layout.setContentsMargins(0, 0, 0, 0)
+        middle_layout.addWidget(help_text)
+        middle_layout.addWidget(cards_area, 1)
+        self.comment = QLineEdit()
+        self.comment.setPlaceholderText("Optional comment for the PI")
+        self.comment.setAccessibleName("Comment")
+        self.comment.textEdited.connect(lambda _t: self.emit_changed())
+        middle_layout.addWidget(self.comment)
+
+        self.ranking = RankingList(self)
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(QLabel("<b>Your ranking</b> (best first)"))
+        side_layout.addWidget(self.ranking, 1)
+        tip = QLabel("Drag to reorder; drop onto another response to tie with it.")
+        tip.setWordWrap(True)
+        side_layout.addWidget(tip)
+        side.setMinimumWidth(230)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.case_panel)
+        splitter.addWidget(middle)
+        splitter.addWidget(side)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 4)
+        splitter.setStretchFactor(2, 1)
+        splitter.setSizes([320, 760, 240])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+
+    # --- Editor interface -------------------------------------------------------------------
+
+    def show_unit(self, unit: UnitView, answer: AnswerView | None) -> None:
+        self.case_panel.show_case(unit.cases[0])
+        self.order = [r.id for r in unit.responses]
+        entries = {
+            e["response_id"]: e for e in (answer.payload if answer else {}).get("entries", [])
+        }
+        self.state = {
+            "ranks": {r: entries.get(r, {}).get("rank") for r in self.order},
+            "correct": {r: entries.get(r, {}).get("correct") for r in self.order},
+            "criteria": {r: list(entries.get(r, {}).get("criteria", [])) for r in self.order},
+        }
+        self.comment.setText(answer.comment if answer else "")
+        clear_layout(self.cards_layout)
+        self.cards = {}
+        for response in unit.responses:
+            card = ResponseCard(response, self.catalogs, self)
+            self.cards[response.id] = card
+            self.cards_layout.addWidget(card)
+        self.cards_layout.addStretch(1)
+        self.current = self.order[0] if self.order else None
+        self._refresh()
+
+    def payload(self) -> dict[str, Any]:
+        entries = []
+        for r in self.order:
+            correct = self.state["correct"][r]
+            entries.append(
+                {
+                    "response_id": r,
+                    "rank": self.state["ranks"][r],
+                    "correct": correct,
+                    "criteria": list(self.state["criteria"][r]) if correct is False else [],
+                }
+            )
+        return {"entries": entries}
+
+    def comment_text(self) -> str | None:
+        return self.comment.text()
+
+    def focus_first(self) -> None:
+        self.setFocus()
+
+    # --- changes (all through the undo history) ---------------------------------------------
+
+    def _change(self, text: str, mutate) -> None:
+        before = copy.deepcopy(self.state)
+        after = copy.deepcopy(self.state)
+        mutate(after)
+        self.push(text, self._apply, before, after)
+
+    def _apply(self, state: dict[str, Any]) -> None:
+        self.state = copy.deepcopy(state)
+        self._refresh()
+
+    def set_rank(self, response_id: int, rank: int | None) -> None:
+        if rank is not None and not 1 <= rank <= len(self.order):
+            return
+        label = self.cards[response_id].label
+        self._change(f"rank {label}", lambda s: s["ranks"].__setitem__(response_id, rank))
+
+    def set_correct(self, response_id: int, correct: bool) -> None:
+        def mutate(s):
+            s["correct"][response_id] = correct
+            if correct:
+                s["criteria"][response_id] = []
+
+        self.set_current(response_id)
+        self._change("mark correctness", mutate)
+        self._refresh()  # a click on the checked button must not leave it unchecked
+
+    def toggle_criterion(self, response_id: int, criterion: str) -> None:
+        def mutate(s):
+            chosen = s["criteria"][response_id]
+            if criterion in chosen:
+                chosen.remove(criterion)
+            else:
+                chosen.append(criterion)
+                chosen.sort()
+
+        self.set_current(response_id)
+        if self.state["correct"][response_id] is False:
+            self._change(f"reason {criterion}", mutate)
+        self._refresh()
+
+    def move_in_ranking(self, response_id: int, target_id: int | None, where: str) -> None:
+        """Apply a drop in "Your ranking" (``where``: above, below, onto, end)."""
+        groups = [
+            [r for r in g if r != response_id]
+            for g in groups_from_ranks(self.order, self.state["ranks"])
+        ]
+        groups = [g for g in groups if g]
+        index = next((i for i, g in enumerate(groups) if target_id in g), None)
+        if index is None or where == "end":
+            groups.append([response_id])
+        elif where == "onto":
+            groups[index].append(response_id)
+        else:
+            groups.insert(index if where == "above" else index + 1, [response_id])
+        ranks = ranks_from_groups(groups)
+        self._change(
+            "reorder",
+            lambda s: s["ranks"].update({r: ranks.get(r, s["ranks"][r]) for r in self.order}),
+        )
+
+    def set_current(self, response_id: int) -> None:
+        self.current = response_id
+        self._refresh()
+
+    # --- keyboard ---------------------------------------------------------------------------
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self.current is None or not self.order:
+            return super().keyPressEvent(event)
+        key, mods = event.key(), event.modifiers()
+        alt = bool(mods & Qt.KeyboardModifier.AltModifier)
+        index = self.order.index(self.current)
+        if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
+            step = 1 if key == Qt.Key.Key_Down else -1
+            self.set_current(self.order[(index + step) % len(self.order)])
+        elif key in _NUMBER_KEYS and alt:
+            criteria = [c.id for c in self.catalogs.criteria]
+            number = _NUMBER_KEYS[key]
+            if 1 <= number <= len(criteria):
+                self.toggle_criterion(self.current, criteria[number - 1])
+        elif key in _NUMBER_KEYS:
+            number = _NUMBER_KEYS[key]
+            self.set_rank(self.current, number or None)
+        elif key == Qt.Key.Key_Backspace:
+            self.set_rank(self.current, None)
+        elif key == Qt.Key.Key_Y:
+            self.set_correct(self.current, True)
+        elif key == Qt.Key.Key_N:
+            self.set_correct(self.current, False)
+        else:
+            return super().keyPressEvent(event)
+        event.accept()
+
+    # --- display ----------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        n = len(self.order)
+        for r, card in self.cards.items():
+            card.show_state(
+                self.state["ranks"][r],
+                self.state["correct"][r],
+                self.state["criteria"][r],
+                r == self.current,
+                n,
+            )
+        if self.current in self.cards:
+            self.cards_area.ensureWidgetVisible(self.cards[self.current])
+        self.ranking.clear()
+        for group in groups_from_ranks(self.order, self.state["ranks"]):
+            tie = len(group) > 1
+            for r in group:
+                rank = self.state["ranks"][r]
+                text = f"{rank}. {self.cards[r].label}" + ("  (tie)" if tie else "")
+                item = QListWidgetItem(text)
+                item.setData(Qt.ItemDataRole.UserRole, r)
+                self.ranking.addItem(item)
+        for r in self.order:
+            if self.state["ranks"][r] is None:
+                item = QListWidgetItem(f"–  {self.cards[r].label} (not ranked)")
+                item.setData(Qt.ItemDataRole.UserRole, r)
+                item.setForeground(self.palette().placeholderText())
+                self.ranking.addItem(item)

@@ -1,0 +1,194 @@
+"""Respond: write a theme-guided response (one box per theme, as the REDCap form of seed 000,
+Appendix G), or edit an LLM draft into the reply the clinician would send.
+
+Which mode a unit is in follows from the unit: a respond unit that names a draft
+(``UnitView.responses`` holds it) is an edit-a-draft unit; one without is theme-guided.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QLabel,
+    QPlainTextEdit,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.metrics.edit_f1 import editing_load
+from portalreview.store.kinds.respond import compose
+from portalreview.store.service import AnswerView, UnitView
+from portalreview.tasks.common.case_panel import CasePanel
+from portalreview.tasks.common.editor_base import Editor, TextBox
+
+
+def _caption(title: str, question: str) -> QLabel:
+    label = QLabel(
+        f"<b>{title}</b><br><span style='color:palette(placeholder-text)'>{question}</span>"
+    )
+    label.setTextFormat(Qt.TextFormat.RichText)
+    label.setWordWrap(True)
+    return label
+
+
+class RespondEditor(Editor):
+    """Both respond modes; the boxes shown depend on the unit."""
+
+    kind = "respond"
+    title = "Respond"
+
+    def __init__(self, catalogs: Catalogs, parent: QWidget | None = None) -> None:
+        super().__init__(catalogs, parent)
+        self.theme_order = [t.id for t in catalogs.themes]
+        self.case_panel = CasePanel()
+        self.mode = "theme_guided"
+        self.base_response_id: int | None = None
+        self.draft_text = ""
+
+        self.boxes: dict[str, TextBox] = {}
+        self.form = self._build_form()
+        self.draft_box = TextBox(self.undo_stack, "Edited draft")
+        self.draft_box.setObjectName("editDraftBox")
+        self.draft_box.textChanged.connect(self._on_text_changed)
+        self.edit_hint = QLabel()
+        self.edit_hint.setWordWrap(True)
+        edit_page = QWidget()
+        edit_layout = QVBoxLayout(edit_page)
+        edit_layout.addWidget(
+            _caption(
+                "Edit the draft into the reply you would send",
+                "Delete, add and rewrite freely. PortalReview records the word-level edits "
+                "and your active editing time.",
+            )
+        )
+        edit_layout.addWidget(self.draft_box, 1)
+        edit_layout.addWidget(self.edit_hint)
+        self.edit_page = edit_page
+
+        self.preview = QPlainTextEdit(readOnly=True)
+        self.preview.setObjectName("composedPreview")
+        self.preview.setAccessibleName("Composed response preview")
+        self.preview_caption = QLabel("<b>The reply as the patient would read it</b>")
+        preview_page = self.preview_page = QWidget()
+        preview_layout = QVBoxLayout(preview_page)
+        preview_layout.setContentsMargins(0, 0, 0, 0)
+        preview_layout.addWidget(self.preview_caption)
+        preview_layout.addWidget(self.preview)
+
+        self.work = QSplitter(Qt.Orientation.Vertical)
+        self.work.addWidget(self.form)
+        self.work.addWidget(self.edit_page)
+        self.work.addWidget(preview_page)
+        self.work.setStretchFactor(0, 3)
+        self.work.setStretchFactor(1, 3)
+        self.work.setStretchFactor(2, 1)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.case_panel)
+        splitter.addWidget(self.work)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+
+    def _build_form(self) -> QScrollArea:
+        inner = QWidget()
+        layout = QVBoxLayout(inner)
+        layout.setSpacing(4)
+        boxes = [(t.id, t.name, t.question) for t in self.catalogs.themes]
+        notes = self.catalogs.notes_box
+        boxes.append((notes.id, notes.name, notes.question))
+        for box_id, name, question in boxes:
+            layout.addWidget(_caption(name, question))
+            box = TextBox(self.undo_stack, name)
+            box.setObjectName(f"box_{box_id}")
+            box.setPlaceholderText("Leave empty if this theme is not part of your reply")
+            box.grow_with_text()
+            box.textChanged.connect(self._on_text_changed)
+            self.boxes[box_id] = box
+            layout.addWidget(box)
+            layout.addSpacing(6)
+        self.boxes[notes.id].setPlaceholderText("Assumptions you made, notes for the PI")
+        layout.addStretch(1)
+        area = QScrollArea()
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setWidget(inner)
+        return area
+
+    # --- Editor interface -------------------------------------------------------------------
+
+    def show_unit(self, unit: UnitView, answer: AnswerView | None) -> None:
+        payload = answer.payload if answer else {}
+        self.case_panel.show_case(unit.cases[0])
+        draft = unit.responses[0] if unit.responses else None
+        self.mode = "edit_draft" if draft is not None else "theme_guided"
+        self.form.setVisible(self.mode == "theme_guided")
+        self.edit_page.setVisible(self.mode == "edit_draft")
+        self.preview_page.setVisible(self.mode == "theme_guided")
+        notes_id = self.catalogs.notes_box.id
+        if draft is not None:
+            self.base_response_id = draft.id
+            self.draft_text = draft.text
+            self.draft_box.set_text_quietly(payload.get("final_text", draft.text))
+            self.boxes[notes_id].set_text_quietly(payload.get("notes", ""))
+        else:
+            self.base_response_id = None
+            parts = payload.get("parts", {})
+            for box_id, box in self.boxes.items():
+                text = payload.get("notes", "") if box_id == notes_id else parts.get(box_id, "")
+                box.set_text_quietly(text)
+        self._refresh_preview()
+
+    def payload(self) -> dict[str, Any]:
+        notes_id = self.catalogs.notes_box.id
+        if self.mode == "edit_draft":
+            return {
+                "mode": "edit_draft",
+                "base_response_id": self.base_response_id,
+                "final_text": self.draft_box.toPlainText(),
+                "notes": self.boxes[notes_id].toPlainText(),
+            }
+        parts = {
+            box_id: box.toPlainText()
+            for box_id, box in self.boxes.items()
+            if box_id != notes_id and box.toPlainText().strip()
+        }
+        return {
+            "mode": "theme_guided",
+            "parts": parts,
+            "notes": self.boxes[notes_id].toPlainText(),
+        }
+
+    def focus_first(self) -> None:
+        target = self.draft_box if self.mode == "edit_draft" else self.boxes[self.theme_order[0]]
+        target.setFocus()
+
+    # --- live preview -----------------------------------------------------------------------
+
+    def _on_text_changed(self) -> None:
+        if self.loading:
+            return
+        self._refresh_preview()
+        self.emit_changed()
+
+    def _refresh_preview(self) -> None:
+        payload = self.payload()
+        self.preview.setPlainText(compose(payload, self.theme_order))
+        if self.mode == "edit_draft":
+            self.edit_hint.setText(edit_summary(self.draft_text, payload["final_text"]))
+
+
+def edit_summary(draft: str, final: str) -> str:
+    """One line on the edits so far: words kept, deleted and added (``editing_load``)."""
+    edits = editing_load(draft, final)
+    return (
+        f"Words kept {edits.kept} · deleted {edits.deleted} · added {edits.added}"
+        f"  (draft-vs-final F1 {edits.f1:.2f})"
+    )

@@ -1,0 +1,727 @@
+"""The main window: open a project, sign in, pick a kind of work, move through its queue, and
+edit the current unit in that kind's editor (``tasks/<kind>/editor.py``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtGui import (
+    QAction,
+    QActionGroup,
+    QCloseEvent,
+    QGuiApplication,
+    QKeySequence,
+    QUndoGroup,
+)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDockWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QStackedWidget,
+    QTabBar,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview import __version__
+from portalreview.store.project import SUFFIX, Project, ProjectError, ProjectLockedError
+from portalreview.store.service import AnswerView, StudyService
+from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.registry import EDITORS
+from portalreview.ui.queue_panel import QueuePanel
+from portalreview.ui.session import AnnotationSession
+from portalreview.ui.settings import Preferences, clamp_point_size
+from portalreview.ui.sign_in import SignInDialog
+from portalreview.ui.workers import run_with_progress
+
+APP_NAME = "PortalReview"
+ZOOM_STEP = 1.0
+
+
+class WelcomePage(QWidget):
+    """Shown when no project is open."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        layout.addStretch(1)
+        title = QLabel(
+            f"<h1>{APP_NAME}</h1><p>Annotate patient-portal messages and review drafted "
+            "replies. Everything stays on this computer.</p>"
+        )
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        title.setWordWrap(True)
+        layout.addWidget(title)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        for text, slot in (
+            ("Open a project…", window.choose_project),
+            ("New project…", window.new_project),
+        ):
+            button = QPushButton(text)
+            button.setMinimumWidth(180)
+            button.clicked.connect(slot)
+            row.addWidget(button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        self.recent = QVBoxLayout()
+        layout.addLayout(self.recent)
+        layout.addStretch(2)
+        self.window = window
+
+    def show_recent(self, paths: list[Path]) -> None:
+        while self.recent.count():
+            widget = self.recent.takeAt(0).widget()
+            if widget:
+                widget.deleteLater()
+        if not paths:
+            return
+        self.recent.addWidget(QLabel("<b>Recent projects</b>"), 0, Qt.AlignmentFlag.AlignHCenter)
+        for path in paths[:5]:
+            button = QPushButton(f"{path.name}   —   {path.parent}")
+            button.setFlat(True)
+            button.clicked.connect(lambda _=False, p=path: self.window.open_project(p))
+            self.recent.addWidget(button, 0, Qt.AlignmentFlag.AlignHCenter)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, preferences: Preferences | None = None) -> None:
+        super().__init__()
+        self.prefs = preferences or Preferences()
+        self.project: Project | None = None
+        self.admin: StudyService | None = None
+        self.service: StudyService | None = None
+        self.session: AnnotationSession | None = None
+        self.annotator_name: str | None = None
+        self.annotator_id: int | None = None
+        self.work_of: int | None = None  # whose queue is shown (a PI may look at others')
+        self.kinds: list[str] = []
+        self.kind: str | None = None
+        self.editors: dict[str, Editor] = {}
+        self.undo_group = QUndoGroup(self)
+        self.point_size = self.font().pointSizeF()
+        self.open_timings: dict[str, float] = {}
+
+        self.setWindowTitle(APP_NAME)
+        self.resize(1400, 880)
+        self.welcome = WelcomePage(self)
+        self.empty = QLabel("Nothing is assigned to you here.")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.welcome)
+        self.stack.addWidget(self.empty)
+        self.setCentralWidget(self.stack)
+
+        self.queue = QueuePanel()
+        self.queue.unit_chosen.connect(self.show_unit)
+        self.queue_dock = QDockWidget("Work queue", self)
+        self.queue_dock.setObjectName("queueDock")
+        self.queue_dock.setWidget(self.queue)
+        self.queue_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.queue_dock)
+
+        self._build_actions()
+        self._build_menus()
+        self._build_toolbar()
+        self._build_status_bar()
+        self._restore_geometry()
+        self._set_project_actions(False)
+        self.welcome.show_recent(self.prefs.recent_projects())
+
+    # === building the window =================================================================
+
+    def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            keys = shortcut if isinstance(shortcut, list) else [shortcut]
+            action.setShortcuts([QKeySequence(k) for k in keys])
+        action.setToolTip(tip or text.replace("&", ""))
+        action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        std = QKeySequence.StandardKey
+        self.act_new = self._action("&New project…", self.new_project, std.New)
+        self.act_open = self._action("&Open project…", self.choose_project, std.Open)
+        self.act_close = self._action("&Close project", self.close_project, std.Close)
+        self.act_quit = self._action("&Quit", self.close, std.Quit)
+        self.act_undo = self.undo_group.createUndoAction(self, "&Undo")
+        self.act_undo.setShortcuts(QKeySequence.keyBindings(std.Undo))
+        self.act_redo = self.undo_group.createRedoAction(self, "&Redo")
+        self.act_redo.setShortcuts([*QKeySequence.keyBindings(std.Redo), QKeySequence("Ctrl+Y")])
+        self.act_next = self._action(
+            "&Next unit", lambda: self.step(1), ["Ctrl+Right", "Alt+Right"], "Next unit"
+        )
+        self.act_prev = self._action(
+            "&Previous unit", lambda: self.step(-1), ["Ctrl+Left", "Alt+Left"], "Previous unit"
+        )
+        self.act_next_todo = self._action(
+            "Next unit &to do", self.next_todo, "Ctrl+Shift+Right", "Next unit not done yet"
+        )
+        self.act_jump = self._action("&Jump to unit…", self.jump, "Ctrl+G")
+        self.act_submit = self._action(
+            "&Submit and go on",
+            self.submit,
+            ["Ctrl+Return", "Ctrl+Enter"],
+            "Mark this unit done (it stays editable) and go to the next one",
+        )
+        self.act_save = self._action("Save &now", self.save_now, std.Save)
+        self.act_flag = self._action(
+            "&Flag for the PI…",
+            self.toggle_flag,
+            "Ctrl+Shift+F",
+            "Flag this unit with a note for the principal investigator",
+        )
+        self.act_zoom_in = self._action(
+            "Zoom &in", lambda: self.zoom(ZOOM_STEP), [std.ZoomIn, "Ctrl+="]
+        )
+        self.act_zoom_out = self._action("Zoom &out", lambda: self.zoom(-ZOOM_STEP), std.ZoomOut)
+        self.act_zoom_reset = self._action("&Reset text size", self.zoom_reset, "Ctrl+0")
+        self.act_switch_user = self._action("Sign in as someone &else…", self.switch_user)
+        self.act_shortcuts = self._action("&Keyboard shortcuts", self.show_shortcuts, "F1")
+        self.act_about = self._action("&About PortalReview", self.show_about)
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addActions([self.act_new, self.act_open])
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        file_menu.addActions([self.act_close, self.act_switch_user])
+        file_menu.addSeparator()
+        file_menu.addAction(self.act_quit)
+        edit_menu = bar.addMenu("&Edit")
+        edit_menu.addActions([self.act_undo, self.act_redo])
+        go_menu = bar.addMenu("&Go")
+        go_menu.addActions([self.act_next, self.act_prev, self.act_next_todo, self.act_jump])
+        self.kind_menu = go_menu.addMenu("&Kind of work")
+        unit_menu = bar.addMenu("&Unit")
+        unit_menu.addActions([self.act_submit, self.act_save, self.act_flag])
+        view_menu = bar.addMenu("&View")
+        view_menu.addActions([self.act_zoom_in, self.act_zoom_out, self.act_zoom_reset])
+        view_menu.addAction(self.queue_dock.toggleViewAction())
+        scheme_menu = view_menu.addMenu("&Appearance")
+        group = QActionGroup(self)
+        for key, name in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+            action = scheme_menu.addAction(name)
+            action.setCheckable(True)
+            action.setChecked(self.prefs.color_scheme() == key)
+            action.triggered.connect(lambda _=False, k=key: self.set_color_scheme(k))
+            group.addAction(action)
+        help_menu = bar.addMenu("&Help")
+        help_menu.addActions([self.act_shortcuts, self.act_about])
+
+    def _build_toolbar(self) -> None:
+        bar = QToolBar("Navigation")
+        bar.setObjectName("navigationBar")
+        bar.setMovable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.kind_tabs = QTabBar()
+        self.kind_tabs.setObjectName("kindTabs")
+        self.kind_tabs.setExpanding(False)
+        self.kind_tabs.setDrawBase(False)
+        self.kind_tabs.currentChanged.connect(self._on_kind_tab)
+        bar.addWidget(self.kind_tabs)
+        spacer = QWidget()
+        spacer.setSizePolicy(
+            spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy()
+        )
+        bar.addWidget(spacer)
+        self.work_of_box = QComboBox()
+        self.work_of_box.setAccessibleName("Show the work of")
+        self.work_of_box.setToolTip("Principal investigator: look at another annotator's work")
+        self.work_of_box.currentIndexChanged.connect(self._on_work_of)
+        self.work_of_action = bar.addWidget(self.work_of_box)
+        bar.addActions([self.act_prev, self.act_next, self.act_flag, self.act_submit])
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+
+    def _build_status_bar(self) -> None:
+        self.person_label = QLabel()
+        self.unit_label = QLabel()
+        self.save_label = QLabel()
+        self.save_label.setObjectName("saveState")
+        bar = self.statusBar()
+        bar.addWidget(self.person_label)
+        bar.addWidget(self.unit_label, 1)
+        bar.addPermanentWidget(self.save_label)
+
+    def _set_project_actions(self, open_: bool) -> None:
+        for action in (
+            self.act_close,
+            self.act_switch_user,
+            self.act_next,
+            self.act_prev,
+            self.act_next_todo,
+            self.act_jump,
+            self.act_submit,
+            self.act_save,
+            self.act_flag,
+        ):
+            action.setEnabled(open_)
+        self.queue_dock.setVisible(open_)
+        self.work_of_action.setVisible(False)
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for path in self.prefs.recent_projects():
+            action = self.recent_menu.addAction(str(path))
+            action.triggered.connect(lambda _=False, p=path: self.open_project(p))
+        if self.recent_menu.isEmpty():
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    def _restore_geometry(self) -> None:
+        state = self.prefs.qs.value("window/geometry")
+        if isinstance(state, QByteArray):
+            self.restoreGeometry(state)
+
+    # === projects ===========================================================================
+
+    def choose_project(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open a project", "", f"PortalReview projects (*{SUFFIX});;All files (*)"
+        )
+        if path:
+            self.open_project(Path(path))
+
+    def new_project(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "New project", "", f"PortalReview projects (*{SUFFIX})"
+        )
+        if not path:
+            return
+        target = Path(path) if Path(path).suffix else Path(path).with_suffix(SUFFIX)
+        name, ok = QInputDialog.getText(self, "New project", "Your name (you will be its PI):")
+        if not ok or not name.strip():
+            return
+        try:
+            project = Project.create(target)
+            StudyService(project).add_annotator(name.strip(), role="pi")
+        except (ProjectError, ValueError, OSError) as exc:
+            QMessageBox.critical(self, APP_NAME, f"Could not create {target.name}:\n{exc}")
+            return
+        self._project_opened(project, annotator=name.strip())
+
+    def open_project(
+        self, path: Path, annotator: str | None = None, read_only: bool = False
+    ) -> None:
+        """Open ``path`` off the GUI thread, then sign in (as ``annotator`` if given)."""
+        if self.project is not None and not self.close_project():
+            return
+        started = time.perf_counter()
+
+        def opened(project: Project) -> None:
+            self.open_timings["open"] = time.perf_counter() - started
+            self._project_opened(project, annotator)
+            self.open_timings["usable"] = time.perf_counter() - started
+
+        def failed(message: str, exc: Exception) -> None:
+            if isinstance(exc, ProjectLockedError):
+                answer = QMessageBox.question(
+                    self, APP_NAME, f"{message}\n\nOpen it read-only to look at it?"
+                )
+                if answer == QMessageBox.StandardButton.Yes:
+                    self.open_project(path, annotator, read_only=True)
+                return
+            QMessageBox.critical(self, APP_NAME, f"Could not open {Path(path).name}:\n{message}")
+            if not Path(path).exists():
+                self.prefs.remove_recent(Path(path))
+                self.welcome.show_recent(self.prefs.recent_projects())
+
+        run_with_progress(
+            self,
+            f"Opening {Path(path).name}…",
+            Project.open,
+            Path(path),
+            read_only=read_only,
+            on_done=opened,
+            on_error=failed,
+            cancellable=False,
+        )
+
+    def _project_opened(self, project: Project, annotator: str | None = None) -> None:
+        self.project = project
+        self.admin = StudyService(project)
+        self.prefs.add_recent(project.path)
+        people = [a for a in self.admin.annotators() if not a.is_model]
+        if not people:
+            QMessageBox.warning(self, APP_NAME, "This project has no annotators yet.")
+            self.close_project()
+            return
+        if annotator is None:
+            annotator = self._ask_who(people)
+        if annotator is None:
+            self.close_project()
+            return
+        self.sign_in(annotator)
+
+    def _ask_who(self, people: list) -> str | None:
+        key = self._project_key()
+        dialog = SignInDialog(
+            self.admin.info()["name"], people, self.prefs.last_annotator(key), self
+        )
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        return dialog.chosen()
+
+    def _project_key(self) -> str:
+        return str(self.project.path.resolve()).replace("/", "|") if self.project else ""
+
+    def close_project(self) -> bool:
+        """Save everything and close the project; False if the person chose to stay."""
+        if self.session is not None:
+            self.session.close()
+            if self.session.pending and not self._confirm_unsaved():
+                return False
+        if self.project is not None:
+            self.project.close()
+        self.project = self.admin = self.service = self.session = None
+        self.kind = None
+        self.kinds = []
+        for editor in self.editors.values():
+            self.undo_group.removeStack(editor.undo_stack)
+            self.stack.removeWidget(editor)
+            editor.deleteLater()
+        self.editors = {}
+        while self.kind_tabs.count():
+            self.kind_tabs.removeTab(0)
+        self.kind_menu.clear()
+        self.queue.set_items([])
+        self.stack.setCurrentWidget(self.welcome)
+        self.welcome.show_recent(self.prefs.recent_projects())
+        self._set_project_actions(False)
+        self.setWindowTitle(APP_NAME)
+        self.person_label.clear()
+        self.unit_label.clear()
+        self.save_label.clear()
+        return True
+
+    def _confirm_unsaved(self) -> bool:
+        answer = QMessageBox.warning(
+            self,
+            APP_NAME,
+            "Your last change could not be saved (see the status bar). Close anyway and lose it?",
+            QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+        )
+        return answer == QMessageBox.StandardButton.Discard
+
+    # === signing in =========================================================================
+
+    def sign_in(self, name: str) -> None:
+        self.service = self.admin.as_viewer(name)
+        self.annotator_name = name
+        self.annotator_id = self.service.viewer.annotator_id
+        self.work_of = self.annotator_id
+        self.prefs.set_last_annotator(self._project_key(), name)
+        read_only = self.project.read_only
+        self.session = AnnotationSession(self.service, read_only=read_only)
+        self.session.saved.connect(self._on_saved)
+        self.session.save_failed.connect(self._on_save_failed)
+        self.session.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.session.pending_changed.connect(self._on_pending)
+        role = self.service.viewer.role
+        who = next(a for a in self.admin.annotators() if a.name == name)
+        title = f"{self.admin.info()['name']} — {who.display_name or name}"
+        self.setWindowTitle(f"{title}{' (read-only)' if read_only else ''} — {APP_NAME}")
+        self.person_label.setText(
+            f"Signed in as <b>{who.display_name or name}</b>"
+            f" ({'PI' if role == 'pi' else 'clinician'})"
+            + ("  ·  <b>read-only</b>: another person has this project open" if read_only else "")
+        )
+        self._fill_work_of(role)
+        self._set_project_actions(True)
+        self.work_of_action.setVisible(role == "pi")
+        self.point_size = self.prefs.point_size(name)
+        self._build_kinds()
+
+    def switch_user(self) -> None:
+        if self.project is None:
+            return
+        path = self.project.path
+        self.open_project(path)
+
+    def _fill_work_of(self, role: str) -> None:
+        self.work_of_box.blockSignals(True)
+        self.work_of_box.clear()
+        if role == "pi":
+            for person in self.admin.annotators():
+                label = (
+                    "My own work"
+                    if person.id == self.annotator_id
+                    else (f"Work of {person.display_name or person.name}")
+                )
+                self.work_of_box.addItem(label, person.id)
+        self.work_of_box.blockSignals(False)
+
+    def _on_work_of(self, _index: int) -> None:
+        person = self.work_of_box.currentData()
+        if person is None or self.session is None:
+            return
+        self.session.leave()
+        self.work_of = person
+        self.session.read_only = self.project.read_only or person != self.annotator_id
+        self._build_kinds()
+
+    def _build_kinds(self) -> None:
+        """One tab per kind that has units for the person shown, with its progress."""
+        self.kind_tabs.blockSignals(True)
+        while self.kind_tabs.count():
+            self.kind_tabs.removeTab(0)
+        self.kind_menu.clear()
+        self.kinds = []
+        for number, (kind, (title, _factory)) in enumerate(EDITORS.items(), start=1):
+            progress = self.service.progress(kind, annotator_id=self.work_of)
+            if progress.total == 0:
+                continue
+            self.kinds.append(kind)
+            self.kind_tabs.addTab(f"{title}  ({progress.done}/{progress.total})")
+            action = self.kind_menu.addAction(title)
+            action.setShortcut(QKeySequence(f"Ctrl+{number}"))
+            index = len(self.kinds) - 1
+            action.triggered.connect(lambda _=False, i=index: self.kind_tabs.setCurrentIndex(i))
+        self.kind_tabs.blockSignals(False)
+        if not self.kinds:
+            self.stack.setCurrentWidget(self.empty)
+            self.queue.set_items([])
+            return
+        previous = self.kind if self.kind in self.kinds else self.kinds[0]
+        self.kind = None
+        self.kind_tabs.setCurrentIndex(self.kinds.index(previous))
+        self.switch_kind(previous)
+
+    def _on_kind_tab(self, index: int) -> None:
+        if 0 <= index < len(self.kinds):
+            self.switch_kind(self.kinds[index])
+
+    # === kinds and units ====================================================================
+
+    def editor_for(self, kind: str) -> Editor:
+        if kind not in self.editors:
+            editor = EDITORS[kind][1](self.admin.catalogs)
+            editor.setObjectName(f"{kind}Editor")
+            self.editors[kind] = editor
+            self.stack.addWidget(editor)
+            self.undo_group.addStack(editor.undo_stack)
+        editor = self.editors[kind]
+        editor.set_text_zoom(self.point_size)
+        return editor
+
+    def switch_kind(self, kind: str) -> None:
+        if kind == self.kind:
+            return
+        if self.session is not None:
+            self.session.leave()
+        self.kind = kind
+        editor = self.editor_for(kind)
+        self.undo_group.setActiveStack(editor.undo_stack)
+        self.stack.setCurrentWidget(editor)
+        self.queue_dock.setWindowTitle(f"Work queue — {EDITORS[kind][0]}")
+        self.queue.set_items(self.service.queue(kind, annotator_id=self.work_of))
+        if not self.queue.next_todo() and not self.queue.select_row(0):
+            self.stack.setCurrentWidget(self.empty)
+
+    def show_unit(self, unit_id: int) -> None:
+        """Open a unit of the current kind (saving the one being left first)."""
+        editor = self.editors[self.kind]
+        others = self.work_of if self.work_of != self.annotator_id else None
+        try:
+            self.session.open_unit(editor, unit_id, annotator_id=others)
+        except (ProjectError, ValueError, PermissionError) as exc:
+            QMessageBox.warning(self, APP_NAME, f"Could not show this unit:\n{exc}")
+            return
+        editor.setEnabled(True)
+        if self.session.read_only and others is not None:
+            self.save_label.setText("Looking at another annotator's work (read-only)")
+        else:
+            self.save_label.setText(self._saved_text(self.session.answer))
+        self._show_unit_status()
+        editor.focus_first()
+
+    def _show_unit_status(self) -> None:
+        unit = self.session.unit
+        number = self.queue.numbers.get(unit.unit_id, 0)
+        total = len(self.queue.all_items)
+        case = unit.cases[0].external_id if unit.cases else ""
+        answer = self.session.answer
+        state = (
+            "not started"
+            if answer is None
+            else ("done" if answer.status == "submitted" else "draft")
+        )
+        flag = "  ·  ⚑ flagged" if answer is not None and answer.flagged else ""
+        self.unit_label.setText(
+            f"Unit {number} of {total}  ·  {unit.unit_set}  ·  case {case}  ·  {state}{flag}"
+        )
+        self.act_flag.setText(
+            "Remove the &flag" if answer and answer.flagged else "&Flag for the PI…"
+        )
+
+    def step(self, delta: int) -> None:
+        if self.kind and not self.queue.step(delta):
+            self.statusBar().showMessage(
+                "This is the last unit in the list." if delta > 0 else "This is the first unit.",
+                4000,
+            )
+
+    def next_todo(self) -> None:
+        if self.kind and not self.queue.next_todo():
+            self.statusBar().showMessage("Everything in this list is done.", 5000)
+
+    def jump(self) -> None:
+        total = len(self.queue.all_items)
+        if not total:
+            return
+        number, ok = QInputDialog.getInt(
+            self, "Jump to unit", f"Unit number (1-{total}):", 1, 1, total
+        )
+        if ok:
+            self.queue.jump_to_number(number)
+
+    # === saving =============================================================================
+
+    def save_now(self) -> None:
+        if self.session is not None and self.session.unit is not None:
+            self.session.save()
+
+    def submit(self) -> None:
+        if self.session is None or self.session.unit is None:
+            return
+        view = self.session.submit()
+        if view is not None and view.status == "submitted":
+            self.statusBar().showMessage("Submitted.", 3000)
+            QTimer.singleShot(0, self._advance_after_submit)
+
+    def _advance_after_submit(self) -> None:
+        if not self.queue.next_todo():
+            self.statusBar().showMessage("Submitted. Everything in this list is done.", 6000)
+
+    def toggle_flag(self) -> None:
+        if self.session is None or self.session.unit is None or self.session.read_only:
+            return
+        answer = self.session.answer
+        if answer is not None and answer.flagged:
+            self.session.set_flag(False, "")
+            return
+        note, ok = QInputDialog.getMultiLineText(
+            self, "Flag for the PI", "What should the principal investigator look at?"
+        )
+        if ok:
+            self.session.set_flag(True, note)
+
+    def _on_saved(self, view: AnswerView) -> None:
+        self.queue.update_unit(view.unit_id, view.status, view.flagged)
+        self.save_label.setText(self._saved_text(view))
+        self._show_unit_status()
+        self._refresh_tab_progress()
+
+    @staticmethod
+    def _saved_text(view: AnswerView | None) -> str:
+        if view is None:
+            return "Nothing entered yet"
+        stamp = time.strftime("%H:%M:%S")
+        return f"✓ Saved {stamp}" + (" · submitted" if view.status == "submitted" else "")
+
+    def _on_save_failed(self, message: str) -> None:
+        self.save_label.setText("⚠ Not saved")
+        self.statusBar().showMessage(message, 15000)
+
+    def _on_pending(self, pending: bool) -> None:
+        if pending:
+            self.save_label.setText("Saving…")
+
+    def _refresh_tab_progress(self) -> None:
+        if self.kind not in self.kinds:
+            return
+        done = sum(i.status == "submitted" for i in self.queue.all_items)
+        total = len(self.queue.all_items)
+        index = self.kinds.index(self.kind)
+        self.kind_tabs.setTabText(index, f"{EDITORS[self.kind][0]}  ({done}/{total})")
+
+    # === view ===============================================================================
+
+    def zoom(self, delta: float) -> None:
+        self._set_point_size(self.point_size + delta)
+
+    def zoom_reset(self) -> None:
+        from portalreview.ui.settings import DEFAULT_POINT_SIZE
+
+        self._set_point_size(DEFAULT_POINT_SIZE)
+
+    def _set_point_size(self, size: float) -> None:
+        self.point_size = clamp_point_size(size)
+        for editor in self.editors.values():
+            editor.set_text_zoom(self.point_size)
+        if self.annotator_name:
+            self.prefs.set_point_size(self.annotator_name, self.point_size)
+        self.statusBar().showMessage(f"Text size {self.point_size:g} pt", 2000)
+
+    def set_color_scheme(self, scheme: str) -> None:
+        self.prefs.set_color_scheme(scheme)
+        apply_color_scheme(scheme)
+
+    def show_shortcuts(self) -> None:
+        rows = []
+        for action in self.findChildren(QAction):
+            keys = ", ".join(
+                k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts()
+            )
+            if keys and action.text():
+                rows.append(
+                    f"<tr><td>{action.text().replace('&', '')}</td><td><b>{keys}</b></td></tr>"
+                )
+        editor_help = EDITOR_KEYS.get(self.kind or "", "")
+        QMessageBox.information(
+            self,
+            "Keyboard shortcuts",
+            f"<table cellspacing=6>{''.join(sorted(set(rows)))}</table>{editor_help}",
+        )
+
+    def show_about(self) -> None:
+        QMessageBox.about(
+            self,
+            f"About {APP_NAME}",
+            f"<b>{APP_NAME} {__version__}</b><p>Offline annotation of patient-portal messages "
+            "and review of drafted replies. Nothing leaves this computer.</p>",
+        )
+
+    # === closing ============================================================================
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if not self.close_project():
+            event.ignore()
+            return
+        self.prefs.qs.setValue("window/geometry", self.saveGeometry())
+        self.prefs.sync()
+        event.accept()
+
+
+EDITOR_KEYS = {
+    "rank": "<p><b>Ranking</b>: Up/Down choose a response, 1-9 rank it (same number = tie), "
+    "0 clears, Y correct, N incorrect, Alt+1-3 reasons C1-C3.</p>",
+    "match": "<p><b>Matching</b>: select draft text (S selects the sentence at the cursor), "
+    "M or Enter match it, X NO MATCH, Delete clears; in a sentence list, 1-9 give the "
+    "selected sentence a theme (0 removes it).</p>",
+    "respond": "<p><b>Responses</b>: Tab moves to the next box.</p>",
+}
+
+
+def apply_color_scheme(scheme: str) -> None:
+    """Follow the platform's light/dark setting, or force one."""
+    hints = QGuiApplication.styleHints()
+    if scheme == "light":
+        hints.setColorScheme(Qt.ColorScheme.Light)
+    elif scheme == "dark":
+        hints.setColorScheme(Qt.ColorScheme.Dark)
+    else:
+        hints.unsetColorScheme()

@@ -1,0 +1,185 @@
+"""One person's work on one unit at a time: debounced autosave, submit, flag, and time on task.
+
+Every change an editor reports is saved within ``AUTOSAVE_MS`` (one short transaction); the
+status bar says "Saved" only after the commit returned, so whatever it showed as saved
+survives closing the window or killing the process. Saving stays on the GUI thread on purpose:
+a save is a few milliseconds (see benchmarks/bench_ui.py) and doing it in order, synchronously,
+is what guarantees that nothing typed is lost or saved out of order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
+from PySide6.QtWidgets import QApplication
+
+from portalreview.store.kinds.base import PayloadError
+from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
+from portalreview.tasks.common.editor_base import Editor
+
+AUTOSAVE_MS = 400
+IDLE_SECONDS = 60.0
+_ACTIVITY = {
+    QEvent.Type.KeyPress,
+    QEvent.Type.MouseButtonPress,
+    QEvent.Type.MouseMove,
+    QEvent.Type.Wheel,
+    QEvent.Type.InputMethod,
+}
+
+
+class ActivityClock(QObject):
+    """Active time on task: the time between input events, counting no gap longer than
+    ``IDLE_SECONDS`` (a clinician called away does not inflate the measure)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._clock = clock
+        self._last: float | None = None
+        self.seconds = 0.0
+        self.running = False
+
+    def start(self) -> None:
+        self.seconds, self._last, self.running = 0.0, None, True
+
+    def stop(self) -> None:
+        self.running = False
+
+    def touch(self) -> None:
+        if not self.running:
+            return
+        now = self._clock()
+        if self._last is not None:
+            self.seconds += min(now - self._last, IDLE_SECONDS)
+        self._last = now
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in _ACTIVITY:
+            self.touch()
+        return False
+
+
+class AnnotationSession(QObject):
+    """Connects the open unit's editor to the store."""
+
+    saved = Signal(object)  # AnswerView
+    save_failed = Signal(str)
+    pending_changed = Signal(bool)
+    notice = Signal(str)
+
+    def __init__(self, service: StudyService, read_only: bool = False) -> None:
+        super().__init__()
+        self.service = service
+        self.read_only = read_only
+        self.editor: Editor | None = None
+        self.unit: UnitView | None = None
+        self.answer: AnswerView | None = None
+        self.pending = False
+        self.clock = ActivityClock()
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self.clock)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(AUTOSAVE_MS)
+        self._timer.timeout.connect(self.save)
+
+    # --- opening a unit ---------------------------------------------------------------------
+
+    def open_unit(self, editor: Editor, unit_id: int, annotator_id: int | None = None) -> None:
+        """Save what is pending, then show ``unit_id`` in ``editor``."""
+        self.leave()
+        unit = self.service.read_unit(unit_id)
+        answer = self.service.get_answer(unit_id, annotator_id)
+        if self.editor is not editor:
+            if self.editor is not None:
+                self.editor.changed.disconnect(self._on_changed)
+            editor.changed.connect(self._on_changed)
+            self.editor = editor
+        self.unit, self.answer = unit, answer
+        editor.load(unit, answer)
+        self.clock.start()
+
+    def leave(self) -> None:
+        """Save pending changes and the time spent on the unit being left."""
+        if self.unit is None:
+            return
+        if self.pending:
+            self.save()
+        elif self.answer is not None and self.clock.seconds >= 1 and not self.read_only:
+            self._store(self.answer.status)
+        self.clock.stop()
+
+    def close(self) -> None:
+        self.leave()
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self.clock)
+        self.unit = self.answer = None
+
+    # --- saving -----------------------------------------------------------------------------
+
+    def _on_changed(self) -> None:
+        if self.read_only:
+            return
+        self._set_pending(True)
+        self._timer.start()
+
+    def _set_pending(self, pending: bool) -> None:
+        if pending != self.pending:
+            self.pending = pending
+            self.pending_changed.emit(pending)
+
+    def save(self) -> AnswerView | None:
+        """Save the editor's answer now, keeping it submitted if it was and still can be."""
+        self._timer.stop()
+        if self.unit is None or self.read_only:
+            return None
+        status = self.answer.status if self.answer else "draft"
+        return self._store(status)
+
+    def submit(self) -> AnswerView | None:
+        self._timer.stop()
+        if self.unit is None or self.read_only:
+            return None
+        return self._store("submitted")
+
+    def set_flag(self, flagged: bool, note: str) -> AnswerView | None:
+        if self.unit is None or self.read_only:
+            return None
+        self._timer.stop()
+        status = self.answer.status if self.answer else "draft"
+        return self._store(status, flagged=flagged, flag_note=note)
+
+    def _store(self, status: str, **fields) -> AnswerView | None:
+        """Save the editor's answer. A submission that is not complete yet is saved as a draft
+        (the work is kept) and :attr:`notice` says what is missing."""
+        payload = self.editor.payload()
+        kwargs = dict(
+            active_seconds=(self.answer.active_seconds if self.answer else 0.0)
+            + self.clock.seconds,
+            comment=self.editor.comment_text(),
+            **fields,
+        )
+        unit_id = self.unit.unit_id
+        try:
+            try:
+                view = self.service.save_answer(unit_id, payload, status=status, **kwargs)
+                refused = None
+            except PayloadError as exc:
+                if status != "submitted":
+                    raise
+                view = self.service.save_answer(unit_id, payload, status="draft", **kwargs)
+                refused = str(exc)
+        except (PayloadError, StoreError, PermissionError) as exc:
+            self.save_failed.emit(f"Not saved: {exc}")
+            return None
+        self.answer = view
+        self.clock.start()  # the time so far is now stored in the answer
+        self._set_pending(False)
+        self.saved.emit(view)
+        if refused:
+            self.notice.emit(f"Saved as a draft, not submitted: {refused}")
+        return view

@@ -1,0 +1,74 @@
+"""Preferences kept in QSettings: recent projects, the last annotator per project, reading
+size per annotator, and the colour scheme."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings
+
+ORGANIZATION = "PortalReview"
+APPLICATION = "PortalReview"
+MAX_RECENT = 8
+DEFAULT_POINT_SIZE = 11.0
+MIN_POINT_SIZE, MAX_POINT_SIZE = 8.0, 28.0
+
+
+class Preferences:
+    """A thin, typed layer over QSettings (tests pass their own QSettings file)."""
+
+    def __init__(self, settings: QSettings | None = None) -> None:
+        self.qs = settings or QSettings(ORGANIZATION, APPLICATION)
+
+    # --- recent projects --------------------------------------------------------------------
+
+    def recent_projects(self) -> list[Path]:
+        value = self.qs.value("recent_projects", []) or []
+        if isinstance(value, str):  # QSettings returns a lone string for a one-item list
+            value = [value]
+        return [Path(p) for p in value]
+
+    def add_recent(self, path: Path) -> None:
+        paths = [str(path.resolve())]
+        paths += [str(p) for p in self.recent_projects() if str(p) != paths[0]]
+        self.qs.setValue("recent_projects", paths[:MAX_RECENT])
+
+    def remove_recent(self, path: Path) -> None:
+        paths = [str(p) for p in self.recent_projects() if p != path]
+        self.qs.setValue("recent_projects", paths)
+
+    # --- per project / per person -----------------------------------------------------------
+
+    def last_annotator(self, project_key: str) -> str | None:
+        value = self.qs.value(f"projects/{project_key}/last_annotator")
+        return str(value) if value else None
+
+    def set_last_annotator(self, project_key: str, name: str) -> None:
+        self.qs.setValue(f"projects/{project_key}/last_annotator", name)
+
+    def point_size(self, annotator: str) -> float:
+        value = self.qs.value(f"people/{annotator}/point_size", DEFAULT_POINT_SIZE)
+        try:
+            return clamp_point_size(float(value))
+        except (TypeError, ValueError):
+            return DEFAULT_POINT_SIZE
+
+    def set_point_size(self, annotator: str, size: float) -> None:
+        self.qs.setValue(f"people/{annotator}/point_size", clamp_point_size(size))
+
+    # --- appearance -------------------------------------------------------------------------
+
+    def color_scheme(self) -> str:
+        """ "system", "light" or "dark"."""
+        value = str(self.qs.value("color_scheme", "system"))
+        return value if value in ("system", "light", "dark") else "system"
+
+    def set_color_scheme(self, scheme: str) -> None:
+        self.qs.setValue("color_scheme", scheme)
+
+    def sync(self) -> None:
+        self.qs.sync()
+
+
+def clamp_point_size(size: float) -> float:
+    return max(MIN_POINT_SIZE, min(MAX_POINT_SIZE, size))

@@ -1,0 +1,127 @@
+"""Background work for the GUI (the Anki / napari pattern): a function runs on a pool thread,
+never touching widgets; its result, error or progress comes back to the GUI thread through
+signals. The function may accept ``progress(done, total)`` and ``cancelled()`` callbacks."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import QProgressDialog, QWidget
+
+
+class WorkerSignals(QObject):
+    finished = Signal(object)
+    failed = Signal(str, object)  # message, exception
+    progress = Signal(int, int)
+
+
+class Worker(QRunnable):
+    """Runs ``fn`` off the GUI thread. ``cancel()`` sets a flag ``fn`` can poll."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.signals = WorkerSignals()
+        self._cancel = threading.Event()
+        self.setAutoDelete(False)
+        params = inspect.signature(fn).parameters
+        if "progress" in params:
+            self.kwargs["progress"] = lambda done, total: self.signals.progress.emit(done, total)
+        if "cancelled" in params:
+            self.kwargs["cancelled"] = self._cancel.is_set
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def run(self) -> None:
+        try:
+            result = self.fn(*self.args, **self.kwargs)
+        except Exception as exc:  # reported to the GUI, which shows the message
+            traceback.print_exc()
+            self.signals.failed.emit(str(exc) or type(exc).__name__, exc)
+        else:
+            self.signals.finished.emit(result)
+
+
+_running: set[Worker] = set()  # keeps Python references alive until the worker reports
+
+
+def run_in_background(
+    fn: Callable[..., Any],
+    *args: Any,
+    on_done: Callable[[Any], None] | None = None,
+    on_error: Callable[[str, Exception], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    **kwargs: Any,
+) -> Worker:
+    worker = Worker(fn, *args, **kwargs)
+    _running.add(worker)
+
+    def finish(result: Any) -> None:
+        _running.discard(worker)
+        if on_done:
+            on_done(result)
+
+    def fail(message: str, exc: Exception) -> None:
+        _running.discard(worker)
+        if on_error:
+            on_error(message, exc)
+
+    queued = Qt.ConnectionType.QueuedConnection
+    worker.signals.finished.connect(finish, queued)
+    worker.signals.failed.connect(fail, queued)
+    if on_progress:
+        worker.signals.progress.connect(on_progress, queued)
+    QThreadPool.globalInstance().start(worker)
+    return worker
+
+
+def run_with_progress(
+    parent: QWidget | None,
+    label: str,
+    fn: Callable[..., Any],
+    *args: Any,
+    on_done: Callable[[Any], None] | None = None,
+    on_error: Callable[[str, Exception], None] | None = None,
+    cancellable: bool = True,
+    **kwargs: Any,
+) -> Worker:
+    """Like :func:`run_in_background`, with a progress dialog (shown only if the work takes
+    longer than 400 ms) whose Cancel button cancels the worker."""
+    dialog = QProgressDialog(label, "Cancel" if cancellable else None, 0, 0, parent)
+    dialog.setWindowTitle("PortalReview")
+    dialog.setWindowModality(Qt.WindowModality.WindowModal)
+    dialog.setMinimumDuration(400)
+    dialog.setAutoClose(False)
+    dialog.setAutoReset(False)
+
+    def progress(done: int, total: int) -> None:
+        dialog.setMaximum(max(total, 0))
+        dialog.setValue(done)
+
+    def close_then(callback, *values) -> None:
+        dialog.close()
+        dialog.deleteLater()
+        if callback:
+            callback(*values)
+
+    worker = run_in_background(
+        fn,
+        *args,
+        on_done=lambda r: close_then(on_done, r),
+        on_error=lambda m, e: close_then(on_error, m, e),
+        on_progress=progress,
+        **kwargs,
+    )
+    dialog.canceled.connect(worker.cancel)
+    QTimer.singleShot(0, lambda: dialog.setValue(0))
+    return worker

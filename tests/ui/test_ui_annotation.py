@@ -1,0 +1,340 @@
+"""The desktop app, driven like a person would: sign in, type theme boxes, rank by keyboard with
+a tie, match by selecting draft text, edit a draft; then the file holds exactly those answers,
+a restart shows them again, and another clinician sees none of them."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QTextCursor
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QComboBox, QInputDialog
+from ui_support import (
+    answer_sign_in_dialog,
+    make_gui_study,
+    open_window,
+    preferences,
+    stored_answer,
+    wait_saved,
+)
+
+from portalreview.store.project import Project
+from portalreview.store.service import AccessError, StudyService
+from portalreview.tasks.common.editor_base import TextBox
+
+EMPATHY = "I am sorry you are hurting."
+PLANNING = "Please go to the emergency room now."
+
+
+@pytest.fixture
+def gui(tmp_path):
+    return make_gui_study(tmp_path)
+
+
+@pytest.fixture
+def prefs(tmp_path):
+    return preferences(tmp_path)
+
+
+def show_kind(window, kind: str) -> None:
+    window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
+    assert window.kind == kind
+
+
+def box(window, box_id: str) -> TextBox:
+    return window.editors["respond"].findChild(TextBox, f"box_{box_id}")
+
+
+def write_theme_guided(qtbot, window) -> None:
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    qtbot.keyClicks(box(window, "empathy"), EMPATHY)
+    qtbot.keyClicks(box(window, "planning"), PLANNING)
+    wait_saved(qtbot, window)
+    window.act_submit.trigger()
+
+
+def rank_by_keyboard(qtbot, window) -> list[int]:
+    """Response A rank 1, response B rank 1 (a tie); A correct, B incorrect for C2."""
+    show_kind(window, "rank")
+    editor = window.editors["rank"]
+    editor.setFocus()
+    for key in (Qt.Key.Key_1, Qt.Key.Key_Y, Qt.Key.Key_Down, Qt.Key.Key_1, Qt.Key.Key_N):
+        qtbot.keyClick(editor, key)
+    qtbot.keyClick(editor, Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
+    wait_saved(qtbot, window)
+    window.act_submit.trigger()
+    return editor.order
+
+
+def select_in_draft(qtbot, view, start: int, end: int) -> None:
+    """Drag the mouse over the draft's characters ``start`` to ``end``."""
+
+    def point(position: int) -> QPoint:
+        cursor = QTextCursor(view.document())
+        cursor.setPosition(position)
+        rect = view.cursorRect(cursor)
+        return QPoint(rect.left() + 1, rect.center().y())
+
+    viewport = view.viewport()
+    QTest.mousePress(
+        viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(start)
+    )
+    QTest.mouseMove(viewport, point(end))
+    QTest.mouseRelease(
+        viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(end)
+    )
+
+
+def match_by_selection(qtbot, window, draft_text: str) -> tuple[int, int]:
+    """Reference: "I am sorry to hear that." NO MATCH; "Please go to the emergency room now."
+    matched by selecting it in the draft; "Do not drive yourself." NO MATCH; every sentence
+    given a theme."""
+    show_kind(window, "match")
+    editor = window.editors["match"]
+    start = draft_text.index(PLANNING)
+    end = start + len(PLANNING)
+    qtbot.keyClick(editor.draft_view, Qt.Key.Key_X)  # sentence 1: NO MATCH
+    select_in_draft(qtbot, editor.draft_view, start, end)
+    cursor = editor.draft_view.textCursor()
+    assert (cursor.selectionStart(), cursor.selectionEnd()) == (start, end)
+    qtbot.keyClick(editor.draft_view, Qt.Key.Key_M)  # sentence 2: the selection
+    qtbot.keyClick(editor.draft_view, Qt.Key.Key_X)  # sentence 3: NO MATCH
+    # Themes by number keys (1 Empathy, 5 Planning, 9 Other), row after row.
+    editor.ref_table.setCurrentCell(0, 1)
+    for key in (Qt.Key.Key_1, Qt.Key.Key_5, Qt.Key.Key_5):
+        qtbot.keyClick(editor.ref_table, key)
+    editor.draft_table.setCurrentCell(0, 1)
+    for _sentence in editor.draft.sentences:
+        qtbot.keyClick(editor.draft_table, Qt.Key.Key_4)
+    first = editor.draft_table.theme_boxes[editor.draft.sentences[0].id]
+    first.setCurrentIndex(first.findData("other"))  # and one with the mouse's drop-down
+    wait_saved(qtbot, window)
+    assert "EM 1  EA 2" in editor.scores.text()
+    window.act_submit.trigger()
+    return start, end
+
+
+def edit_the_draft(qtbot, window) -> str:
+    show_kind(window, "respond")
+    window.queue.jump_to_number(2)
+    editor = window.editors["respond"]
+    assert editor.mode == "edit_draft"
+    qtbot.keyClick(editor.draft_box, Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClicks(editor.draft_box, " Call us tomorrow.")
+    wait_saved(qtbot, window)
+    assert "added 3" in editor.edit_hint.text()
+    window.act_submit.trigger()
+    return editor.draft_text + " Call us tomorrow."
+
+
+def test_a_clinician_does_all_three_tasks_and_the_file_holds_exactly_that(qtbot, gui, prefs):
+    answer_sign_in_dialog(qtbot, "ava")
+    window = open_window(qtbot, prefs, gui.path, None)
+    assert window.annotator_name == "ava"
+    assert window.kinds == ["respond", "rank", "match"]
+
+    write_theme_guided(qtbot, window)
+    order = rank_by_keyboard(qtbot, window)
+    draft = window.session.service.read_unit(gui.ids.units["match"]).responses[1].text
+    start, end = match_by_selection(qtbot, window, draft)
+    final = edit_the_draft(qtbot, window)
+    window.close()
+
+    respond = stored_answer(gui.path, gui.ids.units["respond"], "ava")
+    assert respond.status == "submitted"
+    assert respond.payload == {
+        "mode": "theme_guided",
+        "parts": {"empathy": EMPATHY, "planning": PLANNING},
+        "notes": "",
+    }
+    assert respond.active_seconds > 0
+
+    rank = stored_answer(gui.path, gui.ids.units["rank"], "ava")
+    assert rank.status == "submitted"
+    entries = {e["response_id"]: e for e in rank.payload["entries"]}
+    assert entries[order[0]] == {
+        "response_id": order[0],
+        "rank": 1,
+        "correct": True,
+        "criteria": [],
+    }
+    assert entries[order[1]] == {
+        "response_id": order[1],
+        "rank": 1,
+        "correct": False,
+        "criteria": ["C2"],
+    }
+
+    match = stored_answer(gui.path, gui.ids.units["match"], "ava")
+    assert match.status == "submitted"
+    spans = [d["spans"] for d in match.payload["decisions"]]
+    assert spans == [[], [[start, end]], []]
+    themes = {t["sentence_id"]: t["theme"] for t in match.payload["themes"]}
+    with Project.open(gui.path, read_only=True) as project:
+        svc = StudyService(project)
+        reference = [s.id for s in svc.sentences(response_id=gui.ids.reference)]
+        draft = [s.id for s in svc.sentences(response_id=gui.ids.draft1)]
+    expected = dict(zip(reference, ["empathy", "planning", "planning"], strict=True))
+    expected |= {sid: "assessment" for sid in draft} | {draft[0]: "other"}
+    assert themes == expected
+
+    edited = stored_answer(gui.path, gui.edit_unit, "ava")
+    assert edited.status == "submitted"
+    assert edited.payload == {
+        "mode": "edit_draft",
+        "base_response_id": gui.ids.draft1,
+        "final_text": final,
+        "notes": "",
+    }
+
+
+def test_restarting_shows_the_answers_again(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    write_theme_guided(qtbot, window)
+    order = rank_by_keyboard(qtbot, window)
+    window.close()
+
+    again = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(again, "respond")
+    again.queue.jump_to_number(1)
+    assert box(again, "empathy").toPlainText() == EMPATHY
+    assert box(again, "planning").toPlainText() == PLANNING
+    assert box(again, "logistics").toPlainText() == ""
+    assert "2 of 2 done" not in again.queue.progress_label.text()
+    assert "1 of 2 done" in again.queue.progress_label.text()
+    show_kind(again, "rank")
+    editor = again.editors["rank"]
+    assert editor.order == order  # the same shuffled order for the same person
+    assert editor.state["ranks"] == {order[0]: 1, order[1]: 1}
+    assert editor.state["criteria"][order[1]] == ["C2"]
+
+
+def test_a_second_clinician_cannot_see_the_first_ones_answers(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    write_theme_guided(qtbot, window)
+    window.close()
+
+    ben = open_window(qtbot, prefs, gui.path, "ben")
+    show_kind(ben, "respond")
+    ben.queue.jump_to_number(1)
+    assert box(ben, "empathy").toPlainText() == ""
+    assert all(item.status == "todo" for item in ben.queue.all_items)
+    with pytest.raises(AccessError):
+        ben.session.service.get_answer(gui.ids.units["respond"], annotator_id=gui.ids.ava)
+    assert ben.work_of_action.isVisible() is False  # no "work of others" for a clinician
+
+
+def test_undo_and_redo_round_trip_typing_and_ranks(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    empathy = box(window, "empathy")
+    qtbot.keyClicks(empathy, "Sorry")
+    qtbot.keyClicks(box(window, "planning"), "Rest")
+    window.act_undo.trigger()
+    assert box(window, "planning").toPlainText() == ""
+    window.act_undo.trigger()
+    assert empathy.toPlainText() == ""
+    window.act_redo.trigger()
+    window.act_redo.trigger()
+    assert (empathy.toPlainText(), box(window, "planning").toPlainText()) == ("Sorry", "Rest")
+    qtbot.keyClick(empathy, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)  # the keys
+    assert box(window, "planning").toPlainText() == ""
+    qtbot.keyClick(
+        empathy,
+        Qt.Key.Key_Z,
+        Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+    )
+    assert box(window, "planning").toPlainText() == "Rest"
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, gui.ids.units["respond"], "ava").payload["parts"] == {
+        "empathy": "Sorry",
+        "planning": "Rest",
+    }
+
+    show_kind(window, "rank")
+    editor = window.editors["rank"]
+    editor.setFocus()
+    qtbot.keyClick(editor, Qt.Key.Key_2)
+    first = editor.order[0]
+    assert editor.state["ranks"][first] == 2
+    window.act_undo.trigger()
+    assert editor.state["ranks"][first] is None
+    window.act_redo.trigger()
+    assert editor.state["ranks"][first] == 2
+
+
+def test_flag_with_a_note_for_the_pi(qtbot, gui, prefs, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    monkeypatch.setattr(
+        QInputDialog, "getMultiLineText", staticmethod(lambda *a, **k: ("Dose unclear", True))
+    )
+    window.act_flag.trigger()
+    answer = stored_answer(gui.path, gui.ids.units["respond"], "ava")
+    assert (answer.flagged, answer.flag_note) == (True, "Dose unclear")
+    assert "⚑" in window.queue.model.data(window.queue.model.index(0))
+    window.act_flag.trigger()  # again: the flag comes off
+    assert stored_answer(gui.path, gui.ids.units["respond"], "ava").flagged is False
+
+
+def test_submitting_an_incomplete_answer_keeps_it_as_a_draft(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "rank")
+    editor = window.editors["rank"]
+    editor.setFocus()
+    qtbot.keyClick(editor, Qt.Key.Key_1)
+    window.act_submit.trigger()
+    answer = stored_answer(gui.path, gui.ids.units["rank"], "ava")
+    assert answer.status == "draft"
+    assert "no rank yet" in window.statusBar().currentMessage()
+
+
+def test_drafts_are_shuffled_per_annotator_and_stable_for_one(qtbot, tmp_path):
+    gui = make_gui_study(tmp_path, extra_rank_units=6)
+    prefs = preferences(tmp_path)
+    orders = {}
+    for who in ("ava", "ben", "ava"):
+        window = open_window(qtbot, prefs, gui.path, who)
+        show_kind(window, "rank")
+        seen = []
+        for number in range(2, 8):  # the six five-draft units follow the first set's unit
+            window.queue.jump_to_number(number)
+            editor = window.editors["rank"]
+            cards = [editor.cards_layout.itemAt(i).widget() for i in range(5)]
+            assert [c.label for c in cards] == [f"Response {x}" for x in "ABCDE"]
+            seen.append([c.response_id for c in cards])
+        window.close()
+        if who in orders:
+            assert orders[who] == seen  # stable for one person across restarts
+        orders[who] = seen
+    assert orders["ava"] != orders["ben"]
+    for a, b in zip(orders["ava"], orders["ben"], strict=True):
+        assert sorted(a) == sorted(b)
+
+
+def test_the_theme_boxes_follow_the_catalog_and_preview_composes(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    editor = window.editors["respond"]
+    with Project.open(gui.path, read_only=True) as project:
+        catalogs = StudyService(project).catalogs
+    expected = [t.id for t in catalogs.themes] + [catalogs.notes_box.id]
+    assert list(editor.boxes) == expected
+    qtbot.keyClicks(box(window, "planning"), "Second.")
+    qtbot.keyClicks(box(window, "empathy"), "First.")
+    qtbot.keyClicks(box(window, "notes"), "Not sent to the patient.")
+    assert editor.preview.toPlainText() == "First. Second."
+
+
+def test_theme_labels_for_draft_sentences_are_saved(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "match")
+    editor = window.editors["match"]
+    draft_first = editor.draft.sentences[0].id
+    combo: QComboBox = editor.draft_table.theme_boxes[draft_first]
+    combo.setCurrentIndex(combo.findData("assessment"))
+    wait_saved(qtbot, window)
+    answer = stored_answer(gui.path, gui.ids.units["match"], "ava")
+    assert answer.payload["themes"] == [{"sentence_id": draft_first, "theme": "assessment"}]
+    assert answer.status == "draft"

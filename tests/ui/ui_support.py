@@ -1,0 +1,102 @@
+"""Helpers for the GUI tests: a small study on disk, and a window signed in to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtWidgets import QApplication, QDialogButtonBox
+
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.ui.main_window import MainWindow
+from portalreview.ui.settings import Preferences
+from tests.conftest import SmallStudy, build_small_study
+
+
+@dataclass
+class GuiStudy:
+    path: Path
+    ids: SmallStudy
+    edit_unit: int
+    rank_units: list[int]
+
+
+def make_gui_study(folder: Path, extra_rank_units: int = 0) -> GuiStudy:
+    """The conftest small study, plus an edit-a-draft unit (and optionally rank units of five
+    drafts each), written to a closed project file the app can open."""
+    path = folder / "gui.prproj"
+    project = Project.create(path, name="GUI test study")
+    try:
+        ids = build_small_study(project)
+        svc = StudyService(project)
+        edit_set = svc.create_unit_set("edit set", "respond")
+        edit_unit = svc.add_unit(edit_set, ids.case1, response_id=ids.draft1)
+        for person in (ids.ava, ids.ben):
+            svc.assign(edit_unit, person)
+        rank_units = []
+        if extra_rank_units:
+            rank_set = svc.create_unit_set("five drafts", "rank")
+            for i in range(extra_rank_units):
+                drafts = [
+                    svc.add_response(
+                        ids.case2,
+                        f"x{i}-{j}",
+                        f"Draft {j} of set {i}.",
+                        author_kind="model",
+                        author=f"m{j}",
+                        source=f"m{j}",
+                    )
+                    for j in range(5)
+                ]
+                unit = svc.add_unit(rank_set, ids.case2, members=drafts)
+                for person in (ids.ava, ids.ben):
+                    svc.assign(unit, person)
+                rank_units.append(unit)
+    finally:
+        project.close()
+    return GuiStudy(path, ids, edit_unit, rank_units)
+
+
+def preferences(folder: Path) -> Preferences:
+    return Preferences(QSettings(str(folder / "settings.ini"), QSettings.Format.IniFormat))
+
+
+def open_window(qtbot, prefs: Preferences, path: Path, who: str | None) -> MainWindow:
+    """A main window that opened ``path`` and signed in as ``who`` (None: through the
+    sign-in dialog, which the caller must answer)."""
+    window = MainWindow(prefs)
+    qtbot.addWidget(window)
+    window.show()
+    window.open_project(path, annotator=who)
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+    return window
+
+
+def answer_sign_in_dialog(qtbot, name: str) -> None:
+    """Pick ``name`` in the sign-in dialog when it appears, and click Sign in."""
+
+    def pick() -> None:
+        dialog = QApplication.activeModalWidget()
+        if dialog is None or (dialog.objectName() == "" and not hasattr(dialog, "chosen")):
+            QTimer.singleShot(50, pick)
+            return
+        for row in range(dialog.list.count()):
+            if dialog.list.item(row).data(Qt.ItemDataRole.UserRole) == name:
+                dialog.list.setCurrentRow(row)
+        ok = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok)
+        qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+
+    QTimer.singleShot(50, pick)
+
+
+def stored_answer(path: Path, unit_id: int, annotator: str):
+    """The answer as the project file holds it (read by a separate, read-only connection)."""
+    with Project.open(path, read_only=True) as project:
+        svc = StudyService(project).as_viewer(annotator)
+        return svc.get_answer(unit_id)
+
+
+def wait_saved(qtbot, window: MainWindow) -> None:
+    qtbot.waitUntil(lambda: not window.session.pending, timeout=5000)
