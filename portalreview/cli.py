@@ -1,4 +1,5 @@
-"""The ``portalreview`` command: ``new``, ``info`` and the verbs later modules add.
+"""The ``portalreview`` command: with no verb it opens the desktop app (``portalreview PATH``
+opens a project in it); verbs ``new``, ``info``, ``import``, ``export``, ``report``, ``demo``...
 
 Every verb prints a clear message and exits with status 2 when its input is wrong; nothing is
 changed then.
@@ -145,12 +146,171 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """The agreement report (docs/report.md), computed live from the project."""
+    """The agreement report (docs/report.md), computed live from the project: JSON, an Excel
+    workbook (docs/pi-guide.md) or a folder of CSV files."""
     from portalreview.reports.json_report import write_json_report
 
+    options = {"seed": args.seed, "n_resamples": args.resamples}
     with Project.open(_project_path(args.path), read_only=True) as project:
-        write_json_report(project, Path(args.output), seed=args.seed, n_resamples=args.resamples)
-    print(f"Wrote {args.output}")
+        if args.format == "xlsx":
+            from portalreview.reports.xlsx_report import write_xlsx_report
+
+            written = write_xlsx_report(project, Path(args.output), **options)
+        elif args.format == "csv":
+            from portalreview.reports.xlsx_report import write_csv_report
+
+            files = write_csv_report(project, Path(args.output), **options)
+            print(f"Wrote {len(files)} file(s) to {args.output}")
+            return 0
+        else:
+            written = write_json_report(project, Path(args.output), **options)
+    print(f"Wrote {written}")
+    return 0
+
+
+# --- study set-up, offline copies (the PI's verbs; docs/pi-guide.md) ---------------------------
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    """Add annotators and/or make a unit set from the project's cases with a recipe."""
+    from portalreview.store import study_setup as setup
+
+    if not args.recipe and not args.add_annotator and not args.add_pi:
+        raise CliError("name a recipe (" + ", ".join(setup.RECIPES) + ") or --add-annotator")
+    path = _project_path(args.path)
+    with Project.open(path, read_only=args.dry_run and not args.add_annotator) as project:
+        if args.add_annotator and not args.dry_run:
+            setup.add_annotators(project, args.add_annotator)
+            print(f"Added {', '.join(args.add_annotator)}")
+        if args.add_pi and not args.dry_run:
+            setup.add_annotators(project, [args.add_pi], role="pi")
+            print(f"Added {args.add_pi} (PI)")
+        if not args.recipe:
+            return 0
+        plan = setup.plan_units(
+            project,
+            args.recipe,
+            cases=setup.CaseFilter.parse(args.tag or [], args.case or []),
+            first=setup.ResponseFilter.parse(args.first) if args.first else None,
+            second=setup.ResponseFilter.parse(args.second) if args.second else None,
+            inbox=args.inbox,
+            name=args.name,
+            description=args.description,
+            batch_size=args.batch_size,
+            seed=args.seed,
+        )
+        print(plan.summary())
+        if args.dry_run:
+            print("Dry run: nothing was saved.")
+            return 0
+        made = setup.create_unit_set(project, plan)
+    print(f"Created unit set {made.name!r} ({made.n_units} {made.kind} units)")
+    return 0
+
+
+def cmd_assign(args: argparse.Namespace) -> int:
+    """Hand out a unit set's unassigned units with an overlap, reproducibly from a seed."""
+    from portalreview.store import study_setup as setup
+
+    unit_set = int(args.unit_set) if args.unit_set.isdigit() else args.unit_set
+    with Project.open(_project_path(args.path), read_only=args.dry_run) as project:
+        plan = setup.plan_assignment(
+            project,
+            unit_set,
+            args.annotator,
+            overlap=args.overlap,
+            raters_per_unit=args.raters_per_unit,
+            seed=args.seed,
+        )
+        print(plan.summary())
+        if args.dry_run:
+            print("Dry run: nothing was saved.")
+            return 0
+        setup.assign_units(project, plan, shuffle_order=args.shuffle)
+    print("Assigned.")
+    return 0
+
+
+def cmd_progress(args: argparse.Namespace) -> int:
+    """Progress per unit set (or kind) and annotator."""
+    from dataclasses import asdict
+
+    from portalreview.store.study_setup import progress_by_kind, study_progress
+
+    with Project.open(_project_path(args.path), read_only=True) as project:
+        rows = study_progress(project)
+    if args.by_kind:
+        rows = progress_by_kind(rows)
+    if args.json:
+        print(json.dumps([{**asdict(r), "todo": r.todo} for r in rows], indent=2))
+        return 0
+    label = "kind" if args.by_kind else "unit set"
+    print(f"{label:<34}{'annotator':<16}{'assigned':>9}{'shared':>8}{'drafts':>8}{'done':>7}")
+    for r in rows:
+        name = r.kind if args.by_kind else f"{r.unit_set} ({r.kind})"
+        print(
+            f"{name[:33]:<34}{r.annotator[:15]:<16}{r.assigned:>9}{r.shared:>8}{r.drafts:>8}"
+            f"{r.submitted:>7}"
+        )
+    return 0
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    """Write a copy of the project for a clinician to annotate offline."""
+    from portalreview.store.merge import make_copy
+
+    with Project.open(_project_path(args.path)) as project:
+        info = make_copy(
+            project, Path(args.output), annotator=args.for_, only_assigned=args.only_assigned
+        )
+    scope = "their assignments only" if info.only_assigned else "the whole project"
+    print(f"Wrote {info.path} for {info.annotator or 'anyone'} ({scope})")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Merge clinicians' copies back into the master project."""
+    from portalreview.store.merge import merge_copies, write_conflicts
+
+    with Project.open(_project_path(args.path), read_only=args.dry_run) as project:
+        reports = merge_copies(project, [Path(p) for p in args.copies], dry_run=args.dry_run)
+    for report in reports:
+        print(report.summary())
+    if args.dry_run:
+        print("Dry run: nothing was saved.")
+    if args.conflicts:
+        out = write_conflicts([c for r in reports for c in r.conflicts], args.conflicts)
+        print(f"Wrote the conflicts to {out}")
+    return 0
+
+
+def cmd_conflicts(args: argparse.Namespace) -> int:
+    """List the conflicts merges left for the PI, or resolve one."""
+    from portalreview.store.merge import open_conflicts, resolve_conflict
+
+    path = _project_path(args.path)
+    if args.resolve is not None:
+        if not args.take:
+            raise CliError("say which version to keep: --take master or --take copy")
+        with Project.open(path) as project:
+            found = open_conflicts(project)
+            if not 1 <= args.resolve <= len(found):
+                raise CliError(f"there is no open conflict {args.resolve} ({len(found)} open)")
+            resolve_conflict(project, found[args.resolve - 1], args.take)
+        print(f"Resolved conflict {args.resolve}: kept the {args.take}'s answer")
+        return 0
+    with Project.open(path, read_only=True) as project:
+        found = open_conflicts(project)
+    if args.json:
+        print(json.dumps([c.to_dict() for c in found], indent=2, ensure_ascii=False))
+        return 0
+    if not found:
+        print("No open conflicts.")
+    for i, conflict in enumerate(found, start=1):
+        print(f"{i}. {conflict.describe()}")
+        for field, (master, copy) in conflict.differences().items():
+            print(f"   {field}: master {json.dumps(master, sort_keys=True)}")
+            print(f"   {' ' * len(field)}  copy   {json.dumps(copy, sort_keys=True)}")
     return 0
 
 
@@ -171,11 +331,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 0
     path = DEFAULT_DEMO
     if not path.exists():
-        print(f"Building the demo study in {path} ...")
+        print(f"Building the demo study in {path} (a few seconds) ...", flush=True)
         build_demo(path)
-    with Project.open(path, read_only=True) as project:
-        print(format_info(StudyService(project).info()))
-    return 0
+    if args.no_gui:
+        with Project.open(path, read_only=True) as project:
+            print(format_info(StudyService(project).info()))
+        return 0
+    return open_app(path, args.as_annotator)
+
+
+def open_app(path: Path | None = None, annotator: str | None = None) -> int:
+    """Start the desktop app (imported here so the other verbs never load Qt)."""
+    from portalreview.ui.app import run_app
+
+    return run_app(path, annotator)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,13 +391,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = verbs.add_parser("report", help="agreement and every measure of the papers")
     rep.add_argument("path", help="the project file")
-    rep.add_argument("--format", choices=("json",), default="json")
-    rep.add_argument("-o", "--output", required=True, help="the report file")
+    rep.add_argument("--format", choices=("json", "xlsx", "csv"), default="json")
+    rep.add_argument("-o", "--output", required=True, help="the report file (a folder for csv)")
     rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rep.add_argument(
         "--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)"
     )
     rep.set_defaults(func=cmd_report)
+
+    _add_pi_verbs(verbs)
 
     codebook = verbs.add_parser(
         "codebook", help="show the project's catalogs, or extend them from a JSON file"
@@ -239,9 +410,13 @@ def build_parser() -> argparse.ArgumentParser:
     codebook.set_defaults(func=cmd_codebook)
 
     demo = verbs.add_parser(
-        "demo", help="the built-in demo study (synthetic): build it, or show the default one"
+        "demo", help="open the built-in demo study (synthetic) in the app, building it first"
     )
     demo.add_argument("--create", metavar="PATH", help="build the demo study at PATH")
+    demo.add_argument(
+        "--no-gui", action="store_true", help="print the demo's counts instead of opening it"
+    )
+    demo.add_argument("--as", dest="as_annotator", metavar="NAME", help="sign in as NAME")
     demo.set_defaults(func=cmd_demo)
 
     for register in EXTRA_VERBS:
@@ -249,17 +424,111 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
+    """``setup``, ``assign``, ``progress``, ``copy``, ``merge``, ``conflicts``."""
+    from portalreview.store.study_setup import RECIPES
+
+    setup = verbs.add_parser("setup", help="add annotators, or make a unit set from the cases")
+    setup.add_argument("path", help="the project file")
+    setup.add_argument("recipe", nargs="?", choices=RECIPES, help="which units to make")
+    setup.add_argument("--add-annotator", action="append", metavar="NAME", help="add a clinician")
+    setup.add_argument("--add-pi", metavar="NAME", help="add a PI")
+    setup.add_argument("--name", help="the unit set's name")
+    setup.add_argument("--description", help="what the annotators are asked")
+    setup.add_argument("--inbox", help="urgency: pair the cases tagged inbox=NAME")
+    setup.add_argument("--tag", action="append", metavar="KEY=VALUE", help="only cases tagged so")
+    setup.add_argument("--case", action="append", metavar="ID", help="only these cases")
+    setup.add_argument(
+        "--first",
+        action="append",
+        metavar="KEY=VALUE",
+        help="responses: the reference, original or rank set (author_kind, production, "
+        "source, author)",
+    )
+    setup.add_argument(
+        "--second", action="append", metavar="KEY=VALUE", help="responses: the draft or edit"
+    )
+    setup.add_argument("--batch-size", type=int, default=0, help="label batches of N units")
+    setup.add_argument("--seed", type=int, help="shuffle the units' order with this seed")
+    setup.add_argument("--dry-run", action="store_true", help="show the plan, save nothing")
+    setup.set_defaults(func=cmd_setup)
+
+    assign = verbs.add_parser("assign", help="hand out a unit set with an overlap")
+    assign.add_argument("path", help="the project file")
+    assign.add_argument("unit_set", help="the unit set's name (or id)")
+    assign.add_argument(
+        "--annotator", action="append", required=True, metavar="NAME", help="repeatable"
+    )
+    assign.add_argument("--overlap", type=int, default=0, help="units answered by everyone")
+    assign.add_argument(
+        "--raters-per-unit", type=int, default=1, help="annotators per other unit (default 1)"
+    )
+    assign.add_argument("--seed", type=int, default=0, help="the draw's seed (default 0)")
+    assign.add_argument("--shuffle", action="store_true", help="each queue in its own order")
+    assign.add_argument("--dry-run", action="store_true", help="show the plan, save nothing")
+    assign.set_defaults(func=cmd_assign)
+
+    prog = verbs.add_parser("progress", help="progress per unit set and annotator")
+    prog.add_argument("path", help="the project file")
+    prog.add_argument("--by-kind", action="store_true", help="sum the sets of each kind")
+    prog.add_argument("--json", action="store_true", help="print the rows as JSON")
+    prog.set_defaults(func=cmd_progress)
+
+    copy = verbs.add_parser("copy", help="write a copy for a clinician to annotate offline")
+    copy.add_argument("path", help="the master project file")
+    copy.add_argument("-o", "--output", required=True, help="the copy's file")
+    copy.add_argument("--for", dest="for_", metavar="NAME", help="the clinician it is for")
+    copy.add_argument(
+        "--only-assigned", action="store_true", help="keep only their assignments and answers"
+    )
+    copy.set_defaults(func=cmd_copy)
+
+    merge = verbs.add_parser("merge", help="merge clinicians' copies into the master")
+    merge.add_argument("path", help="the master project file")
+    merge.add_argument("copies", nargs="+", help="the copies, merged in this order")
+    merge.add_argument("--dry-run", action="store_true", help="report, save nothing")
+    merge.add_argument("--conflicts", metavar="FILE", help="write the conflicts (.csv or .json)")
+    merge.set_defaults(func=cmd_merge)
+
+    conflicts = verbs.add_parser("conflicts", help="list or resolve conflicts left by merges")
+    conflicts.add_argument("path", help="the master project file")
+    conflicts.add_argument("--json", action="store_true", help="print them as JSON")
+    conflicts.add_argument("--resolve", type=int, metavar="N", help="resolve conflict N")
+    conflicts.add_argument("--take", choices=("master", "copy"), help="the version to keep")
+    conflicts.set_defaults(func=cmd_conflicts)
+
+
 # Modules that add verbs (import, export, report, demo...) append a function here that
 # registers their sub-parser.
 EXTRA_VERBS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 
+def _open_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="portalreview", description="Open a project in the desktop app."
+    )
+    parser.add_argument("path", help="the project file")
+    parser.add_argument("--as", dest="as_annotator", metavar="NAME", help="sign in as NAME")
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    verbs = parser._subparsers._group_actions[0].choices  # the registered verbs
+    if not argv:
+        return open_app()
+    if argv[0] not in verbs and not argv[0].startswith("-"):
+        opened = _open_parser().parse_args(argv)
+        path = Path(opened.path)
+        if not path.exists():
+            print(
+                f"portalreview: {path} does not exist (and is not a verb: {', '.join(verbs)})",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        return open_app(path, opened.as_annotator)
     args = parser.parse_args(argv)
-    if args.verb is None:
-        parser.print_help()
-        return 0
     try:
         return args.func(args)
     except (ProjectError, CliError, ValueError, PermissionError) as exc:

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from portalreview.cli import main
 from portalreview.store.project import Project
 from tests.conftest import build_small_study
@@ -56,8 +58,9 @@ def test_errors_are_one_clear_line_and_exit_2(tmp_path, capsys):
     assert "already exists" in capsys.readouterr().err
 
 
-def test_python_dash_m_and_no_verb(capsys):
-    assert main([]) == 0
+def test_python_dash_m_and_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
     assert "new" in capsys.readouterr().out
     done = subprocess.run(
         [sys.executable, "-m", "portalreview", "--version"],

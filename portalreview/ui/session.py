@@ -1,10 +1,11 @@
-"""One person's work on one unit at a time: debounced autosave, submit, flag, and time on task.
+"""One person's work on one unit at a time: autosave, submit, flag, and time on task.
 
-Every change an editor reports is saved within ``AUTOSAVE_MS`` (one short transaction); the
-status bar says "Saved" only after the commit returned, so whatever it showed as saved
-survives closing the window or killing the process. Saving stays on the GUI thread on purpose:
-a save is a few milliseconds (see benchmarks/bench_ui.py) and doing it in order, synchronously,
-is what guarantees that nothing typed is lost or saved out of order.
+Every change an editor reports is saved within ``AUTOSAVE_MS`` of it (one short transaction,
+also while the person keeps typing). The status bar says "Saved" only after the commit
+returned, so whatever it showed as saved survives closing the window or killing the process.
+Saving stays on the GUI thread on purpose: a save is a few milliseconds (see
+benchmarks/bench_ui.py) and doing it in order, synchronously, is what guarantees that nothing
+typed is lost or saved out of order.
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ class AnnotationSession(QObject):
         if self.read_only:
             return
         self._set_pending(True)
-        self._timer.start()
+        if not self._timer.isActive():  # throttle, not debounce: a fast typist is saved too
+            self._timer.start()
 
     def _set_pending(self, pending: bool) -> None:
         if pending != self.pending:

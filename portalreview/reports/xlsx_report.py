@@ -1,0 +1,2438 @@
+"""The Excel agreement report (and its CSV twin), built from the JSON report.
+
+``write_xlsx_report(project, "report.xlsx")`` computes :func:`json_report.build_report` once
+and lays its figures out as the papers' tables: a **Summary** sheet (the headline figures,
+each with its 95% interval, its n and the JSON key it comes from), one sheet per kind, native
+Excel charts (Edit-F1 per draft source, a win-rate heat map, kappa per batch, the inbox's NDCG
+curve...), the **raw answers** behind the figures on ``Raw ...`` sheets, and a **Provenance**
+sheet (project, program version, settings, the model files and prompt templates of the
+suggestions, the merges of offline copies, and the audit log's last hash: the state of the
+project the figures were computed on).
+
+Every figure cell is read from the report by its JSON path (:class:`Cell` keeps it), so the
+workbook's figures are the JSON report's by construction; the tests check it cell by cell.
+``workbook_model(report, ...)`` gives the same content as plain data (no openpyxl), which the
+CSV writer (one file per table) and the dashboard can use.
+
+Long work takes ``progress(done, total)`` and ``cancel() -> bool`` (a cancel raises
+:class:`~portalreview.store.study_setup.Cancelled`; no file is left behind).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy import text as sql
+
+from portalreview import __version__
+from portalreview.metrics.urgency import ndcg_at_k, t_ndcg_at_k
+from portalreview.reports.json_report import build_report
+from portalreview.store.frames import StudyFrames, read_frames
+from portalreview.store.models import Answer, AuditEntry, Suggestion
+from portalreview.store.project import Project
+from portalreview.store.study_setup import CancelFn, ProgressFn, Steps
+
+JsonPath = tuple[str | int, ...]
+
+NUM = "0.000"
+INT = "0"
+PCT = "0.0"  # percent_correct is already 0-100
+EXCEL_CELL_LIMIT = 32_767
+CHART_ROWS = 19  # rows of 15 points kept free below a table for its 9 cm chart
+_ILLEGAL = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
+_SHEET_CHARS = re.compile(r"[\[\]:*?/\\]")
+
+
+# --- the model: sheets of tables of cells --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A cell's value; ``path`` when it is read from the JSON report (a figure)."""
+
+    value: Any
+    path: JsonPath | None = None
+    fmt: str | None = None
+
+
+@dataclass
+class Chart:
+    """A native chart of a table: ``categories`` and ``series`` are column indices;
+    ``errors[i]`` the (CI low, CI high) columns of series i, for error bars."""
+
+    kind: str  # "bar" (vertical bars) or "line"
+    title: str
+    categories: int
+    series: list[int]
+    y_title: str = ""
+    x_title: str = ""
+    errors: list[tuple[int, int] | None] = field(default_factory=list)
+    y_min: float | None = None
+    y_max: float | None = None
+    stacked: bool = False
+
+
+@dataclass
+class Table:
+    key: str  # unique in the workbook: the CSV file name
+    title: str
+    headers: list[str]
+    rows: list[list[Cell]]
+    note: str = ""
+    chart: Chart | None = None
+    heat: tuple[int, int] | None = None  # first and last column of a colour-scaled block
+    heat_range: tuple[float, float, float] = (0.0, 0.5, 1.0)
+    chart_rows: int | None = None  # the chart shows the first rows only
+
+
+@dataclass
+class Sheet:
+    name: str
+    title: str
+    note: str = ""
+    tables: list[Table] = field(default_factory=list)
+    raw: bool = False  # one long table: its header row frozen, with filters
+
+
+def resolve(report: Any, path: JsonPath) -> Any:
+    """The value at ``path`` in the report (None where the path runs into a null)."""
+    node = report
+    for step in path:
+        if node is None:
+            return None
+        node = node[step]
+    return node
+
+
+def path_text(path: JsonPath) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else step)
+    return out
+
+
+class _Reader:
+    def __init__(self, report: dict[str, Any]) -> None:
+        self.report = report
+
+    def get(self, *path: str | int) -> Any:
+        return resolve(self.report, path)
+
+    def cell(self, *path: str | int, fmt: str | None = None) -> Cell:
+        value = resolve(self.report, path)
+        if fmt is None:
+            fmt = INT if isinstance(value, int) and not isinstance(value, bool) else NUM
+        return Cell(value, tuple(path), fmt)
+
+    def fig(self, *path: str | int, fmt: str = NUM) -> list[Cell]:
+        """A figure as three cells: value, CI low, CI high."""
+        return [
+            self.cell(*path, "value", fmt=fmt),
+            self.cell(*path, "ci", 0, fmt=fmt),
+            self.cell(*path, "ci", 1, fmt=fmt),
+        ]
+
+    def n(self, *path: str | int) -> Cell:
+        return self.cell(*path, "n_units", fmt=INT)
+
+
+def _plain(value: Any) -> Any:
+    """A cell value as a plain Python value: numpy scalars unwrapped, NaN as empty."""
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def _c(value: Any, fmt: str | None = None) -> Cell:
+    return Cell(_plain(value), None, fmt)
+
+
+def _fig_headers(name: str) -> list[str]:
+    return [name, f"{name} low", f"{name} high"]
+
+
+def _error_columns(rows: list[list[Cell]], value_col: int) -> list[list[Cell]]:
+    """Append the distances to CI low and high of column ``value_col`` (chart error bars)."""
+    out = []
+    for row in rows:
+        value, low, high = (row[value_col + i].value for i in range(3))
+        below = value - low if None not in (value, low) else None
+        above = high - value if None not in (value, high) else None
+        out.append([*row, _c(below, NUM), _c(above, NUM)])
+    return out
+
+
+# --- summary -------------------------------------------------------------------------------------
+
+
+_SUMMARY_HEADERS = ["Kind", "Figure", "Group", "Value", "95% CI low", "95% CI high", "n units"]
+
+
+def _summary(r: _Reader) -> Sheet:
+    rows: list[list[Cell]] = []
+
+    def add(kind: str, figure: str, group: str, paper: str, *path: str | int, fmt=NUM) -> None:
+        if r.get(*path) is None:
+            return
+        rows.append(
+            [
+                _c(kind),
+                _c(figure),
+                _c(group),
+                *r.fig(*path, fmt=fmt),
+                r.n(*path),
+                _c(paper),
+                _c(path_text(path)),
+            ]
+        )
+
+    add(
+        "respond",
+        "Theme agreement: Krippendorff's alpha, pooled",
+        "all themes",
+        "000 Table 3",
+        "respond",
+        "theme_agreement",
+        "alpha_pooled",
+    )
+    add(
+        "respond",
+        "Similarity between clinicians: mean TF-IDF cosine",
+        "all pairs",
+        "000 Table 11",
+        "respond",
+        "similarity",
+        "mean",
+    )
+    add(
+        "respond",
+        "Edited drafts: word F1 (kept words)",
+        "pooled",
+        "000 Sec. 3.1",
+        "respond",
+        "editing_load",
+        "pooled",
+        "f1",
+    )
+    for i, row in enumerate(r.get("match", "by_source") or []):
+        group = f"{row['unit_set']} / {row['source']}"
+        add(
+            "match",
+            "Content-Level Edit-F1",
+            group,
+            "000 Sec. 3.1",
+            "match",
+            "by_source",
+            i,
+            "content",
+            "f1",
+        )
+        add(
+            "match",
+            "Theme-Level Edit-F1",
+            group,
+            "000 Sec. 3.2",
+            "match",
+            "by_source",
+            i,
+            "theme",
+            "f1",
+        )
+    add(
+        "match",
+        "IAP: mean content Edit-F1 over ordered pairs",
+        "clinician vs clinician",
+        "000 App. E.2",
+        "match",
+        "iap",
+        "average",
+        "content_f1",
+    )
+    add(
+        "match",
+        "IAP: mean theme Edit-F1 over ordered pairs",
+        "clinician vs clinician",
+        "000 App. E.2",
+        "match",
+        "iap",
+        "average",
+        "theme_f1",
+    )
+    for i, row in enumerate(r.get("rank", "by_source") or []):
+        add(
+            "rank",
+            "Average win rate",
+            row["source"],
+            "001 Table 3",
+            "rank",
+            "by_source",
+            i,
+            "average_win_rate",
+        )
+        add("rank", "Mean rank", row["source"], "001 Table 3", "rank", "by_source", i, "mean_rank")
+        add(
+            "rank",
+            "% correct",
+            row["source"],
+            "001 Table 3",
+            "rank",
+            "by_source",
+            i,
+            "percent_correct",
+            fmt=PCT,
+        )
+    add(
+        "rank",
+        "Inter-rater Kendall's tau-b, mean",
+        "all rater pairs",
+        "001 Table 4",
+        "rank",
+        "rater_tau",
+        "mean",
+    )
+    add(
+        "rank",
+        "Correctness vs rank: point-biserial, pooled",
+        "all rankings",
+        "001 Table S9",
+        "rank",
+        "correctness_vs_rank",
+        "pooled",
+    )
+    for level in ("total", "easy", "medium", "hard"):
+        add(
+            "urgency",
+            f"Pairwise accuracy ({level})",
+            "all annotators",
+            "002 Table 2",
+            "urgency",
+            "accuracy",
+            level,
+            "accuracy",
+        )
+    add(
+        "urgency",
+        "Percent agreement",
+        "pairs with 2+ answers",
+        "002 Table 4",
+        "urgency",
+        "agreement",
+        "percent_agreement",
+    )
+    add(
+        "urgency",
+        "Krippendorff's alpha",
+        "pairs with 2+ answers",
+        "002 Table 4",
+        "urgency",
+        "agreement",
+        "alpha",
+    )
+    for i, inbox in enumerate(r.get("urgency", "inboxes") or []):
+        for k in ("ndcg@10", "t_ndcg@10", "ndcg@30", "t_ndcg@30"):
+            add(
+                "urgency",
+                k.upper().replace("_", "-"),
+                f"inbox {inbox['inbox']}",
+                "002 Sec. 4.2",
+                "urgency",
+                "inboxes",
+                i,
+                "all",
+                k,
+            )
+    add(
+        "eppc",
+        "Krippendorff's alpha, pooled",
+        "all coders",
+        "003 Sec. 3.2.2",
+        "eppc",
+        "alpha",
+        "pooled",
+    )
+    for i, row in enumerate(r.get("eppc", "kappa") or []):
+        add(
+            "eppc",
+            "Cohen's kappa, pooled",
+            f"{row['annotator_a']} vs {row['annotator_b']}",
+            "003 Sec. 3.2.2",
+            "eppc",
+            "kappa",
+            i,
+            "pooled",
+        )
+    for i, row in enumerate(r.get("eppc", "vs_gold") or []):
+        add(
+            "eppc",
+            "Code F1 vs gold",
+            row["annotator"],
+            "003 App. B (1)",
+            "eppc",
+            "vs_gold",
+            i,
+            "codes",
+            "f1",
+        )
+    add(
+        "empathy",
+        "Percent agreement",
+        "units with 2+ answers",
+        "004 Sec. 3.6",
+        "empathy",
+        "agreement",
+        "percent_agreement",
+    )
+    add(
+        "empathy",
+        "Krippendorff's alpha",
+        "units with 2+ answers",
+        "004 Sec. 3.6",
+        "empathy",
+        "agreement",
+        "alpha",
+    )
+    for i, row in enumerate(r.get("empathy", "by_source_pair") or []):
+        pair = f"{row['first_source']} vs {row['second_source']}"
+        add(
+            "empathy",
+            f"Share: {row['first_source']} more empathetic",
+            pair,
+            "004 Sec. 3.6",
+            "empathy",
+            "by_source_pair",
+            i,
+            "share_first_more",
+        )
+        add(
+            "empathy",
+            "Share: equally empathetic",
+            pair,
+            "004 Sec. 3.6",
+            "empathy",
+            "by_source_pair",
+            i,
+            "share_equal",
+        )
+    for stat in ("recall", "precision", "f1"):
+        add(
+            "facts",
+            f"Fact-{stat.capitalize()} (micro)",
+            "all pairs",
+            "004 eqs. 3-4",
+            "facts",
+            "overall",
+            "micro",
+            stat,
+        )
+    add("facts", "Fact-F1 (macro)", "all pairs", "004 eqs. 3-4", "facts", "overall", "macro", "f1")
+    add(
+        "facts",
+        "Loss rate",
+        "all pairs",
+        "004 Supp. Table 4",
+        "facts",
+        "overall",
+        "flow",
+        "loss_rate",
+    )
+    add(
+        "facts",
+        "Hallucination rate",
+        "all pairs",
+        "004 Supp. Table 4",
+        "facts",
+        "overall",
+        "flow",
+        "hallucination_rate",
+    )
+    headline = Table(
+        "summary_figures",
+        "Headline figures",
+        [*_SUMMARY_HEADERS, "Paper", "JSON key"],
+        rows,
+        note="Value on all units; 95% percentile bootstrap interval over units; n = units the "
+        "figure rests on. Paper: 000 drafting and Edit-F1, 001 MedAlign, 002 PMR-Bench, "
+        "003 EPPCMinerBen, 004 empathy edits and MedFactChecking (docs/report.md).",
+    )
+    study = r.get("study")
+    kinds = Table(
+        "summary_kinds",
+        "Units and answers per kind",
+        ["Kind", "Units", "Answers", "Gold answers"],
+        [
+            [
+                _c(kind),
+                r.cell("study", "kinds", kind, "n_units"),
+                r.cell("study", "kinds", kind, "n_answers"),
+                r.cell("study", "kinds", kind, "n_gold_answers"),
+            ]
+            for kind in study["kinds"]
+        ],
+    )
+    people = Table(
+        "summary_annotators",
+        "Annotators",
+        ["Annotator", "Model", "Answers (every kind, gold included)"],
+        [
+            [
+                r.cell("study", "annotators", i, "name"),
+                _c("yes" if a["is_model"] else "no"),
+                r.cell("study", "annotators", i, "n_answers"),
+            ]
+            for i, a in enumerate(study["annotators"])
+        ],
+    )
+    settings = r.get("settings")
+    note = (
+        f"{r.get('project', 'name')} ({r.get('project', 'file')}): {study['n_cases']} cases, "
+        f"{study['n_responses']} responses. Bootstrap: {settings['n_resamples']} resamples, "
+        f"seed {settings['seed']}, {settings['ci_method']}; "
+        + ("drafts included." if settings["include_drafts"] else "submitted answers only.")
+    )
+    return Sheet("Summary", "Agreement report", note, [headline, kinds, people])
+
+
+# --- one sheet per kind --------------------------------------------------------------------------
+
+
+def _respond(r: _Reader) -> Sheet:
+    annotators = r.get("respond", "annotators") or []
+    proportions = []
+    for i, row in enumerate(r.get("respond", "theme_proportions") or []):
+        proportions.append(
+            [
+                r.cell("respond", "theme_proportions", i, "theme"),
+                r.cell("respond", "theme_proportions", i, "n_responses_including"),
+                *r.fig("respond", "theme_proportions", i, "share"),
+                r.n("respond", "theme_proportions", i, "share"),
+                *[
+                    r.cell("respond", "theme_proportions", i, "share_by_annotator", a)
+                    if a in row["share_by_annotator"]
+                    else _c(None)
+                    for a in annotators
+                ],
+            ]
+        )
+    t6 = Table(
+        "respond_theme_proportions",
+        "Themes included in clinicians' responses (000 Table 6)",
+        [
+            "Theme",
+            "Responses including",
+            *_fig_headers("Share"),
+            "n cases",
+            *[f"Share, {a}" for a in annotators],
+            "error bar -",
+            "error bar +",
+        ],
+        _error_columns(proportions, 2),
+        note="Share of theme-guided responses with the theme's box filled.",
+        chart=Chart(
+            "bar",
+            "Share of responses including each theme",
+            0,
+            [2],
+            y_title="share",
+            errors=[(3, 4)],
+            y_min=0,
+            y_max=1,
+        ),
+    )
+    agreement = []
+    for i, _ in enumerate(r.get("respond", "theme_agreement", "per_theme") or []):
+        base = ("respond", "theme_agreement", "per_theme", i)
+        agreement.append(
+            [
+                r.cell(*base, "theme"),
+                *r.fig(*base, "strict_inclusion"),
+                *r.fig(*base, "strict_exclusion"),
+                *r.fig(*base, "strict_agreement"),
+                *r.fig(*base, "alpha"),
+                r.n(*base, "alpha"),
+            ]
+        )
+    t3 = Table(
+        "respond_theme_agreement",
+        "Agreement on themes between clinicians (000 Table 3, App. E.1)",
+        [
+            "Theme",
+            *_fig_headers("Strict inclusion"),
+            *_fig_headers("Strict exclusion"),
+            *_fig_headers("Strict agreement"),
+            *_fig_headers("Alpha"),
+            "n cases",
+        ],
+        agreement,
+        note="Over cases with 2+ theme-guided responses; alpha = Krippendorff's (nominal) on "
+        "presence/absence.",
+        heat=(10, 10),
+        heat_range=(-1.0, 0.0, 1.0),
+    )
+    similarity = Table(
+        "respond_similarity",
+        "Similarity between clinicians' responses (000 Table 11 stand-in: TF-IDF cosine)",
+        ["Annotator A", "Annotator B", "Mean cosine", "n cases"],
+        [
+            [
+                r.cell("respond", "similarity", "by_pair", i, "annotator_a"),
+                r.cell("respond", "similarity", "by_pair", i, "annotator_b"),
+                r.cell("respond", "similarity", "by_pair", i, "mean_cosine"),
+                r.cell("respond", "similarity", "by_pair", i, "n_units", fmt=INT),
+            ]
+            for i, _ in enumerate(r.get("respond", "similarity", "by_pair") or [])
+        ],
+    )
+    load_rows = []
+    for i, _ in enumerate(r.get("respond", "editing_load", "by_annotator") or []):
+        base = ("respond", "editing_load", "by_annotator", i)
+        load_rows.append(
+            [
+                r.cell(*base, "annotator"),
+                r.cell(*base, "n_answers"),
+                r.cell(*base, "draft_words"),
+                r.cell(*base, "final_words"),
+                r.cell(*base, "kept"),
+                r.cell(*base, "deleted"),
+                r.cell(*base, "added"),
+                *r.fig(*base, "f1"),
+                *r.fig(*base, "mean_active_seconds", fmt="0.0"),
+            ]
+        )
+    load = Table(
+        "respond_editing_load",
+        "Edits of drafts, measured (000 Sec. 3.1, observed side)",
+        [
+            "Annotator",
+            "Answers",
+            "Draft words",
+            "Final words",
+            "Kept",
+            "Deleted",
+            "Added",
+            *_fig_headers("Word F1"),
+            *_fig_headers("Mean active seconds"),
+        ],
+        load_rows,
+    )
+    times = Table(
+        "respond_time_on_task",
+        "Time on task",
+        ["Mode", "Answers", "Mean seconds", "Median seconds"],
+        [
+            [
+                r.cell("respond", "time_on_task", i, "mode"),
+                r.cell("respond", "time_on_task", i, "n_answers", fmt=INT),
+                r.cell("respond", "time_on_task", i, "mean_seconds", fmt="0.0"),
+                r.cell("respond", "time_on_task", i, "median_seconds", fmt="0.0"),
+            ]
+            for i, _ in enumerate(r.get("respond", "time_on_task") or [])
+        ],
+    )
+    return Sheet(
+        "Respond",
+        "Clinicians' own responses (seed 000)",
+        _counts_note(r, "respond"),
+        [t6, t3, similarity, load, times],
+    )
+
+
+def _counts_note(r: _Reader, kind: str) -> str:
+    section = r.get(kind) or {}
+    return (
+        f"{section.get('n_answers', 0)} submitted answers on {section.get('n_units', 0)} units "
+        f"by {section.get('n_annotators', 0)} annotators "
+        f"({', '.join(section.get('annotators', [])) or 'none'})."
+    )
+
+
+def _content_row(r: _Reader, base: JsonPath, labels: list[Cell]) -> list[Cell]:
+    return [
+        *labels,
+        r.cell(*base, "n_units"),
+        r.cell(*base, "n_pairs"),
+        r.cell(*base, "content", "em"),
+        r.cell(*base, "content", "ea"),
+        r.cell(*base, "content", "ed"),
+        *r.fig(*base, "content", "precision"),
+        *r.fig(*base, "content", "recall"),
+        *r.fig(*base, "content", "f1"),
+    ]
+
+
+def _theme_row(r: _Reader, base: JsonPath, labels: list[Cell]) -> list[Cell]:
+    return [
+        *labels,
+        r.cell(*base, "theme", "tp"),
+        r.cell(*base, "theme", "fp"),
+        r.cell(*base, "theme", "fn"),
+        *r.fig(*base, "theme", "precision"),
+        *r.fig(*base, "theme", "recall"),
+        *r.fig(*base, "theme", "f1"),
+    ]
+
+
+_CONTENT_HEADERS = [
+    "Units",
+    "Pairs",
+    "EM",
+    "EA",
+    "ED",
+    *_fig_headers("Precision"),
+    *_fig_headers("Recall"),
+    *_fig_headers("Edit-F1"),
+]
+_THEME_HEADERS = [
+    "TP",
+    "FP",
+    "FN",
+    *_fig_headers("Precision"),
+    *_fig_headers("Recall"),
+    *_fig_headers("Edit-F1"),
+]
+ERR = ["err -", "err +"]
+
+
+def _match(r: _Reader) -> Sheet:
+    by_source = r.get("match", "by_source") or []
+    several = len({x["unit_set"] for x in by_source}) > 1
+    labels = [
+        [_c(f"{row['source']} ({row['unit_set']})" if several else row["source"])]
+        for row in by_source
+    ]
+    content = [_content_row(r, ("match", "by_source", i), labels[i]) for i in range(len(by_source))]
+    t_content = Table(
+        "match_by_source",
+        "Content-Level Edit-F1 per draft source (000 Sec. 3.1, Algorithm 1)",
+        ["Draft source", *_CONTENT_HEADERS, *ERR],
+        _error_columns(content, 12),
+        note="Micro over the pairs (counts summed first): P = EM/(EM+ED), R = EM/(EM+EA), "
+        "F1 = 2EM/(2EM+ED+EA).",
+        chart=Chart(
+            "bar",
+            "Content-Level Edit-F1 per draft source",
+            0,
+            [12],
+            y_title="Edit-F1",
+            errors=[(15, 16)],
+            y_min=0,
+            y_max=1,
+        ),
+    )
+    theme = [_theme_row(r, ("match", "by_source", i), labels[i]) for i in range(len(by_source))]
+    t_theme = Table(
+        "match_by_source_theme",
+        "Theme-Level Edit-F1 per draft source (000 Sec. 3.2)",
+        ["Draft source", *_THEME_HEADERS, *ERR],
+        _error_columns(theme, 10),
+        note="Each answer's reference theme set against its draft theme set; Other left out.",
+        chart=Chart(
+            "bar",
+            "Theme-Level Edit-F1 per draft source",
+            0,
+            [10],
+            y_title="Edit-F1",
+            errors=[(13, 14)],
+            y_min=0,
+            y_max=1,
+        ),
+    )
+    pairs = r.get("match", "iap", "ordered_pairs") or []
+    iap_labels = [
+        [
+            r.cell("match", "iap", "ordered_pairs", i, "reference_author"),
+            r.cell("match", "iap", "ordered_pairs", i, "draft_author"),
+        ]
+        for i in range(len(pairs))
+    ]
+    iap_content = [
+        _content_row(r, ("match", "iap", "ordered_pairs", i), iap_labels[i])
+        for i in range(len(pairs))
+    ]
+    iap_theme = [
+        _theme_row(r, ("match", "iap", "ordered_pairs", i), iap_labels[i])
+        for i in range(len(pairs))
+    ]
+    if r.get("match", "iap", "average") is not None:
+        mean = [_c("mean over ordered pairs"), _c("")]
+        iap_content.append(
+            [*mean, *[_c(None)] * 11, *r.fig("match", "iap", "average", "content_f1")]
+        )
+        iap_theme.append([*mean, *[_c(None)] * 9, *r.fig("match", "iap", "average", "theme_f1")])
+    t_iap = Table(
+        "match_iap",
+        "Inter-annotator predictability, content: one clinician's response as the other's "
+        "draft (000 App. E.2)",
+        ["Reference by", "Draft by", *_CONTENT_HEADERS],
+        iap_content,
+        note="The last row is the paper's average: the mean of the ordered pairs' F1.",
+    )
+    t_iap_theme = Table(
+        "match_iap_theme",
+        "Inter-annotator predictability, themes (000 App. E.2)",
+        ["Reference by", "Draft by", *_THEME_HEADERS],
+        iap_theme,
+    )
+    judge = []
+    for i, _ in enumerate(r.get("match", "judge_agreement") or []):
+        base = ("match", "judge_agreement", i)
+        judge.append(
+            [
+                r.cell(*base, "reference_annotator"),
+                r.cell(*base, "judged_annotator"),
+                _c("yes" if r.get(*base, "judged_is_model") else "no"),
+                r.cell(*base, "n_sentences"),
+                r.cell(*base, "n_reference_matches"),
+                r.cell(*base, "n_reference_non_matches"),
+                *r.fig(*base, "agreement"),
+                *r.fig(*base, "non_match_agreement"),
+                *r.fig(*base, "match_agreement"),
+                *r.fig(*base, "match_overlap"),
+            ]
+        )
+    t_judge = Table(
+        "match_judge_agreement",
+        "Agreement on match decisions, the reference annotator's as denominators "
+        "(000 Table 8, App. C.1)",
+        [
+            "Reference",
+            "Judged",
+            "Model",
+            "Sentences",
+            "Matches",
+            "NO MATCH",
+            *_fig_headers("Agreement"),
+            *_fig_headers("NO MATCH agr."),
+            *_fig_headers("Match agr."),
+            *_fig_headers("Match overlap"),
+        ],
+        judge,
+    )
+    per_theme, recall = [], []
+    for i, row in enumerate(by_source):
+        for j, _ in enumerate(row["per_theme"]):
+            base = ("match", "by_source", i, "per_theme", j)
+            per_theme.append(
+                [
+                    _c(row["source"]),
+                    r.cell(*base, "theme"),
+                    r.cell(*base, "tp"),
+                    r.cell(*base, "fp"),
+                    r.cell(*base, "fn"),
+                    r.cell(*base, "precision"),
+                    r.cell(*base, "recall"),
+                    r.cell(*base, "f1"),
+                    r.cell(*base, "support"),
+                ]
+            )
+        for j, _ in enumerate(row["per_theme_content_recall"]):
+            base = ("match", "by_source", i, "per_theme_content_recall", j)
+            recall.append(
+                [
+                    _c(row["source"]),
+                    r.cell(*base, "theme"),
+                    r.cell(*base, "n_sentences"),
+                    r.cell(*base, "n_matched"),
+                    r.cell(*base, "recall"),
+                ]
+            )
+    t15 = Table(
+        "match_per_theme",
+        "Theme-level scores per theme (000 Table 15)",
+        ["Source", "Theme", "TP", "FP", "FN", "Precision", "Recall", "F1", "Support"],
+        per_theme,
+        heat=(7, 7),
+    )
+    t14 = Table(
+        "match_per_theme_recall",
+        "Content recall per theme of the reference (000 Table 14)",
+        ["Source", "Theme", "Reference sentences", "Matched", "Recall"],
+        recall,
+    )
+    return Sheet(
+        "Match",
+        "Drafting quality from content matching (seed 000)",
+        _counts_note(r, "match"),
+        [t_content, t_theme, t_iap, t_iap_theme, t_judge, t15, t14],
+    )
+
+
+def _rank(r: _Reader) -> Sheet:
+    rows = []
+    for i, _ in enumerate(r.get("rank", "by_source") or []):
+        base = ("rank", "by_source", i)
+        rows.append(
+            [
+                r.cell(*base, "source"),
+                r.cell(*base, "n_rankings"),
+                r.cell(*base, "n_judged"),
+                r.cell(*base, "n_correct"),
+                *r.fig(*base, "average_win_rate"),
+                *r.fig(*base, "mean_rank", fmt="0.00"),
+                *r.fig(*base, "percent_correct", fmt=PCT),
+                r.n(*base, "average_win_rate"),
+            ]
+        )
+    t3 = Table(
+        "rank_by_source",
+        "Rankings per source (001 Table 3)",
+        [
+            "Source",
+            "Rankings",
+            "Judged",
+            "Correct",
+            *_fig_headers("Average win rate"),
+            *_fig_headers("Mean rank"),
+            *_fig_headers("% correct"),
+            "n units",
+            "error bar -",
+            "error bar +",
+        ],
+        _error_columns(rows, 4),
+        note="WR: unweighted mean of the non-tied win rates against the opponents met. Mean "
+        "rank: 1 = best, ties share their places.",
+        chart=Chart(
+            "bar",
+            "Average win rate per source",
+            0,
+            [4],
+            y_title="win rate",
+            errors=[(14, 15)],
+            y_min=0,
+            y_max=1,
+        ),
+    )
+    sources = r.get("rank", "sources") or []
+    where = {
+        (w["source"], w["opponent"]): i for i, w in enumerate(r.get("rank", "win_rates") or [])
+    }
+    matrix = []
+    for source in sources:
+        line = [_c(source)]
+        for opponent in sources:
+            i = where.get((source, opponent))
+            line.append(
+                r.cell("rank", "win_rates", i, "win_rate", "value") if i is not None else _c(None)
+            )
+        matrix.append(line)
+    heat = Table(
+        "rank_win_rates",
+        "Win rate of the row's source against the column's (001 Figure 2)",
+        ["Source \\ opponent", *sources],
+        matrix,
+        note="Wins / rankings holding both (ties count for neither); colours from red (0) to "
+        "green (1).",
+        heat=(1, len(sources)) if sources else None,
+    )
+    pairs = []
+    for i, _ in enumerate(r.get("rank", "win_rates") or []):
+        base = ("rank", "win_rates", i)
+        pairs.append(
+            [
+                r.cell(*base, "source"),
+                r.cell(*base, "opponent"),
+                r.cell(*base, "n_rankings"),
+                r.cell(*base, "wins"),
+                r.cell(*base, "losses"),
+                r.cell(*base, "ties"),
+                *r.fig(*base, "win_rate"),
+                *r.fig(*base, "win_rate_non_tied"),
+            ]
+        )
+    t_pairs = Table(
+        "rank_win_rate_pairs",
+        "Every ordered pair of sources (001 Figure 2, Figure S8)",
+        [
+            "Source",
+            "Opponent",
+            "Rankings",
+            "Wins",
+            "Losses",
+            "Ties",
+            *_fig_headers("Win rate"),
+            *_fig_headers("Win rate, non-tied"),
+        ],
+        pairs,
+    )
+    criteria_ids = sorted({c for row in r.get("rank", "criteria") or [] for c in row["counts"]})
+    t_criteria = Table(
+        "rank_criteria",
+        "Reasons a response was marked incorrect (001 Sec. 5)",
+        ["Source", "Responses", "With any reason", *criteria_ids],
+        [
+            [
+                r.cell("rank", "criteria", i, "source"),
+                r.cell("rank", "criteria", i, "n_responses"),
+                r.cell("rank", "criteria", i, "n_with_any_criterion"),
+                *[
+                    r.cell("rank", "criteria", i, "counts", c) if c in row["counts"] else _c(0, INT)
+                    for c in criteria_ids
+                ],
+            ]
+            for i, row in enumerate(r.get("rank", "criteria") or [])
+        ],
+    )
+    tau = [
+        [
+            r.cell("rank", "rater_tau", "by_pair", i, "rater_a"),
+            r.cell("rank", "rater_tau", "by_pair", i, "rater_b"),
+            r.cell("rank", "rater_tau", "by_pair", i, "mean_tau"),
+            r.cell("rank", "rater_tau", "by_pair", i, "n"),
+        ]
+        for i, _ in enumerate(r.get("rank", "rater_tau", "by_pair") or [])
+    ]
+    tau.append(
+        [
+            _c("all pairs"),
+            _c(""),
+            r.cell("rank", "rater_tau", "mean", "value"),
+            r.cell("rank", "rater_tau", "n_comparisons"),
+        ]
+    )
+    t_tau = Table(
+        "rank_rater_tau",
+        "Kendall's tau-b between raters (001 Table 4, Inter-Rater)",
+        ["Rater A", "Rater B", "Mean tau-b", "Comparisons"],
+        tau,
+    )
+    cvr = ("rank", "correctness_vs_rank")
+    t_cvr = Table(
+        "rank_correctness_vs_rank",
+        "Correctness vs rank: point-biserial correlation (001 App. L, Table S9)",
+        ["Reading", *_fig_headers("r"), "n units", "Comparisons", "SD"],
+        [
+            [
+                _c("mean over rankings"),
+                *r.fig(*cvr, "mean"),
+                r.n(*cvr, "mean"),
+                r.cell(*cvr, "n_comparisons"),
+                r.cell(*cvr, "sd"),
+            ],
+            [_c("pooled"), *r.fig(*cvr, "pooled"), r.n(*cvr, "pooled"), _c(None), _c(None)],
+        ],
+    )
+    return Sheet(
+        "Rank",
+        "Ranking drafts (seed 001)",
+        _counts_note(r, "rank"),
+        [t3, heat, t_pairs, t_criteria, t_tau, t_cvr],
+    )
+
+
+def _ndcg_curve(r: _Reader, i: int) -> Table:
+    inbox = r.get("urgency", "inboxes", i)
+    mapping = r.get("urgency", "relevance_mapping") or {}
+    relevance = [
+        float(mapping[str(row["level"])]) for row in inbox["order"] if row["level"] is not None
+    ]
+    rows = [
+        [_c(k, INT), _c(ndcg_at_k(relevance, k), NUM), _c(t_ndcg_at_k(relevance, k), NUM)]
+        for k in range(1, len(relevance) + 1)
+    ]
+    return Table(
+        f"urgency_ndcg_curve_{i + 1}",
+        f"NDCG@k of inbox {inbox['inbox']} sorted by win rate (002 Sec. 4.2)",
+        ["k", "NDCG@k", "T-NDCG@k"],
+        rows,
+        note="The pooled order (all people's answers); relevance = 6 - level. k = 10 and 30 "
+        "are the report's figures.",
+        chart=Chart(
+            "line",
+            f"NDCG curve: {inbox['inbox']}",
+            0,
+            [1, 2],
+            y_title="score",
+            x_title="k (messages read)",
+            y_min=-1 if relevance else None,
+            y_max=1,
+        ),
+    )
+
+
+def _urgency(r: _Reader) -> Sheet:
+    levels = ("easy", "medium", "hard", "total")
+    groups: list[tuple[Cell, JsonPath]] = [(_c("all people"), ("urgency", "accuracy"))]
+    for name in ("accuracy_by_annotator", "model_accuracy"):
+        for i, _ in enumerate(r.get("urgency", name) or []):
+            base = ("urgency", name, i)
+            groups.append((r.cell(*base, "annotator"), base))
+    rows = []
+    for label, base in groups:
+        for level in levels:
+            rows.append(
+                [
+                    label,
+                    _c(level),
+                    r.cell(*base, level, "n"),
+                    r.cell(*base, level, "correct"),
+                    *r.fig(*base, level, "accuracy"),
+                    r.cell(*base, "n_excluded_equal_levels"),
+                ]
+            )
+    t2 = Table(
+        "urgency_accuracy",
+        "Pairwise accuracy against the reference levels, by difficulty (002 Table 2)",
+        [
+            "Answers of",
+            "Difficulty",
+            "Answers",
+            "Correct",
+            *_fig_headers("Accuracy"),
+            "Left out (equal levels)",
+        ],
+        rows,
+        note="Easy: level gap >= 4, medium 2-3, hard 1; pairs of equal levels have no right "
+        "answer and are left out.",
+        chart=Chart(
+            "bar",
+            "Pairwise accuracy by difficulty (all people)",
+            1,
+            [4],
+            y_title="accuracy",
+            errors=[(8, 9)],
+            y_min=0,
+            y_max=1,
+        ),
+        chart_rows=4,
+    )
+    t2.rows = _error_columns(t2.rows, 4)
+    t2.headers += ERR
+    agreement = [
+        [
+            _c("people"),
+            _c(""),
+            r.cell("urgency", "agreement", "n_units"),
+            r.cell("urgency", "agreement", "n_answers"),
+            *r.fig("urgency", "agreement", "percent_agreement"),
+            *r.fig("urgency", "agreement", "alpha"),
+        ]
+    ]
+    for i, _ in enumerate(r.get("urgency", "model_agreement") or []):
+        base = ("urgency", "model_agreement", i)
+        agreement.append(
+            [
+                r.cell(*base, "model"),
+                r.cell(*base, "annotator"),
+                r.cell(*base, "n_units"),
+                r.cell(*base, "n_answers"),
+                *r.fig(*base, "percent_agreement"),
+                *r.fig(*base, "alpha"),
+            ]
+        )
+    t4 = Table(
+        "urgency_agreement",
+        "Agreement on which patient is more urgent (002 Table 4)",
+        [
+            "Between",
+            "and",
+            "Pairs",
+            "Answers",
+            *_fig_headers("Percent agreement"),
+            *_fig_headers("Alpha"),
+        ],
+        agreement,
+        note="Each answer coded as 'chose the unit's first case', never by screen side.",
+    )
+    pb = ("urgency", "position_bias")
+    t_bias = Table(
+        "urgency_position_bias",
+        "Position bias",
+        ["Answers", "Chose the case shown first", *_fig_headers("Share")],
+        [
+            [
+                r.cell(*pb, "n_answers"),
+                r.cell(*pb, "n_chose_first_shown"),
+                *r.fig(*pb, "share_chose_first_shown"),
+            ]
+        ],
+    )
+    scorers = []
+    for i, inbox in enumerate(r.get("urgency", "inboxes") or []):
+        who = [("all people", ("urgency", "inboxes", i, "all"))] + [
+            (row["annotator"], ("urgency", "inboxes", i, "by_annotator", j))
+            for j, row in enumerate(inbox["by_annotator"])
+        ]
+        for name, base in who:
+            for k in (10, 30):
+                scorers.append(
+                    [
+                        _c(inbox["inbox"]),
+                        _c(name),
+                        _c(k, INT),
+                        r.cell(*base, "n_pairs"),
+                        r.cell(*base, "n_answers"),
+                        *r.fig(*base, f"ndcg@{k}"),
+                        *r.fig(*base, f"t_ndcg@{k}"),
+                        r.cell(*base, f"expected_t_ndcg@{k}", "mean"),
+                    ]
+                )
+    t_inbox = Table(
+        "urgency_inboxes",
+        "Inboxes sorted by win rate: NDCG@k and T-NDCG@k (002 Sec. 4.2-4.3)",
+        [
+            "Inbox",
+            "Answers of",
+            "k",
+            "Pairs",
+            "Answers",
+            *_fig_headers("NDCG@k"),
+            *_fig_headers("T-NDCG@k"),
+            "Expected T-NDCG@k",
+        ],
+        scorers,
+        note="Expected T-NDCG: the mean over the random orders of messages with equal win rates.",
+    )
+    tables = [t2, t4, t_bias, t_inbox]
+    for i, _ in enumerate(r.get("urgency", "inboxes") or []):
+        tables.append(_ndcg_curve(r, i))
+    return Sheet(
+        "Urgency", "Pairwise urgency and inboxes (seed 002)", _counts_note(r, "urgency"), tables
+    )
+
+
+def _prf_row(r: _Reader, base: JsonPath, part: str) -> list[Cell]:
+    return [
+        r.cell(*base, part, "tp"),
+        r.cell(*base, part, "fp"),
+        r.cell(*base, part, "fn"),
+        *r.fig(*base, part, "precision"),
+        *r.fig(*base, part, "recall"),
+        *r.fig(*base, part, "f1"),
+    ]
+
+
+_PRF_HEADERS = ["TP", "FP", "FN", *_fig_headers("P"), *_fig_headers("R"), *_fig_headers("F1")]
+
+
+def _eppc(r: _Reader) -> Sheet:
+    tables = []
+    for key, title in (
+        ("vs_gold", "against the adjudicated gold"),
+        ("between_annotators", "between annotators (A as the reference)"),
+    ):
+        rows = r.get("eppc", key) or []
+        for part, what, paper in (
+            ("codes", "Codes", "App. B (1)"),
+            ("code_subcode", "Code + subcode pairs", "App. B (2)"),
+            ("spans", "Evidence spans, relaxed match", "App. B (3)"),
+        ):
+            body = []
+            for i in range(len(rows)):
+                base = ("eppc", key, i)
+                who = (
+                    [r.cell(*base, "annotator"), _c("gold")]
+                    if key == "vs_gold"
+                    else [r.cell(*base, "annotator_a"), r.cell(*base, "annotator_b")]
+                )
+                body.append([*who, r.cell(*base, "n_units"), *_prf_row(r, base, part)])
+            tables.append(
+                Table(
+                    f"eppc_{key}_{part}",
+                    f"{what} {title} (003 {paper})",
+                    [
+                        "Annotator" if key == "vs_gold" else "Annotator A",
+                        "Reference" if key == "vs_gold" else "Annotator B",
+                        "Sentences",
+                        *_PRF_HEADERS,
+                    ],
+                    body,
+                    note="Micro over sentences. A span matches when one's word tokens are all "
+                    "in the other's, or their Jaccard >= 0.6."
+                    if part == "spans" and key == "vs_gold"
+                    else "",
+                )
+            )
+    kappa_rows = r.get("eppc", "kappa") or []
+    pairs = [f"{k['annotator_a']} vs {k['annotator_b']}" for k in kappa_rows]
+    pooled = [
+        [_c(pairs[i]), r.cell("eppc", "kappa", i, "n_units"), *r.fig("eppc", "kappa", i, "pooled")]
+        for i in range(len(kappa_rows))
+    ]
+    t_kappa = Table(
+        "eppc_kappa",
+        "Cohen's kappa between annotators, pooled over (sentence, code) items (003 Sec. 3.2.2)",
+        ["Pair", "Sentences", *_fig_headers("Kappa")],
+        pooled,
+    )
+    codes = r.get("eppc", "codes") or []
+    alpha_codes = r.get("eppc", "alpha", "per_code") or []
+    per_code = []
+    for code in codes:
+        line = [_c(code)]
+        for i, k in enumerate(kappa_rows):
+            j = next((j for j, c in enumerate(k["per_code"]) if c["code"] == code), None)
+            line.append(
+                r.cell("eppc", "kappa", i, "per_code", j, "kappa", "value")
+                if j is not None
+                else _c(None)
+            )
+        j = next((j for j, c in enumerate(alpha_codes) if c["code"] == code), None)
+        line.append(
+            r.cell("eppc", "alpha", "per_code", j, "alpha", "value") if j is not None else _c(None)
+        )
+        per_code.append(line)
+    t_codes = Table(
+        "eppc_kappa_per_code",
+        "Kappa per code and pair, and Krippendorff's alpha per code (colour: red 0, green 1)",
+        ["Code", *[f"kappa {p}" for p in pairs], "alpha (all coders)"],
+        per_code,
+        heat=(1, len(pairs) + 1),
+        heat_range=(0.0, 0.6, 1.0),
+    )
+    batches: list[tuple[str, str]] = []
+    for k in kappa_rows:
+        for b in k["per_batch"]:
+            if (b["unit_set"], b["batch"]) not in batches:
+                batches.append((b["unit_set"], b["batch"]))
+    several = len({s for s, _ in batches}) > 1
+    batch_rows = []
+    for unit_set, batch in batches:
+        line = [_c(f"{batch} ({unit_set})" if several else batch)]
+        for i, k in enumerate(kappa_rows):
+            j = next(
+                (
+                    j
+                    for j, b in enumerate(k["per_batch"])
+                    if (b["unit_set"], b["batch"]) == (unit_set, batch)
+                ),
+                None,
+            )
+            line.append(
+                r.cell("eppc", "kappa", i, "per_batch", j, "kappa") if j is not None else _c(None)
+            )
+        batch_rows.append(line)
+    t_batch = Table(
+        "eppc_kappa_per_batch",
+        "Kappa per batch of units, in order (003 Sec. 3.2.2)",
+        ["Batch", *pairs],
+        batch_rows,
+        note="Pooled kappa of each pair on each batch (units.batch, or positions 0-49, 50-99...).",
+        chart=Chart(
+            "line",
+            "Cohen's kappa per batch",
+            0,
+            list(range(1, len(pairs) + 1)),
+            y_title="kappa",
+            x_title="batch",
+            y_min=0,
+            y_max=1,
+        )
+        if pairs and batches
+        else None,
+    )
+    alpha = [
+        [
+            _c("all coders"),
+            r.cell("eppc", "alpha", "n_coders"),
+            r.cell("eppc", "alpha", "n_units"),
+            *r.fig("eppc", "alpha", "pooled"),
+        ]
+    ]
+    t_alpha = Table(
+        "eppc_alpha",
+        "Krippendorff's alpha over every coder (nominal, (sentence, code) presence)",
+        ["Coders", "n coders", "Sentences", *_fig_headers("Alpha")],
+        alpha,
+    )
+    return Sheet(
+        "EPPC",
+        "EPPC coding (seed 003)",
+        _counts_note(r, "eppc"),
+        [t_kappa, t_batch, t_codes, t_alpha, *tables],
+    )
+
+
+def _empathy(r: _Reader) -> Sheet:
+    rows = []
+    for i, _ in enumerate(r.get("empathy", "by_source_pair") or []):
+        base = ("empathy", "by_source_pair", i)
+        rows.append(
+            [
+                _c(f"{r.get(*base, 'first_source')} vs {r.get(*base, 'second_source')}"),
+                r.cell(*base, "n_answers"),
+                r.cell(*base, "n_units"),
+                r.cell(*base, "n_first_more"),
+                *r.fig(*base, "share_first_more"),
+                r.cell(*base, "n_equal"),
+                *r.fig(*base, "share_equal"),
+                r.cell(*base, "n_second_more"),
+                *r.fig(*base, "share_second_more"),
+            ]
+        )
+    t = Table(
+        "empathy_by_source_pair",
+        "Which reply is more empathetic, per pair of sources (004 Sec. 3.6)",
+        [
+            "First vs second source",
+            "Answers",
+            "Units",
+            "First more",
+            *_fig_headers("Share first"),
+            "Equal",
+            *_fig_headers("Share equal"),
+            "Second more",
+            *_fig_headers("Share second"),
+        ],
+        rows,
+        chart=Chart(
+            "bar",
+            "Share of answers per pair of sources",
+            0,
+            [4, 8, 12],
+            y_title="share",
+            y_min=0,
+            y_max=1,
+            stacked=True,
+        )
+        if rows
+        else None,
+    )
+    agreement = [
+        [
+            _c("people"),
+            _c(""),
+            r.cell("empathy", "agreement", "n_units"),
+            r.cell("empathy", "agreement", "n_answers"),
+            *r.fig("empathy", "agreement", "percent_agreement"),
+            *r.fig("empathy", "agreement", "alpha"),
+        ]
+    ]
+    for i, _ in enumerate(r.get("empathy", "model_agreement") or []):
+        base = ("empathy", "model_agreement", i)
+        agreement.append(
+            [
+                r.cell(*base, "model"),
+                r.cell(*base, "annotator"),
+                r.cell(*base, "n_units"),
+                r.cell(*base, "n_answers"),
+                *r.fig(*base, "percent_agreement"),
+                *r.fig(*base, "alpha"),
+            ]
+        )
+    t_agree = Table(
+        "empathy_agreement",
+        "Agreement between raters, and with a model judge",
+        [
+            "Between",
+            "and",
+            "Units",
+            "Answers",
+            *_fig_headers("Percent agreement"),
+            *_fig_headers("Alpha"),
+        ],
+        agreement,
+        note="Each answer coded as the unit's first response / second / equal, never by side.",
+    )
+    pb = ("empathy", "position_bias")
+    t_bias = Table(
+        "empathy_position_bias",
+        "Position bias",
+        ["Answers that chose", *_fig_headers("Share chose the one shown first")],
+        [[r.cell(*pb, "n_answers"), *r.fig(*pb, "share_chose_first_shown")]],
+    )
+    return Sheet(
+        "Empathy",
+        "Empathy comparisons (seed 004)",
+        _counts_note(r, "empathy"),
+        [t, t_agree, t_bias],
+    )
+
+
+def _facts(r: _Reader) -> Sheet:
+    groups: list[tuple[str, JsonPath]] = [("all pairs", ("facts", "overall"))]
+    for i, _ in enumerate(r.get("facts", "by_source_pair") or []):
+        base = ("facts", "by_source_pair", i)
+        label = f"{r.get(*base, 'original_source')} -> {r.get(*base, 'edited_source')}"
+        groups.append((label, base))
+    for i, _ in enumerate(r.get("facts", "by_annotator") or []):
+        base = ("facts", "by_annotator", i)
+        groups.append((f"annotator {r.get(*base, 'annotator')}", base))
+
+    def scores(kind: str) -> list[list[Cell]]:
+        return [
+            [
+                _c(label),
+                r.cell(*base, "n_pairs"),
+                r.cell(*base, "n_units"),
+                *r.fig(*base, kind, "recall"),
+                *r.fig(*base, kind, "precision"),
+                *r.fig(*base, kind, "f1"),
+            ]
+            for label, base in groups
+        ]
+
+    headers = [
+        "Group",
+        "Pairs",
+        "Units",
+        *_fig_headers("Fact-Recall"),
+        *_fig_headers("Fact-Precision"),
+        *_fig_headers("F1"),
+    ]
+    micro = Table(
+        "facts_micro",
+        "Fact-Recall and Fact-Precision, micro (004 eqs. 3-4, right-hand forms)",
+        [*headers, *ERR, *ERR],
+        _error_columns(_error_columns(scores("micro"), 3), 6),
+        note="Counts summed over pairs; the empty-set rule of 004 Sec. 3.3.",
+        chart=Chart(
+            "bar",
+            "Fact-Recall and Fact-Precision (micro)",
+            0,
+            [3, 6],
+            y_title="score",
+            errors=[(12, 13), (14, 15)],
+            y_min=0,
+            y_max=1,
+        ),
+    )
+    macro = Table(
+        "facts_macro",
+        "Fact-Recall and Fact-Precision, macro (004 eqs. 3-4, left-hand forms)",
+        headers,
+        scores("macro"),
+        note="Each pair's figures averaged; F1 the harmonic mean of the two averages.",
+    )
+    flow = Table(
+        "facts_flow",
+        "Facts kept, lost and added (004 Supp. Table 4)",
+        [
+            "Group",
+            "|C| original",
+            "Preserved",
+            "|C'| edited",
+            "Grounded",
+            "New facts",
+            *_fig_headers("Loss rate"),
+            *_fig_headers("Hallucination rate"),
+        ],
+        [
+            [
+                _c(label),
+                r.cell(*base, "flow", "n_original"),
+                r.cell(*base, "flow", "n_preserved"),
+                r.cell(*base, "flow", "n_edited"),
+                r.cell(*base, "flow", "n_grounded"),
+                r.cell(*base, "flow", "new_facts"),
+                *r.fig(*base, "flow", "loss_rate"),
+                *r.fig(*base, "flow", "hallucination_rate"),
+            ]
+            for label, base in groups
+        ],
+    )
+    categories = Table(
+        "facts_error_categories",
+        "Facts not entailed, by error category (004 Supp. Table 3)",
+        ["Side", "Category", "Facts"],
+        [
+            [
+                r.cell("facts", "error_categories", i, "side"),
+                r.cell("facts", "error_categories", i, "category")
+                if row["category"] is not None
+                else _c("(not categorised)"),
+                r.cell("facts", "error_categories", i, "n"),
+            ]
+            for i, row in enumerate(r.get("facts", "error_categories") or [])
+        ],
+    )
+    return Sheet(
+        "Facts",
+        "Fact preservation of edits (seed 004)",
+        _counts_note(r, "facts"),
+        [micro, macro, flow, categories],
+    )
+
+
+# --- raw answers ---------------------------------------------------------------------------------
+
+
+def _source(row: Any) -> str:
+    return row.source or row.author or row.author_kind
+
+
+def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
+    answers = frames.answers
+    units = frames.units.set_index("unit_id")
+    cases = frames.cases.set_index("case_id")
+    responses = frames.responses.set_index("response_id")
+    sentences = frames.sentences.set_index("sentence_id")
+
+    def ext_case(case_id: Any) -> str | None:
+        return None if case_id is None or case_id != case_id else cases.external_id[int(case_id)]
+
+    def ext_resp(response_id: Any) -> str | None:
+        if response_id is None or response_id != response_id:
+            return None
+        return responses.external_id[int(response_id)]
+
+    def src(response_id: Any) -> str | None:
+        if response_id is None or response_id != response_id:
+            return None
+        return _source(responses.loc[int(response_id)])
+
+    def head(a: Any) -> list[Cell]:
+        unit = units.loc[a.unit_id]
+        return [
+            _c(int(a.answer_id), INT),
+            _c(int(a.unit_id), INT),
+            _c(unit.unit_set),
+            _c(int(unit.position), INT),
+            _c(a.annotator),
+            _c("gold" if a.is_gold else ("model" if a.is_model else "person")),
+            _c(a.status),
+        ]
+
+    head_cols = ["Answer", "Unit", "Unit set", "Position", "Annotator", "Who", "Status"]
+    by_kind = {k: answers[answers.kind == k] for k in answers.kind.unique()}
+    sheets: list[Sheet] = []
+
+    def sheet(kind: str, title: str, headers: list[str], rows: list[list[Cell]]) -> None:
+        table = Table(f"raw_{kind}", title, head_cols + headers, rows)
+        sheets.append(Sheet(f"Raw {kind}", title, "", [table], raw=True))
+
+    # respond: one row per filled theme box (in catalog order), edited draft or note
+    order = {row["theme"]: k for k, row in enumerate(r.get("respond", "theme_proportions") or [])}
+    parts: dict[int, list[tuple[str, str]]] = {}
+    for p in frames.respond_parts.itertuples():
+        parts.setdefault(p.answer_id, []).append((p.theme, p.text))
+    modes = frames.respond_answers.set_index("answer_id")
+    rows = []
+    for a in by_kind.get("respond", answers.iloc[:0]).itertuples():
+        unit = units.loc[a.unit_id]
+        info = modes.loc[a.answer_id] if a.answer_id in modes.index else None
+        mode = None if info is None else info["mode"]
+        pieces = sorted(parts.get(a.answer_id, []), key=lambda x: order.get(x[0], len(order)))
+        if info is not None and _plain(info["final_text"]) is not None:
+            pieces.append(("(edited draft)", info["final_text"]))
+        if info is not None and _plain(info["notes"]):
+            pieces.append(("(notes)", info["notes"]))
+        for box, text in pieces or [(None, None)]:
+            rows.append(
+                [
+                    *head(a),
+                    _c(ext_case(unit.case_id)),
+                    _c(mode),
+                    _c(float(a.active_seconds), "0.0"),
+                    _c(box),
+                    _c(text),
+                    _c(None if text is None else len(text), INT),
+                ]
+            )
+    sheet(
+        "respond",
+        "Raw answers: theme-guided responses and edited drafts, one row per filled box",
+        ["Case", "Mode", "Active seconds", "Theme box", "Text", "Characters"],
+        rows,
+    )
+
+    # rank: one row per ranked response
+    ranked = frames.rank_entries.merge(answers[["answer_id"]], on="answer_id")
+    by_answer = answers.set_index("answer_id")
+    rows = []
+    for e in ranked.itertuples():
+        a = by_answer.loc[e.answer_id]
+        unit = units.loc[a.unit_id]
+        rows.append(
+            [
+                *head(_Row(e.answer_id, a)),
+                _c(ext_case(unit.case_id)),
+                _c(ext_resp(e.response_id)),
+                _c(src(e.response_id)),
+                _c(None if e.rank != e.rank else e.rank, INT),
+                _c(None if e.correct is None or e.correct != e.correct else bool(e.correct)),
+                _c(", ".join(e.criteria)),
+            ]
+        )
+    sheet(
+        "rank",
+        "Raw answers: rankings, one row per ranked response",
+        ["Case", "Response", "Source", "Rank", "Correct", "Reasons"],
+        rows,
+    )
+
+    # match: the report's own per-answer counts (the figures are sums of these)
+    rows = []
+    for i, p in enumerate(r.get("match", "pairs") or []):
+        base = ("match", "pairs", i)
+        a = by_answer[
+            (by_answer.unit_id == p["unit_id"])
+            & (by_answer.annotator == p["annotator"])
+            & ~by_answer.is_gold
+        ]
+        answer_id = int(a.index[0]) if len(a) else None
+        rows.append(
+            [
+                _c(answer_id, INT),
+                r.cell(*base, "unit_id"),
+                r.cell(*base, "unit_set"),
+                _c(int(units.position[p["unit_id"]]), INT),
+                r.cell(*base, "annotator"),
+                _c("model" if len(a) and a.is_model.iloc[0] else "person"),
+                _c("submitted"),
+                _c(ext_resp(p["reference_id"])),
+                _c(ext_resp(p["draft_id"])),
+                r.cell(*base, "source"),
+                r.cell(*base, "em"),
+                r.cell(*base, "ea"),
+                r.cell(*base, "ed"),
+                r.cell(*base, "precision"),
+                r.cell(*base, "recall"),
+                r.cell(*base, "f1"),
+            ]
+        )
+    sheet(
+        "match",
+        "Raw answers: content matching, counted per answer (Algorithm 1)",
+        ["Reference", "Draft", "Source", "EM", "EA", "ED", "Precision", "Recall", "F1"],
+        rows,
+    )
+
+    # urgency
+    choice = frames.urgency.set_index("answer_id")
+    rows = []
+    for a in by_kind.get("urgency", answers.iloc[:0]).itertuples():
+        unit = units.loc[a.unit_id]
+        level_a = cases.urgency_level[int(unit.case_id)]
+        level_b = cases.urgency_level[int(unit.case_b_id)]
+        picked = choice.more_urgent_case_id.get(a.answer_id)
+        right = None
+        if picked is not None and level_a == level_a and level_b == level_b and level_a != level_b:
+            right = int(picked) == int(unit.case_id if level_a < level_b else unit.case_b_id)
+        rows.append(
+            [
+                *head(a),
+                _c(unit.batch),
+                _c(ext_case(unit.case_id)),
+                _lvl(level_a),
+                _c(ext_case(unit.case_b_id)),
+                _lvl(level_b),
+                _c(ext_case(picked)),
+                _c(right),
+                _c(bool(choice.ask_second.get(a.answer_id, False))),
+                _c(bool(a.presentation.get("swap", False))),
+            ]
+        )
+    sheet(
+        "urgency",
+        "Raw answers: which patient needs care first",
+        [
+            "Batch",
+            "Case A",
+            "Level A",
+            "Case B",
+            "Level B",
+            "More urgent",
+            "Right",
+            "Ask a second annotator",
+            "Sides swapped",
+        ],
+        rows,
+    )
+
+    # eppc: one row per label (an answer without labels: one empty row)
+    labels: dict[int, list[Any]] = {}
+    for lab in frames.eppc_labels.itertuples():
+        labels.setdefault(lab.answer_id, []).append(lab)
+    rows = []
+    for a in by_kind.get("eppc", answers.iloc[:0]).itertuples():
+        unit = units.loc[a.unit_id]
+        text = sentences.text[int(unit.sentence_id)]
+        for lab in labels.get(a.answer_id, [None]):
+            evidence = None if lab is None else " ".join(text[s:e] for s, e in lab.spans)
+            rows.append(
+                [
+                    *head(a),
+                    _c(unit.batch),
+                    _c(text),
+                    _c(None if lab is None else lab.code),
+                    _c(None if lab is None else lab.subcode),
+                    _c(evidence),
+                ]
+            )
+    sheet(
+        "eppc",
+        "Raw answers: EPPC codes, one row per code given",
+        ["Batch", "Sentence", "Code", "Subcode", "Evidence"],
+        rows,
+    )
+
+    # empathy
+    chosen = frames.empathy.set_index("answer_id").more_empathetic_response_id
+    rows = []
+    for a in by_kind.get("empathy", answers.iloc[:0]).itertuples():
+        unit = units.loc[a.unit_id]
+        pick = chosen.get(a.answer_id)
+        verdict = (
+            None
+            if a.answer_id not in chosen.index
+            else "equal"
+            if pick != pick or pick is None
+            else "first"
+            if int(pick) == int(unit.response_id)
+            else "second"
+        )
+        rows.append(
+            [
+                *head(a),
+                _c(ext_case(unit.case_id)),
+                _c(ext_resp(unit.response_id)),
+                _c(src(unit.response_id)),
+                _c(ext_resp(unit.response_b_id)),
+                _c(src(unit.response_b_id)),
+                _c(verdict),
+            ]
+        )
+    sheet(
+        "empathy",
+        "Raw answers: which reply is more empathetic",
+        [
+            "Case",
+            "First response",
+            "First source",
+            "Second response",
+            "Second source",
+            "More empathetic",
+        ],
+        rows,
+    )
+
+    # facts: one row per fact
+    rows = []
+    facts = frames.facts.merge(answers[["answer_id"]], on="answer_id")
+    for f in facts.itertuples():
+        a = by_answer.loc[f.answer_id]
+        unit = units.loc[a.unit_id]
+        rows.append(
+            [
+                *head(_Row(f.answer_id, a)),
+                _c(src(unit.response_id)),
+                _c(src(unit.response_b_id)),
+                _c(f.side),
+                _c(int(f.position), INT),
+                _c(f.text),
+                _c(None if f.entailed is None or f.entailed != f.entailed else bool(f.entailed)),
+                _c(f.error_category),
+            ]
+        )
+    sheet(
+        "facts",
+        "Raw answers: facts of each side and whether the other side entails them",
+        ["Original source", "Edited source", "Side", "#", "Fact", "Entailed", "Error category"],
+        rows,
+    )
+    return sheets
+
+
+def _lvl(level: Any) -> Cell:
+    return _c(None if level is None or level != level else int(level), INT)
+
+
+class _Row:
+    """An answers-frame row looked up by id, shaped like an ``itertuples`` row."""
+
+    def __init__(self, answer_id: Any, row: Any) -> None:
+        self.answer_id = int(answer_id)
+        self.unit_id = int(row.unit_id)
+        self.annotator = row.annotator
+        self.is_gold = bool(row.is_gold)
+        self.is_model = bool(row.is_model)
+        self.status = row.status
+
+
+# --- provenance ----------------------------------------------------------------------------------
+
+
+def _provenance(project: Project, r: _Reader, generated_at: str) -> Sheet:
+    import hashlib
+
+    with project.read() as s:
+        models = s.execute(
+            select(
+                Suggestion.model_file,
+                Suggestion.model_sha256,
+                func.count(),
+                func.min(Suggestion.created_at),
+                func.max(Suggestion.created_at),
+            )
+            .group_by(Suggestion.model_file, Suggestion.model_sha256)
+            .order_by(Suggestion.model_file)
+        ).all()
+        kinds_of = {}
+        for model_sha, kind in s.execute(
+            select(Suggestion.model_sha256, Suggestion.kind).distinct()
+        ):
+            kinds_of.setdefault(model_sha, set()).add(kind)
+        templates: dict[tuple[str, str], list] = {}
+        for template_id, text, kind in s.execute(
+            select(Suggestion.template_id, Suggestion.template_text, Suggestion.kind)
+        ):
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            entry = templates.setdefault((template_id, digest), [0, set(), text])
+            entry[0] += 1
+            entry[1].add(kind)
+        use = dict(
+            s.execute(
+                select(Answer.suggestion_use, func.count())
+                .where(Answer.suggestion_id.is_not(None))
+                .group_by(Answer.suggestion_use)
+            ).all()
+        )
+        n_audit = s.scalar(select(func.count()).select_from(AuditEntry))
+        stored = []
+        has_table = s.execute(
+            sql("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'prompt_templates'")
+        ).first()
+        if has_table:  # project format 2 keeps the templates themselves
+            stored = s.execute(
+                sql(
+                    "SELECT name, kind, version, updated_at, text FROM prompt_templates "
+                    "ORDER BY kind, name"
+                )
+            ).all()
+        head = s.scalar(select(AuditEntry.hash).order_by(AuditEntry.id.desc()).limit(1))
+        events = [
+            (e.at, e.action, json.loads(e.new_json or "{}"))
+            for e in s.scalars(
+                select(AuditEntry)
+                .where(AuditEntry.action.in_(("merge", "copy", "setup", "assign", "import")))
+                .order_by(AuditEntry.id)
+            )
+        ]
+    settings = r.get("settings")
+    facts = Table(
+        "provenance",
+        "What these figures were computed from",
+        ["Item", "Value"],
+        [
+            [_c("Project"), r.cell("project", "name")],
+            [_c("Project id"), r.cell("project", "project_id")],
+            [_c("File"), r.cell("project", "file")],
+            [_c("Codebook (catalogs) version"), r.cell("project", "catalogs_version")],
+            [_c("PortalReview version"), r.cell("report", "portalreview")],
+            [_c("Report format"), _c(f"{r.get('report', 'format')} v{r.get('report', 'version')}")],
+            [_c("Workbook written by"), _c(f"PortalReview {__version__}")],
+            [_c("Generated at (UTC)"), _c(generated_at)],
+            [_c("Bootstrap seed"), r.cell("settings", "seed")],
+            [_c("Bootstrap resamples"), r.cell("settings", "n_resamples")],
+            [_c("Confidence"), r.cell("settings", "confidence", fmt="0.00")],
+            [_c("Interval method"), r.cell("settings", "ci_method")],
+            [
+                _c("Answers counted"),
+                _c("submitted and drafts" if settings["include_drafts"] else "submitted only"),
+            ],
+            [_c("Audit log entries"), _c(n_audit, INT)],
+            [_c("Audit log last hash"), _c(head or "(empty)")],
+        ],
+        note="The audit log's last hash identifies the exact state of the project: a report "
+        "made later from the same hash has the same figures.",
+    )
+    model_table = Table(
+        "provenance_models",
+        "Model files used for suggestions",
+        ["Model file", "SHA-256", "Suggestions", "Kinds", "First used", "Last used"],
+        [
+            [
+                _c(m),
+                _c(sha),
+                _c(n, INT),
+                _c(", ".join(sorted(kinds_of.get(sha, ())))),
+                _c(first),
+                _c(last),
+            ]
+            for m, sha, n, first, last in models
+        ],
+        note="Answers that used a suggestion: "
+        + (", ".join(f"{k or 'unrecorded'} {v}" for k, v in sorted(use.items(), key=str)) or "none")
+        + ".",
+    )
+    template_table = Table(
+        "provenance_templates",
+        "Prompt templates used for suggestions",
+        ["Template", "SHA-256 of its text", "Suggestions", "Kinds", "Text"],
+        [
+            [_c(tid), _c(digest), _c(v[0], INT), _c(", ".join(sorted(v[1]))), _c(v[2])]
+            for (tid, digest), v in sorted(templates.items())
+        ],
+    )
+    event_table = Table(
+        "provenance_events",
+        "Study set-up, imports, offline copies and merges (from the audit log)",
+        ["When (UTC)", "Action", "Details"],
+        [[_c(at), _c(action), _c(_describe_event(action, d))] for at, action, d in events],
+    )
+    stored_table = Table(
+        "provenance_stored_templates",
+        "Prompt templates stored in the project (their current versions)",
+        ["Template", "Kind", "Version", "Updated (UTC)", "SHA-256 of its text", "Text"],
+        [
+            [
+                _c(name),
+                _c(kind),
+                _c(version, INT),
+                _c(updated),
+                _c(hashlib.sha256(body.encode("utf-8")).hexdigest()),
+                _c(body),
+            ]
+            for name, kind, version, updated, body in stored
+        ],
+    )
+    return Sheet(
+        "Provenance",
+        "Provenance",
+        "",
+        [facts, model_table, template_table, stored_table, event_table],
+    )
+
+
+def _describe_event(action: str, d: dict[str, Any]) -> str:
+    if action == "merge":
+        return (
+            f"{d.get('copy_file')} (for {d.get('copy_for') or '?'}): {d.get('added', 0)} added, "
+            f"{d.get('updated', 0)} updated, {len(d.get('conflicts', []))} conflict(s)"
+        )
+    if action == "copy":
+        return f"{d.get('file')} for {d.get('for') or 'anyone'}" + (
+            ", own assignments only" if d.get("only_assigned") else ""
+        )
+    if action == "setup":
+        return f"unit set {d.get('unit_set')!r}: {d.get('n_units')} {d.get('kind')} unit(s)"
+    if action == "assign":
+        counts = ", ".join(f"{k} {v}" for k, v in (d.get("counts") or {}).items())
+        return f"{d.get('unit_set')!r}: overlap {d.get('overlap')}, seed {d.get('seed')}: {counts}"
+    text = json.dumps(d, ensure_ascii=False, sort_keys=True)
+    return text if len(text) < 300 else text[:297] + "..."
+
+
+# --- the whole model -----------------------------------------------------------------------------
+
+KIND_SHEETS = {
+    "respond": _respond,
+    "match": _match,
+    "rank": _rank,
+    "urgency": _urgency,
+    "eppc": _eppc,
+    "empathy": _empathy,
+    "facts": _facts,
+}
+
+
+def workbook_model(
+    report: dict[str, Any],
+    frames: StudyFrames | None = None,
+    project: Project | None = None,
+    *,
+    generated_at: str = "",
+    steps: Steps | None = None,
+) -> list[Sheet]:
+    """The workbook as data: Summary, one sheet per kind, Raw sheets (with ``frames``) and
+    Provenance (with ``project``)."""
+    r = _Reader(report)
+    sheets = [_summary(r)]
+    for build in KIND_SHEETS.values():
+        sheets.append(build(r))
+        if steps:
+            steps.step()
+    if frames is not None:
+        sheets += _raw_sheets(frames, r)
+    if steps:
+        steps.step()
+    if project is not None:
+        sheets.append(_provenance(project, r, generated_at))
+    return sheets
+
+
+def figure_cells(sheets: Sequence[Sheet]) -> list[tuple[str, str, int, int, Cell]]:
+    """Every cell read from the report: (sheet, table key, row, column, cell)."""
+    return [
+        (sheet.name, table.key, i, j, cell)
+        for sheet in sheets
+        for table in sheet.tables
+        for i, row in enumerate(table.rows)
+        for j, cell in enumerate(row)
+        if cell.path is not None
+    ]
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def _text(value: str) -> str:
+    value = _ILLEGAL.sub("", value)
+    if len(value) > EXCEL_CELL_LIMIT:
+        value = value[: EXCEL_CELL_LIMIT - 40] + " ... [cut: longer than an Excel cell]"
+    return value
+
+
+def _width(value: Any, fmt: str | None) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, float):
+        return 7 if fmt in (NUM, "0.00", PCT, "0.0") else len(f"{value:.6g}")
+    return min(len(str(value)), 60)
+
+
+def _sheet_title(name: str) -> str:
+    return _SHEET_CHARS.sub("-", name)[:31]
+
+
+def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.formatting.rule import ColorScaleRule
+    from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
+    from openpyxl.utils import get_column_letter
+
+    ws = book.create_sheet(_sheet_title(sheet.name))
+    ws.page_setup.orientation = "landscape"
+    ws.sheet_properties.pageSetUpPr.fitToPage = True  # printed one page wide
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    title_font = Font(bold=True, size=14)
+    table_font = Font(bold=True, size=12)
+    note_font = Font(italic=True, color="595959")
+    header_font = Font(bold=True)
+    header_fill = PatternFill("solid", fgColor="DDE5F0")
+    header_border = Border(bottom=Side(style="thin", color="7F7F7F"))
+    wrap = Alignment(wrap_text=True, vertical="top", horizontal="center")
+
+    # Column widths first (write-only sheets write them before the rows).
+    n_cols = max((len(t.headers) for t in sheet.tables), default=1)
+    widths = [8] * n_cols
+    for table in sheet.tables:
+        for j, header in enumerate(table.headers):
+            # Headers wrap (stacked tables): a long one need not widen a column of numbers.
+            widths[j] = max(widths[j], min(len(header) + 2, 30 if sheet.raw else 11))
+        for row in table.rows[:2000]:
+            for j, cell in enumerate(row):
+                widths[j] = max(widths[j], _width(cell.value, cell.fmt) + 2)
+    widths = [min(width, 50) for width in widths]
+    for j, width in enumerate(widths):
+        ws.column_dimensions[get_column_letter(j + 1)].width = width
+
+    def styled(
+        value: Any,
+        font: Font | None = None,
+        fmt: str | None = None,
+        fill=None,
+        border=None,
+        align=None,
+    ) -> Any:
+        if isinstance(value, str):
+            value = _text(value)
+        cell = WriteOnlyCell(ws, value=value)
+        if isinstance(value, str) and value.startswith("="):
+            cell.data_type = "s"  # text, never a formula
+        if font is not None:
+            cell.font = font
+        if fmt is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            cell.number_format = fmt
+        if fill is not None:
+            cell.fill = fill
+        if border is not None:
+            cell.border = border
+        if align is not None:
+            cell.alignment = align
+        return cell
+
+    indented = Alignment(horizontal="left", indent=1)
+
+    def data(c: Cell) -> Any:
+        # Text one character in from its left edge: not glued to a number on its left.
+        return styled(c.value, fmt=c.fmt, align=indented if isinstance(c.value, str) else None)
+
+    row_no = 0
+
+    def append(cells: list[Any]) -> None:
+        nonlocal row_no
+        ws.append(cells)
+        row_no += 1
+
+    if sheet.raw:
+        table = sheet.tables[0]
+        ws.freeze_panes = "B3"
+        append([styled(sheet.title, table_font)])
+        append(
+            [styled(h, header_font, fill=header_fill, border=header_border) for h in table.headers]
+        )
+        if table.rows:
+            last = get_column_letter(len(table.headers))
+            ws.auto_filter.ref = f"A2:{last}{len(table.rows) + 2}"
+        for row in table.rows:
+            append([data(c) for c in row])
+            if steps:
+                steps.check()
+        return
+
+    ws.freeze_panes = "A3"
+    append([styled(sheet.title, title_font)])
+    append([styled(sheet.note, note_font)])
+    for table in sheet.tables:
+        append([])
+        append([styled(table.title, table_font)])
+        if table.note:
+            append([styled(table.note, note_font)])
+        # Wrapped headers get the height they need (LibreOffice does not grow the row).
+        lines = max(
+            (
+                -(-len(h) * 6 // (5 * max(int(widths[j]) - 2, 1)))
+                for j, h in enumerate(table.headers)
+            ),
+            default=1,
+        )
+        ws.row_dimensions[row_no + 1].height = 15 * max(1, min(lines, 4))
+        append(
+            [
+                styled(h, header_font, fill=header_fill, border=header_border, align=wrap)
+                for h in table.headers
+            ]
+        )
+        header_row = row_no
+        if not table.rows:
+            append([styled("(nothing to show yet)", note_font)])
+        for row in table.rows:
+            append([data(c) for c in row])
+        first, last = header_row + 1, header_row + len(table.rows)
+        if table.heat and table.rows:
+            a, b = table.heat
+            low, mid, high = table.heat_range
+            ws.conditional_formatting.add(
+                f"{get_column_letter(a + 1)}{first}:{get_column_letter(b + 1)}{last}",
+                ColorScaleRule(
+                    start_type="num",
+                    start_value=low,
+                    start_color="F8696B",
+                    mid_type="num",
+                    mid_value=mid,
+                    mid_color="FFEB84",
+                    end_type="num",
+                    end_value=high,
+                    end_color="63BE7B",
+                ),
+            )
+        if table.chart and table.rows:
+            if table.chart_rows:
+                last = min(last, first + table.chart_rows - 1)
+            append([])
+            ws.add_chart(_chart(ws, table, first, last, header_row), f"B{row_no + 1}")
+            for _ in range(CHART_ROWS):  # the chart's place, below its table
+                append([])
+    if steps:
+        steps.check()
+
+
+def _chart(ws: Any, table: Table, first: int, last: int, header_row: int) -> Any:
+    from openpyxl.chart import BarChart, LineChart, Reference
+    from openpyxl.chart.axis import ChartLines
+    from openpyxl.chart.data_source import AxDataSource, NumDataSource, NumRef, StrRef
+    from openpyxl.chart.error_bar import ErrorBars
+    from openpyxl.utils import get_column_letter, quote_sheetname
+
+    spec = table.chart
+    chart = BarChart() if spec.kind == "bar" else LineChart()
+    if spec.kind == "bar":
+        chart.type = "col"
+        if spec.stacked:
+            chart.grouping = "percentStacked"
+            chart.overlap = 100
+    chart.title = spec.title
+    chart.y_axis.title = spec.y_title
+    chart.x_axis.title = spec.x_title or None
+    chart.height, chart.width = 9, 16
+    if len(spec.series) == 1:
+        chart.legend = None
+    chart.y_axis.number_format = "0.0#"
+    chart.y_axis.majorGridlines = ChartLines()
+    # Axes shown (openpyxl 3.1 hides them unless told).
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    if spec.y_min is not None:
+        chart.y_axis.scaling.min = spec.y_min
+    if spec.y_max is not None:
+        chart.y_axis.scaling.max = spec.y_max
+    for k, col in enumerate(spec.series):
+        data = Reference(ws, min_col=col + 1, min_row=header_row, max_row=last)
+        chart.add_data(data, titles_from_data=True)
+        errors = spec.errors[k] if k < len(spec.errors) else None
+        if errors is not None:
+            minus_col, plus_col = (get_column_letter(c + 1) for c in errors)
+            sheet = quote_sheetname(ws.title)
+            chart.series[-1].errBars = ErrorBars(
+                errDir="y",
+                errBarType="both",
+                errValType="cust",
+                noEndCap=False,
+                minus=NumDataSource(
+                    numRef=NumRef(f=f"{sheet}!${minus_col}${first}:${minus_col}${last}")
+                ),
+                plus=NumDataSource(
+                    numRef=NumRef(f=f"{sheet}!${plus_col}${first}:${plus_col}${last}")
+                ),
+            )
+    categories = Reference(ws, min_col=spec.categories + 1, min_row=first, max_row=last)
+    if spec.kind == "line" and all(isinstance(r[spec.categories].value, int) for r in table.rows):
+        chart.set_categories(categories)
+    else:  # text labels: a string reference, as Excel writes them
+        for series in chart.series:
+            series.cat = AxDataSource(strRef=StrRef(f=str(categories)))
+    if spec.kind == "line":
+        for series in chart.series:
+            series.smooth = False
+        chart.x_axis.crosses = "min"  # labels below the plot, also for negative values
+        if last - first > 12:
+            chart.x_axis.tickLblSkip = 5
+    return chart
+
+
+def write_workbook(sheets: Sequence[Sheet], out: Path, steps: Steps | None = None) -> Path:
+    """Write ``sheets`` as an .xlsx file (through a temporary file: no half file on error)."""
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    book.properties.creator = f"PortalReview {__version__}"
+    book.properties.title = "Agreement report"
+    for sheet in sheets:
+        _write_sheet(book, sheet, steps)
+        if steps:
+            steps.step()
+    temporary = out.with_name(out.name + ".tmp")
+    try:
+        book.save(temporary)
+        os.replace(temporary, out)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return out
+
+
+def _prepare(
+    project: Project,
+    seed: int,
+    n_resamples: int,
+    include_drafts: bool,
+    report: dict[str, Any] | None,
+    frames: StudyFrames | None,
+    steps: Steps,
+) -> tuple[dict[str, Any], StudyFrames]:
+    steps.start()
+    if frames is None:
+        frames = read_frames(project, include_drafts=include_drafts)
+    steps.step()
+    if report is None:
+        report = build_report(
+            project,
+            seed=seed,
+            n_resamples=n_resamples,
+            include_drafts=include_drafts,
+            frames=frames,
+        )
+    steps.step()
+    return report, frames
+
+
+def _n_steps() -> int:
+    # frames, report, 7 kind sheets, raw + provenance, then one per written sheet (~17)
+    return 2 + len(KIND_SHEETS) + 1 + 17
+
+
+def write_xlsx_report(
+    project: Project,
+    out: str | os.PathLike,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    include_drafts: bool = False,
+    report: dict[str, Any] | None = None,
+    frames: StudyFrames | None = None,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> Path:
+    """Compute the report (or use ``report``, from :func:`build_report` with the same
+    settings) and write the workbook to ``out``."""
+    from portalreview.store.models import utc_now
+
+    out = Path(out)
+    if not out.suffix:
+        out = out.with_suffix(".xlsx")
+    steps = Steps(_n_steps(), progress, cancel)
+    report, frames = _prepare(project, seed, n_resamples, include_drafts, report, frames, steps)
+    sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
+    steps.total = steps.done + len(sheets)
+    write_workbook(sheets, out, steps)
+    steps.finish()
+    return out
+
+
+def write_csv_report(
+    project: Project,
+    out_dir: str | os.PathLike,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    include_drafts: bool = False,
+    report: dict[str, Any] | None = None,
+    frames: StudyFrames | None = None,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> list[Path]:
+    """The same tables as the workbook, one CSV file per table in the folder ``out_dir``
+    (UTF-8 with a byte-order mark, so that Excel reads accents), plus ``report.json``."""
+    from portalreview.store.models import utc_now
+
+    folder = Path(out_dir)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file; the CSV report needs a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    steps = Steps(_n_steps(), progress, cancel)
+    report, frames = _prepare(project, seed, n_resamples, include_drafts, report, frames, steps)
+    sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
+    tables = [t for sheet in sheets for t in sheet.tables]
+    steps.total = steps.done + len(tables) + 1
+    written = []
+    for table in tables:
+        path = folder / f"{table.key}.csv"
+        with path.open("w", encoding="utf-8-sig", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(table.headers)
+            writer.writerows([_csv_value(c.value) for c in row] for row in table.rows)
+        written.append(path)
+        steps.step()
+    path = folder / "report.json"
+    path.write_text(
+        json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
+    )
+    written.append(path)
+    steps.step()
+    steps.finish()
+    return written
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+__all__ = [
+    "Cell",
+    "Chart",
+    "Sheet",
+    "Table",
+    "figure_cells",
+    "path_text",
+    "resolve",
+    "workbook_model",
+    "write_csv_report",
+    "write_workbook",
+    "write_xlsx_report",
+]

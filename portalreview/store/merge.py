@@ -1,0 +1,1055 @@
+"""Offline copies: the PI hands a clinician a copy of the project, and merges it back.
+
+A **copy** is the project file itself, copied consistently with SQLite's backup API, so every
+id (cases, units, annotators, answers made before the copy) means the same thing in both
+files. :func:`make_copy` writes these keys into the copy's ``project_meta``:
+
+``copy_id`` (a new UUID), ``copy_of`` (the master's ``project_id``), ``copy_for`` (the
+clinician), ``copy_made_at``, ``copy_base_audit_id`` and ``copy_base_audit_hash`` (the last
+entry of the master's audit log when the copy was made), ``copy_only_assigned``.
+
+With ``only_assigned`` the copy keeps only that clinician's assignments and answers: the other
+people's answers, assignments and the audit log (which holds their answers) are removed, the
+drafts' authors and sources and the cases' reference urgency levels are blanked (blinding that
+holds even for someone who opens the file with another SQLite tool), and the file is vacuumed
+so nothing removed stays in free pages.
+
+**Merging** (:func:`merge_copy`) compares each answer of the copy with the master's, and with
+the answer's state at the copy's *base* (the master's audit log up to ``copy_base_audit_id``;
+for a plain file copy without those keys, the longest common prefix of the two hash-chained
+audit logs):
+
+* answered only in the copy: **added** to the master;
+* changed in the copy, unchanged in the master since the base: the master is **updated**;
+* changed in both (or in two copies, the first one merged already) to different answers: a
+  **conflict**. Nothing is overwritten: the master keeps its answer, and both versions (and the
+  base) are kept in the merge's audit entry, listed by :func:`open_conflicts` until the PI
+  resolves them (:func:`resolve_conflict`, keeping either version);
+* everything else (unchanged in the copy, or the same answer in both) is left alone.
+
+A merge is one transaction, recorded in the audit log (action ``merge``) with the copy's
+identity and counts; the answers it saves add their own ``create``/``update`` entries, and keep
+the copy's times. Merging the same copy again changes nothing and records nothing: what it
+brought is already there, and its conflicts are already on record. A copy of another project
+is refused, and so is a copy whose starting point is not in this file's history (a master
+restored from an older backup); refusals change nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from portalreview.store.kinds import PayloadError
+from portalreview.store.migrations import SCHEMA_VERSION
+from portalreview.store.models import (
+    Annotator,
+    Answer,
+    Assignment,
+    AuditEntry,
+    Case,
+    ProjectMeta,
+    RankMember,
+    Response,
+    Suggestion,
+    Unit,
+    UnitSet,
+    utc_now,
+)
+from portalreview.store.project import SUFFIX, Project, ProjectError
+from portalreview.store.schema_sql import trigger_statements
+from portalreview.store.service import AccessError, StoreError, StudyService
+from portalreview.store.study_setup import CancelFn, EventRecorder, ProgressFn, Steps
+
+COPY_KEYS = (
+    "copy_id",
+    "copy_of",
+    "copy_for",
+    "copy_made_at",
+    "copy_base_audit_id",
+    "copy_base_audit_hash",
+    "copy_only_assigned",
+)
+TAKE = ("master", "copy")
+
+
+class MergeRefused(StoreError):
+    """A copy that cannot be merged into this project; nothing was changed."""
+
+
+# --- states of answers -------------------------------------------------------------------------
+
+
+def _canon(state: dict[str, Any] | None) -> str:
+    return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _digest(state: dict[str, Any] | None) -> str:
+    return hashlib.sha256(_canon(state).encode("utf-8")).hexdigest()
+
+
+def _normal(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A state as it reads back from JSON (tuples as lists, keys as text)."""
+    return None if state is None else json.loads(_canon(state))
+
+
+def _key_text(unit_id: int, annotator: str, is_gold: bool) -> str:
+    return f"{unit_id}:{annotator}:{'gold' if is_gold else 'answer'}"
+
+
+@dataclass
+class _Row:
+    """One answer as the merge sees it (in the copy or in the master)."""
+
+    answer_id: int
+    unit_id: int
+    kind: str
+    annotator: str
+    annotator_id: int
+    is_gold: bool
+    state: dict[str, Any]
+    active_seconds: float
+    created_at: str
+    updated_at: str
+    suggestion: dict[str, Any] | None = None  # the copy's suggestion row, for the master
+
+    @property
+    def key(self) -> tuple[int, str, bool]:
+        return (self.unit_id, self.annotator, self.is_gold)
+
+
+def _rows(
+    s: Session,
+    keys: set[tuple[int, str, bool]] | None = None,
+    with_suggestions: bool = False,
+) -> dict[tuple[int, str, bool], _Row]:
+    """The answers (those of ``keys`` only, when given) with their full states."""
+    names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
+    out = {}
+    for answer in s.scalars(select(Answer).order_by(Answer.id)):
+        key = (answer.unit_id, names[answer.annotator_id], bool(answer.is_gold))
+        if keys is not None and key not in keys:
+            continue
+        view = EventRecorder._answer_view(s, answer)
+        suggestion = None
+        if with_suggestions and answer.suggestion_id is not None:
+            sug = s.get(Suggestion, answer.suggestion_id)
+            suggestion = {c.name: getattr(sug, c.name) for c in Suggestion.__table__.columns}
+        out[key] = _Row(
+            answer_id=answer.id,
+            unit_id=answer.unit_id,
+            kind=answer.kind,
+            annotator=key[1],
+            annotator_id=answer.annotator_id,
+            is_gold=key[2],
+            state=_normal(EventRecorder._audit_state(view)),
+            active_seconds=answer.active_seconds,
+            created_at=answer.created_at,
+            updated_at=answer.updated_at,
+            suggestion=suggestion,
+        )
+    return out
+
+
+def _meta(s: Session) -> dict[str, str]:
+    return {row.key: row.value for row in s.scalars(select(ProjectMeta))}
+
+
+# --- copies ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CopyInfo:
+    path: Path
+    copy_id: str
+    annotator: str | None
+    only_assigned: bool
+    base_audit_id: int
+    made_at: str
+
+
+def _sqlite_copy(source: Path, target: Path, steps: Steps | None = None) -> None:
+    """A consistent copy of ``source`` (read-only) into the new file ``target`` (owner-only)."""
+    fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
+    src = sqlite3.connect(f"file:{source.resolve()}?mode=ro", uri=True)
+    try:
+        dest = sqlite3.connect(target)
+        try:
+
+            def report(status: int, remaining: int, total: int) -> None:
+                if steps is not None:
+                    steps.check()
+
+            src.backup(dest, pages=256, progress=report)
+        finally:
+            dest.close()
+    finally:
+        src.close()
+
+
+def _restrict(path: Path, annotator_id: int) -> None:
+    """Keep only one clinician's work in a copy (see the module docstring)."""
+    freezes = {
+        name: statement
+        for statement in trigger_statements()
+        for name in ("audit_no_update", "audit_no_delete")
+        if statement.startswith(f"CREATE TRIGGER {name} ")
+    }
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for name in freezes:
+                conn.execute(f"DROP TRIGGER {name}")
+            conn.execute("DELETE FROM audit_log")
+            for statement in freezes.values():
+                conn.execute(statement)
+            conn.execute("DELETE FROM answers WHERE annotator_id != ?", (annotator_id,))
+            conn.execute("DELETE FROM assignments WHERE annotator_id != ?", (annotator_id,))
+            conn.execute(
+                "DELETE FROM suggestions WHERE unit_id NOT IN "
+                "(SELECT unit_id FROM assignments WHERE annotator_id = ?)",
+                (annotator_id,),
+            )
+            conn.execute("UPDATE responses SET author = '', source = ''")
+            conn.execute("UPDATE cases SET urgency_level = NULL")
+            problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if problems:
+                raise StoreError(f"the restricted copy breaks foreign keys: {problems[:3]}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+
+
+def make_copy(
+    project: Project,
+    out: str | os.PathLike,
+    *,
+    annotator: str | None = None,
+    only_assigned: bool = False,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> CopyInfo:
+    """Write a copy of ``project`` to ``out`` for ``annotator`` to take away (see the module
+    docstring), and record it in the master's audit log (when the master is open for writing).
+
+    ``only_assigned`` keeps only the annotator's own assignments and answers. The file appears
+    at ``out`` only once complete; a failure or a cancel leaves nothing there.
+    """
+    out = Path(out)
+    if not out.suffix:
+        out = out.with_suffix(SUFFIX)
+    if out.exists():
+        raise StoreError(f"{out} already exists; choose another name")
+    if not out.parent.is_dir():
+        raise StoreError(f"the folder {out.parent} does not exist")
+    if only_assigned and not annotator:
+        raise StoreError("name the annotator whose assignments the copy keeps")
+    person_id = None
+    if annotator:
+        with project.read() as s:
+            person_id = s.scalar(select(Annotator.id).where(Annotator.name == annotator))
+        if person_id is None:
+            raise StoreError(f"there is no annotator called {annotator!r}")
+    steps = Steps(4, progress, cancel)
+    steps.start()
+    work = Path(tempfile.mkdtemp(prefix=".portalreview-copy-", dir=out.parent))
+    try:
+        temporary = work / out.name
+        _sqlite_copy(project.path, temporary, steps)
+        steps.step()
+        conn = sqlite3.connect(temporary)
+        try:
+            base_id, base_hash = conn.execute(
+                "SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1"
+            ).fetchone() or (0, "")
+        finally:
+            conn.close()
+        if only_assigned:
+            _restrict(temporary, person_id)
+        steps.step()
+        info = CopyInfo(
+            path=out,
+            copy_id=str(uuid.uuid4()),
+            annotator=annotator,
+            only_assigned=only_assigned,
+            base_audit_id=int(base_id),
+            made_at=utc_now(),
+        )
+        with Project.open(temporary) as copy:
+            recorder = EventRecorder(copy)
+            with recorder._write() as s:
+                master_id = s.get(ProjectMeta, "project_id").value
+                values = {
+                    "copy_id": info.copy_id,
+                    "copy_of": master_id,
+                    "copy_for": annotator or "",
+                    "copy_made_at": info.made_at,
+                    "copy_base_audit_id": str(info.base_audit_id),
+                    "copy_base_audit_hash": base_hash,
+                    "copy_only_assigned": "1" if only_assigned else "0",
+                }
+                for key, value in values.items():
+                    s.merge(ProjectMeta(key=key, value=value))
+                recorder.record(s, "copy", _copy_details(info, out.name))
+        _settle(temporary)
+        steps.step()
+        steps.check()
+        os.replace(temporary, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not project.read_only:
+        recorder = EventRecorder(project)
+        with recorder._write() as s:
+            recorder.record(s, "copy", _copy_details(info, out.name))
+    steps.finish()
+    return info
+
+
+def _settle(path: Path) -> None:
+    """Fold the write-ahead log into the file, so that the file alone is the whole copy."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        conn.close()
+    for extra in ("-wal", "-shm"):
+        Path(str(path) + extra).unlink(missing_ok=True)
+
+
+def _copy_details(info: CopyInfo, file_name: str) -> dict[str, Any]:
+    return {
+        "copy_id": info.copy_id,
+        "file": file_name,
+        "for": info.annotator,
+        "only_assigned": info.only_assigned,
+        "base_audit_id": info.base_audit_id,
+        "made_at": info.made_at,
+    }
+
+
+@contextlib.contextmanager
+def _open_copy(path: Path) -> Iterator[Project]:
+    """The copy, read-only; a copy in an older project format is upgraded in a temporary
+    copy of it (the clinician's file is never changed)."""
+    try:
+        project = Project.open(path, read_only=True)
+    except ProjectError:
+        conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError:
+            version = SCHEMA_VERSION
+        finally:
+            conn.close()
+        if not 1 <= version < SCHEMA_VERSION:
+            raise
+        work = Path(tempfile.mkdtemp(prefix=".portalreview-merge-"))
+        try:
+            upgraded = work / path.name
+            _sqlite_copy(path, upgraded)
+            Project.open(upgraded).close()  # upgrades it
+            with Project.open(upgraded, read_only=True) as project:
+                yield project
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    try:
+        yield project
+    finally:
+        project.close()
+
+
+# --- merging -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Conflict:
+    """One answer changed differently in the master and in a copy since the copy was made."""
+
+    unit_id: int
+    unit_set: str
+    position: int
+    kind: str
+    annotator: str
+    is_gold: bool
+    master: dict[str, Any]
+    copy: dict[str, Any]
+    base: dict[str, Any] | None
+    master_updated_at: str
+    copy_updated_at: str
+    copy_file: str
+    copy_id: str
+    copy_suggestion: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return _key_text(self.unit_id, self.annotator, self.is_gold)
+
+    @property
+    def master_hash(self) -> str:
+        return _digest(self.master)
+
+    @property
+    def copy_hash(self) -> str:
+        return _digest(self.copy)
+
+    def describe(self) -> str:
+        what = "gold answer" if self.is_gold else "answer"
+        return (
+            f"{self.kind} unit {self.position} of {self.unit_set!r} (unit {self.unit_id}): "
+            f"{self.annotator}'s {what} was changed in the master ({self.master_updated_at}) "
+            f"and in {self.copy_file} ({self.copy_updated_at}); the master's is kept"
+        )
+
+    def differences(self) -> dict[str, tuple[Any, Any]]:
+        """field -> (master's, copy's) for the fields of the answer that differ."""
+        return {
+            k: (self.master.get(k), self.copy.get(k))
+            for k in sorted(set(self.master) | set(self.copy))
+            if self.master.get(k) != self.copy.get(k)
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MergeReport:
+    copy_file: str
+    copy_id: str
+    copy_for: str
+    base_audit_id: int
+    dry_run: bool = False
+    added: list[str] = field(default_factory=list)  # answer keys "unit:annotator:answer"
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    conflicts: list[Conflict] = field(default_factory=list)
+    new_conflicts: int = 0
+    skipped: list[str] = field(default_factory=list)  # why an answer could not be merged
+    recorded: bool = False  # a merge entry was written to the audit log
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated)
+
+    def summary(self) -> str:
+        head = f"{self.copy_file}" + (f" (copy for {self.copy_for})" if self.copy_for else "")
+        verb = "would add" if self.dry_run else "added"
+        lines = [
+            f"{head}: {verb} {len(self.added)} answer(s), "
+            f"{'would update' if self.dry_run else 'updated'} {len(self.updated)}, "
+            f"{self.unchanged} unchanged, {len(self.conflicts)} conflict(s)"
+            + (f" ({self.new_conflicts} new)" if self.conflicts else "")
+        ]
+        if not self.changed and not self.new_conflicts and not self.dry_run:
+            lines.append(
+                "  nothing new: merged before, its conflicts are already on record"
+                if self.conflicts
+                else "  nothing new: the master already holds everything in this copy"
+            )
+        lines += [f"  conflict: {c.describe()}" for c in self.conflicts]
+        lines += [f"  skipped: {why}" for why in self.skipped]
+        return "\n".join(lines)
+
+
+def _unit_signature(s: Session, unit_ids: Iterable[int]) -> dict[int, tuple]:
+    """What a unit is, by ids and external ids, to check a copy's unit is the master's."""
+    ids = set(unit_ids)
+    case_ext = dict(s.execute(select(Case.id, Case.external_id)).all())
+    resp_ext = dict(s.execute(select(Response.id, Response.external_id)).all())
+    members: dict[int, list[int]] = {}
+    for unit_id, response_id in s.execute(select(RankMember.unit_id, RankMember.response_id)):
+        if unit_id in ids:
+            members.setdefault(unit_id, []).append(response_id)
+    out = {}
+    for unit, set_name in s.execute(
+        select(Unit, UnitSet.name).join(UnitSet, UnitSet.id == Unit.unit_set_id)
+    ):
+        if unit.id not in ids:
+            continue
+        out[unit.id] = (
+            set_name,
+            unit.kind,
+            unit.position,
+            unit.case_id,
+            case_ext.get(unit.case_id),
+            unit.case_b_id,
+            case_ext.get(unit.case_b_id),
+            unit.response_id,
+            resp_ext.get(unit.response_id),
+            unit.response_b_id,
+            resp_ext.get(unit.response_b_id),
+            unit.sentence_id,
+            tuple(sorted((r, resp_ext.get(r)) for r in members.get(unit.id, []))),
+        )
+    return out
+
+
+@dataclass
+class _Copy:
+    """What the merge reads from a copy, in one read transaction."""
+
+    file: str
+    meta: dict[str, str]
+    audit: list[tuple[int, str]]  # (id, hash), oldest first
+    base: int = 0  # the copy's starting point in the master's audit log
+    base_time: str = ""
+    rows: dict[tuple[int, str, bool], _Row] = field(default_factory=dict)
+    signatures: dict[int, tuple] = field(default_factory=dict)
+    responses: dict[int, str] = field(default_factory=dict)
+    presentations: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
+    n_same: int = 0  # answers the copy's audit log shows untouched since the base
+
+    @property
+    def head(self) -> str:
+        return self.audit[-1][1] if self.audit else ""
+
+
+def _read_copy(path: Path, master: Project) -> _Copy:
+    """Read the copy, after checking it comes from ``master``: only the answers its own audit
+    log shows changed since its base are read in full (the others are only counted)."""
+    with _open_copy(path) as copy, copy.read() as s:
+        audit = list(s.execute(select(AuditEntry.id, AuditEntry.hash, AuditEntry.answer_id)))
+        found = _Copy(file=path.name, meta=_meta(s), audit=[(i, h) for i, h, _ in audit])
+        with master.read() as ms:
+            found.base, found.base_time = _check_identity(ms, master.path, found)
+        changed = {a for i, _, a in audit if a is not None and i > found.base}
+        names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
+        keys = {
+            (unit_id, names[annotator_id], bool(is_gold))
+            for answer_id, unit_id, annotator_id, is_gold in s.execute(
+                select(Answer.id, Answer.unit_id, Answer.annotator_id, Answer.is_gold)
+            )
+            if answer_id in changed
+        }
+        found.rows = _rows(s, keys, with_suggestions=True)
+        found.n_same = s.scalar(select(func.count()).select_from(Answer)) - len(found.rows)
+        found.signatures = _unit_signature(s, {r.unit_id for r in found.rows.values()})
+        found.responses = dict(s.execute(select(Response.id, Response.external_id)).all())
+        found.presentations = {
+            (a.unit_id, names[a.annotator_id]): (a.position, a.presentation_json)
+            for a in s.scalars(select(Assignment))
+        }
+        return found
+
+
+def _check_identity(master: Session, master_path: Path, copy: _Copy) -> tuple[int, str]:
+    """The copy's base (audit id, time) in the master's history; MergeRefused otherwise."""
+    mine = _meta(master)
+    theirs = copy.meta
+    if theirs.get("project_id") != mine.get("project_id"):
+        raise MergeRefused(
+            f"{copy.file} is not a copy of this project: it belongs to the project "
+            f"{theirs.get('name', '?')!r} ({theirs.get('project_id', 'no project id')}), and "
+            f"{master_path.name} is {mine.get('name', '?')!r} ({mine.get('project_id')}). "
+            "Nothing was merged."
+        )
+    if theirs.get("copy_base_audit_id") is not None:
+        base = int(theirs["copy_base_audit_id"])
+        if base == 0:
+            return 0, theirs.get("copy_made_at", "")
+        entry = master.get(AuditEntry, base)
+        if entry is None or entry.hash != theirs.get("copy_base_audit_hash"):
+            raise MergeRefused(
+                f"{copy.file} was made from a state of this project that {master_path.name} "
+                f"does not hold (its starting point, audit entry {base}, is not in this file's "
+                "history): was this file restored from an older backup? Merge it into the file "
+                "it was copied from. Nothing was merged."
+            )
+        return base, theirs.get("copy_made_at") or entry.at
+    # A plain file copy: the longest common prefix of the two hash-chained logs.
+    master_log = dict(master.execute(select(AuditEntry.id, AuditEntry.hash)).all())
+    base = 0
+    for entry_id, entry_hash in copy.audit:
+        if master_log.get(entry_id) != entry_hash:
+            break
+        base = entry_id
+    at = master.get(AuditEntry, base).at if base else ""
+    return base, at
+
+
+def _history(master: Session, base: int) -> tuple[dict[int, dict], set[int], list[dict]]:
+    """(answer id -> its state at the base, answers changed after the base, merge records)."""
+    at_base: dict[int, dict] = {}
+    after: set[int] = set()
+    merges: list[dict] = []
+    for entry_id, action, answer_id, new_json in master.execute(
+        select(AuditEntry.id, AuditEntry.action, AuditEntry.answer_id, AuditEntry.new_json)
+        .where((AuditEntry.answer_id.is_not(None)) | AuditEntry.action.in_(("merge", "resolve")))
+        .order_by(AuditEntry.id)
+    ):
+        if answer_id is not None:
+            if entry_id <= base:
+                at_base[answer_id] = _normal(json.loads(new_json)) if new_json else None
+            else:
+                after.add(answer_id)
+        elif new_json:
+            merges.append({"action": action, **json.loads(new_json)})
+    return at_base, after, merges
+
+
+def _master_suggestion(master: Session, sug: dict[str, Any] | None) -> int | str | None:
+    """The master's id of a copy's suggestion row, or "new" when the master lacks it."""
+    if sug is None:
+        return None
+    found = master.scalar(
+        select(Suggestion.id).where(
+            Suggestion.unit_id == sug["unit_id"],
+            Suggestion.model_sha256 == sug["model_sha256"],
+            Suggestion.template_id == sug["template_id"],
+            Suggestion.created_at == sug["created_at"],
+            Suggestion.payload_json == sug["payload_json"],
+        )
+    )
+    return found if found is not None else "new"
+
+
+def _ensure_suggestion(master: Session, sug: dict[str, Any] | None) -> int | None:
+    """The master's id of a copy's suggestion, inserting it (with its provenance) if new."""
+    found = _master_suggestion(master, sug)
+    if found is None or isinstance(found, int):
+        return found
+    made = Suggestion(**{k: v for k, v in sug.items() if k != "id"})
+    master.add(made)
+    master.flush()
+    return made.id
+
+
+def merge_copy(
+    project: Project,
+    copy_path: str | os.PathLike,
+    *,
+    dry_run: bool = False,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> MergeReport:
+    """Merge the answers of the copy at ``copy_path`` into ``project`` (the master), in one
+    transaction (see the module docstring). ``dry_run`` reports what would happen and changes
+    nothing. Raises :class:`MergeRefused` for a copy of another project or history."""
+    copy_path = Path(copy_path)
+    if not copy_path.exists():
+        raise MergeRefused(f"there is no file {copy_path}")
+    if copy_path.resolve() == project.path.resolve():
+        raise MergeRefused(f"{copy_path.name} is this project itself, not a copy of it")
+    if project.read_only and not dry_run:
+        raise ProjectError(f"{project.path.name} is open read-only; a merge cannot be saved.")
+    steps = Steps(1, progress, cancel)
+    steps.start()
+    copy = _read_copy(copy_path, project)
+    steps = Steps(2 * len(copy.rows) + 1, progress, cancel)
+    steps.done = 1
+    recorder = EventRecorder(project)
+    session = project.read() if dry_run else recorder._write()
+    with session as s:
+        report = _merge(s, recorder, project.path, copy, dry_run, steps)
+    steps.finish()
+    return report
+
+
+def merge_copies(
+    project: Project,
+    paths: Iterable[str | os.PathLike],
+    *,
+    dry_run: bool = False,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> list[MergeReport]:
+    """Merge several copies one after the other (each in its own transaction): the same answer
+    changed differently in two copies is a conflict when the second is merged."""
+    paths = list(paths)
+    reports = []
+    for i, path in enumerate(paths):
+
+        def scaled(done: int, total: int, i: int = i) -> None:
+            if progress is not None:
+                progress(i * 1000 + (1000 * done) // max(total, 1), 1000 * len(paths))
+
+        reports.append(merge_copy(project, path, dry_run=dry_run, progress=scaled, cancel=cancel))
+    return reports
+
+
+def _merge(
+    s: Session, recorder: EventRecorder, master_path: Path, copy: _Copy, dry_run: bool, steps
+) -> MergeReport:
+    base, base_time = _check_identity(s, master_path, copy)  # again, inside the transaction
+    copy_id = copy.meta.get("copy_id", "")
+    report = MergeReport(
+        copy_file=copy.file,
+        copy_id=copy_id,
+        copy_for=copy.meta.get("copy_for", ""),
+        base_audit_id=base,
+        dry_run=dry_run,
+        unchanged=copy.n_same,
+    )
+    at_base, changed_after, records = _history(s, base)
+    last_merged: dict[str, str] = {}
+    on_record: set[tuple[str, str, str]] = set()
+    for rec in records:
+        if rec["action"] != "merge":
+            continue
+        if copy_id and rec.get("copy_id") == copy_id:
+            last_merged.update(rec.get("merged", {}))
+        for c in rec.get("conflicts", []):
+            on_record.add((c["key"], c["copy_hash"], c["master_hash"]))
+    master_rows = _rows(s, set(copy.rows))
+    master_people = dict(s.execute(select(Annotator.name, Annotator.id)).all())
+    master_signatures = _unit_signature(s, {r.unit_id for r in copy.rows.values()})
+    master_responses = dict(s.execute(select(Response.id, Response.external_id)).all())
+
+    def base_state(m: _Row | None) -> dict | None:
+        if m is None:
+            return None
+        if m.answer_id in at_base:
+            return at_base[m.answer_id]
+        if m.answer_id not in changed_after and base_time and m.updated_at <= base_time:
+            return m.state  # no history recorded, and untouched since the copy was made
+        return None
+
+    todo: list[tuple[str, _Row, _Row | None]] = []
+    for key, c in copy.rows.items():
+        steps.step()
+        text_key = _key_text(*key)
+        m = master_rows.get(key)
+        if c.annotator not in master_people:
+            report.skipped.append(
+                f"{c.annotator}'s answer to unit {c.unit_id}: there is no annotator "
+                f"{c.annotator!r} in the master"
+            )
+            continue
+        if copy.signatures.get(c.unit_id) != master_signatures.get(c.unit_id):
+            report.skipped.append(
+                f"{c.annotator}'s answer to unit {c.unit_id}: that unit is not the same in the "
+                "master (was it made in the copy?)"
+            )
+            continue
+        base_response = c.state["payload"].get("base_response_id")
+        if base_response is not None and copy.responses.get(base_response) != (
+            master_responses.get(base_response)
+        ):
+            report.skipped.append(
+                f"{c.annotator}'s answer to unit {c.unit_id}: the draft it edits is not in "
+                "the master"
+            )
+            continue
+        state = dict(c.state)
+        if c.suggestion is not None:
+            state["suggestion_id"] = _master_suggestion(s, c.suggestion)
+        c_digest = _digest(state)
+        b = base_state(m)
+        if m is not None and _digest(m.state) == c_digest:
+            report.unchanged += 1
+            continue
+        if m is not None and (c_digest == _digest(b) or last_merged.get(text_key) == c_digest):
+            report.unchanged += 1  # not changed in the copy, or merged already
+            continue
+        if m is None:
+            todo.append(("add", c, None))
+            continue
+        reference = last_merged.get(text_key) or _digest(b)
+        if _digest(m.state) == reference:
+            todo.append(("update", c, m))
+            continue
+        conflict = _conflict(s, c, m, b, copy)
+        report.conflicts.append(conflict)
+        if (conflict.key, conflict.copy_hash, conflict.master_hash) not in on_record:
+            report.new_conflicts += 1
+    merged: dict[str, str] = {}
+    for action, c, _m in todo:
+        text_key = _key_text(*c.key)
+        (report.added if action == "add" else report.updated).append(text_key)
+        if dry_run:
+            steps.step()
+            continue
+        error = _apply(s, recorder, c, master_people[c.annotator], copy)
+        if error:
+            (report.added if action == "add" else report.updated).remove(text_key)
+            report.skipped.append(f"{c.annotator}'s answer to unit {c.unit_id}: {error}")
+        else:
+            merged[text_key] = _digest(_normal(_state_of(s, c.unit_id, c)))
+        steps.step()
+    steps.check()
+    if not dry_run and (report.changed or report.new_conflicts):
+        recorder.record(
+            s,
+            "merge",
+            {
+                "copy_id": copy_id,
+                "copy_file": copy.file,
+                "copy_for": report.copy_for,
+                "copy_head": copy.head,
+                "base_audit_id": base,
+                "added": len(report.added),
+                "updated": len(report.updated),
+                "unchanged": report.unchanged,
+                "skipped": report.skipped,
+                "merged": merged,
+                "conflicts": [
+                    {
+                        **c.to_dict(),
+                        "key": c.key,
+                        "copy_hash": c.copy_hash,
+                        "master_hash": c.master_hash,
+                    }
+                    for c in report.conflicts
+                ],
+            },
+        )
+        report.recorded = True
+    return report
+
+
+def _conflict(s: Session, c: _Row, m: _Row, b: dict | None, copy: _Copy) -> Conflict:
+    unit = s.get(Unit, c.unit_id)
+    return Conflict(
+        unit_id=c.unit_id,
+        unit_set=s.get(UnitSet, unit.unit_set_id).name,
+        position=unit.position,
+        kind=c.kind,
+        annotator=c.annotator,
+        is_gold=c.is_gold,
+        master=m.state,
+        copy=c.state,
+        base=b,
+        master_updated_at=m.updated_at,
+        copy_updated_at=c.updated_at,
+        copy_file=copy.file,
+        copy_id=copy.meta.get("copy_id", ""),
+        copy_suggestion=c.suggestion,
+    )
+
+
+def _state_of(s: Session, unit_id: int, c: _Row) -> dict:
+    answer = s.scalar(
+        select(Answer).where(
+            Answer.unit_id == unit_id,
+            Answer.annotator_id
+            == select(Annotator.id).where(Annotator.name == c.annotator).scalar_subquery(),
+            Answer.is_gold.is_(c.is_gold),
+        )
+    )
+    return EventRecorder._audit_state(EventRecorder._answer_view(s, answer))
+
+
+def _save_state(
+    s: Session,
+    recorder: StudyService,
+    unit_id: int,
+    annotator_id: int,
+    is_gold: bool,
+    state: dict[str, Any],
+    suggestion: dict[str, Any] | None,
+    *,
+    active_seconds: float | None = None,
+) -> None:
+    suggestion_id = _ensure_suggestion(s, suggestion) if suggestion else None
+    recorder.save_answer(
+        unit_id,
+        state["payload"],
+        status=state["status"],
+        active_seconds=active_seconds,
+        flagged=state["flagged"],
+        flag_note=state["flag_note"],
+        comment=state["comment"],
+        suggestion_id=suggestion_id,
+        suggestion_use=state["suggestion_use"] if suggestion_id else None,
+        annotator_id=annotator_id,
+        gold=is_gold,
+        session=s,
+    )
+
+
+def _apply(
+    s: Session, recorder: EventRecorder, c: _Row, annotator_id: int, copy: _Copy
+) -> str | None:
+    """Save the copy's answer in the master (inside a savepoint); the reason on failure."""
+    try:
+        with s.begin_nested():
+            if not c.is_gold and s.get(Assignment, (c.unit_id, annotator_id)) is None:
+                position, presentation = copy.presentations.get((c.unit_id, c.annotator), (0, "{}"))
+                s.add(
+                    Assignment(
+                        unit_id=c.unit_id,
+                        annotator_id=annotator_id,
+                        position=position,
+                        presentation_json=presentation,
+                    )
+                )
+                s.flush()
+            existed = (
+                s.scalar(
+                    select(Answer.id).where(
+                        Answer.unit_id == c.unit_id,
+                        Answer.annotator_id == annotator_id,
+                        Answer.is_gold.is_(c.is_gold),
+                    )
+                )
+                is not None
+            )
+            _save_state(
+                s,
+                recorder,
+                c.unit_id,
+                annotator_id,
+                c.is_gold,
+                c.state,
+                c.suggestion,
+                active_seconds=c.active_seconds,
+            )
+            answer = s.scalar(
+                select(Answer).where(
+                    Answer.unit_id == c.unit_id,
+                    Answer.annotator_id == annotator_id,
+                    Answer.is_gold.is_(c.is_gold),
+                )
+            )
+            answer.updated_at = c.updated_at  # when the clinician gave it, not the merge time
+            if not existed:
+                answer.created_at = c.created_at
+            s.flush()
+    except (StoreError, PayloadError, AccessError) as exc:
+        return str(exc)
+    return None
+
+
+# --- conflicts ---------------------------------------------------------------------------------
+
+
+def open_conflicts(project: Project) -> list[Conflict]:
+    """Conflicts recorded by merges that the PI has not resolved yet (a conflict whose master
+    answer has changed since, or now equals the copy's, is settled)."""
+    with project.read() as s:
+        _, _, records = _history(s, 0)
+        current = {_key_text(*k): _digest(r.state) for k, r in _rows(s).items()}
+    resolved = {
+        (r["key"], r["copy_hash"], r["master_hash"]) for r in records if r["action"] == "resolve"
+    }
+    latest: dict[str, dict] = {}
+    for rec in records:
+        if rec["action"] == "merge":
+            for c in rec.get("conflicts", []):
+                latest[(c["key"], c["copy_hash"])] = c
+    out = []
+    for c in latest.values():
+        if (c["key"], c["copy_hash"], c["master_hash"]) in resolved:
+            continue
+        now = current.get(c["key"])
+        if now != c["master_hash"] or now == c["copy_hash"]:
+            continue
+        fields = {k: v for k, v in c.items() if k not in ("key", "copy_hash", "master_hash")}
+        out.append(Conflict(**fields))
+    return sorted(out, key=lambda c: (c.unit_set, c.position, c.annotator, c.copy_file))
+
+
+def resolve_conflict(project: Project, conflict: Conflict, take: str) -> None:
+    """Settle a conflict: keep the master's answer (``take="master"``) or replace it by the
+    copy's (``"copy"``), recorded in the audit log (action ``resolve``)."""
+    if take not in TAKE:
+        raise StoreError(f"take must be 'master' or 'copy', not {take!r}")
+    recorder = EventRecorder(project)
+    with recorder._write() as s:
+        person = s.scalar(select(Annotator.id).where(Annotator.name == conflict.annotator))
+        if person is None:
+            raise StoreError(f"there is no annotator called {conflict.annotator!r}")
+        now = _rows(s).get((conflict.unit_id, conflict.annotator, conflict.is_gold))
+        if now is None or _digest(now.state) != conflict.master_hash:
+            raise StoreError(
+                "the master's answer has changed since this conflict was found; look again"
+            )
+        if take == "copy":
+            _save_state(
+                s,
+                recorder,
+                conflict.unit_id,
+                person,
+                conflict.is_gold,
+                conflict.copy,
+                conflict.copy_suggestion,
+            )
+        recorder.record(
+            s,
+            "resolve",
+            {
+                "key": conflict.key,
+                "copy_hash": conflict.copy_hash,
+                "master_hash": conflict.master_hash,
+                "copy_file": conflict.copy_file,
+                "copy_id": conflict.copy_id,
+                "took": take,
+            },
+        )
+
+
+def write_conflicts(conflicts: Iterable[Conflict], path: str | os.PathLike) -> Path:
+    """The conflicts for the PI to read: ``.json`` (every field) or ``.csv`` (one row each,
+    both versions as JSON text)."""
+    path = Path(path)
+    conflicts = list(conflicts)
+    if path.suffix.lower() == ".json":
+        text = json.dumps([c.to_dict() for c in conflicts], indent=2, ensure_ascii=False)
+        path.write_text(text + "\n", encoding="utf-8")
+        return path
+    columns = (
+        "unit_set",
+        "position",
+        "unit_id",
+        "kind",
+        "annotator",
+        "is_gold",
+        "copy_file",
+        "master_updated_at",
+        "copy_updated_at",
+        "master",
+        "copy",
+        "base",
+    )
+    with path.open("w", encoding="utf-8-sig", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        for c in conflicts:
+            row = c.to_dict()
+            writer.writerow(
+                [
+                    json.dumps(row[k], ensure_ascii=False, sort_keys=True)
+                    if isinstance(row[k], dict) or row[k] is None
+                    else row[k]
+                    for k in columns
+                ]
+            )
+    return path
+
+
+__all__ = [
+    "COPY_KEYS",
+    "Conflict",
+    "CopyInfo",
+    "MergeRefused",
+    "MergeReport",
+    "make_copy",
+    "merge_copies",
+    "merge_copy",
+    "open_conflicts",
+    "resolve_conflict",
+    "write_conflicts",
+]

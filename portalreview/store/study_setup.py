@@ -1,0 +1,864 @@
+"""Study set-up for the PI: unit sets made from the project's cases, and units handed out to
+annotators with a chosen overlap, balanced and reproducible from a seed.
+
+No Qt here: the dashboard calls these functions from a worker thread and passes
+``progress(done, total)`` and ``cancel() -> bool``; a cancelled call raises :class:`Cancelled`
+and saves nothing (each call is one transaction).
+
+Making a unit set takes two steps, so that a screen can show what will be made first:
+
+>>> plan = plan_units(project, "urgency", inbox="inbox-1")        # doctest: +SKIP
+>>> created = create_unit_set(project, plan)                        # doctest: +SKIP
+
+and handing it out too:
+
+>>> plan = plan_assignment(project, created.name, ["ava", "ben", "cy"], overlap=40, seed=7)
+>>> assign_units(project, plan)                                     # doctest: +SKIP
+
+Recipes (``RECIPES``), one per kind of unit the papers use:
+
+* ``respond``: one unit per case (seed 000, theme-guided writing);
+* ``rank``: one rank set per case holding its drafts (``first``; default every model
+  response), cases with fewer than two left out (seed 001);
+* ``match``: every reference (``first``; default clinicians' responses) x draft (``second``;
+  default model responses) pair of one case (seed 000, Algorithm 1);
+* ``iap``: match units for every ordered pair of two clinicians' responses to one case
+  (``first``; default clinicians' theme-guided responses; seed 000 App. E.2);
+* ``urgency``: every pair of the cases of an inbox (cases tagged ``inbox=<name>``; seed 002);
+* ``eppc``: every sentence of the cases' messages, and of the responses ``first`` selects
+  (seed 003);
+* ``empathy`` and ``facts``: every (``first``, ``second``) pair of responses to one case
+  (default: real-time replies x empathy edits; seed 004).
+
+Every set made and every hand-out is recorded in the audit log (actions ``setup`` and
+``assign``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from portalreview.store.models import (
+    AUTHOR_KINDS,
+    PRODUCTIONS,
+    Annotator,
+    Answer,
+    Assignment,
+    Case,
+    CaseTag,
+    RankMember,
+    Response,
+    Sentence,
+    Unit,
+    UnitSet,
+)
+from portalreview.store.project import Project
+from portalreview.store.service import StoreError, StudyService
+
+ProgressFn = Callable[[int, int], None]
+CancelFn = Callable[[], bool]
+
+RECIPES = ("respond", "rank", "match", "iap", "urgency", "eppc", "empathy", "facts")
+RECIPE_KIND = {recipe: ("match" if recipe == "iap" else recipe) for recipe in RECIPES}
+
+
+class Cancelled(Exception):
+    """The person cancelled long work; nothing was saved."""
+
+
+class SetupError(StoreError):
+    """A set-up request the project refuses; the message says what to change."""
+
+
+class Steps:
+    """Progress reporting and cancelling for one long call."""
+
+    def __init__(self, total: int, progress: ProgressFn | None, cancel: CancelFn | None):
+        self.total = max(int(total), 0)
+        self.done = 0
+        self._progress = progress
+        self._cancel = cancel
+        self._every = max(1, self.total // 200)  # about 200 updates at most
+
+    def check(self) -> None:
+        if self._cancel is not None and self._cancel():
+            raise Cancelled("cancelled: nothing was saved")
+
+    def step(self, n: int = 1) -> None:
+        self.done += n
+        if self._progress is not None and (self.done % self._every == 0 or self.done >= self.total):
+            self._progress(min(self.done, self.total), self.total)
+        if self.done % self._every == 0:
+            self.check()
+
+    def start(self) -> None:
+        self.check()
+        if self._progress is not None:
+            self._progress(0, self.total)
+
+    def finish(self) -> None:
+        if self._progress is not None and self.done < self.total:
+            self._progress(self.total, self.total)
+
+
+class EventRecorder(StudyService):
+    """The system viewer's service, able to write a study-level event to the audit log.
+
+    (Suggestion for ``service.py``: a public ``record_event(action, details, session)`` would
+    let this and the importers' ``record_import`` go.)"""
+
+    def record(self, session: Session, action: str, details: dict[str, Any]) -> None:
+        self._audit(session, action, None, None, None, details)
+
+
+# --- what to pick ------------------------------------------------------------------------------
+
+
+def _split_values(text: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+@dataclass(frozen=True)
+class ResponseFilter:
+    """Which responses a recipe uses; an empty field does not filter. Values in one field are
+    alternatives (``author_kind in {...}``), fields combine with *and*."""
+
+    author_kinds: tuple[str, ...] = ()
+    productions: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    authors: tuple[str, ...] = ()
+
+    _KEYS: ClassVar[dict[str, str]] = {
+        "author_kind": "author_kinds",
+        "production": "productions",
+        "source": "sources",
+        "author": "authors",
+    }
+
+    @classmethod
+    def parse(cls, items: Iterable[str]) -> ResponseFilter:
+        """From ``["author_kind=model", "production=zero_shot,thematic_prompt"]``."""
+        values: dict[str, tuple[str, ...]] = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep or key not in cls._KEYS or not value.strip():
+                raise SetupError(
+                    f"cannot read the response filter {item!r}: write KEY=VALUE[,VALUE...] "
+                    f"with KEY one of {', '.join(cls._KEYS)}"
+                )
+            name = cls._KEYS[key]
+            values[name] = values.get(name, ()) + _split_values(value)
+        made = cls(**values)
+        made.validate()
+        return made
+
+    def validate(self) -> None:
+        bad = [k for k in self.author_kinds if k not in AUTHOR_KINDS]
+        if bad:
+            raise SetupError(
+                f"unknown author kind {bad[0]!r}; the kinds are {', '.join(AUTHOR_KINDS)}"
+            )
+        bad = [p for p in self.productions if p not in PRODUCTIONS]
+        if bad:
+            raise SetupError(
+                f"unknown production {bad[0]!r}; the productions are {', '.join(PRODUCTIONS)}"
+            )
+
+    def matches(self, row: Response) -> bool:
+        return (
+            (not self.author_kinds or row.author_kind in self.author_kinds)
+            and (not self.productions or row.production in self.productions)
+            and (not self.sources or row.source in self.sources)
+            and (not self.authors or row.author in self.authors)
+        )
+
+    def describe(self) -> str:
+        parts = [
+            f"{key}={','.join(getattr(self, name))}"
+            for key, name in self._KEYS.items()
+            if getattr(self, name)
+        ]
+        return " ".join(parts) or "any response"
+
+
+@dataclass(frozen=True)
+class CaseFilter:
+    """Which cases a recipe uses: those with every tag of ``tags`` and, when given, only the
+    listed external ids. Empty: every case."""
+
+    tags: tuple[tuple[str, str], ...] = ()
+    external_ids: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, tags: Iterable[str] = (), external_ids: Iterable[str] = ()) -> CaseFilter:
+        pairs = []
+        for item in tags:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise SetupError(f"cannot read the tag {item!r}: write KEY=VALUE, e.g. split=test")
+            pairs.append((key.strip(), value.strip()))
+        return cls(tuple(pairs), tuple(x.strip() for x in external_ids if x.strip()))
+
+    def describe(self) -> str:
+        parts = [f"tag {k}={v}" for k, v in self.tags]
+        if self.external_ids:
+            parts.append(f"{len(self.external_ids)} listed case(s)")
+        return ", ".join(parts) or "every case"
+
+
+_DEFAULT_FIRST = {
+    "rank": ResponseFilter(author_kinds=("model",)),
+    "match": ResponseFilter(author_kinds=("clinician",)),
+    "iap": ResponseFilter(author_kinds=("clinician",), productions=("theme_guided",)),
+    "empathy": ResponseFilter(productions=("real_time",)),
+    "facts": ResponseFilter(productions=("real_time",)),
+}
+_DEFAULT_SECOND = {
+    "match": ResponseFilter(author_kinds=("model",)),
+    "empathy": ResponseFilter(productions=("edited_empathy",)),
+    "facts": ResponseFilter(productions=("edited_empathy",)),
+}
+_DESCRIPTIONS = {
+    "respond": "Write a response per theme (seed 000, App. G).",
+    "rank": "Rank each case's drafts, blinded and shuffled, ties allowed (seed 001).",
+    "match": "Match each draft's content to the reference (seed 000, Algorithm 1).",
+    "iap": "Clinician vs clinician: every ordered pair of responses (seed 000, App. E.2).",
+    "urgency": "Which patient needs care first? Every pair of the inbox (seed 002).",
+    "eppc": "EPPC codes, subcodes and evidence per sentence (seed 003).",
+    "empathy": "Which reply is more empathetic? (seed 004)",
+    "facts": "Facts kept, lost and added by the edit (seed 004).",
+}
+
+
+# --- plans of unit sets ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnitSpec:
+    """One unit to make (the columns of ``units``; ``members`` for a rank set)."""
+
+    case_id: int
+    case_b_id: int | None = None
+    response_id: int | None = None
+    response_b_id: int | None = None
+    sentence_id: int | None = None
+    members: tuple[int, ...] = ()
+    batch: str = ""
+
+
+@dataclass(frozen=True)
+class UnitPlan:
+    """The units a recipe would make, before anything is saved."""
+
+    recipe: str
+    kind: str
+    name: str
+    description: str
+    units: tuple[UnitSpec, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def summary(self) -> str:
+        lines = [f"{self.name!r}: {len(self.units)} {self.kind} unit(s) ({self.recipe})"]
+        lines += [f"  {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CreatedSet:
+    unit_set_id: int
+    name: str
+    kind: str
+    n_units: int
+
+
+def _cases(s: Session, cases: CaseFilter) -> list[Case]:
+    rows = list(s.scalars(select(Case).order_by(Case.id)))
+    if cases.external_ids:
+        wanted = set(cases.external_ids)
+        missing = sorted(wanted - {c.external_id for c in rows})
+        if missing:
+            raise SetupError(f"there is no case {missing[0]!r} in the project")
+        rows = [c for c in rows if c.external_id in wanted]
+    if cases.tags:
+        tagged: dict[int, set[tuple[str, str]]] = {}
+        for case_id, key, value in s.execute(select(CaseTag.case_id, CaseTag.key, CaseTag.value)):
+            tagged.setdefault(case_id, set()).add((key, value))
+        rows = [c for c in rows if set(cases.tags) <= tagged.get(c.id, set())]
+    return rows
+
+
+def _responses_by_case(s: Session, case_ids: set[int]) -> dict[int, list[Response]]:
+    out: dict[int, list[Response]] = {}
+    for row in s.scalars(select(Response).order_by(Response.id)):
+        if row.case_id in case_ids:
+            out.setdefault(row.case_id, []).append(row)
+    return out
+
+
+def _batches(units: list[UnitSpec], batch_size: int) -> list[UnitSpec]:
+    if batch_size <= 0:
+        return units
+    return [
+        UnitSpec(**{**u.__dict__, "batch": f"batch-{i // batch_size + 1}"})
+        for i, u in enumerate(units)
+    ]
+
+
+def plan_units(
+    project: Project,
+    recipe: str,
+    *,
+    cases: CaseFilter | None = None,
+    first: ResponseFilter | None = None,
+    second: ResponseFilter | None = None,
+    inbox: str | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    batch_size: int = 0,
+    seed: int | None = None,
+) -> UnitPlan:
+    """The units ``recipe`` (one of :data:`RECIPES`) makes from the project's cases.
+
+    ``cases`` narrows the cases; ``first``/``second`` choose the responses (see the module
+    docstring for each recipe's meaning and defaults); ``inbox`` names the inbox of an urgency
+    set (cases tagged ``inbox=<inbox>``). ``batch_size`` > 0 labels units ``batch-1``,
+    ``batch-2``... in order (kappa per batch, seed 003). ``seed`` shuffles the units' order
+    (urgency pairs are shuffled with seed 0 by default, so that one case does not fill the
+    start of the queue); the same seed gives the same order.
+    """
+    if recipe not in RECIPES:
+        raise SetupError(f"unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}")
+    if batch_size < 0:
+        raise SetupError("the batch size cannot be negative")
+    cases = cases or CaseFilter()
+    if recipe == "urgency":
+        if inbox:
+            cases = CaseFilter((*cases.tags, ("inbox", inbox)), cases.external_ids)
+        elif not cases.tags and not cases.external_ids:
+            raise SetupError("name the inbox (cases tagged inbox=<name>) or the cases to pair")
+        if seed is None:
+            seed = 0
+    first = first if first is not None else _DEFAULT_FIRST.get(recipe)
+    second = second if second is not None else _DEFAULT_SECOND.get(recipe)
+    for f in (first, second):
+        if f is not None:
+            f.validate()
+    notes: list[str] = []
+    with project.read() as s:
+        chosen = _cases(s, cases)
+        if not chosen:
+            raise SetupError(f"no case matches ({cases.describe()})")
+        responses = _responses_by_case(s, {c.id for c in chosen})
+        units = _RECIPE_FUNCTIONS[recipe](s, chosen, responses, first, second, notes)
+    if seed is not None:
+        random.Random(f"portalreview-units:{seed}").shuffle(units)
+    units = _batches(units, batch_size)
+    if not units:
+        raise SetupError(
+            f"the {recipe} recipe makes no unit from {cases.describe()}"
+            + (f" with {first.describe()}" if first else "")
+            + (f" x {second.describe()}" if second else "")
+        )
+    options: dict[str, Any] = {"cases": cases.describe()}
+    if first is not None:
+        options["first"] = first.describe()
+    if second is not None:
+        options["second"] = second.describe()
+    if inbox:
+        options["inbox"] = inbox
+    if batch_size:
+        options["batch_size"] = batch_size
+    if seed is not None:
+        options["seed"] = seed
+    default_name = {
+        "urgency": f"Urgency pairs: {inbox or cases.describe()}",
+    }.get(recipe, f"{recipe} units ({cases.describe()})")
+    return UnitPlan(
+        recipe=recipe,
+        kind=RECIPE_KIND[recipe],
+        name=name or default_name,
+        description=description if description is not None else _DESCRIPTIONS[recipe],
+        units=tuple(units),
+        options=options,
+        notes=tuple(notes),
+    )
+
+
+def _respond(s, chosen, responses, first, second, notes) -> list[UnitSpec]:
+    return [UnitSpec(case_id=c.id) for c in chosen]
+
+
+def _rank(s, chosen, responses, first, second, notes) -> list[UnitSpec]:
+    units, skipped = [], 0
+    for c in chosen:
+        members = tuple(r.id for r in responses.get(c.id, []) if first.matches(r))
+        if len(members) >= 2:
+            units.append(UnitSpec(case_id=c.id, members=members))
+        else:
+            skipped += 1
+    if skipped:
+        notes.append(f"{skipped} case(s) with fewer than two drafts left out")
+    return units
+
+
+def _pairs(s, chosen, responses, first, second, notes) -> list[UnitSpec]:
+    units = []
+    for c in chosen:
+        rows = responses.get(c.id, [])
+        for a in (r for r in rows if first.matches(r)):
+            for b in (r for r in rows if second.matches(r)):
+                if a.id != b.id:
+                    units.append(UnitSpec(case_id=c.id, response_id=a.id, response_b_id=b.id))
+    return units
+
+
+def _iap(s, chosen, responses, first, second, notes) -> list[UnitSpec]:
+    units = []
+    for c in chosen:
+        rows = [r for r in responses.get(c.id, []) if first.matches(r)]
+        for a, b in itertools.permutations(rows, 2):
+            if a.author != b.author:
+                units.append(UnitSpec(case_id=c.id, response_id=a.id, response_b_id=b.id))
+    return units
+
+
+def _urgency(s, chosen, responses, first, second, notes) -> list[UnitSpec]:
+    if len(chosen) < 2:
+        return []
+    missing = sum(c.urgency_level is None for c in chosen)
+    if missing:
+        notes.append(f"{missing} case(s) have no reference level (not scored by accuracy/NDCG)")
+    return [UnitSpec(case_id=a.id, case_b_id=b.id) for a, b in itertools.combinations(chosen, 2)]
+
+
+def _eppc(s, chosen, responses, first, second, notes) -> list[UnitSpec]:
+    ids = {c.id for c in chosen}
+    wanted = {
+        r.id: r.case_id for rows in responses.values() for r in rows if first and first.matches(r)
+    }
+    by_case: dict[int, list[Sentence]] = {}
+    by_response: dict[int, list[Sentence]] = {}
+    for sentence in s.scalars(select(Sentence).order_by(Sentence.position)):
+        if sentence.case_id in ids:
+            by_case.setdefault(sentence.case_id, []).append(sentence)
+        elif sentence.response_id in wanted:
+            by_response.setdefault(sentence.response_id, []).append(sentence)
+    units = []
+    for c in chosen:
+        units += [UnitSpec(case_id=c.id, sentence_id=x.id) for x in by_case.get(c.id, [])]
+        for r in responses.get(c.id, []):
+            units += [UnitSpec(case_id=c.id, sentence_id=x.id) for x in by_response.get(r.id, [])]
+    return units
+
+
+_RECIPE_FUNCTIONS = {
+    "respond": _respond,
+    "rank": _rank,
+    "match": _pairs,
+    "iap": _iap,
+    "urgency": _urgency,
+    "eppc": _eppc,
+    "empathy": _pairs,
+    "facts": _pairs,
+}
+
+
+def create_unit_set(
+    project: Project,
+    plan: UnitPlan,
+    *,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> CreatedSet:
+    """Save ``plan`` as a new unit set, in one transaction, recorded in the audit log."""
+    recorder = EventRecorder(project)
+    steps = Steps(len(plan.units), progress, cancel)
+    steps.start()
+    with recorder._write() as s:
+        if s.scalar(select(UnitSet.id).where(UnitSet.name == plan.name)) is not None:
+            raise SetupError(f"there is already a unit set called {plan.name!r}; choose a name")
+        set_id = recorder.create_unit_set(plan.name, plan.kind, plan.description, session=s)
+        for position, spec in enumerate(plan.units):
+            # Direct rows (service.add_unit counts the set per unit: quadratic on big sets);
+            # the database checks every reference as it does for add_unit.
+            unit = Unit(
+                unit_set_id=set_id,
+                kind=plan.kind,
+                position=position,
+                case_id=spec.case_id,
+                case_b_id=spec.case_b_id,
+                response_id=spec.response_id,
+                response_b_id=spec.response_b_id,
+                sentence_id=spec.sentence_id,
+                batch=spec.batch,
+            )
+            s.add(unit)
+            if spec.members:
+                s.flush()
+                s.add_all(RankMember(unit_id=unit.id, response_id=r) for r in spec.members)
+            steps.step()
+        s.flush()
+        recorder.record(
+            s,
+            "setup",
+            {
+                "unit_set": plan.name,
+                "kind": plan.kind,
+                "recipe": plan.recipe,
+                "n_units": len(plan.units),
+                "options": plan.options,
+            },
+        )
+        steps.check()
+    steps.finish()
+    return CreatedSet(set_id, plan.name, plan.kind, len(plan.units))
+
+
+# --- assignment --------------------------------------------------------------------------------
+
+
+def split_with_overlap(
+    units: Sequence[int],
+    annotators: Sequence[str],
+    *,
+    overlap: int = 0,
+    raters_per_unit: int = 1,
+    seed: int = 0,
+) -> tuple[list[int], dict[str, list[int]]]:
+    """Who answers which unit: ``overlap`` units (drawn at random) go to every annotator, each
+    other unit to ``raters_per_unit`` of them, spread so that loads differ by one at most.
+
+    Pure and reproducible: the same arguments give the same split, another seed another one.
+    Returns (the overlap units, annotator -> their units in the order given).
+    """
+    people = list(annotators)
+    if not people:
+        raise SetupError("name at least one annotator")
+    if len(set(people)) != len(people):
+        raise SetupError("an annotator is listed twice")
+    if not 0 <= overlap <= len(units):
+        raise SetupError(f"the overlap must be between 0 and {len(units)} (the units to hand out)")
+    if overlap and len(people) < 2:
+        raise SetupError("an overlap needs two annotators or more")
+    if not 1 <= raters_per_unit <= len(people):
+        raise SetupError(f"raters per unit must be between 1 and {len(people)}")
+    rng = random.Random(f"portalreview-assign:{seed}")
+    drawn = list(units)
+    rng.shuffle(drawn)
+    shared, rest = drawn[:overlap], drawn[overlap:]
+    order = list(people)
+    rng.shuffle(order)  # who takes the extra unit when the split is uneven
+    chosen: dict[str, set[int]] = {p: set(shared) for p in people}
+    for i, unit in enumerate(rest):
+        for j in range(raters_per_unit):
+            chosen[order[(i * raters_per_unit + j) % len(order)]].add(unit)
+    keep = set(shared)
+    return (
+        [u for u in units if u in keep],
+        {p: [u for u in units if u in chosen[p]] for p in people},
+    )
+
+
+@dataclass(frozen=True)
+class AssignmentPlan:
+    """Who will answer which unit of one set (unit ids), before anything is saved."""
+
+    unit_set: str
+    kind: str
+    annotators: tuple[str, ...]
+    overlap: int
+    raters_per_unit: int
+    seed: int
+    shared_units: tuple[int, ...]
+    by_annotator: Mapping[str, tuple[int, ...]]
+    n_units: int  # units handed out (those not assigned before)
+    n_already_assigned: int
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(units) for name, units in self.by_annotator.items()}
+
+    def summary(self) -> str:
+        lines = [
+            f"{self.unit_set!r}: {self.n_units} unit(s) to hand out"
+            + (
+                f" ({self.n_already_assigned} already assigned, left as they are)"
+                if self.n_already_assigned
+                else ""
+            ),
+            f"  {len(self.shared_units)} answered by all of {', '.join(self.annotators)}; "
+            f"the rest by {self.raters_per_unit} annotator(s) each (seed {self.seed})",
+        ]
+        lines += [f"  {name}: {n} unit(s)" for name, n in self.counts().items()]
+        return "\n".join(lines)
+
+
+def _gold_only(s: Session) -> set[tuple[int, int]]:
+    """(unit, annotator) assignments made only to hold the PI's gold answer."""
+    return set(
+        s.execute(select(Answer.unit_id, Answer.annotator_id).where(Answer.is_gold.is_(True)))
+    )
+
+
+def _unit_set_row(s: Session, unit_set: str | int) -> UnitSet:
+    query = (
+        select(UnitSet).where(UnitSet.id == unit_set)
+        if isinstance(unit_set, int)
+        else select(UnitSet).where(UnitSet.name == unit_set)
+    )
+    row = s.scalar(query)
+    if row is None:
+        names = ", ".join(repr(n) for n in s.scalars(select(UnitSet.name).order_by(UnitSet.id)))
+        raise SetupError(f"there is no unit set {unit_set!r}; the sets are: {names or 'none'}")
+    return row
+
+
+def plan_assignment(
+    project: Project,
+    unit_set: str | int,
+    annotators: Sequence[str],
+    *,
+    overlap: int = 0,
+    raters_per_unit: int = 1,
+    seed: int = 0,
+) -> AssignmentPlan:
+    """Plan handing out the units of ``unit_set`` (name or id) not yet assigned to anyone:
+    see :func:`split_with_overlap`."""
+    with project.read() as s:
+        row = _unit_set_row(s, unit_set)
+        people = {a.name: a for a in s.scalars(select(Annotator))}
+        unknown = [n for n in annotators if n not in people]
+        if unknown:
+            raise SetupError(
+                f"there is no annotator called {unknown[0]!r}; add them first "
+                f"(the annotators are: {', '.join(sorted(people)) or 'none'})"
+            )
+        units = list(
+            s.scalars(select(Unit.id).where(Unit.unit_set_id == row.id).order_by(Unit.position))
+        )
+        gold = _gold_only(s)
+        taken = {
+            u
+            for u, a in s.execute(
+                select(Assignment.unit_id, Assignment.annotator_id)
+                .join(Unit, Unit.id == Assignment.unit_id)
+                .where(Unit.unit_set_id == row.id)
+            )
+            if (u, a) not in gold
+        }
+    free = [u for u in units if u not in taken]
+    if not free:
+        raise SetupError(
+            f"every unit of {row.name!r} is already assigned ({len(units)} unit(s))"
+            if units
+            else f"the unit set {row.name!r} has no units"
+        )
+    shared, split = split_with_overlap(
+        free, annotators, overlap=overlap, raters_per_unit=raters_per_unit, seed=seed
+    )
+    return AssignmentPlan(
+        unit_set=row.name,
+        kind=row.kind,
+        annotators=tuple(annotators),
+        overlap=overlap,
+        raters_per_unit=raters_per_unit,
+        seed=seed,
+        shared_units=tuple(shared),
+        by_annotator={name: tuple(units) for name, units in split.items()},
+        n_units=len(free),
+        n_already_assigned=len(units) - len(free),
+    )
+
+
+def assign_units(
+    project: Project,
+    plan: AssignmentPlan,
+    *,
+    shuffle_order: bool = False,
+    progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> AssignmentPlan:
+    """Save ``plan`` in one transaction (recorded in the audit log). Each person's queue keeps
+    the set's order, or, with ``shuffle_order``, its own seeded order."""
+    recorder = EventRecorder(project)
+    total = sum(len(u) for u in plan.by_annotator.values())
+    steps = Steps(total, progress, cancel)
+    steps.start()
+    with recorder._write() as s:
+        set_row = _unit_set_row(s, plan.unit_set)
+        ids = {a.name: a.id for a in s.scalars(select(Annotator))}
+        gold = _gold_only(s)
+        planned = {u for units in plan.by_annotator.values() for u in units}
+        clash = [
+            u
+            for u, a in s.execute(
+                select(Assignment.unit_id, Assignment.annotator_id).where(
+                    Assignment.unit_id.in_(planned)
+                )
+            )
+            if (u, a) not in gold
+        ]
+        if clash:
+            raise SetupError(
+                f"unit {clash[0]} of {set_row.name!r} was assigned since the plan was made; "
+                "plan again"
+            )
+        for name, units in plan.by_annotator.items():
+            order = list(units)
+            if shuffle_order:
+                random.Random(f"portalreview-queue:{plan.seed}:{name}").shuffle(order)
+            for position, unit_id in enumerate(order):
+                if (unit_id, ids[name]) in gold:
+                    steps.step()
+                    continue
+                recorder.assign(
+                    unit_id, ids[name], position=position if shuffle_order else None, session=s
+                )
+                steps.step()
+        s.flush()
+        recorder.record(
+            s,
+            "assign",
+            {
+                "unit_set": plan.unit_set,
+                "annotators": list(plan.annotators),
+                "overlap": plan.overlap,
+                "raters_per_unit": plan.raters_per_unit,
+                "seed": plan.seed,
+                "counts": plan.counts(),
+                "shuffle_order": shuffle_order,
+            },
+        )
+        steps.check()
+    steps.finish()
+    return plan
+
+
+def add_annotators(project: Project, names: Iterable[str], role: str = "clinician") -> list[int]:
+    """Add people (``role`` clinician or pi) in one transaction; an existing name is refused."""
+    svc = StudyService(project)
+    names = list(names)
+    with svc._write() as s:
+        existing = set(s.scalars(select(Annotator.name)))
+        dup = [n for n in names if n in existing]
+        if dup:
+            raise SetupError(f"there is already an annotator called {dup[0]!r}")
+        return [svc.add_annotator(n, role=role, session=s) for n in names]
+
+
+# --- progress ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProgressRow:
+    """One annotator's work on one unit set."""
+
+    unit_set: str
+    kind: str
+    annotator: str
+    assigned: int
+    shared: int  # of the assigned, units someone else is assigned too (agreement material)
+    drafts: int  # answered but not submitted
+    submitted: int
+
+    @property
+    def todo(self) -> int:
+        return self.assigned - self.submitted
+
+
+def study_progress(project: Project) -> list[ProgressRow]:
+    """Progress per unit set and annotator (assignments made only to hold the PI's gold answer
+    left out), in set and name order."""
+    with project.read() as s:
+        gold = _gold_only(s)
+        rows = [
+            (u, a, name, set_name, kind)
+            for u, a, name, set_name, kind in s.execute(
+                select(
+                    Assignment.unit_id,
+                    Assignment.annotator_id,
+                    Annotator.name,
+                    UnitSet.name,
+                    UnitSet.kind,
+                )
+                .join(Annotator, Annotator.id == Assignment.annotator_id)
+                .join(Unit, Unit.id == Assignment.unit_id)
+                .join(UnitSet, UnitSet.id == Unit.unit_set_id)
+            )
+            if (u, a) not in gold
+        ]
+        status = {
+            (u, a): st
+            for u, a, st in s.execute(
+                select(Answer.unit_id, Answer.annotator_id, Answer.status).where(
+                    Answer.is_gold.is_(False)
+                )
+            )
+        }
+        set_order = {
+            n: i for i, n in enumerate(s.scalars(select(UnitSet.name).order_by(UnitSet.id)))
+        }
+    raters: dict[int, int] = {}
+    for u, *_ in rows:
+        raters[u] = raters.get(u, 0) + 1
+    table: dict[tuple[str, str, str], list[int]] = {}
+    for u, a, name, set_name, kind in rows:
+        counts = table.setdefault((set_name, kind, name), [0, 0, 0, 0])
+        counts[0] += 1
+        counts[1] += raters[u] > 1
+        st = status.get((u, a))
+        counts[2] += st == "draft"
+        counts[3] += st == "submitted"
+    return [
+        ProgressRow(set_name, kind, name, *counts)
+        for (set_name, kind, name), counts in sorted(
+            table.items(), key=lambda item: (set_order[item[0][0]], item[0][2])
+        )
+    ]
+
+
+def progress_by_kind(rows: Iterable[ProgressRow]) -> list[ProgressRow]:
+    """:func:`study_progress` rows summed per (kind, annotator); ``unit_set`` is ``"*"``."""
+    table: dict[tuple[str, str], list[int]] = {}
+    for r in rows:
+        counts = table.setdefault((r.kind, r.annotator), [0, 0, 0, 0])
+        for i, v in enumerate((r.assigned, r.shared, r.drafts, r.submitted)):
+            counts[i] += v
+    return [ProgressRow("*", k, a, *c) for (k, a), c in sorted(table.items())]
+
+
+__all__ = [
+    "RECIPES",
+    "AssignmentPlan",
+    "CancelFn",
+    "Cancelled",
+    "CaseFilter",
+    "CreatedSet",
+    "EventRecorder",
+    "ProgressFn",
+    "ProgressRow",
+    "ResponseFilter",
+    "SetupError",
+    "Steps",
+    "UnitPlan",
+    "UnitSpec",
+    "add_annotators",
+    "assign_units",
+    "create_unit_set",
+    "plan_assignment",
+    "plan_units",
+    "progress_by_kind",
+    "split_with_overlap",
+    "study_progress",
+]

@@ -1,0 +1,297 @@
+"""The Excel agreement report: expected sheets, native charts, readable layout, and figures
+equal to the JSON report's, cell by cell; the CSV twin; progress and cancel."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from openpyxl import load_workbook
+from sqlalchemy import text as sql
+
+from portalreview.cli import main
+from portalreview.demo import build_demo
+from portalreview.reports.json_report import build_report
+from portalreview.reports.xlsx_report import (
+    figure_cells,
+    path_text,
+    resolve,
+    workbook_model,
+    write_csv_report,
+    write_xlsx_report,
+)
+from portalreview.store.frames import read_frames
+from portalreview.store.project import Project
+from portalreview.store.study_setup import Cancelled
+
+RESAMPLES = 40
+
+
+def same(got, want) -> bool:
+    """Equal, floats to the 16 significant digits an .xlsx file stores (openpyxl writes
+    "%.16g"; Excel shows 15)."""
+    if isinstance(want, float) and isinstance(got, int | float):
+        return got == pytest.approx(want, rel=1e-15, abs=0)
+    return got == want
+
+
+KIND_SHEETS = ["Respond", "Match", "Rank", "Urgency", "EPPC", "Empathy", "Facts"]
+RAW_SHEETS = [
+    f"Raw {k}" for k in ("respond", "rank", "match", "urgency", "eppc", "empathy", "facts")
+]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("xlsx")
+    path = build_demo(folder / "demo.prproj")
+    with Project.open(path, read_only=True) as project:
+        report = build_report(project, seed=0, n_resamples=RESAMPLES)
+        out = write_xlsx_report(project, folder / "report.xlsx", n_resamples=RESAMPLES)
+        frames = read_frames(project)
+        yield project, report, load_workbook(out), frames, folder
+
+
+def _tables(ws, sheet_model):
+    """Each table of the model -> the row number of its first data row in the worksheet."""
+    titles = {t.title: t for t in sheet_model.tables}
+    found = {}
+    column_a = [c.value for c in ws["A"]]
+    for row_no, value in enumerate(column_a, start=1):
+        if value in titles and value not in found:
+            table = titles[value]
+            header = row_no + (2 if table.note else 1)
+            assert [c.value for c in ws[header]][: len(table.headers)] == table.headers
+            found[value] = header + 1
+    return found
+
+
+def test_the_workbook_has_the_expected_sheets_and_charts(demo):
+    _, _, book, _, _ = demo
+    assert book.sheetnames == ["Summary", *KIND_SHEETS, *RAW_SHEETS, "Provenance"]
+    for name in KIND_SHEETS:
+        assert book[name]._charts, f"{name} has no chart"
+        assert book[name].freeze_panes == "A3"
+    assert len(book["Urgency"]._charts) == 2  # accuracy by difficulty and the NDCG curve
+    assert book["Rank"].conditional_formatting  # the win-rate heat map
+    for name in RAW_SHEETS:
+        assert book[name].freeze_panes == "B3" and book[name].auto_filter.ref
+    summary = book["Summary"]
+    assert summary.column_dimensions["B"].width >= 30  # figure names readable
+    headers = [c.value for c in summary[6]]
+    assert headers[:7] == [
+        "Kind",
+        "Figure",
+        "Group",
+        "Value",
+        "95% CI low",
+        "95% CI high",
+        "n units",
+    ]
+    assert summary.cell(7, 4).number_format == "0.000"
+
+
+def test_every_figure_equals_the_json_report(demo):
+    project, report, book, frames, _ = demo
+    model = workbook_model(report, frames, project)
+    cells = figure_cells(model)
+    assert len(cells) > 1500
+    for _, _, _, _, cell in cells:
+        assert cell.value == resolve(report, cell.path)
+    checked = 0
+    for sheet in model:
+        ws = book[sheet.name]
+        starts = {sheet.tables[0].title: 3} if sheet.raw else _tables(ws, sheet)
+        assert set(starts) == {t.title for t in sheet.tables}, sheet.name
+        for table in sheet.tables:
+            first = starts[table.title]
+            for i, row in enumerate(table.rows):
+                for j, cell in enumerate(row):
+                    if cell.path is None:
+                        continue
+                    got = ws.cell(first + i, j + 1).value
+                    want = resolve(report, cell.path)
+                    assert same(got, want), (sheet.name, table.key, path_text(cell.path), got)
+                    checked += 1
+    assert checked == len(cells)
+
+
+def test_summary_rows_name_their_json_key(demo):
+    _, report, book, _, _ = demo
+    ws = book["Summary"]
+    rows = list(ws.iter_rows(min_row=7, values_only=True))
+    figures = [r for r in rows if r[0] and r[8] and "." in str(r[8])]
+    assert len(figures) > 40
+    for kind, _, _, value, low, high, n, _, key in figures:
+        figure = _follow(report, key)
+        assert same(value, figure["value"]) and n == figure["n_units"]
+        assert all(map(same, [low, high], figure["ci"] or [None, None]))
+        assert key.split(".")[0] == kind
+    # A few read straight from the JSON, not through the workbook's own paths.
+    by_key = {r[8]: r for r in figures}
+    facts_f1 = report["facts"]["overall"]["micro"]["f1"]
+    got = by_key["facts.overall.micro.f1"][3:7]
+    assert all(map(same, got, [facts_f1["value"], *facts_f1["ci"], facts_f1["n_units"]]))
+    source = report["match"]["by_source"][0]
+    row = by_key["match.by_source[0].content.f1"]
+    assert row[2].endswith(source["source"]) and same(row[3], source["content"]["f1"]["value"])
+
+
+def _follow(report, key: str):
+    node = report
+    for part in key.replace("]", "").replace("[", ".").split("."):
+        node = node[int(part)] if part.isdigit() else node[part]
+    return node
+
+
+def test_heat_map_and_ndcg_curve_agree_with_the_report(demo):
+    _, report, book, _, _ = demo
+    ws = book["Rank"]
+    sources = report["rank"]["sources"]
+    column_a = [c.value for c in ws["A"]]
+    top = column_a.index("Source \\ opponent") + 1
+    assert [c.value for c in ws[top]][1 : 1 + len(sources)] == sources
+    for w in report["rank"]["win_rates"]:
+        i, j = sources.index(w["source"]), sources.index(w["opponent"])
+        assert same(ws.cell(top + 1 + i, 2 + j).value, w["win_rate"]["value"])
+    ws = book["Urgency"]
+    column_a = [c.value for c in ws["A"]]
+    start = column_a.index("k") + 2
+    curve = {ws.cell(r, 1).value: ws.cell(r, 2).value for r in range(start, start + 30)}
+    pooled = report["urgency"]["inboxes"][0]["all"]
+    assert curve[10] == pytest.approx(pooled["ndcg@10"]["value"], abs=1e-12)
+    assert curve[30] == pytest.approx(pooled["ndcg@30"]["value"], abs=1e-12)
+
+
+def test_raw_sheets_hold_every_answer_behind_the_figures(demo):
+    _, report, book, frames, _ = demo
+    answers = frames.answers
+    for kind in ("urgency", "empathy"):
+        ws = book[f"Raw {kind}"]
+        assert ws.max_row - 2 == int((answers.kind == kind).sum())
+    ids = {r[0] for r in book["Raw respond"].iter_rows(min_row=3, values_only=True)}
+    assert ids == set(answers.answer_id[answers.kind == "respond"])
+    assert book["Raw match"].max_row - 2 == len(report["match"]["pairs"])
+    who = {r[5] for r in book["Raw eppc"].iter_rows(min_row=3, values_only=True)}
+    assert who == {"person", "gold"}
+
+
+def test_provenance_records_project_settings_and_models(tmp_path):
+    from tests.conftest import build_small_study
+
+    with Project.create(tmp_path / "s.prproj", name="Small") as project:
+        study = build_small_study(project)
+        study.service.add_suggestion(
+            study.units["urgency"],
+            {"more_urgent_case_id": study.case1},
+            model_file="tiny-q4.gguf",
+            model_sha256="a" * 64,
+            template_id="urgency-v1",
+            template_text="Which patient is more urgent?",
+        )
+        with project.write() as s:  # project format 2 stores the templates themselves
+            stored = s.execute(
+                sql(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'prompt_templates'"
+                )
+            ).first()
+            if stored:
+                s.execute(
+                    sql(
+                        "INSERT INTO prompt_templates (kind, name, text, version, updated_at) "
+                        "VALUES ('urgency', 'urgency-house', 'Who needs care first?', 3, '2026')"
+                    )
+                )
+        out = write_xlsx_report(project, tmp_path / "small", n_resamples=0)
+    assert out.suffix == ".xlsx"
+    book = load_workbook(out)
+    values = [v for row in book["Provenance"].iter_rows(values_only=True) for v in row if v]
+    assert "tiny-q4.gguf" in values and "urgency-v1" in values and "Small" in values
+    if stored:
+        assert "urgency-house" in values and "Who needs care first?" in values
+    assert "(nothing to show yet)" in [c.value for c in book["Rank"]["A"]]
+
+
+def test_csv_report_and_command_line(demo, tmp_path, capsys):
+    project, report, _, _, _ = demo
+    written = write_csv_report(project, tmp_path / "csv", n_resamples=RESAMPLES)
+    names = {p.name for p in written}
+    assert len(names) == len(written)  # one file per table, none overwritten
+    assert {"summary_figures.csv", "match_by_source.csv", "raw_urgency.csv", "report.json"} <= names
+    with (tmp_path / "csv" / "summary_figures.csv").open(encoding="utf-8-sig") as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        figure = _follow(report, row["JSON key"])
+        assert float(row["Value"]) == figure["value"]
+    assert json.loads((tmp_path / "csv" / "report.json").read_text()) == report
+
+    path = str(project.path)
+    out = tmp_path / "cli.xlsx"
+    assert main(["report", path, "--format", "xlsx", "-o", str(out), "--resamples", "0"]) == 0
+    assert out.exists() and "Wrote" in capsys.readouterr().out
+    assert (
+        main(["report", path, "--format", "csv", "-o", str(tmp_path / "c2"), "--resamples", "0"])
+        == 0
+    )
+    assert (tmp_path / "c2" / "summary_figures.csv").exists()
+
+
+def test_progress_and_cancel(demo, tmp_path):
+    project, report, _, frames, _ = demo
+    seen = []
+    write_xlsx_report(
+        project,
+        tmp_path / "p.xlsx",
+        report=report,
+        frames=frames,
+        progress=lambda d, t: seen.append((d, t)),
+    )
+    assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1]
+    assert all(b[0] >= a[0] for a, b in itertools.pairwise(seen))
+    with pytest.raises(Cancelled):
+        write_xlsx_report(
+            project, tmp_path / "c.xlsx", report=report, frames=frames, cancel=lambda: len(seen) > 0
+        )
+    assert not (tmp_path / "c.xlsx").exists()
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def _soffice() -> str | None:
+    """LibreOffice, if this machine has it (PORTALREVIEW_SOFFICE names one off the PATH)."""
+    return (
+        os.environ.get("PORTALREVIEW_SOFFICE")
+        or shutil.which("soffice")
+        or shutil.which("libreoffice")
+    )
+
+
+@pytest.mark.skipif(_soffice() is None, reason="LibreOffice is not installed")
+def test_libreoffice_converts_the_workbook_to_pdf(demo, tmp_path):
+    _, _, _, _, folder = demo
+    profile = (tmp_path / "profile").as_uri()
+    done = subprocess.run(
+        [
+            _soffice(),
+            "--headless",
+            "--norestore",
+            f"-env:UserInstallation={profile}",
+            "--convert-to",
+            "pdf",
+            "--outdir",
+            str(tmp_path),
+            str(folder / "report.xlsx"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    pdf = tmp_path / "report.pdf"
+    assert pdf.exists(), done.stdout + done.stderr
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))
+    assert pages >= 16  # the summary, a page or more per kind, raw data, provenance

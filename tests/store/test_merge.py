@@ -1,0 +1,245 @@
+"""Offline copies merged back into the master: answers added, conflicts kept for the PI,
+nothing overwritten, recorded in the audit log, idempotent; foreign copies refused."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from sqlalchemy import func, select
+
+from portalreview.cli import main
+from portalreview.store.merge import (
+    MergeRefused,
+    make_copy,
+    merge_copies,
+    merge_copy,
+    open_conflicts,
+    resolve_conflict,
+    write_conflicts,
+)
+from portalreview.store.models import Answer, AuditEntry
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.store.study_setup import Cancelled
+from tests.conftest import build_small_study
+
+
+def _urgent(case_id: int) -> dict:
+    return {"more_urgent_case_id": case_id}
+
+
+def _snapshot(project: Project) -> tuple:
+    """Every answer's state and the audit log's length: what a merge could change."""
+    svc = StudyService(project)
+    with project.read() as s:
+        units = sorted(set(s.scalars(select(Answer.unit_id))))
+        n_audit = s.scalar(select(func.count()).select_from(AuditEntry))
+    answers = sorted(
+        (a.unit_id, a.annotator_id, a.is_gold, a.status, json.dumps(a.payload, sort_keys=True))
+        for u in units
+        for a in svc.answers_for_unit(u)
+    )
+    return tuple(answers), n_audit
+
+
+def _edit(path, annotator: str, unit: int, payload: dict, status: str = "submitted") -> None:
+    with Project.open(path) as copy:
+        StudyService(copy).as_viewer(annotator).save_answer(unit, payload, status=status)
+
+
+@pytest.fixture
+def master(tmp_path):
+    with Project.create(tmp_path / "master.prproj", name="Master") as p:
+        study = build_small_study(p)
+        ava = study.service.as_viewer("ava")
+        ava.save_answer(study.units["urgency"], _urgent(study.case1), status="submitted")
+        ben = study.service.as_viewer("ben")
+        ben.save_answer(study.units["empathy"], {"equal": True}, status="submitted")
+        yield p, study
+
+
+def test_two_edited_copies_add_conflict_and_merge_idempotently(master, tmp_path):
+    project, study = master
+    units = study.units
+    copy_a = make_copy(project, tmp_path / "ava-1.prproj", annotator="ava").path
+    copy_b = make_copy(project, tmp_path / "ben.prproj", annotator="ben", only_assigned=True).path
+    copy_a2 = make_copy(project, tmp_path / "ava-2.prproj", annotator="ava").path
+
+    # Back from the ward: ava changed her urgency answer differently in her two copies and
+    # answered empathy in the first; ben answered urgency and changed his empathy answer.
+    _edit(copy_a, "ava", units["urgency"], _urgent(study.case2))
+    _edit(copy_a, "ava", units["empathy"], {"more_empathetic_response_id": study.edited})
+    _edit(copy_a2, "ava", units["urgency"], _urgent(study.case1), status="draft")
+    _edit(copy_b, "ben", units["urgency"], _urgent(study.case1))
+    _edit(copy_b, "ben", units["empathy"], {"more_empathetic_response_id": study.original})
+
+    svc = study.service
+    reports = merge_copies(project, [copy_a, copy_b, copy_a2])
+    a, b, a2 = reports
+    assert (len(a.added), len(a.updated), len(a.conflicts)) == (1, 1, 0)
+    assert (len(b.added), len(b.updated), len(b.conflicts)) == (1, 1, 0)
+    assert (len(a2.added), len(a2.updated), len(a2.conflicts)) == (0, 0, 1)
+    assert all(r.recorded for r in reports)
+
+    # Added and updated answers are in the master, with the clinician's time of answering.
+    assert svc.get_answer(units["empathy"], study.ava).payload["more_empathetic_response_id"] == (
+        study.edited
+    )
+    assert svc.get_answer(units["urgency"], study.ben).payload["more_urgent_case_id"] == (
+        study.case1
+    )
+    assert svc.get_answer(units["empathy"], study.ben).payload["more_empathetic_response_id"] == (
+        study.original
+    )
+    # The conflict: the master keeps the first copy's answer, both versions are reported.
+    kept = svc.get_answer(units["urgency"], study.ava)
+    assert kept.payload["more_urgent_case_id"] == study.case2 and kept.status == "submitted"
+    (conflict,) = a2.conflicts
+    assert conflict.annotator == "ava" and conflict.unit_id == units["urgency"]
+    assert conflict.master["payload"]["more_urgent_case_id"] == study.case2
+    assert conflict.copy["payload"]["more_urgent_case_id"] == study.case1
+    assert conflict.copy["status"] == "draft"
+    assert conflict.base["payload"]["more_urgent_case_id"] == study.case1
+    assert "ava-2.prproj" in a2.summary() and "master's is kept" in a2.summary()
+
+    # Recorded in the audit log.
+    with project.read() as s:
+        merges = [
+            json.loads(e.new_json)
+            for e in s.scalars(select(AuditEntry).where(AuditEntry.action == "merge"))
+        ]
+    assert [m["copy_file"] for m in merges] == ["ava-1.prproj", "ben.prproj", "ava-2.prproj"]
+    assert merges[0]["added"] == 1 and merges[0]["updated"] == 1
+    assert merges[2]["conflicts"][0]["copy"]["payload"]["more_urgent_case_id"] == study.case1
+
+    # Merging the same copies again changes nothing, records nothing.
+    before = _snapshot(project)
+    again = merge_copies(project, [copy_a, copy_b, copy_a2])
+    assert _snapshot(project) == before
+    assert all(not r.added and not r.updated and not r.recorded for r in again)
+    assert len(again[2].conflicts) == 1 and again[2].new_conflicts == 0
+    assert "nothing new" in again[0].summary()
+
+    # The PI resolves the conflict by taking the copy's version.
+    (open_one,) = open_conflicts(project)
+    assert open_one.key == conflict.key
+    out = write_conflicts([open_one], tmp_path / "conflicts.csv")
+    assert "ava-2.prproj" in out.read_text(encoding="utf-8-sig")
+    resolve_conflict(project, open_one, "copy")
+    taken = svc.get_answer(units["urgency"], study.ava)
+    assert taken.payload["more_urgent_case_id"] == study.case1 and taken.status == "draft"
+    assert open_conflicts(project) == []
+    before = _snapshot(project)
+    merge_copy(project, copy_a2)
+    assert _snapshot(project) == before
+
+
+def test_a_copy_that_keeps_only_one_clinicians_work(master, tmp_path):
+    project, study = master
+    info = make_copy(project, tmp_path / "ben.prproj", annotator="ben", only_assigned=True)
+    assert not (tmp_path / "ben.prproj-wal").exists()
+    conn = sqlite3.connect(info.path)
+    try:
+        people = dict(conn.execute("SELECT id, name FROM annotators"))
+        answer_people = {people[a] for (a,) in conn.execute("SELECT annotator_id FROM answers")}
+        assigned = {people[a] for (a,) in conn.execute("SELECT annotator_id FROM assignments")}
+        actions = [a for (a,) in conn.execute("SELECT action FROM audit_log")]
+        sources = {s for (s,) in conn.execute("SELECT source FROM responses")}
+        levels = {x for (x,) in conn.execute("SELECT urgency_level FROM cases")}
+        meta = dict(conn.execute("SELECT key, value FROM project_meta"))
+    finally:
+        conn.close()
+    assert answer_people == {"ben"} and assigned == {"ben"}
+    assert actions == ["copy"]  # the others' answers are not in its history either
+    assert sources == {""} and levels == {None}
+    assert meta["copy_for"] == "ben" and meta["copy_only_assigned"] == "1"
+    _edit(info.path, "ben", study.units["rank"], _rank(study))
+    (report,) = merge_copies(project, [info.path])
+    assert len(report.added) == 1 and report.unchanged == 1
+    assert study.service.get_answer(study.units["rank"], study.ben).status == "submitted"
+
+
+def _rank(study) -> dict:
+    return {
+        "entries": [
+            {"response_id": study.draft1, "rank": 1, "correct": True, "criteria": []},
+            {"response_id": study.draft2, "rank": 2, "correct": False, "criteria": ["C1"]},
+        ]
+    }
+
+
+def test_a_plain_file_copy_merges_from_the_common_history(master, tmp_path):
+    project, study = master
+    plain = tmp_path / "plain.prproj"
+    project.backup("x")  # a consistent copy, as a file manager would make of a closed project
+    (backup,) = sorted((tmp_path / "master.backups").glob("*.prproj"))
+    backup.rename(plain)
+    _edit(plain, "ava", study.units["rank"], _rank(study))
+    study.service.as_viewer("ben").save_answer(
+        study.units["urgency"], _urgent(study.case2), status="submitted"
+    )
+    (report,) = merge_copies(project, [plain])
+    assert report.added == [f"{study.units['rank']}:ava:answer"] and not report.conflicts
+
+
+def test_a_foreign_copy_is_refused_and_changes_nothing(master, tmp_path, capsys):
+    project, _ = master
+    with Project.create(tmp_path / "other.prproj", name="Other study") as other:
+        build_small_study(other)
+        foreign = make_copy(other, tmp_path / "foreign.prproj", annotator="ava").path
+    _edit(foreign, "ava", 1, {"parts": {"empathy": "Sorry to hear that."}})
+    before = _snapshot(project)
+    with pytest.raises(MergeRefused, match="not a copy of this project") as refused:
+        merge_copy(project, foreign)
+    assert "Other study" in str(refused.value) and "Nothing was merged" in str(refused.value)
+    assert _snapshot(project) == before
+    with pytest.raises(MergeRefused, match="this project itself"):
+        merge_copy(project, project.path)
+
+
+def test_a_copy_made_after_the_masters_backup_is_refused_by_the_backup(master, tmp_path):
+    project, study = master
+    old = project.backup("before-copy")
+    study.service.as_viewer("ben").save_answer(study.units["rank"], _rank(study))
+    late = make_copy(project, tmp_path / "late.prproj", annotator="ava").path
+    with Project.open(old) as restored:
+        before = _snapshot(restored)
+        with pytest.raises(MergeRefused, match="restored from an older backup"):
+            merge_copy(restored, late)
+        assert _snapshot(restored) == before
+
+
+def test_dry_run_and_cancel_change_nothing(master, tmp_path):
+    project, study = master
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    _edit(copy, "ava", study.units["rank"], _rank(study))
+    before = _snapshot(project)
+    report = merge_copy(project, copy, dry_run=True)
+    assert report.dry_run and len(report.added) == 1 and "would add 1" in report.summary()
+    assert _snapshot(project) == before
+    seen = []
+    with pytest.raises(Cancelled):
+        merge_copy(project, copy, progress=lambda d, t: seen.append((d, t)), cancel=lambda: True)
+    assert _snapshot(project) == before
+    with pytest.raises(Cancelled):
+        make_copy(project, tmp_path / "never.prproj", cancel=lambda: True)
+    assert not (tmp_path / "never.prproj").exists()
+
+
+def test_copy_and_merge_from_the_command_line(master, tmp_path, capsys):
+    project, study = master
+    path = project.path
+    project.close()
+    copy = tmp_path / "ava-cli.prproj"
+    assert main(["copy", str(path), "-o", str(copy), "--for", "ava"]) == 0
+    _edit(copy, "ava", study.units["rank"], _rank(study))
+    assert main(["merge", str(path), str(copy), "--dry-run"]) == 0
+    assert "would add 1" in capsys.readouterr().out
+    conflicts = tmp_path / "conflicts.json"
+    assert main(["merge", str(path), str(copy), "--conflicts", str(conflicts)]) == 0
+    assert "added 1 answer" in capsys.readouterr().out
+    assert json.loads(conflicts.read_text()) == []
+    assert main(["merge", str(path), str(tmp_path / "missing.prproj")]) == 2
+    assert "there is no file" in capsys.readouterr().err

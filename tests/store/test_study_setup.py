@@ -1,0 +1,230 @@
+"""Study set-up: unit sets from recipes, assignment with overlap (balanced, reproducible from a
+seed), progress per annotator and kind, and the CLI verbs."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from sqlalchemy import select
+
+from portalreview.cli import main
+from portalreview.store.models import AuditEntry, RankMember, Unit
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.store.study_setup import (
+    Cancelled,
+    CaseFilter,
+    ResponseFilter,
+    SetupError,
+    assign_units,
+    create_unit_set,
+    plan_assignment,
+    plan_units,
+    progress_by_kind,
+    split_with_overlap,
+    study_progress,
+)
+from tests.conftest import build_small_study
+
+PEOPLE = ["ava", "ben", "cy"]
+
+
+def test_overlap_gives_the_requested_counts():
+    units = list(range(1, 101))
+    shared, split = split_with_overlap(units, PEOPLE, overlap=40, seed=7)
+    assert len(shared) == 40
+    assert all(set(shared) <= set(split[p]) for p in PEOPLE)
+    assert [len(split[p]) for p in PEOPLE] == [60, 60, 60]
+    raters = Counter(u for p in PEOPLE for u in split[p])
+    assert {u for u, n in raters.items() if n == 3} == set(shared)
+    assert {n for u, n in raters.items() if u not in shared} == {1}
+    assert set(raters) == set(units)  # every unit handed out
+
+    _, uneven = split_with_overlap(list(range(101)), PEOPLE, overlap=40, seed=7)
+    assert sorted(len(v) for v in uneven.values()) == [60, 60, 61]
+    _, doubled = split_with_overlap(units, PEOPLE, overlap=10, raters_per_unit=2, seed=7)
+    raters = Counter(u for p in PEOPLE for u in doubled[p])
+    assert sorted(Counter(raters.values()).items()) == [(2, 90), (3, 10)]
+    assert [len(doubled[p]) for p in PEOPLE] == [70, 70, 70]
+
+
+def test_the_split_is_reproducible_from_its_seed():
+    units = list(range(50))
+    first = split_with_overlap(units, PEOPLE, overlap=12, seed=3)
+    assert split_with_overlap(units, PEOPLE, overlap=12, seed=3) == first
+    other = split_with_overlap(units, PEOPLE, overlap=12, seed=4)
+    assert other != first and len(other[0]) == 12
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"overlap": 51}, "between 0 and 50"),
+        ({"raters_per_unit": 4}, "between 1 and 3"),
+        ({"annotators": ["ava"], "overlap": 3}, "two annotators"),
+        ({"annotators": ["ava", "ava"]}, "listed twice"),
+        ({"annotators": []}, "at least one"),
+    ],
+)
+def test_impossible_splits_are_refused(kwargs, message):
+    options = {"annotators": PEOPLE, **kwargs}
+    with pytest.raises(SetupError, match=message):
+        split_with_overlap(list(range(50)), options.pop("annotators"), **options)
+
+
+def _inbox_project(path, n_cases: int = 12) -> Project:
+    project = Project.create(path, name="Inbox study")
+    svc = StudyService(project)
+    for name in PEOPLE:
+        svc.add_annotator(name)
+    for i in range(n_cases):
+        svc.add_case(
+            f"m{i:02d}",
+            f"Message number {i}. It hurts.",
+            urgency_level=1 + i % 6,
+            tags={"inbox": "ward-3"},
+        )
+    svc.add_case("other", "Not in the inbox.")
+    return project
+
+
+def _assignments(project: Project, set_name: str) -> dict[str, list[int]]:
+    """annotator -> unit positions of the set, for comparing two projects."""
+    return {r.annotator: r.assigned for r in study_progress(project) if r.unit_set == set_name} | {
+        "positions": [
+            (name, u.position) for name in PEOPLE for u in _units_of(project, set_name, name)
+        ]
+    }
+
+
+def _units_of(project: Project, set_name: str, name: str) -> list[Unit]:
+    svc = StudyService(project)
+    person = svc.as_viewer(name)
+    with project.read() as s:
+        ids = [q.unit_id for q in person.queue("urgency")]
+        return [s.get(Unit, i) for i in ids]
+
+
+def test_urgency_pairs_of_an_inbox_assigned_with_overlap(tmp_path):
+    with _inbox_project(tmp_path / "a.prproj") as project:
+        plan = plan_units(project, "urgency", inbox="ward-3", batch_size=20)
+        assert len(plan) == 66 and plan.kind == "urgency"  # 12 choose 2
+        made = create_unit_set(project, plan)
+        with project.read() as s:
+            units = list(s.scalars(select(Unit).where(Unit.unit_set_id == made.unit_set_id)))
+        assert Counter(u.batch for u in units) == {
+            "batch-1": 20,
+            "batch-2": 20,
+            "batch-3": 20,
+            "batch-4": 6,
+        }
+        assignment = plan_assignment(project, made.name, PEOPLE, overlap=10, seed=5)
+        assert sorted(assignment.counts().values()) == [28, 29, 29]  # 10 + 56 split
+        assign_units(project, assignment)
+        rows = [r for r in study_progress(project) if r.unit_set == made.name]
+        assert sorted(r.assigned for r in rows) == [28, 29, 29]
+        assert {r.shared for r in rows} == {10} and {r.submitted for r in rows} == {0}
+        (by_kind,) = {r.kind for r in progress_by_kind(rows)}
+        assert by_kind == "urgency"
+        with project.read() as s:
+            actions = [e.action for e in s.scalars(select(AuditEntry))]
+        assert actions == ["setup", "assign"]
+        with pytest.raises(SetupError, match="already assigned"):
+            plan_assignment(project, made.name, PEOPLE, overlap=10, seed=5)
+        first = _assignments(project, made.name)
+
+    # The same study set up with the same seeds gets the same hand-out; another seed not.
+    with _inbox_project(tmp_path / "b.prproj") as again:
+        made = create_unit_set(again, plan_units(again, "urgency", inbox="ward-3", batch_size=20))
+        assign_units(again, plan_assignment(again, made.name, PEOPLE, overlap=10, seed=5))
+        assert _assignments(again, made.name) == first
+    with _inbox_project(tmp_path / "c.prproj") as other:
+        made = create_unit_set(other, plan_units(other, "urgency", inbox="ward-3", batch_size=20))
+        assign_units(other, plan_assignment(other, made.name, PEOPLE, overlap=10, seed=6))
+        assert _assignments(other, made.name) != first
+
+
+def test_recipes_on_a_small_study(project):
+    study = build_small_study(project)
+    rank = plan_units(project, "rank", name="Rank them")
+    assert len(rank) == 1 and set(rank.units[0].members) == {
+        study.draft1,
+        study.draft2,
+        study.edited,
+    }
+    match = plan_units(project, "match")
+    assert {(u.response_id, u.response_b_id) for u in match.units} == {
+        (ref, draft)
+        for ref in (study.reference, study.original)
+        for draft in (study.draft1, study.draft2, study.edited)
+    }
+    with pytest.raises(SetupError, match="makes no unit"):
+        plan_units(project, "iap")  # one theme-guided clinician response only
+    empathy = plan_units(
+        project,
+        "empathy",
+        first=ResponseFilter.parse(["author=ben"]),
+        second=ResponseFilter.parse(["production=edited_empathy"]),
+    )
+    assert [(u.response_id, u.response_b_id) for u in empathy.units] == [
+        (study.original, study.edited)
+    ]
+    eppc = plan_units(project, "eppc", cases=CaseFilter.parse(external_ids=["c1"]))
+    assert len(eppc) == len(study.service.sentences(case_id=study.case1))
+    with pytest.raises(SetupError, match="no case"):
+        plan_units(project, "respond", cases=CaseFilter.parse(tags=["split=train"]))
+    with pytest.raises(SetupError, match="unknown production"):
+        ResponseFilter.parse(["production=poem"])
+    made = create_unit_set(project, rank)
+    with project.read() as s:
+        (unit,) = s.scalars(select(Unit).where(Unit.unit_set_id == made.unit_set_id))
+        members = set(
+            s.scalars(select(RankMember.response_id).where(RankMember.unit_id == unit.id))
+        )
+    assert members == {study.draft1, study.draft2, study.edited}
+    with pytest.raises(SetupError, match="already a unit set"):
+        create_unit_set(project, rank)
+
+
+def test_a_cancelled_set_up_saves_nothing(tmp_path):
+    with _inbox_project(tmp_path / "a.prproj") as project:
+        plan = plan_units(project, "urgency", inbox="ward-3")
+        calls = []
+        with pytest.raises(Cancelled):
+            create_unit_set(
+                project,
+                plan,
+                progress=lambda d, t: calls.append((d, t)),
+                cancel=lambda: len(calls) > 3,
+            )
+        with project.read() as s:
+            assert s.scalar(select(Unit.id)) is None
+        made = create_unit_set(project, plan, progress=lambda d, t: calls.append((d, t)))
+        assert calls[-1] == (66, 66)
+        with pytest.raises(Cancelled):
+            assign_units(project, plan_assignment(project, made.name, PEOPLE), cancel=lambda: True)
+        assert all(r.unit_set != made.name for r in study_progress(project))
+
+
+def test_setup_assign_and_progress_from_the_command_line(tmp_path, capsys):
+    path = tmp_path / "a.prproj"
+    _inbox_project(path).close()
+    assert main(["setup", str(path), "--add-annotator", "dee"]) == 0
+    assert main(["setup", str(path), "urgency", "--inbox", "ward-3", "--dry-run"]) == 0
+    assert "66 urgency unit(s)" in capsys.readouterr().out
+    assert main(["setup", str(path), "urgency", "--inbox", "ward-3", "--name", "Ward 3"]) == 0
+    args = ["assign", str(path), "Ward 3", "--overlap", "6", "--seed", "2"]
+    for name in ["ava", "ben", "cy", "dee"]:
+        args += ["--annotator", name]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "6 answered by all of ava, ben, cy, dee" in out and "dee: 21 unit(s)" in out
+    assert main(["progress", str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sum(r["assigned"] for r in rows) == 6 * 4 + 60 and {r["shared"] for r in rows} == {6}
+    assert main(["progress", str(path), "--by-kind"]) == 0
+    assert "urgency" in capsys.readouterr().out
+    assert main(["assign", str(path), "Nope", "--annotator", "ava"]) == 2
+    assert "there is no unit set 'Nope'" in capsys.readouterr().err

@@ -1,0 +1,172 @@
+"""The shell around the editors: time on task, text size per person, queue filters and jumps,
+the command line that opens the app, and a kill -9 that loses nothing shown as saved."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from ui_support import make_gui_study, open_window, preferences, stored_answer
+
+from portalreview import cli
+from portalreview.tasks.rank.editor import groups_from_ranks, ranks_from_groups
+from portalreview.ui.session import IDLE_SECONDS, ActivityClock
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def gui(tmp_path):
+    return make_gui_study(tmp_path)
+
+
+def test_active_time_counts_gaps_between_inputs_but_not_idle_time():
+    now = [100.0]
+    clock = ActivityClock(clock=lambda: now[0])
+    clock.start()
+    for t in (100.0, 105.0, 107.5, 107.5 + 600.0, 107.5 + 602.0):
+        now[0] = t
+        clock.touch()
+    # gaps 5 + 2.5 + (600 capped at IDLE_SECONDS) + 2
+    assert clock.seconds == pytest.approx(5 + 2.5 + IDLE_SECONDS + 2)
+    clock.stop()
+    now[0] += 10
+    clock.touch()
+    assert clock.seconds == pytest.approx(5 + 2.5 + IDLE_SECONDS + 2)
+
+
+def test_ranks_from_drag_and_drop_groups():
+    # [[A], [B, C], [D]] -> 1, 2, 2, 4 (competition ranks: a tie takes the places it covers)
+    assert ranks_from_groups([[1], [2, 3], [4]]) == {1: 1, 2: 2, 3: 2, 4: 4}
+    assert groups_from_ranks([4, 3, 2, 1], {1: 1, 2: 2, 3: 2, 4: None}) == [[1], [3, 2]]
+
+
+def test_dropping_in_the_ranking_reorders_and_ties(qtbot, gui, tmp_path):
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    window.kind_tabs.setCurrentIndex(window.kinds.index("rank"))
+    editor = window.editors["rank"]
+    a, b = editor.order
+    editor.move_in_ranking(a, None, "end")  # A dropped into the empty ranking
+    editor.move_in_ranking(b, a, "above")  # B above A
+    assert editor.state["ranks"] == {b: 1, a: 2}
+    assert [editor.ranking.item(i).text() for i in range(2)] == ["1. Response B", "2. Response A"]
+    editor.move_in_ranking(a, b, "onto")  # A onto B: a tie
+    assert editor.state["ranks"] == {a: 1, b: 1}
+    assert "(tie)" in editor.ranking.item(0).text()
+    window.act_undo.trigger()
+    assert editor.state["ranks"] == {b: 1, a: 2}
+
+
+def test_text_size_is_remembered_per_person(qtbot, gui, tmp_path):
+    prefs = preferences(tmp_path)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    start = window.point_size
+    window.act_zoom_in.trigger()
+    window.act_zoom_in.trigger()
+    assert window.editors["respond"].font().pointSizeF() == start + 2
+    window.close()
+    for who, size in (("ava", start + 2), ("ben", start)):
+        again = open_window(qtbot, prefs, gui.path, who)
+        assert again.point_size == size
+        again.close()
+
+
+def test_queue_filters_jumps_and_next_to_do(qtbot, gui, tmp_path):
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    assert window.kind == "respond"
+    assert "0 of 2 done" in window.queue.progress_label.text()
+    window.queue.jump_to_number(2)
+    assert window.session.unit.unit_id == gui.edit_unit
+    window.act_submit.trigger()  # the draft as it is: a complete edit
+    qtbot.waitUntil(lambda: window.session.unit.unit_id == gui.ids.units["respond"])
+    assert "1 of 2 done" in window.queue.progress_label.text()
+    assert window.kind_tabs.tabText(0).endswith("(1/2)")
+    filter_box = window.queue.filter
+    filter_box.setCurrentIndex(filter_box.findData("submitted"))
+    assert [i.unit_id for i in window.queue.model.items] == [gui.edit_unit]
+    filter_box.setCurrentIndex(filter_box.findData("todo"))
+    assert [i.unit_id for i in window.queue.model.items] == [gui.ids.units["respond"]]
+    assert window.queue.jump_to_number(2)  # hidden by the filter: the filter is cleared
+    assert window.session.unit.unit_id == gui.edit_unit
+    window.act_prev.trigger()
+    assert window.session.unit.unit_id == gui.ids.units["respond"]
+
+
+def test_a_clinician_reads_the_chart_sections_as_lists(qtbot, gui, tmp_path):
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    panel = window.editors["respond"].case_panel
+    assert "crushing chest pain" in panel.message.text()
+    assert "<li>Age: 61</li>" in panel.section_labels["demographics"].text()
+    assert "<li>Coronary artery disease</li>" in panel.section_labels["problems"].text()
+    assert "none recorded" in panel.section_labels["medications"].text()
+    section = panel.sections["problems"]
+    qtbot.mouseClick(section.toggle, Qt.MouseButton.LeftButton)
+    assert not section.body.isVisible()
+
+
+def test_the_command_line_opens_the_app(monkeypatch, tmp_path, gui):
+    opened = []
+    monkeypatch.setattr(cli, "open_app", lambda path=None, who=None: opened.append((path, who)))
+    cli.main([])
+    cli.main([str(gui.path), "--as", "ava"])
+    assert opened == [(None, None), (gui.path, "ava")]
+    assert cli.main([str(tmp_path / "missing.prproj")]) == 2
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from PySide6.QtCore import QSettings
+    from PySide6.QtTest import QTest
+    from portalreview.ui.app import application
+    from portalreview.ui.main_window import MainWindow
+    from portalreview.ui.settings import Preferences
+    from portalreview.tasks.common.editor_base import TextBox
+
+    app = application()
+    folder = Path(sys.argv[1])
+    prefs = Preferences(QSettings(str(folder / "kill.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(prefs)
+    window.show()
+    window.open_project(folder / "gui.prproj", annotator="ava")
+    while window.session is None:
+        app.processEvents()
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    for i in range(1000):
+        QTest.keyClicks(box, f"word{i} ")
+        app.processEvents()
+        if "Saved" in window.save_label.text():
+            print("SAVED " + box.toPlainText(), flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+def test_kill_9_loses_nothing_that_was_shown_as_saved(gui, tmp_path):
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    shown = None
+    for line in process.stdout:
+        if line.startswith("SAVED ") and len(line) > 200:
+            shown = line[len("SAVED ") :].rstrip("\n")
+            break
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert shown, "the app never showed a save"
+    answer = stored_answer(gui.path, gui.ids.units["respond"], "ava")
+    stored = answer.payload["parts"]["empathy"]
+    # Everything shown as saved is in the file (later typing may be there too).
+    assert stored.startswith(shown.strip())
