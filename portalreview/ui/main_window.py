@@ -220,6 +220,8 @@ class MainWindow(QMainWindow):
             action.setChecked(self.prefs.color_scheme() == key)
             action.triggered.connect(lambda _=False, k=key: self.set_color_scheme(k))
             group.addAction(action)
+        self.tools_menu = bar.addMenu("&Tools")
+        self.tools_menu.aboutToShow.connect(self._fill_tools_menu)
         help_menu = bar.addMenu("&Help")
         help_menu.addActions([self.act_shortcuts, self.act_about])
 
@@ -272,6 +274,20 @@ class MainWindow(QMainWindow):
             action.setEnabled(open_)
         self.queue_dock.setVisible(open_)
         self.work_of_action.setVisible(False)
+
+    def _fill_tools_menu(self) -> None:
+        from portalreview.ui.tools import TOOLS
+
+        self.tools_menu.clear()
+        role = self.service.viewer.role if self.service else None
+        for tool in TOOLS:
+            action = self.tools_menu.addAction(tool.title)
+            if tool.shortcut:
+                action.setShortcut(QKeySequence(tool.shortcut))
+            action.setEnabled(role in tool.roles)
+            action.triggered.connect(lambda _=False, t=tool: t.load()(self))
+        if self.tools_menu.isEmpty():
+            self.tools_menu.addAction("(none yet)").setEnabled(False)
 
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()

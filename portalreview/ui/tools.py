@@ -1,0 +1,26 @@
+"""Windows the main window opens from its Tools menu (inbox view, adjudication, dashboard...).
+
+Each entry names a function ``open_tool(window: MainWindow) -> None`` by its import path, so the
+main window does not import (or depend on) every tool. A new tool = its module + one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Tool:
+    title: str
+    target: str  # "package.module:function", called with the main window
+    shortcut: str = ""
+    roles: tuple[str, ...] = ("clinician", "pi")  # who sees it in the menu
+
+    def load(self) -> Callable:
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+TOOLS: list[Tool] = []
