@@ -3,8 +3,9 @@
 Builds synthetic studies of 1,000 and 10,000 cases (by default) in which 4 annotators answer
 a unit of every kind for every case (respond, rank, match, urgency, eppc, empathy, facts; the
 EPPC units also carry a gold answer, and every 1,000 cases one inbox of 30 messages gets 120
-extra urgency pairs), then times ``read_frames`` + ``build_report`` on each and prints both
-times, their ratio and the seconds each analysis took.
+extra urgency pairs), then times ``read_frames`` (reading the frames) + ``build_report``
+(computing every table from them) on each and prints both sizes' times, split into reading and
+computing, their ratios and the seconds each analysis took.
 
 The studies are written fast: every row is generated in Python and bulk-inserted through
 SQLAlchemy Core (``executemany``) in one transaction, straight into the project's tables,
@@ -601,10 +602,11 @@ def main(argv: list[str] | None = None) -> None:
 def _print_result(n: int, result: dict[str, Any], n_resamples: int) -> None:
     per = "  ".join(f"{k} {v:.2f}" for k, v in result["per_kind"].items())
     print(
-        f"{n:>6} cases, n_resamples={n_resamples}: read_frames {result['read_frames']:.2f} s"
-        f" + build_report {result['build_report']:.2f} s = {result['total']:.2f} s"
+        f"{n:>6} cases, n_resamples={n_resamples}: reading frames (read_frames)"
+        f" {result['read_frames']:.2f} s + computing (build_report)"
+        f" {result['build_report']:.2f} s = {result['total']:.2f} s"
     )
-    print(f"        per kind (s): {per}")
+    print(f"        computing per kind (s): {per}")
 
 
 def _print_ratios(results: dict[int, dict[str, Any]]) -> None:
@@ -612,9 +614,13 @@ def _print_ratios(results: dict[int, dict[str, Any]]) -> None:
     if len(sizes) < 2:
         return
     small, large = sizes[0], sizes[-1]
-    for key in ("read_frames", "build_report", "total"):
+    for key, label in (
+        ("read_frames", "reading frames"),
+        ("build_report", "computing"),
+        ("total", "total"),
+    ):
         ratio = results[large][key] / results[small][key]
-        print(f"ratio {large}/{small} cases ({large / small:.0f}x), {key}: {ratio:.2f}x")
+        print(f"ratio {large}/{small} cases ({large / small:.0f}x), {label}: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from portalreview.analysis._common import CONFIDENCE, figure
+from portalreview.analysis._common import CONFIDENCE, Deferred, figure
 
 Statistic = Callable[[Mapping[str, np.ndarray]], Any]
 
@@ -42,6 +42,16 @@ def unit_weights(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
     weights = np.empty((n_resamples, n_units), dtype=np.float32)
     for row, drawn in enumerate(indices):
         weights[row] = np.bincount(drawn, minlength=n_units)
+    weights.flags.writeable = False
+    return weights
+
+
+@functools.lru_cache(maxsize=2)
+def unit_major_weights(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
+    """:func:`unit_weights` transposed into a C-ordered (n_units, n_resamples) copy, so that
+    the weights of a few units are a few contiguous rows (cheap to gather) instead of a few
+    scattered entries of every resample's row."""
+    weights = np.ascontiguousarray(unit_weights(n_units, seed, n_resamples).T)
     weights.flags.writeable = False
     return weights
 
@@ -70,6 +80,8 @@ class Resampler:
         self.units = pd.Index(sorted(set(unit_ids)))
         self.seed = int(seed)
         self.n_resamples = int(n_resamples)
+        self._pending: list[tuple[Population, np.ndarray, np.ndarray]] = []
+        self._max_weight: float | None = None
 
     @property
     def weights(self) -> np.ndarray | None:
@@ -77,20 +89,73 @@ class Resampler:
             return None
         return unit_weights(len(self.units), self.seed, self.n_resamples)
 
+    def _where(self, unit_ids: Any) -> np.ndarray:
+        where = self.units.get_indexer(pd.Index(unit_ids))
+        if (where < 0).any() or len(np.unique(where)) != len(where):
+            raise ValueError("a population's units must be distinct units of the resampler")
+        return where
+
+    def _small(self, where: np.ndarray) -> bool:
+        return 4 * len(where) < len(self.units)
+
     def resampled_sums(self, matrix: np.ndarray, unit_ids: Any) -> np.ndarray | None:
         """Column sums of ``matrix`` (one row per unit of ``unit_ids``) over each resample."""
         weights = self.weights
         if weights is None:
             return None
-        where = self.units.get_indexer(pd.Index(unit_ids))
-        if (where < 0).any() or len(np.unique(where)) != len(where):
-            raise ValueError("a population's units must be distinct units of the resampler")
+        where = self._where(unit_ids)
         values = matrix.astype(np.float32)
-        if 4 * len(where) < len(self.units):  # a small group: take its units' weights only
-            return (weights[:, where] @ values).astype(float)
+        if self._small(where):  # a small group: take its units' weights only
+            by_unit = unit_major_weights(len(self.units), self.seed, self.n_resamples)
+            # ``by_unit[where].T`` is ``weights[:, where]`` with the same (Fortran-ordered)
+            # layout, so the product and its float32 rounding are the same; it is gathered
+            # from whole rows instead of a few entries of every resample's row.
+            return (by_unit[where].T @ values).astype(float)
         full = np.zeros((len(self.units), matrix.shape[1]), dtype=np.float32)
         full[where] = values
         return (weights @ full).astype(float)
+
+    # --- deferred populations, summed together ---------------------------------------------
+
+    def exact_in_float32(self, matrix: np.ndarray) -> bool:
+        """Whether every resampled sum of ``matrix`` is an integer below 2**24 (so float32
+        holds it and every partial sum exactly, whatever order a product adds them in)."""
+        if matrix.size == 0 or not np.array_equal(matrix, np.rint(matrix)):
+            return False  # NaN, infinities and fractions fail here
+        if self._max_weight is None:
+            self._max_weight = float(self.weights.max())
+        return float(np.abs(matrix).sum(axis=0).max()) * self._max_weight < 2**24
+
+    def defer(self, population: Population, matrix: np.ndarray, unit_ids: Any) -> bool:
+        """Queue ``population``'s resampled sums to be computed with the others queued
+        (:meth:`flush`), when that cannot change them: a large group of integer columns.
+        Returns False (nothing queued) otherwise; the caller then sums it on its own."""
+        where = self._where(unit_ids)
+        if self.weights is None or self._small(where) or not self.exact_in_float32(matrix):
+            return False
+        self._pending.append((population, matrix.astype(np.float32), where))
+        return True
+
+    def flush(self, max_columns: int = 512) -> None:
+        """Compute every queued population's resampled sums, a few hundred columns per matrix
+        product: one pass over the weights instead of one per population. The sums are
+        exact integers, so they equal :meth:`resampled_sums`' bit for bit."""
+        pending, self._pending = self._pending, []
+        while pending:
+            chunk, width = [], 0
+            while pending and (not chunk or width + pending[0][1].shape[1] <= max_columns):
+                chunk.append(pending.pop(0))
+                width += chunk[-1][1].shape[1]
+            full = np.zeros((len(self.units), width), dtype=np.float32)
+            start = 0
+            for _, values, where in chunk:
+                full[where, start : start + values.shape[1]] = values
+                start += values.shape[1]
+            sums = (self.weights @ full).astype(float)
+            start = 0
+            for population, values, _ in chunk:
+                population._set_boot(sums[:, start : start + values.shape[1]])
+                start += values.shape[1]
 
 
 class Population:
@@ -102,6 +167,12 @@ class Population:
     point estimate and r = n_resamples for the bootstrap - and returns one figure per row.
     With a ``resampler`` the units are resampled as part of it; without one, the group's own
     units are resampled (``seed``, ``n_resamples``; 0 turns intervals off).
+
+    ``deferred=True`` (the analyses' populations, see ``Settings.population``): the resampled
+    sums are computed only when an interval is first needed, together with every other
+    deferred population of the same resampler (:meth:`Resampler.flush`), and :meth:`figure`
+    leaves its CI to be filled in when the result goes through ``jsonable``. Only integer
+    columns are deferred, whose sums are exact in any order, so the CIs are the same.
     """
 
     def __init__(
@@ -112,6 +183,7 @@ class Population:
         resampler: Resampler | None = None,
         seed: int = 0,
         n_resamples: int = 1000,
+        deferred: bool = False,
     ) -> None:
         blocks = {k: _as_block(v) for k, v in columns.items()}
         sizes = {b.shape[0] for b in blocks.values()}
@@ -129,9 +201,22 @@ class Population:
             ids = np.arange(self.n_units)
             resampler = Resampler(ids, seed=seed, n_resamples=n_resamples)
             unit_ids = ids
-        self._boot = None
+        self._resampler = resampler
+        self._boot: np.ndarray | None = None
+        self._deferred = False
         if self.n_units > 0:
-            self._boot = resampler.resampled_sums(matrix, unit_ids)
+            if deferred and resampler.defer(self, matrix, unit_ids):
+                self._deferred = True
+            else:
+                self._boot = resampler.resampled_sums(matrix, unit_ids)
+
+    def _set_boot(self, sums: np.ndarray) -> None:
+        self._boot, self._deferred = sums, False
+
+    def _resampled_sums(self) -> np.ndarray | None:
+        if self._deferred:
+            self._resampler.flush()
+        return self._boot
 
     def _view(self, sums: np.ndarray) -> dict[str, np.ndarray]:
         return {
@@ -149,19 +234,46 @@ class Population:
             result = statistic(self._view(self._full))
         return float(np.asarray(result, dtype=float).reshape(-1)[0])
 
-    def interval(self, statistic: Statistic) -> tuple[float, float] | None:
-        """The 95% bootstrap CI of the statistic over units (None when off or undefined)."""
-        if self._boot is None:
+    def resampled(self, statistic: Statistic) -> np.ndarray | None:
+        """The statistic on each bootstrap resample (NaN where undefined), or None when
+        intervals are off: for a figure that combines several populations resample by
+        resample (they must share one resampler)."""
+        boot = self._resampled_sums()
+        if boot is None:
             return None
         with np.errstate(divide="ignore", invalid="ignore"):
-            values = np.asarray(statistic(self._view(self._boot)), dtype=float)
-        return percentile_interval(values)
+            return np.asarray(statistic(self._view(boot)), dtype=float).reshape(-1)
 
-    def figure(self, statistic: Statistic) -> dict[str, Any]:
-        """``{"value", "ci", "n_units"}`` of the statistic (value None with no units)."""
+    def interval(self, statistic: Statistic) -> tuple[float, float] | None:
+        """The 95% bootstrap CI of the statistic over units (None when off or undefined)."""
+        values = self.resampled(statistic)
+        return None if values is None else percentile_interval(values)
+
+    def figure(self, statistic: Statistic, n_units: int | None = None) -> dict[str, Any]:
+        """``{"value", "ci", "n_units"}`` of the statistic (value None with no units).
+
+        ``n_units`` is the number of units the figure rests on when it is fewer than the
+        population's (a figure over the units of one difficulty bucket, one source...)."""
         if self.n_units == 0:
             return figure(None, None, 0)
-        return figure(self.value(statistic), self.interval(statistic), self.n_units)
+        count = self.n_units if n_units is None else n_units
+        if self._deferred:
+            out = figure(self.value(statistic), None, count)
+            out["ci"] = DeferredInterval(self, statistic)
+            return out
+        return figure(self.value(statistic), self.interval(statistic), count)
+
+
+class DeferredInterval(Deferred):
+    """The CI of a deferred population's figure, computed when the result is made JSON-ready
+    (``jsonable``): by then every population of the analysis is queued and summed at once."""
+
+    def __init__(self, population: Population, statistic: Statistic) -> None:
+        self.population, self.statistic = population, statistic
+
+    def json(self) -> list[float | None] | None:
+        ci = self.population.interval(self.statistic)
+        return figure(None, ci, 0)["ci"]
 
 
 def _as_block(values: Any) -> np.ndarray:

@@ -52,6 +52,7 @@ class Settings:
             resampler=self.resampler,
             seed=self.seed,
             n_resamples=self.n_resamples,
+            deferred=self.resampler is not None,
         )
 
     @classmethod
@@ -60,6 +61,14 @@ class Settings:
         if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 0:
             raise ValueError(f"n_resamples must be a whole number >= 0, got {n_resamples!r}")
         return cls(catalogs or DEFAULT_CATALOGS, int(seed), n_resamples)
+
+
+class Deferred:
+    """A value computed only when a result is made JSON-ready (:func:`jsonable` calls
+    :meth:`json`): the analyses' bootstrap intervals, summed all together at the end."""
+
+    def json(self) -> Any:
+        raise NotImplementedError
 
 
 def jsonable(value: Any) -> Any:
@@ -87,6 +96,8 @@ def jsonable(value: Any) -> Any:
         return v if math.isfinite(v) else None
     if value is None or value is pd.NA or value is pd.NaT:
         return None
+    if isinstance(value, Deferred):
+        return jsonable(value.json())
     return value
 
 
@@ -148,11 +159,23 @@ def answer_counts(answers: pd.DataFrame) -> dict[str, Any]:
 def source_labels(responses: pd.DataFrame) -> pd.Series:
     """Each response's "source" for per-source tables: ``responses.source``, else its author,
     else its author kind (indexed by response_id)."""
-    source = responses.source.fillna("").astype(str).str.strip()
-    author = responses.author.fillna("").astype(str).str.strip()
-    label = source.where(source != "", author)
-    label = label.where(label != "", responses.author_kind.astype(str))
-    return pd.Series(label.to_numpy(), index=responses.response_id.to_numpy(), name="source")
+    labels = np.empty(len(responses), dtype=object)
+    columns = (responses.source.tolist(), responses.author.tolist(), responses.author_kind)
+    for i, (source, author, kind) in enumerate(zip(*columns[:2], columns[2].tolist(), strict=True)):
+        label = source.strip() if isinstance(source, str) else ""
+        if not label:
+            label = author.strip() if isinstance(author, str) else ""
+        labels[i] = label or str(kind)
+    return pd.Series(labels, index=responses.response_id.to_numpy(), name="source")
+
+
+def sources_of(frames: StudyFrames) -> pd.Series:
+    """:func:`source_labels` of the study's responses, made once per frames (every analysis
+    that groups by source uses it). Read it, never change it in place."""
+    labels = frames.memo.get("sources")
+    if labels is None:
+        labels = frames.memo["sources"] = source_labels(frames.responses)
+    return labels
 
 
 class JsonRows(list):

@@ -28,7 +28,7 @@ from portalreview.analysis._common import (
     ordered_names,
     people,
     safe_ratio,
-    source_labels,
+    sources_of,
 )
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.frames import StudyFrames
@@ -51,7 +51,7 @@ def choices(frames: StudyFrames) -> tuple[pd.DataFrame, int]:
     decided = answers.merge(frames.empathy, on="answer_id")
     chosen = decided.more_empathetic_response_id
     value = np.where(chosen.isna(), "equal", np.where(chosen == decided.response_id, "A", "B"))
-    sources = source_labels(frames.responses)
+    sources = sources_of(frames)
     src_a = decided.response_id.map(sources)
     src_b = decided.response_b_id.map(sources)
     flipped = src_b < src_a

@@ -79,6 +79,7 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
             "code": labels.code,
             "subcode": subcode,
             "evidence": evidence,
+            "has_evidence": [text != "" for text in evidence],
             "evidence_id": evidence_id,
             "tokens": [tokens[i] for i in evidence_id],
             "code_id": pd.Index(codes).get_indexer(labels.code),
@@ -123,37 +124,61 @@ def _relaxed(a: frozenset[str], b: frozenset[str], threshold: float = 0.6) -> bo
     return a <= b or b <= a or len(a & b) / len(a | b) >= threshold
 
 
-def _relaxed_matches(pairs: pd.DataFrame) -> np.ndarray:
-    """The relaxed match of each (predicted, gold) evidence pair, computed once per distinct
-    pair of texts (on token sets made once per text)."""
-    key = pairs.evidence_id_p.to_numpy(np.int64) * (1 << 32) + pairs.evidence_id_g.to_numpy()
-    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    predicted = pairs.tokens_p.to_numpy()[first].tolist()
-    gold = pairs.tokens_g.to_numpy()[first].tolist()
-    result = np.fromiter(
-        (_relaxed(a, b) for a, b in zip(predicted, gold, strict=True)),
-        dtype=bool,
-        count=len(distinct),
-    )
-    return result[inverse.reshape(-1)]
+class RelaxedMatcher:
+    """The relaxed match (:func:`_relaxed`) of pairs of evidence texts given by their ids
+    (``label_rows``' ``evidence_id``), each distinct pair decided once for the whole analysis
+    (every comparison of two coders meets mostly the same pairs of texts)."""
+
+    def __init__(self, rows: pd.DataFrame) -> None:
+        ids, first = np.unique(rows.evidence_id.to_numpy(), return_index=True)
+        self.tokens = dict(zip(ids.tolist(), rows.tokens.to_numpy()[first].tolist(), strict=True))
+        self.known: dict[int, bool] = {}
+
+    def _decide(self, key: int) -> bool:
+        found = self.known.get(key)
+        if found is None:
+            predicted, gold = key >> 32, key & 0xFFFFFFFF
+            a = self.tokens[predicted]
+            # The same text on both sides matches itself when it has a token (a <= a).
+            found = bool(a) if predicted == gold else _relaxed(a, self.tokens[gold])
+            self.known[key] = found
+        return found
+
+    def __call__(self, predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
+        """Whether each (predicted, gold) evidence pair matches."""
+        keys = predicted.astype(np.int64) * (1 << 32) + gold.astype(np.int64)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        decided = np.fromiter(
+            (self._decide(k) for k in distinct.tolist()), dtype=bool, count=len(distinct)
+        )
+        return decided[inverse.reshape(-1)]
 
 
-def _span_counts(ref: pd.DataFrame, pred: pd.DataFrame, units: pd.Index) -> dict:
+def _with_evidence(rows: pd.DataFrame, units: pd.Index, name: str) -> pd.DataFrame:
+    """Rows on ``units`` that have evidence text: unit position ``u``, evidence id ``name``
+    and a row number ``{name}_row``."""
+    u = units.get_indexer(rows.unit_id.to_numpy())
+    keep = rows.has_evidence.to_numpy(bool) & (u >= 0)
+    evidence = rows.evidence_id.to_numpy()[keep]
+    return pd.DataFrame({"u": u[keep], name: evidence, f"{name}_row": np.arange(len(evidence))})
+
+
+def _span_counts(
+    ref: pd.DataFrame, pred: pd.DataFrame, units: pd.Index, matcher: RelaxedMatcher
+) -> dict:
     """Per unit: predicted and gold spans, TP (predicted spans matching a gold span of the
     same sentence), matched gold spans, FP and FN - ``metrics.span_prf``'s counting."""
-    columns = ["u", "text", "evidence_id", "tokens"]
-    p = pred.assign(u=units.get_indexer(pred.unit_id)).rename(columns={"evidence": "text"})
-    g = ref.assign(u=units.get_indexer(ref.unit_id)).rename(columns={"evidence": "text"})
-    p, g = p.loc[(p.text != "") & (p.u >= 0), columns], g.loc[(g.text != "") & (g.u >= 0), columns]
-    p, g = p.assign(pid=np.arange(len(p))), g.assign(gid=np.arange(len(g)))
-    pairs = p.merge(g, on="u", suffixes=("_p", "_g"))
-    hits = pairs[_relaxed_matches(pairs)] if len(pairs) else pairs
+    p, g = _with_evidence(pred, units, "p"), _with_evidence(ref, units, "g")
+    pairs = p.merge(g, on="u")
+    hits = pairs[matcher(pairs.p.to_numpy(), pairs.g.to_numpy())]
     n = len(units)
+    hit_p = np.unique(hits.p_row.to_numpy())
+    hit_g = np.unique(hits.g_row.to_numpy())
     out = {
         "n_predicted": np.bincount(p.u, minlength=n),
         "n_gold": np.bincount(g.u, minlength=n),
-        "tp": np.bincount(hits.drop_duplicates("pid").u, minlength=n),
-        "matched_gold": np.bincount(hits.drop_duplicates("gid").u, minlength=n),
+        "tp": np.bincount(p.u.to_numpy()[hit_p], minlength=n),
+        "matched_gold": np.bincount(g.u.to_numpy()[hit_g], minlength=n),
     }
     out["fp"] = out["n_predicted"] - out["tp"]
     out["fn"] = out["n_gold"] - out["matched_gold"]
@@ -189,7 +214,12 @@ def _per_code(per_label: dict[str, np.ndarray], codes: list[str]) -> list[dict[s
 
 
 def compare(
-    ref: pd.DataFrame, pred: pd.DataFrame, units: pd.Index, codes: list[str], s: Settings
+    ref: pd.DataFrame,
+    pred: pd.DataFrame,
+    units: pd.Index,
+    codes: list[str],
+    s: Settings,
+    matcher: RelaxedMatcher,
 ) -> dict[str, Any]:
     """Micro P / R / F1 of codes, code-subcode pairs and spans of ``pred`` against ``ref`` on
     ``units`` (seed 003, Appendix B), CIs over units, and the per-code table."""
@@ -198,7 +228,7 @@ def compare(
     code_counts, per_label = set_counts(ref, pred, "code_id", units, len(codes))
     n_pairs = max(int(np.max(np.r_[ref.pair_id.to_numpy(), pred.pair_id.to_numpy(), 0])) + 1, 1)
     pair_counts, _ = set_counts(ref, pred, "pair_id", units, n_pairs)
-    spans = _span_counts(ref, pred, units)
+    spans = _span_counts(ref, pred, units, matcher)
     columns = {f"c_{k}": v for k, v in code_counts.items()}
     columns |= {f"p_{k}": v for k, v in pair_counts.items()}
     columns |= {f"s_{k}": v for k, v in spans.items()}
@@ -223,7 +253,10 @@ class Coding:
     rows_of: dict[str, pd.DataFrame] = field(default_factory=dict)
     is_model: dict[str, bool] = field(default_factory=dict)
 
+    matcher: RelaxedMatcher = field(init=False)
+
     def __post_init__(self) -> None:
+        self.matcher = RelaxedMatcher(self.rows)
         gold = self.answers.is_gold.astype(bool)
         for name, group in self.answers[~gold].groupby("annotator"):
             self._add(str(name), group)
@@ -246,7 +279,7 @@ def versus_gold(c: Coding, codes: list[str], s: Settings) -> list[dict[str, Any]
         if units.empty:
             continue
         entry = {"annotator": name, "is_model": c.is_model[name]}
-        out.append({**entry, **compare(c.rows_of[""], c.rows_of[name], units, codes, s)})
+        out.append({**entry, **compare(c.rows_of[""], c.rows_of[name], units, codes, s, c.matcher)})
     return out
 
 
@@ -257,7 +290,7 @@ def between_annotators(c: Coding, coders: list[str], codes: list[str], s: Settin
         units = c.shared(a, b)
         if units.empty:
             continue
-        scores = compare(c.rows_of[a], c.rows_of[b], units, codes, s)
+        scores = compare(c.rows_of[a], c.rows_of[b], units, codes, s, c.matcher)
         out.append({"annotator_a": a, "annotator_b": b, **scores})
     return out
 
@@ -287,20 +320,47 @@ def batches(frames: StudyFrames, units: pd.Index) -> pd.DataFrame:
     return info.sort_values(["unit_set", "position"])
 
 
-def _batch_rows(info: pd.DataFrame, blocks: Mapping[str, np.ndarray], units: pd.Index, stat):
-    """The pooled statistic of each batch: block sums over the batch's units and all codes."""
+def _batch_sums(
+    info: pd.DataFrame, blocks: Mapping[str, np.ndarray], units: pd.Index
+) -> tuple[list[tuple[str, str]], np.ndarray, dict[str, np.ndarray]]:
+    """Each batch's (unit set, label), its number of units, and each block summed over the
+    batch's units: a (batches x codes) array of counts per block."""
     keys = list(zip(info.unit_set.tolist(), info.label.tolist(), strict=True))
     batch_of, order = pd.factorize(pd.Series(keys, dtype=object))
     rows = units.get_indexer(info.index)
-    sums = {
-        k: np.bincount(batch_of, v[rows].sum(axis=1), minlength=len(order))
-        for k, v in blocks.items()
-    }
-    values = np.asarray(stat(sums), dtype=float)
-    sizes = np.bincount(batch_of, minlength=len(order))
+    sums = {}
+    for name, block in blocks.items():
+        sums[name] = np.zeros((len(order), block.shape[1]))
+        np.add.at(sums[name], batch_of, block[rows])
+    return order.tolist(), np.bincount(batch_of, minlength=len(order)), sums
+
+
+def _kappa_batches(
+    info: pd.DataFrame, blocks: Mapping[str, np.ndarray], units: pd.Index, codes: list[str]
+) -> list[dict[str, Any]]:
+    """Per batch: Cohen's kappa pooled over the batch's (unit, code) items, and per code over
+    the batch's units with each coder's yes count (no CI: a batch is small)."""
+    keys, sizes, sums = _batch_sums(info, blocks, units)
+    pooled = kappa_statistic({k: v.sum(axis=1) for k, v in sums.items()})
+    per_code = kappa_statistic(sums)
+    yes_a, yes_b = sums["n10"] + sums["n11"], sums["n01"] + sums["n11"]
     return [
-        {"unit_set": key[0], "batch": key[1], "n_units": int(n), "value": value}
-        for key, n, value in zip(order.tolist(), sizes.tolist(), values.tolist(), strict=True)
+        {
+            "unit_set": unit_set,
+            "batch": label,
+            "n_units": int(sizes[j]),
+            "kappa": pooled[j],
+            "per_code": [
+                {
+                    "code": code,
+                    "n_yes_a": int(yes_a[j, i]),
+                    "n_yes_b": int(yes_b[j, i]),
+                    "kappa": per_code[j, i],
+                }
+                for i, code in enumerate(codes)
+            ],
+        }
+        for j, (unit_set, label) in enumerate(keys)
     ]
 
 
@@ -309,8 +369,9 @@ def _pooled(stat):
 
 
 def kappa_pair(c: Coding, a: str, b: str, frames, codes: list[str], s: Settings) -> dict:
-    """Cohen's kappa between coders a and b on code presence per sentence: per code, pooled
-    over (sentence, code) items, and per batch (pooled)."""
+    """Cohen's kappa between coders a and b on code presence per sentence (seed 003, Section
+    3.2.2): per code, pooled over (sentence, code) items, and per batch of units in order,
+    pooled and per code (the paper tracks kappa batch by batch of 50 messages)."""
     units = c.shared(a, b)
     x = presence(c.rows_of[a], units, codes)
     y = presence(c.rows_of[b], units, codes)
@@ -330,9 +391,7 @@ def kappa_pair(c: Coding, a: str, b: str, frames, codes: list[str], s: Settings)
         }
         for i, code in enumerate(codes)
     ]
-    per_batch = _batch_rows(batches(frames, units), blocks, units, kappa_statistic)
-    for row in per_batch:
-        row["kappa"] = row.pop("value")
+    per_batch = _kappa_batches(batches(frames, units), blocks, units, codes)
     return {
         "annotator_a": a,
         "annotator_b": b,

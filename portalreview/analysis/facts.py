@@ -28,7 +28,7 @@ from portalreview.analysis._common import (
     ordered_names,
     people,
     safe_ratio,
-    source_labels,
+    sources_of,
 )
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.frames import StudyFrames
@@ -159,7 +159,7 @@ def analyse(
     if answers.empty:
         return jsonable({**answer_counts(answers), **EMPTY})
     pairs = pair_counts(answers, frames)
-    sources = source_labels(frames.responses)
+    sources = sources_of(frames)
     pairs = pairs.assign(
         original_source=pairs.response_id.map(sources),
         edited_source=pairs.response_b_id.map(sources),

@@ -38,7 +38,7 @@ from portalreview.analysis._common import (
     prf_columns,
     records,
     safe_ratio,
-    source_labels,
+    sources_of,
 )
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics import count_expected_deletions
@@ -70,22 +70,39 @@ def leftover_text(draft: str, spans: tuple) -> str:
     return " ".join(pieces)
 
 
+#: ED of leftover texts already segmented, kept for the process (ED is a pure function of the
+#: text): the match tables and the editing-load table of a report share it, and a report
+#: refreshed after a few new answers segments only their leftovers. Emptied past the cap.
+_ED_BY_TEXT: dict[str, int] = {}
+_ED_CACHE_SIZE = 200_000
+
+
 def _expected_deletions(pairs: pd.DataFrame, spans: dict, texts: pd.Series) -> np.ndarray:
     """ED of each pair (Algorithm 1, lines 10-12): sentences of the leftover draft that still
     hold a word (``metrics.count_expected_deletions``).
 
-    Segmenting the leftover draft is the one per-pair step that cannot be vectorised; pairs
-    that removed the same spans from the same draft share one computation.
+    Segmenting the leftover draft is the one per-pair step that cannot be vectorised (the
+    segmenter's decisions depend on the text around each full stop, so a leftover is always
+    segmented whole); pairs that leave the same text - the same spans removed from the same
+    draft, or different spans that leave the same words - share one segmentation.
     """
-    cache: dict[tuple[int, tuple], int] = {}
+    by_spans: dict[tuple[int, tuple], int] = {}
+    by_text = _ED_BY_TEXT
+    if len(by_text) > _ED_CACHE_SIZE:
+        by_text.clear()
     out = np.empty(len(pairs), dtype=int)
     for i, (answer, draft) in enumerate(
         zip(pairs.answer_id.tolist(), pairs.response_b_id.tolist(), strict=True)
     ):
         key = (draft, spans.get(answer, ()))
-        if key not in cache:
-            cache[key] = count_expected_deletions(leftover_text(texts[draft], key[1]))
-        out[i] = cache[key]
+        count = by_spans.get(key)
+        if count is None:
+            text = leftover_text(texts[draft], key[1])
+            count = by_text.get(text)
+            if count is None:
+                count = by_text[text] = count_expected_deletions(text)
+            by_spans[key] = count
+        out[i] = count
     return out
 
 
@@ -435,7 +452,7 @@ def judge_agreement_table(answers: pd.DataFrame, frames: StudyFrames, s: Setting
 
 
 def _with_labels(pairs: pd.DataFrame, answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
-    sources = source_labels(frames.responses)
+    sources = sources_of(frames)
     authors = frames.responses.set_index("response_id").author.fillna("").astype(str)
     unit_sets = answers.set_index("answer_id").unit_set
     return pairs.assign(

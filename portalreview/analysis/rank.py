@@ -30,7 +30,7 @@ from portalreview.analysis._common import (
     people,
     records,
     safe_ratio,
-    source_labels,
+    sources_of,
 )
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.frames import StudyFrames
@@ -49,7 +49,7 @@ def long_table(answers: pd.DataFrame, frames: StudyFrames) -> tuple[pd.DataFrame
     entries = frames.rank_entries.merge(
         answers[["answer_id", "unit_id", "annotator"]], on="answer_id"
     )
-    entries = entries.assign(source=entries.response_id.map(source_labels(frames.responses)))
+    entries = entries.assign(source=entries.response_id.map(sources_of(frames)))
     duplicated = entries.duplicated(["answer_id", "source"])
     kept = entries[~duplicated].rename(columns={"unit_id": "unit", "annotator": "rater"})
     return kept.reset_index(drop=True), int(duplicated.sum())

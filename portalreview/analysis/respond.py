@@ -11,8 +11,9 @@ response includes that theme, Appendix G) or a clinician's edit of an LLM draft.
   Table 11's embedding cosine that needs no download (see ``metrics.tfidf_cosine_matrix``);
   a theme-guided response is composed as ``store.kinds.respond.compose`` does (the filled
   boxes in catalog order joined by a space), an edited draft is its final text;
-* editing load of edited drafts (``metrics.editing_load``: draft words kept, deleted and added)
-  and time on task.
+* editing load of edited drafts (:mod:`portalreview.analysis.editing`: draft words kept,
+  deleted and added, per answer, pooled, per annotator and per draft source beside the drafts'
+  Edit-F1 estimate) and time on task.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from portalreview.analysis import editing as edits
 from portalreview.analysis._bootstrap import presence_alpha, presence_alpha_blocks
 from portalreview.analysis._common import (
     Settings,
@@ -30,11 +32,9 @@ from portalreview.analysis._common import (
     humans,
     jsonable,
     people,
-    prf_columns,
     safe_ratio,
 )
 from portalreview.domain.catalogs import Catalogs
-from portalreview.metrics import editing_load
 from portalreview.store.frames import StudyFrames
 from portalreview.store.kinds.respond import compose
 
@@ -46,7 +46,7 @@ EMPTY: dict[str, Any] = {
     "theme_proportions": [],
     "theme_agreement": None,
     "similarity": None,
-    "editing_load": {"n_answers": 0, "pooled": None, "by_annotator": []},
+    "editing_load": edits.EMPTY,
     "time_on_task": [],
 }
 
@@ -206,56 +206,6 @@ def similarity(answers: pd.DataFrame, texts: pd.Series, s: Settings) -> dict[str
 # --------------------------------------------------------------------------------------------
 
 
-def _load_rows(edited: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
-    texts = frames.responses.set_index("response_id").text
-    loads = [
-        editing_load(texts[int(base)], final)
-        for base, final in zip(
-            edited.base_response_id.tolist(), edited.final_text.tolist(), strict=True
-        )
-    ]
-    fields = ("draft_words", "final_words", "kept", "deleted", "added")
-    return edited.assign(**{f: [getattr(x, f) for x in loads] for f in fields})
-
-
-def _load_figures(rows: pd.DataFrame, s: Settings) -> dict[str, Any]:
-    units = rows.groupby("unit_id")
-    fields = ("draft_words", "final_words", "kept", "deleted", "added", "active_seconds")
-    columns = {f: units[f].sum().to_numpy() for f in fields}
-    columns["answers"] = units.size().to_numpy()
-    pop = s.population(columns, units.size().index)
-    totals = pop.totals()
-
-    def score(x, key):
-        return prf_columns(x["kept"], x["deleted"], x["added"])[key]
-
-    return {
-        "n_answers": len(rows),
-        **{f: int(totals[f]) for f in fields[:-1]},
-        "precision": pop.figure(lambda x: score(x, "precision")),
-        "recall": pop.figure(lambda x: score(x, "recall")),
-        "f1": pop.figure(lambda x: score(x, "f1")),
-        "mean_active_seconds": pop.figure(lambda x: safe_ratio(x["active_seconds"], x["answers"])),
-    }
-
-
-def editing(answers: pd.DataFrame, frames: StudyFrames, s: Settings) -> dict[str, Any]:
-    """Measured editing load of edited drafts, micro over answers (kept / deleted / added
-    words summed first), pooled and per annotator."""
-    edited = answers[answers["mode"] == "edit_draft"]
-    if edited.empty:
-        return {"n_answers": 0, "pooled": None, "by_annotator": []}
-    rows = _load_rows(edited, frames)
-    return {
-        "n_answers": len(rows),
-        "pooled": _load_figures(rows, s),
-        "by_annotator": [
-            {"annotator": who, **_load_figures(group, s)}
-            for who, group in rows.groupby("annotator")
-        ],
-    }
-
-
 def time_on_task(answers: pd.DataFrame) -> list[dict[str, Any]]:
     """Active seconds per mode: answers, mean and median (no CI: a description)."""
     grouped = answers.groupby("mode").active_seconds.agg(["size", "mean", "median"])
@@ -295,7 +245,7 @@ def analyse(
             "theme_proportions": proportions(guided, table, themes, s),
             "theme_agreement": theme_iaa(guided, table, themes, s),
             "similarity": similarity(answers, texts, s),
-            "editing_load": editing(answers, frames, s),
+            "editing_load": edits.editing(answers, frames, s),
             "time_on_task": time_on_task(answers),
         }
     )

@@ -21,12 +21,13 @@ import numpy as np
 import pandas as pd
 
 from portalreview.analysis._agreement import model_vs_people, nominal_agreement
-from portalreview.analysis._bootstrap import Population
+from portalreview.analysis._bootstrap import Population, percentile_interval
 from portalreview.analysis._common import (
     Settings,
     answer_counts,
     answered_units,
     count_table,
+    figure,
     humans,
     jsonable,
     models,
@@ -119,10 +120,15 @@ def accuracy(rows: pd.DataFrame, s: Settings) -> dict[str, Any]:
         "n_excluded_missing_level": int(missing.sum()),
     }
     for i, name in enumerate(BUCKETS):
+        # A pair's difficulty is fixed by its two levels, so each unit falls in one bucket:
+        # the bucket's figure rests on its own units only.
+        n_units = int((n_block[:, i] > 0).sum())
         out[name] = {
             "n": int(totals["n"][i]),
             "correct": int(totals["hit"][i]),
-            "accuracy": pop.figure(lambda x, i=i: safe_ratio(x["hit"][:, i], x["n"][:, i])),
+            "accuracy": pop.figure(
+                lambda x, i=i: safe_ratio(x["hit"][:, i], x["n"][:, i]), n_units=n_units
+            ),
         }
     return out
 
@@ -181,8 +187,16 @@ def _unit_blocks(rows: pd.DataFrame, items: list[int]) -> dict[str, np.ndarray]:
     return {"wins": wins, "played": played}
 
 
-def _scorer(rows: pd.DataFrame, items: list[int], levels: pd.Series, s: Settings) -> dict:
-    """One scorer's inbox: win rates, the sorted order's NDCG / T-NDCG and expected T-NDCG."""
+def _scorer(
+    rows: pd.DataFrame,
+    items: list[int],
+    levels: pd.Series,
+    s: Settings,
+    resampled: dict[str, np.ndarray | None] | None = None,
+) -> dict:
+    """One scorer's inbox: win rates, the sorted order's NDCG / T-NDCG and expected T-NDCG.
+    When ``resampled`` is given it receives each NDCG / T-NDCG on every bootstrap resample
+    (for the mean over inboxes)."""
     outcomes = [
         (w, b if w == a else a)
         for w, a, b in zip(
@@ -199,8 +213,14 @@ def _scorer(rows: pd.DataFrame, items: list[int], levels: pd.Series, s: Settings
     out: dict[str, Any] = {"n_pairs": int(rows.unit_id.nunique()), "n_answers": len(rows)}
     for k in CUTOFFS:
         expected = expected_t_ndcg_at_k(finite.to_numpy(), relevance, k, seed=s.seed)
-        out[f"ndcg@{k}"] = _checked(pop, relevance, k, False, ndcg_at_k(ordered, k))
-        out[f"t_ndcg@{k}"] = _checked(pop, relevance, k, True, t_ndcg_at_k(ordered, k))
+        for key, tail, value in (
+            (f"ndcg@{k}", False, ndcg_at_k(ordered, k)),
+            (f"t_ndcg@{k}", True, t_ndcg_at_k(ordered, k)),
+        ):
+            draws = pop.resampled(lambda x, t=tail, k=k: _ranking_scores(x, relevance, k, t))
+            out[key] = _checked(pop, draws, value)
+            if resampled is not None:
+                resampled[key] = draws
         out[f"expected_t_ndcg@{k}"] = {
             "mean": expected.mean,
             "sd": expected.sd,
@@ -210,12 +230,11 @@ def _scorer(rows: pd.DataFrame, items: list[int], levels: pd.Series, s: Settings
     return out
 
 
-def _checked(pop: Population, relevance: np.ndarray, k: int, tail: bool, value: float) -> dict:
-    """The figure of a ranking score with the point value from metrics (ndcg_at_k or
-    t_ndcg_at_k) and the CI from the vectorised resamples of the same computation."""
-    result = pop.figure(lambda x: _ranking_scores(x, relevance, k, tail))
-    result["value"] = float(value)
-    return result
+def _checked(pop: Population, draws: np.ndarray | None, value: float) -> dict:
+    """The figure of a ranking score: the point value from metrics (ndcg_at_k or t_ndcg_at_k)
+    and the CI from the vectorised resamples of the same computation (``draws``)."""
+    ci = None if draws is None else percentile_interval(draws)
+    return figure(float(value), ci, pop.n_units)
 
 
 def _inbox_order(rows: pd.DataFrame, items: list[int], frames: StudyFrames) -> list[dict]:
@@ -253,8 +272,16 @@ def inbox_members(frames: StudyFrames) -> dict[str, list[int]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
-def inbox(name: str, members: list[int], rows: pd.DataFrame, frames: StudyFrames, s: Settings):
-    """One inbox: the pooled scorer (every annotator's answers) and one per annotator."""
+def inbox(
+    name: str,
+    members: list[int],
+    rows: pd.DataFrame,
+    frames: StudyFrames,
+    s: Settings,
+    resampled: dict[str, np.ndarray | None] | None = None,
+) -> dict[str, Any]:
+    """One inbox: the pooled scorer (every annotator's answers) and one per annotator;
+    ``resampled`` receives the pooled scorer's resampled NDCG / T-NDCG (see _scorer)."""
     levels = frames.cases.set_index("case_id").urgency_level
     items = [c for c in members if pd.notna(levels.get(c))]
     inside = rows[rows.case_a.isin(items) & rows.case_b.isin(items)]
@@ -268,7 +295,8 @@ def inbox(name: str, members: list[int], rows: pd.DataFrame, frames: StudyFrames
     }
     if len(items) < 2 or inside.empty:
         return {**out, "all": None, "by_annotator": [], "order": []}
-    out["all"] = _scorer(inside, items, levels, s)
+    out["all"] = _scorer(inside, items, levels, s, resampled)
+    out["unit_ids"] = sorted(inside.unit_id.unique().tolist())
     out["by_annotator"] = [
         {"annotator": who, **_scorer(inside[inside.annotator == who], items, levels, s)}
         for who in ordered_names(inside.annotator)
@@ -277,17 +305,29 @@ def inbox(name: str, members: list[int], rows: pd.DataFrame, frames: StudyFrames
     return out
 
 
-def _inbox_summary(inboxes: list[dict]) -> dict[str, Any]:
-    """Mean over inboxes of the pooled scorer's figures (no CI: inboxes are few)."""
+def _inbox_summary(inboxes: list[dict], resampled: list[dict]) -> dict[str, Any]:
+    """Mean over inboxes of the pooled scorer's figures: plain means (``mean_*``), and the
+    NDCG@k / T-NDCG@k means as figures whose CI is over the urgency units: on each bootstrap
+    resample of the pairs every inbox is re-scored and the inboxes' scores averaged."""
     scored = [b["all"] for b in inboxes if b["all"] is not None]
+    units = {u for b in inboxes for u in b.get("unit_ids", [])}
     out: dict[str, Any] = {"n_inboxes": len(scored)}
     for k in CUTOFFS:
         for key in (f"ndcg@{k}", f"t_ndcg@{k}"):
             values = [b[key]["value"] for b in scored]
             out[f"mean_{key}"] = float(np.mean(values)) if values else None
+            draws = [r.get(key) for r in resampled]
+            out[key] = figure(out[f"mean_{key}"], _mean_interval(draws), len(units))
         values = [b[f"expected_t_ndcg@{k}"]["mean"] for b in scored]
         out[f"mean_expected_t_ndcg@{k}"] = float(np.mean(values)) if values else None
     return out
+
+
+def _mean_interval(draws: list[np.ndarray | None]) -> tuple[float, float] | None:
+    """Percentile CI of the mean over inboxes from each inbox's resampled scores."""
+    if not draws or any(d is None for d in draws):
+        return None
+    return percentile_interval(np.mean(np.vstack(draws), axis=0))
 
 
 def _long(rows: pd.DataFrame) -> pd.DataFrame:
@@ -314,10 +354,14 @@ def analyse(
     if rows.empty:
         return jsonable({**answer_counts(people_rows), **EMPTY})
     model_names = ordered_names(models(rows).annotator)
-    inboxes = [
-        inbox(name, members, people_rows, frames, s)
-        for name, members in inbox_members(frames).items()
-    ]
+    resampled: list[dict[str, np.ndarray | None]] = []
+    inboxes = []
+    for name, members in inbox_members(frames).items():
+        resampled.append({})
+        inboxes.append(inbox(name, members, people_rows, frames, s, resampled[-1]))
+    summary = _inbox_summary(inboxes, resampled)
+    for entry in inboxes:
+        entry.pop("unit_ids", None)
     return jsonable(
         {
             **answer_counts(people_rows),
@@ -338,6 +382,6 @@ def analyse(
             ],
             "position_bias": position_bias(people_rows, s),
             "inboxes": inboxes,
-            "inbox_summary": _inbox_summary(inboxes),
+            "inbox_summary": summary,
         }
     )

@@ -1,7 +1,8 @@
 """Pure metric functions of the study (no Qt, no SQLAlchemy, no I/O).
 
 Each function names, in its docstring, the paper and section it implements and the conventions
-it chooses. Modules: :mod:`.edit_f1` (seed 000 Edit-F1), :mod:`.agreement` (agreement
+it chooses. Modules: :mod:`.edit_f1` (seed 000 Edit-F1), :mod:`.editing` (measured word-level
+edits of a draft, the observed side of seed 000's editing load), :mod:`.agreement` (agreement
 coefficients and judge agreement), :mod:`.ranking` (seed 001 MedAlign), :mod:`.urgency`
 (seed 002 PMR-Bench), :mod:`.eppc` (seed 003 EPPCMinerBen), :mod:`.facts` (seed 004
 MedFactChecking), :mod:`.bootstrap` (confidence intervals).
@@ -34,8 +35,8 @@ from portalreview.metrics.edit_f1 import (
     theme_edit_f1,
     theme_proportions,
     unmatched_draft_text,
-    word_tokens,
 )
+from portalreview.metrics.editing import DraftEdits, draft_edits, lcs_length, word_tokens
 from portalreview.metrics.eppc import (
     PRF,
     SpanPRF,
@@ -86,6 +87,7 @@ __all__ = [
     "DEFAULT_RELEVANCE",
     "PRF",
     "CorrelationSummary",
+    "DraftEdits",
     "EditF1Result",
     "EditingLoad",
     "ExpectedScore",
@@ -104,6 +106,7 @@ __all__ = [
     "count_expected_deletions",
     "criteria_counts",
     "difficulty",
+    "draft_edits",
     "edit_f1_from_counts",
     "editing_load",
     "expected_t_ndcg_at_k",
@@ -113,6 +116,7 @@ __all__ = [
     "judge_agreement",
     "kappa_per_batch",
     "krippendorff_alpha",
+    "lcs_length",
     "locate_span",
     "macro_fact_scores",
     "margin_weighted_scores",

@@ -12,12 +12,12 @@ the reference's sentences; Theme-Level Edit-F1 is their micro F1 (Section 3.2).
 
 Everything here is hand-written arithmetic over counts (no library computes Edit-F1); theme sets
 are binarized with scikit-learn's ``MultiLabelBinarizer`` (the tests check the scores against
-``sklearn.metrics.f1_score``) and :func:`editing_load` aligns words with difflib.
+``sklearn.metrics.f1_score``) and :func:`editing_load` aligns words by a longest common
+subsequence (:mod:`portalreview.metrics.editing`).
 """
 
 from __future__ import annotations
 
-import difflib
 import numbers
 import re
 from collections import Counter
@@ -34,6 +34,8 @@ from portalreview.metrics._common import (
     ratio,
     sorted_labels,
 )
+from portalreview.metrics.editing import draft_edits
+from portalreview.metrics.editing import word_tokens as word_tokens  # re-exported
 
 Span = tuple[int, int]
 #: One reference sentence's decision: ``None`` (or the string "NO MATCH") for no match, else one
@@ -44,7 +46,6 @@ Segmenter = Callable[[str], Sequence[Any]]
 
 NO_MATCH = "NO MATCH"
 _WORD_CHAR = re.compile(r"\w")
-_WORD_TOKEN = re.compile(r"\w+(?:['\u2019-]\w+)*")
 
 
 @dataclass(frozen=True)
@@ -522,17 +523,6 @@ def theme_proportions(
 # --------------------------------------------------------------------------------------------
 
 
-def word_tokens(text: str, *, lowercase: bool = False) -> list[str]:
-    """Word tokens: runs of letters/digits/underscore, keeping inner apostrophes and hyphens
-    ("don't", "follow-up"); punctuation and whitespace are dropped.
-
-    Not from a paper: the tokenization used by :func:`editing_load`.
-    """
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a string, got {type(text).__name__}")
-    return _WORD_TOKEN.findall(text.lower() if lowercase else text)
-
-
 def editing_load(
     draft: str, final: str, *, lowercase: bool = False, zero_division: float = 0.0
 ) -> EditingLoad:
@@ -540,26 +530,23 @@ def editing_load(
 
     Not from a paper: it is the observed counterpart of seed 000's expected editing load
     (Section 3.1), for when clinicians edit a draft in place. Both texts are cut into word
-    tokens (:func:`word_tokens`); difflib's ``SequenceMatcher`` (autojunk off) aligns them and
-    the words in its matching blocks are *kept*. deleted = draft words - kept, added = final
-    words - kept; precision = kept / draft words (share of the draft that survived), recall =
-    kept / final words (share of the sent text that came from the draft), F1 = 2 kept /
-    (draft words + final words). difflib's matcher is a heuristic: on repetitive texts it may
-    keep slightly fewer words than a longest common subsequence would. Zero denominators take
-    ``zero_division``.
+    tokens (:func:`word_tokens`) and the *kept* words are a longest common subsequence of the
+    two (exact, ``metrics.editing.lcs_length``; earlier versions used difflib's heuristic
+    matcher, which could keep fewer words on repetitive texts). deleted = draft words - kept,
+    added = final words - kept; precision = kept / draft words (share of the draft that
+    survived), recall = kept / final words (share of the sent text that came from the draft),
+    F1 = 2 kept / (draft words + final words). Zero denominators take ``zero_division``. The
+    same counts as :func:`portalreview.metrics.editing.draft_edits`, which also carries the
+    editing time.
     """
-    a = word_tokens(draft, lowercase=lowercase)
-    b = word_tokens(final, lowercase=lowercase)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    kept = sum(block.size for block in matcher.get_matching_blocks())
-    deleted, added = len(a) - kept, len(b) - kept
+    edits = draft_edits(draft, final, lowercase=lowercase, zero_division=zero_division)
     return EditingLoad(
-        draft_words=len(a),
-        final_words=len(b),
-        kept=kept,
-        deleted=deleted,
-        added=added,
-        precision=ratio(kept, len(a), zero_division),
-        recall=ratio(kept, len(b), zero_division),
-        f1=f1_from_counts(kept, deleted, added, zero_division),
+        draft_words=edits.draft_words,
+        final_words=edits.final_words,
+        kept=edits.kept,
+        deleted=edits.deleted,
+        added=edits.added,
+        precision=edits.precision,
+        recall=edits.recall,
+        f1=edits.f1,
     )

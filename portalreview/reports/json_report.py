@@ -6,7 +6,8 @@ writes it to a file. The structure is stable and documented key by key in ``docs
 a reader can rebuild each figure from the counts the report gives beside it.
 
 A report is reproducible: the same project, seed and number of resamples give the same report,
-byte for byte (no timestamps, no absolute paths).
+byte for byte, on one machine (no timestamps, no absolute paths; interval bounds built on
+fractions can move in the 8th digit with the BLAS thread count, see docs/report.md).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from portalreview.store.models import Case, Response
 from portalreview.store.project import Project
 
 FORMAT = "portalreview-report"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def _open(project: Project | str | os.PathLike) -> tuple[Project, bool]:

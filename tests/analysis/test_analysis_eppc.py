@@ -172,3 +172,25 @@ def test_alpha_over_three_coders(study):
     ]
     assert alpha["pooled"]["value"] == pytest.approx(metrics.krippendorff_alpha(rows))
     assert not math.isnan(alpha["pooled"]["value"])
+
+
+def test_kappa_per_code_within_each_batch(study):
+    _, _, result = study
+    (ab,) = [k for k in result["kappa"] if (k["annotator_a"], k["annotator_b"]) == ("a", "b")]
+    batches = {row["batch"]: row for row in ab["per_batch"]}
+    b1 = {row["code"]: row for row in batches["b1"]["per_code"]}
+    b2 = {row["code"]: row for row in batches["b2"]["per_code"]}
+    # b1 = u1, u2. InfoGive: a (1, 0), b (1, 0): p_o = 1, p_e = 1/4 + 1/4 -> kappa 1.
+    assert b1[IG]["kappa"] == 1.0 and (b1[IG]["n_yes_a"], b1[IG]["n_yes_b"]) == (1, 1)
+    # InfoSeek: a (0, 1), b (1, 1): p_o = 1/2, p_e = (1/2)(1) + (1/2)(0) = 1/2 -> 0.
+    assert b1[IS]["kappa"] == pytest.approx(0.0)
+    assert (b1[IS]["n_yes_a"], b1[IS]["n_yes_b"]) == (1, 2)
+    # PartnershipPatient: nobody on u1, u2 -> one category only: undefined.
+    assert b1[PP]["kappa"] is None
+    # b2 = u3: PartnershipPatient a (0), b (1): p_o = 0, p_e = 0 -> kappa 0.
+    assert b2[PP]["kappa"] == pytest.approx(0.0)
+    # The same values from metrics.cohen_kappa on each batch's presence vectors.
+    vectors = {IG: ([1, 0], [1, 0]), IS: ([0, 1], [1, 1])}
+    for code, (a, b) in vectors.items():
+        assert b1[code]["kappa"] == pytest.approx(metrics.cohen_kappa(a, b))
+    assert [row["code"] for row in batches["b1"]["per_code"]] == result["codes"]

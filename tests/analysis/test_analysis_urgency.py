@@ -138,3 +138,81 @@ def test_vectorised_scores_equal_metrics_on_random_inboxes():
         for k in (5, 10):
             got = urgency._ranking_scores(sums, relevance, k, tail=True)[0]
             assert got == pytest.approx(metrics.t_ndcg_at_k(rel, k))
+
+
+def test_each_difficulty_bucket_rests_on_its_own_pairs(study):
+    _, _, result = study
+    acc = result["accuracy"]
+    # Scored pairs: u1 (gap 4, easy), u4 (gap 2, medium), u2 (gap 1, hard); u3 and u5 are
+    # left out. Each bucket's figure rests on its one pair; the total on all three.
+    assert [acc[b]["accuracy"]["n_units"] for b in ("easy", "medium", "hard")] == [1, 1, 1]
+    assert acc["total"]["accuracy"]["n_units"] == 3
+    by = {row["annotator"]: row for row in result["accuracy_by_annotator"]}
+    # x answered u1, u2, u4 (one per bucket); z only u1 (easy): no medium or hard pair.
+    assert [by["z"][b]["accuracy"]["n_units"] for b in ("easy", "medium", "hard")] == [1, 0, 0]
+    assert by["z"]["medium"]["accuracy"]["value"] is None
+
+
+INBOX_LEVELS = {"a1": 1, "a2": 3, "a3": 5, "a4": 6, "b1": 2, "b2": 2, "b3": 4, "b4": 6}
+INBOX_PAIRS = [
+    ("a1", "a2"),
+    ("a1", "a3"),
+    ("a2", "a4"),
+    ("a3", "a4"),
+    ("a1", "a4"),
+    ("b1", "b2"),
+    ("b1", "b3"),
+    ("b2", "b4"),
+    ("b3", "b4"),
+    ("a1", "b1"),  # across the inboxes: resampled, but inside neither inbox
+]
+
+
+def _chosen(name: str, a: str, b: str) -> str:
+    """x picks the more urgent case except on (a3, a4); y always picks the first case."""
+    if name == "y" or (a, b) == ("a3", "a4"):
+        return a if name == "y" else b
+    return a if INBOX_LEVELS[a] <= INBOX_LEVELS[b] else b
+
+
+def test_mean_over_inboxes_has_a_ci_over_pairs(tmp_path):
+    st = new_study(tmp_path)
+    for name in ("x", "y"):
+        st.person(name)
+    for case, level in INBOX_LEVELS.items():
+        st.case(case, f"Message {case}.", level, inbox="A" if case[0] == "a" else "B")
+    for i, (a, b) in enumerate(INBOX_PAIRS):
+        st.unit(f"p{i}", "urgency", a, who=["x", "y"], case_b_id=st.cases[b])
+        for name in ("x", "y"):
+            st.answer(f"p{i}", name, {"more_urgent_case_id": st.cases[_chosen(name, a, b)]})
+    result = urgency.analyse(st.frames(), seed=3, n_resamples=200)
+    st.project.close()
+    summary = result["inbox_summary"]
+    boxes = {b["inbox"]: b for b in result["inboxes"]}
+    for k in (10, 30):
+        for key in (f"ndcg@{k}", f"t_ndcg@{k}"):
+            mean = (boxes["A"]["all"][key]["value"] + boxes["B"]["all"][key]["value"]) / 2
+            assert summary[key]["value"] == pytest.approx(mean) == summary[f"mean_{key}"]
+            assert summary[key]["n_units"] == 9  # the pairs inside an inbox
+    # The CI by another route: metrics.bootstrap_ci over the 10 answered pairs, each
+    # resample re-scoring both inboxes with metrics.win_rate_scores / sort_by_score /
+    # ndcg_at_k from the resampled pairs' answers, and averaging the two.
+    members = {box: [c for c in INBOX_LEVELS if c[0] == box.lower()] for box in ("A", "B")}
+
+    def mean_ndcg(drawn: list[int]) -> float:
+        values = []
+        for cases in members.values():
+            outcomes = []
+            for i in drawn:
+                a, b = INBOX_PAIRS[i]
+                if a in cases and b in cases:
+                    for name in ("x", "y"):
+                        w = _chosen(name, a, b)
+                        outcomes.append((w, b if w == a else a))
+            order = metrics.sort_by_score(metrics.win_rate_scores(cases, outcomes))
+            relevance = metrics.relevance_from_levels([INBOX_LEVELS[c] for c in order])
+            values.append(metrics.ndcg_at_k(relevance, 10))
+        return float(np.mean(values))
+
+    expected = metrics.bootstrap_ci(list(range(len(INBOX_PAIRS))), mean_ndcg, 200, seed=3)
+    assert summary["ndcg@10"]["ci"] == pytest.approx(list(expected))

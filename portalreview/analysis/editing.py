@@ -1,0 +1,168 @@
+"""Editing load of drafts clinicians edited in place (edit-a-draft mode) from respond answers.
+
+A respond answer in mode ``edit_draft`` names the LLM draft it started from
+(``base_response_id``) and holds the text the clinician finally sent (``final_text``); the
+answer's ``active_seconds`` is the time spent editing. Not from a paper: this is the measured
+counterpart of seed 000's *estimated* editing load (Section 3.1). Reported:
+
+* per answer: the draft's words kept, deleted and added (``metrics.draft_edits``: word tokens
+  aligned by a longest common subsequence), precision = kept / (kept + deleted), recall =
+  kept / (kept + added), F1, and the editing seconds;
+* summaries pooled, per annotator and per draft source (``responses.source`` of the base
+  draft): totals and means of the word counts, micro P / R / F1 (words summed over answers
+  first) and the mean editing time with 95% bootstrap CIs over units, the median time;
+* per draft source, beside the measured load, the Content-Level Edit-F1 *estimate* (seed 000,
+  Section 3.1, Algorithm 1) of the same drafts from the match answers that judged them, when
+  there are any (CIs over the match units, resampled as in the match tables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from portalreview.analysis import match
+from portalreview.analysis._common import (
+    Settings,
+    answered_units,
+    humans,
+    people,
+    prf_columns,
+    records,
+    safe_ratio,
+    sources_of,
+)
+from portalreview.metrics import draft_edits
+from portalreview.store.frames import StudyFrames
+
+MODE = "edit_draft"
+_WORDS = ("draft_words", "final_words", "kept", "deleted", "added")
+#: The ``editing_load`` result when the study has no edited draft.
+EMPTY: dict[str, Any] = {
+    "n_answers": 0,
+    "pooled": None,
+    "by_annotator": [],
+    "by_source": [],
+    "answers": [],
+}
+
+
+def edit_rows(edited: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
+    """One row per edit_draft answer: answer_id, unit_id, annotator, draft_id, source, the
+    word counts and scores of ``metrics.draft_edits`` and active_seconds."""
+    texts = dict(
+        zip(frames.responses.response_id.tolist(), frames.responses.text.tolist(), strict=True)
+    )
+    drafts = edited.base_response_id.astype(int).tolist()
+    edits = [
+        draft_edits(texts[draft], final if isinstance(final, str) else "", float(seconds))
+        for draft, final, seconds in zip(
+            drafts, edited.final_text.tolist(), edited.active_seconds.tolist(), strict=True
+        )
+    ]
+    fields = (*_WORDS, "precision", "recall", "f1", "active_seconds")
+    rows = pd.DataFrame(
+        {
+            "answer_id": edited.answer_id.to_numpy(),
+            "unit_id": edited.unit_id.to_numpy(),
+            "annotator": edited.annotator.to_numpy(),
+            "draft_id": drafts,
+            "source": pd.Series(drafts).map(sources_of(frames)).to_numpy(),
+            **{f: [getattr(e, f) for e in edits] for f in fields},
+        }
+    )
+    return rows.sort_values(["unit_id", "annotator"], kind="stable").reset_index(drop=True)
+
+
+def _micro(sums: Mapping[str, np.ndarray], key: str) -> np.ndarray:
+    return prf_columns(sums["kept"], sums["deleted"], sums["added"])[key]
+
+
+def load_figures(rows: pd.DataFrame, s: Settings) -> dict[str, Any]:
+    """Totals and means of the word counts, micro P / R / F1 and the mean editing time of a
+    group of edited answers (CIs over the kind's units), and the median time."""
+    units = rows.groupby("unit_id")
+    columns = {f: units[f].sum().to_numpy() for f in (*_WORDS, "active_seconds")}
+    columns["answers"] = units.size().to_numpy()
+    pop = s.population(columns, units.size().index)
+    totals = pop.totals()
+    n = len(rows)
+    return {
+        "n_answers": n,
+        "n_units": pop.n_units,
+        **{f: int(totals[f]) for f in _WORDS},
+        **{f"mean_{f}": totals[f] / n for f in ("kept", "deleted", "added")},
+        "precision": pop.figure(lambda x: _micro(x, "precision")),
+        "recall": pop.figure(lambda x: _micro(x, "recall")),
+        "f1": pop.figure(lambda x: _micro(x, "f1")),
+        "mean_active_seconds": pop.figure(lambda x: safe_ratio(x["active_seconds"], x["answers"])),
+        "median_active_seconds": float(rows.active_seconds.median()),
+    }
+
+
+def estimated_edit_f1(frames: StudyFrames, draft_ids: set[int]) -> pd.DataFrame:
+    """Match pairs (people's match answers) whose draft is one of ``draft_ids``, with EM, EA
+    and ED as the match tables count them (``analysis.match.pair_counts``)."""
+    answers = humans(people(frames, match.KIND))
+    answers = answers[answers.response_b_id.isin(list(draft_ids))]
+    if answers.empty:
+        return pd.DataFrame(columns=["unit_id", "response_b_id", "em", "ea", "ed"])
+    return match.pair_counts(answers, frames)
+
+
+def estimate_figures(pairs: pd.DataFrame, s: Settings) -> dict[str, Any] | None:
+    """Micro Content-Level Edit-F1 of a group of match pairs (seed 000, Section 3.1): EM, EA,
+    ED summed, P = EM / (EM + ED), R = EM / (EM + EA); ``s`` resamples the match units (the
+    CIs are over the same resampled match units as the match tables')."""
+    if pairs.empty:
+        return None
+    units = pairs.groupby("unit_id")[["em", "ea", "ed"]].sum()
+    pop = s.population({c: units[c].to_numpy() for c in units.columns}, units.index)
+    out: dict[str, Any] = {
+        "n_pairs": len(pairs),
+        "n_units": len(units),
+        "n_drafts": int(pairs.response_b_id.nunique()),
+        **{c: int(units[c].sum()) for c in ("em", "ea", "ed")},
+    }
+    for key in ("precision", "recall", "f1"):
+        out[key] = pop.figure(lambda x, k=key: prf_columns(x["em"], x["ed"], x["ea"])[k])
+    return out
+
+
+def by_source(rows: pd.DataFrame, frames: StudyFrames, s: Settings) -> list[dict[str, Any]]:
+    """The measured load per draft source, beside the Edit-F1 estimate of the same drafts."""
+    pairs = estimated_edit_f1(frames, set(rows.draft_id.tolist()))
+    on_match_units = s.for_units(answered_units(frames, match.KIND))
+    out = []
+    for source, group in rows.groupby("source", sort=True):
+        mine = pairs[pairs.response_b_id.isin(group.draft_id.unique())]
+        out.append(
+            {
+                "source": source,
+                "n_drafts": int(group.draft_id.nunique()),
+                **load_figures(group, s),
+                "edit_f1_estimate": estimate_figures(mine, on_match_units),
+            }
+        )
+    return out
+
+
+def editing(answers: pd.DataFrame, frames: StudyFrames, s: Settings) -> dict[str, Any]:
+    """The editing-load table of people's respond answers ``answers`` (see the module)."""
+    edited = answers[answers["mode"] == MODE]
+    if edited.empty:
+        return dict(EMPTY)
+    rows = edit_rows(edited, frames)
+    return {
+        "n_answers": len(rows),
+        "pooled": load_figures(rows, s),
+        "by_annotator": [
+            {"annotator": who, **load_figures(group, s)}
+            for who, group in rows.groupby("annotator", sort=True)
+        ],
+        "by_source": by_source(rows, frames, s),
+        "answers": records(rows),
+    }
