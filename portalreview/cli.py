@@ -419,6 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--as", dest="as_annotator", metavar="NAME", help="sign in as NAME")
     demo.set_defaults(func=cmd_demo)
 
+    from portalreview.llm.cli import add_suggest_parser
+
+    add_suggest_parser(verbs)
+
     for register in EXTRA_VERBS:
         register(verbs)
     return parser

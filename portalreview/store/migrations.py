@@ -21,10 +21,81 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    """Version 2 adds ``prompt_templates`` (the local-model prompts a study uses, editable by
+    the PI) and edit-a-draft respond units. Written out, not generated from the model, so this
+    step stays what it was when later versions change the model."""
+    conn.execute(
+        """
+        CREATE TABLE prompt_templates (
+            id INTEGER NOT NULL,
+            kind VARCHAR NOT NULL,
+            name VARCHAR NOT NULL,
+            text TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            updated_at VARCHAR NOT NULL,
+            updated_by INTEGER,
+            PRIMARY KEY (id),
+            CONSTRAINT template_kind_not_blank CHECK (length(trim(kind)) > 0),
+            CONSTRAINT template_name_not_blank CHECK (length(trim(name)) > 0),
+            CONSTRAINT template_text_not_blank CHECK (length(trim(text)) > 0),
+            CONSTRAINT template_version_positive CHECK (version >= 1),
+            UNIQUE (name),
+            FOREIGN KEY(updated_by) REFERENCES annotators (id)
+        )
+        """
+    )
+    _respond_units_may_name_a_draft(conn)
+
+
+# The units CHECK of version 1, and of version 2 where a respond unit may name the draft to edit.
+_RESPOND_V1 = (
+    "(kind = 'respond' AND case_b_id IS NULL AND response_id IS NULL AND response_b_id IS NULL "
+    "AND sentence_id IS NULL)"
+)
+_RESPOND_V2 = (
+    "(kind = 'respond' AND case_b_id IS NULL AND response_b_id IS NULL AND sentence_id IS NULL)"
+)
+
+
+def _respond_units_may_name_a_draft(conn: sqlite3.Connection) -> None:
+    """Version 2 lets a respond unit name a response (an edit-a-draft unit). SQLite cannot
+    alter a CHECK constraint, so ``units`` is rebuilt (SQLite's documented procedure: create the
+    new table, copy, drop, rename, then recreate its indexes and triggers); foreign keys are off
+    during steps and checked by :func:`upgrade` afterwards."""
+    (create,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'units'"
+    ).fetchone()
+    if _RESPOND_V1 not in create:
+        raise MigrationError("the units table is not in the expected version-1 shape")
+    extras = [
+        sql
+        for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'units' "
+            "AND type IN ('index', 'trigger') AND sql IS NOT NULL"
+        )
+    ]
+    conn.execute(
+        create.replace(_RESPOND_V1, _RESPOND_V2).replace(
+            "CREATE TABLE units", "CREATE TABLE units_v2", 1
+        )
+    )
+    conn.execute("INSERT INTO units_v2 SELECT * FROM units")
+    conn.execute("DROP TABLE units")
+    # Legacy mode: the rename must not re-check triggers of other tables that name "units"
+    # while it does not exist; they are valid again once the rename is done.
+    conn.execute("PRAGMA legacy_alter_table = ON")
+    conn.execute("ALTER TABLE units_v2 RENAME TO units")
+    conn.execute("PRAGMA legacy_alter_table = OFF")
+    for sql in extras:
+        conn.execute(sql)
+
 
 # STEPS[v] upgrades a file from version v to v + 1.
-STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
 
 
 class MigrationError(Exception):

@@ -648,3 +648,27 @@ class AuditEntry(Base):
         Index("ix_audit_answer", "answer_id"),
         {"sqlite_autoincrement": True},
     )
+
+
+# --- prompt templates (schema version 2) ---------------------------------------------------------
+
+
+class PromptTemplate(Base):
+    """A prompt template of the local-model suggestions, stored in the project so that a study
+    records exactly what was asked; the PI may edit it (each edit raises ``version``). ``kind``
+    says what the template is for (see ``portalreview.llm.templates``); ``name`` is unique."""
+
+    __tablename__ = "prompt_templates"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String)
+    name: Mapped[str] = mapped_column(String, unique=True)
+    text: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[str] = mapped_column(String, default=utc_now)
+    updated_by: Mapped[int | None] = mapped_column(ForeignKey("annotators.id"), nullable=True)
+    __table_args__ = (
+        CheckConstraint("length(trim(kind)) > 0", name="template_kind_not_blank"),
+        CheckConstraint("length(trim(name)) > 0", name="template_name_not_blank"),
+        CheckConstraint("length(trim(text)) > 0", name="template_text_not_blank"),
+        CheckConstraint("version >= 1", name="template_version_positive"),
+    )

@@ -544,6 +544,55 @@ class StudyService:
         items = self.queue(kind, annotator_id=annotator_id)
         return Progress(sum(i.status == "submitted" for i in items), len(items))
 
+    def progress_by_kind(self, annotator_id: int | None = None) -> dict[str, Progress]:
+        """Progress of every kind with units assigned to an annotator, in one query (the
+        window's kind tabs; :meth:`progress` reads a whole queue)."""
+        annotator_id = self._whose(annotator_id)
+        submitted = func.sum(case((Answer.status == "submitted", 1), else_=0))
+        query = (
+            select(Unit.kind, submitted, func.count())
+            .select_from(Assignment)
+            .join(Unit, Unit.id == Assignment.unit_id)
+            .outerjoin(
+                Answer,
+                and_(
+                    Answer.unit_id == Assignment.unit_id,
+                    Answer.annotator_id == Assignment.annotator_id,
+                    Answer.is_gold.is_(False),
+                ),
+            )
+            .where(Assignment.annotator_id == annotator_id)
+            .group_by(Unit.kind)
+        )
+        with self.project.read() as s:
+            return {kind: Progress(int(done or 0), total) for kind, done, total in s.execute(query)}
+
+    def inboxes(self) -> dict[str, tuple[CaseView, ...]]:
+        """Inbox name -> its cases (cases tagged ``inbox=<name>``; seed 002), in id order.
+        A clinician sees only the cases of the urgency units assigned to them, and, as
+        everywhere, no reference level."""
+        with self.project.read() as s:
+            rows = s.execute(
+                select(CaseTag.value, CaseTag.case_id)
+                .where(CaseTag.key == "inbox")
+                .order_by(CaseTag.value, CaseTag.case_id)
+            ).all()
+            if not self.viewer.sees_all:
+                pairs = s.execute(
+                    select(Unit.case_id, Unit.case_b_id)
+                    .join(Assignment, Assignment.unit_id == Unit.id)
+                    .where(
+                        Assignment.annotator_id == self.viewer.annotator_id,
+                        Unit.kind == "urgency",
+                    )
+                ).all()
+                visible = {c for pair in pairs for c in pair if c is not None}
+                rows = [r for r in rows if r[1] in visible]
+            out: dict[str, list[CaseView]] = {}
+            for name, case_id in rows:
+                out.setdefault(name, []).append(self._case_view(s, case_id))
+            return {name: tuple(cases) for name, cases in out.items()}
+
     def read_unit(self, unit_id: int, session: Session | None = None) -> UnitView:
         def read(s: Session) -> UnitView:
             unit = s.get(Unit, unit_id)

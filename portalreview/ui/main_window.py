@@ -11,11 +11,14 @@ from PySide6.QtGui import (
     QAction,
     QActionGroup,
     QCloseEvent,
+    QColor,
     QGuiApplication,
     QKeySequence,
+    QPalette,
     QUndoGroup,
 )
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDialog,
     QDockWidget,
@@ -26,6 +29,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QPushButton,
+    QSizePolicy,
     QStackedWidget,
     QTabBar,
     QToolBar,
@@ -236,16 +240,20 @@ class MainWindow(QMainWindow):
         self.kind_tabs.setDrawBase(False)
         self.kind_tabs.currentChanged.connect(self._on_kind_tab)
         bar.addWidget(self.kind_tabs)
-        spacer = QWidget()
-        spacer.setSizePolicy(
-            spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy()
-        )
-        bar.addWidget(spacer)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+        self.addToolBarBreak()  # the kinds get a row of their own: seven tabs need the width
+        bar = QToolBar("Unit")
+        bar.setObjectName("unitBar")
+        bar.setMovable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.work_of_box = QComboBox()
         self.work_of_box.setAccessibleName("Show the work of")
         self.work_of_box.setToolTip("Principal investigator: look at another annotator's work")
         self.work_of_box.currentIndexChanged.connect(self._on_work_of)
         self.work_of_action = bar.addWidget(self.work_of_box)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        bar.addWidget(spacer)
         bar.addActions([self.act_prev, self.act_next, self.act_flag, self.act_submit])
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
 
@@ -385,7 +393,7 @@ class MainWindow(QMainWindow):
     def _ask_who(self, people: list) -> str | None:
         key = self._project_key()
         dialog = SignInDialog(
-            self.admin.info()["name"], people, self.prefs.last_annotator(key), self
+            self.project.meta("name"), people, self.prefs.last_annotator(key), self
         )
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return None
@@ -448,7 +456,7 @@ class MainWindow(QMainWindow):
         self.session.pending_changed.connect(self._on_pending)
         role = self.service.viewer.role
         who = next(a for a in self.admin.annotators() if a.name == name)
-        title = f"{self.admin.info()['name']} — {who.display_name or name}"
+        title = f"{self.project.meta('name')} — {who.display_name or name}"
         self.setWindowTitle(f"{title}{' (read-only)' if read_only else ''} — {APP_NAME}")
         self.person_label.setText(
             f"Signed in as <b>{who.display_name or name}</b>"
@@ -496,9 +504,10 @@ class MainWindow(QMainWindow):
             self.kind_tabs.removeTab(0)
         self.kind_menu.clear()
         self.kinds = []
+        counts = self.service.progress_by_kind(annotator_id=self.work_of)
         for number, (kind, (title, _factory)) in enumerate(EDITORS.items(), start=1):
-            progress = self.service.progress(kind, annotator_id=self.work_of)
-            if progress.total == 0:
+            progress = counts.get(kind)
+            if progress is None or progress.total == 0:
                 continue
             self.kinds.append(kind)
             self.kind_tabs.addTab(f"{title}  ({progress.done}/{progress.total})")
@@ -733,11 +742,44 @@ EDITOR_KEYS = {
 
 
 def apply_color_scheme(scheme: str) -> None:
-    """Follow the platform's light/dark setting, or force one."""
+    """Follow the platform's light/dark setting, or force one. Where the platform ignores a
+    forced scheme, a dark palette of our own is set (with the Fusion style, which honours it)."""
+    app = QApplication.instance()
     hints = QGuiApplication.styleHints()
-    if scheme == "light":
-        hints.setColorScheme(Qt.ColorScheme.Light)
-    elif scheme == "dark":
-        hints.setColorScheme(Qt.ColorScheme.Dark)
-    else:
+    if scheme == "system":
         hints.unsetColorScheme()
+        app.setPalette(app.style().standardPalette())
+        return
+    wanted = Qt.ColorScheme.Dark if scheme == "dark" else Qt.ColorScheme.Light
+    hints.setColorScheme(wanted)
+    dark_now = app.palette().window().color().lightness() < 128
+    if dark_now != (scheme == "dark"):
+        app.setStyle("Fusion")
+        app.setPalette(dark_palette() if scheme == "dark" else app.style().standardPalette())
+
+
+def dark_palette() -> QPalette:
+    """A dark palette with readable contrast (text at least 7:1 on its background)."""
+    role, palette = QPalette.ColorRole, QPalette()
+    colors = {
+        role.Window: "#202124",
+        role.WindowText: "#e8eaed",
+        role.Base: "#17181a",
+        role.AlternateBase: "#26282b",
+        role.Text: "#e8eaed",
+        role.Button: "#2b2d30",
+        role.ButtonText: "#e8eaed",
+        role.ToolTipBase: "#2b2d30",
+        role.ToolTipText: "#e8eaed",
+        role.PlaceholderText: "#a0a4aa",
+        role.Highlight: "#3d6fb6",
+        role.HighlightedText: "#ffffff",
+        role.Link: "#8ab4f8",
+        role.BrightText: "#ffffff",
+    }
+    for color_role, color in colors.items():
+        palette.setColor(color_role, QColor(color))
+    disabled = QPalette.ColorGroup.Disabled
+    for color_role in (role.Text, role.WindowText, role.ButtonText):
+        palette.setColor(disabled, color_role, QColor("#7b7f85"))
+    return palette

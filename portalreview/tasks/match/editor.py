@@ -71,12 +71,20 @@ class SentenceTable(QTableWidget):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setWordWrap(True)
+        self.setTextElideMode(Qt.TextElideMode.ElideNone)
         header = self.horizontalHeader()
         for i in range(len(columns)):
             header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(len(columns) - 1, QHeaderView.ResizeMode.Fixed)
+        header.resizeSection(len(columns) - 1, 190)
         self.theme_boxes: dict[int, QComboBox] = {}
         self.sentence_ids: list[int] = []
+        header.sectionResized.connect(lambda *_: self.resizeRowsToContents())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.resizeRowsToContents()  # wrapped sentences are read whole, never elided
 
     def fill(self, sentences: tuple[SentenceView, ...], on_theme) -> None:
         self.setRowCount(len(sentences))
@@ -90,7 +98,7 @@ class SentenceTable(QTableWidget):
             box.setSizeAdjustPolicy(
                 QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
             )
-            box.setMinimumContentsLength(12)
+            box.setMinimumContentsLength(10)
             box.addItem(NO_THEME, None)
             for number, theme in enumerate(self.catalogs.themes, start=1):
                 box.addItem(f"{number} {theme.name}", theme.id)
@@ -101,7 +109,11 @@ class SentenceTable(QTableWidget):
                 lambda _i, sid=sentence.id, b=box: on_theme(sid, b.currentData())
             )
             self.theme_boxes[sentence.id] = box
-            self.setCellWidget(row, theme_column, box)
+            holder = QWidget()  # keeps the drop-down its natural height in a tall row
+            holder_layout = QVBoxLayout(holder)
+            holder_layout.setContentsMargins(2, 2, 2, 2)
+            holder_layout.addWidget(box, 0, Qt.AlignmentFlag.AlignVCenter)
+            self.setCellWidget(row, theme_column, holder)
         self.resizeRowsToContents()
 
     def show_themes(self, themes: dict[int, str | None]) -> None:

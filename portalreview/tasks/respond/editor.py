@@ -67,8 +67,15 @@ class RespondEditor(Editor):
                 "and your active editing time.",
             )
         )
-        edit_layout.addWidget(self.draft_box, 1)
+        edit_layout.addWidget(self.draft_box, 3)
         edit_layout.addWidget(self.edit_hint)
+        notes = catalogs.notes_box
+        edit_layout.addWidget(_caption(notes.name, notes.question))
+        self.edit_notes = TextBox(self.undo_stack, notes.name)
+        self.edit_notes.setObjectName("editNotesBox")
+        self.edit_notes.setPlaceholderText("Assumptions you made, notes for the PI")
+        self.edit_notes.textChanged.connect(self._on_text_changed)
+        edit_layout.addWidget(self.edit_notes, 1)
         self.edit_page = edit_page
 
         self.preview = QPlainTextEdit(readOnly=True)
@@ -137,7 +144,7 @@ class RespondEditor(Editor):
             self.base_response_id = draft.id
             self.draft_text = draft.text
             self.draft_box.set_text_quietly(payload.get("final_text", draft.text))
-            self.boxes[notes_id].set_text_quietly(payload.get("notes", ""))
+            self.edit_notes.set_text_quietly(payload.get("notes", ""))
         else:
             self.base_response_id = None
             parts = payload.get("parts", {})
@@ -153,7 +160,7 @@ class RespondEditor(Editor):
                 "mode": "edit_draft",
                 "base_response_id": self.base_response_id,
                 "final_text": self.draft_box.toPlainText(),
-                "notes": self.boxes[notes_id].toPlainText(),
+                "notes": self.edit_notes.toPlainText(),
             }
         parts = {
             box_id: box.toPlainText()

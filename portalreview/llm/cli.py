@@ -1,0 +1,253 @@
+"""``portalreview suggest``: precompute a model's suggestions (or its full answers, as a pseudo
+annotator) for a unit set, with a progress bar on stderr. It resumes where it stopped (units
+this model file and template set already answered are skipped), and Ctrl-C stops after the
+unit in progress is dropped: everything finished before is saved (one transaction per unit).
+
+Exit status: 0 all done, 1 some answers were refused (listed), 2 bad input, 130 stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TextIO
+
+from portalreview.store.models import KINDS
+
+EXIT_REFUSED, EXIT_USAGE, EXIT_STOPPED = 1, 2, 130
+
+
+def add_suggest_parser(verbs: argparse._SubParsersAction) -> None:
+    """Register the ``suggest`` verb."""
+    p = verbs.add_parser(
+        "suggest",
+        help="precompute local-model suggestions (or a model's answers) for a unit set",
+        description="Run a local GGUF model over the units of a kind and store its suggestions "
+        "with their provenance. Rerun the same command to continue after a stop.",
+    )
+    p.add_argument("path", help="the project file")
+    p.add_argument("--model", required=True, metavar="FILE", help="a .gguf model file")
+    p.add_argument(
+        "--kind",
+        required=True,
+        choices=(*KINDS, "drafts"),
+        help="the annotation kind; 'drafts' writes new draft replies for the cases of --units",
+    )
+    p.add_argument("--units", metavar="SET", help="only this unit set (default: all of the kind)")
+    p.add_argument(
+        "--as-annotator",
+        metavar="NAME",
+        help="also store the answers as those of a model pseudo annotator NAME (for agreement)",
+    )
+    p.add_argument(
+        "--template",
+        metavar="NAME",
+        help="drafts: draft_zero_shot (default), draft_thematic, or a project template's name",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="at most N units (a trial run)")
+    p.add_argument("--max-tokens", type=int, default=1024, help="per generated answer")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (reproducible)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, help="CPU threads (default: one per physical core)")
+    p.add_argument("--ctx", type=int, help="context size in tokens (default: from the model)")
+    p.add_argument("--cpu", action="store_true", help="do not offload to a GPU")
+    p.add_argument("--no-themes", action="store_true", help="match: no sentence theme labels")
+    p.set_defaults(func=cmd_suggest)
+
+
+class ProgressBar:
+    """A one-line bar on a terminal; a line every tenth of the work otherwise."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, unit: str = "units") -> None:
+        self.total, self.unit = total, unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.started = time.perf_counter()
+        self._last_step = -1
+
+    def update(self, done: int, stored: int, skipped: int, failed: int) -> None:
+        elapsed = time.perf_counter() - self.started
+        worked = max(stored + failed, 1)
+        eta = (self.total - done) * elapsed / worked if stored + failed else 0.0
+        width = 28
+        filled = int(width * done / self.total) if self.total else width
+        line = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {self.unit}: "
+            f"{stored} new, {skipped} already done, {failed} refused; "
+            f"{elapsed:.0f} s, about {eta:.0f} s left"
+        )
+        if self.tty:
+            self.stream.write("\r" + line)
+            self.stream.flush()
+            return
+        step = done * 10 // self.total if self.total else 10
+        if step != self._last_step:
+            self._last_step = step
+            print(line, file=self.stream, flush=True)
+
+    def finish(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+class _CtrlC:
+    """The first Ctrl-C asks the run to stop at the next token; a second one interrupts."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+        self._old = None
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.cancel.is_set():
+            raise KeyboardInterrupt
+        self.cancel.set()
+        print("\nStopping after the current unit (Ctrl-C again to quit now)...", file=sys.stderr)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    from portalreview.llm.errors import LlmError
+    from portalreview.store.project import ProjectError
+    from portalreview.store.service import StoreError
+
+    try:
+        return _suggest(args)
+    except (LlmError, StoreError, ProjectError) as exc:
+        print(f"portalreview suggest: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _suggest(args: argparse.Namespace) -> int:
+    from portalreview.llm.engine import Engine, GenerationParams
+    from portalreview.store.project import SUFFIX, Project
+    from portalreview.store.service import StudyService
+
+    if args.kind == "drafts" and args.as_annotator:
+        print(
+            "portalreview suggest: drafts are replies, not answers: drop --as-annotator",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    path = Path(args.path)
+    path = path if path.suffix else path.with_suffix(SUFFIX)
+    params = GenerationParams(
+        max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed
+    )
+    with Project.open(path) as project:
+        service = StudyService(project)
+        print(f"Loading {Path(args.model).name}...", file=sys.stderr)
+        with Engine.load(
+            args.model, n_ctx=args.ctx, n_threads=args.threads, gpu=False if args.cpu else None
+        ) as engine:
+            print(
+                f"Loaded {engine.info.describe()} in {engine.info.load_seconds:.1f} s",
+                file=sys.stderr,
+            )
+            print("Hashing the model file (once per file)...", file=sys.stderr)
+            print(f"SHA-256 {engine.sha256}", file=sys.stderr)
+            return _run(args, service, engine, params)
+
+
+def _run(args: argparse.Namespace, service, engine, params) -> int:
+    from portalreview.llm import suggest as sg
+    from portalreview.llm.templates import PromptLibrary
+    from portalreview.store.service import StoreError
+    from portalreview.store.templates import unit_ids
+
+    library = PromptLibrary(service)
+    added = library.install_defaults()
+    if added:
+        print(
+            f"Stored the default prompt templates in the project: {', '.join(added)}",
+            file=sys.stderr,
+        )
+    if args.kind == "drafts" and not args.units:
+        raise StoreError("drafts need --units SET: the unit set whose cases get drafts")
+    units = unit_ids(service, None if args.kind == "drafts" else args.kind, args.units)
+    units = units[: args.limit] if args.limit else units
+    if not units:
+        print(f"There are no {args.kind} units to work on.", file=sys.stderr)
+        return 0
+    cancel = threading.Event()
+    bar = ProgressBar(len(units), unit="cases" if args.kind == "drafts" else "units")
+
+    def progress(report, _unit: int) -> None:
+        bar.update(report.done, len(report.stored), len(report.skipped), len(report.failed))
+
+    with _CtrlC(cancel):
+        if args.kind == "drafts":
+            cases = _cases_of(service, units)
+            bar.total = len(cases)
+            template = library.template(_draft_kind(service, args.template), args.template)
+            report = sg.run_drafts(
+                service, engine, cases, template, params=params, cancel=cancel, progress=progress
+            )
+        else:
+            report = sg.run_batch(
+                service,
+                engine,
+                args.kind,
+                units,
+                library=library,
+                annotator=args.as_annotator,
+                params=params,
+                cancel=cancel,
+                progress=progress,
+                match_themes=not args.no_themes,
+            )
+    bar.finish()
+    return _summary(report)
+
+
+def _cases_of(service, units: list[int]):
+    seen: dict[int, object] = {}
+    for unit_id in units:
+        for case in service.read_unit(unit_id).cases:
+            seen.setdefault(case.id, case)
+    return list(seen.values())
+
+
+def _draft_kind(service, name: str | None) -> str:
+    """The template kind of a drafting template given by name (a kind, or a project name)."""
+    from portalreview.llm.errors import TemplateError
+    from portalreview.store.templates import TemplateService
+
+    if name is None:
+        return "draft_zero_shot"
+    record = TemplateService(service).get(name)
+    kind = record.kind if record is not None else name
+    if kind not in ("draft_zero_shot", "draft_thematic"):
+        raise TemplateError(
+            f"{name!r} is not a drafting template (draft_zero_shot, "
+            "draft_thematic, or a project template of those kinds)"
+        )
+    return kind
+
+
+def _summary(report) -> int:
+    print(
+        f"{len(report.stored)} stored, {len(report.skipped)} already done, "
+        f"{len(report.failed)} refused, in {report.seconds:.0f} s.",
+        file=sys.stderr,
+    )
+    for unit, reason in list(report.failed.items())[:10]:
+        print(f"  unit {unit}: {reason}", file=sys.stderr)
+    if len(report.failed) > 10:
+        print(f"  ... and {len(report.failed) - 10} more", file=sys.stderr)
+    if report.cancelled:
+        print("Stopped. Run the same command again to continue where it stopped.", file=sys.stderr)
+        return EXIT_STOPPED
+    return EXIT_REFUSED if report.failed else 0

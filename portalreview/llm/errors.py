@@ -1,0 +1,50 @@
+"""The errors of the local-model layer. Every message is meant for the person at the screen:
+it names the file or the answer and says what to do. The GUI shows it and carries on without
+suggestions."""
+
+from __future__ import annotations
+
+
+class LlmError(Exception):
+    """Base class: something about local models went wrong; the message says what."""
+
+
+class ModelFileError(LlmError):
+    """A model file cannot be used (missing, not GGUF, truncated, too large for memory...).
+
+    Raised before llama.cpp ever sees the file."""
+
+
+class EngineClosedError(LlmError):
+    """The engine was closed (or is closing); load the model again to continue."""
+
+
+class EngineBusyError(LlmError):
+    """The engine is already working for another caller; one model serves one thread at a
+    time."""
+
+
+class PromptTooLongError(LlmError):
+    """The prompt does not fit the model's context window."""
+
+
+class GrammarError(LlmError):
+    """A grammar is invalid; it never reaches llama.cpp (an invalid grammar crashes the
+    process in the current bindings)."""
+
+
+class TemplateError(LlmError):
+    """A prompt template is invalid (unknown or missing placeholders, empty text)."""
+
+
+class AnswerError(LlmError):
+    """A model's answer does not fit the kind's answer: the reasons list every problem found."""
+
+    def __init__(self, what: str, reasons: list[str], raw: str = "") -> None:
+        self.reasons = list(reasons)
+        self.raw = raw
+        super().__init__(f"{what}: " + "; ".join(self.reasons))
+
+
+class Cancelled(LlmError):
+    """The work was cancelled by the user (or the engine was closed)."""

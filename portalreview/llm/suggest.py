@@ -1,0 +1,539 @@
+"""Suggesters: a model's answer to one unit of each kind, as that kind's payload, with the
+provenance every suggestion stores (model file and SHA-256, template id and text, parameters,
+seed, seconds); batch runs over a unit set that resume where they stopped; and a model's
+answers stored as a pseudo annotator so that agreement compares model and clinicians (seed
+000 Table 8; seed 004's alignment score).
+
+Per kind (the templates are in ``resources/prompts``):
+
+* respond: the theme-guided form filled as JSON (seed 000, Appendix G/H);
+* rank: rank and correctness with reasons C1-C3 as JSON (seed 001);
+* match: per reference sentence the verbatim draft span or NO MATCH (seed 000, Algorithm 1),
+  then a theme per sentence of both replies (seed 000, Appendix C.2);
+* urgency: P(A before B) read from YES/NO next-token probabilities, both orders (seed 002);
+* eppc: codes, subcodes and evidence spans as JSON with previous/next sentence (seed 003);
+* empathy: the three-way verdict (seed 004, 3EM-Ranker);
+* facts: medical facts of both replies, then entailment of each by the other reply, read from
+  YES/NO probabilities (seed 004, MedFactChecking).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.llm import answers, grammars
+from portalreview.llm.engine import Engine, Generation, GenerationParams
+from portalreview.llm.errors import AnswerError, Cancelled, LlmError
+from portalreview.llm.grammars import GrammarLimits
+from portalreview.llm.templates import (
+    PromptLibrary,
+    PromptTemplate,
+    codebook_text,
+    criteria_text,
+    themes_text,
+)
+from portalreview.llm.urgency import NO, YES, Patient, pair_probability
+from portalreview.store.kinds import PayloadError
+from portalreview.store.service import CaseView, StoreError, StudyService, UnitView
+from portalreview.store.templates import (
+    response_by_external_id,
+    suggestion_payload,
+    suggestions_by,
+)
+
+TEMPLATES_FOR_KIND: dict[str, tuple[str, ...]] = {
+    "respond": ("respond_boxes",),
+    "rank": ("rank_judge",),
+    "match": ("content_match", "sentence_theme"),
+    "urgency": ("urgency_pair",),
+    "eppc": ("eppc_extract",),
+    "empathy": ("empathy_judge",),
+    "facts": ("fact_decompose", "fact_entail"),
+}
+DRAFT_PRODUCTION = {
+    "draft_zero_shot": "zero_shot",
+    "draft_thematic": "thematic_prompt",
+    "empathy_edit": "edited_empathy",
+}
+
+
+@dataclass
+class SuggestContext:
+    """What every suggester needs. ``cancel`` stops within one token."""
+
+    engine: Engine
+    catalogs: Catalogs
+    templates: dict[str, PromptTemplate]
+    params: GenerationParams = field(default_factory=GenerationParams)
+    limits: GrammarLimits = field(default_factory=GrammarLimits)
+    cancel: threading.Event | None = None
+    match_themes: bool = True
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """A model's payload for one unit, with what :meth:`StudyService.add_suggestion` stores.
+    ``observed`` holds numbers behind the answer (probabilities), saved in the parameters."""
+
+    unit_id: int
+    kind: str
+    payload: dict[str, Any]
+    templates: tuple[PromptTemplate, ...]
+    params: dict[str, Any]
+    seed: int
+    seconds: float
+
+    @property
+    def template_id(self) -> str:
+        return "+".join(t.key for t in self.templates)
+
+    @property
+    def template_text(self) -> str:
+        return template_text(self.templates)
+
+
+def template_text(templates: Sequence[PromptTemplate]) -> str:
+    if len(templates) == 1:
+        return templates[0].text
+    return "\n".join(f"----- {t.key} -----\n{t.text.rstrip()}" for t in templates)
+
+
+def resolve_templates(
+    library: PromptLibrary, kind: str, match_themes: bool = True
+) -> dict[str, PromptTemplate]:
+    names = TEMPLATES_FOR_KIND.get(kind)
+    if names is None:
+        raise LlmError(f"no model suggestions for the kind {kind!r}")
+    if kind == "match" and not match_themes:
+        names = names[:1]
+    return {n: library.template(n) for n in names}
+
+
+# --- generation helpers -----------------------------------------------------------------------
+
+
+def _generate(ctx: SuggestContext, name: str, values: dict[str, str], grammar: str | None) -> str:
+    gen = ctx.engine.complete(
+        ctx.templates[name].render(values), ctx.params, grammar=grammar, cancel=ctx.cancel
+    )
+    if gen.finish_reason in ("cancelled", "closed"):
+        raise Cancelled("cancelled")
+    if gen.finish_reason == "length":
+        raise AnswerError(
+            f"the {name} answer",
+            [f"it was cut off at {len(gen.token_ids)} tokens (raise the token limit)"],
+            gen.text,
+        )
+    return gen.text
+
+
+def _case(unit: UnitView) -> CaseView:
+    return unit.cases[0]
+
+
+def _labelled(unit: UnitView, label: str) -> Any:
+    for r in unit.responses:
+        if r.label == label:
+            return r
+    raise LlmError(f"unit {unit.unit_id} has no {label.lower()} response")
+
+
+# --- one suggester per kind -------------------------------------------------------------------
+
+
+def suggest_respond(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
+    case = _case(unit)
+    values = {
+        "themes": themes_text(ctx.catalogs, with_ids=True, include_other=True),
+        "chart": case.chart_text,
+        "message": case.message,
+    }
+    raw = _generate(ctx, "respond_boxes", values, grammars.respond_boxes(ctx.catalogs, ctx.limits))
+    return answers.respond_payload(raw, ctx.catalogs), {}
+
+
+def suggest_rank(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
+    case = _case(unit)
+    labels = [chr(65 + i) for i in range(len(unit.responses))]
+    ids = [r.id for r in unit.responses]
+    listing = "\n\n".join(
+        f"Reply {lb}:\n{r.text}" for lb, r in zip(labels, unit.responses, strict=True)
+    )
+    values = {
+        "criteria": criteria_text(ctx.catalogs),
+        "chart": case.chart_text,
+        "message": case.message,
+        "responses": listing,
+    }
+    grammar = grammars.rank_judge(labels, [c.id for c in ctx.catalogs.criteria])
+    raw = _generate(ctx, "rank_judge", values, grammar)
+    return answers.rank_payload(raw, labels, ids, ctx.catalogs), {"order": ids}
+
+
+def suggest_match(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
+    reference, draft = _labelled(unit, "Reference"), _labelled(unit, "Draft")
+    grammar = grammars.content_match(draft.text)
+    decisions = []
+    for sentence in reference.sentences:
+        raw = _generate(
+            ctx, "content_match", {"draft": draft.text, "sentence": sentence.text}, grammar
+        )
+        decisions.append(
+            {"sentence_id": sentence.id, "spans": answers.match_decision(raw, draft.text)}
+        )
+    payload: dict[str, Any] = {"decisions": decisions, "themes": []}
+    if "sentence_theme" in ctx.templates:
+        payload["themes"] = _theme_labels(ctx, (reference, draft))
+    return payload, {}
+
+
+def _theme_labels(ctx: SuggestContext, responses: Sequence[Any]) -> list[dict]:
+    grammar = grammars.sentence_theme(ctx.catalogs)
+    themes = themes_text(ctx.catalogs, with_ids=True, include_other=True)
+    labels = []
+    for response in responses:
+        for sentence in response.sentences:
+            values = {"themes": themes, "text": response.text, "sentence": sentence.text}
+            raw = _generate(ctx, "sentence_theme", values, grammar)
+            labels.append(
+                {"sentence_id": sentence.id, "theme": answers.theme_label(raw, ctx.catalogs)}
+            )
+    return labels
+
+
+def suggest_urgency(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
+    a, b = (Patient(c.id, c.message, c.chart_text) for c in unit.cases[:2])
+    pair = pair_probability(ctx.engine, ctx.templates["urgency_pair"], a, b, cancel=ctx.cancel)
+    observed = {
+        "p_a_first": pair.p_a_first,
+        "p_yes_ab": pair.p_yes_ab,
+        "p_yes_ba": pair.p_yes_ba,
+        "yes_no_mass": pair.mass,
+        "a": a.key,
+        "b": b.key,
+    }
+    return {"more_urgent_case_id": pair.more_urgent, "ask_second": False}, observed
+
+
+def suggest_eppc(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
+    sentence = unit.sentence
+    if sentence is None:
+        raise LlmError(f"unit {unit.unit_id} has no sentence")
+    values = {
+        "codebook": codebook_text(ctx.catalogs),
+        "sender": unit.sender or "patient",
+        "previous": unit.previous_sentence.text if unit.previous_sentence else "(none)",
+        "sentence": sentence.text,
+        "next": unit.next_sentence.text if unit.next_sentence else "(none)",
+    }
+    grammar = grammars.eppc_extract(ctx.catalogs, sentence.text, ctx.limits)
+    raw = _generate(ctx, "eppc_extract", values, grammar)
+    return answers.eppc_payload(raw, sentence.text, ctx.catalogs), {}
+
+
+def suggest_empathy(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
+    first, second = unit.responses[:2]
+    values = {"message": _case(unit).message, "response_1": first.text, "response_2": second.text}
+    raw = _generate(ctx, "empathy_judge", values, grammars.empathy_judge())
+    return answers.empathy_payload(raw, [first.id, second.id]), {"order": [first.id, second.id]}
+
+
+def suggest_facts(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
+    original, edited = _labelled(unit, "Original"), _labelled(unit, "Edited")
+    grammar = grammars.fact_list(ctx.limits)
+    facts, observed = [], []
+    for side, own, other in (("original", original, edited), ("edited", edited, original)):
+        for fact in answers.fact_list(
+            _generate(ctx, "fact_decompose", {"text": own.text}, grammar)
+        ):
+            result = ctx.engine.choice_probabilities(
+                ctx.templates["fact_entail"].render({"premise": other.text, "hypothesis": fact}),
+                (YES, NO),
+                cancel=ctx.cancel,
+            )
+            facts.append({"side": side, "text": fact, "entailed": result.probs[YES] >= 0.5})
+            observed.append(round(result.probs[YES], 6))
+    return {"facts": facts}, {"p_entailed": observed}
+
+
+SUGGESTERS: dict[str, Callable[[SuggestContext, UnitView], tuple[dict, dict]]] = {
+    "respond": suggest_respond,
+    "rank": suggest_rank,
+    "match": suggest_match,
+    "urgency": suggest_urgency,
+    "eppc": suggest_eppc,
+    "empathy": suggest_empathy,
+    "facts": suggest_facts,
+}
+
+
+def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
+    """The model's payload for one unit (raises :class:`AnswerError` when the answer does not
+    fit, :class:`Cancelled` when cancelled)."""
+    started = time.perf_counter()
+    payload, observed = SUGGESTERS[unit.kind](ctx, unit)
+    params = {**ctx.params.as_dict(), **({"observed": observed} if observed else {})}
+    return ModelAnswer(
+        unit.unit_id,
+        unit.kind,
+        payload,
+        tuple(ctx.templates.values()),
+        params,
+        ctx.params.seed,
+        time.perf_counter() - started,
+    )
+
+
+def store(service: StudyService, engine: Engine, answer: ModelAnswer) -> int:
+    """Save a model answer as a suggestion with its provenance; returns the suggestion id."""
+    return service.add_suggestion(
+        answer.unit_id,
+        answer.payload,
+        model_file=engine.info.file_name,
+        model_sha256=engine.sha256,
+        template_id=answer.template_id,
+        template_text=answer.template_text,
+        params=answer.params,
+        seed=answer.seed,
+        seconds=answer.seconds,
+    )
+
+
+# --- the model as an annotator ----------------------------------------------------------------
+
+
+def model_annotator(service: StudyService, name: str) -> int:
+    """The id of the pseudo annotator ``name`` for a model's answers (created if needed). A
+    person's account is never reused for a model."""
+    for person in service.annotators():
+        if person.name == name:
+            if not person.is_model:
+                raise StoreError(
+                    f"{name!r} is a person's account; choose another name for the model"
+                )
+            return person.id
+    return service.add_annotator(name, display_name=f"{name} (model)", is_model=True)
+
+
+def save_as_annotator(
+    service: StudyService, annotator_id: int, unit_id: int, payload: dict, suggestion_id: int
+) -> str:
+    """Store the model's answer as the pseudo annotator's own (assigning the unit first).
+    Submitted when complete, else kept as a draft; returns the status."""
+    if service.get_answer(unit_id, annotator_id=annotator_id) is None:
+        with contextlib.suppress(StoreError):  # already assigned
+            service.assign(unit_id, annotator_id)
+    for status in ("submitted", "draft"):
+        try:
+            service.save_answer(
+                unit_id,
+                payload,
+                status=status,
+                annotator_id=annotator_id,
+                suggestion_id=suggestion_id,
+                suggestion_use="accepted",
+            )
+            return status
+        except PayloadError:
+            if status == "draft":
+                raise
+    return "draft"
+
+
+# --- batch runs -------------------------------------------------------------------------------
+
+
+@dataclass
+class BatchReport:
+    """What a batch run did; ``failed`` maps a unit to the reason its answer was refused."""
+
+    total: int
+    stored: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    failed: dict[int, str] = field(default_factory=dict)
+    cancelled: bool = False
+    seconds: float = 0.0
+
+    @property
+    def done(self) -> int:
+        return len(self.stored) + len(self.skipped) + len(self.failed)
+
+
+def run_batch(
+    service: StudyService,
+    engine: Engine,
+    kind: str,
+    units: Sequence[int],
+    *,
+    library: PromptLibrary | None = None,
+    annotator: str | None = None,
+    params: GenerationParams | None = None,
+    limits: GrammarLimits | None = None,
+    cancel: threading.Event | None = None,
+    progress: Callable[[BatchReport, int], None] | None = None,
+    match_themes: bool = True,
+) -> BatchReport:
+    """Suggest for every unit, skipping units this model file and template set already
+    answered (resume). With ``annotator``, also store each answer as that pseudo annotator's.
+    Each unit is saved in its own transaction, so stopping loses at most the unit in progress.
+    ``progress(report, unit_id)`` is called after each unit."""
+    library = library or PromptLibrary(service)
+    ctx = SuggestContext(
+        engine,
+        service.catalogs,
+        resolve_templates(library, kind, match_themes),
+        params or GenerationParams(),
+        limits or GrammarLimits(),
+        cancel,
+        match_themes,
+    )
+    template_id = "+".join(t.key for t in ctx.templates.values())
+    existing = suggestions_by(service, list(units), engine.sha256, template_id)
+    annotator_id = model_annotator(service, annotator) if annotator else None
+    report = BatchReport(len(units))
+    started = time.perf_counter()
+    for unit_id in units:
+        if cancel is not None and cancel.is_set():
+            report.cancelled = True
+            break
+        try:
+            _one_unit(service, ctx, unit_id, existing, annotator_id, report)
+        except Cancelled:
+            report.cancelled = True
+            break
+        report.seconds = time.perf_counter() - started
+        if progress is not None:
+            progress(report, unit_id)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _one_unit(
+    service: StudyService,
+    ctx: SuggestContext,
+    unit_id: int,
+    existing: dict[int, int],
+    annotator_id: int | None,
+    report: BatchReport,
+) -> None:
+    answered = annotator_id is None or service.get_answer(unit_id, annotator_id=annotator_id)
+    if unit_id in existing:
+        if answered:
+            report.skipped.append(unit_id)
+        else:  # suggested before, but not yet stored as the model annotator's answer
+            payload = suggestion_payload(service, existing[unit_id])
+            save_as_annotator(service, annotator_id, unit_id, payload, existing[unit_id])
+            report.stored.append(unit_id)
+        return
+    try:
+        answer = suggest(ctx, service.read_unit(unit_id))
+    except Cancelled:
+        raise
+    except LlmError as exc:
+        report.failed[unit_id] = str(exc)
+        return
+    suggestion_id = store(service, ctx.engine, answer)
+    if annotator_id is not None:
+        save_as_annotator(service, annotator_id, unit_id, answer.payload, suggestion_id)
+    report.stored.append(unit_id)
+
+
+# --- drafts (new responses, not answers) ------------------------------------------------------
+
+
+def draft_values(
+    template: PromptTemplate, case: CaseView, catalogs: Catalogs, physician_reply: str = ""
+) -> dict[str, str]:
+    """Placeholder values of a drafting template for one case."""
+    values = {"chart": case.chart_text, "message": case.message}
+    if template.kind == "draft_thematic":
+        values["themes"] = themes_text(catalogs)
+    if template.kind == "empathy_edit":
+        values = {"message": case.message, "response": physician_reply}
+    return values
+
+
+def stream_draft(
+    engine: Engine,
+    template: PromptTemplate,
+    values: dict[str, str],
+    params: GenerationParams | None = None,
+    cancel: threading.Event | None = None,
+) -> Generation:
+    """A draft reply (0-shot or thematic, seed 000 App. H) or an empathy edit (seed 004) as a
+    stream of text pieces, for an editor to show as it is written."""
+    return engine.stream(template.render(values), params, cancel=cancel)
+
+
+def store_draft(
+    service: StudyService,
+    engine: Engine,
+    template: PromptTemplate,
+    case: CaseView,
+    text: str,
+) -> int:
+    """Save a generated draft as a model-authored response of the case. Its external id names
+    the case, the template and the model's hash, so a rerun finds it (resume)."""
+    return service.add_response(
+        case.id,
+        draft_external_id(engine, template, case),
+        text.strip(),
+        author_kind="model",
+        author=engine.info.model_name,
+        source=f"{engine.info.file_name}/{template.key}",
+        production=DRAFT_PRODUCTION.get(template.kind, "other"),
+    )
+
+
+def draft_external_id(engine: Engine, template: PromptTemplate, case: CaseView) -> str:
+    return f"llm:{engine.sha256[:12]}:{template.key}:{case.external_id}"
+
+
+def has_draft(
+    service: StudyService, engine: Engine, template: PromptTemplate, case: CaseView
+) -> bool:
+    return response_by_external_id(service, draft_external_id(engine, template, case)) is not None
+
+
+def run_drafts(
+    service: StudyService,
+    engine: Engine,
+    cases: Sequence[CaseView],
+    template: PromptTemplate,
+    *,
+    params: GenerationParams | None = None,
+    cancel: threading.Event | None = None,
+    progress: Callable[[BatchReport, int], None] | None = None,
+) -> BatchReport:
+    """Generate one draft per case with a drafting template (0-shot or thematic) and store it
+    as a response; cases that already have this model's draft from this template are skipped."""
+    if template.kind not in ("draft_zero_shot", "draft_thematic"):
+        raise LlmError(f"{template.kind} is not a drafting template")
+    report = BatchReport(len(cases))
+    started = time.perf_counter()
+    for case in cases:
+        if has_draft(service, engine, template, case):
+            report.skipped.append(case.id)
+        else:
+            gen = stream_draft(
+                engine, template, draft_values(template, case, service.catalogs), params, cancel
+            ).wait()
+            if gen.finish_reason in ("cancelled", "closed"):
+                report.cancelled = True
+                break
+            if not gen.text.strip():
+                report.failed[case.id] = "the model wrote an empty draft"
+            else:
+                store_draft(service, engine, template, case, gen.text)
+                report.stored.append(case.id)
+        report.seconds = time.perf_counter() - started
+        if progress is not None:
+            progress(report, case.id)
+    report.seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,322 @@
+"""Prompt templates: what each kind of template must contain, the bundled defaults
+(``resources/prompts/<kind>.txt``, written by us), checking a PI's edit, and rendering a
+template into prompt *segments* for prefix reuse.
+
+Placeholders are written ``{{name}}``; any other brace is plain text (templates show JSON
+examples). A template kind lists the placeholders it must use; a text that uses an unknown one,
+or leaves out a required one, is refused with the list of what is allowed.
+
+Where the structures come from: the drafting prompts follow seed 000 Appendix H (0-shot:
+instruction, chart, message, reply cue; thematic: the same with the themes described), with the
+theme descriptions from our catalog; the content-match judge follows seed 000 Appendix C.1 (copy
+the matching draft text verbatim or say NO MATCH); the urgency pair follows seed 002 Section 3.3
+(message and chart of two patients, a YES/NO question whose YES probability is read); EPPC
+follows seed 003 Section 3.1 and FACTS.md (previous, current and next sentence; results of code,
+sub-code and span); the empathy edit follows the refined constraints of seed 004 Supplementary
+Fig. 2, the judge its three-way comparison (Supplementary Fig. 3), fact decomposition and
+entailment its MedFactChecking prompts (Supplementary Figs. 4-5), all reworded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.llm.errors import TemplateError
+from portalreview.resources import resources_dir
+from portalreview.store.service import StudyService
+from portalreview.store.templates import TemplateService
+
+PLACEHOLDER = re.compile(r"\{\{([a-z][a-z0-9_]*)\}\}")
+
+
+@dataclass(frozen=True)
+class TemplateKind:
+    """What a template is for and what it must contain.
+
+    ``cuts``: groups of placeholders; the prompt is split before the first placeholder of each
+    group, so everything before it is a shared prefix that the engine evaluates once for many
+    prompts (e.g. the instructions, then patient A, for the 29 pairs that start with A).
+    ``answer``: "text" (free generation), "json"/"choice"/"span" (grammar-constrained), or
+    "yes_no" (read from the next-token distribution, nothing generated).
+    """
+
+    id: str
+    title: str
+    serves: str
+    placeholders: tuple[str, ...]
+    answer: str
+    cuts: tuple[tuple[str, ...], ...] = ()
+    source: str = ""
+
+
+TEMPLATE_KINDS: dict[str, TemplateKind] = {
+    k.id: k
+    for k in (
+        TemplateKind(
+            "draft_zero_shot",
+            "Draft reply (0-shot)",
+            "drafts",
+            ("chart", "message"),
+            "text",
+            source="seed 000, Appendix H, Figure 7 (structure)",
+        ),
+        TemplateKind(
+            "draft_thematic",
+            "Draft reply (thematic)",
+            "drafts",
+            ("themes", "chart", "message"),
+            "text",
+            source="seed 000, Appendix H, Figure 8 (structure)",
+        ),
+        TemplateKind(
+            "respond_boxes",
+            "Theme-guided reply form",
+            "respond",
+            ("themes", "chart", "message"),
+            "json",
+            source="seed 000, Appendix G form and Appendix H thematic prompt",
+        ),
+        TemplateKind(
+            "rank_judge",
+            "Rank and check candidate replies",
+            "rank",
+            ("criteria", "chart", "message", "responses"),
+            "json",
+            cuts=(("chart", "message"),),
+            source="seed 001, clinician evaluation, C1-C3",
+        ),
+        TemplateKind(
+            "content_match",
+            "Content-match judge",
+            "match",
+            ("draft", "sentence"),
+            "span",
+            cuts=(("draft",), ("sentence",)),
+            source="seed 000, Section 2.1, Appendix C.1",
+        ),
+        TemplateKind(
+            "sentence_theme",
+            "Sentence theme label",
+            "match",
+            ("themes", "text", "sentence"),
+            "choice",
+            cuts=(("text",), ("sentence",)),
+            source="seed 000, Appendix C.2",
+        ),
+        TemplateKind(
+            "urgency_pair",
+            "Which patient first (pair)",
+            "urgency",
+            ("chart_a", "message_a", "chart_b", "message_b"),
+            "yes_no",
+            cuts=(("chart_a", "message_a"), ("chart_b", "message_b")),
+            source="seed 002, Section 3.3 (UrgentSFT YES probability)",
+        ),
+        TemplateKind(
+            "eppc_extract",
+            "EPPC codes, subcodes and evidence",
+            "eppc",
+            ("codebook", "sender", "previous", "sentence", "next"),
+            "json",
+            cuts=(("sender", "previous", "sentence", "next"),),
+            source="seed 003, Section 3.1 and Appendix A; FACTS.md output shape",
+        ),
+        TemplateKind(
+            "empathy_edit",
+            "Edit a reply for empathy",
+            "drafts",
+            ("message", "response"),
+            "text",
+            source="seed 004, Section 3.1, refined prompt (Supplementary Fig. 2)",
+        ),
+        TemplateKind(
+            "empathy_judge",
+            "Three-way empathy judge",
+            "empathy",
+            ("message", "response_1", "response_2"),
+            "choice",
+            source="seed 004, Section 3.2, 3EM-Ranker (Supplementary Fig. 3)",
+        ),
+        TemplateKind(
+            "fact_decompose",
+            "Medical fact decomposition",
+            "facts",
+            ("text",),
+            "json",
+            source="seed 004, Section 3.3 (Supplementary Fig. 5)",
+        ),
+        TemplateKind(
+            "fact_entail",
+            "Fact entailment",
+            "facts",
+            ("premise", "hypothesis"),
+            "yes_no",
+            cuts=(("premise",), ("hypothesis",)),
+            source="seed 004, Section 3.3 (Supplementary Fig. 4)",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A template ready to render. ``key`` is what a suggestion records ("name@v2" for a
+    project's template, "name@default" for a bundled one)."""
+
+    kind: str
+    name: str
+    text: str
+    key: str
+
+    @property
+    def spec(self) -> TemplateKind:
+        return TEMPLATE_KINDS[self.kind]
+
+    def render(self, values: Mapping[str, str]) -> list[str]:
+        """The prompt as segments (see :func:`render`)."""
+        return render(self.text, values, self.spec.cuts)
+
+
+def placeholders_of(text: str) -> list[str]:
+    return list(dict.fromkeys(PLACEHOLDER.findall(text)))
+
+
+def validate(kind: str, text: str) -> None:
+    """Refuse a template text that cannot work for ``kind`` (unknown kind, empty, unknown or
+    missing placeholders), with a message that lists what is allowed."""
+    spec = TEMPLATE_KINDS.get(kind)
+    if spec is None:
+        raise TemplateError(f"unknown template kind {kind!r}; known: {', '.join(TEMPLATE_KINDS)}")
+    if not text.strip():
+        raise TemplateError(f"the {spec.title} template is empty")
+    used = placeholders_of(text)
+    unknown = [p for p in used if p not in spec.placeholders]
+    missing = [p for p in spec.placeholders if p not in used]
+    allowed = ", ".join("{{" + p + "}}" for p in spec.placeholders)
+    if unknown:
+        names = ", ".join("{{" + p + "}}" for p in unknown)
+        raise TemplateError(f"the {spec.title} template uses {names}; it can use {allowed}")
+    if missing:
+        names = ", ".join("{{" + p + "}}" for p in missing)
+        raise TemplateError(f"the {spec.title} template must contain {names} (all of {allowed})")
+
+
+def render(text: str, values: Mapping[str, str], cuts: Sequence[Sequence[str]] = ()) -> list[str]:
+    """Fill the placeholders and split the result into segments before the first placeholder
+    of each cut group. Values are inserted as they are (a value that looks like a placeholder
+    is not filled again). Trailing spaces of the template are dropped, so an answer option
+    such as " YES" follows the cue directly."""
+    text = text.rstrip()
+    missing = [p for p in placeholders_of(text) if p not in values]
+    if missing:
+        raise TemplateError(f"no value for {', '.join(missing)}")
+    positions = []
+    for group in cuts:
+        found = [m.start() for m in PLACEHOLDER.finditer(text) if m.group(1) in group]
+        if found:
+            positions.append(min(found))
+    bounds = [0, *sorted(set(p for p in positions if p > 0)), len(text)]
+
+    def fill(piece: str) -> str:
+        return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), piece)
+
+    return [fill(text[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+# --- bundled defaults -------------------------------------------------------------------------
+
+
+def default_text(kind: str) -> str:
+    """The bundled default text of a template kind."""
+    path = resources_dir() / "prompts" / f"{kind}.txt"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TemplateError(
+            f"the bundled template {path} is missing: reinstall PortalReview"
+        ) from exc
+
+
+def default_template(kind: str) -> PromptTemplate:
+    return PromptTemplate(kind, kind, default_text(kind), f"{kind}@default")
+
+
+def defaults() -> dict[str, tuple[str, str]]:
+    """``{name: (kind, text)}`` of every bundled default (names equal kinds)."""
+    return {kind: (kind, default_text(kind)) for kind in TEMPLATE_KINDS}
+
+
+# --- catalog text for the placeholders ----------------------------------------------------------
+
+
+def themes_text(catalogs: Catalogs, *, with_ids: bool = False, include_other: bool = False) -> str:
+    """One line per response theme (seed 000, Table 1) with our definition."""
+    lines = []
+    for t in catalogs.themes:
+        if t.is_other and not include_other:
+            continue
+        label = f"{t.id}: {t.name}" if with_ids else t.name
+        lines.append(f"- {label}. {t.definition}")
+    return "\n".join(lines)
+
+
+def codebook_text(catalogs: Catalogs) -> str:
+    """The EPPC codebook: code id, name and definition, then its subcodes (seed 003)."""
+    lines = []
+    for code in catalogs.eppc_codes:
+        lines.append(f"{code.id} ({code.name}): {code.definition}")
+        for sub in code.subcodes:
+            lines.append(f"  - {sub.id}: {sub.definition}")
+    return "\n".join(lines)
+
+
+def criteria_text(catalogs: Catalogs) -> str:
+    """The correctness criteria C1-C3 (seed 001)."""
+    return "\n".join(f"- {c.id}: {c.name}. {c.definition}" for c in catalogs.criteria)
+
+
+# --- the project's templates ------------------------------------------------------------------
+
+
+class PromptLibrary:
+    """The templates a study uses: the project's own (editable by the PI) where it has one,
+    the bundled default otherwise. The GUI's template editor calls :meth:`save`."""
+
+    def __init__(self, service: StudyService | None = None) -> None:
+        self._store = None if service is None else TemplateService(service)
+
+    def template(self, kind: str, name: str | None = None) -> PromptTemplate:
+        """The template named ``name`` (default: the one named like its kind, else the first
+        of that kind in the project, else the bundled default)."""
+        if kind not in TEMPLATE_KINDS:
+            raise TemplateError(f"unknown template kind {kind!r}")
+        if self._store is not None:
+            records = self._store.list(kind)
+            wanted = name or kind
+            chosen = next((r for r in records if r.name == wanted), None)
+            if chosen is None and name is None and records:
+                chosen = records[0]
+            if chosen is not None:
+                validate(kind, chosen.text)
+                return PromptTemplate(kind, chosen.name, chosen.text, chosen.key)
+            if name is not None and name != kind:
+                raise TemplateError(f"the project has no {kind} template called {name!r}")
+        return default_template(kind)
+
+    def install_defaults(self) -> list[str]:
+        """Copy the bundled defaults the project lacks into it (PI or system viewer)."""
+        if self._store is None:
+            return []
+        return self._store.install(defaults())
+
+    def save(self, kind: str, name: str, text: str) -> PromptTemplate:
+        """Check and store a PI's template text (a new version when it changed)."""
+        validate(kind, text)
+        if self._store is None:
+            raise TemplateError("no project is open")
+        record = self._store.save(name, kind, text)
+        return PromptTemplate(kind, record.name, record.text, record.key)

@@ -1,0 +1,158 @@
+"""Semantic checks of model answers: what a grammar cannot guarantee (a span verbatim in its
+text, a code of the codebook, a subcode under its own code...) is refused with every reason
+listed, and good answers become the kind's payload."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from portalreview.domain.catalogs import DEFAULT_CATALOGS as CAT
+from portalreview.llm import answers
+from portalreview.llm.errors import AnswerError
+
+SENTENCE = "I have had chest pain since this morning, should I come in?"
+
+
+def eppc(*results) -> str:
+    return json.dumps(
+        {"results": [dict(zip(("Code", "Sub-code", "Span"), r, strict=True)) for r in results]}
+    )
+
+
+def test_eppc_answer_becomes_labels_with_offsets():
+    raw = eppc(
+        ("InfoGive", "Symptoms", "chest pain"), ("InfoSeek", "SchedulingAppt", "should I come in?")
+    )
+    payload = answers.eppc_payload(raw, SENTENCE, CAT)
+    start = SENTENCE.index("chest pain")
+    assert payload["labels"][0] == {
+        "code": "InfoGive",
+        "subcode": "Symptoms",
+        "spans": [[start, start + len("chest pain")]],
+    }
+    assert payload["labels"][1]["code"] == "InfoSeek"
+
+
+def test_eppc_same_code_and_subcode_twice_makes_a_discontinuous_span():
+    raw = eppc(
+        ("InfoGive", "Symptoms", "chest pain"),
+        ("InfoGive", "Symptoms", "this morning"),
+        ("InfoGive", "Symptoms", "chest pain"),
+    )
+    (label,) = answers.eppc_payload(raw, SENTENCE, CAT)["labels"]
+    assert len(label["spans"]) == 2
+
+
+@pytest.mark.parametrize(
+    "result, reason",
+    [
+        (("InfoGiving", "Symptoms", "chest pain"), "'InfoGiving' is not a code of the project's"),
+        (
+            ("InfoGive", "salutation", "chest pain"),
+            "'salutation' is not a subcode of InfoGive (it is a subcode of PartnershipProvider, "
+            "PartnershipPatient)",
+        ),
+        (("InfoGive", "Symptoms", "back pain"), "the span 'back pain' is not verbatim"),
+        (("InfoGive", "Symptoms", ""), "is not verbatim"),
+    ],
+)
+def test_eppc_refusals_say_why(result, reason):
+    with pytest.raises(AnswerError) as info:
+        answers.eppc_payload(eppc(result), SENTENCE, CAT)
+    assert reason in str(info.value)
+
+
+def test_eppc_lists_every_problem_and_one_subcode_per_code():
+    raw = eppc(
+        ("InfoGive", "Symptoms", "chest pain"),
+        ("InfoGive", "Drugs", "chest pain"),
+        ("Nope", "x", "y"),
+    )
+    with pytest.raises(AnswerError) as info:
+        answers.eppc_payload(raw, SENTENCE, CAT)
+    assert len(info.value.reasons) == 2
+    assert "InfoGive is given two subcodes (Symptoms, Drugs)" in info.value.reasons[0]
+    with pytest.raises(AnswerError, match="not valid JSON"):
+        answers.eppc_payload("{results: ", SENTENCE, CAT)
+    with pytest.raises(AnswerError, match="no 'results' list"):
+        answers.eppc_payload("[]", SENTENCE, CAT)
+
+
+def test_match_decision():
+    draft = "I am sorry. Please go to the ER now."
+    assert answers.match_decision(" NO MATCH", draft) == []
+    assert answers.match_decision(" go to the ER", draft) == [[19, 31]]
+    with pytest.raises(AnswerError, match="'go to urgent care' is not verbatim in the draft"):
+        answers.match_decision("go to urgent care", draft)
+
+
+def test_theme_label_and_empathy_verdict():
+    assert answers.theme_label(" planning", CAT) == "planning"
+    with pytest.raises(AnswerError, match="'plans' is not a theme"):
+        answers.theme_label("plans", CAT)
+    assert answers.empathy_payload(" Response 2", [7, 9]) == {"more_empathetic_response_id": 9}
+    assert answers.empathy_payload("Equally empathetic", [7, 9]) == {"equal": True}
+    with pytest.raises(AnswerError, match="not one of"):
+        answers.empathy_payload("Both", [7, 9])
+
+
+def test_rank_answer():
+    raw = json.dumps(
+        {
+            "ranking": [
+                {"response": "A", "rank": 2, "correct": False, "criteria": ["C1", "C1"]},
+                {"response": "B", "rank": 1, "correct": True, "criteria": []},
+            ]
+        }
+    )
+    payload = answers.rank_payload(raw, ["A", "B"], [11, 12], CAT)
+    assert payload["entries"][0] == {
+        "response_id": 11,
+        "rank": 2,
+        "correct": False,
+        "criteria": ["C1"],
+    }
+    bad = json.dumps(
+        {
+            "ranking": [
+                {"response": "A", "rank": 5, "correct": True, "criteria": ["C9"]},
+                {"response": "Z", "rank": 1, "correct": "yes"},
+            ]
+        }
+    )
+    with pytest.raises(AnswerError) as info:
+        answers.rank_payload(bad, ["A", "B"], [11, 12], CAT)
+    text = str(info.value)
+    for reason in (
+        "rank 5 is not between 1 and 2",
+        "unknown criterion 'C9'",
+        "only for a reply marked incorrect",
+        "'Z' is not one of the replies",
+        "'correct' must be true or false",
+        "no entry for B",
+    ):
+        assert reason in text
+
+
+def test_respond_answer():
+    raw = json.dumps({"empathy": " Sorry to hear that. ", "planning": "", "other": "x"})
+    assert answers.respond_payload(raw, CAT) == {
+        "mode": "theme_guided",
+        "parts": {"empathy": "Sorry to hear that.", "other": "x"},
+        "notes": "",
+    }
+    with pytest.raises(AnswerError, match="every box is empty"):
+        answers.respond_payload(json.dumps({"empathy": " "}), CAT)
+    with pytest.raises(AnswerError, match="'jokes' is not a theme"):
+        answers.respond_payload(json.dumps({"jokes": "ha"}), CAT)
+
+
+def test_fact_list():
+    assert answers.fact_list('["PSA is 4.2", " PSA is 4.2", "", "Start antibiotics"]') == [
+        "PSA is 4.2",
+        "Start antibiotics",
+    ]
+    with pytest.raises(AnswerError, match="item 1 is not text"):
+        answers.fact_list('["a", 3]')

@@ -1,0 +1,128 @@
+"""``portalreview suggest``: a progress bar on stderr, resume on a second run, clear refusals,
+and Ctrl-C stops cleanly with everything finished kept."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from llm_testkit import tiny_model  # noqa: F401 - fixture
+
+from portalreview.cli import main
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.store.templates import unit_ids
+from tests.conftest import build_small_study
+
+
+@pytest.fixture(autouse=True)
+def private_hash_cache(tmp_path, monkeypatch):
+    """Model hashes are remembered in the user's cache folder: keep the tests' apart."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def project_file(tmp_path) -> Path:
+    path = tmp_path / "study.prproj"
+    with Project.create(path) as project:
+        build_small_study(project)
+    return path
+
+
+def test_suggest_runs_then_resumes(project_file, tiny_model, capsys):  # noqa: F811
+    args = [
+        "suggest",
+        str(project_file),
+        "--model",
+        str(tiny_model),
+        "--kind",
+        "empathy",
+        "--as-annotator",
+        "tiny",
+    ]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "on the CPU" in err and "SHA-256 " in err
+    assert "[" in err and "1/1 units" in err
+    assert "1 stored, 0 already done, 0 refused" in err
+    assert main(args) == 0
+    assert "0 stored, 1 already done" in capsys.readouterr().err
+    with Project.open(project_file, read_only=True) as project:
+        info = StudyService(project).info()
+    assert {"name": "tiny", "role": "clinician", "is_model": True} in info["annotators"]
+    assert info["kinds"]["empathy"]["annotators"]["tiny"]["submitted"] == 1
+
+
+def test_suggest_for_a_named_unit_set_and_drafts(project_file, tiny_model, capsys):  # noqa: F811
+    base = ["suggest", str(project_file), "--model", str(tiny_model)]
+    assert main([*base, "--kind", "urgency", "--units", "urgency set"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert main([*base, "--kind", "urgency", "--units", "rank set"]) == 2
+    assert "holds rank units, not urgency" in capsys.readouterr().err
+    assert main([*base, "--kind", "drafts", "--units", "rank set", "--max-tokens", "5"]) == 0
+    assert "1 stored" in capsys.readouterr().err
+    assert main([*base, "--kind", "drafts"]) == 2
+    assert "drafts need --units" in capsys.readouterr().err
+
+
+def test_suggest_refuses_a_bad_model_file(project_file, tmp_path, capsys):
+    bad = tmp_path / "broken.gguf"
+    bad.write_text("not a model")
+    code = main(["suggest", str(project_file), "--model", str(bad), "--kind", "eppc"])
+    assert code == 2
+    assert "broken.gguf is not a GGUF model file" in capsys.readouterr().err
+
+
+def test_ctrl_c_stops_and_keeps_what_was_finished(project_file, tiny_model):  # noqa: F811
+    with Project.open(project_file) as project:
+        service = StudyService(project)
+        case_id = service.read_unit(unit_ids(service, "respond")[0]).cases[0].id
+        set_id = service.create_unit_set("many", "respond")
+        for _ in range(4):
+            service.add_unit(set_id, case_id)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "portalreview",
+            "suggest",
+            str(project_file),
+            "--model",
+            str(tiny_model),
+            "--kind",
+            "respond",
+            "--units",
+            "many",
+            "--max-tokens",
+            "3000",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parents[2],
+    )
+    lines = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        lines.append(line)
+        if "units:" in line or not line:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=120)
+    output = "".join(lines) + rest
+    assert proc.returncode == 130, output
+    assert "Stopped. Run the same command again" in output
+    stored, _, refused = map(int, re.search(SUMMARY, output).groups())
+    assert 1 <= stored + refused < 4
+
+
+SUMMARY = r"(\d+) stored, (\d+) already done, (\d+) refused"
