@@ -668,8 +668,7 @@ class MainWindow(QMainWindow):
     def _refresh_tab_progress(self) -> None:
         if self.kind not in self.kinds:
             return
-        done = sum(i.status == "submitted" for i in self.queue.all_items)
-        total = len(self.queue.all_items)
+        done, total = self.queue.done, len(self.queue.all_items)
         index = self.kinds.index(self.kind)
         self.kind_tabs.setTabText(index, f"{EDITORS[self.kind][0]}  ({done}/{total})")
 
