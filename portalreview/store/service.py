@@ -208,6 +208,21 @@ def readable_integrity(exc: IntegrityError) -> str:
     return message
 
 
+def _not_gold_holder():
+    """Leaves out an assignment made only to hold the PI's gold answer (adjudication is not
+    annotation work; ``info`` counts the same way)."""
+    gold = aliased(Answer)
+    return ~(
+        select(gold.id)
+        .where(
+            gold.unit_id == Assignment.unit_id,
+            gold.annotator_id == Assignment.annotator_id,
+            gold.is_gold.is_(True),
+        )
+        .exists()
+    )
+
+
 class StudyService:
     """The operations of a study, as seen by one viewer."""
 
@@ -529,7 +544,7 @@ class StudyService:
                     Answer.is_gold.is_(False),
                 ),
             )
-            .where(Assignment.annotator_id == annotator_id, Unit.kind == kind)
+            .where(Assignment.annotator_id == annotator_id, Unit.kind == kind, _not_gold_holder())
             .order_by(Unit.unit_set_id, Assignment.position, Assignment.unit_id)
         )
         with self.project.read() as s:
@@ -561,7 +576,7 @@ class StudyService:
                     Answer.is_gold.is_(False),
                 ),
             )
-            .where(Assignment.annotator_id == annotator_id)
+            .where(Assignment.annotator_id == annotator_id, _not_gold_holder())
             .group_by(Unit.kind)
         )
         with self.project.read() as s:

@@ -327,3 +327,14 @@ def test_unknown_ids_give_clear_errors(study):
         study.service.as_viewer("nobody")
     with pytest.raises(StoreError, match="already exists"):
         study.service.add_case("c1", "duplicate id")
+
+
+def test_adjudicating_does_not_put_the_unit_in_the_pis_queue(study):
+    pi = study.service.as_viewer("pat")
+    unit = study.units["urgency"]
+    pi.save_answer(unit, {"more_urgent_case_id": study.case1}, status="submitted", gold=True)
+    assert pi.queue("urgency") == []
+    assert pi.progress_by_kind() == {}
+    ava = study.service.as_viewer("ava")
+    assert [i.unit_id for i in ava.queue("urgency")] == [unit]
+    assert ava.progress_by_kind()["urgency"].total == 1
