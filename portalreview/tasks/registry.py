@@ -29,9 +29,37 @@ def _match(catalogs: Catalogs) -> Editor:
     return MatchEditor(catalogs)
 
 
+def _urgency(catalogs: Catalogs) -> Editor:
+    from portalreview.tasks.urgency.editor import UrgencyEditor
+
+    return UrgencyEditor(catalogs)
+
+
+def _empathy(catalogs: Catalogs) -> Editor:
+    from portalreview.tasks.empathy.editor import EmpathyEditor
+
+    return EmpathyEditor(catalogs)
+
+
+def _eppc(catalogs: Catalogs) -> Editor:
+    from portalreview.tasks.eppc.editor import EppcEditor
+
+    return EppcEditor(catalogs)
+
+
+def _facts(catalogs: Catalogs) -> Editor:
+    from portalreview.tasks.facts.editor import FactsEditor
+
+    return FactsEditor(catalogs)
+
+
 #: kind -> (title shown in the kind selector, editor factory)
 EDITORS: dict[str, tuple[str, EditorFactory]] = {
     "respond": ("Write responses", _respond),
     "rank": ("Rank drafts", _rank),
     "match": ("Match content", _match),
+    "urgency": ("Urgency pairs", _urgency),
+    "eppc": ("Code sentences (EPPC)", _eppc),
+    "empathy": ("Empathy pairs", _empathy),
+    "facts": ("Check facts", _facts),
 }

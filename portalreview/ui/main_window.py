@@ -46,6 +46,7 @@ from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.session import AnnotationSession
 from portalreview.ui.settings import Preferences, clamp_point_size
 from portalreview.ui.sign_in import SignInDialog
+from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
 from portalreview.ui.workers import run_with_progress
 
 APP_NAME = "PortalReview"
@@ -138,6 +139,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_status_bar()
+        self.suggestions = SuggestionController(self)  # model suggestions (Tools > Models…)
         self._restore_geometry()
         self._set_project_actions(False)
         self.welcome.show_recent(self.prefs.recent_projects())
@@ -188,6 +190,18 @@ class MainWindow(QMainWindow):
             "Ctrl+Shift+F",
             "Flag this unit with a note for the principal investigator",
         )
+        self.act_accept = self._action(
+            "&Accept the suggestion",
+            lambda: self.suggestions.accept(),
+            ACCEPT_KEY,
+            "Accept the model's suggestion shown in the editor (saved as your answer)",
+        )
+        self.act_dismiss = self._action(
+            "&Dismiss the suggestion",
+            lambda: self.suggestions.dismiss(),
+            DISMISS_KEY,
+            "Set the model's suggestion aside and answer from an empty form",
+        )
         self.act_zoom_in = self._action(
             "Zoom &in", lambda: self.zoom(ZOOM_STEP), [std.ZoomIn, "Ctrl+="]
         )
@@ -213,6 +227,8 @@ class MainWindow(QMainWindow):
         self.kind_menu = go_menu.addMenu("&Kind of work")
         unit_menu = bar.addMenu("&Unit")
         unit_menu.addActions([self.act_submit, self.act_save, self.act_flag])
+        unit_menu.addSeparator()
+        unit_menu.addActions([self.act_accept, self.act_dismiss])
         view_menu = bar.addMenu("&View")
         view_menu.addActions([self.act_zoom_in, self.act_zoom_out, self.act_zoom_reset])
         view_menu.addAction(self.queue_dock.toggleViewAction())
@@ -404,6 +420,7 @@ class MainWindow(QMainWindow):
 
     def close_project(self) -> bool:
         """Save everything and close the project; False if the person chose to stay."""
+        self.suggestions.stop()
         if self.session is not None:
             self.session.close()
             if self.session.pending and not self._confirm_unsaved():
@@ -468,6 +485,7 @@ class MainWindow(QMainWindow):
         self.work_of_action.setVisible(role == "pi")
         self.point_size = self.prefs.point_size(name)
         self._build_kinds()
+        self._fill_tools_menu()  # the tools' shortcuts work before the menu is first opened
 
     def switch_user(self) -> None:
         if self.project is None:
@@ -566,6 +584,7 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, APP_NAME, f"Could not show this unit:\n{exc}")
             return
         editor.setEnabled(True)
+        self.suggestions.unit_shown(editor)
         if self.session.read_only and others is not None:
             self.save_label.setText("Looking at another annotator's work (read-only)")
         else:
@@ -646,6 +665,7 @@ class MainWindow(QMainWindow):
 
     def _on_saved(self, view: AnswerView) -> None:
         self.queue.update_unit(view.unit_id, view.status, view.flagged)
+        self.suggestions.saved(view)
         self.save_label.setText(self._saved_text(view))
         self._show_unit_status()
         self._refresh_tab_progress()
@@ -727,6 +747,7 @@ class MainWindow(QMainWindow):
             return
         self.prefs.qs.setValue("window/geometry", self.saveGeometry())
         self.prefs.sync()
+        self.suggestions.shutdown()  # the model is freed here, never left to the GC
         event.accept()
 
 
@@ -737,6 +758,11 @@ EDITOR_KEYS = {
     "M or Enter match it, X NO MATCH, Delete clears; in a sentence list, 1-9 give the "
     "selected sentence a theme (0 removes it).</p>",
     "respond": "<p><b>Responses</b>: Tab moves to the next box.</p>",
+    "eppc": "<p><b>EPPC coding</b>: 1-9 choose a code, Alt+1-9 its subcode; select text in the "
+    "sentence and press E or Enter for evidence; Delete removes a span; W shows the whole "
+    "message.</p>",
+    "facts": "<p><b>Facts</b>: F lists the selected text as a fact; in a list, Y kept/supported, "
+    "N not, 0 not judged, 1-6 error category, F2 edit, Delete remove.</p>",
 }
 
 

@@ -78,6 +78,11 @@ class AnnotationSession(QObject):
         self.unit: UnitView | None = None
         self.answer: AnswerView | None = None
         self.pending = False
+        # the model suggestion behind the answer on screen (``portalreview.ui.suggestions``):
+        # state None (none), "offered" (shown, not accepted), "accepted", "edited", "ignored"
+        self.suggestion_id: int | None = None
+        self.suggestion_state: str | None = None
+        self._suggestion_base: dict | None = None
         self.clock = ActivityClock()
         app = QApplication.instance()
         if app is not None:
@@ -101,6 +106,7 @@ class AnnotationSession(QObject):
             self.editor = editor
         self.unit, self.answer = unit, answer
         editor.load(unit, answer)
+        self._reset_suggestion(answer)
         self.clock.start()
 
     def leave(self) -> None:
@@ -159,6 +165,12 @@ class AnnotationSession(QObject):
         """Save the editor's answer. A submission that is not complete yet is saved as a draft
         (the work is kept) and :attr:`notice` says what is missing."""
         payload = self.editor.payload()
+        suggestion = self._suggestion_fields(payload)
+        if suggestion is None:  # an unaccepted, unchanged suggestion is never an answer
+            self._set_pending(False)
+            self.notice.emit("Not saved: accept the suggestion (Ctrl+Shift+A) or edit it first.")
+            return None
+        fields.update(suggestion)
         kwargs = dict(
             active_seconds=(self.answer.active_seconds if self.answer else 0.0)
             + self.clock.seconds,
@@ -179,9 +191,62 @@ class AnnotationSession(QObject):
             self.save_failed.emit(f"Not saved: {exc}")
             return None
         self.answer = view
+        if self.suggestion_state == "offered":
+            self.suggestion_state = "edited"
         self.clock.start()  # the time so far is now stored in the answer
         self._set_pending(False)
         self.saved.emit(view)
         if refused:
             self.notice.emit(f"Saved as a draft, not submitted: {refused}")
         return view
+
+    # --- model suggestions ------------------------------------------------------------------
+
+    def _reset_suggestion(self, answer: AnswerView | None) -> None:
+        """Take up the suggestion a stored answer records (an accepted one that is changed
+        later becomes "edited")."""
+        self.suggestion_id = answer.suggestion_id if answer else None
+        self.suggestion_state = answer.suggestion_use if self.suggestion_id else None
+        if self.suggestion_id is not None and self.suggestion_state is None:
+            self.suggestion_state = "edited"
+        self._suggestion_base = (
+            self.editor.payload() if self.suggestion_state == "accepted" else None
+        )
+
+    def offer_suggestion(self, suggestion_id: int) -> None:
+        """The editor now shows suggestion ``suggestion_id`` pre-filled. Nothing is saved: a
+        save before the person accepts or changes it is refused."""
+        self.suggestion_id = suggestion_id
+        self.suggestion_state = "offered"
+        self._suggestion_base = self.editor.payload()
+
+    def accept_suggestion(self) -> AnswerView | None:
+        """The person accepts the suggestion on screen: saved now, recorded as accepted (or as
+        edited when they had already changed it)."""
+        if self.suggestion_state not in ("offered", "accepted", "edited"):
+            return None
+        if self.suggestion_state == "offered":
+            self.suggestion_state = "accepted"
+        return self.save()
+
+    def dismiss_suggestion(self) -> None:
+        """The person set the suggestion aside (the editor was emptied): their answer records
+        that it was shown and ignored."""
+        if self.suggestion_id is not None:
+            self.suggestion_state = "ignored"
+            self._suggestion_base = None
+
+    def _suggestion_fields(self, payload: dict) -> dict | None:
+        """``suggestion_id`` / ``suggestion_use`` for a save; None: this save must not happen."""
+        state = self.suggestion_state
+        if state is None or self.suggestion_id is None:
+            return {}
+        if state == "offered" and payload == self._suggestion_base:
+            return None
+        if state == "ignored":
+            use = "ignored"
+        elif state == "accepted" and payload == self._suggestion_base:
+            use = "accepted"
+        else:
+            use = "edited"
+        return {"suggestion_id": self.suggestion_id, "suggestion_use": use}

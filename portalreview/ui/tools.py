@@ -23,4 +23,13 @@ class Tool:
         return getattr(importlib.import_module(module), name)
 
 
-TOOLS: list[Tool] = []
+TOOLS: list[Tool] = [
+    Tool("Inbox view", "portalreview.ui.inbox_view:open_tool", "Ctrl+I"),
+    Tool(
+        "Adjudicate disagreements",
+        "portalreview.ui.adjudication:open_tool",
+        "Ctrl+J",
+        roles=("pi",),
+    ),
+    Tool("Models…", "portalreview.ui.model_panel:open_tool"),
+]

@@ -14,7 +14,7 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence, QTextDocument, QUndoCommand, QUndoStack
-from PySide6.QtWidgets import QPlainTextEdit, QWidget
+from PySide6.QtWidgets import QBoxLayout, QPlainTextEdit, QWidget
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, UnitView
@@ -67,6 +67,30 @@ class Editor(QWidget):
         font = self.font()
         font.setPointSizeF(point_size)
         self.setFont(font)
+
+    # --- model suggestions (``portalreview.ui.suggestions``) -------------------------------
+
+    def can_suggest(self, unit: UnitView) -> bool:
+        """Whether a model suggestion of this kind's payload fits ``unit`` in this editor."""
+        return True
+
+    def show_suggestion(self, payload: dict[str, Any]) -> None:
+        """Pre-fill the editor with a model's suggested payload, without a change signal (so
+        nothing is saved) and with a fresh undo history. The default loads it as if it were a
+        stored draft answer, which suits every editor whose :meth:`show_unit` reads
+        ``answer.payload``; override when the kind needs more."""
+        if self.unit is None:
+            return
+        self.load(self.unit, suggested_answer(self.unit, payload))
+
+    def add_banner(self, banner: QWidget) -> None:
+        """Put ``banner`` (the suggestion banner) at the top of the editor."""
+        layout = self.layout()
+        if isinstance(layout, QBoxLayout):
+            layout.insertWidget(0, banner)
+        else:  # an editor without a box layout: the banner floats over its top edge
+            banner.setParent(self)
+            banner.move(0, 0)
 
     # --- for subclasses ---------------------------------------------------------------------
 
@@ -188,6 +212,26 @@ class TextBox(QPlainTextEdit):
             if action.text().replace("&", "").lower().startswith(("undo", "redo")):
                 menu.removeAction(action)
         menu.exec(event.globalPos())
+
+
+def suggested_answer(unit: UnitView, payload: dict[str, Any]) -> AnswerView:
+    """A model's payload dressed as an unsaved draft answer (id 0), for :meth:`Editor.load`."""
+    return AnswerView(
+        answer_id=0,
+        unit_id=unit.unit_id,
+        kind=unit.kind,
+        annotator_id=0,
+        is_gold=False,
+        status="draft",
+        payload=payload,
+        active_seconds=0.0,
+        flagged=False,
+        flag_note="",
+        comment="",
+        suggestion_id=None,
+        suggestion_use=None,
+        updated_at="",
+    )
 
 
 def _is_undo_key(event) -> bool:

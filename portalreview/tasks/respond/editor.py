@@ -173,6 +173,10 @@ class RespondEditor(Editor):
             "notes": self.boxes[notes_id].toPlainText(),
         }
 
+    def can_suggest(self, unit: UnitView) -> bool:
+        """Model suggestions fill the theme boxes; an edit-a-draft unit has none."""
+        return not unit.responses
+
     def focus_first(self) -> None:
         target = self.draft_box if self.mode == "edit_draft" else self.boxes[self.theme_order[0]]
         target.setFocus()

@@ -1,0 +1,1 @@
+"""empathy: which of two responses is more empathetic (seed 004)."""

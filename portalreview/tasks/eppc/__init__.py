@@ -1,0 +1,1 @@
+"""EPPC coding: codes, subcodes and evidence spans per sentence (seed 003)."""

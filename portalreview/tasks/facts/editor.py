@@ -1,0 +1,468 @@
+"""Fact checks of an edited response (seed 004, MedFactChecking, Section 3.3): the original and
+the edited response side by side, the medical facts of each (typed by the annotator, or taken
+from a selection in the text), and for each fact whether the *other* text entails it: a fact
+of the original is kept when the edited response entails it, a fact of the edit is supported
+when the original entails it. A fact that was lost or added gets the expert error category of
+Supplementary Table 3. Fact-Recall (kept / facts of the original) and Fact-Precision
+(supported / facts of the edit) of the pair are shown live (``metrics.facts``).
+
+Keys: in a response, select text and press F to list it as a fact of that response; in the
+box under a fact list, type a fact and press Enter. In a fact list: Y the other text entails
+the fact, N it does not, 0 not judged yet, 1-6 the error category (and "not entailed"),
+F2 edits the fact's wording, Delete removes it.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.metrics.facts import fact_scores_from_counts
+from portalreview.store.service import AnswerView, UnitView
+from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.eppc.editor import FittedText
+
+SIDES = ("original", "edited")
+_OTHER = {"original": "edited", "edited": "original"}
+_QUESTION = {
+    "original": "Kept in the edit?",
+    "edited": "Supported by the original?",
+}
+_HEADER = {"original": "Kept?", "edited": "Supported?"}
+_HEADER_TIP = {
+    "original": "Does the edited response entail this fact of the original (kept), or not (lost)?",
+    "edited": "Does the original response entail this fact of the edit (supported), or not "
+    "(added)?",
+}
+_CATEGORY_TIP = {
+    "original": "For a lost fact: the kind of error (Supplementary Table 3)",
+    "edited": "For an added fact: the kind of error (Supplementary Table 3)",
+}
+_DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
+_ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
+
+
+def is_dark(widget: QWidget) -> bool:
+    return widget.palette().base().color().lightness() < 128
+
+
+class FactSide(QWidget):
+    """One response with its facts: the text, the fact list, and a box to type a new fact."""
+
+    def __init__(self, editor: FactsEditor, side: str) -> None:
+        super().__init__()
+        self.editor = editor
+        self.side = side
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.text_view = FittedText(min_lines=3, max_lines=12)
+        self.text_view.setObjectName(f"{side}Text")
+        self.text_view.setAccessibleName(f"The {side} response: select text, then F")
+        self.text_view.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.from_selection = QPushButton("List the selection as a fact (F)")
+        self.from_selection.clicked.connect(lambda: editor.add_selection(side))
+        self.table = QTableWidget(0, 4)
+        self.table.setObjectName(f"{side}Facts")
+        self.table.setAccessibleName(f"Facts of the {side} response")
+        self.table.setHorizontalHeaderLabels(["#", "Fact", _HEADER[side], "Error category"])
+        self.table.horizontalHeaderItem(2).setToolTip(_HEADER_TIP[side])
+        self.table.horizontalHeaderItem(3).setToolTip(_CATEGORY_TIP[side])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked
+            | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.table.setWordWrap(True)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
+        self.table.setColumnWidth(2, 120)
+        self.table.setColumnWidth(3, 190)
+        self.table.itemChanged.connect(self._on_item)
+        self.entry = QLineEdit()
+        self.entry.setObjectName(f"{side}NewFact")
+        self.entry.setPlaceholderText(f"New fact of the {side}, then Enter")
+        self.entry.setAccessibleName(f"New fact of the {side} response")
+        self.entry.returnPressed.connect(self._add_typed)
+        add = QPushButton("Add")
+        add.clicked.connect(self._add_typed)
+        self.remove = QPushButton("Remove fact (Del)")
+        self.remove.clicked.connect(lambda: editor.remove_fact(side, self.table.currentRow()))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.title)
+        layout.addWidget(self.text_view)
+        row = QHBoxLayout()
+        row.addWidget(self.from_selection)
+        row.addStretch(1)
+        layout.addLayout(row)
+        layout.addWidget(self.table, 1)
+        entry_row = QHBoxLayout()
+        entry_row.addWidget(self.entry, 1)
+        entry_row.addWidget(add)
+        entry_row.addWidget(self.remove)
+        layout.addLayout(entry_row)
+        self.entailed_boxes: list[QComboBox] = []
+        self.category_boxes: list[QComboBox] = []
+        self._filling = False
+
+    def _add_typed(self) -> None:
+        text = " ".join(self.entry.text().split())
+        if text:
+            self.editor.add_fact(self.side, text)
+            self.entry.clear()
+
+    def _on_item(self, item: QTableWidgetItem) -> None:
+        if self._filling or item.column() != 1:
+            return
+        self.editor.edit_fact(self.side, item.row(), item.text())
+
+    # --- display ----------------------------------------------------------------------------
+
+    def show_facts(self, facts: list[dict[str, Any]]) -> None:
+        self._filling = True
+        try:
+            same_rows = self.table.rowCount() == len(facts)
+            if not same_rows:
+                self._rebuild(len(facts))
+            for row, fact in enumerate(facts):
+                self._show_row(row, fact)
+            self.table.resizeRowsToContents()
+        finally:
+            self._filling = False
+        self.remove.setEnabled(bool(facts))
+
+    def _rebuild(self, n: int) -> None:
+        current = self.table.currentRow()
+        self.table.setRowCount(n)
+        self.entailed_boxes, self.category_boxes = [], []
+        for row in range(n):
+            number = QTableWidgetItem(str(row + 1))
+            number.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+            self.table.setItem(row, 0, number)
+            self.table.setItem(row, 1, QTableWidgetItem(""))
+            entailed = QComboBox()
+            entailed.setAccessibleName(f"{_QUESTION[self.side]} (fact {row + 1})")
+            for text, value in _ENTAILED_CHOICES:
+                entailed.addItem(text, value)
+            entailed.currentIndexChanged.connect(
+                lambda _i, r=row, b=entailed: self._on_entailed(r, b.currentData())
+            )
+            category = QComboBox()
+            category.setAccessibleName(f"Error category (fact {row + 1})")
+            category.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            category.setMinimumContentsLength(8)
+            category.addItem("—", None)
+            for number_, cat in enumerate(self.editor.catalogs.error_categories, start=1):
+                category.addItem(f"{number_} {cat.name}", cat.id)
+                category.setItemData(
+                    category.count() - 1, cat.definition, Qt.ItemDataRole.ToolTipRole
+                )
+            category.currentIndexChanged.connect(
+                lambda _i, r=row, b=category: self.editor.set_category(
+                    self.side, r, b.currentData()
+                )
+            )
+            for box in (entailed, category):
+                box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            self.table.setCellWidget(row, 2, entailed)
+            self.table.setCellWidget(row, 3, category)
+            self.entailed_boxes.append(entailed)
+            self.category_boxes.append(category)
+        if n:
+            self.table.setCurrentCell(min(max(current, 0), n - 1), 1)
+
+    def _on_entailed(self, row: int, value: bool | None) -> None:
+        if not self._filling:
+            self.editor.set_entailed(self.side, row, value)
+
+    def _show_row(self, row: int, fact: dict[str, Any]) -> None:
+        item = self.table.item(row, 1)
+        item.setText(fact["text"])
+        item.setToolTip(fact["text"])
+        dark = is_dark(self)
+        entailed = fact["entailed"]
+        if entailed is False:
+            item.setBackground(QColor("#5a2a2a" if dark else "#fbdada"))
+        elif entailed is True:
+            item.setBackground(QColor("#24472b" if dark else "#dcf3df"))
+        else:
+            item.setBackground(self.table.palette().base())
+        box = self.entailed_boxes[row]
+        box.blockSignals(True)
+        box.setCurrentIndex([v for _t, v in _ENTAILED_CHOICES].index(entailed))
+        box.blockSignals(False)
+        category = self.category_boxes[row]
+        category.blockSignals(True)
+        category.setCurrentIndex(max(0, category.findData(fact.get("error_category"))))
+        category.setEnabled(entailed is False)
+        category.blockSignals(False)
+
+
+class FactsEditor(Editor):
+    kind = "facts"
+    title = "Check facts"
+
+    def __init__(self, catalogs: Catalogs, parent: QWidget | None = None) -> None:
+        super().__init__(catalogs, parent)
+        self.state: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
+        self.sides = {side: FactSide(self, side) for side in SIDES}
+        self.scores = QLabel()
+        self.scores.setObjectName("factScores")
+        self.scores.setWordWrap(True)
+        self.notice = QLabel()
+        self.notice.setObjectName("factNotice")
+        self.notice.setWordWrap(True)
+        self.comment = QLineEdit()
+        self.comment.setPlaceholderText("Optional comment for the PI")
+        self.comment.setAccessibleName("Comment")
+        self.comment.textEdited.connect(lambda _t: self.emit_changed())
+        help_text = QLabel(
+            "Select text and press F to list it as a fact · in a fact list: Y entailed by the "
+            "other text, N not entailed, 0 not judged, 1-6 error category, F2 edit, Del remove"
+        )
+        help_text.setObjectName("keyHelp")
+        help_text.setWordWrap(True)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        for side in SIDES:
+            splitter.addWidget(self.sides[side])
+        splitter.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.scores)
+        layout.addWidget(self.notice)
+        layout.addWidget(help_text)
+        layout.addWidget(self.comment)
+        for side in self.sides.values():
+            side.table.installEventFilter(self)
+            side.text_view.installEventFilter(self)
+
+    # --- Editor interface -------------------------------------------------------------------
+
+    def show_unit(self, unit: UnitView, answer: AnswerView | None) -> None:
+        for side, response in zip(SIDES, unit.responses, strict=False):
+            view = self.sides[side]
+            other = "edited" if side == "original" else "original"
+            view.title.setText(
+                f"<b>{html.escape(response.label)} response</b> — its facts, each checked "
+                f"against the {other} response"
+            )
+            view.text_view.setPlainText(response.text)
+        state: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
+        for fact in (answer.payload if answer else {}).get("facts", []):
+            state[fact["side"]].append(
+                {
+                    "text": fact["text"],
+                    "entailed": fact.get("entailed"),
+                    "error_category": fact.get("error_category"),
+                }
+            )
+        self.state = state
+        self.comment.setText(answer.comment if answer else "")
+        self._say("")
+        self._refresh()
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "facts": [
+                {
+                    "side": side,
+                    "text": fact["text"],
+                    "entailed": fact["entailed"],
+                    "error_category": fact["error_category"] if fact["entailed"] is False else None,
+                }
+                for side in SIDES
+                for fact in self.state[side]
+            ]
+        }
+
+    def comment_text(self) -> str | None:
+        return self.comment.text()
+
+    def focus_first(self) -> None:
+        self.sides["original"].text_view.setFocus()
+
+    # --- changes (all through the undo history) ---------------------------------------------
+
+    def _change(self, text: str, mutate) -> None:
+        before = copy.deepcopy(self.state)
+        after = copy.deepcopy(self.state)
+        mutate(after)
+        self.push(text, self._apply, before, after)
+        self._refresh()
+
+    def _apply(self, state: dict[str, list[dict[str, Any]]]) -> None:
+        self.state = copy.deepcopy(state)
+        self._refresh()
+
+    def add_fact(self, side: str, text: str) -> None:
+        text = " ".join(text.split())
+        if not text:
+            return
+        fact = {"text": text, "entailed": None, "error_category": None}
+        self._change("add fact", lambda s: s[side].append(fact))
+        table = self.sides[side].table
+        table.setCurrentCell(len(self.state[side]) - 1, 1)
+
+    def add_selection(self, side: str) -> None:
+        cursor = self.sides[side].text_view.textCursor()
+        text = cursor.selectedText().replace("\u2029", " ").replace("\u2028", " ")
+        if not text.strip():
+            self._say(f"Select the fact's words in the {side} response first.")
+            return
+        self._say("")
+        self.add_fact(side, text)
+
+    def remove_fact(self, side: str, row: int) -> None:
+        if 0 <= row < len(self.state[side]):
+            self._change("remove fact", lambda s: s[side].pop(row))
+
+    def edit_fact(self, side: str, row: int, text: str) -> None:
+        text = " ".join(text.split())
+        if not 0 <= row < len(self.state[side]):
+            return
+        if not text:
+            self._say("A fact cannot be empty; use Delete to remove it.")
+            self._refresh()
+            return
+        self._change("edit fact", lambda s: s[side][row].__setitem__("text", text))
+
+    def set_entailed(self, side: str, row: int, entailed: bool | None) -> None:
+        if not 0 <= row < len(self.state[side]):
+            return
+
+        def mutate(s):
+            s[side][row]["entailed"] = entailed
+            if entailed is not False:
+                s[side][row]["error_category"] = None
+
+        self._change("entailment", mutate)
+
+    def set_category(self, side: str, row: int, category: str | None) -> None:
+        """The error category of a lost (original) or added (edited) fact; choosing one marks
+        the fact as not entailed."""
+        if not 0 <= row < len(self.state[side]):
+            return
+        known = {c.id for c in self.catalogs.error_categories}
+        if category is not None and category not in known:
+            self._say(f"Unknown error category {category!r}.")
+            return
+
+        def mutate(s):
+            s[side][row]["error_category"] = category
+            if category is not None:
+                s[side][row]["entailed"] = False
+
+        self._change("error category", mutate)
+
+    def _say(self, text: str) -> None:
+        self.notice.setText(f"<span style='color:#c0392b'>{html.escape(text)}</span>")
+        self.notice.setVisible(bool(text))
+
+    # --- keyboard ---------------------------------------------------------------------------
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.KeyPress:
+            plain = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+            if plain == Qt.KeyboardModifier.NoModifier:
+                for side, view in self.sides.items():
+                    if watched is view.table and self._table_key(side, event.key()):
+                        return True
+                    if watched is view.text_view and event.key() == Qt.Key.Key_F:
+                        self.add_selection(side)
+                        return True
+        return super().eventFilter(watched, event)
+
+    def _table_key(self, side: str, key: int) -> bool:
+        table = self.sides[side].table
+        if table.state() == QAbstractItemView.State.EditingState:
+            return False
+        row = table.currentRow()
+        if not 0 <= row < len(self.state[side]):
+            return False
+        categories = self.catalogs.error_categories
+        if key == Qt.Key.Key_Y:
+            self.set_entailed(side, row, True)
+        elif key == Qt.Key.Key_N:
+            self.set_entailed(side, row, False)
+        elif key == Qt.Key.Key_0:
+            self.set_entailed(side, row, None)
+        elif key in _DIGITS and 1 <= _DIGITS[key] <= len(categories):
+            self.set_category(side, row, categories[_DIGITS[key] - 1].id)
+        elif key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace):
+            self.remove_fact(side, row)
+        else:
+            return False
+        if key not in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and row + 1 < table.rowCount():
+            table.setCurrentCell(row + 1, 1)  # on to the next fact
+        return True
+
+    # --- display ----------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        for side in SIDES:
+            self.sides[side].show_facts(self.state[side])
+        self._show_scores()
+
+    def counts(self) -> dict[str, int]:
+        original, edited = self.state["original"], self.state["edited"]
+        return {
+            "n_original": sum(f["entailed"] is not None for f in original),
+            "n_preserved": sum(f["entailed"] is True for f in original),
+            "n_edited": sum(f["entailed"] is not None for f in edited),
+            "n_grounded": sum(f["entailed"] is True for f in edited),
+            "undecided": sum(f["entailed"] is None for f in (*original, *edited)),
+        }
+
+    def _show_scores(self) -> None:
+        c = self.counts()
+        total = len(self.state["original"]) + len(self.state["edited"])
+        if total == 0:
+            self.scores.setText(
+                "<b>Fact-Recall</b> and <b>Fact-Precision</b> appear here as the facts are "
+                "listed and judged."
+            )
+            return
+        scores = fact_scores_from_counts(
+            c["n_original"], c["n_preserved"], c["n_edited"], c["n_grounded"]
+        )
+        lost = c["n_original"] - c["n_preserved"]
+        added = c["n_edited"] - c["n_grounded"]
+        text = (
+            f"<b>Fact-Recall {scores.recall:.2f}</b> ({c['n_preserved']} of {c['n_original']} "
+            f"facts of the original kept; {lost} lost) · <b>Fact-Precision "
+            f"{scores.precision:.2f}</b> ({c['n_grounded']} of {c['n_edited']} facts of the edit "
+            f"supported; {added} added) · F1 {scores.f1:.2f}"
+        )
+        if c["undecided"]:
+            text += f" · <i>{c['undecided']} fact(s) not judged yet (not counted)</i>"
+        self.scores.setText(text)

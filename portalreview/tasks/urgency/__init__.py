@@ -1,0 +1,1 @@
+"""urgency: which of two patients needs care first (seed 002), and the inbox they sort."""

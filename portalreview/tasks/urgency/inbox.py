@@ -1,0 +1,214 @@
+"""The inbox view's data: an inbox's messages sorted by win rate as judged so far, with the
+reference level, NDCG@k / T-NDCG@k and the misplaced urgent messages (seed 002, Sections 3.1
+and 4.2; the T-NDCG reading of FACTS.md).
+
+No Qt here: :func:`load_inbox` runs on a worker thread. Everything is read through the
+signed-in viewer's :class:`StudyService`, so blinding is the service's: a clinician gets only
+their own answers and the cases of their own pairs, and no reference level (so no NDCG and no
+"misplaced" mark either); the PI gets everyone's answers and the levels.
+
+Judgements "so far" are every saved choice, submitted or not yet (a draft that names a case
+is a decision the annotator has made); gold (adjudicated) answers are not judgements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from portalreview.metrics.urgency import (
+    DEFAULT_RELEVANCE,
+    ndcg_at_k,
+    relevance_from_levels,
+    sort_by_score,
+    t_ndcg_at_k,
+    win_rate_scores,
+)
+from portalreview.store.service import AnswerView, CaseView, StudyService
+
+KIND = "urgency"
+CUTOFFS = (10, 30)
+#: Reference levels that count as urgent for the safety check: 1 (emergency now) and 2
+#: (same-day care). An urgent message sorted into the bottom half of the inbox is "misplaced".
+URGENT_LEVELS = frozenset({1, 2})
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Whose judgements sort the inbox: the viewer, all people, one person or a model."""
+
+    key: str  # "me", "all", "annotator:<id>"
+    label: str
+    annotator_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    position: int  # 1 = top of the sorted inbox
+    case_id: int
+    external_id: str
+    message: str
+    reference_level: int | None  # None when the viewer may not see it
+    wins: int
+    comparisons: int
+    win_rate: float  # NaN when never compared
+    misplaced: bool  # urgent (URGENT_LEVELS) and sorted into the bottom half
+
+
+@dataclass(frozen=True)
+class InboxResult:
+    inbox: str
+    judge: Judge
+    rows: tuple[InboxRow, ...]
+    n_pairs: int  # distinct pairs judged at least once
+    n_judgements: int
+    reference_visible: bool
+    #: "ndcg@10", "t_ndcg@10", "ndcg@30", "t_ndcg@30" and "best_t_ndcg@k" (a perfect sort's
+    #: T-NDCG, the ceiling); empty when the viewer cannot see levels or nothing is judged.
+    scores: dict[str, float] = field(default_factory=dict)
+    n_scored: int = 0  # messages with a reference level (what the scores rest on)
+
+
+def judges(service: StudyService) -> list[Judge]:
+    """The choices of whose judgements to use, for this viewer. A clinician: their own only.
+    The PI: all people, themselves, each person and each model pseudo-annotator that has urgency
+    pairs assigned."""
+    viewer = service.viewer
+    me = viewer.annotator_id
+    if not viewer.sees_all:
+        return [Judge("me", "My judgements", (me,))] if me is not None else []
+    people, models = [], []
+    for person in service.annotators():
+        if not service.queue(KIND, annotator_id=person.id):
+            continue
+        name = person.display_name or person.name
+        if person.is_model:
+            models.append(Judge(f"annotator:{person.id}", f"Model: {person.name}", (person.id,)))
+        elif person.id == me:
+            people.insert(0, Judge("me", "My judgements", (person.id,)))
+        else:
+            people.append(Judge(f"annotator:{person.id}", name, (person.id,)))
+    everyone = tuple(j.annotator_ids[0] for j in people)  # people only, never the models
+    out = [Judge("all", "All annotators", everyone)] if everyone else []
+    return out + people + models
+
+
+def load_inbox(
+    service: StudyService,
+    inbox: str,
+    judge: Judge,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> InboxResult:
+    """Read the inbox's cases and the judge's urgency answers, and sort the inbox (worker
+    thread: reads only, touches no widget)."""
+    cases = service.inboxes().get(inbox, ())
+    members = {c.id for c in cases}
+    units: set[int] = set()
+    for annotator_id in judge.annotator_ids:
+        units |= {item.unit_id for item in service.queue(KIND, annotator_id=annotator_id)}
+    wanted = set(judge.annotator_ids)
+    outcomes: list[tuple[int, int]] = []
+    pairs: set[int] = set()
+    ordered = sorted(units)
+    for done, unit_id in enumerate(ordered, start=1):
+        if cancelled is not None and cancelled():
+            raise InterruptedError("cancelled")
+        view = service.read_unit(unit_id)
+        pair = [c.id for c in view.cases]
+        if len(pair) == 2 and set(pair) <= members:
+            for answer in _answers(service, unit_id, wanted):
+                chosen = answer.payload.get("more_urgent_case_id")
+                if chosen in pair:
+                    loser = pair[1] if chosen == pair[0] else pair[0]
+                    outcomes.append((chosen, loser))
+                    pairs.add(unit_id)
+        if progress is not None:
+            progress(done, len(ordered))
+    return sort_inbox(
+        inbox, judge, cases, outcomes, n_pairs=len(pairs), reference_visible=_sees_levels(service)
+    )
+
+
+def _sees_levels(service: StudyService) -> bool:
+    return service.viewer.sees_all
+
+
+def _answers(service: StudyService, unit_id: int, wanted: set[int]) -> list[AnswerView]:
+    if service.viewer.sees_all:
+        return [
+            a
+            for a in service.answers_for_unit(unit_id)
+            if not a.is_gold and a.annotator_id in wanted
+        ]
+    own = service.get_answer(unit_id)
+    return [own] if own is not None else []
+
+
+def sort_inbox(
+    inbox: str,
+    judge: Judge,
+    cases: Sequence[CaseView],
+    outcomes: Sequence[tuple[int, int]],
+    *,
+    n_pairs: int,
+    reference_visible: bool,
+) -> InboxResult:
+    """The inbox sorted by win rate (highest first; ties in case-id order; never-compared
+    messages last; ``metrics.urgency.sort_by_score``), with NDCG@k / T-NDCG@k over the
+    messages that have a reference level (relevance = 6 - level, ``DEFAULT_RELEVANCE``)."""
+    cases = sorted(cases, key=lambda c: c.id)
+    by_id = {c.id: c for c in cases}
+    if not cases:
+        return InboxResult(inbox, judge, (), 0, 0, reference_visible)
+    rates = win_rate_scores(list(by_id), outcomes)
+    wins: dict[int, int] = {}
+    played: dict[int, int] = {}
+    for winner, loser in outcomes:
+        wins[winner] = wins.get(winner, 0) + 1
+        for c in (winner, loser):
+            played[c] = played.get(c, 0) + 1
+    order = sort_by_score(rates)
+    n = len(order)
+    bottom_half = (n + 1) // 2  # positions (0-based) from here on are the bottom half
+    rows = []
+    for index, case_id in enumerate(order):
+        case = by_id[case_id]
+        level = case.reference_level if reference_visible else None
+        rows.append(
+            InboxRow(
+                position=index + 1,
+                case_id=case_id,
+                external_id=case.external_id,
+                message=case.message,
+                reference_level=level,
+                wins=wins.get(case_id, 0),
+                comparisons=played.get(case_id, 0),
+                win_rate=float(rates[case_id]),
+                misplaced=level in URGENT_LEVELS and index >= bottom_half,
+            )
+        )
+    scores: dict[str, float] = {}
+    levels = [r.reference_level for r in rows if r.reference_level in DEFAULT_RELEVANCE]
+    if reference_visible and outcomes and levels:
+        relevance = relevance_from_levels(levels)
+        ideal = sorted(relevance, reverse=True)
+        for k in CUTOFFS:
+            scores[f"ndcg@{k}"] = ndcg_at_k(relevance, k)
+            scores[f"t_ndcg@{k}"] = t_ndcg_at_k(relevance, k)
+            scores[f"best_t_ndcg@{k}"] = t_ndcg_at_k(ideal, k)
+    return InboxResult(
+        inbox=inbox,
+        judge=judge,
+        rows=tuple(rows),
+        n_pairs=n_pairs,
+        n_judgements=len(outcomes),
+        reference_visible=reference_visible,
+        scores=scores,
+        n_scored=len(levels) if scores else 0,
+    )
+
+
+def format_rate(rate: float) -> str:
+    return "–" if math.isnan(rate) else f"{rate:.0%}"

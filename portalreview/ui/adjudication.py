@@ -1,0 +1,829 @@
+"""Adjudication (PI only): for one kind of work, the units whose annotators gave different
+answers, those answers side by side, and the PI's decision saved as the unit's *gold* answer
+with a note (seed 003: two independent passes, then consensus; issue 6).
+
+The PI either takes one annotator's answer as it is, or loads it (or the current gold) into
+that kind's own editor, changes it, and saves the result as gold. Gold answers are stored
+apart from the annotators' answers (``answers.is_gold``), which stay as they were: every
+agreement figure is computed from the annotators' answers only, so adjudicating changes none
+of them (only the figures *against* gold, e.g. EPPC's "vs gold", use the decisions).
+
+Keys in the window: Alt+Down / Alt+Up next / previous unit; Ctrl+1-9 load answer n into the
+editor; Ctrl+S save the editor's answer as gold; Ctrl+Z / Ctrl+Shift+Z undo / redo in the
+editor.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.domain.catalogs import Catalogs
+from portalreview.store.kinds.base import PayloadError
+from portalreview.store.models import KINDS
+from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
+from portalreview.tasks.common.editor_base import Editor, clear_layout
+from portalreview.tasks.registry import EDITORS
+
+# --------------------------------------------------------------------------------------------
+# Finding disagreements (no widgets)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class UnitAnswers:
+    """One unit's annotators' answers (not gold, not models) and its gold answer."""
+
+    unit_id: int
+    answers: list[AnswerView]
+    gold: AnswerView | None
+
+    @property
+    def differs(self) -> bool:
+        """At least two answers, and not all the same."""
+        return len(self.answers) >= 2 and len({canonical(a.payload) for a in self.answers}) > 1
+
+
+def canonical(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False)
+
+
+def units_of_kind(service: StudyService, kind: str) -> list[int]:
+    """Every unit of ``kind`` assigned to anyone, in queue order (PI)."""
+    seen: dict[int, None] = {}
+    for person in service.annotators():
+        for item in service.queue(kind, annotator_id=person.id):
+            seen.setdefault(item.unit_id, None)
+    return list(seen)
+
+
+def collect(service: StudyService, kind: str, include_drafts: bool = False) -> list[UnitAnswers]:
+    """Every unit of ``kind`` with its people's answers (submitted ones; drafts too with
+    ``include_drafts``) and its gold answer."""
+    models = {a.id for a in service.annotators() if a.is_model}
+    out = []
+    for unit_id in units_of_kind(service, kind):
+        every = service.answers_for_unit(unit_id)
+        answers = [
+            a
+            for a in every
+            if not a.is_gold
+            and a.annotator_id not in models
+            and (include_drafts or a.status == "submitted")
+        ]
+        gold = next((a for a in every if a.is_gold), None)
+        out.append(UnitAnswers(unit_id, answers, gold))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Readable summaries of answers, one line per decision (no widgets)
+# --------------------------------------------------------------------------------------------
+
+
+def _quote(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return f"“{text if len(text) <= limit else text[: limit - 1] + '…'}”"
+
+
+def summary_lines(
+    kind: str, payload: dict[str, Any], unit: UnitView, catalogs: Catalogs
+) -> list[str]:
+    """An answer as plain lines a person reads: one decision per line, so that lines not
+    shared by every answer show where annotators disagree."""
+    make = _SUMMARIES.get(kind)
+    lines = make(payload, unit, catalogs) if make else []
+    if make is None:
+        lines = [json.dumps(payload, ensure_ascii=False)]
+    return lines or ["(nothing entered)"]
+
+
+def _respond(payload, unit, catalogs) -> list[str]:
+    lines = []
+    if payload.get("mode") == "edit_draft":
+        lines.append("Edited draft: " + _quote(payload.get("final_text", ""), 400))
+    else:
+        parts = payload.get("parts", {})
+        for theme in catalogs.themes:
+            if parts.get(theme.id, "").strip():
+                lines.append(f"{theme.name}: {_quote(parts[theme.id], 300)}")
+    if payload.get("notes", "").strip():
+        lines.append(f"{catalogs.notes_box.name}: {_quote(payload['notes'], 300)}")
+    return lines
+
+
+def _rank(payload, unit, catalogs) -> list[str]:
+    labels = {r.id: r.label for r in unit.responses}
+    entries = sorted(
+        payload.get("entries", []),
+        key=lambda e: (e.get("rank") is None, e.get("rank") or 0, labels.get(e["response_id"], "")),
+    )
+    lines = []
+    for e in entries:
+        label = labels.get(e["response_id"], f"response {e['response_id']}")
+        rank = f"rank {e['rank']}" if e.get("rank") is not None else "not ranked"
+        if e.get("correct") is True:
+            verdict = "correct"
+        elif e.get("correct") is False:
+            reasons = ", ".join(e.get("criteria", []))
+            verdict = "incorrect" + (f" ({reasons})" if reasons else "")
+        else:
+            verdict = "correctness not judged"
+        lines.append(f"{label}: {rank}, {verdict}")
+    return lines
+
+
+def _match(payload, unit, catalogs) -> list[str]:
+    if len(unit.responses) < 2:
+        return []
+    reference, draft = unit.responses[0], unit.responses[1]
+    sentences = {s.id: s for s in (*reference.sentences, *draft.sentences)}
+    themes = {t.id: t.name for t in catalogs.themes}
+    lines = []
+    for d in payload.get("decisions", []):
+        sentence = sentences.get(d["sentence_id"])
+        ref = _quote(sentence.text, 60) if sentence else f"sentence {d['sentence_id']}"
+        if not d["spans"]:
+            lines.append(f"{ref} → NO MATCH")
+        else:
+            found = " … ".join(_quote(draft.text[s:e], 80) for s, e in d["spans"])
+            lines.append(f"{ref} → {found}")
+    for t in payload.get("themes", []):
+        sentence = sentences.get(t["sentence_id"])
+        where = _quote(sentence.text, 50) if sentence else f"sentence {t['sentence_id']}"
+        lines.append(f"Theme of {where}: {themes.get(t['theme'], t['theme'])}")
+    return lines
+
+
+def _urgency(payload, unit, catalogs) -> list[str]:
+    cases = {c.id: c for c in unit.cases}
+    names = {level.level: level.name for level in catalogs.urgency_levels}
+
+    def case_name(case_id) -> str:
+        case = cases.get(int(case_id))
+        return f"case {case.external_id}" if case else f"case {case_id}"
+
+    lines = []
+    if payload.get("more_urgent_case_id") is not None:
+        lines.append(f"More urgent: {case_name(payload['more_urgent_case_id'])}")
+    if payload.get("ask_second"):
+        lines.append("Asks for a second annotator (hard pair)")
+    for case_id, level in sorted(payload.get("levels", {}).items()):
+        lines.append(f"Level of {case_name(case_id)}: {level} ({names.get(level, '?')})")
+    return lines
+
+
+def _eppc(payload, unit, catalogs) -> list[str]:
+    text = unit.sentence.text if unit.sentence else ""
+    codes = {c.id: c for c in catalogs.eppc_codes}
+    lines = []
+    for label in payload.get("labels", []):
+        code = codes.get(label["code"])
+        name = code.name if code else label["code"]
+        sub = next(
+            (s.name for s in (code.subcodes if code else ()) if s.id == label.get("subcode")),
+            label.get("subcode") or "no subcode",
+        )
+        spans = " + ".join(_quote(text[s:e], 70) for s, e in label.get("spans", []))
+        lines.append(f"{name} → {sub}: {spans or 'no evidence'}")
+    return lines or ["No EPPC code"]
+
+
+def _empathy(payload, unit, catalogs) -> list[str]:
+    if payload.get("equal"):
+        return ["Both are equally empathetic"]
+    chosen = payload.get("more_empathetic_response_id")
+    if chosen is None:
+        return ["Not decided"]
+    for response in unit.responses:
+        if response.id == chosen:
+            return [f"More empathetic: {response.label} ({_quote(response.text, 50)})"]
+    return [f"More empathetic: response {chosen}"]
+
+
+def _facts(payload, unit, catalogs) -> list[str]:
+    categories = {c.id: c.name for c in catalogs.error_categories}
+    lines = []
+    for fact in payload.get("facts", []):
+        original = fact["side"] == "original"
+        if fact.get("entailed") is None:
+            verdict = "not judged"
+        elif fact["entailed"]:
+            verdict = "kept" if original else "supported"
+        else:
+            verdict = "LOST" if original else "ADDED"
+            if fact.get("error_category"):
+                verdict += f" ({categories.get(fact['error_category'], fact['error_category'])})"
+        side = "Original" if original else "Edited"
+        lines.append(f"{side}: {_quote(fact['text'], 80)} — {verdict}")
+    return lines
+
+
+_SUMMARIES = {
+    "respond": _respond,
+    "rank": _rank,
+    "match": _match,
+    "urgency": _urgency,
+    "eppc": _eppc,
+    "empathy": _empathy,
+    "facts": _facts,
+}
+
+
+def unit_brief(unit: UnitView) -> str:
+    """A unit in a few words, for the list of units."""
+    if unit.kind == "eppc" and unit.sentence is not None:
+        return _quote(unit.sentence.text, 70)
+    case = unit.cases[0].external_id if unit.cases else "?"
+    if unit.kind == "urgency" and len(unit.cases) > 1:
+        return f"cases {case} and {unit.cases[1].external_id}"
+    return f"case {case}"
+
+
+# --------------------------------------------------------------------------------------------
+# The window
+# --------------------------------------------------------------------------------------------
+
+
+class AnswerColumn(QGroupBox):
+    """One annotator's (or the gold) answer, with its buttons."""
+
+    def __init__(
+        self,
+        title: str,
+        lines: list[str],
+        shared: set[str],
+        comment: str,
+        number: int | None,
+        dialog: AdjudicationDialog,
+        answer: AnswerView,
+        only_differences: bool = False,
+    ) -> None:
+        super().__init__(title)
+        self.answer = answer
+        self.setObjectName("answerColumn")
+        layout = QVBoxLayout(self)
+        body = QTextBrowser()
+        body.setObjectName("answerSummary")
+        body.setAccessibleName(f"Answer of {title}")
+        body.setOpenLinks(False)
+        mark = "#5a2a2a" if dialog.palette().base().color().lightness() < 128 else "#ffe1c2"
+        items = []
+        hidden = 0
+        for line in lines:
+            text = html.escape(line)
+            if line in shared and only_differences:
+                hidden += 1
+                continue
+            if line not in shared:
+                text = f"<span style='background:{mark}'>{text}</span>"
+            items.append(f"<li>{text}</li>")
+        note = f"<p><i>Comment: {html.escape(comment)}</i></p>" if comment.strip() else ""
+        if hidden:
+            plural = "s" if hidden != 1 else ""
+            note += f"<p><i>({hidden} line{plural} shared by every answer not shown)</i></p>"
+        body.setHtml(f"<ul style='margin-left:-20px'>{''.join(items)}</ul>{note}")
+        layout.addWidget(body, 1)
+        buttons = QHBoxLayout()
+        self.take = QPushButton("Take as gold")
+        self.take.setToolTip("Save this answer, as it is, as the gold answer (with the note)")
+        self.take.clicked.connect(lambda: dialog.take_as_gold(answer))
+        keys = f" (Ctrl+{number})" if number is not None and number <= 9 else ""
+        self.load = QPushButton(f"Edit from this{keys}")
+        self.load.setToolTip("Load this answer into the editor below to change it first")
+        self.load.clicked.connect(lambda: dialog.load_into_editor(answer))
+        buttons.addWidget(self.take)
+        buttons.addWidget(self.load)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
+        self.setMinimumWidth(250)
+
+
+class AdjudicationDialog(QDialog):
+    """The PI's adjudication window (one per main window)."""
+
+    def __init__(
+        self,
+        service: StudyService,
+        parent: QWidget | None = None,
+        read_only: bool = False,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("adjudicationDialog")
+        self.setWindowTitle("Adjudicate disagreements — PortalReview")
+        self.setWindowFlag(Qt.WindowType.WindowMaximizeButtonHint, True)
+        self.service = service
+        self.catalogs = service.catalogs
+        self.read_only = read_only
+        self.names = {a.id: a.display_name or a.name for a in service.annotators()}
+        self.reports: list[UnitAnswers] = []
+        self.report: UnitAnswers | None = None
+        self.unit: UnitView | None = None
+        self.editors: dict[str, Editor] = {}
+        self.editor: Editor | None = None
+        self.dirty = False
+        self.default_note = ""
+        self.columns: list[AnswerColumn] = []
+        self._build()
+        self._actions()
+        self.resize(1400, 900)
+        self._fill_kinds()
+
+    # --- building ---------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.kind_box = QComboBox()
+        self.kind_box.setObjectName("adjudicationKind")
+        self.kind_box.setAccessibleName("Kind of work to adjudicate")
+        self.kind_box.currentIndexChanged.connect(lambda _i: self.reload())
+        self.hide_done = QCheckBox("Hide units already adjudicated")
+        self.hide_done.toggled.connect(lambda _c: self._fill_units())
+        self.only_diff = QCheckBox("Only the lines that differ")
+        self.only_diff.setChecked(True)
+        self.only_diff.setToolTip("Hide the lines every answer shares")
+        self.only_diff.toggled.connect(lambda _c: self._redraw_columns())
+        self.with_drafts = QCheckBox("Count unfinished (draft) answers")
+        self.with_drafts.setToolTip("By default only submitted answers are compared")
+        self.with_drafts.toggled.connect(lambda _c: self.reload())
+        self.counts = QLabel()
+        self.counts.setObjectName("adjudicationCounts")
+        top = QHBoxLayout()
+        kind_label = QLabel("&Kind:")
+        kind_label.setBuddy(self.kind_box)
+        top.addWidget(kind_label)
+        top.addWidget(self.kind_box)
+        top.addSpacing(12)
+        top.addWidget(self.hide_done)
+        top.addWidget(self.only_diff)
+        top.addWidget(self.with_drafts)
+        top.addStretch(1)
+
+        self.units = QListWidget()
+        self.units.setObjectName("disagreements")
+        self.units.setAccessibleName("Units where the annotators disagree")
+        self.units.setWordWrap(True)
+        self.units.currentRowChanged.connect(self._on_unit_row)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        units_label = QLabel("<b>Units where answers differ</b> (✓ = gold saved)")
+        units_label.setWordWrap(True)
+        left_layout.addWidget(units_label)
+        left_layout.addWidget(self.units, 1)
+        self.counts.setWordWrap(True)
+        left_layout.addWidget(self.counts)
+        left.setMinimumWidth(240)
+
+        self.unit_header = QLabel()
+        self.unit_header.setObjectName("adjudicationUnit")
+        self.unit_header.setWordWrap(True)
+        self.unit_header.setTextFormat(Qt.TextFormat.RichText)
+        answers_inner = QWidget()
+        self.answers_layout = QHBoxLayout(answers_inner)
+        self.answers_layout.setContentsMargins(0, 0, 0, 0)
+        self.answers_area = QScrollArea()
+        self.answers_area.setWidgetResizable(True)
+        self.answers_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.answers_area.setWidget(answers_inner)
+        answers = QWidget()
+        answers_layout = QVBoxLayout(answers)
+        answers_layout.setContentsMargins(0, 0, 0, 0)
+        answers_layout.addWidget(self.unit_header)
+        legend = QLabel(
+            "The annotators' answers, side by side; <span style='background:#ffe1c2'>marked"
+            "</span> lines are not shared by every answer."
+        )
+        legend.setWordWrap(True)
+        answers_layout.addWidget(legend)
+        answers_layout.addWidget(self.answers_area, 1)
+
+        self.gold_box = QGroupBox("Gold answer (the PI's decision)")
+        self.gold_box.setObjectName("goldBox")
+        gold_layout = QVBoxLayout(self.gold_box)
+        self.source_label = QLabel()
+        self.source_label.setObjectName("goldSource")
+        self.source_label.setWordWrap(True)
+        gold_layout.addWidget(self.source_label)
+        self.editor_holder = QVBoxLayout()
+        gold_layout.addLayout(self.editor_holder, 1)
+        note_row = QHBoxLayout()
+        note_label = QLabel("&Note:")
+        self.note = QLineEdit()
+        self.note.setObjectName("goldNote")
+        self.note.setPlaceholderText("Why this decision (kept with the gold answer)")
+        self.note.setAccessibleName("Note on the decision")
+        note_label.setBuddy(self.note)
+        self.save_button = QPushButton("Save as gold (Ctrl+S)")
+        self.save_button.setObjectName("saveGold")
+        self.save_button.clicked.connect(self.save_gold)
+        note_row.addWidget(note_label)
+        note_row.addWidget(self.note, 1)
+        note_row.addWidget(self.save_button)
+        gold_layout.addLayout(note_row)
+        self.status = QLabel()
+        self.status.setObjectName("goldStatus")
+        self.status.setWordWrap(True)
+        gold_layout.addWidget(self.status)
+
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(answers)
+        right.addWidget(self.gold_box)
+        right.setStretchFactor(0, 2)
+        right.setStretchFactor(1, 3)
+        right.setSizes([250, 600])
+        right.setChildrenCollapsible(False)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([280, 1100])
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(splitter, 1)
+
+    def _actions(self) -> None:
+        def action(keys: list[str], slot) -> QAction:
+            act = QAction(self)
+            act.setShortcuts([QKeySequence(k) for k in keys])
+            act.triggered.connect(slot)
+            self.addAction(act)
+            return act
+
+        action(["Alt+Down"], lambda: self.step(1))
+        action(["Alt+Up"], lambda: self.step(-1))
+        action(["Ctrl+S"], self.save_gold)
+        self.undo_action = action(["Ctrl+Z"], self._undo)
+        self.redo_action = action(["Ctrl+Shift+Z", "Ctrl+Y"], self._redo)
+        for n in range(1, 10):
+            action([f"Ctrl+{n}"], lambda _=False, i=n - 1: self._load_number(i))
+
+    # --- kinds and units --------------------------------------------------------------------
+
+    def _fill_kinds(self) -> None:
+        self.kind_box.blockSignals(True)
+        self.kind_box.clear()
+        for kind in KINDS:
+            if not units_of_kind(self.service, kind):
+                continue
+            title = EDITORS[kind][0] if kind in EDITORS else kind
+            self.kind_box.addItem(title, kind)
+        self.kind_box.blockSignals(False)
+        self.reload()
+
+    @property
+    def kind(self) -> str | None:
+        return self.kind_box.currentData()
+
+    def set_kind(self, kind: str) -> None:
+        index = self.kind_box.findData(kind)
+        if index < 0:
+            raise ValueError(f"no units of kind {kind!r} in this project")
+        self.kind_box.setCurrentIndex(index)
+
+    def reload(self) -> None:
+        """Read the current kind's answers again and list its disagreements."""
+        if not self._may_leave():
+            return
+        kind = self.kind
+        self.reports = (
+            [] if kind is None else collect(self.service, kind, self.with_drafts.isChecked())
+        )
+        self._fill_units()
+
+    def disagreements(self) -> list[UnitAnswers]:
+        shown = [r for r in self.reports if r.differs]
+        if self.hide_done.isChecked():
+            shown = [r for r in shown if r.gold is None]
+        return shown
+
+    def _fill_units(self) -> None:
+        keep = self.report.unit_id if self.report else None
+        shown = self.disagreements()
+        self._show_counts()
+        self.units.blockSignals(True)
+        self.units.clear()
+        for report in shown:
+            unit = self.service.read_unit(report.unit_id)
+            mark = "✓" if report.gold is not None else "•"
+            item = QListWidgetItem(
+                f"{mark} Unit {unit.position + 1} · {unit.unit_set}\n{unit_brief(unit)}"
+            )
+            item.setData(Qt.ItemDataRole.UserRole, report.unit_id)
+            item.setToolTip(f"{len(report.answers)} answers")
+            self.units.addItem(item)
+        ids = [r.unit_id for r in shown]
+        row = ids.index(keep) if keep in ids else (0 if ids else -1)
+        if row >= 0:
+            self.units.setCurrentRow(row)
+        self.units.blockSignals(False)
+        if row >= 0:
+            self._show(shown[row])
+        else:
+            self._show(None)
+
+    def _show_counts(self) -> None:
+        answered = [r for r in self.reports if len(r.answers) >= 2]
+        differ = [r for r in self.reports if r.differs]
+        done = sum(r.gold is not None for r in differ)
+        self.counts.setText(
+            f"{len(differ)} of {len(answered)} units answered by two or more people differ; "
+            f"{done} of them adjudicated."
+        )
+
+    def step(self, delta: int) -> None:
+        row = self.units.currentRow() + delta
+        if 0 <= row < self.units.count():
+            self.units.setCurrentRow(row)
+
+    def select_unit(self, unit_id: int) -> bool:
+        for row in range(self.units.count()):
+            if self.units.item(row).data(Qt.ItemDataRole.UserRole) == unit_id:
+                self.units.setCurrentRow(row)
+                return True
+        return False
+
+    def _on_unit_row(self, row: int) -> None:
+        shown = self.disagreements()
+        if not 0 <= row < len(shown) or (self.report and shown[row].unit_id == self.report.unit_id):
+            return
+        if not self._may_leave():
+            self.units.blockSignals(True)
+            self.select_unit(self.report.unit_id)
+            self.units.blockSignals(False)
+            return
+        self._show(shown[row])
+
+    def _may_leave(self) -> bool:
+        """Ask before dropping edits in the editor that are not saved as gold."""
+        if not self.dirty or self.read_only:
+            return True
+        answer = QMessageBox.question(
+            self,
+            "Adjudication",
+            "The answer in the editor is not saved as gold yet. Save it now?",
+            QMessageBox.StandardButton.Save
+            | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel,
+        )
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save_gold()
+        if answer == QMessageBox.StandardButton.Discard:
+            self.dirty = False
+            return True
+        return False
+
+    # --- showing one unit -------------------------------------------------------------------
+
+    def _show(self, report: UnitAnswers | None) -> None:
+        self.report = report
+        clear_layout(self.answers_layout)
+        self.columns = []
+        self.status.clear()
+        if report is None:
+            self.unit = None
+            self.unit_header.setText("<i>No disagreements to show for this kind.</i>")
+            self._set_editor(None)
+            self.source_label.clear()
+            return
+        self.unit = self.service.read_unit(report.unit_id)
+        self.unit_header.setText(self._header(self.unit, report))
+        self._show_columns()
+        self._set_editor(self.kind)
+        start = report.gold
+        self._load(start, "The current gold answer" if start else None)
+        self.note.setText(report.gold.comment if report.gold else "")
+
+    def _header(self, unit: UnitView, report: UnitAnswers) -> str:
+        n = len(report.answers)
+        different = len({canonical(a.payload) for a in report.answers})
+        parts = [f"<b>Unit {unit.position + 1}</b> of {html.escape(unit.unit_set)}"]
+        if unit.kind == "eppc" and unit.sentence is not None:
+            parts.append(f"from the {unit.sender}: <b>{html.escape(unit.sentence.text)}</b>")
+        else:
+            parts.append(html.escape(unit_brief(unit)))
+        parts.append(f"{n} answers, {different} different")
+        return " · ".join(parts)
+
+    def _redraw_columns(self) -> None:
+        if self.report is not None and self.unit is not None:
+            clear_layout(self.answers_layout)
+            self.columns = []
+            self._show_columns()
+
+    def _show_columns(self) -> None:
+        report, unit = self.report, self.unit
+        lines = {
+            a.answer_id: summary_lines(unit.kind, a.payload, unit, self.catalogs)
+            for a in report.answers
+        }
+        shared = set.intersection(*(set(v) for v in lines.values())) if lines else set()
+        for number, answer in enumerate(report.answers, start=1):
+            name = self.names.get(answer.annotator_id, f"annotator {answer.annotator_id}")
+            title = f"{number}. {name}" + ("" if answer.status == "submitted" else " (draft)")
+            column = AnswerColumn(
+                title,
+                lines[answer.answer_id],
+                shared,
+                answer.comment,
+                number,
+                self,
+                answer,
+                only_differences=self.only_diff.isChecked(),
+            )
+            column.take.setEnabled(not self.read_only)
+            self.columns.append(column)
+            self.answers_layout.addWidget(column, 1)
+        if report.gold is not None:
+            gold_lines = summary_lines(unit.kind, report.gold.payload, unit, self.catalogs)
+            column = AnswerColumn(
+                "Current gold",
+                gold_lines,
+                set(gold_lines),
+                report.gold.comment,
+                None,
+                self,
+                report.gold,
+            )
+            column.setObjectName("goldColumn")
+            column.take.setVisible(False)
+            self.answers_layout.addWidget(column, 1)
+
+    def _set_editor(self, kind: str | None) -> None:
+        if self.editor is not None:
+            self.editor.setParent(None)
+            self.editor.hide()
+        self.editor = None
+        if kind is None or kind not in EDITORS:
+            if kind is not None:
+                self.source_label.setText(
+                    "This kind has no editor yet: take one of the answers as gold."
+                )
+            return
+        if kind not in self.editors:
+            editor = EDITORS[kind][1](self.catalogs)
+            editor.setObjectName(f"gold_{kind}Editor")
+            editor.changed.connect(self._on_editor_changed)
+            own_comment = getattr(editor, "comment", None)
+            if isinstance(own_comment, QWidget):
+                own_comment.hide()  # the note below is the gold answer's comment
+            self.editors[kind] = editor
+        self.editor = self.editors[kind]
+        self.editor_holder.addWidget(self.editor)
+        self.editor.show()
+        self.editor.setEnabled(not self.read_only)
+
+    def _load(self, answer: AnswerView | None, source: str | None) -> None:
+        if self.editor is None:
+            return
+        self.editor.load(self.unit, answer)
+        self.dirty = False
+        self.source_label.setText(
+            f"In the editor: {source}."
+            if source
+            else "In the editor: an empty answer. "
+            "Load an annotator's answer (Edit from this), or build the decision here."
+        )
+
+    def _on_editor_changed(self) -> None:
+        if self.sender() is self.editor and not self.editor.loading:
+            self.dirty = True
+            self.status.setText("Changed in the editor, not saved as gold yet (Ctrl+S).")
+
+    def _load_number(self, index: int) -> None:
+        if self.report is not None and 0 <= index < len(self.report.answers):
+            self.load_into_editor(self.report.answers[index])
+
+    def _undo(self) -> None:
+        if self.editor is not None:
+            self.editor.undo_stack.undo()
+
+    def _redo(self) -> None:
+        if self.editor is not None:
+            self.editor.undo_stack.redo()
+
+    # --- decisions --------------------------------------------------------------------------
+
+    def _name_of(self, answer: AnswerView) -> str:
+        return self.names.get(answer.annotator_id, f"annotator {answer.annotator_id}")
+
+    def load_into_editor(self, answer: AnswerView) -> None:
+        """Put an annotator's answer into the editor, to change it before saving as gold."""
+        if self.editor is None or not self._may_leave():
+            return
+        name = self._name_of(answer)
+        self._load(answer, f"{name}'s answer (change it, then save as gold)")
+        self.default_note = f"Edited from {name}'s answer"
+        self.editor.focus_first()
+
+    def take_as_gold(self, answer: AnswerView) -> bool:
+        """Save one annotator's answer, as it is, as the gold answer."""
+        if self.report is None or self.read_only:
+            return False
+        name = self._name_of(answer)
+        note = self.note.text().strip() or f"Took {name}'s answer"
+        saved = self._save(answer.payload, note)
+        if saved and self.editor is not None:
+            self._load(saved, f"the gold answer, taken from {name}")
+        return saved is not None
+
+    def save_gold(self) -> bool:
+        """Save the editor's answer as the gold answer, with the note."""
+        if self.report is None or self.editor is None or self.read_only:
+            return False
+        note = self.note.text().strip() or self.default_note or "Adjudicated"
+        saved = self._save(self.editor.payload(), note)
+        if saved is not None:
+            self.dirty = False
+        return saved is not None
+
+    def _save(self, payload: dict[str, Any], note: str) -> AnswerView | None:
+        unit_id = self.report.unit_id
+        incomplete = None
+        try:
+            try:
+                view = self.service.save_answer(
+                    unit_id, payload, status="submitted", gold=True, comment=note
+                )
+            except PayloadError as exc:
+                if "cannot submit yet" not in str(exc):
+                    raise
+                incomplete = str(exc).split(":", 1)[-1].strip()
+                view = self.service.save_answer(
+                    unit_id, payload, status="draft", gold=True, comment=note
+                )
+        except (PayloadError, StoreError, PermissionError) as exc:
+            self.status.setText(
+                f"<span style='color:#c0392b'>Not saved: {html.escape(str(exc))}</span>"
+            )
+            return None
+        self.report.gold = view
+        self.note.setText(note)
+        stamp = time.strftime("%H:%M:%S")
+        text = f"✓ Gold answer saved {stamp}."
+        if incomplete:
+            text += (
+                f" It is not complete yet ({html.escape(incomplete)}), so it is kept as a draft."
+            )
+        self.status.setText(text)
+        self._refresh_after_save()
+        return view
+
+    def _refresh_after_save(self) -> None:
+        """Show the new gold in the list and beside the answers, without reloading all."""
+        row = self.units.currentRow()
+        item = self.units.item(row) if row >= 0 else None
+        if item is not None and item.text().startswith("•"):
+            item.setText("✓" + item.text()[1:])
+        self._redraw_columns()
+        self._show_counts()
+
+    def closeEvent(self, event) -> None:
+        if not self._may_leave():
+            event.ignore()
+            return
+        super().closeEvent(event)
+
+
+def open_tool(window) -> AdjudicationDialog | None:
+    """Tools > Adjudicate disagreements (PI only)."""
+    service = getattr(window, "service", None)
+    if service is None or service.viewer.role != "pi":
+        QMessageBox.information(
+            window, "Adjudication", "Only the principal investigator can adjudicate."
+        )
+        return None
+    dialog = window.findChild(AdjudicationDialog)
+    if dialog is None or dialog.service is not service:
+        if dialog is not None:
+            dialog.deleteLater()
+        read_only = bool(window.project is not None and window.project.read_only)
+        dialog = AdjudicationDialog(service, window, read_only=read_only)
+    dialog.show()
+    dialog.raise_()
+    dialog.activateWindow()
+    return dialog

@@ -1,0 +1,428 @@
+"""The inbox view (Tools > Inbox view, Ctrl+I): an inbox's messages sorted by win rate as judged
+so far (seed 002), by the signed-in person, by all annotators, by one of them or by a model.
+
+What it shows is what the signed-in viewer's service returns (blinding lives in the service):
+the PI sees each message's reference level, the live NDCG@k and T-NDCG@k (k = 10, 30) and the
+misplaced urgent messages - an urgent message (level 1-2) sorted into the bottom half, the
+safety-critical error - highlighted; a clinician sees the order their own judgements give and
+nothing of the reference. Reading the answers takes a moment on a full inbox, so it runs on a
+worker thread (``ui/workers.py``); the window stays usable meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QBrush, QColor, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.store.service import StudyService
+from portalreview.tasks.urgency.inbox import (
+    CUTOFFS,
+    URGENT_LEVELS,
+    InboxResult,
+    Judge,
+    format_rate,
+    judges,
+    load_inbox,
+)
+from portalreview.ui.workers import Worker, run_in_background
+
+AUTO_REFRESH_MS = 1500
+COLUMNS = (
+    "#",
+    "Case",
+    "Message",
+    "Win rate",
+    "Won / compared",
+    "Reference level",
+    "Safety check",
+)
+LEVEL_COLUMN = COLUMNS.index("Reference level")
+CHECK_COLUMN = COLUMNS.index("Safety check")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What one background load returns: the choices for the two boxes and the sorted inbox."""
+
+    inboxes: list[str]
+    judges: list[Judge]
+    result: InboxResult | None
+
+
+def load(
+    service: StudyService,
+    inbox: str | None,
+    judge_key: str | None,
+    progress=None,
+    cancelled=None,
+) -> Loaded | None:
+    """Worker thread: the inboxes and judges this viewer may use, then the chosen inbox sorted
+    by the chosen judge's answers (the first of each when the choice is gone)."""
+    names = sorted(service.inboxes())
+    options = judges(service)
+    if not names or not options:
+        return Loaded(names, options, None)
+    name = inbox if inbox in names else names[0]
+    judge = next((j for j in options if j.key == judge_key), options[0])
+    try:
+        return Loaded(names, options, load_inbox(service, name, judge, progress, cancelled))
+    except InterruptedError:
+        return None  # cancelled: a newer refresh (or closing the window) took over
+
+
+class InboxView(QWidget):
+    """A tool window over the main window's signed-in service."""
+
+    def __init__(self, window) -> None:
+        super().__init__(window, Qt.WindowType.Window)
+        self.window_ = window
+        self.setObjectName("inboxView")
+        self.setWindowTitle("Inbox view — sorted by win rate")
+        self.resize(1100, 720)
+        self.service: StudyService | None = None
+        self.result: InboxResult | None = None
+        self._worker: Worker | None = None
+        self._generation = 0
+        self._session = None
+        self.loading = False
+
+        self.inbox_box = QComboBox()
+        self.inbox_box.setObjectName("inboxChoice")
+        self.inbox_box.setAccessibleName("Inbox")
+        self.inbox_box.setMinimumContentsLength(14)
+        self.judge_box = QComboBox()
+        self.judge_box.setObjectName("judgeChoice")
+        self.judge_box.setAccessibleName("Whose judgements")
+        self.judge_box.setMinimumContentsLength(18)
+        for box in (self.inbox_box, self.judge_box):
+            box.activated.connect(lambda _i: self.refresh())
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("Read the answers again (F5)")
+        self.refresh_button.clicked.connect(self.refresh)
+        QShortcut(QKeySequence(QKeySequence.StandardKey.Refresh), self, self.refresh)
+        self.auto = QCheckBox("Update when answers are saved")
+        self.auto.setChecked(True)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Inbox:"))
+        top.addWidget(self.inbox_box)
+        top.addSpacing(12)
+        top.addWidget(QLabel("Judgements of:"))
+        top.addWidget(self.judge_box)
+        top.addSpacing(12)
+        top.addWidget(self.refresh_button)
+        top.addWidget(self.auto)
+        top.addStretch(1)
+
+        self.summary = QLabel()
+        self.summary.setObjectName("inboxSummary")
+        self.summary.setWordWrap(True)
+        self.scores = QLabel()
+        self.scores.setObjectName("inboxScores")
+        self.scores.setTextFormat(Qt.TextFormat.RichText)
+        self.scores.setWordWrap(True)
+        self.scores.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.legend = QLabel()
+        self.legend.setObjectName("inboxLegend")
+        self.legend.setWordWrap(True)
+
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setObjectName("inboxTable")
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        for column in range(len(COLUMNS)):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(COLUMNS.index("Message"), QHeaderView.ResizeMode.Stretch)
+
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("Reading answers… %v of %m pairs")
+        self.progress.setVisible(False)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop reading the answers")
+        self.cancel_button.setVisible(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.status = QLabel()
+        self.status.setObjectName("inboxStatus")
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.status, 1)
+        bottom.addWidget(self.progress)
+        bottom.addWidget(self.cancel_button)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.scores)
+        layout.addWidget(self.legend)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(bottom)
+
+        self._auto_timer = QTimer(self)
+        self._auto_timer.setSingleShot(True)
+        self._auto_timer.setInterval(AUTO_REFRESH_MS)
+        self._auto_timer.timeout.connect(self.refresh)
+        # Signing out or in as someone else retitles the main window: what this window shows
+        # belongs to the previous viewer, so it is cleared at once.
+        window.windowTitleChanged.connect(self._window_changed)
+
+    # --- loading ----------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Read the chosen inbox again, in the background (a newer refresh wins)."""
+        service = self.window_.service
+        if service is not self.service:  # signed in again, or as someone else
+            self.service = service
+            self.inbox_box.clear()
+            self.judge_box.clear()
+        self._follow_session()
+        if service is None:
+            self._show_nothing("No project is open.")
+            return
+        if self._worker is not None:
+            self._worker.cancel()
+        self._generation += 1
+        generation = self._generation
+        self.loading = True
+        self.status.setText("Reading the answers…")
+        self.progress.setRange(0, 0)
+        self.progress.setVisible(True)
+        self.cancel_button.setVisible(True)
+        self._worker = run_in_background(
+            load,
+            service,
+            self.inbox_box.currentData(),
+            self.judge_box.currentData(),
+            on_done=lambda loaded: self._loaded(generation, loaded),
+            on_error=lambda message, exc: self._failed(generation, message, exc),
+            on_progress=lambda done, total: self._progress(generation, done, total),
+        )
+
+    def _window_changed(self, _title: str = "") -> None:
+        if self.window_.service is self.service:
+            return
+        self.cancel()
+        self._generation += 1
+        self._finish()
+        self.service = None
+        self.inbox_box.clear()
+        self.judge_box.clear()
+        self._show_nothing("Signed out. Refresh reads the inbox as the person signed in now.")
+        if self.window_.service is not None and self.isVisible():
+            self.refresh()
+
+    def _follow_session(self) -> None:
+        session = self.window_.session
+        if session is self._session:
+            return
+        if self._session is not None:
+            with contextlib.suppress(RuntimeError, TypeError):
+                self._session.saved.disconnect(self._answer_saved)
+        self._session = session
+        if session is not None:
+            session.saved.connect(self._answer_saved)
+
+    def _answer_saved(self, view) -> None:
+        if self.auto.isChecked() and self.isVisible() and view.kind == "urgency":
+            self._auto_timer.start()
+
+    def _progress(self, generation: int, done: int, total: int) -> None:
+        if generation == self._generation:
+            self.progress.setRange(0, max(total, 1))
+            self.progress.setValue(done)
+
+    def _failed(self, generation: int, message: str, exc: Exception) -> None:
+        if generation != self._generation:
+            return
+        self._finish()
+        self.status.setText(f"Could not read the inbox: {message}")
+
+    def cancel(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+
+    def _finish(self) -> None:
+        self.loading = False
+        self._worker = None
+        self.progress.setVisible(False)
+        self.cancel_button.setVisible(False)
+
+    def _loaded(self, generation: int, loaded: Loaded | None) -> None:
+        if generation != self._generation:
+            return  # a newer refresh is on its way
+        self._finish()
+        if loaded is None:
+            self.status.setText("Cancelled; Refresh reads the inbox again.")
+            return
+        _fill(self.inbox_box, [(n, n) for n in loaded.inboxes])
+        _fill(self.judge_box, [(j.label, j.key) for j in loaded.judges])
+        if loaded.result is None:
+            self._show_nothing(
+                "There is no inbox here yet (cases tagged inbox=NAME with urgency pairs)."
+                if not loaded.inboxes
+                else "You have no urgency pairs in this study."
+            )
+            return
+        if loaded.result.inbox in loaded.inboxes:
+            self.inbox_box.setCurrentIndex(loaded.inboxes.index(loaded.result.inbox))
+        self.judge_box.setCurrentIndex(self.judge_box.findData(loaded.result.judge.key))
+        self.show_result(loaded.result)
+
+    def _show_nothing(self, text: str) -> None:
+        self.result = None
+        self.table.setRowCount(0)
+        self.summary.setText(text)
+        self.scores.clear()
+        self.legend.clear()
+        self.legend.setVisible(False)
+        self.status.clear()
+
+    # --- display ----------------------------------------------------------------------------
+
+    def show_result(self, result: InboxResult) -> None:
+        self.result = result
+        n = len(result.rows)
+        compared = sum(r.comparisons > 0 for r in result.rows)
+        self.summary.setText(
+            f"<b>{n} messages</b> in {result.inbox}, sorted by win rate as judged by "
+            f"<b>{_whom(result.judge)}</b>: {result.n_judgements} judgements over "
+            f"{result.n_pairs} pairs, {compared} of {n} messages compared so far. Choices not "
+            "yet submitted count; equal win rates keep the case order; messages never compared "
+            "go last."
+        )
+        self.table.setColumnHidden(LEVEL_COLUMN, not result.reference_visible)
+        self.table.setColumnHidden(CHECK_COLUMN, not result.reference_visible)
+        if result.reference_visible:
+            self.scores.setText(_scores_html(result))
+            misplaced = sum(r.misplaced for r in result.rows)
+            urgent = ", ".join(str(x) for x in sorted(URGENT_LEVELS))
+            self.legend.setText(
+                f"⚠ {misplaced} misplaced: an urgent message (reference level {urgent}) sorted "
+                "into the bottom half of the inbox is highlighted."
+                if misplaced
+                else f"✓ No urgent message (reference level {urgent}) is sorted into the bottom "
+                "half of the inbox."
+            )
+        else:
+            self.scores.setText(
+                "The order your own judgements give. Reference levels and NDCG are shown to "
+                "the PI only."
+            )
+            self.legend.clear()
+        self.legend.setVisible(bool(self.legend.text()))
+        self._fill_table(result)
+        self.status.setText("Up to date.")
+
+    def _fill_table(self, result: InboxResult) -> None:
+        catalogs = self.service.catalogs if self.service else None
+        names = {lv.level: lv.name for lv in catalogs.urgency_levels} if catalogs else {}
+        warn = _warning_brush(self.palette().base().color())
+        self.table.setRowCount(len(result.rows))
+        for row, entry in enumerate(result.rows):
+            message = " ".join(entry.message.split())
+            level = entry.reference_level
+            cells = [
+                str(entry.position),
+                entry.external_id,
+                message if len(message) <= 160 else message[:157] + "…",
+                format_rate(entry.win_rate),
+                f"{entry.wins} / {entry.comparisons}",
+                "" if level is None else f"{level} · {names.get(level, '')}",
+                "⚠ urgent, sorted low" if entry.misplaced else "",
+            ]
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setData(Qt.ItemDataRole.UserRole, entry.case_id)
+                if column == COLUMNS.index("Message"):
+                    item.setToolTip(entry.message)
+                if column in (0, 3, 4):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                if entry.misplaced:
+                    item.setBackground(warn)
+                self.table.setItem(row, column, item)
+
+    def case_order(self) -> list[int]:
+        """The case ids as the table lists them, top first."""
+        return [
+            self.table.item(row, 0).data(Qt.ItemDataRole.UserRole)
+            for row in range(self.table.rowCount())
+        ]
+
+    def closeEvent(self, event) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+        self._generation += 1
+        self._auto_timer.stop()
+        super().closeEvent(event)
+
+
+def _whom(judge: Judge) -> str:
+    return {"me": "you", "all": "all annotators"}.get(judge.key, judge.label)
+
+
+def _scores_html(result: InboxResult) -> str:
+    if not result.scores:
+        return "NDCG and T-NDCG appear once messages have been compared."
+    parts = []
+    for k in CUTOFFS:
+        parts.append(
+            f"NDCG@{k} <b>{result.scores[f'ndcg@{k}']:.3f}</b> &nbsp; "
+            f"T-NDCG@{k} <b>{result.scores[f't_ndcg@{k}']:.3f}</b> "
+            f"(a perfect sort: {result.scores[f'best_t_ndcg@{k}']:.3f})"
+        )
+    return (
+        " &nbsp;·&nbsp; ".join(parts)
+        + f"<br><small>Over the {result.n_scored} messages with a reference level; relevance "
+        "= 6 − level (seed 002).</small>"
+    )
+
+
+def _warning_brush(base: QColor) -> QBrush:
+    dark = base.lightness() < 128
+    return QBrush(QColor(110, 30, 30) if dark else QColor(255, 214, 204))
+
+
+def _fill(box: QComboBox, entries: list[tuple[str, str]]) -> None:
+    """Replace a box's entries, keeping the current choice when it is still there."""
+    current = box.currentData()
+    if [(box.itemText(i), box.itemData(i)) for i in range(box.count())] == entries:
+        return
+    box.blockSignals(True)
+    box.clear()
+    for text, data in entries:
+        box.addItem(text, data)
+    index = box.findData(current)
+    box.setCurrentIndex(index if index >= 0 else 0)
+    box.blockSignals(False)
+
+
+def open_tool(window) -> InboxView:
+    """Tools > Inbox view: show (or bring forward) the window and read the inbox."""
+    view = window.findChild(InboxView)
+    if view is None:
+        view = InboxView(window)
+    view.show()
+    view.raise_()
+    view.activateWindow()
+    view.refresh()
+    return view

@@ -1,0 +1,316 @@
+"""The local model of the desktop app: choosing a ``.gguf`` file (Tools > Models…), loading it
+once off the GUI thread, the one thread all model work runs on, and closing it at quit.
+
+``ModelHost`` owns the :class:`~portalreview.llm.engine.Engine`. One engine serves one call at
+a time, so every piece of model work (loading, suggestions) goes through :meth:`ModelHost.submit`,
+whose pool has a single thread: calls queue instead of colliding (``EngineBusyError``).
+A file that cannot be used gives a message naming it, and the app goes on without suggestions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QProgressDialog,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.llm.engine import Engine
+from portalreview.llm.errors import LlmError
+from portalreview.llm.model_file import scan_models
+from portalreview.ui.workers import Worker
+
+MODEL_KEY = "llm/model_path"
+FOLDER_KEY = "llm/models_folder"
+AUTOLOAD_KEY = "llm/load_at_start"
+
+
+class ModelHost(QObject):
+    """The window's one model and the one thread that uses it."""
+
+    #: Emitted when a model was loaded or closed (the engine, or None).
+    engine_changed = Signal(object)
+
+    def __init__(self, parent: QWidget, settings) -> None:
+        super().__init__(parent)
+        self.parent_widget = parent
+        self.qs = settings  # QSettings
+        self.engine: Engine | None = None
+        self.loading = False
+        #: Extra keyword arguments for ``Engine.load`` (tests: ``gpu=False, hash_cache=False``).
+        self.load_options: dict[str, Any] = {}
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
+        self._running: set[Worker] = set()
+        self.last_error: str | None = None
+
+    # --- remembered choices -----------------------------------------------------------------
+
+    def remembered_model(self) -> Path | None:
+        value = self.qs.value(MODEL_KEY)
+        return Path(str(value)) if value else None
+
+    def models_folder(self) -> Path | None:
+        value = self.qs.value(FOLDER_KEY)
+        return Path(str(value)) if value else None
+
+    def set_models_folder(self, folder: Path) -> None:
+        self.qs.setValue(FOLDER_KEY, str(folder))
+
+    def load_at_start(self) -> bool:
+        return str(self.qs.value(AUTOLOAD_KEY, "false")).lower() == "true"
+
+    def set_load_at_start(self, on: bool) -> None:
+        self.qs.setValue(AUTOLOAD_KEY, "true" if on else "false")
+
+    # --- the model thread -------------------------------------------------------------------
+
+    def submit(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        on_done: Callable[[Any], None] | None = None,
+        on_error: Callable[[str, Exception], None] | None = None,
+        **kwargs: Any,
+    ) -> Worker:
+        """Run ``fn`` on the model thread; results come back on the GUI thread."""
+        worker = Worker(fn, *args, **kwargs)
+        self._running.add(worker)
+
+        def finish(result: Any) -> None:
+            self._running.discard(worker)
+            if on_done:
+                on_done(result)
+
+        def fail(message: str, exc: Exception) -> None:
+            self._running.discard(worker)
+            if on_error:
+                on_error(message, exc)
+
+        queued = Qt.ConnectionType.QueuedConnection
+        worker.signals.finished.connect(finish, queued)
+        worker.signals.failed.connect(fail, queued)
+        self.pool.start(worker)
+        return worker
+
+    # --- loading and closing ----------------------------------------------------------------
+
+    def load(self, path: Path, *, show_progress: bool = True) -> Worker | None:
+        """Load ``path`` in the background (replacing the current model when it succeeds).
+        A progress dialog with Cancel appears if loading takes more than a moment; llama.cpp
+        cannot stop half-way, so Cancel discards the model as soon as it is loaded."""
+        if self.loading:
+            return None
+        self.loading = True
+        self.last_error = None
+        path = Path(path)
+        options = dict(self.load_options)
+
+        def work(cancelled) -> Engine | None:
+            engine = Engine.load(path, **options)
+            if cancelled():
+                engine.close()
+                return None
+            _ = engine.sha256  # hashed here, once, so storing a suggestion never waits for it
+            if cancelled():
+                engine.close()
+                return None
+            return engine
+
+        dialog = None
+        if show_progress:
+            dialog = QProgressDialog(
+                f"Loading the model {path.name}…", "Cancel", 0, 0, self.parent_widget
+            )
+            dialog.setWindowTitle("PortalReview")
+            dialog.setWindowModality(Qt.WindowModality.WindowModal)
+            dialog.setMinimumDuration(400)
+            dialog.setAutoClose(False)
+            dialog.setAutoReset(False)
+
+        def close_dialog() -> None:
+            if dialog is not None:
+                dialog.close()
+                dialog.deleteLater()
+
+        def done(engine: Engine | None) -> None:
+            close_dialog()
+            self.loading = False
+            if engine is None:
+                self._status("Loading the model was cancelled; no model is in use.")
+                return
+            old, self.engine = self.engine, engine
+            if old is not None:
+                old.close()
+            self.qs.setValue(MODEL_KEY, str(path))
+            self.engine_changed.emit(engine)
+
+        def failed(message: str, exc: Exception) -> None:
+            close_dialog()
+            self.loading = False
+            reason = str(exc) if isinstance(exc, LlmError) else f"{type(exc).__name__}: {message}"
+            self.last_error = (
+                f"The model file {path} cannot be used:\n\n{reason}\n\n"
+                "PortalReview carries on without model suggestions."
+            )
+            QMessageBox.warning(self.parent_widget, "PortalReview", self.last_error)
+
+        worker = self.submit(work, on_done=done, on_error=failed)
+        if dialog is not None:
+            dialog.canceled.connect(worker.cancel)
+            QTimer.singleShot(0, lambda: dialog.setValue(0))
+        return worker
+
+    def unload(self) -> None:
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            engine.close()
+            self.engine_changed.emit(None)
+
+    def shutdown(self, timeout_ms: int = 60000) -> None:
+        """Stop model work at its next token, free the model, and wait for the model thread
+        (called when the window closes; never left to garbage collection)."""
+        for worker in list(self._running):
+            worker.cancel()
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            engine.close()
+        self.pool.waitForDone(timeout_ms)
+
+    def _status(self, text: str) -> None:
+        window = self.parent_widget
+        if hasattr(window, "statusBar"):
+            window.statusBar().showMessage(text, 8000)
+
+
+class ModelDialog(QDialog):
+    """Tools > Models…: the model in use, the models folder's files, another file."""
+
+    def __init__(self, host: ModelHost, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.host = host
+        self.setWindowTitle("Models")
+        self.setObjectName("modelDialog")
+        self.resize(640, 420)
+        layout = QVBoxLayout(self)
+        self.current = QLabel()
+        self.current.setWordWrap(True)
+        self.current.setObjectName("currentModel")
+        layout.addWidget(self.current)
+        folder_row = QHBoxLayout()
+        self.folder_label = QLabel()
+        self.folder_label.setWordWrap(True)
+        folder_row.addWidget(self.folder_label, 1)
+        folder_button = QPushButton("Models &folder…")
+        folder_button.clicked.connect(self.choose_folder)
+        folder_row.addWidget(folder_button)
+        layout.addLayout(folder_row)
+        self.list = QListWidget()
+        self.list.setObjectName("modelList")
+        self.list.setAccessibleName("Model files in the models folder")
+        self.list.itemDoubleClicked.connect(lambda _item: self.load_selected())
+        layout.addWidget(self.list, 1)
+        note = QLabel(
+            "Models run on this computer only (on the GPU when there is one). Suggestions "
+            "appear pre-filled and marked in the editors; nothing becomes your answer until "
+            "you accept or edit it."
+        )
+        note.setWordWrap(True)
+        layout.addWidget(note)
+        self.autoload = QCheckBox("Load the chosen model when PortalReview starts")
+        self.autoload.setChecked(host.load_at_start())
+        self.autoload.toggled.connect(host.set_load_at_start)
+        layout.addWidget(self.autoload)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.load_button = buttons.addButton("&Load", QDialogButtonBox.ButtonRole.ActionRole)
+        self.load_button.clicked.connect(self.load_selected)
+        file_button = buttons.addButton("Choose a &file…", QDialogButtonBox.ButtonRole.ActionRole)
+        file_button.clicked.connect(self.choose_file)
+        self.unload_button = buttons.addButton("&Unload", QDialogButtonBox.ButtonRole.ActionRole)
+        self.unload_button.clicked.connect(self.unload)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        host.engine_changed.connect(lambda _e: self.refresh())
+        self.refresh()
+
+    def refresh(self) -> None:
+        engine = self.host.engine
+        self.current.setText(
+            f"<b>In use:</b> {engine.info.file_name} — {engine.info.describe()}"
+            if engine is not None
+            else "<b>No model loaded</b>: the editors show only suggestions already stored in "
+            "the project."
+        )
+        self.unload_button.setEnabled(engine is not None)
+        folder = self.host.models_folder()
+        self.folder_label.setText(
+            f"Models folder: {folder}" if folder else "No models folder chosen yet."
+        )
+        self.list.clear()
+        if folder is None:
+            return
+        try:
+            entries = scan_models(folder)
+        except LlmError as exc:
+            self.list.addItem(str(exc))
+            return
+        remembered = self.host.remembered_model()
+        for entry in entries:
+            size = f"{entry.size_bytes / 1024**3:.1f} GB"
+            text = f"{entry.path.name}   ({entry.name or '?'}, {size})"
+            if entry.problem:
+                text += f"  —  cannot be used: {entry.problem}"
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, str(entry.path))
+            if not entry.usable:
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
+            self.list.addItem(item)
+            if remembered and entry.path == remembered:
+                self.list.setCurrentItem(item)
+
+    def choose_folder(self) -> None:
+        start = str(self.host.models_folder() or Path.home())
+        folder = QFileDialog.getExistingDirectory(self, "Models folder", start)
+        if folder:
+            self.host.set_models_folder(Path(folder))
+            self.refresh()
+
+    def choose_file(self) -> None:
+        remembered = self.host.remembered_model()
+        start = str(remembered.parent) if remembered else os.fspath(Path.home())
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a model", start, "GGUF models (*.gguf);;All files (*)"
+        )
+        if path:
+            self.host.load(Path(path))
+
+    def load_selected(self) -> None:
+        item = self.list.currentItem()
+        if item is not None and item.flags() & Qt.ItemFlag.ItemIsEnabled:
+            self.host.load(Path(item.data(Qt.ItemDataRole.UserRole)))
+
+    def unload(self) -> None:
+        self.host.unload()
+
+
+def open_tool(window) -> None:
+    """Tools > Models…"""
+    dialog = ModelDialog(window.suggestions.host, window)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.show()

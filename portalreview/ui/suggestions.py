@@ -1,0 +1,337 @@
+"""Model suggestions in the editors: pre-filled, visibly marked, never an answer by themselves.
+
+When a unit with no answer yet is shown, :class:`SuggestionController` shows the newest
+suggestion stored for it (for instance from an overnight ``portalreview suggest`` run) or,
+when a model is loaded, asks the model for one on the model thread (moving to another unit
+cancels it), stores it with its provenance through the system service (``suggest.store``) and
+pre-fills the editor through :meth:`Editor.show_suggestion`. A banner says whose suggestion it
+is. Nothing is saved until the person accepts it (Ctrl+Shift+A) or edits it; the saved answer
+records the suggestion and whether it was accepted, edited or ignored (dismissed with
+Ctrl+Shift+D, then answered) — see :class:`~portalreview.ui.session.AnnotationSession`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy
+
+from portalreview.llm import suggest as sg
+from portalreview.llm.engine import GenerationParams
+from portalreview.llm.errors import AnswerError, Cancelled, EngineClosedError, LlmError
+from portalreview.llm.grammars import GrammarLimits
+from portalreview.llm.templates import PromptLibrary
+from portalreview.store.service import AnswerView, StoreError
+from portalreview.store.templates import latest_suggestion
+from portalreview.tasks.common.editor_base import Editor
+from portalreview.ui.model_panel import ModelHost
+
+ACCEPT_KEY = "Ctrl+Shift+A"
+DISMISS_KEY = "Ctrl+Shift+D"
+
+_STYLES = {
+    # background, border, text: fixed colours (readable in light and dark schemes alike)
+    "working": ("#eef3fb", "#8aa8d8", "#1c2b45"),
+    "offered": ("#fff3c4", "#d9a400", "#3a2c00"),
+    "accepted": ("#e3f4e1", "#5aa55a", "#173d17"),
+    "edited": ("#e3f4e1", "#5aa55a", "#173d17"),
+    "note": ("#f1f1f1", "#b0b0b0", "#2a2a2a"),
+}
+
+
+class SuggestionBanner(QFrame):
+    """The strip at the top of an editor that marks a suggestion."""
+
+    def __init__(self, controller: SuggestionController) -> None:
+        super().__init__()
+        self.setObjectName("suggestionBanner")
+        self.setAccessibleName("Model suggestion")
+        self.state = "hidden"
+        # palette colours, not a style sheet: a style sheet would stop the editor's reading
+        # size from reaching the banner's text
+        self.setAutoFillBackground(True)
+        self.setFrameShape(QFrame.Shape.Box)
+        self.setFrameShadow(QFrame.Shadow.Plain)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 4, 4, 4)
+        self.icon = QLabel("✦")
+        self.icon.setObjectName("suggestionIcon")
+        self.text = QLabel()
+        self.text.setObjectName("suggestionText")
+        # one line, clipped when the window is narrow (the tooltip has it all): a wrapped label
+        # would ask the editor's layout for the height of many lines
+        self.text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        layout.addWidget(self.icon)
+        layout.addWidget(self.text, 1)
+        self.accept_button = QPushButton("Accept")
+        self.accept_button.setObjectName("acceptSuggestion")
+        self.accept_button.setToolTip(f"Make the suggestion your answer ({ACCEPT_KEY})")
+        self.accept_button.clicked.connect(controller.accept)
+        self.dismiss_button = QPushButton("Dismiss")
+        self.dismiss_button.setObjectName("dismissSuggestion")
+        self.dismiss_button.setToolTip(
+            f"Set the suggestion aside and answer from an empty form ({DISMISS_KEY})"
+        )
+        self.dismiss_button.clicked.connect(controller.dismiss)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setObjectName("stopSuggestion")
+        self.stop_button.setToolTip("Stop computing this suggestion")
+        self.stop_button.clicked.connect(controller.stop)
+        for button in (self.accept_button, self.dismiss_button, self.stop_button):
+            layout.addWidget(button)
+        self.setVisible(False)
+
+    def show_state(self, state: str, text: str, tip: str = "") -> None:
+        self.state = state
+        if state == "hidden":
+            self.setVisible(False)
+            return
+        background, border, color = _STYLES[state]
+        palette = self.palette()
+        role = QPalette.ColorRole
+        palette.setColor(role.Window, QColor(background))
+        palette.setColor(role.WindowText, QColor(border))
+        self.setPalette(palette)
+        for label in (self.icon, self.text):
+            own = label.palette()
+            own.setColor(role.WindowText, QColor(color))
+            label.setPalette(own)
+        self.text.setText(text)
+        self.text.setToolTip(tip or text)
+        self.accept_button.setVisible(state == "offered")
+        self.dismiss_button.setVisible(state == "offered")
+        self.stop_button.setVisible(state == "working")
+        self.setVisible(True)
+
+
+@dataclass
+class _Job:
+    unit_id: int
+    cancel: threading.Event
+    model_file: str
+
+
+class SuggestionController(QObject):
+    """Connects the model host, the open unit's editor and the annotation session."""
+
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.window = window
+        self.host = ModelHost(window, window.prefs.qs)
+        self.host.engine_changed.connect(self._on_engine)
+        self.params = GenerationParams(max_tokens=1024)
+        self.limits = GrammarLimits()
+        self.job: _Job | None = None
+        self.closed = False  # after shutdown, late results are dropped
+        self.shown_file: str | None = None  # model file of the suggestion on screen
+        self.model_label = QLabel()
+        self.model_label.setObjectName("modelState")
+        window.statusBar().addPermanentWidget(self.model_label)
+        self._on_engine(None)
+        remembered = self.host.remembered_model()
+        if self.host.load_at_start() and remembered is not None and remembered.is_file():
+            QTimer.singleShot(0, lambda: self.host.load(remembered, show_progress=False))
+
+    # --- the model ----------------------------------------------------------------------------
+
+    def _on_engine(self, engine) -> None:
+        if engine is None:
+            self.model_label.setText("No model")
+            self.model_label.setToolTip("Tools > Models… chooses a local model for suggestions")
+            return
+        self.model_label.setText(f"Model: {engine.info.file_name}")
+        self.model_label.setToolTip(engine.info.describe())
+        self.window.statusBar().showMessage(f"Model loaded: {engine.info.describe()}", 10000)
+        session = self.window.session
+        editor = self._editor()
+        if session is not None and editor is not None and session.unit is not None:
+            self.unit_shown(editor)
+
+    # --- showing units ------------------------------------------------------------------------
+
+    def _editor(self) -> Editor | None:
+        kind = self.window.kind
+        return self.window.editors.get(kind) if kind else None
+
+    def banner(self, editor: Editor) -> SuggestionBanner:
+        banner = editor.findChild(SuggestionBanner)
+        if banner is None:
+            banner = SuggestionBanner(self)
+            editor.add_banner(banner)
+        return banner
+
+    def unit_shown(self, editor: Editor) -> None:
+        """Called after the session opened a unit in ``editor``."""
+        self.stop()
+        self.shown_file = None
+        self.banner(editor).show_state("hidden", "")
+        session = self.window.session
+        unit = session.unit if session else None
+        if unit is None or session.read_only or session.answer is not None:
+            return
+        if unit.kind not in sg.TEMPLATES_FOR_KIND or not editor.can_suggest(unit):
+            return
+        try:
+            stored = latest_suggestion(self.window.service, unit.unit_id)
+        except (StoreError, PermissionError):
+            stored = None
+        if stored is not None:
+            self._present(editor, stored.id, stored.model_file, stored.payload)
+            return
+        engine = self.host.engine
+        if engine is None or engine.closed:
+            return
+        try:
+            library = PromptLibrary(self.window.admin)
+            templates = sg.resolve_templates(library, unit.kind)
+        except LlmError as exc:
+            self.window.statusBar().showMessage(f"No suggestion: {exc}", 8000)
+            return
+        cancel = threading.Event()
+        ctx = sg.SuggestContext(
+            engine, self.window.admin.catalogs, templates, self.params, self.limits, cancel
+        )
+        job = self.job = _Job(unit.unit_id, cancel, engine.info.file_name)
+
+        def work():
+            if cancel.is_set():
+                return None
+            try:
+                return sg.suggest(ctx, unit)
+            except Cancelled:  # moved on, or the window is closing
+                return None
+
+        self.banner(editor).show_state(
+            "working", f"Asking {engine.info.file_name} for a suggestion…"
+        )
+        self.host.submit(
+            work,
+            on_done=lambda answer: self._answered(job, engine, answer),
+            on_error=lambda message, exc: self._failed(job, message, exc),
+        )
+
+    def stop(self) -> None:
+        """Cancel the suggestion being computed (moving on, closing the project)."""
+        if self.job is not None:
+            self.job.cancel.set()
+            editor = self._editor()
+            if editor is not None:
+                banner = editor.findChild(SuggestionBanner)
+                if banner is not None and banner.state == "working":
+                    banner.show_state("hidden", "")
+            self.job = None
+
+    def _current(self, job: _Job) -> bool:
+        session = self.window.session
+        return (
+            not self.closed
+            and self.job is job
+            and session is not None
+            and session.unit is not None
+            and session.unit.unit_id == job.unit_id
+        )
+
+    def _answered(self, job: _Job, engine, answer: sg.ModelAnswer | None) -> None:
+        if answer is None or job.cancel.is_set() or self.closed or self.window.admin is None:
+            return
+        try:
+            suggestion_id = sg.store(self.window.admin, engine, answer)
+        except (StoreError, LlmError) as exc:
+            self.window.statusBar().showMessage(f"The suggestion was not stored: {exc}", 10000)
+            suggestion_id = None
+        if not self._current(job):
+            return
+        self.job = None
+        editor = self._editor()
+        session = self.window.session
+        if suggestion_id is None or editor is None:
+            self.banner(editor).show_state("hidden", "")
+            return
+        if session.answer is not None or session.pending or editor.undo_stack.count():
+            # the person started meanwhile: their work is never replaced
+            self.banner(editor).show_state(
+                "note",
+                f"{job.model_file} made a suggestion, but you had already started; it is "
+                "stored for the PI and not shown.",
+            )
+            return
+        self._present(editor, suggestion_id, job.model_file, answer.payload)
+
+    def _failed(self, job: _Job, message: str, exc: Exception) -> None:
+        current = self._current(job)
+        if current:
+            self.job = None
+        if isinstance(exc, (Cancelled, EngineClosedError)) or not current:
+            return
+        editor = self._editor()
+        if isinstance(exc, AnswerError):
+            text = f"No suggestion: the answer of {job.model_file} did not fit ({message})."
+        else:
+            text = f"No suggestion: {message}"
+        if editor is not None:
+            self.banner(editor).show_state("note", text)
+
+    def _present(self, editor: Editor, suggestion_id: int, model_file: str, payload) -> None:
+        try:
+            editor.show_suggestion(payload)
+        except (KeyError, TypeError, ValueError) as exc:  # a payload this editor cannot show
+            self.window.statusBar().showMessage(f"The suggestion cannot be shown: {exc}", 8000)
+            self.window.session.editor.load(self.window.session.unit, None)
+            return
+        self.window.session.offer_suggestion(suggestion_id)
+        self.shown_file = model_file
+        self.banner(editor).show_state(
+            "offered",
+            f"<b>Suggested by {model_file}</b> — press {ACCEPT_KEY} to accept, or edit it",
+            f"Suggested by {model_file}. Nothing is saved until you accept ({ACCEPT_KEY}) or "
+            f"edit it; {DISMISS_KEY} sets it aside.",
+        )
+
+    # --- the person's decision ----------------------------------------------------------------
+
+    def accept(self) -> None:
+        session, editor = self.window.session, self._editor()
+        if session is None or editor is None or session.suggestion_state != "offered":
+            self.window.statusBar().showMessage("There is no suggestion to accept here.", 4000)
+            return
+        view = session.accept_suggestion()
+        if view is not None:
+            self.saved(view)
+
+    def dismiss(self) -> None:
+        session, editor = self.window.session, self._editor()
+        if session is None or editor is None or session.suggestion_state != "offered":
+            return
+        editor.load(session.unit, None)
+        session.dismiss_suggestion()
+        self.banner(editor).show_state("hidden", "")
+        self.window.statusBar().showMessage(
+            "Suggestion dismissed; your answer will record that it was ignored.", 6000
+        )
+        editor.focus_first()
+
+    def saved(self, view: AnswerView) -> None:
+        """Keep the banner in step with what the saved answer records."""
+        editor = self._editor()
+        if editor is None or self.shown_file is None or view.suggestion_id is None:
+            return
+        banner = self.banner(editor)
+        if view.suggestion_use == "accepted":
+            banner.show_state(
+                "accepted",
+                f"Accepted the suggestion by {self.shown_file}. Changes you make now are "
+                "recorded as edits.",
+            )
+        elif view.suggestion_use == "edited":
+            banner.show_state(
+                "edited", f"Your answer, edited from the suggestion by {self.shown_file}."
+            )
+
+    def shutdown(self) -> None:
+        self.closed = True
+        self.stop()
+        self.host.shutdown()

@@ -1,0 +1,225 @@
+"""Adjudication in the desktop app: the PI opens Tools > Adjudicate disagreements, sees the
+units whose annotators disagree with their answers side by side, and saves a decision as the
+gold answer with a note, either taking one answer as it is or editing it in the kind's editor.
+The annotators' answers, and every agreement figure computed from them, stay as they were."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox, QTextBrowser
+from ui_support import make_gui_study, open_window, preferences
+
+from portalreview.analysis import eppc as eppc_analysis
+from portalreview.analysis import facts as facts_analysis
+from portalreview.analysis import match as match_analysis
+from portalreview.store.frames import read_frames
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.ui.adjudication import AdjudicationDialog, collect, summary_lines
+from portalreview.ui.tools import TOOLS
+
+AVA_EPPC = {
+    "labels": [
+        {"code": "InfoGive", "subcode": "Symptoms", "spans": [[11, 30]]},
+    ]
+}
+BEN_EPPC = {
+    "labels": [
+        {"code": "InfoGive", "subcode": "Symptoms", "spans": [[11, 30]]},
+        {"code": "Socioemotional/Empathy", "subcode": "Sadness/fear", "spans": [[11, 30]]},
+    ]
+}
+
+
+def facts_payload(edit_kept: bool) -> dict:
+    return {
+        "facts": [
+            {"side": "original", "text": "Go to the ER now", "entailed": True},
+            {
+                "side": "edited",
+                "text": "You will be fine",
+                "entailed": edit_kept,
+                "error_category": None if edit_kept else "false_assurance",
+            },
+        ]
+    }
+
+
+@pytest.fixture
+def study(tmp_path):
+    """The small study with submitted answers of ava and ben: they disagree on the EPPC and
+    facts units and agree on the match unit."""
+    gui = make_gui_study(tmp_path)
+    ids = gui.ids
+    with Project.open(gui.path) as project:
+        svc = StudyService(project)
+        reference = svc.sentences(response_id=ids.reference)
+        draft = svc.sentences(response_id=ids.draft1)
+        no_match = [{"sentence_id": x.id, "spans": []} for x in reference]
+        themes = [{"sentence_id": x.id, "theme": "other"} for x in (*reference, *draft)]
+        for who, eppc, kept in ((ids.ava, AVA_EPPC, True), (ids.ben, BEN_EPPC, False)):
+            svc.save_answer(ids.units["eppc"], eppc, status="submitted", annotator_id=who)
+            svc.save_answer(
+                ids.units["facts"], facts_payload(kept), status="submitted", annotator_id=who
+            )
+            svc.save_answer(
+                ids.units["match"],
+                {"decisions": no_match, "themes": themes},
+                status="submitted",
+                annotator_id=who,
+            )
+    return gui
+
+
+def figures(path) -> dict:
+    """Agreement figures that rest on the annotators' answers only."""
+    with Project.open(path, read_only=True) as project:
+        frames = read_frames(project)
+        catalogs = StudyService(project).catalogs
+        eppc = eppc_analysis.analyse(frames, n_resamples=50, catalogs=catalogs)
+        facts = facts_analysis.analyse(frames, n_resamples=50, catalogs=catalogs)
+        match = match_analysis.analyse(frames, n_resamples=50, catalogs=catalogs)
+    eppc_between = {k: v for k, v in eppc.items() if k not in ("n_gold_units", "vs_gold")}
+    return {"eppc": eppc_between, "facts": facts, "match": match}
+
+
+def gold_of(path, unit_id):
+    with Project.open(path, read_only=True) as project:
+        return StudyService(project).as_viewer("pat").get_answer(unit_id, gold=True)
+
+
+def answers_of(path, unit_id):
+    with Project.open(path, read_only=True) as project:
+        svc = StudyService(project).as_viewer("pat")
+        return [(a.annotator_id, a.payload) for a in svc.answers_for_unit(unit_id)]
+
+
+def open_adjudication(qtbot, window) -> AdjudicationDialog:
+    tool = next(t for t in TOOLS if t.title == "Adjudicate disagreements")
+    assert tool.roles == ("pi",)
+    dialog = tool.load()(window)
+    assert isinstance(dialog, AdjudicationDialog)
+    qtbot.waitUntil(dialog.isVisible)
+    return dialog
+
+
+def test_the_pi_adjudicates_disagreements_into_gold(qtbot, study, tmp_path):
+    ids = study.ids
+    before = figures(study.path)
+    answers_before = {u: answers_of(study.path, ids.units[u]) for u in ("eppc", "facts")}
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+
+    # EPPC: one disagreement, both answers side by side, the differing line marked
+    dialog.set_kind("eppc")
+    assert dialog.units.count() == 1
+    assert dialog.units.item(0).data(Qt.ItemDataRole.UserRole) == ids.units["eppc"]
+    assert "2 answers, 2 different" in dialog.unit_header.text()
+    assert [c.title() for c in dialog.columns] == ["1. Ava (RN)", "2. Dr. Ben"]
+    ben_html = dialog.columns[1].findChild(QTextBrowser).toHtml()
+    assert "Sadness / fear" in ben_html and "background-color" in ben_html
+
+    # edit Ben's answer in the EPPC editor: keep his codes, change the subcode, save as gold
+    qtbot.mouseClick(dialog.columns[1].load, Qt.MouseButton.LeftButton)
+    editor = dialog.editor
+    assert editor is dialog.editors["eppc"]
+    assert editor.payload() == BEN_EPPC
+    assert "Dr. Ben's answer" in dialog.source_label.text()
+    qtbot.keyClick(editor.codes_list, Qt.Key.Key_9)  # go to Socioemotional / empathy
+    qtbot.keyClick(editor.codes_list, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
+    assert dialog.dirty
+    qtbot.keyClicks(dialog.note, "Worry, not sadness: consensus meeting 3")
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    assert not dialog.dirty
+    assert "Gold answer saved" in dialog.status.text()
+    assert dialog.units.item(0).text().startswith("✓")
+    gold = gold_of(study.path, ids.units["eppc"])
+    assert gold.is_gold and gold.status == "submitted"
+    assert gold.comment == "Worry, not sadness: consensus meeting 3"
+    assert gold.payload == {
+        "labels": [
+            {"code": "InfoGive", "subcode": "Symptoms", "spans": [[11, 30]]},
+            {
+                "code": "Socioemotional/Empathy",
+                "subcode": "ExpressConcern/unease",
+                "spans": [[11, 30]],
+            },
+        ]
+    }
+
+    # Facts: take Ava's answer as it is (the note says so by default)
+    dialog.set_kind("facts")
+    assert dialog.units.count() == 1
+    assert "You will be fine" in dialog.columns[1].findChild(QTextBrowser).toPlainText()
+    qtbot.mouseClick(dialog.columns[0].take, Qt.MouseButton.LeftButton)
+    gold = gold_of(study.path, ids.units["facts"])
+    assert gold.comment == "Took Ava (RN)'s answer"
+    assert gold.payload == answers_before["facts"][0][1]
+    assert dialog.editor.payload() == gold.payload  # the editor shows the new gold
+
+    # the agreed match unit is not listed; hiding adjudicated units empties the list
+    dialog.set_kind("match")
+    assert dialog.units.count() == 0
+    dialog.set_kind("facts")
+    dialog.hide_done.setChecked(True)
+    assert dialog.units.count() == 0
+    dialog.close()
+    window.close()
+
+    # the annotators' answers and the agreement figures are as they were
+    for unit in ("eppc", "facts"):
+        assert answers_of(study.path, ids.units[unit])[:2] == answers_before[unit]
+    after = figures(study.path)
+    assert after == before
+    with Project.open(study.path, read_only=True) as project:
+        eppc = eppc_analysis.analyse(read_frames(project), n_resamples=50)
+    assert eppc["n_gold_units"] == 1  # while the figures against gold now have a gold
+
+
+def test_ctrl_number_loads_an_answer_and_ctrl_s_saves_it(qtbot, study, tmp_path):
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    dialog.set_kind("eppc")
+    dialog.activateWindow()
+    qtbot.waitUntil(lambda: dialog.isActiveWindow())
+    qtbot.keyClick(dialog.units, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    assert dialog.editor.payload() == AVA_EPPC
+    qtbot.keyClick(dialog.units, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+    gold = gold_of(study.path, study.ids.units["eppc"])
+    assert gold.payload == AVA_EPPC
+    assert gold.comment == "Edited from Ava (RN)'s answer"
+
+
+def test_only_the_pi_can_adjudicate(qtbot, study, tmp_path, monkeypatch):
+    told = []
+    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: told.append(a[2])))
+    window = open_window(qtbot, preferences(tmp_path), study.path, "ava")
+    tool = next(t for t in TOOLS if t.title == "Adjudicate disagreements")
+    assert tool.load()(window) is None
+    assert "principal investigator" in told[0]
+    window._fill_tools_menu()
+    action = next(a for a in window.tools_menu.actions() if a.text() == tool.title)
+    assert not action.isEnabled()
+
+
+def test_disagreements_and_summaries_without_widgets(study):
+    with Project.open(study.path, read_only=True) as project:
+        svc = StudyService(project).as_viewer("pat")
+        reports = {r.unit_id: r for r in collect(svc, "eppc")}
+        report = reports[study.ids.units["eppc"]]
+        assert report.differs and report.gold is None
+        unit = svc.read_unit(report.unit_id)
+        lines = summary_lines("eppc", BEN_EPPC, unit, svc.catalogs)
+        assert lines == [
+            "Information giving → Symptoms: “crushing chest pain”",
+            "Socioemotional / empathy → Sadness / fear: “crushing chest pain”",
+        ]
+        assert summary_lines("eppc", {"labels": []}, unit, svc.catalogs) == ["No EPPC code"]
+        facts_unit = svc.read_unit(study.ids.units["facts"])
+        assert summary_lines("facts", facts_payload(False), facts_unit, svc.catalogs) == [
+            "Original: “Go to the ER now” — kept",
+            "Edited: “You will be fine” — ADDED (False assurance)",
+        ]
+        match = {r.unit_id: r for r in collect(svc, "match")}[study.ids.units["match"]]
+        assert not match.differs

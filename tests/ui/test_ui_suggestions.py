@@ -1,0 +1,245 @@
+"""Model suggestions in the desktop app, through the real engine with the tiny random model
+(written by the test, nothing downloaded): a suggestion appears pre-filled and marked, nothing
+is saved until the person accepts or edits it, the stored answer records the suggestion and
+how it was used, the suggestion's provenance is stored, a corrupt model file gives a message
+and the app goes on, and the model is closed with the window. Random weights give random
+text, so these tests check structure, never wording."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+from ui_support import make_gui_study, open_window, preferences, stored_answer, wait_saved
+
+from portalreview.store.models import Suggestion
+from portalreview.store.project import Project
+from portalreview.tasks.common.editor_base import TextBox
+from portalreview.ui.suggestions import SuggestionBanner
+from tests.llm.llm_testkit import PARAMS, SMALL_LIMITS, tiny_model_file
+
+ANSWER_WAIT_MS = 60000
+
+
+@pytest.fixture
+def gui(tmp_path):
+    return make_gui_study(tmp_path)
+
+
+@pytest.fixture
+def model(tmp_path_factory):
+    return tiny_model_file(tmp_path_factory)
+
+
+@pytest.fixture
+def window(qtbot, gui, tmp_path):
+    win = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    ctl = win.suggestions
+    ctl.host.load_options = {"gpu": False, "hash_cache": False}
+    ctl.params, ctl.limits = PARAMS, SMALL_LIMITS
+    return win
+
+
+def show_kind(window, kind: str) -> None:
+    window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
+    assert window.kind == kind
+
+
+def banner(window) -> SuggestionBanner:
+    return window.editors[window.kind].findChild(SuggestionBanner)
+
+
+def load_model(qtbot, window, path) -> None:
+    window.suggestions.host.load(path, show_progress=False)
+    qtbot.waitUntil(lambda: window.suggestions.host.engine is not None, timeout=ANSWER_WAIT_MS)
+
+
+def wait_offered(qtbot, window) -> None:
+    qtbot.waitUntil(
+        lambda: banner(window) is not None and banner(window).state == "offered",
+        timeout=ANSWER_WAIT_MS,
+    )
+    assert banner(window).isVisible()
+    assert window.session.suggestion_state == "offered"
+
+
+def suggestion_row(path, suggestion_id: int) -> dict:
+    with Project.open(path, read_only=True) as project, project.read() as s:
+        row = s.get(Suggestion, suggestion_id)
+        return {
+            "unit_id": row.unit_id,
+            "model_file": row.model_file,
+            "model_sha256": row.model_sha256,
+            "template_id": row.template_id,
+            "template_text": row.template_text,
+            "params": json.loads(row.params_json),
+            "payload": json.loads(row.payload_json),
+        }
+
+
+def test_a_suggestion_is_marked_saved_only_when_accepted_then_edited(qtbot, window, gui, model):
+    unit = gui.ids.units["respond"]
+    show_kind(window, "respond")
+    assert window.session.unit.unit_id == unit and window.session.answer is None
+    load_model(qtbot, window, model)
+    assert window.suggestions.model_label.text().endswith(model.name)
+    assert "CPU" in window.suggestions.model_label.toolTip()  # engine.info.describe()
+    wait_offered(qtbot, window)
+    editor = window.editors["respond"]
+    suggested = editor.payload()
+    assert suggested["parts"], "the theme boxes are pre-filled"
+    assert model.name in banner(window).text.text()
+
+    # Shown, not accepted: nothing reaches the file, not even after the autosave delay or on
+    # an explicit save.
+    qtbot.wait(700)
+    window.act_save.trigger()
+    assert stored_answer(gui.path, unit, "ava") is None
+
+    # One key accepts it.
+    first_box = next(b for b in editor.findChildren(TextBox) if b.isVisible())
+    first_box.setFocus()
+    qtbot.keyClick(
+        first_box,
+        Qt.Key.Key_A,
+        Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+    )
+    answer = stored_answer(gui.path, unit, "ava")
+    assert answer is not None
+    assert answer.suggestion_use == "accepted" and answer.suggestion_id is not None
+    assert answer.payload["parts"] == suggested["parts"]
+    assert banner(window).state == "accepted"
+
+    row = suggestion_row(gui.path, answer.suggestion_id)
+    assert row["unit_id"] == unit
+    assert row["model_file"] == model.name
+    assert row["model_sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
+    assert row["template_id"] == "respond_boxes@default" and row["template_text"].strip()
+    assert row["params"]["max_tokens"] == PARAMS.max_tokens
+    assert row["payload"]["parts"] == suggested["parts"]
+
+    # Editing after accepting is recorded as such.
+    box = editor.boxes["planning"]
+    box.setFocus()
+    qtbot.keyClicks(box, " Call us.")
+    wait_saved(qtbot, window)
+    answer = stored_answer(gui.path, unit, "ava")
+    assert answer.suggestion_use == "edited"
+    assert answer.payload["parts"] != suggested["parts"]
+
+
+def test_rank_edited_without_accepting_and_match_dismissed(qtbot, window, gui, model):
+    load_model(qtbot, window, model)
+    show_kind(window, "rank")
+    wait_offered(qtbot, window)
+    editor = window.editors["rank"]
+    entries = editor.payload()["entries"]
+    assert sorted(e["response_id"] for e in entries) == sorted([gui.ids.draft1, gui.ids.draft2])
+    assert all(e["rank"] in (1, 2) for e in entries)
+    assert stored_answer(gui.path, gui.ids.units["rank"], "ava") is None
+    editor.setFocus()
+    qtbot.keyClick(editor, Qt.Key.Key_Down)
+    qtbot.keyClick(editor, Qt.Key.Key_N)  # change the suggestion without accepting it
+    qtbot.keyClick(editor, Qt.Key.Key_Y)
+    wait_saved(qtbot, window)
+    answer = stored_answer(gui.path, gui.ids.units["rank"], "ava")
+    assert answer.suggestion_use == "edited" and answer.suggestion_id is not None
+
+    show_kind(window, "match")
+    wait_offered(qtbot, window)
+    editor = window.editors["match"]
+    reference = window.session.unit.responses[0]
+    assert [d["sentence_id"] for d in editor.payload()["decisions"]] == [
+        s.id for s in reference.sentences
+    ]
+    window.act_dismiss.trigger()
+    assert not banner(window).isVisible()
+    assert editor.payload()["decisions"] == []
+    assert stored_answer(gui.path, gui.ids.units["match"], "ava") is None
+    qtbot.keyClick(editor.draft_view, Qt.Key.Key_X)  # NO MATCH for the first sentence
+    wait_saved(qtbot, window)
+    answer = stored_answer(gui.path, gui.ids.units["match"], "ava")
+    assert answer.suggestion_use == "ignored" and answer.suggestion_id is not None
+
+
+def test_moving_on_cancels_and_a_stored_suggestion_needs_no_model(qtbot, window, gui, model):
+    # A suggestion precomputed for the match unit (e.g. by `portalreview suggest`).
+    unit = gui.ids.units["match"]
+    read = window.admin.read_unit(unit)
+    payload = {
+        "decisions": [{"sentence_id": s.id, "spans": []} for s in read.responses[0].sentences],
+        "themes": [],
+    }
+    stored_id = window.admin.add_suggestion(
+        unit, payload, model_file="overnight.gguf", model_sha256="0" * 64, template_id="t@v1"
+    )
+    load_model(qtbot, window, model)
+    show_kind(window, "rank")
+    job = window.suggestions.job
+    assert job is not None and banner(window).state == "working"
+    show_kind(window, "match")  # moving on cancels the rank suggestion
+    assert job.cancel.is_set()
+    assert banner(window).state == "offered"
+    assert "overnight.gguf" in banner(window).text.text()
+    assert window.session.suggestion_id == stored_id
+    window.act_accept.trigger()
+    answer = stored_answer(gui.path, unit, "ava")
+    assert (answer.suggestion_id, answer.suggestion_use) == (stored_id, "accepted")
+
+
+def test_a_corrupt_model_gives_a_message_and_the_app_goes_on(
+    qtbot, window, gui, tmp_path, monkeypatch
+):
+    told = []
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *a, **k: told.append(a[2])))
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\x00" * 40)
+    host = window.suggestions.host
+    host.load(bad, show_progress=False)
+    qtbot.waitUntil(lambda: not host.loading, timeout=ANSWER_WAIT_MS)
+    assert host.engine is None
+    assert len(told) == 1 and str(bad) in told[0]
+    assert window.suggestions.model_label.text() == "No model"
+    show_kind(window, "respond")
+    assert banner(window) is None or not banner(window).isVisible()
+    box = window.editors["respond"].boxes["empathy"]
+    qtbot.keyClicks(box, "Sorry.")
+    wait_saved(qtbot, window)
+    answer = stored_answer(gui.path, gui.ids.units["respond"], "ava")
+    assert answer.payload["parts"]["empathy"] == "Sorry."
+    assert answer.suggestion_id is None and answer.suggestion_use is None
+
+
+def test_the_model_is_closed_with_the_window(qtbot, window, model):
+    load_model(qtbot, window, model)
+    engine = window.suggestions.host.engine
+    assert not engine.closed
+    window.close()
+    assert engine.closed
+    assert window.suggestions.host.engine is None
+
+
+def test_the_models_panel_lists_the_models_folder(qtbot, window, model, tmp_path):
+    from portalreview.ui.model_panel import ModelDialog
+    from portalreview.ui.tools import TOOLS
+
+    assert any(t.target == "portalreview.ui.model_panel:open_tool" for t in TOOLS)
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / model.name).write_bytes(model.read_bytes())
+    (folder / "notes.gguf").write_bytes(b"PK\x03\x04 not a model")
+    host = window.suggestions.host
+    host.set_models_folder(folder)
+    dialog = ModelDialog(host, window)
+    qtbot.addWidget(dialog)
+    rows = [dialog.list.item(i) for i in range(dialog.list.count())]
+    usable = [r for r in rows if r.flags() & Qt.ItemFlag.ItemIsEnabled]
+    assert len(rows) == 2 and len(usable) == 1
+    dialog.list.setCurrentItem(usable[0])
+    dialog.load_button.click()
+    qtbot.waitUntil(lambda: host.engine is not None, timeout=ANSWER_WAIT_MS)
+    assert host.remembered_model() == folder / model.name
+    assert model.name in dialog.current.text()
