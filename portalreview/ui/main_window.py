@@ -758,6 +758,9 @@ EDITOR_KEYS = {
     "M or Enter match it, X NO MATCH, Delete clears; in a sentence list, 1-9 give the "
     "selected sentence a theme (0 removes it).</p>",
     "respond": "<p><b>Responses</b>: Tab moves to the next box.</p>",
+    "urgency": "<p><b>Urgency</b>: Left or 1 = the left patient needs care first, Right or 2 = "
+    "the right one; A marks a hard pair; L or R then 1-6 sets that patient's level, 0 clears.</p>",
+    "empathy": "<p><b>Empathy</b>: 1 = response 1 more empathetic, 2 = response 2, 3 = equal.</p>",
     "eppc": "<p><b>EPPC coding</b>: 1-9 choose a code, Alt+1-9 its subcode; select text in the "
     "sentence and press E or Enter for evidence; Delete removes a span; W shows the whole "
     "message.</p>",
