@@ -3,36 +3,44 @@
 Each module reads :class:`portalreview.store.frames.StudyFrames` (``read_frames``) and has one
 entry point ``analyse(frames, *, seed, n_resamples, catalogs) -> dict`` returning JSON-ready
 data (numbers, strings, lists, dicts; ``None`` for an undefined value, never NaN). Every
-headline figure is ``{"value", "ci", "n_units"}`` with a seeded 95% bootstrap CI over units
-(:mod:`portalreview.analysis._bootstrap`). ``docs/report.md`` documents every key.
+headline figure is ``{"value", "ci", "n_units", "n_resamples"}`` with a seeded 95% bootstrap
+CI over units (:mod:`portalreview.analysis._bootstrap`). ``docs/report.md`` documents every
+key.
 
 Modules, in report order: :mod:`.respond` and :mod:`.match` (seed 000, drafting),
 :mod:`.rank` (seed 001, MedAlign), :mod:`.urgency` (seed 002, PMR-Bench), :mod:`.eppc`
-(seed 003, EPPCMinerBen), :mod:`.empathy` and :mod:`.facts` (seed 004).
+(seed 003, EPPCMinerBen), :mod:`.empathy` and :mod:`.facts` (seed 004). They are imported
+when first needed (``ANALYSES`` or :func:`analyse_all`), not with the package, so importing
+one helper module does not load them all (PEP 562).
 """
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from portalreview.analysis import empathy, eppc, facts, match, rank, respond, urgency
-from portalreview.domain.catalogs import Catalogs
-from portalreview.store.frames import StudyFrames, paused_gc
+if TYPE_CHECKING:
+    from portalreview.domain.catalogs import Catalogs
+    from portalreview.store.frames import StudyFrames
 
 Analysis = Callable[..., dict[str, Any]]
 
-#: kind -> analysis function, in the order the report lists them.
-ANALYSES: dict[str, Analysis] = {
-    "respond": respond.analyse,
-    "match": match.analyse,
-    "rank": rank.analyse,
-    "urgency": urgency.analyse,
-    "eppc": eppc.analyse,
-    "empathy": empathy.analyse,
-    "facts": facts.analyse,
-}
+#: The analysis modules, in the order the report lists them (one per kind).
+KINDS = ("respond", "match", "rank", "urgency", "eppc", "empathy", "facts")
+
+
+def _analyses() -> dict[str, Analysis]:
+    """kind -> analysis function, in the order the report lists them."""
+    return {kind: importlib.import_module(f"{__name__}.{kind}").analyse for kind in KINDS}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ANALYSES":  # kind -> analysis function, in report order
+        value = globals()["ANALYSES"] = _analyses()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def analyse_all(
@@ -45,9 +53,12 @@ def analyse_all(
 ) -> dict[str, dict[str, Any]]:
     """Every analysis on one snapshot of the study: {kind: result}. When ``timings`` is given
     it receives the seconds each analysis took (the benchmark reads it)."""
+    from portalreview.store.frames import paused_gc
+
+    analyses = globals().get("ANALYSES") or __getattr__("ANALYSES")
     out = {}
     with paused_gc():  # the tables make millions of short-lived objects, none in cycles
-        for kind, function in ANALYSES.items():
+        for kind, function in analyses.items():
             started = time.perf_counter()
             out[kind] = function(frames, seed=seed, n_resamples=n_resamples, catalogs=catalogs)
             if timings is not None:
@@ -55,4 +66,4 @@ def analyse_all(
     return out
 
 
-__all__ = ["ANALYSES", "analyse_all"]
+__all__ = ["ANALYSES", "KINDS", "analyse_all"]

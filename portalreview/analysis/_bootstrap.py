@@ -13,6 +13,12 @@ seed, number of resamples and number of units (``numpy.random.default_rng(seed).
 n, size=(n_resamples, n))``), and the interval is the same percentile interval (quantiles
 0.025 and 0.975 with numpy's linear interpolation; resamples where the figure is undefined are
 dropped; no finite resample gives no interval). The tests check the two agree.
+
+A group's figure is undefined on a resample that draws none of the group's units (a group is
+resampled within its kind, so that happens to small groups): such a resample holds no data of
+the group and is dropped like any undefined one, whatever value the statistic would give to
+empty sums (P / R / F1 would say 0.0, Fact-Recall 1.0). Each figure reports how many resamples
+its interval rests on (``n_resamples``).
 """
 
 from __future__ import annotations
@@ -58,13 +64,19 @@ def unit_major_weights(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
 
 def percentile_interval(values: np.ndarray) -> tuple[float, float] | None:
     """The 95% percentile interval of resampled values (NaN dropped), as bootstrap_ci."""
+    return interval_and_count(values)[0]
+
+
+def interval_and_count(values: np.ndarray) -> tuple[tuple[float, float] | None, int]:
+    """:func:`percentile_interval` of resampled values and how many finite values (resamples
+    where the figure is defined) it rests on."""
     finite = np.asarray(values, dtype=float).reshape(-1)
     finite = finite[np.isfinite(finite)]
     if finite.size == 0:
-        return None
+        return None, 0
     tail = (1.0 - CONFIDENCE) / 2.0
     low, high = np.quantile(finite, [tail, 1.0 - tail])
-    return float(low), float(high)
+    return (float(low), float(high)), int(finite.size)
 
 
 class Resampler:
@@ -97,6 +109,17 @@ class Resampler:
 
     def _small(self, where: np.ndarray) -> bool:
         return 4 * len(where) < len(self.units)
+
+    def drawn(self, unit_ids: Any) -> np.ndarray | None:
+        """How many of ``unit_ids``' units each resample draws (with repeats)."""
+        weights = self.weights
+        if weights is None:
+            return None
+        where = self._where(unit_ids)
+        if self._small(where):
+            by_unit = unit_major_weights(len(self.units), self.seed, self.n_resamples)
+            return by_unit[where].sum(axis=0, dtype=np.float64)
+        return weights[:, where].sum(axis=1, dtype=np.float64)
 
     def resampled_sums(self, matrix: np.ndarray, unit_ids: Any) -> np.ndarray | None:
         """Column sums of ``matrix`` (one row per unit of ``unit_ids``) over each resample."""
@@ -204,11 +227,38 @@ class Population:
         self._resampler = resampler
         self._boot: np.ndarray | None = None
         self._deferred = False
+        # Which resamples draw none of the units (the figure is undefined there): a column
+        # positive on every unit (a "witness") has a resampled sum of 0 exactly on those; an
+        # integer matrix without one gets a column of ones (its integer sums are exact, so
+        # the other columns' sums do not change); otherwise the draws are counted apart.
+        self._witness: int | None = None
+        self._drawn: np.ndarray | None = None
+        if self.n_units > 0 and resampler.weights is not None:
+            matrix = self._with_witness(matrix, unit_ids)
         if self.n_units > 0:
             if deferred and resampler.defer(self, matrix, unit_ids):
                 self._deferred = True
             else:
                 self._boot = resampler.resampled_sums(matrix, unit_ids)
+
+    def _with_witness(self, matrix: np.ndarray, unit_ids: Any) -> np.ndarray:
+        positive = np.flatnonzero((matrix.astype(np.float32) > 0).all(axis=0))
+        if len(positive):
+            self._witness = int(positive[0])
+        elif np.array_equal(matrix, np.rint(matrix)):
+            self._witness = matrix.shape[1]
+            return np.hstack([matrix, np.ones((self.n_units, 1))])
+        else:
+            self._drawn = self._resampler.drawn(unit_ids)
+        return matrix
+
+    def _empty_resamples(self, boot: np.ndarray) -> np.ndarray:
+        """Whether each resample draws none of the population's units."""
+        if self._witness is not None:
+            return boot[:, self._witness] == 0
+        if self._drawn is not None:
+            return self._drawn == 0
+        return np.zeros(boot.shape[0], dtype=bool)
 
     def _set_boot(self, sums: np.ndarray) -> None:
         self._boot, self._deferred = sums, False
@@ -235,22 +285,31 @@ class Population:
         return float(np.asarray(result, dtype=float).reshape(-1)[0])
 
     def resampled(self, statistic: Statistic) -> np.ndarray | None:
-        """The statistic on each bootstrap resample (NaN where undefined), or None when
-        intervals are off: for a figure that combines several populations resample by
-        resample (they must share one resampler)."""
+        """The statistic on each bootstrap resample (NaN where undefined, and on resamples
+        that draw none of the population's units), or None when intervals are off: for a
+        figure that combines several populations resample by resample (they must share one
+        resampler)."""
         boot = self._resampled_sums()
         if boot is None:
             return None
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(statistic(self._view(boot)), dtype=float).reshape(-1)
+            values = np.asarray(statistic(self._view(boot)), dtype=float).reshape(-1)
+        empty = self._empty_resamples(boot)
+        return np.where(empty, np.nan, values) if empty.any() else values
 
     def interval(self, statistic: Statistic) -> tuple[float, float] | None:
         """The 95% bootstrap CI of the statistic over units (None when off or undefined)."""
+        return self.interval_and_count(statistic)[0]
+
+    def interval_and_count(self, statistic: Statistic) -> tuple[tuple[float, float] | None, int]:
+        """:meth:`interval` and the number of resamples it rests on (those where the figure
+        is defined; 0 when intervals are off)."""
         values = self.resampled(statistic)
-        return None if values is None else percentile_interval(values)
+        return (None, 0) if values is None else interval_and_count(values)
 
     def figure(self, statistic: Statistic, n_units: int | None = None) -> dict[str, Any]:
-        """``{"value", "ci", "n_units"}`` of the statistic (value None with no units).
+        """``{"value", "ci", "n_units", "n_resamples"}`` of the statistic (value None with no
+        units); ``n_resamples`` counts the resamples the interval rests on.
 
         ``n_units`` is the number of units the figure rests on when it is fewer than the
         population's (a figure over the units of one difficulty bucket, one source...)."""
@@ -259,9 +318,11 @@ class Population:
         count = self.n_units if n_units is None else n_units
         if self._deferred:
             out = figure(self.value(statistic), None, count)
-            out["ci"] = DeferredInterval(self, statistic)
+            out["ci"] = interval = DeferredInterval(self, statistic)
+            out["n_resamples"] = DeferredCount(interval)
             return out
-        return figure(self.value(statistic), self.interval(statistic), count)
+        ci, used = self.interval_and_count(statistic)
+        return figure(self.value(statistic), ci, count, used)
 
 
 class DeferredInterval(Deferred):
@@ -270,10 +331,26 @@ class DeferredInterval(Deferred):
 
     def __init__(self, population: Population, statistic: Statistic) -> None:
         self.population, self.statistic = population, statistic
+        self._result: tuple[tuple[float, float] | None, int] | None = None
+
+    def result(self) -> tuple[tuple[float, float] | None, int]:
+        """The interval and the number of resamples it rests on (computed once)."""
+        if self._result is None:
+            self._result = self.population.interval_and_count(self.statistic)
+        return self._result
 
     def json(self) -> list[float | None] | None:
-        ci = self.population.interval(self.statistic)
-        return figure(None, ci, 0)["ci"]
+        return figure(None, self.result()[0], 0)["ci"]
+
+
+class DeferredCount(Deferred):
+    """The ``n_resamples`` of a deferred figure: the resamples its interval rests on."""
+
+    def __init__(self, interval: DeferredInterval) -> None:
+        self.interval = interval
+
+    def json(self) -> int:
+        return self.interval.result()[1]
 
 
 def _as_block(values: Any) -> np.ndarray:

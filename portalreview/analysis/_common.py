@@ -82,6 +82,12 @@ def jsonable(value: Any) -> Any:
         return value
     if kind is float:
         return value if math.isfinite(value) else None
+    if kind is dict:  # the common containers first: the checks below are slower
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [jsonable(v) for v in value]
+    if isinstance(value, Deferred):
+        return jsonable(value.json())
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset, np.ndarray, pd.Index)):
@@ -96,8 +102,6 @@ def jsonable(value: Any) -> Any:
         return v if math.isfinite(v) else None
     if value is None or value is pd.NA or value is pd.NaT:
         return None
-    if isinstance(value, Deferred):
-        return jsonable(value.json())
     return value
 
 
@@ -109,22 +113,47 @@ def number(value: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def figure(value: Any, ci: tuple[float, float] | None, n_units: int) -> dict[str, Any]:
-    """A headline figure: its value, its 95% bootstrap CI over units, and the units' count."""
+def figure(
+    value: Any, ci: tuple[float, float] | None, n_units: int, n_resamples: int = 0
+) -> dict[str, Any]:
+    """A headline figure: its value, its 95% bootstrap CI over units, the units' count and
+    the number of bootstrap resamples the CI rests on (those where the figure is defined)."""
     return {
         "value": number(value),
         "ci": None if ci is None else [number(ci[0]), number(ci[1])],
         "n_units": int(n_units),
+        "n_resamples": int(n_resamples) if ci is not None else 0,
     }
+
+
+def answers_of_kind(frames: StudyFrames, kind: str) -> pd.DataFrame:
+    """``frames.answers[frames.answers.kind == kind]`` (same rows, order and index), split
+    once per frames: comparing the long text column with each kind in turn costs more than
+    the analyses' own work on small kinds. Read it, never change it in place."""
+    split = frames.memo.get("answers_by_kind")
+    if split is None:
+        answers = frames.answers
+        codes, names = pd.factorize(answers.kind.to_numpy(dtype=object))
+        split = frames.memo["answers_by_kind"] = {
+            name: answers.iloc[np.flatnonzero(codes == i)] for i, name in enumerate(names)
+        }
+    found = split.get(kind)
+    return frames.answers.iloc[:0] if found is None else found
 
 
 def people(frames: StudyFrames, kind: str) -> pd.DataFrame:
     """Submitted answers of ``kind`` with unit columns, split by role: columns of
     ``frames.answers`` plus the unit's ``unit_set``, ``position``, ``batch``, ``case_id``,
-    ``case_b_id``, ``response_id``, ``response_b_id``, ``sentence_id``."""
-    answers = frames.answers[frames.answers.kind == kind]
-    units = frames.units.drop(columns=["kind"])
-    return answers.merge(units, on="unit_id", how="left", validate="many_to_one")
+    ``case_b_id``, ``response_id``, ``response_b_id``, ``sentence_id``. Made once per frames
+    and kind (several analyses read the same kind): read it, never change it in place."""
+    key = ("people", kind)
+    found = frames.memo.get(key)
+    if found is None:
+        answers = answers_of_kind(frames, kind)
+        units = frames.units.drop(columns=["kind"])
+        found = answers.merge(units, on="unit_id", how="left", validate="many_to_one")
+        frames.memo[key] = found
+    return found
 
 
 def humans(answers: pd.DataFrame) -> pd.DataFrame:
@@ -141,8 +170,7 @@ def models(answers: pd.DataFrame) -> pd.DataFrame:
 
 def answered_units(frames: StudyFrames, kind: str) -> list[int]:
     """The units of ``kind`` with at least one answer: what a kind's bootstrap resamples."""
-    answers = frames.answers
-    return sorted(answers.unit_id[answers.kind == kind].unique().tolist())
+    return sorted(answers_of_kind(frames, kind).unit_id.unique().tolist())
 
 
 def answer_counts(answers: pd.DataFrame) -> dict[str, Any]:

@@ -28,8 +28,6 @@ from portalreview.analysis import match
 from portalreview.analysis._common import (
     Settings,
     answered_units,
-    humans,
-    people,
     prf_columns,
     records,
     safe_ratio,
@@ -105,12 +103,13 @@ def load_figures(rows: pd.DataFrame, s: Settings) -> dict[str, Any]:
 
 def estimated_edit_f1(frames: StudyFrames, draft_ids: set[int]) -> pd.DataFrame:
     """Match pairs (people's match answers) whose draft is one of ``draft_ids``, with EM, EA
-    and ED as the match tables count them (``analysis.match.pair_counts``)."""
-    answers = humans(people(frames, match.KIND))
-    answers = answers[answers.response_b_id.isin(list(draft_ids))]
-    if answers.empty:
+    and ED as the match tables count them (``analysis.match.pair_counts``, of every match
+    answer once: ``match.people_pair_counts``)."""
+    pairs = match.people_pair_counts(frames)
+    pairs = pairs[pairs.response_b_id.isin(list(draft_ids))]
+    if pairs.empty:
         return pd.DataFrame(columns=["unit_id", "response_b_id", "em", "ea", "ed"])
-    return match.pair_counts(answers, frames)
+    return pairs.reset_index(drop=True)
 
 
 def estimate_figures(pairs: pd.DataFrame, s: Settings) -> dict[str, Any] | None:

@@ -132,26 +132,31 @@ class RelaxedMatcher:
     def __init__(self, rows: pd.DataFrame) -> None:
         ids, first = np.unique(rows.evidence_id.to_numpy(), return_index=True)
         self.tokens = dict(zip(ids.tolist(), rows.tokens.to_numpy()[first].tolist(), strict=True))
-        self.known: dict[int, bool] = {}
+        # Pairs decided so far: their keys (sorted) and decisions, looked up with numpy.
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._decided = np.zeros(0, dtype=bool)
 
     def _decide(self, key: int) -> bool:
-        found = self.known.get(key)
-        if found is None:
-            predicted, gold = key >> 32, key & 0xFFFFFFFF
-            a = self.tokens[predicted]
-            # The same text on both sides matches itself when it has a token (a <= a).
-            found = bool(a) if predicted == gold else _relaxed(a, self.tokens[gold])
-            self.known[key] = found
-        return found
+        predicted, gold = key >> 32, key & 0xFFFFFFFF
+        a = self.tokens[predicted]
+        # The same text on both sides matches itself when it has a token (a <= a).
+        return bool(a) if predicted == gold else _relaxed(a, self.tokens[gold])
 
     def __call__(self, predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
         """Whether each (predicted, gold) evidence pair matches."""
         keys = predicted.astype(np.int64) * (1 << 32) + gold.astype(np.int64)
         distinct, inverse = np.unique(keys, return_inverse=True)
-        decided = np.fromiter(
-            (self._decide(k) for k in distinct.tolist()), dtype=bool, count=len(distinct)
-        )
-        return decided[inverse.reshape(-1)]
+        where = np.searchsorted(self._keys, distinct)
+        known = where < len(self._keys)
+        known[known] = self._keys[where[known]] == distinct[known]
+        new = distinct[~known]
+        if len(new):
+            decided = np.fromiter((self._decide(k) for k in new.tolist()), bool, len(new))
+            order = np.argsort(np.concatenate([self._keys, new]), kind="stable")
+            self._keys = np.concatenate([self._keys, new])[order]
+            self._decided = np.concatenate([self._decided, decided])[order]
+            where = np.searchsorted(self._keys, distinct)
+        return self._decided[where][inverse.reshape(-1)]
 
 
 def _with_evidence(rows: pd.DataFrame, units: pd.Index, name: str) -> pd.DataFrame:

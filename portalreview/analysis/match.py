@@ -135,6 +135,16 @@ def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     return out.assign(**scores).reset_index(drop=True)
 
 
+def people_pair_counts(frames: StudyFrames) -> pd.DataFrame:
+    """:func:`pair_counts` of the people's match answers, made once per frames: the match
+    tables and the editing load's Edit-F1 estimate (``analysis.editing``) share it. Read it,
+    never change it in place."""
+    found = frames.memo.get("match_pair_counts")
+    if found is None:
+        found = frames.memo["match_pair_counts"] = pair_counts(humans(people(frames, KIND)), frames)
+    return found
+
+
 def theme_presence(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     """One row per (answer, theme) used on either side: in_ref / in_draft flags - the theme
     sets Theme-Level Edit-F1 compares (seed 000, Section 3.2)."""
@@ -247,15 +257,27 @@ def per_theme_f1(pairs: pd.DataFrame, presence: pd.DataFrame, settings: Settings
     return records(table.rename_axis("theme").reset_index())
 
 
+def theme_recall_counts(frames: StudyFrames) -> pd.DataFrame:
+    """Per (answer, theme): the decided reference sentences the answer gave that theme
+    (``size``) and how many of them it matched (``sum``) - every match answer's, counted
+    once per frames and summed per group by :func:`per_theme_recall`."""
+    found = frames.memo.get("match_theme_recall")
+    if found is None:
+        rows = frames.match_decisions.merge(frames.sentence_themes, on=["answer_id", "sentence_id"])
+        rows = rows.assign(matched=rows.spans.map(len) > 0)
+        found = rows.groupby(["answer_id", "theme"]).matched.agg(["size", "sum"]).reset_index()
+        frames.memo["match_theme_recall"] = found
+    return found
+
+
 def per_theme_recall(pairs: pd.DataFrame, frames: StudyFrames, settings: Settings) -> list[dict]:
     """Content-level recall of each theme (seed 000, Table 14): matched reference sentences
     of a theme / reference sentences of that theme, summed over the group's pairs (the
     theme is the one the same annotator gave the sentence; unlabelled sentences are left
     out). Same counting as ``metrics.per_theme_content_recall``."""
-    decisions = frames.match_decisions.merge(pairs[["answer_id"]], on="answer_id")
-    rows = decisions.merge(frames.sentence_themes, on=["answer_id", "sentence_id"])
-    rows = rows.assign(matched=rows.spans.map(len) > 0)
-    grouped = rows.groupby("theme").matched.agg(["size", "sum"])
+    counts = theme_recall_counts(frames)
+    mine = counts[counts.answer_id.isin(pairs.answer_id)]
+    grouped = mine.groupby("theme")[["size", "sum"]].sum()
     out = []
     for theme in _theme_ids(settings):
         n = int(grouped["size"].get(theme, 0))
@@ -508,7 +530,7 @@ def analyse(
     people_answers = humans(answers)
     if people_answers.empty:
         return jsonable({**answer_counts(people_answers), **_empty(answers, s)})
-    pairs = _with_labels(pair_counts(people_answers, frames), people_answers, frames)
+    pairs = _with_labels(people_pair_counts(frames), people_answers, frames)
     presence = theme_presence(people_answers, frames)
     kinds = frames.responses.set_index("response_id").author_kind
     drafts = pairs[

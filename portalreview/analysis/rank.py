@@ -121,6 +121,10 @@ def source_table(
     columns["judged"] = _unit_sums(~np.isnan(correct), units, order)
     pop = s.population(columns, order)
     totals = pop.totals()
+    # Each figure's n_units: the units that add to its denominator.
+    met = columns["both"].reshape(-1, m, m) > 0
+    untied = (columns["both"] - columns["ties"]).reshape(-1, m, m) > 0
+    untied[:, np.arange(m), np.arange(m)] = False
     rows = []
     for i, source in enumerate(sources):
         rows.append(
@@ -129,20 +133,29 @@ def source_table(
                 "n_rankings": int(totals["ranked"][i]),
                 "n_judged": int(totals["judged"][i]),
                 "n_correct": int(totals["correct"][i]),
-                "average_win_rate": pop.figure(lambda x, i=i: _average_win_rate(x, m, i)),
+                "average_win_rate": pop.figure(
+                    lambda x, i=i: _average_win_rate(x, m, i),
+                    n_units=int(untied[:, i, :].any(axis=1).sum()),
+                ),
                 "mean_rank": pop.figure(
-                    lambda x, i=i: safe_ratio(x["rank_sum"][:, i], x["ranked"][:, i])
+                    lambda x, i=i: safe_ratio(x["rank_sum"][:, i], x["ranked"][:, i]),
+                    n_units=int((columns["ranked"][:, i] > 0).sum()),
                 ),
                 "percent_correct": pop.figure(
-                    lambda x, i=i: 100 * safe_ratio(x["correct"][:, i], x["judged"][:, i])
+                    lambda x, i=i: 100 * safe_ratio(x["correct"][:, i], x["judged"][:, i]),
+                    n_units=int((columns["judged"][:, i] > 0).sum()),
                 ),
             }
         )
-    return rows, _matrix_rows(pop, sources)
+    return rows, _matrix_rows(pop, sources, met.sum(axis=0), untied.sum(axis=0))
 
 
-def _matrix_rows(pop: Population, sources: list[str]) -> list[dict]:
-    """Figure 2: one row per ordered pair (source, opponent) that met."""
+def _matrix_rows(
+    pop: Population, sources: list[str], met_units: np.ndarray, untied_units: np.ndarray
+) -> list[dict]:
+    """Figure 2: one row per ordered pair (source, opponent) that met; ``met_units[i, j]``
+    counts the units where i and j met, ``untied_units[i, j]`` those where they met untied
+    (each win rate's own units)."""
     m = len(sources)
     totals = pop.totals()
     wins = np.asarray(totals["wins"]).reshape(m, m)
@@ -161,9 +174,13 @@ def _matrix_rows(pop: Population, sources: list[str]) -> list[dict]:
                     "wins": int(wins[i, j]),
                     "losses": int(wins[j, i]),
                     "ties": int(ties[i, j]),
-                    "win_rate": pop.figure(lambda x, i=i, j=j: _win_rates(x, m, False)[:, i, j]),
+                    "win_rate": pop.figure(
+                        lambda x, i=i, j=j: _win_rates(x, m, False)[:, i, j],
+                        n_units=int(met_units[i, j]),
+                    ),
                     "win_rate_non_tied": pop.figure(
-                        lambda x, i=i, j=j: _win_rates(x, m, True)[:, i, j]
+                        lambda x, i=i, j=j: _win_rates(x, m, True)[:, i, j],
+                        n_units=int(untied_units[i, j]),
                     ),
                 }
             )

@@ -6,82 +6,161 @@ edits of a draft, the observed side of seed 000's editing load), :mod:`.agreemen
 coefficients and judge agreement), :mod:`.ranking` (seed 001 MedAlign), :mod:`.urgency`
 (seed 002 PMR-Bench), :mod:`.eppc` (seed 003 EPPCMinerBen), :mod:`.facts` (seed 004
 MedFactChecking), :mod:`.bootstrap` (confidence intervals).
+
+The package imports its modules lazily (PEP 562): ``import portalreview.metrics.edit_f1``
+loads only what that module needs (no scipy, scikit-learn or pandas), and a name taken from
+the package (``portalreview.metrics.cohen_kappa``) imports its module on first use.
 """
 
-from portalreview.metrics.agreement import (
-    JudgeAgreement,
-    cohen_kappa,
-    judge_agreement,
-    kappa_per_batch,
-    krippendorff_alpha,
-    percent_agreement,
-    rater_cosine_similarity,
-    tfidf_cosine_matrix,
-    theme_inclusion_agreement,
-)
-from portalreview.metrics.bootstrap import bootstrap_ci
-from portalreview.metrics.edit_f1 import (
-    EditF1Result,
-    EditingLoad,
-    ThemeF1Result,
-    content_edit_f1,
-    count_expected_deletions,
-    edit_f1_from_counts,
-    editing_load,
-    locate_span,
-    micro_edit_f1,
-    per_theme_content_recall,
-    per_theme_edit_f1,
-    theme_edit_f1,
-    theme_proportions,
-    unmatched_draft_text,
-)
-from portalreview.metrics.editing import DraftEdits, draft_edits, lcs_length, word_tokens
-from portalreview.metrics.eppc import (
-    PRF,
-    SpanPRF,
-    code_subcode_prf,
-    micro_prf,
-    per_label_prf,
-    span_prf,
-    span_tokens,
-    spans_match,
-    token_jaccard,
-)
-from portalreview.metrics.facts import (
-    FactFlow,
-    FactScores,
-    MacroFactScores,
-    fact_flow,
-    fact_scores,
-    fact_scores_from_counts,
-    macro_fact_scores,
-    micro_fact_scores,
-)
-from portalreview.metrics.ranking import (
-    CorrelationSummary,
-    average_win_rate,
-    correctness_rank_correlation,
-    criteria_counts,
-    mean_rank,
-    metric_kendall_tau,
-    percent_correct,
-    rater_kendall_tau,
-    win_rate_matrix,
-)
-from portalreview.metrics.urgency import (
-    DEFAULT_RELEVANCE,
-    ExpectedScore,
-    difficulty,
-    expected_t_ndcg_at_k,
-    margin_weighted_scores,
-    ndcg_at_k,
-    pairwise_accuracy,
-    relevance_from_levels,
-    sort_by_score,
-    t_ndcg_at_k,
-    win_rate_scores,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from portalreview.metrics.agreement import (
+        JudgeAgreement,
+        cohen_kappa,
+        judge_agreement,
+        kappa_per_batch,
+        krippendorff_alpha,
+        percent_agreement,
+        rater_cosine_similarity,
+        tfidf_cosine_matrix,
+        theme_inclusion_agreement,
+    )
+    from portalreview.metrics.bootstrap import bootstrap_ci
+    from portalreview.metrics.edit_f1 import (
+        EditF1Result,
+        EditingLoad,
+        ThemeF1Result,
+        content_edit_f1,
+        count_expected_deletions,
+        edit_f1_from_counts,
+        editing_load,
+        locate_span,
+        micro_edit_f1,
+        per_theme_content_recall,
+        per_theme_edit_f1,
+        theme_edit_f1,
+        theme_proportions,
+        unmatched_draft_text,
+    )
+    from portalreview.metrics.editing import DraftEdits, draft_edits, lcs_length, word_tokens
+    from portalreview.metrics.eppc import (
+        PRF,
+        SpanPRF,
+        code_subcode_prf,
+        micro_prf,
+        per_label_prf,
+        span_prf,
+        span_tokens,
+        spans_match,
+        token_jaccard,
+    )
+    from portalreview.metrics.facts import (
+        FactFlow,
+        FactScores,
+        MacroFactScores,
+        fact_flow,
+        fact_scores,
+        fact_scores_from_counts,
+        macro_fact_scores,
+        micro_fact_scores,
+    )
+    from portalreview.metrics.ranking import (
+        CorrelationSummary,
+        average_win_rate,
+        correctness_rank_correlation,
+        criteria_counts,
+        mean_rank,
+        metric_kendall_tau,
+        percent_correct,
+        rater_kendall_tau,
+        win_rate_matrix,
+    )
+    from portalreview.metrics.urgency import (
+        DEFAULT_RELEVANCE,
+        ExpectedScore,
+        difficulty,
+        expected_t_ndcg_at_k,
+        margin_weighted_scores,
+        ndcg_at_k,
+        pairwise_accuracy,
+        relevance_from_levels,
+        sort_by_score,
+        t_ndcg_at_k,
+        win_rate_scores,
+    )
+
+#: public name -> the module of this package that defines it
+_SUBMODULE_OF: dict[str, str] = {
+    "JudgeAgreement": "agreement",
+    "cohen_kappa": "agreement",
+    "judge_agreement": "agreement",
+    "kappa_per_batch": "agreement",
+    "krippendorff_alpha": "agreement",
+    "percent_agreement": "agreement",
+    "rater_cosine_similarity": "agreement",
+    "tfidf_cosine_matrix": "agreement",
+    "theme_inclusion_agreement": "agreement",
+    "bootstrap_ci": "bootstrap",
+    "EditF1Result": "edit_f1",
+    "EditingLoad": "edit_f1",
+    "ThemeF1Result": "edit_f1",
+    "content_edit_f1": "edit_f1",
+    "count_expected_deletions": "edit_f1",
+    "edit_f1_from_counts": "edit_f1",
+    "editing_load": "edit_f1",
+    "locate_span": "edit_f1",
+    "micro_edit_f1": "edit_f1",
+    "per_theme_content_recall": "edit_f1",
+    "per_theme_edit_f1": "edit_f1",
+    "theme_edit_f1": "edit_f1",
+    "theme_proportions": "edit_f1",
+    "unmatched_draft_text": "edit_f1",
+    "DraftEdits": "editing",
+    "draft_edits": "editing",
+    "lcs_length": "editing",
+    "word_tokens": "editing",
+    "PRF": "eppc",
+    "SpanPRF": "eppc",
+    "code_subcode_prf": "eppc",
+    "micro_prf": "eppc",
+    "per_label_prf": "eppc",
+    "span_prf": "eppc",
+    "span_tokens": "eppc",
+    "spans_match": "eppc",
+    "token_jaccard": "eppc",
+    "FactFlow": "facts",
+    "FactScores": "facts",
+    "MacroFactScores": "facts",
+    "fact_flow": "facts",
+    "fact_scores": "facts",
+    "fact_scores_from_counts": "facts",
+    "macro_fact_scores": "facts",
+    "micro_fact_scores": "facts",
+    "CorrelationSummary": "ranking",
+    "average_win_rate": "ranking",
+    "correctness_rank_correlation": "ranking",
+    "criteria_counts": "ranking",
+    "mean_rank": "ranking",
+    "metric_kendall_tau": "ranking",
+    "percent_correct": "ranking",
+    "rater_kendall_tau": "ranking",
+    "win_rate_matrix": "ranking",
+    "DEFAULT_RELEVANCE": "urgency",
+    "ExpectedScore": "urgency",
+    "difficulty": "urgency",
+    "expected_t_ndcg_at_k": "urgency",
+    "margin_weighted_scores": "urgency",
+    "ndcg_at_k": "urgency",
+    "pairwise_accuracy": "urgency",
+    "relevance_from_levels": "urgency",
+    "sort_by_score": "urgency",
+    "t_ndcg_at_k": "urgency",
+    "win_rate_scores": "urgency",
+}
 
 __all__ = [
     "DEFAULT_RELEVANCE",
@@ -150,3 +229,16 @@ __all__ = [
     "win_rate_scores",
     "word_tokens",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _SUBMODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,17 +1,19 @@
 """Small helpers shared by the metric modules (private).
 
 Nothing here implements a paper's measure; these are the arithmetic and validation pieces the
-public functions are built from.
+public functions are built from. numpy and pandas are imported inside the helpers that need
+them, so that a module using only the arithmetic (``edit_f1``, ``editing``) imports neither.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def is_missing(value: Any) -> bool:
@@ -19,8 +21,13 @@ def is_missing(value: Any) -> bool:
     sequences or other values."""
     if value is None:
         return True
+    if isinstance(value, float):  # numpy's float64 included
+        return math.isnan(value)
     if isinstance(value, (str, bytes, tuple, list, set, frozenset, dict)):
         return False
+    import numpy as np
+    import pandas as pd
+
     try:
         result = pd.isna(value)
     except (TypeError, ValueError):
@@ -55,7 +62,8 @@ def harmonic_mean(a: float, b: float) -> float:
 
 def check_count(value: Any, name: str) -> int:
     """A non-negative integer count, or ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    # numbers.Integral holds int and numpy's integer types (numpy registers them), not float
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if value < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -75,6 +83,8 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
 
     The SD is NaN when fewer than two values are given; both are NaN for no values.
     """
+    import numpy as np
+
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
         return math.nan, math.nan
@@ -102,6 +112,7 @@ def multilabel_counts(
     ``multilabel_confusion_matrix`` is not used: it reads a one-label indicator matrix as a
     binary problem.) The tests check the resulting scores against ``sklearn.metrics``.
     """
+    import numpy as np
     from sklearn.preprocessing import MultiLabelBinarizer
 
     n_labels = len(labels)

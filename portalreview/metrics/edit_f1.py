@@ -10,10 +10,12 @@ deletions (ED, false positives) - Algorithm 1.
 Theme level: the theme labels of the draft's sentences act as predictions of the theme labels of
 the reference's sentences; Theme-Level Edit-F1 is their micro F1 (Section 3.2).
 
-Everything here is hand-written arithmetic over counts (no library computes Edit-F1); theme sets
-are binarized with scikit-learn's ``MultiLabelBinarizer`` (the tests check the scores against
-``sklearn.metrics.f1_score``) and :func:`editing_load` aligns words by a longest common
-subsequence (:mod:`portalreview.metrics.editing`).
+Everything here is hand-written arithmetic over counts (no library computes Edit-F1): theme sets
+are compared with Python's sets (the tests check the scores against scikit-learn's
+``MultiLabelBinarizer`` + ``f1_score``), and :func:`editing_load` aligns words by a longest
+common subsequence (:mod:`portalreview.metrics.editing`). The module imports no numpy, pandas,
+scipy or scikit-learn when loaded (the desktop editors use it as the clinician works); the three
+functions that return pandas tables import pandas when called.
 """
 
 from __future__ import annotations
@@ -23,19 +25,19 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from portalreview.metrics._common import (
     check_count,
     f1_from_counts,
-    multilabel_counts,
     ratio,
     sorted_labels,
 )
 from portalreview.metrics.editing import draft_edits
 from portalreview.metrics.editing import word_tokens as word_tokens  # re-exported
+
+if TYPE_CHECKING:  # pandas is imported by the three functions that return its tables only,
+    import pandas as pd  # so that the editors importing this module do not pay for it
 
 Span = tuple[int, int]
 #: One reference sentence's decision: ``None`` (or the string "NO MATCH") for no match, else one
@@ -339,12 +341,21 @@ def _theme_counts(
         unknown = seen - set(labels)
         if unknown:
             raise ValueError(f"theme labels not in themes: {sorted(unknown)}")
-    if mode == "set":
-        tp, fp, fn = multilabel_counts([set(r) for r in ref], [set(d) for d in drf], labels)
-        return labels, tp.tolist(), fp.tolist(), fn.tolist()
     tp_c: Counter[str] = Counter()
     fp_c: Counter[str] = Counter()
     fn_c: Counter[str] = Counter()
+    if mode == "set":  # each response's theme set: a label counts once per pair
+        for r, d in zip(ref, drf, strict=True):
+            rs, ds = set(r), set(d)
+            tp_c.update(rs & ds)
+            fp_c.update(ds - rs)
+            fn_c.update(rs - ds)
+        return (
+            labels,
+            [tp_c[x] for x in labels],
+            [fp_c[x] for x in labels],
+            [fn_c[x] for x in labels],
+        )
     for r, d in zip(ref, drf, strict=True):
         rc, dc = Counter(r), Counter(d)
         for label in set(rc) | set(dc):
@@ -415,6 +426,8 @@ def per_theme_edit_f1(
     support (= tp + fn, references containing the theme in set mode). A label outside
     ``themes`` is a ValueError. Zero denominators take ``zero_division``.
     """
+    import pandas as pd
+
     labels, tp, fp, fn = _theme_counts(
         reference_themes, draft_themes, themes, mode, include_other, other_label
     )
@@ -455,6 +468,8 @@ def per_theme_content_recall(
     sentences gets ``zero_division`` (default NaN: nothing to recall). Columns: n_sentences,
     n_matched, recall; "Other" is dropped unless ``include_other``.
     """
+    import pandas as pd
+
     if len(reference_themes) != len(decisions):
         raise ValueError(
             "reference_themes and decisions must have one entry per pair, "
@@ -506,6 +521,8 @@ def theme_proportions(
     with no labelled sentence. "Other" is kept (Table 6 reports it). Indexed by ``themes`` in
     that order if given (a label outside it is a ValueError), else by the labels seen, sorted.
     """
+    import pandas as pd
+
     sets = [set(x) for x in _theme_lists(themes_per_response, "themes_per_response", True, "")]
     if not sets:
         raise ValueError("theme_proportions needs at least one response")

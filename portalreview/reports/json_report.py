@@ -29,7 +29,7 @@ from portalreview.store.models import Case, Response
 from portalreview.store.project import Project
 
 FORMAT = "portalreview-report"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 def _open(project: Project | str | os.PathLike) -> tuple[Project, bool]:

@@ -186,14 +186,11 @@ def _parsed_json(texts: tuple[str, ...]) -> np.ndarray:
     """Each JSON text parsed (an object array of dicts), every distinct text once: most
     assignments share a handful of presentations ("{}", a swap flag). Rows with the same text
     share one dict: read it, never change it in place."""
-    cache: dict[str, Any] = {}
-    out = np.empty(len(texts), dtype=object)
-    for i, text in enumerate(texts):
-        parsed = cache.get(text)
-        if parsed is None:
-            parsed = cache[text] = json.loads(text)
-        out[i] = parsed
-    return out
+    codes, distinct = pd.factorize(np.array(texts, dtype=object))
+    parsed = np.empty(len(distinct), dtype=object)
+    for i, text in enumerate(distinct.tolist()):
+        parsed[i] = json.loads(text)  # one by one: a JSON list must stay one object
+    return parsed[codes]
 
 
 def _units(session: Session) -> pd.DataFrame:

@@ -75,9 +75,9 @@ def test_resampler_rejects_foreign_units():
 
 def test_no_resamples_no_interval_and_empty_population():
     pop = Population({"hit": [1.0, 0.0], "n": [1.0, 1.0]}, n_resamples=0)
-    assert pop.figure(_ratio) == {"value": 0.5, "ci": None, "n_units": 2}
+    assert pop.figure(_ratio) == {"value": 0.5, "ci": None, "n_units": 2, "n_resamples": 0}
     empty = Population({"hit": np.zeros(0), "n": np.zeros(0)})
-    assert empty.figure(_ratio) == {"value": None, "ci": None, "n_units": 0}
+    assert empty.figure(_ratio) == {"value": None, "ci": None, "n_units": 0, "n_resamples": 0}
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -140,3 +140,63 @@ def test_count_table_and_json_helpers():
     assert json.dumps(jsonable({"rows": rows}), allow_nan=False) == (
         '{"rows": [{"x": 1.0, "y": "p"}, {"x": null, "y": null}]}'
     )
+
+
+def _drawn_by_loop(n_units: int, group, seed: int, n_resamples: int) -> np.ndarray:
+    """How many of ``group``'s units each resample of metrics.bootstrap_ci's draws holds."""
+    indices = np.random.default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))
+    return np.isin(indices, group).sum(axis=1)
+
+
+def _f1(sums):
+    # P / R / F1's convention: 0.0 when TP = FP = FN = 0 (as scikit-learn).
+    return safe_ratio(2 * sums["tp"], 2 * sums["tp"] + sums["fp"] + sums["fn"], 0.0)
+
+
+def test_resamples_without_the_groups_units_are_dropped():
+    # A group of 3 units among 40: (1 - 3/40)^40 = 4% of resamples draw none of them. Such a
+    # resample holds no data of the group; F1's zero-denominator convention would score it
+    # 0.0 and pull the lower bound to 0, so it is dropped. Each unit alone has F1 2/3 or more.
+    tp, fp, fn = np.array([2.0, 1.0, 3.0]), np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.0, 1.0])
+    group = np.array([5, 17, 30])
+    resampler = Resampler(range(40), seed=9, n_resamples=400)
+    pop = Population({"tp": tp, "fp": fp, "fn": fn}, group, resampler=resampler)
+    drawn = _drawn_by_loop(40, group, 9, 400)
+    assert 0 < (drawn == 0).sum() < 400  # some resamples miss the group
+    # By a loop: each resample's counts from its draws, F1 on the resamples that hold a unit.
+    indices = np.random.default_rng(9).integers(0, 40, size=(400, 40))
+    values = []
+    for row in indices:
+        picked = [np.flatnonzero(group == u)[0] for u in row if u in group]
+        if picked:
+            t, p, n = tp[picked].sum(), fp[picked].sum(), fn[picked].sum()
+            values.append(2 * t / (2 * t + p + n))
+    figure = pop.figure(_f1)
+    assert figure["n_resamples"] == len(values) == (drawn > 0).sum()
+    assert figure["ci"] == pytest.approx(np.quantile(values, [0.025, 0.975]), rel=1e-6)
+    assert figure["ci"][0] > 0.5  # was 0.0 when empty resamples scored 0
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_empty_resamples_are_found_however_the_columns_look(deferred):
+    # A column positive on every unit ("n") tells the empty resamples by its zero sums; an
+    # integer matrix without one gets a column of ones; fractions without one count the
+    # draws apart. A small group (2 of 20) and a large one (2 of 4) alike.
+    for n_units, group in ((20, np.array([3, 11])), (4, np.array([1, 2]))):
+        resampler = Resampler(range(n_units), seed=2, n_resamples=300)
+        expected = _drawn_by_loop(n_units, group, 2, 300) == 0
+        assert expected.any()
+        for columns in (
+            {"x": np.array([0.0, 3.0]), "n": np.array([1.0, 2.0])},  # witness "n"
+            {"x": np.array([0.0, 3.0]), "y": np.array([2.0, 0.0])},  # integers, none positive
+            {"x": np.array([0.0, 0.5]), "y": np.array([0.25, 0.0])},  # fractions, none positive
+        ):
+            pop = Population(columns, group, resampler=resampler, deferred=deferred)
+            values = pop.resampled(lambda s: s["x"] * 0.0)  # 0.0 on every resample with data
+            assert np.array_equal(np.isnan(values), expected), columns
+            assert pop.figure(lambda s: s["x"] * 0.0)["n_resamples"] == (~expected).sum()
+            # The sums of the columns themselves are unchanged by the added column of ones.
+            alone = Population(
+                columns, group, resampler=Resampler(range(n_units), seed=2, n_resamples=300)
+            )
+            assert np.array_equal(pop._resampled_sums()[:, :2], alone._resampled_sums()[:, :2])

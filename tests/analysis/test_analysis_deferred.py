@@ -77,7 +77,7 @@ def test_no_resamples_nothing_deferred():
     pop = Population(
         {"hit": np.ones(10), "n": np.ones(10)}, np.arange(10), resampler=resampler, deferred=True
     )
-    assert pop.figure(_ratio) == {"value": 1.0, "ci": None, "n_units": 10}
+    assert pop.figure(_ratio) == {"value": 1.0, "ci": None, "n_units": 10, "n_resamples": 0}
 
 
 def test_figure_n_units_of_a_subgroup():

@@ -128,16 +128,21 @@ def test_by_source_beside_the_edit_f1_estimate(study):
     assert m1["f1"]["value"] == pytest.approx(24 / 31)
     assert m1["mean_active_seconds"]["value"] == 20.0 and m1["median_active_seconds"] == 20.0
     # The CI resamples the kind's answered units (e1, e2; m1's answers are all on e1), as
-    # metrics.bootstrap_ci over those two units does; F1 is 0.0 on a resample without e1.
-    units = np.array([[12.0, 2.0, 5.0], [0.0, 0.0, 0.0]])  # kept, deleted, added per unit
+    # metrics.bootstrap_ci over those two units does; a resample without e1 holds none of
+    # m1's answers: its F1 is undefined and dropped (not 0.0, which pulled the bound to 0).
+    # Per unit: kept, deleted, added, and whether it is one of m1's units.
+    units = np.array([[12.0, 2.0, 5.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
 
     def micro_f1(draws):
-        kept, deleted, added = (draws[..., i].sum(axis=1) for i in range(3))
+        kept, deleted, added, mine = (draws[..., i].sum(axis=1) for i in range(4))
         den = 2 * kept + deleted + added
-        return np.where(den > 0, 2 * kept / np.where(den > 0, den, 1), 0.0)
+        return np.where(mine > 0, 2 * kept / np.where(den > 0, den, 1), np.nan)
 
     expected = metrics.bootstrap_ci(units, micro_f1, n_resamples=50, seed=0, vectorized=True)
-    assert m1["f1"]["ci"] == pytest.approx(list(expected))
+    assert m1["f1"]["ci"] == pytest.approx(list(expected)) == [24 / 31, 24 / 31]
+    # (1/2)^2 = a quarter of the 50 resamples draw e2 twice; the rest rest the interval.
+    drawn = np.random.default_rng(0).integers(0, 2, size=(50, 2))
+    assert m1["f1"]["n_resamples"] == int((drawn == 0).any(axis=1).sum())
     estimate = m1["edit_f1_estimate"]
     # ava's match answer on D1: EM 1 ("Rest today."), EA 1; the leftover
     # " Drink water. Call if worse." is two sentences: ED 2.

@@ -169,3 +169,42 @@ def test_tau_b_equals_scipy():
             assert np.isnan(value)
         else:
             assert value == pytest.approx(stats.kendalltau(a[keep], b[keep]).statistic)
+
+
+def test_each_figure_counts_its_own_units(study):
+    # Answered rank units: u1 (A, B, C by x, y, z) and u2 (A, B by x); u3 was never answered.
+    # C is ranked in u1 only, so its figures rest on 1 unit, A's and B's on 2 - not the
+    # kind's 2 answered units for every source.
+    _, _, result = study
+    rows = _by_source(result)
+    for source, n in (("A", 2), ("B", 2), ("C", 1)):
+        for key in ("average_win_rate", "mean_rank", "percent_correct"):
+            assert rows[source][key]["n_units"] == n, (source, key)
+    pairs = {(r["source"], r["opponent"]): r for r in result["win_rates"]}
+    # A and B meet in u1 (x: A ahead, y: tie, z: B ahead) and u2 (B ahead): 2 units, both
+    # with an untied ranking; A and C (and B and C) meet in u1 only.
+    assert pairs[("A", "B")]["win_rate"]["n_units"] == 2
+    assert pairs[("A", "B")]["win_rate_non_tied"]["n_units"] == 2
+    for pair in (("A", "C"), ("C", "A"), ("B", "C"), ("C", "B")):
+        assert pairs[pair]["win_rate"]["n_units"] == 1
+        assert pairs[pair]["win_rate_non_tied"]["n_units"] == 1
+
+
+def test_a_pair_met_only_tied_has_no_untied_units(tmp_path):
+    st = new_study(tmp_path)
+    st.person("x")
+    for case in ("c1", "c2"):
+        st.case(case, "A question.")
+        for source in ("A", "B"):
+            st.response(f"{case}{source}", case, f"Reply {source}.", "model", source)
+        st.unit(case, "rank", case, who=["x"], members=[st.responses[f"{case}{s}"] for s in "AB"])
+    # c1: A and B tied; c2: A ahead. win_rate rests on both units, the non-tied one on c2.
+    st.answer("c1", "x", _entries(st, {"c1A": 1, "c1B": 1}, {}))
+    st.answer("c2", "x", _entries(st, {"c2A": 1, "c2B": 2}, {}))
+    result = rank.analyse(st.frames(), n_resamples=50)
+    st.project.close()
+    pairs = {(r["source"], r["opponent"]): r for r in result["win_rates"]}
+    ab = pairs[("A", "B")]
+    assert (ab["win_rate"]["n_units"], ab["win_rate_non_tied"]["n_units"]) == (2, 1)
+    assert ab["win_rate"]["value"] == 0.5 and ab["win_rate_non_tied"]["value"] == 1.0
+    assert _by_source(result)["A"]["average_win_rate"]["n_units"] == 1

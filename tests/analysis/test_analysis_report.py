@@ -67,7 +67,7 @@ def test_every_headline_figure_has_a_ci_and_its_n(report):
 
     def walk(node):
         if isinstance(node, dict):
-            if set(node) == {"value", "ci", "n_units"}:
+            if set(node) == {"value", "ci", "n_units", "n_resamples"}:
                 figures.append(node)
                 return
             for v in node.values():
@@ -81,6 +81,9 @@ def test_every_headline_figure_has_a_ci_and_its_n(report):
     with_value = [f for f in figures if f["value"] is not None]
     assert all(f["n_units"] > 0 for f in with_value)
     assert sum(f["ci"] is not None for f in with_value) > 0.95 * len(with_value)
+    # n_resamples: the resamples the interval rests on (of the 200 asked), 0 without one.
+    assert all((f["ci"] is None) == (f["n_resamples"] == 0) for f in figures)
+    assert all(0 <= f["n_resamples"] <= 200 for f in figures)
 
 
 def test_docs_name_every_key(report):

@@ -175,7 +175,7 @@ def _chosen(name: str, a: str, b: str) -> str:
     return a if INBOX_LEVELS[a] <= INBOX_LEVELS[b] else b
 
 
-def test_mean_over_inboxes_has_a_ci_over_pairs(tmp_path):
+def _inbox_study(tmp_path, chooser=None):
     st = new_study(tmp_path)
     for name in ("x", "y"):
         st.person(name)
@@ -184,9 +184,40 @@ def test_mean_over_inboxes_has_a_ci_over_pairs(tmp_path):
     for i, (a, b) in enumerate(INBOX_PAIRS):
         st.unit(f"p{i}", "urgency", a, who=["x", "y"], case_b_id=st.cases[b])
         for name in ("x", "y"):
-            st.answer(f"p{i}", name, {"more_urgent_case_id": st.cases[_chosen(name, a, b)]})
+            chosen = (chooser or _chosen)(name, a, b)
+            st.answer(f"p{i}", name, {"more_urgent_case_id": st.cases[chosen]})
     result = urgency.analyse(st.frames(), seed=3, n_resamples=200)
     st.project.close()
+    return result
+
+
+def _judgement_draws(key: str, k: int, chooser=None) -> dict[str, np.ndarray]:
+    """Each inbox's NDCG@k (or T-NDCG@k) on the 200 judgement resamples of seed 3, by a loop
+    over the documented draws (analysis.urgency.judgement_resamples: every pair inside the
+    inbox kept, its answers - x's then y's - drawn with replacement) and scored with
+    metrics.win_rate_scores / sort_by_score / ndcg_at_k / t_ndcg_at_k."""
+    score = metrics.ndcg_at_k if key.startswith("ndcg") else metrics.t_ndcg_at_k
+    out = {}
+    for index, box in enumerate(("A", "B")):  # inboxes in name order
+        cases = [c for c in INBOX_LEVELS if c[0] == box.lower()]
+        inside = [(a, b) for a, b in INBOX_PAIRS if a in cases and b in cases]
+        answers = [(a, b) for a, b in inside for _ in ("x", "y")]  # (unit, answer) order
+        m = np.full(len(answers), 2)  # two answers per pair
+        offsets = np.random.default_rng([3, index, 0]).integers(0, m, size=(200, len(m)))
+        values = []
+        for row in offsets:
+            outcomes = []
+            for (a, b), offset in zip(answers, row, strict=True):
+                w = (chooser or _chosen)(("x", "y")[offset], a, b)
+                outcomes.append((w, b if w == a else a))
+            order = metrics.sort_by_score(metrics.win_rate_scores(cases, outcomes))
+            values.append(score(metrics.relevance_from_levels([INBOX_LEVELS[c] for c in order]), k))
+        out[box] = np.array(values)
+    return out
+
+
+def test_inbox_cis_resample_judgements_within_pairs(tmp_path):
+    result = _inbox_study(tmp_path)
     summary = result["inbox_summary"]
     boxes = {b["inbox"]: b for b in result["inboxes"]}
     for k in (10, 30):
@@ -194,25 +225,52 @@ def test_mean_over_inboxes_has_a_ci_over_pairs(tmp_path):
             mean = (boxes["A"]["all"][key]["value"] + boxes["B"]["all"][key]["value"]) / 2
             assert summary[key]["value"] == pytest.approx(mean) == summary[f"mean_{key}"]
             assert summary[key]["n_units"] == 9  # the pairs inside an inbox
-    # The CI by another route: metrics.bootstrap_ci over the 10 answered pairs, each
-    # resample re-scoring both inboxes with metrics.win_rate_scores / sort_by_score /
-    # ndcg_at_k from the resampled pairs' answers, and averaging the two.
-    members = {box: [c for c in INBOX_LEVELS if c[0] == box.lower()] for box in ("A", "B")}
+            # The CIs by another route (see _judgement_draws): each inbox's, and the mean's
+            # from the two inboxes' resampled scores averaged resample by resample.
+            draws = _judgement_draws(key, k)
+            for box in ("A", "B"):
+                figure = boxes[box]["all"][key]
+                assert figure["ci"] == pytest.approx(np.quantile(draws[box], [0.025, 0.975]))
+                assert figure["n_resamples"] == 200
+            both = (draws["A"] + draws["B"]) / 2
+            assert summary[key]["ci"] == pytest.approx(np.quantile(both, [0.025, 0.975]))
+            assert summary[key]["n_resamples"] == 200
+    # One annotator's sort has one answer per pair: nothing to resample, no interval.
+    for box in boxes.values():
+        for row in box["by_annotator"]:
+            assert row["ndcg@10"]["ci"] is None and row["ndcg@10"]["n_resamples"] == 0
+            assert row["ndcg@10"]["value"] is not None
 
-    def mean_ndcg(drawn: list[int]) -> float:
-        values = []
-        for cases in members.values():
-            outcomes = []
-            for i in drawn:
-                a, b = INBOX_PAIRS[i]
-                if a in cases and b in cases:
-                    for name in ("x", "y"):
-                        w = _chosen(name, a, b)
-                        outcomes.append((w, b if w == a else a))
-            order = metrics.sort_by_score(metrics.win_rate_scores(cases, outcomes))
-            relevance = metrics.relevance_from_levels([INBOX_LEVELS[c] for c in order])
-            values.append(metrics.ndcg_at_k(relevance, 10))
-        return float(np.mean(values))
 
-    expected = metrics.bootstrap_ci(list(range(len(INBOX_PAIRS))), mean_ndcg, 200, seed=3)
-    assert summary["ndcg@10"]["ci"] == pytest.approx(list(expected))
+def _right(name: str, a: str, b: str) -> str:
+    """Both annotators always pick the more urgent case (ties: the first)."""
+    return a if INBOX_LEVELS[a] <= INBOX_LEVELS[b] else b
+
+
+def test_unanimous_judgements_give_the_value_as_interval(tmp_path):
+    # x and y agree on every pair, so every judgement resample is the study itself: the
+    # interval is the value. Resampling the pairs instead (report version 2) dropped about a
+    # third of them from each resample and put the interval below the value (shown here with
+    # metrics.bootstrap_ci over the pairs of inbox A).
+    result = _inbox_study(tmp_path, chooser=_right)
+    box = {b["inbox"]: b for b in result["inboxes"]}["A"]
+    value = box["all"]["ndcg@10"]["value"]
+    assert box["all"]["ndcg@10"]["ci"] == pytest.approx([value, value])
+    summary = result["inbox_summary"]["ndcg@10"]
+    assert summary["ci"] == pytest.approx([summary["value"], summary["value"]])
+    cases = [c for c in INBOX_LEVELS if c[0] == "a"]
+    inside = [(a, b) for a, b in INBOX_PAIRS if a in cases and b in cases]
+
+    def ndcg_of_pairs(drawn):
+        outcomes = []
+        for i in drawn:
+            a, b = inside[i]
+            w = _right("x", a, b)
+            outcomes += [(w, b if w == a else a)] * 2
+        order = metrics.sort_by_score(metrics.win_rate_scores(cases, outcomes))
+        return metrics.ndcg_at_k(
+            metrics.relevance_from_levels([INBOX_LEVELS[c] for c in order]), 10
+        )
+
+    low, high = metrics.bootstrap_ci(list(range(len(inside))), ndcg_of_pairs, 200, seed=3)
+    assert high <= value and low < value - 0.01
