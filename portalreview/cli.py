@@ -198,6 +198,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
             description=args.description,
             batch_size=args.batch_size,
             seed=args.seed,
+            comparisons_per_message=args.comparisons_per_message,
         )
         print(plan.summary())
         if args.dry_run:
@@ -453,6 +454,13 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
         "--second", action="append", metavar="KEY=VALUE", help="responses: the draft or edit"
     )
     setup.add_argument("--batch-size", type=int, default=0, help="label batches of N units")
+    setup.add_argument(
+        "--comparisons-per-message",
+        type=int,
+        default=0,
+        metavar="K",
+        help="urgency: a sample of pairs, each message compared K times (default: all pairs)",
+    )
     setup.add_argument("--seed", type=int, help="shuffle the units' order with this seed")
     setup.add_argument("--dry-run", action="store_true", help="show the plan, save nothing")
     setup.set_defaults(func=cmd_setup)

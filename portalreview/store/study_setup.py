@@ -328,8 +328,13 @@ def plan_units(
     description: str | None = None,
     batch_size: int = 0,
     seed: int | None = None,
+    comparisons_per_message: int = 0,
 ) -> UnitPlan:
     """The units ``recipe`` (one of :data:`RECIPES`) makes from the project's cases.
+
+    For urgency, ``comparisons_per_message`` > 0 makes a sample of the inbox's pairs in which
+    every message is compared that many times (see :func:`balanced_pairs`) instead of all
+    pairs.
 
     ``cases`` narrows the cases; ``first``/``second`` choose the responses (see the module
     docstring for each recipe's meaning and defaults); ``inbox`` names the inbox of an urgency
@@ -362,6 +367,19 @@ def plan_units(
             raise SetupError(f"no case matches ({cases.describe()})")
         responses = _responses_by_case(s, {c.id for c in chosen})
         units = _RECIPE_FUNCTIONS[recipe](s, chosen, responses, first, second, notes)
+    if recipe == "urgency" and comparisons_per_message:
+        order = balanced_pairs([c.id for c in chosen], comparisons_per_message, seed or 0)
+        wanted = {frozenset(pair) for pair in order}
+        units = [u for u in units if frozenset((u.case_id, u.case_b_id)) in wanted]
+        notes.append(
+            f"a sample of {len(units)} pairs, each message compared {comparisons_per_message} "
+            "times"
+            + (
+                " (one more for some: an odd count needs an even inbox)"
+                if comparisons_per_message % 2 and len(chosen) % 2
+                else ""
+            )
+        )
     if seed is not None:
         random.Random(f"portalreview-units:{seed}").shuffle(units)
     units = _batches(units, batch_size)
@@ -378,6 +396,8 @@ def plan_units(
         options["second"] = second.describe()
     if inbox:
         options["inbox"] = inbox
+    if comparisons_per_message:
+        options["comparisons_per_message"] = comparisons_per_message
     if batch_size:
         options["batch_size"] = batch_size
     if seed is not None:
@@ -394,6 +414,31 @@ def plan_units(
         options=options,
         notes=tuple(notes),
     )
+
+
+def balanced_pairs(case_ids: list[int], per_message: int, seed: int = 0) -> list[tuple[int, int]]:
+    """A sample of the pairs of ``case_ids`` in which every message is compared
+    ``per_message`` times (seed 002's inboxes compare all pairs; a sample keeps the work
+    linear in the inbox size).
+
+    A circulant design: the messages are put in a seeded random order and message i is paired
+    with messages i+1, i+2 ... i+d around the circle, d = per_message // 2; an odd count adds
+    the pairs across the circle (i, i + n/2), which needs an even number of messages - with an
+    odd number, each message is then compared once more. Reproducible from ``seed``.
+    """
+    n = len(case_ids)
+    if per_message < 1 or per_message >= n:
+        raise SetupError(f"comparisons per message must be between 1 and {n - 1} for {n} messages")
+    order = list(case_ids)
+    random.Random(f"portalreview-pairs:{seed}").shuffle(order)
+    steps = list(range(1, per_message // 2 + 1))
+    if per_message % 2:
+        steps.append(n // 2 if n % 2 == 0 else per_message // 2 + 1)
+    pairs: set[frozenset[int]] = set()
+    for d in steps:
+        for i in range(n):
+            pairs.add(frozenset((order[i], order[(i + d) % n])))
+    return sorted(tuple(sorted(p)) for p in pairs)
 
 
 def _respond(s, chosen, responses, first, second, notes) -> list[UnitSpec]:

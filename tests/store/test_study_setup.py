@@ -228,3 +228,45 @@ def test_setup_assign_and_progress_from_the_command_line(tmp_path, capsys):
     assert "urgency" in capsys.readouterr().out
     assert main(["assign", str(path), "Nope", "--annotator", "ava"]) == 2
     assert "there is no unit set 'Nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("n", "k"), [(30, 4), (30, 5), (10, 2), (9, 4), (12, 7)])
+def test_balanced_pairs_compare_every_message_k_times(n, k):
+    from collections import Counter
+
+    from portalreview.store.study_setup import balanced_pairs
+
+    ids = list(range(100, 100 + n))
+    pairs = balanced_pairs(ids, k, seed=3)
+    assert len(set(pairs)) == len(pairs)
+    assert all(a != b and a in ids and b in ids for a, b in pairs)
+    counts = Counter(x for pair in pairs for x in pair)
+    assert set(counts.values()) == {k}  # k even, or an even inbox
+    assert len(pairs) == n * k // 2
+    assert balanced_pairs(ids, k, seed=3) == pairs
+    assert balanced_pairs(ids, k, seed=4) != pairs
+
+
+def test_balanced_pairs_with_an_odd_count_on_an_odd_inbox_and_bad_counts():
+    from collections import Counter
+
+    from portalreview.store.study_setup import SetupError, balanced_pairs
+
+    counts = Counter(x for pair in balanced_pairs(list(range(9)), 3) for x in pair)
+    assert set(counts.values()) == {4}  # one more each, as documented
+    with pytest.raises(SetupError, match="between 1 and 8"):
+        balanced_pairs(list(range(9)), 9)
+
+
+def test_an_inbox_sample_with_four_comparisons_per_message(tmp_path, capsys):
+    from portalreview.cli import main
+
+    with _inbox_project(tmp_path / "s.prproj") as project:
+        plan = plan_units(project, "urgency", inbox="ward-3", comparisons_per_message=4)
+        assert len(plan) == 12 * 4 // 2
+        per_case = Counter(c for u in plan.units for c in (u.case_id, u.case_b_id))
+        assert set(per_case.values()) == {4}
+        assert plan.options["comparisons_per_message"] == 4
+    argv = ["setup", str(tmp_path / "s.prproj"), "urgency", "--inbox", "ward-3"]
+    assert main([*argv, "--comparisons-per-message", "4", "--dry-run"]) == 0
+    assert "24" in capsys.readouterr().out
