@@ -504,6 +504,7 @@ class MainWindow(QMainWindow):
                     else (f"Work of {person.display_name or person.name}")
                 )
                 self.work_of_box.addItem(label, person.id)
+            self.work_of_box.setCurrentIndex(self.work_of_box.findData(self.annotator_id))
         self.work_of_box.blockSignals(False)
 
     def _on_work_of(self, _index: int) -> None:

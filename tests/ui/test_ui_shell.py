@@ -170,3 +170,14 @@ def test_kill_9_loses_nothing_that_was_shown_as_saved(gui, tmp_path):
     stored = answer.payload["parts"]["empathy"]
     # Everything shown as saved is in the file (later typing may be there too).
     assert stored.startswith(shown.strip())
+
+
+def test_the_pi_starts_on_their_own_work_and_can_look_at_a_clinicians(qtbot, gui, tmp_path):
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    box = window.work_of_box
+    assert box.currentData() == gui.ids.pi and box.currentText() == "My own work"
+    box.setCurrentIndex(box.findData(gui.ids.ava))
+    assert window.work_of == gui.ids.ava
+    assert window.kinds[:3] == ["respond", "rank", "match"]
+    assert window.session.read_only
+    window.close()

@@ -1,0 +1,260 @@
+"""``portalreview selftest``: check an installed (frozen) program from the inside.
+
+A hidden verb, registered by the frozen program's entry script (packaging/portalreview_main.py
+appends :func:`register` to ``portalreview.cli.EXTRA_VERBS``), and runnable from a checkout as
+``python -m portalreview.selftest``. packaging/smoke_test.py runs it after installing a build;
+hospital IT can run it on a workstation to see what the program finds there.
+
+Steps, each reported on its own line as ``selftest: <step>: ok (...)`` or ``... FAILED``:
+
+* **imports**: every module of the program imports (catches modules a freezer left out);
+* **resources**: the bundled prompt templates and demo data are there;
+* **sqlite**: the SQLite library has what the project file needs (JSON, WAL);
+* **llama**: llama.cpp's shared libraries load; the CPU features and GPU support they were
+  built with;
+* **audit** (with ``--project``): the project's audit log is intact (its hash chain);
+* **qt**: Qt starts (offscreen unless ``QT_QPA_PLATFORM`` says otherwise) and names its
+  platform plugin; with ``--project`` (and ``--as``), the main window opens the project and
+  shows every kind's editor in turn;
+* **model** (with ``--model FILE``): the GGUF model loads and generates a few tokens.
+
+Exit status 0 when every step passed, 1 otherwise. Nothing is written anywhere except the
+``--log`` file, and nothing is sent anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from portalreview import __version__
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+class _Report:
+    def __init__(self, streams: list[TextIO]) -> None:
+        self.streams = streams
+        self.failed: list[str] = []
+
+    def line(self, text: str) -> None:
+        for stream in self.streams:
+            stream.write(text + "\n")
+            stream.flush()
+
+    def step(self, name: str, work: Callable[[], str]) -> None:
+        started = time.perf_counter()
+        try:
+            detail = work()
+        except BaseException as exc:  # a selftest reports everything, then goes on
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            self.failed.append(name)
+            self.line(f"selftest: {name}: FAILED: {type(exc).__name__}: {exc}")
+            for text in traceback.format_exception(exc):
+                self.line(text.rstrip("\n"))
+            return
+        self.line(f"selftest: {name}: ok ({detail}; {time.perf_counter() - started:.1f} s)")
+
+
+def _imports() -> str:
+    import portalreview
+
+    names = [
+        info.name
+        for info in pkgutil.walk_packages(portalreview.__path__, "portalreview.")
+        if not info.name.endswith("__main__")  # it runs the program
+    ]
+    failed = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            failed.append(f"{name} ({type(exc).__name__}: {exc})")
+    if failed:
+        raise ImportError("cannot import " + "; ".join(failed))
+    if len(names) < 20:
+        raise ImportError(f"only {len(names)} modules found: the program is incomplete")
+    return f"{len(names)} modules"
+
+
+def _resources() -> str:
+    from portalreview.llm import templates
+    from portalreview.resources import resources_dir
+
+    root = resources_dir()
+    prompts = sorted(p.name for p in (root / "prompts").glob("*.txt"))
+    demo = sorted(p.name for p in (root / "demo").glob("*.jsonl"))
+    if not prompts or not demo:
+        raise FileNotFoundError(f"bundled files missing in {root}")
+    checked = templates.defaults()  # reads and checks every bundled template
+    return f"{len(checked)} prompt templates, {len(demo)} demo files in {root}"
+
+
+def _sqlite() -> str:
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("SELECT json_valid('{}')").fetchone()
+    finally:
+        conn.close()
+    return f"SQLite {sqlite3.sqlite_version}, JSON functions present"
+
+
+def _llama() -> str:
+    import llama_cpp
+
+    library = getattr(llama_cpp.llama_cpp, "_lib", None)
+    info = llama_cpp.llama_print_system_info()
+    info = info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
+    gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    where = getattr(library, "_name", "?")
+    return (
+        f"llama-cpp-python {llama_cpp.__version__} from {where}; GPU offload "
+        f"{'available' if gpu else 'not built in'}; {info.strip().rstrip('|').strip()}"
+    )
+
+
+def _qt(project: Path | None, annotator: str | None) -> str:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6 import __version__ as pyside_version
+    from PySide6.QtCore import QSettings, QStandardPaths
+
+    from portalreview.ui.app import application
+
+    app = application(["portalreview"])
+    detail = f"PySide6 {pyside_version}, platform {app.platformName()}"
+    if project is None:
+        return detail
+    from portalreview.ui.main_window import MainWindow
+    from portalreview.ui.settings import Preferences
+
+    # Our own settings file, so that the person's recent files and preferences are untouched.
+    temp = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.TempLocation))
+    settings = QSettings(
+        str(temp / f"portalreview-selftest-{os.getpid()}.ini"), QSettings.Format.IniFormat
+    )
+    window = MainWindow(Preferences(settings))
+    window.show()
+    try:
+        window.open_project(Path(project), annotator=annotator)
+        deadline = time.monotonic() + 60
+        while window.session is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the window did not open {project}")
+            app.processEvents()
+            time.sleep(0.01)
+        kinds = []
+        for index in range(window.kind_tabs.count()):
+            window.kind_tabs.setCurrentIndex(index)
+            app.processEvents()
+            kinds.append(window.kind)
+        if not kinds:
+            raise RuntimeError(f"{annotator or 'the person'} has no work in {project}")
+        return f"{detail}; opened {Path(project).name}, editors shown: {', '.join(kinds)}"
+    finally:
+        window.close()
+        app.processEvents()
+        Path(settings.fileName()).unlink(missing_ok=True)
+
+
+def _audit(project: Path) -> str:
+    from portalreview.store.audit_verify import verify_project
+    from portalreview.store.project import Project
+
+    with Project.open(project, read_only=True) as opened:
+        result = verify_project(opened)
+    if not result.ok:
+        raise ValueError(result.describe())
+    return result.describe()
+
+
+def _model(path: Path, cpu: bool) -> str:
+    from portalreview.llm.engine import Engine, GenerationParams
+
+    with Engine.load(path, gpu=False if cpu else None, hash_cache=False) as engine:
+        generation = engine.complete("Hello, how are you?", GenerationParams(max_tokens=8))
+        return f"{engine.info.describe()}; generated {len(generation.token_ids)} tokens"
+
+
+def run(
+    model: Path | None = None,
+    project: Path | None = None,
+    annotator: str | None = None,
+    cpu: bool = False,
+    log: Path | None = None,
+    skip_qt: bool = False,
+) -> int:
+    """Run every step; returns the exit status."""
+    streams: list[TextIO] = [sys.stdout] if sys.stdout is not None else []
+    log_file = Path(log).open("w", encoding="utf-8") if log else None  # noqa: SIM115
+    if log_file is not None:
+        streams.append(log_file)
+    report = _Report(streams)
+    try:
+        frozen = getattr(sys, "frozen", False)
+        report.line(
+            f"selftest: PortalReview {__version__} "
+            f"({'frozen build in ' + str(getattr(sys, '_MEIPASS', '?')) if frozen else 'Python'}"
+            f"), Python {platform.python_version()}, {platform.platform()}"
+        )
+        report.step("imports", _imports)
+        report.step("resources", _resources)
+        report.step("sqlite", _sqlite)
+        report.step("llama", _llama)
+        if project is not None:
+            report.step("audit", lambda: _audit(Path(project)))
+        if not skip_qt:
+            report.step("qt", lambda: _qt(project, annotator))
+        if model is not None:
+            report.step("model", lambda: _model(Path(model), cpu))
+        if report.failed:
+            report.line(f"selftest: FAILED ({', '.join(report.failed)})")
+            return EXIT_FAILED
+        report.line("selftest: all steps passed")
+        return EXIT_OK
+    finally:
+        if log_file is not None:
+            log_file.close()
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", type=Path, metavar="FILE", help="also load this GGUF model")
+    parser.add_argument("--cpu", action="store_true", help="load the model on the CPU only")
+    parser.add_argument(
+        "--project", type=Path, metavar="PATH", help="open this project in the main window"
+    )
+    parser.add_argument("--as", dest="annotator", metavar="NAME", help="sign in as NAME")
+    parser.add_argument("--no-qt", action="store_true", help="skip the Qt step")
+    parser.add_argument("--log", type=Path, metavar="FILE", help="also write the report here")
+
+
+def _from_args(args: argparse.Namespace) -> int:
+    return run(args.model, args.project, args.annotator, args.cpu, args.log, args.no_qt)
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    """Add the (hidden: no help line) ``selftest`` verb to the ``portalreview`` command."""
+    parser = verbs.add_parser("selftest", description=__doc__.split("\n\n")[0])
+    _add_arguments(parser)
+    parser.set_defaults(func=_from_args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m portalreview.selftest")
+    _add_arguments(parser)
+    return _from_args(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
