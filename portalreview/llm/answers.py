@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from portalreview.domain.catalogs import Catalogs
+from portalreview.domain.spans import merge_spans
 from portalreview.llm.errors import AnswerError
 from portalreview.llm.grammars import EMPATHY_OPTIONS, NO_MATCH
 
@@ -167,7 +168,7 @@ def eppc_payload(raw: str, sentence: str, catalogs: Catalogs) -> dict[str, Any]:
     if reasons:
         raise AnswerError(what, reasons, raw)
     for label in labels.values():
-        label["spans"] = _merge_spans(label["spans"])
+        label["spans"] = merge_spans(label["spans"])
     return {"labels": list(labels.values())}
 
 
@@ -193,16 +194,6 @@ def _eppc_item(
         list(found)
     )
     return None
-
-
-def _merge_spans(spans: list[list[int]]) -> list[list[int]]:
-    out: list[list[int]] = []
-    for start, end in sorted(spans):
-        if out and start <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], end)
-        else:
-            out.append([start, end])
-    return out
 
 
 def fact_list(raw: str) -> list[str]:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from portalreview.domain.spans import merge_spans
 from portalreview.metrics._common import (
     check_count,
     f1_from_counts,
@@ -178,16 +179,6 @@ def _normalize_decision(decision: Decision, draft_len: int | None, where: str) -
     return tuple(_check_span(s, draft_len, where) for s in decision)
 
 
-def _merge(spans: Iterable[Span]) -> list[Span]:
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
-
-
 def unmatched_draft_text(draft: str, decisions: Sequence[Decision]) -> str:
     """The draft with the union of all matched spans removed (seed 000, Algorithm 1, line 10).
 
@@ -203,7 +194,7 @@ def unmatched_draft_text(draft: str, decisions: Sequence[Decision]) -> str:
     ]
     pieces: list[str] = []
     cursor = 0
-    for start, end in _merge(spans):
+    for start, end in merge_spans(spans):
         pieces.append(draft[cursor:start])
         cursor = end
     pieces.append(draft[cursor:])

@@ -11,10 +11,11 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 from ui_support import make_gui_study, open_window, preferences, stored_answer, wait_saved
 
+from portalreview.domain.spans import merge_spans
 from portalreview.store.kinds.base import PayloadError
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
-from portalreview.tasks.eppc.offsets import TextOffsets, merge_spans, trim_span
+from portalreview.tasks.eppc.offsets import TextOffsets, trim_span
 
 SENTENCE = "I have had crushing chest pain since this morning."
 EMOJI_MESSAGE = "Café 😀 naïve: my stomach 🤢 hurts after the pills. Thanks!"

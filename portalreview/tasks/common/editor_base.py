@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QKeySequence, QTextDocument, QUndoCommand, QUndoStack
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QKeyEvent, QKeySequence, QTextDocument, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import QBoxLayout, QPlainTextEdit, QWidget
 
 from portalreview.domain.catalogs import Catalogs
@@ -67,6 +67,30 @@ class Editor(QWidget):
         font = self.font()
         font.setPointSizeF(point_size)
         self.setFont(font)
+
+    # --- the editor's own keys ---------------------------------------------------------------
+
+    def handle_key(self, event: QKeyEvent, watched: QObject | None = None) -> bool:
+        """Apply one of the editor's keys (``watched``: the widget that had the focus); False
+        when the key is not the editor's. Subclasses override this one method."""
+        return False
+
+    def route_keys_from(self, *widgets: QWidget) -> None:
+        """Let :meth:`handle_key` see keys typed in ``widgets`` before they do (a list or a
+        scroll area would otherwise take the arrows and letters)."""
+        for widget in widgets:
+            widget.installEventFilter(self)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self.handle_key(event, self):
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.KeyPress and self.handle_key(event, watched):
+            return True
+        return super().eventFilter(watched, event)
 
     # --- model suggestions (``portalreview.ui.suggestions``) -------------------------------
 
@@ -250,6 +274,3 @@ def clear_layout(layout) -> None:
             widget.deleteLater()
         elif item.layout() is not None:
             clear_layout(item.layout())
-
-
-ALIGN_TOP = Qt.AlignmentFlag.AlignTop

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -205,7 +205,7 @@ class EmpathyEditor(Editor):
 
     # --- keyboard ---------------------------------------------------------------------------
 
-    def handle_key(self, event: QKeyEvent) -> bool:
+    def handle_key(self, event: QKeyEvent, watched: QObject | None = None) -> bool:
         mods = event.modifiers() & (
             Qt.KeyboardModifier.ControlModifier
             | Qt.KeyboardModifier.AltModifier
@@ -215,17 +215,6 @@ class EmpathyEditor(Editor):
             return False
         self.choose(_KEYS[event.key()])
         return True
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        if self.handle_key(event):
-            event.accept()
-            return
-        super().keyPressEvent(event)
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.KeyPress and self.handle_key(event):
-            return True
-        return super().eventFilter(watched, event)
 
     # --- display ----------------------------------------------------------------------------
 

@@ -47,9 +47,10 @@ from PySide6.QtWidgets import (
 )
 
 from portalreview.domain.catalogs import Catalogs, EppcCode
+from portalreview.domain.spans import merge_spans
 from portalreview.store.service import AnswerView, SentenceView, UnitView
 from portalreview.tasks.common.editor_base import Editor, clear_layout
-from portalreview.tasks.eppc.offsets import TextOffsets, merge_spans, trim_span
+from portalreview.tasks.eppc.offsets import TextOffsets, trim_span
 
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(1, 10)}
 # One colour per code (light and dark themes), so evidence of different codes can be told apart.
@@ -480,14 +481,10 @@ class EppcEditor(Editor):
 
     # --- keyboard ---------------------------------------------------------------------------
 
-    def eventFilter(self, watched, event) -> bool:
-        if (
-            event.type() == QEvent.Type.KeyPress
-            and not (watched is self and self.comment.hasFocus())
-            and self._handle_key(event)
-        ):
-            return True
-        return super().eventFilter(watched, event)
+    def handle_key(self, event, watched=None) -> bool:
+        if watched is self and self.comment.hasFocus():
+            return False
+        return self._handle_key(event)
 
     def _handle_key(self, event) -> bool:
         key, mods = event.key(), event.modifiers()

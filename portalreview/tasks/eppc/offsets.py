@@ -68,14 +68,3 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
-
-
-def merge_spans(spans: list[list[int]]) -> list[list[int]]:
-    """Sorted, with overlapping or touching spans joined (the store refuses overlaps)."""
-    merged: list[list[int]] = []
-    for start, end in sorted([list(s) for s in spans]):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return merged

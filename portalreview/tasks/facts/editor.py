@@ -18,7 +18,7 @@ import copy
 import html
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -390,17 +390,17 @@ class FactsEditor(Editor):
 
     # --- keyboard ---------------------------------------------------------------------------
 
-    def eventFilter(self, watched, event) -> bool:
-        if event.type() == QEvent.Type.KeyPress:
-            plain = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
-            if plain == Qt.KeyboardModifier.NoModifier:
-                for side, view in self.sides.items():
-                    if watched is view.table and self._table_key(side, event.key()):
-                        return True
-                    if watched is view.text_view and event.key() == Qt.Key.Key_F:
-                        self.add_selection(side)
-                        return True
-        return super().eventFilter(watched, event)
+    def handle_key(self, event, watched=None) -> bool:
+        plain = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        if plain != Qt.KeyboardModifier.NoModifier:
+            return False
+        for side, view in self.sides.items():
+            if watched is view.table and self._table_key(side, event.key()):
+                return True
+            if watched is view.text_view and event.key() == Qt.Key.Key_F:
+                self.add_selection(side)
+                return True
+        return False
 
     def _table_key(self, side: str, key: int) -> bool:
         table = self.sides[side].table

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -33,23 +33,13 @@ from PySide6.QtWidgets import (
 )
 
 from portalreview.domain.catalogs import Catalogs
+from portalreview.domain.spans import merge_spans
 from portalreview.metrics.edit_f1 import content_edit_f1, theme_edit_f1
 from portalreview.store.service import AnswerView, ResponseView, SentenceView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import Editor
 
 NO_THEME = "—"
-
-
-def merge_spans(spans: list[list[int]]) -> list[list[int]]:
-    """Sorted, with overlapping or touching spans joined."""
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return merged
 
 
 def is_dark(widget: QWidget) -> bool:
@@ -214,15 +204,10 @@ class MatchEditor(Editor):
             Qt.Key.Key_Delete: self.clear_current,
             Qt.Key.Key_S: self.select_sentence_at_cursor,
         }
-        for widget in (self.draft_view, self.ref_table, self.draft_table, self):
-            widget.installEventFilter(self)
+        self.route_keys_from(self.draft_view, self.ref_table, self.draft_table)
 
-    def eventFilter(self, watched, event) -> bool:
-        if event.type() == QEvent.Type.KeyPress and (
-            self._theme_key(watched, event) or self._handle_key(event)
-        ):
-            return True
-        return super().eventFilter(watched, event)
+    def handle_key(self, event, watched=None) -> bool:
+        return self._theme_key(watched, event) or self._handle_key(event)
 
     def _theme_key(self, watched, event) -> bool:
         """In a sentence list, number key n labels the current sentence with the n-th theme

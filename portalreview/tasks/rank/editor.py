@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -337,9 +337,9 @@ class RankEditor(Editor):
 
     # --- keyboard ---------------------------------------------------------------------------
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:
+    def handle_key(self, event: QKeyEvent, watched: QObject | None = None) -> bool:
         if self.current is None or not self.order:
-            return super().keyPressEvent(event)
+            return False
         key, mods = event.key(), event.modifiers()
         alt = bool(mods & Qt.KeyboardModifier.AltModifier)
         index = self.order.index(self.current)
@@ -361,8 +361,8 @@ class RankEditor(Editor):
         elif key == Qt.Key.Key_N:
             self.set_correct(self.current, False)
         else:
-            return super().keyPressEvent(event)
-        event.accept()
+            return False
+        return True
 
     # --- display ----------------------------------------------------------------------------
 

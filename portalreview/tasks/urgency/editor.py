@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QRectF, Qt
+from PySide6.QtCore import QObject, QRectF, Qt
 from PySide6.QtGui import QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -286,7 +286,7 @@ class UrgencyEditor(Editor):
 
     # --- keyboard ---------------------------------------------------------------------------
 
-    def handle_key(self, event: QKeyEvent) -> bool:
+    def handle_key(self, event: QKeyEvent, watched: QObject | None = None) -> bool:
         """Apply an editor key; False when the key is not one of ours."""
         key, mods = event.key(), event.modifiers()
         plain = not mods & (
@@ -314,18 +314,6 @@ class UrgencyEditor(Editor):
         else:
             return False
         return True
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        if self.handle_key(event):
-            event.accept()
-            return
-        super().keyPressEvent(event)
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        # The case panels scroll with the arrow keys: the editor's keys win over that.
-        if event.type() == QEvent.Type.KeyPress and self.handle_key(event):
-            return True
-        return super().eventFilter(watched, event)
 
     # --- display ----------------------------------------------------------------------------
 
