@@ -1015,17 +1015,6 @@ class StudyService:
         with self.project.read() as s:
             count = lambda model: s.scalar(select(func.count()).select_from(model))  # noqa: E731
             kinds: dict[str, Any] = {}
-            # A PI's assignment made only to hold their gold answer is not annotation work.
-            gold = aliased(Answer)
-            gold_by_annotator = (
-                select(gold.id)
-                .where(
-                    gold.unit_id == Assignment.unit_id,
-                    gold.annotator_id == Annotator.id,
-                    gold.is_gold.is_(True),
-                )
-                .exists()
-            )
             for kind in KINDS:
                 units = s.scalar(select(func.count()).select_from(Unit).where(Unit.kind == kind))
                 per_annotator = {}
@@ -1046,7 +1035,7 @@ class StudyService:
                             Answer.is_gold.is_(False),
                         ),
                     )
-                    .where(~gold_by_annotator)
+                    .where(_not_gold_holder())
                     .group_by(Annotator.name)
                     .order_by(Annotator.name)
                 )

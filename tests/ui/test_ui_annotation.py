@@ -14,6 +14,7 @@ from ui_support import (
     make_gui_study,
     open_window,
     preferences,
+    show_kind,
     stored_answer,
     wait_saved,
 )
@@ -24,21 +25,6 @@ from portalreview.tasks.common.editor_base import TextBox
 
 EMPATHY = "I am sorry you are hurting."
 PLANNING = "Please go to the emergency room now."
-
-
-@pytest.fixture
-def gui(tmp_path):
-    return make_gui_study(tmp_path)
-
-
-@pytest.fixture
-def prefs(tmp_path):
-    return preferences(tmp_path)
-
-
-def show_kind(window, kind: str) -> None:
-    window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
-    assert window.kind == kind
 
 
 def box(window, box_id: str) -> TextBox:

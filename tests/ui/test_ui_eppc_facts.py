@@ -9,7 +9,12 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
-from ui_support import make_gui_study, open_window, preferences, stored_answer, wait_saved
+from ui_support import (
+    open_window,
+    show_kind,
+    stored_answer,
+    wait_saved,
+)
 
 from portalreview.domain.spans import merge_spans
 from portalreview.store.kinds.base import PayloadError
@@ -20,21 +25,6 @@ from portalreview.tasks.eppc.offsets import TextOffsets, trim_span
 SENTENCE = "I have had crushing chest pain since this morning."
 EMOJI_MESSAGE = "Café 😀 naïve: my stomach 🤢 hurts after the pills. Thanks!"
 EMOJI_SENTENCE = "Café 😀 naïve: my stomach 🤢 hurts after the pills."
-
-
-@pytest.fixture
-def gui(tmp_path):
-    return make_gui_study(tmp_path)
-
-
-@pytest.fixture
-def prefs(tmp_path):
-    return preferences(tmp_path)
-
-
-def show_kind(window, kind: str) -> None:
-    window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
-    assert window.kind == kind
 
 
 def utf16(text: str, index: int) -> int:

@@ -12,18 +12,13 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from ui_support import make_gui_study, open_window, preferences, stored_answer
+from ui_support import open_window, preferences, stored_answer
 
 from portalreview import cli
 from portalreview.tasks.rank.editor import groups_from_ranks, ranks_from_groups
 from portalreview.ui.session import IDLE_SECONDS, ActivityClock
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def gui(tmp_path):
-    return make_gui_study(tmp_path)
 
 
 def test_active_time_counts_gaps_between_inputs_but_not_idle_time():

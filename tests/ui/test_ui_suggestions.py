@@ -13,7 +13,13 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
-from ui_support import make_gui_study, open_window, preferences, stored_answer, wait_saved
+from ui_support import (
+    open_window,
+    preferences,
+    show_kind,
+    stored_answer,
+    wait_saved,
+)
 
 from portalreview.store.models import Suggestion
 from portalreview.store.project import Project
@@ -22,11 +28,6 @@ from portalreview.ui.suggestions import SuggestionBanner
 from tests.llm.llm_testkit import PARAMS, SMALL_LIMITS, tiny_model_file
 
 ANSWER_WAIT_MS = 60000
-
-
-@pytest.fixture
-def gui(tmp_path):
-    return make_gui_study(tmp_path)
 
 
 @pytest.fixture
@@ -41,11 +42,6 @@ def window(qtbot, gui, tmp_path):
     ctl.host.load_options = {"gpu": False, "hash_cache": False}
     ctl.params, ctl.limits = PARAMS, SMALL_LIMITS
     return win
-
-
-def show_kind(window, kind: str) -> None:
-    window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
-    assert window.kind == kind
 
 
 def banner(window) -> SuggestionBanner:

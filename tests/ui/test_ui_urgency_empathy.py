@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from ui_support import open_window, preferences, stored_answer, wait_saved
+from ui_support import open_window, show_kind, stored_answer, wait_saved
 
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
@@ -91,11 +91,6 @@ def study(tmp_path):
     return make_pair_study(tmp_path)
 
 
-@pytest.fixture
-def prefs(tmp_path):
-    return preferences(tmp_path)
-
-
 def swap_of(path: Path, unit: int, who: str) -> bool:
     with Project.open(path, read_only=True) as project:
         return StudyService(project).as_viewer(who).read_unit(unit).presentation["swap"]
@@ -108,11 +103,6 @@ def units_by_swap(study: PairStudy, units, who: str = "ava") -> dict[bool, int]:
         found.setdefault(swap_of(study.path, unit, who), unit)
     assert set(found) == {False, True}, "need units shown both ways"
     return found
-
-
-def show_kind(window, kind: str) -> None:
-    window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
-    assert window.kind == kind
 
 
 def go_to(window, unit: int) -> None:

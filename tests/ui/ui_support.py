@@ -98,5 +98,11 @@ def stored_answer(path: Path, unit_id: int, annotator: str):
         return svc.get_answer(unit_id)
 
 
+def show_kind(window: MainWindow, kind: str) -> None:
+    """Switch the window to a kind's tab, as a click on it does."""
+    window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
+    assert window.kind == kind
+
+
 def wait_saved(qtbot, window: MainWindow) -> None:
     qtbot.waitUntil(lambda: not window.session.pending, timeout=5000)
