@@ -1058,6 +1058,34 @@ def _ndcg_curve(r: _Reader, i: int) -> Table:
     )
 
 
+def _agreement_rows(r, kind: str) -> list[list]:
+    """Agreement between people (percent, alpha), then each model judge against each
+    annotator: the same rows for urgency (002 Table 4) and empathy (004)."""
+    rows = [
+        [
+            _c("people"),
+            _c(""),
+            r.cell(kind, "agreement", "n_units"),
+            r.cell(kind, "agreement", "n_answers"),
+            *r.fig(kind, "agreement", "percent_agreement"),
+            *r.fig(kind, "agreement", "alpha"),
+        ]
+    ]
+    for i, _ in enumerate(r.get(kind, "model_agreement") or []):
+        base = (kind, "model_agreement", i)
+        rows.append(
+            [
+                r.cell(*base, "model"),
+                r.cell(*base, "annotator"),
+                r.cell(*base, "n_units"),
+                r.cell(*base, "n_answers"),
+                *r.fig(*base, "percent_agreement"),
+                *r.fig(*base, "alpha"),
+            ]
+        )
+    return rows
+
+
 def _urgency(r: _Reader) -> Sheet:
     levels = ("easy", "medium", "hard", "total")
     groups: list[tuple[Cell, JsonPath]] = [(_c("all people"), ("urgency", "accuracy"))]
@@ -1106,28 +1134,7 @@ def _urgency(r: _Reader) -> Sheet:
     )
     t2.rows = _error_columns(t2.rows, 4)
     t2.headers += ERR
-    agreement = [
-        [
-            _c("people"),
-            _c(""),
-            r.cell("urgency", "agreement", "n_units"),
-            r.cell("urgency", "agreement", "n_answers"),
-            *r.fig("urgency", "agreement", "percent_agreement"),
-            *r.fig("urgency", "agreement", "alpha"),
-        ]
-    ]
-    for i, _ in enumerate(r.get("urgency", "model_agreement") or []):
-        base = ("urgency", "model_agreement", i)
-        agreement.append(
-            [
-                r.cell(*base, "model"),
-                r.cell(*base, "annotator"),
-                r.cell(*base, "n_units"),
-                r.cell(*base, "n_answers"),
-                *r.fig(*base, "percent_agreement"),
-                *r.fig(*base, "alpha"),
-            ]
-        )
+    agreement = _agreement_rows(r, "urgency")
     t4 = Table(
         "urgency_agreement",
         "Agreement on which patient is more urgent (002 Table 4)",
@@ -1396,28 +1403,7 @@ def _empathy(r: _Reader) -> Sheet:
         if rows
         else None,
     )
-    agreement = [
-        [
-            _c("people"),
-            _c(""),
-            r.cell("empathy", "agreement", "n_units"),
-            r.cell("empathy", "agreement", "n_answers"),
-            *r.fig("empathy", "agreement", "percent_agreement"),
-            *r.fig("empathy", "agreement", "alpha"),
-        ]
-    ]
-    for i, _ in enumerate(r.get("empathy", "model_agreement") or []):
-        base = ("empathy", "model_agreement", i)
-        agreement.append(
-            [
-                r.cell(*base, "model"),
-                r.cell(*base, "annotator"),
-                r.cell(*base, "n_units"),
-                r.cell(*base, "n_answers"),
-                *r.fig(*base, "percent_agreement"),
-                *r.fig(*base, "alpha"),
-            ]
-        )
+    agreement = _agreement_rows(r, "empathy")
     t_agree = Table(
         "empathy_agreement",
         "Agreement between raters, and with a model judge",
