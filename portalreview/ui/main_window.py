@@ -44,7 +44,7 @@ from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.session import AnnotationSession
-from portalreview.ui.settings import Preferences, clamp_point_size
+from portalreview.ui.settings import DEFAULT_POINT_SIZE, Preferences, clamp_point_size
 from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
 from portalreview.ui.workers import run_with_progress
@@ -699,8 +699,6 @@ class MainWindow(QMainWindow):
         self._set_point_size(self.point_size + delta)
 
     def zoom_reset(self) -> None:
-        from portalreview.ui.settings import DEFAULT_POINT_SIZE
-
         self._set_point_size(DEFAULT_POINT_SIZE)
 
     def _set_point_size(self, size: float) -> None:
