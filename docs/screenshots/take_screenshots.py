@@ -125,6 +125,81 @@ def sign_in_screen(path: Path, prefs: Preferences) -> None:
     dialog.close()
 
 
+def pi_setup_and_copies_screens(demo: Path, prefs: Preferences) -> None:
+    """The PI's Study set-up (an urgency sample handed out with an overlap) and Offline copies
+    (two copies for one clinician merged back, one answer changed differently in each), on a
+    copy of the demo so that the other screens are unchanged."""
+    import shutil
+
+    from portalreview.store.project import Project
+    from portalreview.store.service import StudyService
+    from portalreview.ui import copies_dialog, study_setup_dialog
+
+    apply_color_scheme("system")
+    folder = Path(tempfile.mkdtemp(prefix="pi_screens_"))
+    path = folder / "study.prproj"
+    shutil.copy(demo, path)
+    window = MainWindow(prefs)
+    window.resize(1440, 900)
+    window.show()
+    window.open_project(path, annotator="dr_pi")
+    while window.session is None:
+        QTest.qWait(20)
+
+    def idle(dialog) -> None:
+        while dialog.busy:
+            QTest.qWait(20)
+        settle()
+
+    setup = study_setup_dialog.open_tool(window)
+    setup.tabs.setCurrentIndex(1)
+    setup.recipe_box.setCurrentIndex(setup.recipe_box.findData("urgency"))
+    setup.inbox_box.setCurrentText("demo-inbox")
+    setup.comparisons_spin.setValue(6)
+    setup.set_name_edit.setText("Ward pairs")
+    setup.preview_units()
+    idle(setup)
+    setup.create_units()
+    idle(setup)
+    setup.tabs.setCurrentIndex(2)
+    for row in range(setup.people_list.count()):
+        item = setup.people_list.item(row)
+        if item.data(Qt.ItemDataRole.UserRole) != "dr_pi":
+            item.setCheckState(Qt.CheckState.Checked)
+    setup.overlap_spin.setValue(30)
+    setup.assign_seed_spin.setValue(7)
+    setup.preview_assignment()
+    idle(setup)
+    save(setup, "setup-1-assign.png")
+    setup.assign()
+    idle(setup)
+    setup.close()
+
+    copies = copies_dialog.open_tool(window)
+    ward, laptop = folder / "chloe-ward.prproj", folder / "chloe-laptop.prproj"
+    for target, only in ((ward, True), (laptop, False)):
+        copies.for_box.setCurrentIndex(copies.for_box.findData("np_chloe"))
+        copies.only_assigned_box.setChecked(only)
+        copies_dialog.ask_copy_path = lambda parent, suggested, t=target: t
+        copies.save_copy()
+        idle(copies)
+    with Project.open(ward) as project:
+        chloe = StudyService(project).as_viewer("np_chloe")
+        todo = [i.unit_id for i in chloe.queue("urgency") if i.status != "submitted"][:3]
+        cases = {u: [c.id for c in chloe.read_unit(u).cases] for u in todo}
+        for unit in todo:
+            chloe.save_answer(unit, {"more_urgent_case_id": cases[unit][0]}, status="submitted")
+    with Project.open(laptop) as project:
+        chloe = StudyService(project).as_viewer("np_chloe")
+        chloe.save_answer(todo[0], {"more_urgent_case_id": cases[todo[0]][1]}, status="draft")
+    copies_dialog.ask_copies_to_merge = lambda parent, folder: [ward, laptop]
+    copies.merge_copies()
+    idle(copies)
+    save(copies, "copies-1-merge.png")
+    copies.close()
+    window.close()
+
+
 def main() -> None:
     application()
     folder = Path(tempfile.mkdtemp(prefix="screens_"))
@@ -141,6 +216,7 @@ def main() -> None:
     show(dark, "match")
     save(dark, "match-dark.png")
     dark.close()
+    pi_setup_and_copies_screens(path, prefs)
     QTimer.singleShot(0, QApplication.instance().quit)
 
 

@@ -32,4 +32,6 @@ TOOLS: list[Tool] = [
         roles=("pi",),
     ),
     Tool("Models…", "portalreview.ui.model_panel:open_tool"),
+    Tool("Study set-up…", "portalreview.ui.study_setup_dialog:open_tool", roles=("pi",)),
+    Tool("Offline copies…", "portalreview.ui.copies_dialog:open_tool", roles=("pi",)),
 ]

@@ -1,0 +1,268 @@
+"""Offline copies in the desktop app (Tools > Offline copies…): the PI writes copies for the
+clinicians, merges them back (answers added, the same answer changed differently listed as a
+conflict, a foreign file refused), settles the conflict in the window, and merging again
+changes nothing; a cancelled merge leaves the master as it was. The master is checked in the
+file itself, by SQL through a separate connection."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox, QProgressDialog, QPushButton
+from ui_support import open_window, stored_answer
+
+from portalreview.store import merge
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.ui import copies_dialog
+from portalreview.ui.copies_dialog import CopiesDialog
+from portalreview.ui.study_setup_dialog import table_rows
+from portalreview.ui.tools import TOOLS
+
+TITLE = "Offline copies…"
+
+
+def sql(path: Path, query: str, *args) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(query, args).fetchall()
+    finally:
+        conn.close()
+
+
+def answers_table(path: Path) -> list[tuple]:
+    """Every row of the master's answers table, as stored."""
+    return sql(path, "SELECT * FROM answers ORDER BY id")
+
+
+def audit_length(path: Path) -> int:
+    return sql(path, "SELECT count(*) FROM audit_log")[0][0]
+
+
+def edit(path: Path, annotator: str, unit: int, payload: dict, status="submitted") -> None:
+    """A clinician's change in their copy, through the service layer."""
+    with Project.open(path) as project:
+        StudyService(project).as_viewer(annotator).save_answer(unit, payload, status=status)
+
+
+@pytest.fixture
+def study(gui):
+    """The small study, with ava's urgency answer and ben's empathy answer in the master."""
+    ids = gui.ids
+    with Project.open(gui.path) as project:
+        svc = StudyService(project)
+        svc.as_viewer("ava").save_answer(
+            ids.units["urgency"], {"more_urgent_case_id": ids.case1}, status="submitted"
+        )
+        svc.as_viewer("ben").save_answer(ids.units["empathy"], {"equal": True}, status="submitted")
+    return gui
+
+
+def open_copies(qtbot, window) -> CopiesDialog:
+    window._fill_tools_menu()
+    action = next(a for a in window.tools_menu.actions() if a.text() == TITLE)
+    assert action.isEnabled()
+    action.trigger()
+    dialog = window.findChild(CopiesDialog)
+    qtbot.waitUntil(dialog.isVisible)
+    return dialog
+
+
+def wait_idle(qtbot, dialog) -> None:
+    qtbot.waitUntil(lambda: not dialog.busy, timeout=20000)
+
+
+def click(qtbot, button) -> None:
+    assert button.isEnabled(), button.text()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def save_copy(qtbot, dialog, monkeypatch, who: str, only_assigned: bool, target: Path) -> None:
+    """Choose the person and the scope, click Save a copy…, answer the file chooser."""
+    dialog.tabs.setCurrentIndex(0)
+    dialog.for_box.setCurrentIndex(dialog.for_box.findData(who))
+    if dialog.only_assigned_box.isChecked() != only_assigned:
+        qtbot.mouseClick(dialog.only_assigned_box, Qt.MouseButton.LeftButton)
+    offered = []
+    monkeypatch.setattr(
+        copies_dialog,
+        "ask_copy_path",
+        lambda parent, suggested: offered.append(suggested) or target,
+    )
+    click(qtbot, dialog.save_button)
+    wait_idle(qtbot, dialog)
+    assert offered[0].parent == dialog.project.path.parent and who in offered[0].name
+    assert target.exists(), dialog.message.plain()
+
+
+def merge_through_dialog(qtbot, dialog, monkeypatch, paths: list[Path]) -> None:
+    monkeypatch.setattr(copies_dialog, "ask_copies_to_merge", lambda parent, folder: list(paths))
+    click(qtbot, dialog.merge_button)
+
+
+def test_copies_go_out_come_back_with_a_conflict_and_merge_once(
+    qtbot, study, prefs, tmp_path, monkeypatch
+):
+    ids, units, master = study.ids, study.ids.units, study.path
+    window = open_window(qtbot, prefs, master, "pat")
+    dialog = open_copies(qtbot, window)
+    ward = {"ava": tmp_path / "ava-ward.prproj", "ben": tmp_path / "ben-ward.prproj"}
+    laptop = tmp_path / "ava-laptop.prproj"
+    save_copy(qtbot, dialog, monkeypatch, "ava", True, ward["ava"])
+    save_copy(qtbot, dialog, monkeypatch, "ben", True, ward["ben"])
+    save_copy(qtbot, dialog, monkeypatch, "ava", False, laptop)
+    assert "ava-laptop.prproj for ava (the whole project)" in dialog.message.plain()
+    ben_id = ids.ben
+    assert sql(ward["ava"], "SELECT count(*) FROM answers WHERE annotator_id = ?", ben_id) == [(0,)]
+    assert sql(laptop, "SELECT count(*) FROM answers WHERE annotator_id = ?", ben_id) == [(1,)]
+    assert [row[1:3] + row[4:] for row in table_rows(dialog.sent_table)] == [
+        ["ava", "their assignments", "not yet"],
+        ["ben", "their assignments", "not yet"],
+        ["ava", "the whole project", "not yet"],
+    ]
+
+    # On the ward: ava changes her urgency answer and answers empathy; ben answers urgency and
+    # changes his empathy answer. At home ava changes her urgency answer differently.
+    edit(ward["ava"], "ava", units["urgency"], {"more_urgent_case_id": ids.case2})
+    edit(ward["ava"], "ava", units["empathy"], {"more_empathetic_response_id": ids.edited})
+    edit(ward["ben"], "ben", units["urgency"], {"more_urgent_case_id": ids.case1})
+    edit(ward["ben"], "ben", units["empathy"], {"more_empathetic_response_id": ids.original})
+    edit(laptop, "ava", units["urgency"], {"more_urgent_case_id": ids.case1}, status="draft")
+    with Project.create(tmp_path / "other.prproj", name="Another study"):
+        pass
+    merges_before = sql(master, "SELECT count(*) FROM audit_log WHERE action = 'merge'")[0][0]
+
+    chosen = [ward["ava"], tmp_path / "other.prproj", ward["ben"], laptop]
+    merge_through_dialog(qtbot, dialog, monkeypatch, chosen)
+    wait_idle(qtbot, dialog)
+    rows = table_rows(dialog.results_table)
+    # copy, for, added, updated, (unchanged: the core's count), conflicts, result
+    assert [r[:4] + r[5:] for r in rows] == [
+        ["ava-ward.prproj", "ava", "1", "1", "0", "merged"],
+        ["other.prproj", "", "", "", "", rows[1][6]],
+        ["ben-ward.prproj", "ben", "1", "1", "0", "merged"],
+        ["ava-laptop.prproj", "ava", "0", "0", "1 (1 new)", "merged"],
+    ]
+    assert rows[1][6].startswith("refused: other.prproj is not a copy of this project")
+    assert "Added 2 answer(s), updated 2; 1 new conflict(s)" in dialog.message.plain()
+    assert "Refused (nothing merged from it): other.prproj" in dialog.message.plain()
+
+    # In the master: what the copies brought, and the master's answer kept in the conflict.
+    payload = lambda unit, who: stored_answer(master, units[unit], who).payload  # noqa: E731
+    assert payload("empathy", "ava") == {"more_empathetic_response_id": ids.edited}
+    assert payload("urgency", "ben")["more_urgent_case_id"] == ids.case1
+    assert payload("empathy", "ben") == {"more_empathetic_response_id": ids.original}
+    assert payload("urgency", "ava")["more_urgent_case_id"] == ids.case2
+    merges = sql(master, "SELECT count(*) FROM audit_log WHERE action = 'merge'")[0][0]
+    assert merges == merges_before + 3  # one entry per copy that brought something
+    assert [r[-1] for r in table_rows(dialog.sent_table)] == ["yes", "yes", "yes"]
+
+    # The conflict, both versions side by side; the PI takes the copy's.
+    assert table_rows(dialog.conflict_table) == [
+        ["urgency set", "0 (id {})".format(units["urgency"]), "urgency", "ava", laptop.name]
+    ]
+    shown = dialog.conflict_view.toPlainText()
+    assert "More urgent: case c2" in shown and "More urgent: case c1" in shown
+    assert "status: draft" in shown
+    click(qtbot, dialog.take_copy_button)
+    taken = stored_answer(master, units["urgency"], "ava")
+    assert taken.payload["more_urgent_case_id"] == ids.case1 and taken.status == "draft"
+    assert dialog.conflict_table.rowCount() == 0
+    with Project.open(master, read_only=True) as project:
+        assert merge.open_conflicts(project) == []
+    assert not dialog.take_copy_button.isEnabled()
+
+    # Merging the same copies again: nothing new, the answers table byte for byte the same.
+    before, audit_before = answers_table(master), audit_length(master)
+    merge_through_dialog(qtbot, dialog, monkeypatch, [ward["ava"], ward["ben"], laptop])
+    wait_idle(qtbot, dialog)
+    # (the laptop's answer is the master's now: no conflict left to report)
+    assert [r[2:] for r in table_rows(dialog.results_table)] == [
+        ["0", "0", r[4], "0", "nothing new"] for r in table_rows(dialog.results_table)
+    ]
+    assert dialog.message.plain().startswith("✓ Nothing new")
+    assert answers_table(master) == before and audit_length(master) == audit_before
+    assert dialog.conflict_table.rowCount() == 0
+
+
+def test_keeping_the_masters_answer_settles_the_conflict(
+    qtbot, study, prefs, tmp_path, monkeypatch
+):
+    ids, master = study.ids, study.path
+    window = open_window(qtbot, prefs, master, "pat")
+    dialog = open_copies(qtbot, window)
+    first, second = tmp_path / "ava-1.prproj", tmp_path / "ava-2.prproj"
+    save_copy(qtbot, dialog, monkeypatch, "ava", True, first)
+    save_copy(qtbot, dialog, monkeypatch, "ava", True, second)
+    edit(first, "ava", ids.units["urgency"], {"more_urgent_case_id": ids.case2})
+    edit(second, "ava", ids.units["urgency"], {"more_urgent_case_id": ids.case1}, "draft")
+    merge_through_dialog(qtbot, dialog, monkeypatch, [first, second])
+    wait_idle(qtbot, dialog)
+    assert dialog.conflict_table.rowCount() == 1
+    before = answers_table(master)
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow)
+    qtbot.keyClick(dialog.conflict_table, Qt.Key.Key_K, Qt.KeyboardModifier.AltModifier)
+    assert dialog.conflict_table.rowCount() == 0
+    assert answers_table(master) == before  # the master's answer stays
+    assert "Kept the master's answer for ava's urgency unit" in dialog.message.plain()
+    resolved = sql(master, "SELECT new_json FROM audit_log WHERE action = 'resolve'")
+    assert len(resolved) == 1 and '"took": "master"' in resolved[0][0]
+
+
+def test_a_cancelled_merge_leaves_the_master_as_it_was(qtbot, study, prefs, tmp_path, monkeypatch):
+    ids, master = study.ids, study.path
+    window = open_window(qtbot, prefs, master, "pat")
+    dialog = open_copies(qtbot, window)
+    copy = tmp_path / "ben-ward.prproj"
+    save_copy(qtbot, dialog, monkeypatch, "ben", True, copy)
+    edit(copy, "ben", ids.units["urgency"], {"more_urgent_case_id": ids.case1})
+    edit(copy, "ben", ids.units["empathy"], {"more_empathetic_response_id": ids.original})
+    before, audit_before = answers_table(master), audit_length(master)
+
+    real = merge.merge_copy
+
+    def slowly(*args, progress=None, **kwargs):
+        """The real merge, reporting progress slowly so that Cancel comes mid-way."""
+
+        def report(done, total):
+            progress(done, total)
+            time.sleep(0.4)
+
+        return real(*args, progress=report, **kwargs)
+
+    monkeypatch.setattr(merge, "merge_copy", slowly)
+    merge_through_dialog(qtbot, dialog, monkeypatch, [copy])
+    qtbot.waitUntil(
+        lambda: (box := dialog.findChild(QProgressDialog)) is not None and box.isVisible(),
+        timeout=10000,
+    )
+    box = dialog.findChild(QProgressDialog)
+    qtbot.mouseClick(box.findChild(QPushButton), Qt.MouseButton.LeftButton)
+    wait_idle(qtbot, dialog)
+    assert table_rows(dialog.results_table)[0][6] == "cancelled: nothing of it was saved"
+    assert "Cancelled: nothing of ben-ward.prproj was saved" in dialog.message.plain()
+    assert answers_table(master) == before and audit_length(master) == audit_before
+
+    monkeypatch.setattr(merge, "merge_copy", real)
+    merge_through_dialog(qtbot, dialog, monkeypatch, [copy])
+    wait_idle(qtbot, dialog)
+    assert table_rows(dialog.results_table)[0][2:4] == ["1", "1"]  # added urgency, updated empathy
+
+
+def test_a_clinician_has_no_copies_tool(qtbot, gui, prefs, monkeypatch):
+    told = []
+    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: told.append(a[2])))
+    window = open_window(qtbot, prefs, gui.path, "ben")
+    tool = next(t for t in TOOLS if t.title == TITLE)
+    assert tool.roles == ("pi",)
+    window._fill_tools_menu()
+    action = next(a for a in window.tools_menu.actions() if a.text() == TITLE)
+    assert not action.isEnabled()
+    assert tool.load()(window) is None
+    assert "principal investigator" in told[0]
+    assert window.findChild(CopiesDialog) is None

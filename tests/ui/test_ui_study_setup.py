@@ -1,0 +1,402 @@
+"""Study set-up in the desktop app (Tools > Study set-up…): the PI adds an annotator, makes a
+unit set from the project's cases after previewing it, hands it out with an overlap from a
+seed, and follows the progress; bad input gets a message and changes nothing; a cancel saves
+nothing. Every count is checked in the project file by SQL, not through the window."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QMessageBox, QProgressDialog, QPushButton
+from ui_support import open_window
+
+from portalreview.demo import INBOX, build_demo
+from portalreview.store import study_setup as setup
+from portalreview.store.project import Project
+from portalreview.ui.study_setup_dialog import StudySetupDialog, plain_text, table_rows
+from portalreview.ui.tools import TOOLS
+
+TITLE = "Study set-up…"
+CLINICIANS = ["nurse_ava", "dr_ben", "np_chloe"]
+
+
+@pytest.fixture(scope="module")
+def demo_file(tmp_path_factory) -> Path:
+    """The demo study, built once; each test works on its own copy."""
+    return build_demo(tmp_path_factory.mktemp("demo") / "demo.prproj")
+
+
+def demo_copy(demo_file: Path, folder: Path, name: str = "study.prproj") -> Path:
+    target = folder / name
+    shutil.copy(demo_file, target)
+    return target
+
+
+def sql(path: Path, query: str, *args) -> list[tuple]:
+    """Rows from the project file through a separate read-only connection."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(query, args).fetchall()
+    finally:
+        conn.close()
+
+
+def open_setup(qtbot, window) -> StudySetupDialog:
+    """Tools > Study set-up…, as the menu does it."""
+    window._fill_tools_menu()
+    action = next(a for a in window.tools_menu.actions() if a.text() == TITLE)
+    assert action.isEnabled()
+    action.trigger()
+    dialog = window.findChild(StudySetupDialog)
+    qtbot.waitUntil(dialog.isVisible)
+    return dialog
+
+
+def click(qtbot, button) -> None:
+    assert button.isEnabled(), button.text()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def wait_idle(qtbot, dialog) -> None:
+    qtbot.waitUntil(lambda: not dialog.busy, timeout=20000)
+
+
+def type_into(qtbot, widget, text: str) -> None:
+    """Replace a line edit's or spin box's text by typing."""
+    edit = widget.lineEdit() if hasattr(widget, "lineEdit") else widget
+    edit.selectAll()
+    qtbot.keyClick(edit, Qt.Key.Key_Delete)
+    qtbot.keyClicks(edit, text)
+
+
+def pick(qtbot, combo, text: str, data) -> None:
+    """Choose a combo box item by typing the start of its text (keyboard search)."""
+    combo.setFocus()
+    qtbot.wait(QApplication.keyboardInputInterval() + 50)  # a new search, not a longer one
+    qtbot.keyClicks(combo, text)
+    assert combo.currentData() == data
+
+
+def tick(qtbot, dialog, names: list[str]) -> None:
+    """Tick people in the Assign tab with the Space key."""
+    people = dialog.people_list
+    for row in range(people.count()):
+        item = people.item(row)
+        if item.data(Qt.ItemDataRole.UserRole) in names:
+            people.setCurrentRow(row)
+            qtbot.keyClick(people, Qt.Key.Key_Space)
+            assert item.checkState() == Qt.CheckState.Checked
+    assert sorted(dialog.ticked_people()) == sorted(names)
+
+
+def plan_urgency_set(qtbot, dialog, name: str, per_message: int) -> None:
+    dialog.tabs.setCurrentIndex(1)
+    pick(qtbot, dialog.recipe_box, "urg", "urgency")
+    type_into(qtbot, dialog.inbox_box, INBOX)
+    type_into(qtbot, dialog.comparisons_spin, str(per_message))
+    type_into(qtbot, dialog.set_name_edit, name)
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+
+
+def hand_out(qtbot, dialog, names: list[str], overlap: int, seed: int) -> None:
+    dialog.tabs.setCurrentIndex(2)
+    tick(qtbot, dialog, names)
+    type_into(qtbot, dialog.overlap_spin, str(overlap))
+    type_into(qtbot, dialog.assign_seed_spin, str(seed))
+    click(qtbot, dialog.assign_preview_button)
+    wait_idle(qtbot, dialog)
+
+
+def assignment_of(path: Path, set_name: str) -> set[tuple[int, str]]:
+    """(unit position, annotator) of every assignment in a set: comparable across files."""
+    return set(
+        sql(
+            path,
+            "SELECT u.position, a.name FROM assignments x JOIN units u ON u.id = x.unit_id "
+            "JOIN unit_sets s ON s.id = u.unit_set_id JOIN annotators a ON a.id = x.annotator_id "
+            "WHERE s.name = ?",
+            set_name,
+        )
+    )
+
+
+def set_up_through_the_window(qtbot, prefs, path: Path, seed: int) -> StudySetupDialog:
+    """On a demo copy: an urgency set of the inbox, each message compared 6 times, handed out
+    to the three clinicians with 30 units everyone answers, from ``seed``."""
+    window = open_window(qtbot, prefs, path, "dr_pi")
+    dialog = open_setup(qtbot, window)
+    plan_urgency_set(qtbot, dialog, "Ward pairs", 6)
+    click(qtbot, dialog.create_button)
+    wait_idle(qtbot, dialog)
+    hand_out(qtbot, dialog, CLINICIANS, 30, seed)
+    click(qtbot, dialog.assign_button)
+    wait_idle(qtbot, dialog)
+    return dialog
+
+
+def test_the_pi_adds_a_person_makes_a_set_and_hands_it_out_with_an_overlap(
+    qtbot, demo_file, tmp_path, prefs
+):
+    path = demo_copy(demo_file, tmp_path)
+    window = open_window(qtbot, prefs, path, "dr_pi")
+    dialog = open_setup(qtbot, window)
+    count_people = lambda: sql(path, "SELECT count(*) FROM annotators")[0][0]  # noqa: E731
+    people_before = count_people()
+
+    # A new clinician, typed and confirmed with Enter.
+    qtbot.keyClicks(dialog.name_edit, "np_dana")
+    qtbot.keyClick(dialog.name_edit, Qt.Key.Key_Return)
+    assert sql(path, "SELECT role FROM annotators WHERE name = 'np_dana'") == [("clinician",)]
+    assert count_people() == people_before + 1
+    assert dialog.people_table.rowCount() == people_before + 1
+    assert "Added np_dana" in dialog.message.plain()
+    dana = sql(path, "SELECT id FROM annotators WHERE name = 'np_dana'")[0][0]
+    assert window.work_of_box.findData(dana) >= 0  # the main window shows the new person
+
+    # A blank name and a name already taken: a message, nothing added.
+    click(qtbot, dialog.add_button)
+    assert "Type the new annotator's name" in dialog.message.plain()
+    qtbot.keyClicks(dialog.name_edit, "dr_ben")
+    click(qtbot, dialog.add_button)
+    assert "already an annotator called 'dr_ben'" in dialog.message.plain()
+    assert count_people() == people_before + 1
+
+    # The plan first: 30 inbox messages each compared 6 times = 30 * 6 / 2 = 90 pairs.
+    inbox = sql(path, "SELECT count(*) FROM case_tags WHERE key = 'inbox' AND value = ?", INBOX)
+    assert inbox == [(30,)]
+    sets_before = sql(path, "SELECT count(*) FROM unit_sets")[0][0]
+    plan_urgency_set(qtbot, dialog, "Ward pairs", 6)
+    assert "'Ward pairs': 90 urgency unit(s)" in plain_text(dialog.plan_label.text())
+    rows = table_rows(dialog.plan_table)
+    assert len(rows) == 30 and {r[1] for r in rows} == {"6"}
+    assert sql(path, "SELECT count(*) FROM unit_sets")[0][0] == sets_before  # nothing saved
+
+    click(qtbot, dialog.create_button)
+    wait_idle(qtbot, dialog)
+    assert "Created the unit set 'Ward pairs' (90 urgency units)" in dialog.message.plain()
+    ((set_id, kind),) = sql(path, "SELECT id, kind FROM unit_sets WHERE name = 'Ward pairs'")
+    pairs = sql(path, "SELECT case_id, case_b_id FROM units WHERE unit_set_id = ?", set_id)
+    assert kind == "urgency" and len(pairs) == 90
+    assert len({frozenset(p) for p in pairs}) == 90  # no pair twice
+    per_case = Counter(c for pair in pairs for c in pair)
+    assert len(per_case) == 30 and set(per_case.values()) == {6}
+
+    # The hand-out: 30 units to all three, the other 60 split: 30 + 60 / 3 = 50 each.
+    assert dialog.assign_set_box.currentData() == set_id  # the new set is offered
+    hand_out(qtbot, dialog, CLINICIANS, 30, 7)
+    assert table_rows(dialog.assign_table) == [[n, "50", "30", "20"] for n in CLINICIANS]
+    assert assignment_of(path, "Ward pairs") == set()  # a preview saves nothing
+    click(qtbot, dialog.assign_button)
+    wait_idle(qtbot, dialog)
+    given = assignment_of(path, "Ward pairs")
+    assert Counter(name for _, name in given) == dict.fromkeys(CLINICIANS, 50)
+    raters = Counter(position for position, _ in given)
+    assert Counter(raters.values()) == {3: 30, 1: 60}
+    assert "Handed out 'Ward pairs'" in dialog.message.plain()
+
+    # Progress: the table shows study_progress, per set or summed per kind.
+    dialog.tabs.setCurrentIndex(3)
+    with Project.open(path, read_only=True) as project:
+        by_set = setup.study_progress(project)
+    shown = [
+        [r.unit_set, r.kind, r.annotator]
+        + [str(v) for v in (r.assigned, r.shared, r.drafts, r.submitted, r.todo)]
+        for r in by_set
+    ]
+    assert table_rows(dialog.progress_table) == shown
+    ward = [row for row in table_rows(dialog.progress_table) if row[0] == "Ward pairs"]
+    # every clinician: 50 assigned, the 30 of the overlap shared, nothing answered yet
+    assert ward == [
+        ["Ward pairs", "urgency", n, "50", "30", "0", "0", "50"] for n in sorted(CLINICIANS)
+    ]
+    qtbot.mouseClick(dialog.by_kind_box, Qt.MouseButton.LeftButton)
+    assert dialog.by_kind_box.isChecked() and dialog.progress_table.isColumnHidden(0)
+    summed = setup.progress_by_kind(by_set)
+    assert [row[1:] for row in table_rows(dialog.progress_table)] == [
+        [r.kind, r.annotator]
+        + [str(v) for v in (r.assigned, r.shared, r.drafts, r.submitted, r.todo)]
+        for r in summed
+    ]
+    # the demo's urgency set (120 per clinician, all shared) plus the new one
+    urgency = {row[2]: row[3] for row in table_rows(dialog.progress_table) if row[1] == "urgency"}
+    assert urgency == dict.fromkeys(CLINICIANS, str(120 + 50))
+
+
+def test_the_same_seed_gives_the_same_hand_out(qtbot, demo_file, tmp_path, prefs):
+    first = demo_copy(demo_file, tmp_path, "first.prproj")
+    again = demo_copy(demo_file, tmp_path, "again.prproj")
+    other = demo_copy(demo_file, tmp_path, "other.prproj")
+    for path, seed in ((first, 7), (again, 7), (other, 8)):
+        set_up_through_the_window(qtbot, prefs, path, seed)
+    assert len(assignment_of(first, "Ward pairs")) == 3 * 50
+    assert assignment_of(again, "Ward pairs") == assignment_of(first, "Ward pairs")
+    assert assignment_of(other, "Ward pairs") != assignment_of(first, "Ward pairs")
+
+
+def test_bad_input_is_named_and_changes_nothing(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    dialog = open_setup(qtbot, window)
+    before = sql(
+        gui.path, "SELECT count(*) FROM unit_sets, units WHERE units.unit_set_id = unit_sets.id"
+    )
+    dialog.tabs.setCurrentIndex(1)
+
+    pick(qtbot, dialog.recipe_box, "mat", "match")
+    type_into(qtbot, dialog.tags_edit, "split")
+    click(qtbot, dialog.preview_button)
+    assert "cannot read the tag 'split'" in dialog.message.plain()
+    type_into(qtbot, dialog.tags_edit, "")
+    type_into(qtbot, dialog.second_edit, "colour=red")
+    click(qtbot, dialog.preview_button)
+    assert "cannot read the response filter 'colour=red'" in dialog.message.plain()
+    type_into(qtbot, dialog.second_edit, "")
+    type_into(qtbot, dialog.cases_edit, "c1, c99")
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    assert "there is no case 'c99'" in dialog.message.plain()
+    assert not dialog.create_button.isEnabled()
+    type_into(qtbot, dialog.cases_edit, "")
+    type_into(qtbot, dialog.set_name_edit, "match set")  # the small study has one already
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    assert "already a unit set called 'match set'" in dialog.message.plain()
+    assert not dialog.create_button.isEnabled()
+
+    pick(qtbot, dialog.recipe_box, "urg", "urgency")
+    type_into(qtbot, dialog.set_name_edit, "")
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    assert "name the inbox" in dialog.message.plain()
+
+    # the small study's urgency set holds one unit, assigned already; the match set too
+    dialog.tabs.setCurrentIndex(2)
+    dialog.assign_set_box.setCurrentIndex(
+        dialog.assign_set_box.findText("match set", Qt.MatchFlag.MatchStartsWith)
+    )
+    click(qtbot, dialog.assign_preview_button)
+    assert "Tick the annotators" in dialog.message.plain()
+    tick(qtbot, dialog, ["ava", "ben"])
+    click(qtbot, dialog.assign_preview_button)
+    wait_idle(qtbot, dialog)
+    assert "every unit of 'match set' is already assigned (1 unit(s))" in dialog.message.plain()
+    assert (
+        sql(
+            gui.path, "SELECT count(*) FROM unit_sets, units WHERE units.unit_set_id = unit_sets.id"
+        )
+        == before
+    )
+
+
+def slowed(monkeypatch, name: str, pause: float) -> None:
+    """Make the core's ``name`` report progress slowly, so that Cancel comes mid-way; the
+    real function does the work, and checks for the cancel as always."""
+    real = getattr(setup, name)
+
+    def slow(*args, progress=None, **kwargs):
+        def report(done, total):
+            progress(done, total)
+            time.sleep(pause)
+
+        return real(*args, progress=report, **kwargs)
+
+    monkeypatch.setattr(setup, name, slow)
+
+
+def cancel_when_shown(qtbot, dialog) -> None:
+    """Click Cancel in the progress window as soon as it shows."""
+
+    def shown() -> bool:
+        box = dialog.findChild(QProgressDialog)
+        return box is not None and box.isVisible()
+
+    qtbot.waitUntil(shown, timeout=10000)
+    box = dialog.findChild(QProgressDialog)
+    qtbot.mouseClick(box.findChild(QPushButton), Qt.MouseButton.LeftButton)
+    wait_idle(qtbot, dialog)
+
+
+def test_a_cancelled_creation_or_hand_out_saves_nothing(qtbot, gui, prefs, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    dialog = open_setup(qtbot, window)
+    slowed(monkeypatch, "create_unit_set", 0.4)
+    slowed(monkeypatch, "assign_units", 0.4)
+    dialog.tabs.setCurrentIndex(1)
+    pick(qtbot, dialog.recipe_box, "mat", "match")
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    # references ref1 and o1 (clinicians) x drafts d1, d2, e1 (models) of case c1: 2 x 3 = 6
+    assert "6 match unit(s)" in plain_text(dialog.plan_label.text())
+    name = dialog.plan.name
+    click(qtbot, dialog.create_button)
+    cancel_when_shown(qtbot, dialog)
+    assert dialog.message.plain() == "Cancelled: nothing was saved."
+    assert sql(gui.path, "SELECT count(*) FROM unit_sets WHERE name = ?", name) == [(0,)]
+
+    monkeypatch.undo()
+    slowed(monkeypatch, "assign_units", 0.4)
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    click(qtbot, dialog.create_button)
+    wait_idle(qtbot, dialog)
+    assert sql(gui.path, "SELECT count(*) FROM unit_sets WHERE name = ?", name) == [(1,)]
+    assignments = sql(gui.path, "SELECT count(*) FROM assignments")
+    audit = sql(gui.path, "SELECT count(*) FROM audit_log")
+    hand_out(qtbot, dialog, ["ava", "ben"], 2, 0)
+    click(qtbot, dialog.assign_button)
+    cancel_when_shown(qtbot, dialog)
+    assert dialog.message.plain() == "Cancelled: nothing was saved."
+    assert sql(gui.path, "SELECT count(*) FROM assignments") == assignments
+    assert sql(gui.path, "SELECT count(*) FROM audit_log") == audit
+
+
+def test_the_main_window_shows_work_handed_to_the_pi(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    assert window.kinds == []  # the PI has no work in the small study
+    dialog = open_setup(qtbot, window)
+    dialog.tabs.setCurrentIndex(1)
+    pick(qtbot, dialog.recipe_box, "mat", "match")
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    click(qtbot, dialog.create_button)
+    wait_idle(qtbot, dialog)
+    hand_out(qtbot, dialog, ["pat", "ava"], 2, 3)
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow)
+    qtbot.keyClick(dialog.assign_table, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_idle(qtbot, dialog)
+    # 6 units: 2 to both, the other 4 split: 2 + 4 / 2 = 4 in the PI's queue
+    assert window.kinds == ["match"]
+    assert len(window.queue.all_items) == 4
+    assert "(0/4)" in window.kind_tabs.tabText(0)
+
+
+def test_a_clinician_has_no_set_up(qtbot, gui, prefs, monkeypatch):
+    told = []
+    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: told.append(a[2])))
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    tool = next(t for t in TOOLS if t.title == TITLE)
+    assert tool.roles == ("pi",)
+    window._fill_tools_menu()
+    action = next(a for a in window.tools_menu.actions() if a.text() == TITLE)
+    assert not action.isEnabled()
+    assert tool.load()(window) is None
+    assert "principal investigator" in told[0]
+    assert window.findChild(StudySetupDialog) is None
+
+
+def test_a_window_left_open_after_the_project_closed_writes_nothing(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    dialog = open_setup(qtbot, window)
+    before = sql(gui.path, "SELECT count(*) FROM annotators")
+    assert window.close_project()
+    qtbot.keyClicks(dialog.name_edit, "np_dana")
+    click(qtbot, dialog.add_button)
+    assert "gui.prproj was closed: open this window again" in dialog.message.plain()
+    assert sql(gui.path, "SELECT count(*) FROM annotators") == before
