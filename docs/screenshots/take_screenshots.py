@@ -200,6 +200,51 @@ def pi_setup_and_copies_screens(demo: Path, prefs: Preferences) -> None:
     window.close()
 
 
+def dashboard_screens(path: Path, prefs: Preferences) -> None:
+    """The PI's agreement dashboard: summary, the rank heat map, the NDCG curve, a filter."""
+    from PySide6.QtCore import QEventLoop, QPoint
+
+    from portalreview.ui import dashboard as dashboard_tool
+
+    window = MainWindow(prefs)
+    window.resize(1440, 900)
+    window.show()
+    window.open_project(path, annotator="dr_pi")
+    while window.session is None:
+        QTest.qWait(20)
+    board = dashboard_tool.open_tool(window)
+    board.resize(1440, 940)
+
+    def computed() -> None:  # an event loop, not qWait: the worker thread needs the GIL
+        if board.loading:
+            loop = QEventLoop()
+            board.finished.connect(loop.quit)
+            loop.exec()
+        settle()
+
+    def shot(tab: str, name: str, table_key: str | None = None) -> None:
+        names = [board.tabs.tabText(i) for i in range(board.tabs.count())]
+        board.tabs.setCurrentIndex(names.index(tab))
+        page = board.tabs.currentWidget()
+        page.verticalScrollBar().setValue(0)
+        if table_key is not None:
+            view = next(v for _, t, v in board.views if t.key == table_key)
+            top = view.mapTo(page.widget(), QPoint(0, 0)).y()
+            page.verticalScrollBar().setValue(top - 60)
+        save(board, name)
+
+    computed()
+    shot("Summary", "dashboard-1-summary.png")
+    shot("Rank", "dashboard-2-rank-heat-map.png", "rank_by_source")
+    shot("Urgency", "dashboard-3-urgency-ndcg.png", "urgency_inboxes")
+    board.annotator_button.set_chosen(["nurse_ava", "np_chloe"])
+    board.refresh()
+    computed()
+    shot("Match", "dashboard-4-match-filtered.png")
+    board.close()
+    window.close()
+
+
 def main() -> None:
     application()
     folder = Path(tempfile.mkdtemp(prefix="screens_"))
@@ -211,6 +256,7 @@ def main() -> None:
     rank_screen(window)
     match_screen(window)
     window.close()
+    dashboard_screens(path, prefs)
     apply_color_scheme("dark")
     dark = open_demo(path, prefs)
     show(dark, "match")

@@ -1,0 +1,1014 @@
+"""The PI's live agreement dashboard (Tools > Agreement dashboard, Ctrl+D): every measure of the
+agreement report, as tables and plots, refreshed as answers are saved.
+
+What it shows is the Excel report's own model (``reports/xlsx_report.workbook_model``) of the
+JSON report (``reports/json_report.build_report``): one tab per sheet (Summary and one per
+kind), each table with its title, its note (how the figure was computed) and its n columns,
+and the table's chart or heat map drawn by ``ui/charts.py``. So a figure on screen is, by
+construction, the one the workbook and the JSON report give for the same answers, seed and
+number of resamples; hovering a figure shows its JSON key, interval and n.
+
+The figures can be narrowed to some annotators, draft sources and case tags
+(``analysis/filters.py``); the bootstrap can be made quicker with fewer resamples (said on
+screen). Export writes the workbook or the JSON report of exactly what is shown, with the
+filter recorded in it. Computing runs on a worker thread (``ui/workers.py``) with a progress
+bar and Cancel; the window stays usable meanwhile.
+
+Keys: F5 refresh, Ctrl+E export the workbook, Ctrl+Shift+E export the JSON report, Esc cancel,
+Ctrl+Tab / Ctrl+Shift+Tab next / previous tab, Ctrl+W close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import QColor, QKeySequence, QPalette, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QTableView,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.analysis.filters import FilterChoices, FrameFilter, filter_choices
+from portalreview.reports.json_report import build_report
+from portalreview.reports.xlsx_report import (
+    KIND_SHEETS,
+    Cell,
+    Sheet,
+    Table,
+    path_text,
+    resolve,
+    workbook_model,
+    write_workbook,
+)
+from portalreview.store.frames import StudyFrames, read_frames
+from portalreview.store.project import Project
+from portalreview.store.study_setup import Cancelled, Steps
+from portalreview.ui.charts import (
+    DISTANCE_HEADERS,
+    ChartView,
+    HeatMapView,
+    heat_colour,
+    heat_data,
+    plot_data,
+)
+from portalreview.ui.workers import Worker, run_in_background, run_with_progress
+
+AUTO_REFRESH_MS = 1500  # after the last saved answer: a burst of saves computes once
+SETTINGS_DELAY_MS = 300  # after the last change of a filter or setting
+QUICK_RESAMPLES = 200  # the dashboard's default: a quick look
+REPORT_RESAMPLES = 1000  # the report's default (portalreview report --resamples)
+MAX_TABLE_ROWS = 60  # taller tables scroll inside their own frame
+SIDE_BY_SIDE_WIDTH = 420  # a table narrower than this has its plot beside it
+STEPS = (
+    "Reading the answers…",
+    "Filtering…",
+    "Computing the figures…",
+    "Laying out the tables…",
+)
+VALUE_ROLE = Qt.ItemDataRole.UserRole  # a cell's value as the report holds it
+PATH_ROLE = Qt.ItemDataRole.UserRole + 1  # a figure's JSON path (tuple), None for a label
+
+
+# --- computing (no widgets: runs on a worker thread) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Computed:
+    """One computation of the dashboard: the report, and what it was computed on."""
+
+    report: dict[str, Any]
+    frames: StudyFrames  # the answers the figures rest on (filtered)
+    sheets: list[Sheet]  # the workbook's Summary and kind sheets of ``report``
+    choices: FilterChoices  # what the whole study offers to filter on
+    choice: FrameFilter
+    n_answers: int  # answers the figures rest on
+    n_answers_all: int  # answers in the whole study
+    computed_at: str  # local time, HH:MM:SS
+
+
+class _Stopped(Exception):
+    """The worker was cancelled between two steps."""
+
+
+def compute(
+    project: Project,
+    choice: FrameFilter,
+    seed: int,
+    n_resamples: int,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Computed | None:
+    """Read the study, filter it, compute the report and lay it out as the workbook's sheets;
+    None when cancelled (checked between the steps)."""
+
+    def step(done: int) -> None:
+        if cancelled is not None and cancelled():
+            raise _Stopped
+        if progress is not None:
+            progress(done, len(STEPS))
+
+    try:
+        step(0)
+        frames = read_frames(project)
+        step(1)
+        filtered = choice.apply(frames)
+        step(2)
+        report = build_report(project, seed=seed, n_resamples=n_resamples, frames=filtered)
+        step(3)
+        sheets = workbook_model(report)
+        step(4)
+    except _Stopped:
+        return None
+    return Computed(
+        report,
+        filtered,
+        sheets,
+        filter_choices(frames),
+        choice,
+        len(filtered.answers),
+        len(frames.answers),
+        time.strftime("%H:%M:%S"),
+    )
+
+
+def report_for_export(computed: Computed) -> dict[str, Any]:
+    """The report as exported: the one shown, with the filter in ``settings.filters`` when
+    the figures rest on a subset of the answers."""
+    if not computed.choice.active:
+        return computed.report
+    settings = {**computed.report["settings"], "filters": computed.choice.as_json()}
+    return {**computed.report, "settings": settings}
+
+
+def export_workbook(
+    project: Project,
+    out: str | os.PathLike,
+    computed: Computed,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Path:
+    """Write the workbook of ``computed`` (its report, its filtered answers on the Raw sheets,
+    the project's provenance, the filter noted on Summary and Provenance). A cancel raises
+    :class:`Cancelled` and leaves no file."""
+    from portalreview.store.models import utc_now
+
+    out = Path(out)
+    if not out.suffix:
+        out = out.with_suffix(".xlsx")
+    steps = Steps(len(KIND_SHEETS) + 1, progress, cancelled)
+    steps.start()
+    sheets = workbook_model(
+        computed.report, computed.frames, project, generated_at=utc_now(), steps=steps
+    )
+    _note_filter(sheets, computed.choice)
+    steps.total = steps.done + len(sheets)
+    write_workbook(sheets, out, steps)
+    steps.finish()
+    return out
+
+
+def _note_filter(sheets: list[Sheet], choice: FrameFilter) -> None:
+    """Say on the Summary and Provenance sheets which answers the figures rest on."""
+    if not choice.active:
+        return
+    words = f"Only some answers counted: {choice.describe()}."
+    sheets[0].note = f"{sheets[0].note} {words}".strip()
+    for sheet in sheets:
+        for table in sheet.tables:
+            if table.key == "provenance":
+                table.rows.append([Cell("Answers filtered (dashboard)"), Cell(choice.describe())])
+
+
+def export_json(out: str | os.PathLike, computed: Computed) -> Path:
+    """Write the JSON report of ``computed`` (through a temporary file: no half file)."""
+    out = Path(out)
+    if not out.suffix:
+        out = out.with_suffix(".json")
+    text = json.dumps(report_for_export(computed), indent=2, ensure_ascii=False, allow_nan=False)
+    temporary = out.with_name(out.name + ".tmp")
+    try:
+        temporary.write_text(text + "\n", encoding="utf-8")
+        os.replace(temporary, out)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return out
+
+
+# --- showing a table --------------------------------------------------------------------------
+
+
+def format_cell(value: Any, fmt: str | None) -> str:
+    """A cell's text as the workbook's number format shows it ("0.000" = three decimals)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            return ""
+        if fmt:
+            decimals = len(fmt.partition(".")[2])
+            return f"{value:.{decimals}f}"
+        return str(value) if isinstance(value, int) else f"{value:.6g}"
+    return str(value)
+
+
+def describe_figure(report: dict[str, Any], path: tuple | None) -> str:
+    """A figure cell's tooltip: its JSON key and, for a headline figure, its interval and n."""
+    if path is None:
+        return ""
+    lines = [f"JSON key: {path_text(path)}"]
+    figure = None
+    if path[-1] == "value":
+        figure = resolve(report, path[:-1])
+    elif len(path) >= 2 and path[-2] == "ci":
+        figure = resolve(report, path[:-2])
+    if isinstance(figure, dict) and "n_units" in figure:
+        ci = figure.get("ci")
+        if ci and None not in ci:
+            lines.append(
+                f"95% interval {ci[0]:.3f} to {ci[1]:.3f} "
+                f"({figure.get('n_resamples', 0)} bootstrap resamples over units)"
+            )
+        else:
+            lines.append("No interval (no resamples, or too few units)")
+        lines.append(f"n = {figure['n_units']} units")
+    return "\n".join(lines)
+
+
+class FigureTableModel(QAbstractTableModel):
+    """A read-only table of the workbook model; each figure cell keeps its value and JSON
+    path (``VALUE_ROLE``, ``PATH_ROLE``)."""
+
+    def __init__(self, table: Table, report: dict[str, Any], parent=None) -> None:
+        super().__init__(parent)
+        self.table = table
+        self.report = report
+        self._heat = set(range(table.heat[0], table.heat[1] + 1)) if table.heat else set()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex | None = None) -> int:
+        return 0 if parent is not None and parent.isValid() else len(self.table.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex | None = None) -> int:
+        return 0 if parent is not None and parent.isValid() else len(self.table.headers)
+
+    def headerData(self, section: int, orientation, role=Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.table.headers[section]
+        return None
+
+    def cell(self, row: int, column: int) -> Cell:
+        line = self.table.rows[row]
+        return line[column] if column < len(line) else Cell(None)
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        cell = self.cell(index.row(), index.column())
+        if role == Qt.ItemDataRole.DisplayRole:
+            return format_cell(cell.value, cell.fmt)
+        if role == VALUE_ROLE:
+            return cell.value
+        if role == PATH_ROLE:
+            return cell.path
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return describe_figure(self.report, cell.path) or None
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            number = isinstance(cell.value, int | float) and not isinstance(cell.value, bool)
+            horizontal = Qt.AlignmentFlag.AlignRight if number else Qt.AlignmentFlag.AlignLeft
+            return int(horizontal | Qt.AlignmentFlag.AlignVCenter)
+        if index.column() in self._heat and isinstance(cell.value, int | float):
+            colour = heat_colour(float(cell.value), self.table.heat_range)
+            if role == Qt.ItemDataRole.BackgroundRole:
+                return colour
+            if role == Qt.ItemDataRole.ForegroundRole:
+                return QColor("#1a1a1a")
+        return None
+
+
+class FigureTable(QTableView):
+    """A read-only view of one table, as wide as its columns and as tall as its rows (up to
+    ``MAX_TABLE_ROWS``; taller ones scroll): the page scrolls, not every table."""
+
+    def __init__(self, table: Table, report: dict[str, Any]) -> None:
+        super().__init__()
+        self.table = table
+        self.setObjectName(f"table_{table.key}")
+        self.setModel(FigureTableModel(table, report, self))
+        self.setAccessibleName(table.title)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        for column, name in enumerate(table.headers):
+            self.setColumnHidden(column, name in DISTANCE_HEADERS)  # Excel's error-bar plumbing
+        self.resizeColumnsToContents()
+        for column in range(len(table.headers)):
+            self.setColumnWidth(column, min(max(self.columnWidth(column), 48), 320))
+        self.setMaximumWidth(self.content_width())
+        self._fit_height()
+
+    def content_width(self) -> int:
+        """The width that shows every column without a horizontal scroll bar."""
+        shown = [c for c in range(len(self.table.headers)) if not self.isColumnHidden(c)]
+        columns = sum(self.columnWidth(c) for c in shown)
+        scrollbar = (
+            self.verticalScrollBar().sizeHint().width()
+            if len(self.table.rows) > MAX_TABLE_ROWS
+            else 0
+        )
+        return columns + 2 * self.frameWidth() + scrollbar + 2
+
+    def _fit_height(self) -> None:
+        rows = max(1, min(len(self.table.rows), MAX_TABLE_ROWS))
+        height = self.horizontalHeader().sizeHint().height()
+        height += rows * self.verticalHeader().defaultSectionSize() + 2 * self.frameWidth()
+        if self.width() < self.content_width():  # narrower than its columns: a scroll bar
+            height += self.horizontalScrollBar().sizeHint().height()
+        self.setFixedHeight(height)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_height()
+
+
+# --- the filter buttons ---------------------------------------------------------------------
+
+
+class _StayOpenMenu(QMenu):
+    """A menu of checkboxes that stays open while several are ticked."""
+
+    def mouseReleaseEvent(self, event) -> None:
+        action = self.activeAction()
+        if action is not None and action.isEnabled() and action.isCheckable():
+            action.trigger()
+            return
+        super().mouseReleaseEvent(event)
+
+
+class ChoiceButton(QToolButton):
+    """A button with a menu of checkable choices: none ticked = all."""
+
+    changed = Signal()
+
+    def __init__(self, what: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.what = what
+        self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.setAccessibleName(what)
+        self.menu_ = _StayOpenMenu(self)
+        self.setMenu(self.menu_)
+        self._items: list[tuple[str, Any]] = []
+        self._chosen: list[Any] = []
+        self._rebuild([])
+
+    def set_choices(self, groups: list[tuple[str, list[tuple[str, Any]]]]) -> None:
+        """Offer these (label, value) choices, under group headings ("" = none); ticks on
+        choices that are still offered stay."""
+        offered = [value for _, items in groups for _, value in items]
+        self._chosen = [value for value in self._chosen if value in offered]
+        self._rebuild(groups)
+
+    def _rebuild(self, groups: list[tuple[str, list[tuple[str, Any]]]]) -> None:
+        self.menu_.clear()
+        everyone = self.menu_.addAction("All")
+        everyone.setCheckable(True)
+        everyone.setChecked(not self._chosen)
+        everyone.triggered.connect(lambda _=False: self.set_chosen([]))
+        self._items = []
+        for heading, items in groups:
+            if heading:
+                self.menu_.addSection(heading)
+            for label, value in items:
+                action = self.menu_.addAction(label)
+                action.setCheckable(True)
+                action.setChecked(value in self._chosen)
+                action.setData(len(self._items))
+                action.toggled.connect(lambda on, v=value: self._toggle(v, on))
+                self._items.append((label, value))
+        self.setEnabled(bool(self._items))
+        self._retitle()
+
+    def _toggle(self, value: Any, on: bool) -> None:
+        chosen = [v for v in self._chosen if v != value] + ([value] if on else [])
+        order = [v for _, v in self._items]
+        self._set(sorted(chosen, key=order.index))
+
+    def chosen(self) -> list[Any]:
+        return list(self._chosen)
+
+    def set_chosen(self, values: list[Any]) -> None:
+        """Tick exactly ``values`` (those offered)."""
+        offered = [v for _, v in self._items]
+        self._set([v for v in offered if v in values])
+
+    def _set(self, values: list[Any]) -> None:
+        if values == self._chosen:
+            self._sync_ticks()
+            return
+        self._chosen = values
+        self._sync_ticks()
+        self._retitle()
+        self.changed.emit()
+
+    def _sync_ticks(self) -> None:
+        for action in self.menu_.actions():
+            if not action.isCheckable():
+                continue
+            index = action.data()
+            ticked = not self._chosen if index is None else self._items[index][1] in self._chosen
+            action.blockSignals(True)
+            action.setChecked(ticked)
+            action.blockSignals(False)
+
+    def _retitle(self) -> None:
+        labels = [label for label, value in self._items if value in self._chosen]
+        if not labels:
+            text = f"{self.what}: all"
+        elif len(labels) == 1:
+            text = f"{self.what}: {labels[0]}"
+        else:
+            text = f"{self.what}: {len(labels)} of {len(self._items)}"
+        self.setText(text)
+        # room for the text and the menu arrow, which some styles draw over the text
+        self.setMinimumWidth(int(self.fontMetrics().horizontalAdvance(text)) + 36)
+        self.setToolTip(", ".join(labels) if labels else f"Every {self.what.lower()}")
+
+
+# --- the window -------------------------------------------------------------------------------
+
+
+class Dashboard(QWidget):
+    """A tool window over the main window's project, for the PI."""
+
+    finished = Signal()  # a computation ended: shown, cancelled or failed
+
+    def __init__(self, window) -> None:
+        super().__init__(window, Qt.WindowType.Window)
+        self.window_ = window
+        self.setObjectName("dashboard")
+        self.setWindowTitle("Agreement dashboard")
+        self.resize(1200, 820)
+        self.service = None
+        self.computed: Computed | None = None
+        self.loading = False
+        self.views: list[tuple[str, Table, FigureTable]] = []
+        self.plots: list[tuple[str, Table, QWidget]] = []
+        self._worker: Worker | None = None
+        self.export_worker: Worker | None = None
+        self._generation = 0
+        self._again = False  # answers were saved while computing: compute once more
+        self._session = None
+        self._scroll: dict[str, int] = {}
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._filter_row())
+        layout.addLayout(self._settings_row())
+        self.info = QLabel()
+        self.info.setObjectName("dashboardInfo")
+        self.info.setWordWrap(True)
+        self.info.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.info)
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("dashboardTabs")
+        self.tabs.setDocumentMode(True)
+        layout.addWidget(self.tabs, 1)
+        layout.addLayout(self._status_row())
+        self._timers()
+        self._shortcuts()
+        window.windowTitleChanged.connect(self._window_changed)
+
+    # --- building --------------------------------------------------------------------------
+
+    def _filter_row(self) -> QHBoxLayout:
+        self.annotator_button = ChoiceButton("Annotators")
+        self.annotator_button.setObjectName("annotatorFilter")
+        self.source_button = ChoiceButton("Draft sources")
+        self.source_button.setObjectName("sourceFilter")
+        self.tag_button = ChoiceButton("Case tags")
+        self.tag_button.setObjectName("tagFilter")
+        self.clear_button = QPushButton("Show all answers")
+        self.clear_button.setToolTip("Remove every filter")
+        self.clear_button.clicked.connect(self.clear_filters)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("<b>Answers of</b>"))
+        for button in (self.annotator_button, self.source_button, self.tag_button):
+            button.changed.connect(self._settings_changed)
+            row.addWidget(button)
+        row.addWidget(self.clear_button)
+        row.addStretch(1)
+        return row
+
+    def _settings_row(self) -> QHBoxLayout:
+        self.resamples = QSpinBox()
+        self.resamples.setObjectName("resamples")
+        self.resamples.setRange(0, 100_000)
+        self.resamples.setSingleStep(100)
+        self.resamples.setValue(QUICK_RESAMPLES)
+        self.resamples.setAccessibleName("Bootstrap resamples")
+        self.resamples.setToolTip("Resamples of the 95% intervals (0: no intervals)")
+        self.seed = QSpinBox()
+        self.seed.setObjectName("seed")
+        self.seed.setRange(0, 2_147_483_647)
+        self.seed.setAccessibleName("Bootstrap seed")
+        for box in (self.resamples, self.seed):
+            box.valueChanged.connect(self._settings_changed)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("Compute again from the answers saved now (F5)")
+        self.refresh_button.clicked.connect(self.refresh)
+        self.auto = QCheckBox("Update when answers are saved")
+        self.auto.setChecked(True)
+        self.export_button = QPushButton("Export workbook…")
+        self.export_button.setToolTip("Write these figures as an Excel workbook (Ctrl+E)")
+        self.export_button.clicked.connect(self.export_workbook)
+        self.json_button = QPushButton("Export JSON…")
+        self.json_button.setToolTip("Write these figures as the JSON report (Ctrl+Shift+E)")
+        self.json_button.clicked.connect(self.export_json)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Bootstrap resamples:"))
+        row.addWidget(self.resamples)
+        row.addWidget(QLabel("seed:"))
+        row.addWidget(self.seed)
+        row.addSpacing(12)
+        row.addWidget(self.refresh_button)
+        row.addWidget(self.auto)
+        row.addStretch(1)
+        row.addWidget(self.export_button)
+        row.addWidget(self.json_button)
+        return row
+
+    def _status_row(self) -> QHBoxLayout:
+        self.status = QLabel()
+        self.status.setObjectName("dashboardStatus")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, len(STEPS))
+        self.progress.setTextVisible(True)
+        self.progress.setMinimumWidth(260)
+        self.progress.setVisible(False)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop computing (Esc)")
+        self.cancel_button.setVisible(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        row = QHBoxLayout()
+        row.addWidget(self.status, 1)
+        row.addWidget(self.progress)
+        row.addWidget(self.cancel_button)
+        return row
+
+    def _timers(self) -> None:
+        self._auto_timer = QTimer(self)
+        self._auto_timer.setSingleShot(True)
+        self._auto_timer.setInterval(AUTO_REFRESH_MS)
+        self._auto_timer.timeout.connect(self._auto_refresh)
+        self._settings_timer = QTimer(self)
+        self._settings_timer.setSingleShot(True)
+        self._settings_timer.setInterval(SETTINGS_DELAY_MS)
+        self._settings_timer.timeout.connect(self.refresh)
+
+    def _shortcuts(self) -> None:
+        keys = QKeySequence.StandardKey
+        QShortcut(QKeySequence(keys.Refresh), self, self.refresh)
+        QShortcut(QKeySequence("Ctrl+E"), self, self.export_workbook)
+        QShortcut(QKeySequence("Ctrl+Shift+E"), self, self.export_json)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.cancel)
+        QShortcut(QKeySequence("Ctrl+W"), self, self.close)
+        self._set_export_enabled(False)
+
+    # --- the filter and settings ---------------------------------------------------------
+
+    def choice(self) -> FrameFilter:
+        return FrameFilter.of(
+            self.annotator_button.chosen(),
+            self.source_button.chosen(),
+            self.tag_button.chosen(),
+        )
+
+    def clear_filters(self) -> None:
+        for button in (self.annotator_button, self.source_button, self.tag_button):
+            button.set_chosen([])
+
+    def _settings_changed(self) -> None:
+        self._settings_timer.start()
+
+    def _offer_choices(self, choices: FilterChoices) -> None:
+        for button in (self.annotator_button, self.source_button, self.tag_button):
+            button.blockSignals(True)
+        self.annotator_button.set_choices([("", [(n, n) for n in choices.annotators])])
+        self.source_button.set_choices([("", [(s, s) for s in choices.sources])])
+        self.tag_button.set_choices(
+            [(key, [(f"{key}={v}", (key, v)) for v in vs]) for key, vs in choices.tags.items()]
+        )
+        for button in (self.annotator_button, self.source_button, self.tag_button):
+            button.blockSignals(False)
+
+    # --- computing ---------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Compute the figures again in the background (a newer refresh wins)."""
+        self._auto_timer.stop()
+        self._settings_timer.stop()
+        self._again = False
+        service = self.window_.service
+        if service is not self.service:
+            self.service = service
+        self._follow_session()
+        if service is None or self.window_.project is None:
+            self._show_nothing("No project is open.")
+            return
+        if service.viewer.role != "pi":
+            self._show_nothing("The agreement dashboard is for the principal investigator.")
+            return
+        if self._worker is not None:
+            self._worker.cancel()
+        self._generation += 1
+        generation = self._generation
+        self.loading = True
+        self.status.setText("Computing…")
+        self.progress.setValue(0)
+        self.progress.setFormat(STEPS[0])
+        self.progress.setVisible(True)
+        self.cancel_button.setVisible(True)
+        self._worker = run_in_background(
+            compute,
+            self.window_.project,
+            self.choice(),
+            self.seed.value(),
+            self.resamples.value(),
+            on_done=lambda computed: self._computed(generation, computed),
+            on_error=lambda message, exc: self._failed(generation, message),
+            on_progress=lambda done, total: self._progress(generation, done, total),
+        )
+
+    def cancel(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+
+    def _progress(self, generation: int, done: int, total: int) -> None:
+        if generation == self._generation:
+            self.progress.setRange(0, total)
+            self.progress.setValue(done)
+            self.progress.setFormat(STEPS[done] if done < len(STEPS) else "Showing…")
+
+    def _failed(self, generation: int, message: str) -> None:
+        if generation != self._generation:
+            return
+        self._finish()
+        self.status.setText(f"Could not compute the figures: {message}")
+        self.finished.emit()
+
+    def _finish(self) -> None:
+        self.loading = False
+        self._worker = None
+        self.progress.setVisible(False)
+        self.cancel_button.setVisible(False)
+
+    def _computed(self, generation: int, computed: Computed | None) -> None:
+        if generation != self._generation:
+            return  # a newer refresh is on its way
+        self._finish()
+        if computed is None:
+            self.status.setText(
+                "Cancelled: the figures shown are the previous ones; Refresh (F5) computes "
+                "them again."
+            )
+        else:
+            self._offer_choices(computed.choices)
+            self.show_computed(computed)
+        self.finished.emit()
+        if self._again:
+            self._again = False
+            self._auto_timer.start()
+
+    def _show_nothing(self, text: str) -> None:
+        self._finish()
+        self.computed = None
+        self._clear_tabs()
+        self.info.setText(text)
+        self.status.clear()
+        self._set_export_enabled(False)
+
+    def _set_export_enabled(self, enabled: bool) -> None:
+        self.export_button.setEnabled(enabled)
+        self.json_button.setEnabled(enabled)
+
+    # --- following the main window --------------------------------------------------------
+
+    def _window_changed(self, _title: str = "") -> None:
+        if self.window_.service is self.service:
+            return
+        self.cancel()
+        self._generation += 1
+        self.service = None
+        self._show_nothing("Signed out: the figures of the previous session are cleared.")
+        if self.window_.service is not None and self.isVisible():
+            self.refresh()
+
+    def _follow_session(self) -> None:
+        session = self.window_.session
+        if session is self._session:
+            return
+        if self._session is not None:
+            with contextlib.suppress(RuntimeError, TypeError):
+                self._session.saved.disconnect(self._answer_saved)
+        self._session = session
+        if session is not None:
+            session.saved.connect(self._answer_saved)
+
+    def _answer_saved(self, _view) -> None:
+        if self.auto.isChecked() and self.isVisible():
+            self._auto_timer.start()
+
+    def _auto_refresh(self) -> None:
+        """Compute again for newly saved answers; while a computation runs, once it ends (a
+        stream of saves on a large study would otherwise cancel every computation)."""
+        if self.loading:
+            self._again = True
+        else:
+            self.refresh()
+
+    # --- display ------------------------------------------------------------------------------
+
+    def show_computed(self, computed: Computed) -> None:
+        """Show ``computed``: its settings and counts on top, one tab per sheet."""
+        self.computed = computed
+        self.info.setText(self._info_html(computed))
+        self._fill_tabs(computed)
+        self._set_export_enabled(True)
+        self.status.setText(
+            "Up to date. Hover a figure for its JSON key, interval and n; Export writes "
+            "exactly these figures."
+        )
+
+    def _info_html(self, computed: Computed) -> str:
+        settings = computed.report["settings"]
+        n = settings["n_resamples"]
+        if n == 0:
+            bootstrap = "no intervals (0 resamples)"
+        else:
+            bootstrap = f"95% intervals from {n} bootstrap resamples, seed {settings['seed']}"
+        if n < REPORT_RESAMPLES:
+            bootstrap += (
+                f" — <i>a quick look: the report's default is {REPORT_RESAMPLES} resamples, "
+                "so its intervals can differ a little</i>"
+            )
+        answers = f"<b>{computed.n_answers:,}</b> submitted answers"
+        if computed.choice.active:
+            answers += (
+                f" of {computed.n_answers_all:,}; <b>filtered</b>: "
+                f"{_html(computed.choice.describe())}"
+            )
+        return f"Computed at <b>{computed.computed_at}</b> on {answers}. {bootstrap}."
+
+    def _clear_tabs(self) -> None:
+        self.views, self.plots = [], []
+        while self.tabs.count():
+            page = self.tabs.widget(0)
+            self.tabs.removeTab(0)
+            page.deleteLater()
+
+    def _fill_tabs(self, computed: Computed) -> None:
+        current = self.tabs.tabText(self.tabs.currentIndex()) if self.tabs.count() else ""
+        for i in range(self.tabs.count()):
+            page = self.tabs.widget(i)
+            if isinstance(page, QScrollArea):
+                self._scroll[self.tabs.tabText(i)] = page.verticalScrollBar().value()
+        self.tabs.setUpdatesEnabled(False)
+        self._clear_tabs()
+        for sheet in computed.sheets:
+            page = self._page(sheet, computed.report)
+            self.tabs.addTab(page, sheet.name)
+            self.tabs.setTabToolTip(self.tabs.count() - 1, sheet.title)
+        names = [self.tabs.tabText(i) for i in range(self.tabs.count())]
+        if current in names:
+            self.tabs.setCurrentIndex(names.index(current))
+        self.tabs.setUpdatesEnabled(True)
+        for i, name in enumerate(names):
+            page = self.tabs.widget(i)
+            if name in self._scroll and isinstance(page, QScrollArea):
+                value = self._scroll[name]
+                QTimer.singleShot(0, lambda p=page, v=value: p.verticalScrollBar().setValue(v))
+
+    def _page(self, sheet: Sheet, report: dict[str, Any]) -> QScrollArea:
+        body = QWidget()
+        column = QVBoxLayout(body)
+        column.setSpacing(4)
+        title = QLabel(f"<h2>{_html(sheet.title)}</h2>")
+        column.addWidget(title)
+        if sheet.note:
+            column.addWidget(_note(sheet.note))
+        for table in sheet.tables:
+            column.addSpacing(10)
+            heading = QLabel(f"<b>{_html(table.title)}</b>")
+            heading.setWordWrap(True)
+            column.addWidget(heading)
+            if table.note:
+                column.addWidget(_note(table.note))
+            if not table.rows:
+                column.addWidget(_note("(nothing to show yet)"))
+                continue
+            view = FigureTable(table, report)
+            self.views.append((sheet.name, table, view))
+            plots = _plots(table)
+            self.plots += [(sheet.name, table, plot) for plot in plots]
+            if plots and view.content_width() < SIDE_BY_SIDE_WIDTH:
+                row = QHBoxLayout()  # a narrow table (the NDCG curve): its plot beside it
+                view.setFixedWidth(view.content_width())
+                row.addWidget(view, 0, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+                for plot in plots:
+                    row.addWidget(plot, 0, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+                row.addStretch(1)
+                column.addLayout(row)
+                continue
+            column.addWidget(view)
+            for plot in plots:
+                column.addWidget(plot)
+        column.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setObjectName(f"page_{sheet.name}")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(body)
+        return scroll
+
+    # --- export ------------------------------------------------------------------------------
+
+    def _default_name(self, suffix: str) -> str:
+        project = self.window_.project
+        if project is None:
+            return f"agreement-report{suffix}"
+        return str(project.path.with_name(f"{project.path.stem}-agreement{suffix}"))
+
+    def export_workbook(self) -> None:
+        """Ask where, then write the workbook of the figures shown (Ctrl+E)."""
+        if not self._can_export():
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export the workbook", self._default_name(".xlsx"), "Excel workbook (*.xlsx)"
+        )
+        if path:
+            self.write_workbook_to(Path(path))
+
+    def write_workbook_to(self, path: Path) -> Worker | None:
+        """Write the workbook of the figures shown to ``path`` in the background, with a
+        progress dialog and Cancel."""
+        if not self._can_export():
+            return None
+        self.status.setText(f"Writing {path.name}…")
+        self.export_worker = run_with_progress(
+            self,
+            f"Writing {path.name}…",
+            export_workbook,
+            self.window_.project,
+            path,
+            self.computed,
+            on_done=lambda out: self._exported(out),
+            on_error=lambda message, exc: self._export_failed(path, message, exc),
+        )
+        return self.export_worker
+
+    def export_json(self) -> None:
+        """Ask where, then write the JSON report of the figures shown (Ctrl+Shift+E)."""
+        if not self._can_export():
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export the JSON report", self._default_name(".json"), "JSON report (*.json)"
+        )
+        if path:
+            self.write_json_to(Path(path))
+
+    def write_json_to(self, path: Path) -> Worker | None:
+        if not self._can_export():
+            return None
+        self.export_worker = run_with_progress(
+            self,
+            f"Writing {path.name}…",
+            export_json,
+            path,
+            self.computed,
+            on_done=lambda out: self._exported(out),
+            on_error=lambda message, exc: self._export_failed(path, message, exc),
+            cancellable=False,
+        )
+        return self.export_worker
+
+    def _can_export(self) -> bool:
+        if self.computed is None or self.window_.project is None:
+            QMessageBox.information(
+                self, "Export", "There are no figures to export yet: wait for them (F5)."
+            )
+            return False
+        if self.export_worker is not None:
+            QMessageBox.information(self, "Export", "An export is already being written.")
+            return False
+        return True
+
+    def _exported(self, out: Path) -> None:
+        self.export_worker = None
+        self.status.setText(f"Written: {out}")
+
+    def _export_failed(self, path: Path, message: str, exc: Exception) -> None:
+        self.export_worker = None
+        if isinstance(exc, Cancelled):
+            self.status.setText(f"Export cancelled: {path.name} was not written.")
+            return
+        self.status.setText(f"Could not write {path.name}.")
+        QMessageBox.warning(self, "Export", f"Could not write {path}:\n{message}")
+
+    def closeEvent(self, event) -> None:
+        self.cancel()
+        self._generation += 1
+        self._auto_timer.stop()
+        self._settings_timer.stop()
+        super().closeEvent(event)
+
+
+def _plots(table: Table) -> list[QWidget]:
+    """The chart and the heat map of a table, as the workbook draws them."""
+    plots: list[QWidget] = []
+    data = plot_data(table)
+    if data is not None:
+        chart = ChartView(data)
+        chart.setFixedHeight(320 if data.kind == "bar" else 300)
+        chart.setMaximumWidth(max(720, 90 * len(data.categories)))
+        plots.append(chart)
+    heat = heat_data(table)
+    if heat is not None:
+        view = HeatMapView(heat)
+        view.setMaximumWidth(240 + 150 * len(heat.columns))
+        plots.append(view)
+    return plots
+
+
+def _note(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(True)
+    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+    font = label.font()
+    font.setItalic(True)
+    label.setFont(font)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+def _html(text: str) -> str:
+    return html.escape(text)
+
+
+def open_tool(window) -> Dashboard | None:
+    """Tools > Agreement dashboard (PI only): show (or bring forward) the window and compute."""
+    service = getattr(window, "service", None)
+    if service is None or service.viewer.role != "pi":
+        QMessageBox.information(
+            window,
+            "Agreement dashboard",
+            "Only the principal investigator can see the agreement dashboard.",
+        )
+        return None
+    dashboard = window.findChild(Dashboard)
+    if dashboard is None:
+        dashboard = Dashboard(window)
+    dashboard.show()
+    dashboard.raise_()
+    dashboard.activateWindow()
+    dashboard.refresh()
+    return dashboard

@@ -1,0 +1,396 @@
+"""The PI's agreement dashboard on the demo study, driven as the PI would: every figure shown
+equals the JSON report's at its key (the report built separately, from the file); a saved
+answer updates the figures; a filter shows the filtered report; cancel keeps what was shown;
+the exported workbook holds exactly the figures shown; the plots show the tables' numbers; a
+clinician has no dashboard."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+from ui_support import open_window, show_kind, wait_saved
+
+from portalreview.analysis.filters import filter_frames
+from portalreview.demo import build_demo
+from portalreview.reports.json_report import build_report
+from portalreview.reports.xlsx_report import path_text, resolve, workbook_model
+from portalreview.store.frames import read_frames
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.ui import dashboard as dashboard_module
+from portalreview.ui.charts import ChartView, HeatMapView
+from portalreview.ui.dashboard import PATH_ROLE, QUICK_RESAMPLES, VALUE_ROLE, Dashboard
+from portalreview.ui.tools import TOOLS
+
+PI = "dr_pi"
+COMPUTE_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    return build_demo(tmp_path_factory.mktemp("dashboard") / "demo.prproj")
+
+
+@pytest.fixture
+def demo(built, tmp_path) -> Path:
+    """A fresh copy of the demo study for one test (tests change it)."""
+    return Path(shutil.copy(built, tmp_path / built.name))
+
+
+def open_dashboard(qtbot, window) -> Dashboard:
+    """Ctrl+D in the main window, as the PI presses it; wait for the first figures."""
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.findChild(Dashboard) is not None, timeout=5000)
+    dashboard = window.findChild(Dashboard)
+    wait_computed(qtbot, dashboard)
+    return dashboard
+
+
+def wait_computed(qtbot, dashboard: Dashboard) -> None:
+    qtbot.waitUntil(
+        lambda: dashboard.computed is not None and not dashboard.loading, timeout=COMPUTE_MS
+    )
+
+
+def expected_report(path: Path, **choice) -> dict:
+    """The JSON report of the file, read on a connection of its own (as the CLI does)."""
+    with Project.open(path, read_only=True) as project:
+        frames = filter_frames(read_frames(project), **choice) if choice else None
+        return build_report(project, seed=0, n_resamples=QUICK_RESAMPLES, frames=frames)
+
+
+def shown_figures(dashboard: Dashboard) -> list[tuple[str, str, int, int, object, tuple]]:
+    """Every figure cell on screen: (sheet, table key, row, column, value, JSON path)."""
+    out = []
+    for sheet, table, view in dashboard.views:
+        model = view.model()
+        for row in range(model.rowCount()):
+            for column in range(model.columnCount()):
+                index = model.index(row, column)
+                path = model.data(index, PATH_ROLE)
+                if path is not None:
+                    out.append((sheet, table.key, row, column, model.data(index, VALUE_ROLE), path))
+    return out
+
+
+def assert_figures_are(dashboard: Dashboard, report: dict) -> int:
+    figures = shown_figures(dashboard)
+    for sheet, key, row, column, value, path in figures:
+        assert value == resolve(report, path), (sheet, key, row, column, path_text(path))
+    return len(figures)
+
+
+def submitted_answers(path: Path) -> int:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT count(*) FROM answers WHERE status = 'submitted'").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def cell_of(dashboard: Dashboard, key: str, label: str, column: int):
+    """The value shown in table ``key``, in the row whose first cell is ``label``."""
+    view = next(v for _, t, v in dashboard.views if t.key == key)
+    model = view.model()
+    for row in range(model.rowCount()):
+        if model.data(model.index(row, 0), VALUE_ROLE) == label:
+            return model.data(model.index(row, column), VALUE_ROLE)
+    raise AssertionError(f"no row {label!r} in {key}")
+
+
+def tick(button, value) -> None:
+    """Tick one choice in a filter button's menu, as a click on it does."""
+    for action in button.menu_.actions():
+        if action.data() is not None and button._items[action.data()][1] == value:
+            action.trigger()
+            return
+    raise AssertionError(f"{button.what} offers no {value!r}")
+
+
+# --- what is shown ---------------------------------------------------------------------------
+
+
+def test_every_figure_shown_is_the_reports(qtbot, demo, prefs):
+    window = open_window(qtbot, prefs, demo, PI)
+    tool = next(t for t in TOOLS if t.target.endswith("dashboard:open_tool"))
+    action = next(a for a in window.tools_menu.actions() if a.text() == tool.title)
+    assert action.isEnabled() and action.shortcut().toString() == "Ctrl+D"
+    dashboard = open_dashboard(qtbot, window)
+
+    report = expected_report(demo)
+    checked = assert_figures_are(dashboard, report)
+    assert checked > 1500
+    # every table of the workbook's Summary and kind sheets is on screen, in its tab
+    sheets = workbook_model(report)
+    assert [dashboard.tabs.tabText(i) for i in range(dashboard.tabs.count())] == [
+        s.name for s in sheets
+    ]
+    assert [(s, t.key) for s, t, _ in dashboard.views] == [
+        (s.name, t.key) for s in sheets for t in s.tables if t.rows
+    ]
+    # the text shown is the value, rounded as the workbook's format says
+    for _, table, view in dashboard.views:
+        model = view.model()
+        for row, cells in enumerate(table.rows):
+            for column, cell in enumerate(cells):
+                text = model.data(model.index(row, column))
+                if isinstance(cell.value, float) and cell.fmt == "0.000":
+                    assert abs(float(text) - cell.value) <= 0.0005 + 1e-12  # half the last digit
+                    assert len(text.split(".")[1]) == 3
+    # each headline figure tells its n and interval
+    headline = next(v for _, t, v in dashboard.views if t.key == "summary_figures")
+    value = headline.model().index(0, 3)
+    path = headline.model().data(value, PATH_ROLE)
+    figure = resolve(report, path[:-1])
+    tip = headline.model().data(value, Qt.ItemDataRole.ToolTipRole)
+    assert f"n = {figure['n_units']} units" in tip and path_text(path) in tip
+    assert f"{figure['ci'][0]:.3f} to {figure['ci'][1]:.3f}" in tip
+    # how many answers, and that the intervals are a quick look
+    info = dashboard.info.text()
+    assert f"<b>{submitted_answers(demo):,}</b> submitted answers" in info
+    assert f"{QUICK_RESAMPLES} bootstrap resamples" in info and "quick look" in info
+
+
+def test_a_clinician_has_no_dashboard_and_signing_out_clears_it(qtbot, demo, prefs, monkeypatch):
+    told = []
+    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: told.append(a[2])))
+    window = open_window(qtbot, prefs, demo, "nurse_ava")
+    tool = next(t for t in TOOLS if t.target.endswith("dashboard:open_tool"))
+    action = next(a for a in window.tools_menu.actions() if a.text() == tool.title)
+    assert not action.isEnabled()
+    assert dashboard_module.open_tool(window) is None
+    assert "principal investigator" in told[0]
+    assert window.findChild(Dashboard) is None
+    window.close_project()
+
+    window.open_project(demo, annotator=PI)
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+    dashboard = open_dashboard(qtbot, window)
+    assert dashboard.views
+    window.close_project()  # signing out
+    assert dashboard.computed is None and not dashboard.views and dashboard.tabs.count() == 0
+    assert "Signed out" in dashboard.info.text()
+    assert not dashboard.export_button.isEnabled()
+
+
+def test_a_saved_answer_updates_the_figures(qtbot, demo, prefs):
+    with Project.open(demo) as project:
+        svc = StudyService(project)
+        pi = next(a.id for a in svc.annotators() if a.name == PI)
+        ava = next(a.id for a in svc.annotators() if a.name == "nurse_ava")
+        unit = svc.queue("urgency", annotator_id=ava)[0].unit_id
+        svc.assign(unit, pi)  # the PI answers one urgency pair too
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    before = cell_of(dashboard, "summary_kinds", "urgency", 2)
+    people_before = cell_of(dashboard, "summary_annotators", PI, 2)
+
+    show_kind(window, "urgency")
+    editor = window.editors["urgency"]
+    editor.setFocus()
+    qtbot.keyClick(editor, Qt.Key.Key_1)  # the left patient needs care first
+    wait_saved(qtbot, window)
+    window.act_submit.trigger()
+    # the dashboard computes again by itself once the answer is saved
+    qtbot.waitUntil(
+        lambda: not dashboard.loading
+        and cell_of(dashboard, "summary_kinds", "urgency", 2) == before + 1,
+        timeout=COMPUTE_MS,
+    )
+    assert cell_of(dashboard, "summary_annotators", PI, 2) == people_before + 1
+    assert assert_figures_are(dashboard, expected_report(demo)) > 1500
+
+
+def test_a_filter_shows_the_filtered_reports_figures(qtbot, demo, prefs):
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    whole = dashboard.computed
+    tick(dashboard.annotator_button, "nurse_ava")
+    tick(dashboard.annotator_button, "dr_ben")
+    tick(dashboard.tag_button, ("topic", "new_symptom"))
+    assert dashboard.annotator_button.text() == "Annotators: 2 of 3"
+    qtbot.waitUntil(
+        lambda: dashboard.computed is not whole and not dashboard.loading, timeout=COMPUTE_MS
+    )
+    choice = {"annotators": ["dr_ben", "nurse_ava"], "tags": {"topic": ["new_symptom"]}}
+    filtered = expected_report(demo, **choice)
+    assert filtered != expected_report(demo)
+    assert assert_figures_are(dashboard, filtered) > 500
+    agreement = filtered["urgency"]["agreement"]
+    assert 0 < agreement["n_answers"] < expected_report(demo)["urgency"]["agreement"]["n_answers"]
+    assert cell_of(dashboard, "urgency_agreement", "people", 3) == agreement["n_answers"]
+    assert "filtered" in dashboard.info.text() and "topic=new_symptom" in dashboard.info.text()
+
+    shown = dashboard.computed
+    dashboard.clear_filters()
+    qtbot.waitUntil(
+        lambda: dashboard.computed is not shown and not dashboard.loading, timeout=COMPUTE_MS
+    )
+    assert assert_figures_are(dashboard, expected_report(demo)) > 1500
+
+
+def test_cancel_keeps_the_figures_shown(qtbot, demo, prefs):
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    shown, views = dashboard.computed, list(dashboard.views)
+    dashboard.refresh()
+    assert dashboard.loading and dashboard.cancel_button.isVisible()
+    qtbot.mouseClick(dashboard.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dashboard.loading, timeout=COMPUTE_MS)
+    assert "Cancelled" in dashboard.status.text()
+    assert dashboard.computed is shown and dashboard.views == views
+    assert not dashboard.progress.isVisible()
+
+
+# --- export ----------------------------------------------------------------------------------
+
+
+def _table_starts(ws, sheet) -> dict[str, int]:
+    """Each table's title -> the row of its first data row in the worksheet."""
+    titles = {t.title: t for t in sheet.tables}
+    found = {}
+    for row_no, cell in enumerate(ws["A"], start=1):
+        if cell.value in titles and cell.value not in found:
+            table = titles[cell.value]
+            header = row_no + (2 if table.note else 1)
+            assert [c.value for c in ws[header]][: len(table.headers)] == table.headers
+            found[cell.value] = header + 1
+    return found
+
+
+def _same(got, want) -> bool:
+    """Equal, floats to the 16 significant digits an .xlsx file keeps."""
+    if isinstance(want, float) and isinstance(got, int | float):
+        return math.isclose(got, want, rel_tol=1e-15, abs_tol=0)
+    return got == want
+
+
+def test_the_exported_workbook_holds_the_figures_shown(qtbot, demo, prefs, tmp_path, monkeypatch):
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    whole = dashboard.computed
+    tick(dashboard.annotator_button, "nurse_ava")
+    qtbot.waitUntil(
+        lambda: dashboard.computed is not whole and not dashboard.loading, timeout=COMPUTE_MS
+    )
+    out = tmp_path / "shown.xlsx"
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(out), ""))
+    )
+    qtbot.mouseClick(dashboard.export_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dashboard.export_worker is None, timeout=COMPUTE_MS)
+    assert out.exists() and dashboard.status.text() == f"Written: {out}"
+
+    book = load_workbook(out)
+    checked = 0
+    by_sheet: dict[str, list] = {}
+    for sheet_name, table, view in dashboard.views:
+        by_sheet.setdefault(sheet_name, []).append((table, view))
+    for sheet in dashboard.computed.sheets:
+        starts = _table_starts(book[sheet.name], sheet)
+        for table, view in by_sheet.get(sheet.name, []):
+            model = view.model()
+            for row in range(model.rowCount()):
+                for column in range(model.columnCount()):
+                    index = model.index(row, column)
+                    if model.data(index, PATH_ROLE) is None:
+                        continue
+                    got = book[sheet.name].cell(starts[table.title] + row, column + 1).value
+                    want = model.data(index, VALUE_ROLE)
+                    assert _same(got, want), (sheet.name, table.key, row, column, got, want)
+                    checked += 1
+    assert checked == len(shown_figures(dashboard)) > 500
+    # the workbook says which answers it rests on, and its raw answers are those
+    assert "annotators nurse_ava" in book["Summary"]["A2"].value
+    provenance = {r[0]: r[1] for r in book["Provenance"].iter_rows(values_only=True) if r[0]}
+    assert provenance["Answers filtered (dashboard)"] == "annotators nurse_ava"
+    raw = book["Raw urgency"]
+    header = [c.value for c in raw[2]]
+    who = {r[header.index("Annotator")] for r in raw.iter_rows(min_row=3, values_only=True)}
+    assert "nurse_ava" in who and who <= {"nurse_ava", PI}
+
+    # the JSON report of the same figures, with the filter in its settings
+    out_json = tmp_path / "shown.json"
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(out_json), ""))
+    )
+    qtbot.mouseClick(dashboard.json_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dashboard.export_worker is None, timeout=COMPUTE_MS)
+    written = json.loads(out_json.read_text(encoding="utf-8"))
+    filters = written["settings"].pop("filters")
+    assert filters == {"annotators": ["nurse_ava"], "sources": [], "tags": {}}
+    assert written == expected_report(demo, annotators=["nurse_ava"])
+
+
+def test_a_cancelled_export_leaves_no_file(qtbot, demo, prefs, tmp_path):
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    out = tmp_path / "cancelled.xlsx"
+    worker = dashboard.write_workbook_to(out)
+    worker.cancel()
+    qtbot.waitUntil(lambda: dashboard.export_worker is None, timeout=COMPUTE_MS)
+    assert dashboard.status.text() == "Export cancelled: cancelled.xlsx was not written."
+    assert not out.exists() and not list(tmp_path.glob("*.tmp"))
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+
+def test_the_plots_show_the_tables_numbers(qtbot, demo, prefs):
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    report = expected_report(demo)
+    plots = {(t.key, type(p)): p for _, t, p in dashboard.plots}
+
+    # the win-rate heat map: row source against column source, as the report's pairs say
+    heat = plots[("rank_win_rates", HeatMapView)].data
+    sources = report["rank"]["sources"]
+    assert heat.rows == sources and heat.columns == sources
+    for pair in report["rank"]["win_rates"]:
+        i, j = sources.index(pair["source"]), sources.index(pair["opponent"])
+        assert heat.values[i][j] == pair["win_rate"]["value"]
+    assert all(heat.values[i][i] is None for i in range(len(sources)))
+
+    # bars with their intervals: average win rate per source, and Edit-F1 per draft source
+    bars = plots[("rank_by_source", ChartView)].data
+    by_source = report["rank"]["by_source"]
+    assert bars.categories == [s["source"] for s in by_source]
+    series = bars.series[0]
+    for k, source in enumerate(by_source):
+        figure = source["average_win_rate"]
+        assert series.values[k] == figure["value"]
+        assert series.lows[k] == pytest.approx(figure["ci"][0], abs=1e-12)
+        assert series.highs[k] == pytest.approx(figure["ci"][1], abs=1e-12)
+    shares = plots[("respond_theme_proportions", ChartView)].data.series[0]
+    for k, row in enumerate(report["respond"]["theme_proportions"]):
+        assert shares.values[k] == row["share"]["value"]
+        assert [shares.lows[k], shares.highs[k]] == row["share"]["ci"]
+    edit_f1 = plots[("match_by_source", ChartView)].data
+    for k, row in enumerate(report["match"]["by_source"]):
+        assert edit_f1.series[0].values[k] == row["content"]["f1"]["value"]
+
+    # the NDCG curve: its values at k = 10 and 30 are the report's pooled figures
+    curve = plots[("urgency_ndcg_curve_1", ChartView)].data
+    assert curve.kind == "line" and curve.categories[:3] == ["1", "2", "3"]
+    pooled = report["urgency"]["inboxes"][0]["all"]
+    for k in (10, 30):
+        assert curve.series[0].values[k - 1] == pytest.approx(pooled[f"ndcg@{k}"]["value"], 1e-12)
+        assert curve.series[1].values[k - 1] == pytest.approx(
+            pooled[f"t_ndcg@{k}"]["value"], 1e-12
+        )
+    # kappa per batch: one line per pair of annotators
+    batches = plots[("eppc_kappa_per_batch", ChartView)].data
+    pairs = [f"{k['annotator_a']} vs {k['annotator_b']}" for k in report["eppc"]["kappa"]]
+    assert [s.name for s in batches.series] == pairs
+    first = report["eppc"]["kappa"][0]["per_batch"][0]
+    assert batches.series[0].values[0] == first["kappa"]
