@@ -523,18 +523,19 @@ def _respond(r: _Reader) -> Sheet:
                 ],
             ]
         )
+    headers = [
+        "Theme",
+        "Responses including",
+        *_fig_headers("Share"),
+        "n cases",
+        *[f"Share, {a}" for a in annotators],
+        "error bar -",
+        "error bar +",
+    ]
     t6 = Table(
         "respond_theme_proportions",
         "Themes included in clinicians' responses (000 Table 6)",
-        [
-            "Theme",
-            "Responses including",
-            *_fig_headers("Share"),
-            "n cases",
-            *[f"Share, {a}" for a in annotators],
-            "error bar -",
-            "error bar +",
-        ],
+        headers,
         _error_columns(proportions, 2),
         note="Share of theme-guided responses with the theme's box filled.",
         chart=Chart(
@@ -543,7 +544,7 @@ def _respond(r: _Reader) -> Sheet:
             0,
             [2],
             y_title="share",
-            errors=[(3, 4)],
+            errors=[(len(headers) - 2, len(headers) - 1)],  # the distances, not the bounds
             y_min=0,
             y_max=1,
         ),

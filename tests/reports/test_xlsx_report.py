@@ -169,6 +169,30 @@ def test_heat_map_and_ndcg_curve_agree_with_the_report(demo):
     assert curve[30] == pytest.approx(pooled["ndcg@30"]["value"], abs=1e-12)
 
 
+def test_error_bars_are_the_distances_from_the_value_to_the_interval(demo):
+    """Excel draws a custom error bar as a distance from the point, so each chart's error
+    columns must hold value - low and high - value of its series, never the bounds."""
+    _, report, _, frames, _ = demo
+    checked = 0
+    for sheet in workbook_model(report, frames):
+        for table in sheet.tables:
+            chart = table.chart
+            if chart is None:
+                continue
+            for series, errors in zip(chart.series, chart.errors, strict=False):
+                if errors is None:
+                    continue
+                minus, plus = errors
+                for row in table.rows:
+                    value, low, high = (row[series + i].value for i in range(3))
+                    if None in (value, low, high):
+                        continue
+                    assert row[minus].value == pytest.approx(value - low), table.key
+                    assert row[plus].value == pytest.approx(high - value), table.key
+                    checked += 1
+    assert checked > 20
+
+
 def test_raw_sheets_hold_every_answer_behind_the_figures(demo):
     _, report, book, frames, _ = demo
     answers = frames.answers
