@@ -1,20 +1,39 @@
-"""The project file: create, open (checked, locked, migrated), back up, close.
+"""The project file: create, open (checked, locked, migrated, backed up), back up, close.
 
 A project is one SQLite file (``*.prproj``) in WAL mode with foreign keys on and
 ``synchronous=FULL``, so that a save reported as done survives a killed process or a power cut.
 The file carries an application id (so another SQLite file is recognised as not ours) and the
 schema version in ``PRAGMA user_version``.
 
-Opening never changes a file it refuses: the checks run on a read-only connection first.
+Opening never changes a file it refuses: a file whose size shows it was cut short is refused
+before SQLite reads it, and the other checks run on a read-only connection.
+
+Backups lie in ``<stem>.backups/`` beside the file (folder 0700, files 0600), named
+``<stem>-<UTC time>-<reason>.prproj`` so that names sort oldest to newest. There are three
+kinds, each kept by its own rule, so that no kind pushes out another:
+
+* **automatic** (``auto``): made when a project is opened for writing, the state at the start of
+  a working session; skipped when the newest automatic backup is younger than
+  ``AUTO_BACKUP_EVERY`` (re-opening, switching person, a script of many commands) or holds the
+  same content (ten copies of one state would push the older states out). The newest
+  ``BACKUPS_KEPT`` are kept.
+* **by hand** (:meth:`Project.backup`): the newest ``BACKUPS_KEPT`` of them are kept.
+* **before an upgrade** to a newer project format: never deleted by the program (one per
+  upgrade; the only copy in the format the older version reads).
 """
 
 from __future__ import annotations
 
 import contextlib
+import filecmp
 import os
+import re
 import sqlite3
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote
 
@@ -31,8 +50,17 @@ from portalreview.store.schema_sql import trigger_statements
 
 APPLICATION_ID = 0x50525256  # "PRRV"
 SUFFIX = ".prproj"
-BACKUPS_KEPT = 10
+BACKUPS_KEPT = 10  # automatic backups kept, and as many made by hand
+AUTO_BACKUP = "auto"
+UPGRADE_BACKUP = "before-upgrade"
+AUTO_BACKUP_EVERY = timedelta(hours=1)
 _SQLITE_HEADER = b"SQLite format 3\x00"
+_HEADER_SIZE = 100  # https://www.sqlite.org/fileformat2.html#the_database_header
+_WAL_HEADER_SIZE = 32
+_BACKUP_STEP_PAGES = 1024  # pages copied between two progress reports
+_STALE_PARTIAL = timedelta(hours=1)  # a half-written backup untouched this long was abandoned
+
+Progress = Callable[[int, int], None]
 
 
 class ProjectError(Exception):
@@ -48,9 +76,66 @@ class ProjectLockedError(ProjectError):
         )
 
 
+class ProjectNotWritableError(ProjectError):
+    """The person may read the project but not write it (the file's or its folder's
+    permissions, a read-only disk): it can be opened read-only."""
+
+
+class ProjectDamagedError(ProjectError):
+    """The file is damaged. ``latest_backup`` is the newest backup beside it (None if there is
+    none), so that the app can offer to open a copy of it."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.latest_backup = latest_backup(path)
+        folder = backup_dir(path).name
+        if self.latest_backup is None:
+            advice = f"There is no backup of it in {folder}/ beside it: restore your own backup."
+        else:
+            advice = f"Restore the latest backup from {folder}/: {self.latest_backup.name}."
+        super().__init__(f"{what} {advice}")
+
+
+# --- connections ---------------------------------------------------------------------------
+
+
+def _writable(path: Path, folder: bool = False) -> bool:
+    """Whether this process may write ``path`` (for a folder: create files in it)."""
+    mode = os.W_OK | (os.X_OK if folder else 0)
+    if os.access in os.supports_effective_ids:
+        return os.access(path, mode, effective_ids=True)
+    return os.access(path, mode)
+
+
+def _beside(path: Path, ending: str) -> Path:
+    return path.with_name(path.name + ending)
+
+
+def _wal_has_frames(path: Path) -> bool:
+    """Whether a ``-wal`` beside the file may hold saves not yet merged into it."""
+    try:
+        return _beside(path, "-wal").stat().st_size > _WAL_HEADER_SIZE
+    except FileNotFoundError:
+        return False
+
+
+def _read_only_query(path: Path) -> str:
+    """How to open ``path`` read-only.
+
+    SQLite reads a WAL database through its ``-shm``, which it creates beside the file if it is
+    not there. In a folder the person cannot write to, with no WAL holding saves, the file alone
+    is the whole project and is opened *immutable* (no ``-shm``, no locks). That is safe for us
+    (nothing is written) but assumes nobody writes the file meanwhile: if its owner opens it for
+    writing while it is open here, this view does not follow their saves and may report an
+    error; closing and reopening shows their work. With a WAL that holds saves, the ``-shm``
+    must be there to read them (checked by :func:`_probe`)."""
+    if _writable(path.parent, folder=True) or _wal_has_frames(path):
+        return "mode=ro"
+    return "mode=ro&immutable=1"
+
+
 def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
-    mode = "ro" if read_only else "rw"
-    uri = f"file:{quote(str(path.resolve()))}?mode={mode}"
+    query = _read_only_query(path) if read_only else "mode=rw"
+    uri = f"file:{quote(str(path.resolve()))}?{query}"
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 5000")
@@ -58,6 +143,14 @@ def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
     return conn
+
+
+def _connect_backup(path: Path) -> sqlite3.Connection:
+    """A backup, read-only: immutable (reading it leaves nothing beside it), unless someone
+    opened it and left saves in a WAL beside it, which only a normal connection reads."""
+    if _wal_has_frames(path):
+        return _connect(path, read_only=True)
+    return sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
 
 
 def _make_engine(path: Path, read_only: bool) -> Engine:
@@ -77,6 +170,9 @@ def _make_engine(path: Path, read_only: bool) -> Engine:
     return engine
 
 
+# --- the checks before opening ---------------------------------------------------------------
+
+
 def _probe(path: Path) -> tuple[int, int]:
     """Check that ``path`` is a readable project; return (application_id, user_version).
 
@@ -88,15 +184,18 @@ def _probe(path: Path) -> tuple[int, int]:
         raise ProjectError(f"{path} is a folder, not a PortalReview project file.")
     try:
         with path.open("rb") as fh:
-            header = fh.read(len(_SQLITE_HEADER))
+            header = fh.read(_HEADER_SIZE)
+            size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         raise ProjectError(f"{path} cannot be read: {exc.strerror}.") from exc
     if not header:
         raise ProjectError(f"{path.name} is empty (0 bytes): it is not a PortalReview project.")
-    if header != _SQLITE_HEADER:
+    if header[: len(_SQLITE_HEADER)] != _SQLITE_HEADER:
         raise ProjectError(
             f"{path.name} is not a PortalReview project (it is not an SQLite database file)."
         )
+    _check_size(path, header, size)
+    _check_wal_readable(path)
     try:
         conn = _connect(path, read_only=True)
         try:
@@ -106,17 +205,11 @@ def _probe(path: Path) -> tuple[int, int]:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise ProjectError(
-            f"{path.name} is damaged and cannot be opened ({exc}). "
-            f"Restore the latest backup from {backup_dir(path).name}/."
-        ) from exc
+        raise _classify(path, exc) from exc
     if app_id != APPLICATION_ID:
         raise ProjectError(f"{path.name} is an SQLite database but not a PortalReview project.")
     if check != "ok":
-        raise ProjectError(
-            f"{path.name} failed its integrity check ({check}). "
-            f"Restore the latest backup from {backup_dir(path).name}/."
-        )
+        raise ProjectDamagedError(path, f"{path.name} failed its integrity check ({check}).")
     if version > migrations.SCHEMA_VERSION:
         raise ProjectError(
             f"{path.name} was written by a newer PortalReview (project format "
@@ -126,6 +219,86 @@ def _probe(path: Path) -> tuple[int, int]:
     if version < 1:
         raise ProjectError(f"{path.name} has no project format version: it is not usable.")
     return app_id, version
+
+
+def _check_size(path: Path, header: bytes, size: int) -> None:
+    """Refuse a file cut short, before SQLite reads it: SQLite reads the missing end of a page
+    as zeros, and a read-only quick_check may pass such a file.
+
+    SQLite writes the file in whole pages, and the header's page count (when valid: its
+    "valid-for" number equals the change counter) is never more than the pages there are. Both
+    hold whenever no WAL with frames (or rollback journal) lies beside the file: those may
+    complete a file whose merge a crash interrupted, so with them the checks are left to SQLite.
+    """
+    if len(header) < _HEADER_SIZE:
+        raise ProjectDamagedError(
+            path, f"{path.name} is damaged: at {size} bytes it is shorter than its header."
+        )
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if not 512 <= page_size <= 65536 or page_size & (page_size - 1):
+        raise ProjectDamagedError(
+            path, f"{path.name} is damaged: its header gives no valid page size ({page_size})."
+        )
+    if _wal_has_frames(path) or _beside(path, "-journal").exists():
+        return
+    if size % page_size:
+        raise ProjectDamagedError(
+            path,
+            f"{path.name} is damaged: it is {size:,} bytes long, not a whole number of "
+            f"{page_size:,}-byte pages, so it was cut short.",
+        )
+    counted = int.from_bytes(header[28:32], "big")
+    if header[24:28] == header[92:96] and counted > size // page_size:
+        raise ProjectDamagedError(
+            path,
+            f"{path.name} is damaged: it holds {size // page_size:,} of the {counted:,} pages "
+            "its header counts, so its end is missing.",
+        )
+
+
+def _check_wal_readable(path: Path) -> None:
+    """A WAL that holds saves can be read only through its ``-shm``; in a folder the person
+    cannot write to, SQLite cannot make one."""
+    if (
+        _wal_has_frames(path)
+        and not _beside(path, "-shm").exists()
+        and not _writable(path.parent, folder=True)
+    ):
+        raise ProjectError(
+            f"{path.name} has saves in {path.name}-wal not yet merged into it, and it is in a "
+            "folder you cannot write to, where they cannot be read. Copy both files together "
+            "to a folder of yours and open the copy, or ask its owner to open and close it."
+        )
+
+
+def _classify(path: Path, exc: sqlite3.DatabaseError) -> ProjectError:
+    """SQLite's refusal of the read-only connection, for a person: damage, or access."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return ProjectError(f"{path.name} is busy in another program ({exc}); try again.")
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")):
+        return ProjectError(
+            f"{path.name} cannot be opened here ({exc}). If you cannot write to its folder, "
+            "copy it to a folder of yours."
+        )
+    return ProjectDamagedError(path, f"{path.name} is damaged and cannot be opened ({exc}).")
+
+
+def _refuse_if_not_writable(path: Path) -> None:
+    """Opening for writing where saves would fail: say so before anything is changed (SQLite
+    would open a file it cannot write without a word, and fail at the first save)."""
+    if not _writable(path.parent, folder=True):
+        raise ProjectNotWritableError(
+            f"{path.name} is in a folder you cannot write to ({path.parent}): open it "
+            "read-only, or copy it to a folder of yours."
+        )
+    for part in (path, _beside(path, "-wal"), _beside(path, "-shm")):
+        if part.exists() and not _writable(part):
+            raise ProjectNotWritableError(
+                f"{path.name} is read-only for you (you may not write {part.name}): open it "
+                "read-only, or copy it to a folder of yours."
+            )
 
 
 def backup_dir(path: Path) -> Path:
@@ -139,6 +312,10 @@ class Project:
     def __init__(self, path: Path, engine: Engine, lock: ProjectLock | None, read_only: bool):
         self.path = path
         self.read_only = read_only
+        # The automatic backup made on opening (None: not made, see make_automatic_backup), or
+        # why it failed (the project is open all the same: no saved work is at risk).
+        self.automatic_backup: Path | None = None
+        self.backup_problem: str | None = None
         self._engine = engine
         self._lock = lock
         self._reader = sessionmaker(engine, expire_on_commit=False)
@@ -174,7 +351,7 @@ class Project:
         except Exception:
             path.unlink(missing_ok=True)
             raise
-        project = cls.open(path)
+        project = cls._open(path, read_only=False, automatic_backup=False)  # nothing to keep
         with project.write() as session:
             meta = {
                 "project_id": str(uuid.uuid4()),
@@ -189,9 +366,22 @@ class Project:
         return project
 
     @classmethod
-    def open(cls, path: str | os.PathLike, read_only: bool = False) -> Project:
-        """Open a project: check it, lock it (unless read-only), migrate it if it is older."""
-        path = Path(path)
+    def open(
+        cls, path: str | os.PathLike, read_only: bool = False, progress: Progress | None = None
+    ) -> Project:
+        """Open a project: check it, lock it (unless read-only), migrate it if it is older,
+        and (for writing) make the automatic backup, reporting its ``progress(done, total)``
+        in pages."""
+        return cls._open(Path(path), read_only, automatic_backup=True, progress=progress)
+
+    @classmethod
+    def _open(
+        cls,
+        path: Path,
+        read_only: bool,
+        automatic_backup: bool,
+        progress: Progress | None = None,
+    ) -> Project:
         _, version = _probe(path)
         if read_only:
             if version < migrations.SCHEMA_VERSION:
@@ -200,21 +390,42 @@ class Project:
                     "for writing so that it is upgraded (a backup is made first)."
                 )
             return cls(path, _make_engine(path, read_only=True), None, read_only=True)
+        _refuse_if_not_writable(path)
         lock = ProjectLock(path)
-        holder = lock.acquire()
+        try:
+            holder = lock.acquire()
+        except PermissionError as exc:  # another person's lock file, private to them
+            raise ProjectNotWritableError(
+                f"{path.name} cannot be locked for writing: {lock.path.name} belongs to another "
+                "person (their PortalReview has it open, or stopped without closing it). Open it "
+                "read-only, or ask them to open and close it."
+            ) from exc
         if holder is not None:
             raise ProjectLockedError(path, holder)
         try:
-            if version < migrations.SCHEMA_VERSION:
-                backup = make_backup(path, reason=f"before-upgrade-from-v{version}")
+            upgraded = version < migrations.SCHEMA_VERSION
+            if upgraded:
+                backup = make_backup(path, reason=f"{UPGRADE_BACKUP}-from-v{version}")
                 try:
                     migrations.upgrade(path, version, backup)
                 except migrations.MigrationError as exc:
                     raise ProjectError(str(exc)) from exc
-            return cls(path, _make_engine(path, read_only=False), lock, read_only=False)
+            project = cls(path, _make_engine(path, read_only=False), lock, read_only=False)
         except BaseException:
             lock.release()
             raise
+        if automatic_backup and not upgraded:  # an upgrade has just made its own
+            project._back_up_automatically(progress)
+        return project
+
+    def _back_up_automatically(self, progress: Progress | None) -> None:
+        try:
+            self.automatic_backup = make_automatic_backup(self.path, progress)
+        except (OSError, sqlite3.Error) as exc:
+            self.backup_problem = (
+                f"The automatic backup of {self.path.name} into {backup_dir(self.path).name}/ "
+                f"failed ({exc}). Your work is saved as usual; back the project up yourself."
+            )
 
     def close(self) -> None:
         self._engine.dispose()
@@ -254,28 +465,199 @@ class Project:
             return conn.execute(text("PRAGMA integrity_check")).scalar_one()
 
     def backup(self, reason: str = "manual") -> Path:
+        """A backup by hand (the newest ``BACKUPS_KEPT`` of those are kept)."""
         return make_backup(self.path, reason)
 
 
-def make_backup(path: Path, reason: str) -> Path:
+# --- backups -----------------------------------------------------------------------------------
+
+_REASON = r"[A-Za-z0-9][A-Za-z0-9-]*"
+# The time in a backup's name: now "2025-06-01T14-30-12.123Z"; before, "20250601T143012123+0000".
+_STAMPS = (
+    r"(\d{4})-(\d\d)-(\d\d)T(\d\d)-(\d\d)-(\d\d)\.(\d{3})Z",
+    r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)(\d{3})\+0000",
+)
+
+
+@dataclass(frozen=True)
+class Backup:
+    """One backup file of a project."""
+
+    path: Path
+    made_at: datetime
+    reason: str
+
+    @property
+    def kind(self) -> str:
+        """One of "automatic", "before upgrade", "by hand": each kind is kept by its own rule."""
+        if self.reason == AUTO_BACKUP:
+            return "automatic"
+        if self.reason.startswith(UPGRADE_BACKUP):
+            return "before upgrade"
+        return "by hand"
+
+
+def list_backups(path: Path) -> list[Backup]:
+    """The backups of the project at ``path``, oldest first (other files in the folder are
+    not backups and are left alone)."""
+    try:
+        entries = list(backup_dir(path).iterdir())
+    except OSError:  # no folder yet, or one we may not read
+        return []
+    found = (_parse_backup_name(path.stem, entry) for entry in entries)
+    return sorted((b for b in found if b is not None), key=lambda b: (b.made_at, b.path.name))
+
+
+def _parse_backup_name(stem: str, entry: Path) -> Backup | None:
+    for stamp in _STAMPS:
+        match = re.fullmatch(
+            rf"{re.escape(stem)}-{stamp}-({_REASON}){re.escape(SUFFIX)}", entry.name
+        )
+        if match:
+            *numbers, reason = match.groups()
+            year, month, day, hour, minute, second, ms = map(int, numbers)
+            return Backup(
+                entry, datetime(year, month, day, hour, minute, second, ms * 1000, UTC), reason
+            )
+    return None
+
+
+def latest_backup(path: Path) -> Path | None:
+    """The newest backup of the project at ``path``, of any kind; None if there is none."""
+    backups = list_backups(path)
+    return backups[-1].path if backups else None
+
+
+def make_backup(path: Path, reason: str, progress: Progress | None = None) -> Path:
     """Copy the project (consistently, through SQLite's backup API) into the backups folder
-    beside it, keeping the newest ``BACKUPS_KEPT`` copies."""
+    beside it, then delete what the keeping rules no longer keep (see the module docstring)."""
+    made = _write_backup(path, reason, progress, unless_same_as=None)
+    assert made is not None
+    return made
+
+
+def make_automatic_backup(path: Path, progress: Progress | None = None) -> Path | None:
+    """The backup made when a project is opened for writing; None when none was needed (the
+    newest automatic backup is younger than ``AUTO_BACKUP_EVERY`` or holds the same content).
+    The caller must hold the project's lock, so that nobody writes while it copies."""
+    automatic = [b for b in list_backups(path) if b.kind == "automatic"]
+    newest = automatic[-1] if automatic else None
+    if newest is not None:
+        age = datetime.now(UTC) - newest.made_at
+        if timedelta(0) <= age < AUTO_BACKUP_EVERY:  # a clock set back: back up again
+            return None
+    return _write_backup(
+        path, AUTO_BACKUP, progress, unless_same_as=newest.path if newest else None
+    )
+
+
+def _write_backup(
+    path: Path, reason: str, progress: Progress | None, unless_same_as: Path | None
+) -> Path | None:
+    if not re.fullmatch(_REASON, reason):
+        raise ValueError(f"a backup's reason must be letters, digits and '-': {reason!r}")
     folder = backup_dir(path)
     folder.mkdir(mode=0o700, exist_ok=True)
-    stamp = utc_now().replace(":", "").replace("-", "").replace(".", "")
-    target = folder / f"{path.stem}-{stamp}-{reason}{SUFFIX}"
+    target = _unused(lambda: folder / f"{path.stem}-{_stamp()}-{reason}{SUFFIX}")
     source = _connect(path, read_only=True)
     try:
-        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        os.close(fd)
-        dest = sqlite3.connect(target)
-        try:
-            source.backup(dest)
-        finally:
-            dest.close()
+        partial = _copy_database(source, target, progress)
     finally:
         source.close()
-    old = sorted(folder.glob(f"{path.stem}-*{SUFFIX}"))
-    for stale in old[:-BACKUPS_KEPT]:
-        stale.unlink(missing_ok=True)
+    if unless_same_as is not None and filecmp.cmp(partial, unless_same_as, shallow=False):
+        partial.unlink()  # the backup API copies one state to the same bytes
+        return None
+    _publish(partial, target)
+    _roll(path)
+    return target
+
+
+def _stamp(when: datetime | None = None) -> str:
+    when = when or datetime.now(UTC)
+    return when.strftime("%Y-%m-%dT%H-%M-%S") + f".{when.microsecond // 1000:03d}Z"
+
+
+def _unused(name: Callable[[], Path]) -> Path:
+    """A name not taken yet (two backups in one millisecond: wait for the next one)."""
+    while (target := name()).exists():
+        time.sleep(0.002)
+    return target
+
+
+def _copy_database(source: sqlite3.Connection, target: Path, progress: Progress | None) -> Path:
+    """Copy ``source`` into a hidden ``.partial`` file beside ``target`` (owner-only) and
+    return it; :func:`_publish` gives it its name once it is whole, so that a copy cut short
+    by a kill or a full disk never looks like a backup."""
+    partial = target.with_name(f".{target.name}.partial")
+    partial.unlink(missing_ok=True)
+    fd = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
+    try:
+        dest = sqlite3.connect(partial)
+        try:
+            if progress is None:
+                source.backup(dest)
+            else:
+                source.backup(
+                    dest,
+                    pages=_BACKUP_STEP_PAGES,
+                    progress=lambda _status, left, total: progress(total - left, total),
+                )
+        finally:
+            dest.close()
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return partial
+
+
+def _publish(partial: Path, target: Path) -> None:
+    os.replace(partial, target)
+    if os.name == "posix":  # the new name survives a power cut too
+        fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _roll(path: Path) -> None:
+    """Delete the automatic and by-hand backups beyond the newest ``BACKUPS_KEPT`` of each
+    kind, and half-written copies abandoned by a killed program."""
+    backups = list_backups(path)
+    for kind in ("automatic", "by hand"):
+        of_kind = [b for b in backups if b.kind == kind]
+        for stale in of_kind[: max(len(of_kind) - BACKUPS_KEPT, 0)]:
+            stale.path.unlink(missing_ok=True)
+    cutoff = time.time() - _STALE_PARTIAL.total_seconds()
+    for partial in backup_dir(path).glob(f".{path.stem}-*{SUFFIX}.partial"):
+        with contextlib.suppress(OSError):
+            if partial.stat().st_mtime < cutoff:
+                _beside(partial, "-journal").unlink(missing_ok=True)
+                partial.unlink()
+
+
+def copy_backup_beside(backup: Path, damaged: Path, progress: Progress | None = None) -> Path:
+    """Copy ``backup`` next to the damaged project ``damaged`` under a new name, and return
+    the copy, ready to open. Neither the damaged file nor the backup is changed: the damaged
+    file may still hold work the backup lacks, for someone to recover."""
+    parsed = _parse_backup_name(damaged.stem, backup)
+    name = f"{damaged.stem}-restored-{_stamp(parsed.made_at if parsed else None)}"
+    target = damaged.with_name(name + SUFFIX)
+    n = 1
+    while target.exists():
+        n += 1
+        target = damaged.with_name(f"{name}-{n}{SUFFIX}")
+    try:
+        source = _connect_backup(backup)
+        try:
+            partial = _copy_database(source, target, progress)
+        finally:
+            source.close()
+    except sqlite3.DatabaseError as exc:
+        raise ProjectError(f"The backup {backup.name} cannot be read ({exc}).") from exc
+    if target.exists():  # taken meanwhile: never overwrite a file
+        partial.unlink()
+        raise ProjectError(f"{target.name} appeared while the backup was copied; try again.")
+    _publish(partial, target)
     return target

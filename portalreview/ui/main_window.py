@@ -38,7 +38,15 @@ from PySide6.QtWidgets import (
 )
 
 from portalreview import __version__
-from portalreview.store.project import SUFFIX, Project, ProjectError, ProjectLockedError
+from portalreview.store.project import (
+    SUFFIX,
+    Project,
+    ProjectDamagedError,
+    ProjectError,
+    ProjectLockedError,
+    ProjectNotWritableError,
+    copy_backup_beside,
+)
 from portalreview.store.service import AnswerView, StudyService
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.registry import EDITORS
@@ -116,6 +124,7 @@ class MainWindow(QMainWindow):
         self.undo_group = QUndoGroup(self)
         self.point_size = self.font().pointSizeF()
         self.open_timings: dict[str, float] = {}
+        self.read_only_because = ""  # shown beside the person's name when read-only
 
         self.setWindowTitle(APP_NAME)
         self.resize(1400, 880)
@@ -354,25 +363,40 @@ class MainWindow(QMainWindow):
         self._project_opened(project, annotator=name.strip())
 
     def open_project(
-        self, path: Path, annotator: str | None = None, read_only: bool = False
+        self,
+        path: Path,
+        annotator: str | None = None,
+        read_only: bool = False,
+        read_only_because: str = "opened read-only",
     ) -> None:
         """Open ``path`` off the GUI thread, then sign in (as ``annotator`` if given)."""
         if self.project is not None and not self.close_project():
             return
         started = time.perf_counter()
+        self.read_only_because = read_only_because
 
         def opened(project: Project) -> None:
             self.open_timings["open"] = time.perf_counter() - started
             self._project_opened(project, annotator)
             self.open_timings["usable"] = time.perf_counter() - started
+            if project.backup_problem and self.project is project:
+                QMessageBox.warning(self, APP_NAME, project.backup_problem)
 
         def failed(message: str, exc: Exception) -> None:
-            if isinstance(exc, ProjectLockedError):
+            if isinstance(exc, ProjectLockedError | ProjectNotWritableError):
                 answer = QMessageBox.question(
                     self, APP_NAME, f"{message}\n\nOpen it read-only to look at it?"
                 )
                 if answer == QMessageBox.StandardButton.Yes:
-                    self.open_project(path, annotator, read_only=True)
+                    because = (
+                        "another person has this project open"
+                        if isinstance(exc, ProjectLockedError)
+                        else "you cannot write to this project file or its folder"
+                    )
+                    self.open_project(path, annotator, read_only=True, read_only_because=because)
+                return
+            if isinstance(exc, ProjectDamagedError) and exc.latest_backup is not None:
+                self._offer_latest_backup(Path(path), message, exc.latest_backup, annotator)
                 return
             QMessageBox.critical(self, APP_NAME, f"Could not open {Path(path).name}:\n{message}")
             if not Path(path).exists():
@@ -387,6 +411,51 @@ class MainWindow(QMainWindow):
             read_only=read_only,
             on_done=opened,
             on_error=failed,
+            cancellable=False,
+        )
+
+    def _offer_latest_backup(
+        self, path: Path, message: str, backup: Path, annotator: str | None
+    ) -> None:
+        """A damaged project: offer to open a copy of its newest backup, made beside it under
+        a new name. The damaged file stays as it is: it may hold work the backup lacks."""
+        box = QMessageBox(
+            QMessageBox.Icon.Critical,
+            APP_NAME,
+            f"Could not open {path.name}:\n{message}",
+            QMessageBox.StandardButton.Close,
+            self,
+        )
+        box.setInformativeText(
+            f"PortalReview can copy the newest backup ({backup.name}) next to {path.name} "
+            f"under a new name and open the copy. {path.name} itself is left as it is; work "
+            "saved after the backup was made is not in the copy."
+        )
+        restore = box.addButton(
+            "Open the latest backup (as a copy)", QMessageBox.ButtonRole.AcceptRole
+        )
+        box.setDefaultButton(restore)
+        box.exec()
+        if box.clickedButton() is not restore:
+            return
+
+        def copied(copy: Path) -> None:
+            self.open_project(copy, annotator)
+            self.statusBar().showMessage(
+                f"{copy.name} is a copy of the backup {backup.name}; "
+                f"{path.name} is kept as it was."
+            )
+
+        run_with_progress(
+            self,
+            f"Copying {backup.name}…",
+            copy_backup_beside,
+            backup,
+            path,
+            on_done=copied,
+            on_error=lambda text, _exc: QMessageBox.critical(
+                self, APP_NAME, f"Could not copy {backup.name}:\n{text}"
+            ),
             cancellable=False,
         )
 
@@ -478,7 +547,7 @@ class MainWindow(QMainWindow):
         self.person_label.setText(
             f"Signed in as <b>{who.display_name or name}</b>"
             f" ({'PI' if role == 'pi' else 'clinician'})"
-            + ("  ·  <b>read-only</b>: another person has this project open" if read_only else "")
+            + (f"  ·  <b>read-only</b>: {self.read_only_because}" if read_only else "")
         )
         self._fill_work_of(role)
         self._set_project_actions(True)

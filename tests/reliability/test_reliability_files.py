@@ -17,8 +17,10 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -111,28 +113,11 @@ def test_a_folder_named_like_a_project(tmp_path):
     assert "is a folder" in result.stderr and "Traceback" not in result.stderr
 
 
-_QUICK_CHECK_MISSES = pytest.mark.xfail(
-    strict=True,
-    reason="store/project.py: the probe's quick_check, on a read-only connection, passes a "
-    "file whose last page lost a few bytes; the writable connection's integrity_check then "
-    "fails (CHECK constraint failed in sentences). A size that is not a whole number of "
-    "pages could be refused outright",
-)
-
-
-@pytest.mark.parametrize(
-    "cut",
-    [
-        pytest.param(1, marks=_QUICK_CHECK_MISSES),
-        pytest.param(7, marks=_QUICK_CHECK_MISSES),
-        4095,
-        4097,
-        100_000,
-    ],
-)
+@pytest.mark.parametrize("cut", [1, 7, 4095, 4096, 4097, 100_000])
 def test_a_file_cut_short_opens_whole_or_is_refused(tmp_path, good_bytes, cut):
     """A cut that removes only bytes SQLite never needed may open; then everything is there
-    and intact. Otherwise it is refused. Never a half-readable study."""
+    and intact. Otherwise it is refused. Never a half-readable study. (A cut by a few bytes
+    used to open: the read-only quick_check passed it, the writable integrity_check did not.)"""
     path = tmp_path / "s.prproj"
     path.write_bytes(good_bytes[:-cut])
     before = _digest(path)
@@ -148,6 +133,54 @@ def test_a_file_cut_short_opens_whole_or_is_refused(tmp_path, good_bytes, cut):
         queue = ava.queue("respond")
         assert len(queue) == 120
         assert all(ava.get_answer(item.unit_id) is not None for item in queue)
+
+
+def _pages(tmp_path: Path, data: bytes) -> tuple[int, int]:
+    """(page size, page count) of a project's bytes, as SQLite reports them (not read from the
+    header as the program does)."""
+    whole = tmp_path / "whole.prproj"
+    whole.write_bytes(data)
+    conn = sqlite3.connect(f"file:{whole}?mode=ro&immutable=1", uri=True)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.close()
+    assert page_size * page_count == len(data)
+    return page_size, page_count
+
+
+def test_every_cut_within_the_last_page_is_refused_and_changes_nothing(tmp_path, good_bytes):
+    """1 to page_size - 1 bytes missing: refused before SQLite reads the file, which stays
+    byte for byte as it was, with nothing made beside it."""
+    page_size, _ = _pages(tmp_path, good_bytes)
+    path = tmp_path / "s.prproj"
+    path.write_bytes(good_bytes)
+    for cut in range(1, page_size):
+        size = len(good_bytes) - cut
+        os.truncate(path, size)
+        with pytest.raises(ProjectError) as refused:
+            Project.open(path)
+        assert str(refused.value).startswith(
+            f"s.prproj is damaged: it is {size:,} bytes long, not a whole number of "
+            f"{page_size:,}-byte pages"
+        ), cut
+        assert path.read_bytes() == good_bytes[:size], cut
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.prproj", "whole.prproj"]
+
+
+@pytest.mark.parametrize("pages", [1, 2, 5])
+def test_whole_pages_missing_at_the_end_are_refused(tmp_path, good_bytes, pages):
+    """Cut at a page boundary: the header counts more pages than the file holds."""
+    page_size, page_count = _pages(tmp_path, good_bytes)
+    path = tmp_path / "s.prproj"
+    path.write_bytes(good_bytes[: -pages * page_size])
+    before = _digest(path)
+    with pytest.raises(ProjectError, match="damaged") as refused:
+        Project.open(path)
+    assert f"it holds {page_count - pages:,} of the {page_count:,} pages its header counts" in str(
+        refused.value
+    )
+    assert "There is no backup of it in s.backups/" in str(refused.value)
+    assert _digest(path) == before
 
 
 # --- the app -----------------------------------------------------------------------------------
@@ -266,22 +299,29 @@ def test_a_second_app_is_told_who_holds_the_project_and_may_look_read_only(qtbot
 
 _READ_ONLY_PROBE = textwrap.dedent(
     """
-    import json, sys
+    import json, os, sys
     from portalreview.store.project import Project, ProjectError
+    from portalreview.store.service import StudyService
+    path, unit = sys.argv[1], int(sys.argv[2])
     out = {}
     for mode in ("write", "read_only"):
         try:
-            with Project.open(sys.argv[1], read_only=(mode == "read_only")) as p:
-                out[mode] = "opened read-only" if p.read_only else "opened for writing"
+            with Project.open(path, read_only=(mode == "read_only")) as p:
+                answer = StudyService(p).as_viewer("ava").get_answer(unit)
+                out[mode] = {
+                    "opened": "read-only" if p.read_only else "for writing",
+                    "empathy": answer.payload["parts"]["empathy"],
+                }
         except ProjectError as exc:
-            out[mode] = "refused: " + str(exc)
+            out[mode] = {"refused": str(exc), "error": type(exc).__name__}
+    out["folder"] = sorted(os.listdir(os.path.dirname(path)))
     print(json.dumps(out))
     """
 )
 
 
-def _as_someone_else(tmp_path: Path) -> list[str] | None:
-    """How to run Python as a user who cannot write where ``tmp_path`` is made read-only:
+def _as_someone_else() -> list[str] | None:
+    """How to run Python as a user who cannot write what is made read-only:
     ourselves when we are not root, else ``nobody`` through setpriv (None if impossible)."""
     if os.name != "posix":
         return None
@@ -293,21 +333,44 @@ def _as_someone_else(tmp_path: Path) -> list[str] | None:
     return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable]
 
 
-def _probe_read_only(tmp_path: Path, folder_writable: bool) -> dict:
-    runner = _as_someone_else(tmp_path)
+@pytest.fixture
+def share():
+    """A folder another user can reach (pytest's own temporary folders are private to us),
+    removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="portalreview-share-"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        for folder in (root, *[p for p in root.rglob("*") if p.is_dir()]):
+            folder.chmod(0o755)
+        shutil.rmtree(root)
+
+
+def _shared_study(root: Path) -> tuple[Path, int]:
+    """A study in ``root/share/s.prproj``; returns its path and the unit ava answered."""
+    folder = root / "share"
+    folder.mkdir(parents=True)
+    path = folder / "s.prproj"
+    return path, _study(path)
+
+
+def _probe_read_only(path: Path, unit: int, folder_writable: bool, file_mode: int = 0o444) -> dict:
+    """Open ``path`` for writing, then read-only, as another person, for whom the files in its
+    folder have ``file_mode`` (a lock file keeps its own) and the folder is writable or not;
+    what happened, and what the folder then holds. Nothing already there may change."""
+    runner = _as_someone_else()
     if runner is None:
         pytest.skip("needs a POSIX user without write access (setpriv as root)")
-    folder = tmp_path / "share"
-    folder.mkdir()
-    path = folder / "s.prproj"
-    _study(path)
-    before = _digest(path)
-    path.chmod(0o444)
+    folder = path.parent
+    before = {p.name: _digest(p) for p in folder.iterdir() if p.is_file()}
+    for name in before:
+        if not name.endswith(".lock"):
+            (folder / name).chmod(file_mode)
     folder.chmod(0o1777 if folder_writable else 0o555)
-    tmp_path.chmod(0o755)
     try:
         result = subprocess.run(
-            [*runner, "-c", _READ_ONLY_PROBE, str(path)],
+            [*runner, "-c", _READ_ONLY_PROBE, str(path), str(unit)],
             capture_output=True,
             text=True,
             env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "")},
@@ -317,29 +380,89 @@ def _probe_read_only(tmp_path: Path, folder_writable: bool) -> dict:
     finally:
         folder.chmod(0o755)
     assert result.returncode == 0, result.stderr
-    assert _digest(path) == before
+    assert {name: _digest(folder / name) for name in before} == before
     return json.loads(result.stdout)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store/project.py: a project in a folder the person cannot write to is called "
-    "'damaged ... restore the latest backup' (SQLite: attempt to write a readonly database), "
-    "and cannot be opened read-only either",
-)
-def test_a_project_in_a_read_only_folder_can_be_read_and_is_not_called_damaged(tmp_path):
-    out = _probe_read_only(tmp_path, folder_writable=False)
-    assert "damaged" not in out["write"] and "read-only" in out["write"], out
-    assert out["read_only"] == "opened read-only", out
+def test_a_project_in_a_read_only_folder_can_be_read_and_is_not_called_damaged(share):
+    """(It used to be called "damaged ... restore the latest backup": SQLite could not make
+    the -shm a WAL database is read through.) Read-only, it is opened immutable: nothing is
+    made in the folder."""
+    path, unit = _shared_study(share)
+    out = _probe_read_only(path, unit, folder_writable=False)
+    assert out["write"] == {
+        "refused": f"s.prproj is in a folder you cannot write to ({path.parent}): open it "
+        "read-only, or copy it to a folder of yours.",
+        "error": "ProjectNotWritableError",
+    }, out
+    assert out["read_only"] == {"opened": "read-only", "empathy": "Kept."}, out
+    assert out["folder"] == ["s.prproj"], out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store/project.py: a project file the person cannot write to opens 'for writing' "
-    "and every save then fails; it should be refused with a read-only message (or opened "
-    "read-only)",
-)
-def test_a_read_only_project_file_is_not_opened_for_writing(tmp_path):
-    out = _probe_read_only(tmp_path, folder_writable=True)
-    assert out["read_only"] == "opened read-only", out
-    assert out["write"] != "opened for writing", out
+def test_saves_still_in_the_wal_are_read_in_a_read_only_folder(share):
+    """The owner's program was killed (or is still running): saves wait in the -wal. With its
+    -shm they are read; without it they cannot be, and the message says what to do."""
+    path, unit = _shared_study(share)
+    writer = Project.open(path)
+    StudyService(writer).as_viewer("ava").save_answer(unit, {"parts": {"empathy": "In the WAL."}})
+    copies = {}
+    for with_shm in (True, False):
+        copy = share / f"copy-{with_shm}" / "s.prproj"
+        copy.parent.mkdir()
+        for ending in ("", "-wal") + (("-shm",) if with_shm else ()):
+            shutil.copyfile(f"{path}{ending}", f"{copy}{ending}")
+        copies[with_shm] = copy
+    writer.close()
+    assert os.path.getsize(f"{copies[True]}-wal") > 32  # the WAL holds frames
+    out = _probe_read_only(copies[True], unit, folder_writable=False)
+    assert out["read_only"] == {"opened": "read-only", "empathy": "In the WAL."}, out
+    assert out["write"]["error"] == "ProjectNotWritableError", out
+    out = _probe_read_only(copies[False], unit, folder_writable=False)
+    for mode in ("write", "read_only"):
+        assert out[mode] == {
+            "refused": "s.prproj has saves in s.prproj-wal not yet merged into it, and it is "
+            "in a folder you cannot write to, where they cannot be read. Copy both files "
+            "together to a folder of yours and open the copy, or ask its owner to open and "
+            "close it.",
+            "error": "ProjectError",
+        }, out
+    assert out["folder"] == ["s.prproj", "s.prproj-wal"], out
+
+
+def test_a_read_only_project_file_is_not_opened_for_writing(share):
+    """(It used to open "for writing", and every save then failed.)"""
+    path, unit = _shared_study(share)
+    out = _probe_read_only(path, unit, folder_writable=True)
+    assert out["write"] == {
+        "refused": "s.prproj is read-only for you (you may not write s.prproj): open it "
+        "read-only, or copy it to a folder of yours.",
+        "error": "ProjectNotWritableError",
+    }, out
+    assert out["read_only"] == {"opened": "read-only", "empathy": "Kept."}, out
+    assert "s.prproj.lock" not in out["folder"], out  # refused before the lock was taken
+
+
+def test_a_lock_file_another_person_left_is_explained_and_read_only_offered(share):
+    """Another person's program was killed with the project open: their lock file (private to
+    them) stays. The next person is told, not shown "Permission denied", and may read."""
+    path, unit = _shared_study(share)
+    lock = path.with_name("s.prproj.lock")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert holder.stdout.readline().strip() == "open"
+    holder.kill()
+    holder.wait(timeout=30)
+    assert lock.exists() and stat.S_IMODE(lock.stat().st_mode) == 0o600
+    out = _probe_read_only(path, unit, folder_writable=True, file_mode=0o666)
+    assert out["write"] == {
+        "refused": "s.prproj cannot be locked for writing: s.prproj.lock belongs to another "
+        "person (their PortalReview has it open, or stopped without closing it). Open it "
+        "read-only, or ask them to open and close it.",
+        "error": "ProjectNotWritableError",
+    }, out
+    assert out["read_only"] == {"opened": "read-only", "empathy": "Kept."}, out

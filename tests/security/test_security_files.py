@@ -4,7 +4,8 @@ tests/store/test_project.py checks the new project file's mode and the rolling o
 ``Project.backup``; here: every file the program writes that holds the study (the file, its
 ``-wal`` and ``-shm``, the lock, the backups and their folder, a clinician's offline copy, the
 demo) is readable by its owner only, whatever the umask; and the backups the program makes by
-itself (before an upgrade) are in ``<name>.backups/`` beside the file.
+itself (before an upgrade, and when a project is opened for work) are in ``<name>.backups/``
+beside the file.
 """
 
 from __future__ import annotations
@@ -97,15 +98,17 @@ def test_backups_roll_keeping_the_newest(tmp_path, monkeypatch):
         assert len(StudyService(newest).annotators()) == 7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not implemented: backups are made only before an upgrade and on request "
-    "(Project.backup); the issue asks for automatic rolling backups, e.g. one when a project "
-    "is opened for writing (store/project.py or ui/main_window.py)",
-)
-def test_opening_a_project_for_work_leaves_a_rolling_backup(tmp_path):
+def test_opening_a_project_for_work_leaves_a_private_backup_of_it(tmp_path, open_umask):
     path = tmp_path / "s.prproj"
     with Project.create(path) as project:
         StudyService(project).add_annotator("ava")
-    Project.open(path).close()
-    assert backup_dir(path).is_dir() and any(backup_dir(path).iterdir())
+    assert not backup_dir(path).exists()  # a new project has nothing to keep yet
+    with Project.open(path) as project:
+        made = project.automatic_backup
+        StudyService(project).add_annotator("ben")  # after the backup: not in it
+    assert made is not None and list(backup_dir(path).iterdir()) == [made]
+    assert made.name.startswith("s-") and made.name.endswith("-auto.prproj")
+    assert _mode(made) == 0o600 and _mode(made.parent) == 0o700
+    conn = sqlite3.connect(f"file:{made}?mode=ro&immutable=1", uri=True)
+    assert conn.execute("SELECT name FROM annotators").fetchall() == [("ava",)]
+    conn.close()

@@ -1,4 +1,5 @@
-"""The project file: refusing bad files untouched, the lock, read-only access, migrations."""
+"""The project file: refusing bad files untouched, the lock, read-only access, migrations,
+backups (made by hand, before an upgrade, and automatically when a project is opened for work)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,24 @@ import stat
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from portalreview.store import migrations
-from portalreview.store.project import Project, ProjectError, ProjectLockedError, backup_dir
+from portalreview.store import project as project_module
+from portalreview.store.project import (
+    Project,
+    ProjectDamagedError,
+    ProjectError,
+    ProjectLockedError,
+    backup_dir,
+    copy_backup_beside,
+    latest_backup,
+    list_backups,
+    make_backup,
+)
 from portalreview.store.service import StudyService
 
 
@@ -236,8 +249,6 @@ def test_older_file_opened_read_only_asks_for_an_upgrade(tmp_path, monkeypatch):
 
 
 def test_backups_roll(tmp_path, monkeypatch):
-    from portalreview.store import project as project_module
-
     monkeypatch.setattr(project_module, "BACKUPS_KEPT", 3)
     path = tmp_path / "s.prproj"
     with Project.create(path) as p:
@@ -246,3 +257,257 @@ def test_backups_roll(tmp_path, monkeypatch):
     assert kept == sorted(made[-3:])
     with Project.open(kept[-1], read_only=True) as copy:
         assert copy.integrity_check() == "ok"
+
+
+# --- automatic and rolling backups ---------------------------------------------------------------
+
+
+def _annotators_in(backup: Path) -> list[str]:
+    """The annotators a backup holds, read straight from it with sqlite3."""
+    conn = sqlite3.connect(f"file:{backup}?mode=ro&immutable=1", uri=True)
+    try:
+        return [name for (name,) in conn.execute("SELECT name FROM annotators ORDER BY id")]
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def every_open(monkeypatch):
+    """Automatic backups at every opening for writing (not at most one an hour)."""
+    monkeypatch.setattr(project_module, "AUTO_BACKUP_EVERY", timedelta(0))
+
+
+def test_each_opening_for_work_backs_up_the_state_it_starts_from(tmp_path, every_open):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("p0")
+    for i in range(1, 4):
+        with Project.open(path) as p:
+            StudyService(p).add_annotator(f"p{i}")
+    autos = [b for b in list_backups(path) if b.kind == "automatic"]
+    # Opening i (1..3) saw p0 .. p(i-1).
+    assert [_annotators_in(b.path) for b in autos] == [["p0"], ["p0", "p1"], ["p0", "p1", "p2"]]
+    assert [b.path for b in autos] == sorted(b.path for b in autos)  # the names sort by time
+    assert autos[0].made_at < autos[1].made_at < autos[2].made_at
+
+
+def test_automatic_backups_keep_the_newest_and_spare_the_other_kinds(
+    tmp_path, monkeypatch, every_open
+):
+    monkeypatch.setattr(project_module, "BACKUPS_KEPT", 3)
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("p0")
+        by_hand = p.backup()
+    upgrade = make_backup(path, "before-upgrade-from-v1")
+    (backup_dir(path) / "notes.txt").write_text("the PI's own notes")
+    other_project = backup_dir(path) / "other-2020-01-01T00-00-00.000Z-auto.prproj"
+    other_project.write_bytes(b"not ours")
+    for i in range(1, 7):
+        with Project.open(path) as p:
+            StudyService(p).add_annotator(f"p{i}")
+    autos = [b.path for b in list_backups(path) if b.kind == "automatic"]
+    # Six automatic backups, of p0..p0, p0..p1, ... p0..p5: the last three are kept.
+    assert [len(_annotators_in(a)) for a in autos] == [4, 5, 6]
+    assert by_hand.exists() and upgrade.exists()
+    assert (backup_dir(path) / "notes.txt").exists() and other_project.exists()
+    # Backups by hand roll among themselves, and leave the automatic ones alone.
+    with Project.open(path, read_only=True) as p:
+        made = [p.backup(f"by-hand-{i}") for i in range(4)]
+    kinds = {}
+    for b in list_backups(path):
+        kinds.setdefault(b.kind, []).append(b.path)
+    assert kinds == {"by hand": made[-3:], "before upgrade": [upgrade], "automatic": autos}
+
+
+def test_a_project_opened_again_within_the_hour_is_not_backed_up_again(tmp_path):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    with Project.open(path) as p:
+        first = p.automatic_backup
+        StudyService(p).add_annotator("ava")
+    with Project.open(path) as p:
+        assert p.automatic_backup is None
+    assert [b.path for b in list_backups(path)] == [first]
+    # The same backup made two hours ago: the next opening makes a new one.
+    two_hours_ago = datetime.now(UTC) - timedelta(hours=2)
+    stamp = (
+        two_hours_ago.strftime("%Y-%m-%dT%H-%M-%S") + f".{two_hours_ago.microsecond // 1000:03d}Z"
+    )
+    older = first.with_name(f"s-{stamp}-auto.prproj")
+    first.rename(older)
+    with Project.open(path) as p:
+        second = p.automatic_backup
+    assert second is not None and second != older
+    assert [b.path for b in list_backups(path)] == [older, second]
+    assert _annotators_in(older) == [] and _annotators_in(second) == ["ava"]
+
+
+def test_an_unchanged_project_is_not_backed_up_twice(tmp_path, every_open):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    with Project.open(path) as p:
+        first = p.automatic_backup
+    with Project.open(path) as p:
+        assert p.automatic_backup is None  # the same content: nothing written
+    with Project.open(path) as p:
+        StudyService(p).add_annotator("ben")
+    with Project.open(path) as p:
+        second = p.automatic_backup
+    assert [b.path for b in list_backups(path)] == [first, second]
+    assert not any(name.startswith(".") for name in os.listdir(backup_dir(path)))
+
+
+def test_no_automatic_backup_when_opened_read_only_or_refused_for_the_lock(tmp_path, every_open):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    with Project.open(path, read_only=True) as p:
+        assert p.automatic_backup is None
+    assert not backup_dir(path).exists()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        made_by_holder = list_backups(path)
+        assert [b.kind for b in made_by_holder] == ["automatic"]
+        with pytest.raises(ProjectLockedError):
+            Project.open(path)
+        assert list_backups(path) == made_by_holder
+    finally:
+        holder.communicate("\n", timeout=30)
+
+
+def _big_project(path: Path) -> int:
+    """A project of more pages than one backup step copies; returns its page count."""
+    with Project.create(path) as p:
+        svc = StudyService(p)
+        svc.add_annotator("ava")
+        for i in range(150):
+            svc.add_case(f"c{i}", f"Message {i}: " + "many words " * 4000)
+    conn = sqlite3.connect(path)
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.close()
+    assert pages > project_module._BACKUP_STEP_PAGES
+    return pages
+
+
+def test_the_backup_on_opening_reports_its_progress_in_pages(tmp_path):
+    path = tmp_path / "s.prproj"
+    pages = _big_project(path)
+    reports: list[tuple[int, int]] = []
+    with Project.open(path, progress=lambda done, total: reports.append((done, total))) as p:
+        assert p.automatic_backup is not None
+    step = project_module._BACKUP_STEP_PAGES
+    # One report a step: after 1024, 2048, ... pages, then the last, partial step.
+    expected = [(min(done, pages), pages) for done in range(step, pages + step, step)]
+    assert reports == expected
+
+
+_SLOW_BACKUP = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from portalreview.store.project import make_backup
+
+    def stall(done, total):
+        print("copying", flush=True)
+        time.sleep(600)
+
+    make_backup(Path(sys.argv[1]), "manual", progress=stall)
+    """
+)
+
+
+def test_a_backup_cut_short_by_a_kill_never_counts_as_one(tmp_path):
+    path = tmp_path / "s.prproj"
+    _big_project(path)
+    copier = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_BACKUP, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert copier.stdout.readline().strip() == "copying"
+    finally:
+        copier.kill()
+        copier.wait(timeout=30)
+    (partial,) = (p for p in backup_dir(path).iterdir() if p.name.endswith(".partial"))
+    assert partial.name.startswith(".s-") and partial.stat().st_size > 0
+    assert list_backups(path) == [] and latest_backup(path) is None
+    # An hour later it is swept away by the next backup; a fresh one would be left.
+    an_hour_ago = partial.stat().st_mtime - 3601
+    os.utime(partial, (an_hour_ago, an_hour_ago))
+    with Project.open(path) as p:
+        made = p.automatic_backup
+    assert sorted(backup_dir(path).iterdir()) == [made]
+
+
+def test_a_failed_automatic_backup_does_not_keep_the_project_closed(tmp_path):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    backup_dir(path).write_text("a file where the backups folder should be")
+    with Project.open(path) as p:
+        assert p.automatic_backup is None
+        assert p.backup_problem.startswith(
+            "The automatic backup of s.prproj into s.backups/ failed ("
+        )
+        assert p.backup_problem.endswith(
+            "Your work is saved as usual; back the project up yourself."
+        )
+        StudyService(p).add_annotator("ben")  # work goes on
+    with Project.open(path, read_only=True) as p:
+        assert [a.name for a in StudyService(p).annotators()] == ["ava", "ben"]
+
+
+def test_a_damaged_file_names_its_newest_backup_and_a_copy_of_it_opens(tmp_path, every_open):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    older = make_backup(path, "manual")
+    with Project.open(path) as p:
+        newest = p.automatic_backup
+        StudyService(p).add_annotator("ben")
+    assert latest_backup(path) == newest != older
+    data = path.read_bytes()
+    path.write_bytes(data[:-1])
+    with pytest.raises(ProjectDamagedError) as refused:
+        Project.open(path)
+    assert refused.value.latest_backup == newest
+    assert str(refused.value).endswith(f"Restore the latest backup from s.backups/: {newest.name}.")
+    damaged, kept = _digest(path), _digest(newest)
+    copy = copy_backup_beside(newest, path)
+    stamp = newest.name.removeprefix("s-").removesuffix("-auto.prproj")
+    assert copy == tmp_path / f"s-restored-{stamp}.prproj"
+    assert _digest(path) == damaged and _digest(newest) == kept
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600 or os.name != "posix"
+    with Project.open(copy) as restored:
+        assert restored.integrity_check() == "ok"
+        assert [a.name for a in StudyService(restored).annotators()] == ["ava"]
+    again = copy_backup_beside(newest, path)  # never over an earlier copy
+    assert again == tmp_path / f"s-restored-{stamp}-2.prproj"
+
+
+def test_a_damaged_file_without_backups_says_so(tmp_path):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(ProjectDamagedError) as refused:
+        Project.open(path)
+    assert refused.value.latest_backup is None
+    assert str(refused.value).endswith(
+        "There is no backup of it in s.backups/ beside it: restore your own backup."
+    )
+
+
+def test_a_backup_reason_must_be_fit_for_a_file_name(tmp_path):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    for reason in ("", "../escape", "two words", "-leading"):
+        with pytest.raises(ValueError, match="reason"):
+            make_backup(path, reason)
+    assert list_backups(path) == []
