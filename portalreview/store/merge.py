@@ -296,7 +296,7 @@ def make_copy(
             base_audit_id=int(base_id),
             made_at=utc_now(),
         )
-        with Project.open(temporary) as copy:
+        with Project.open(temporary, automatic_backup=False) as copy:
             recorder = EventRecorder(copy)
             with recorder._write() as s:
                 master_id = s.get(ProjectMeta, "project_id").value
@@ -369,7 +369,7 @@ def _open_copy(path: Path) -> Iterator[Project]:
         try:
             upgraded = work / path.name
             _sqlite_copy(path, upgraded)
-            Project.open(upgraded).close()  # upgrades it
+            Project.open(upgraded, automatic_backup=False).close()  # upgrades it
             with Project.open(upgraded, read_only=True) as project:
                 yield project
         finally:

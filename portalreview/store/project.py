@@ -367,12 +367,20 @@ class Project:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike, read_only: bool = False, progress: Progress | None = None
+        cls,
+        path: str | os.PathLike,
+        read_only: bool = False,
+        progress: Progress | None = None,
+        *,
+        automatic_backup: bool = True,
     ) -> Project:
         """Open a project: check it, lock it (unless read-only), migrate it if it is older,
         and (for writing) make the automatic backup, reporting its ``progress(done, total)``
-        in pages."""
-        return cls._open(Path(path), read_only, automatic_backup=True, progress=progress)
+        in pages. ``automatic_backup=False`` is for the program's own temporary files (an
+        offline copy being written), which nobody works in."""
+        return cls._open(
+            Path(path), read_only, automatic_backup=automatic_backup, progress=progress
+        )
 
     @classmethod
     def _open(
