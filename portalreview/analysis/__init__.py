@@ -50,15 +50,20 @@ def analyse_all(
     n_resamples: int = 1000,
     catalogs: Catalogs | None = None,
     timings: dict[str, float] | None = None,
+    before_each: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Every analysis on one snapshot of the study: {kind: result}. When ``timings`` is given
-    it receives the seconds each analysis took (the benchmark reads it)."""
+    it receives the seconds each analysis took (the benchmark reads it). ``before_each(kind)``
+    is called before each analysis: a caller that wants to stop (a cancelled dashboard
+    refresh) raises its own exception there."""
     from portalreview.store.frames import paused_gc
 
     analyses = globals().get("ANALYSES") or __getattr__("ANALYSES")
     out = {}
     with paused_gc():  # the tables make millions of short-lived objects, none in cycles
         for kind, function in analyses.items():
+            if before_each is not None:
+                before_each(kind)
             started = time.perf_counter()
             out[kind] = function(frames, seed=seed, n_resamples=n_resamples, catalogs=catalogs)
             if timings is not None:

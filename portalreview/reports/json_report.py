@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ def build_report(
     include_drafts: bool = False,
     frames: StudyFrames | None = None,
     timings: dict[str, float] | None = None,
+    before_each: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Every measure of the study as one JSON-ready dict (see docs/report.md).
 
@@ -85,7 +87,8 @@ def build_report(
     and closed again). ``seed`` and ``n_resamples`` fix the bootstrap (``n_resamples=0``
     leaves every CI null, for a quick look). ``include_drafts`` also counts unsubmitted
     answers. ``frames`` may be passed when already read; ``timings`` receives seconds per
-    analysis.
+    analysis; ``before_each(kind)`` is called before each analysis (a caller stops the report
+    by raising there).
     """
     opened, close = _open(project)
     try:
@@ -110,7 +113,12 @@ def build_report(
             "study": _study(opened, frames),
         }
         results = analyse_all(
-            frames, seed=seed, n_resamples=n_resamples, catalogs=catalogs, timings=timings
+            frames,
+            seed=seed,
+            n_resamples=n_resamples,
+            catalogs=catalogs,
+            timings=timings,
+            before_each=before_each,
         )
     finally:
         if close:

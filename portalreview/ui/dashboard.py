@@ -132,7 +132,7 @@ def compute(
     cancelled: Callable[[], bool] | None = None,
 ) -> Computed | None:
     """Read the study, filter it, compute the report and lay it out as the workbook's sheets;
-    None when cancelled (checked between the steps)."""
+    None when cancelled (checked between the steps and between the report's analyses)."""
 
     def step(done: int) -> None:
         if cancelled is not None and cancelled():
@@ -146,7 +146,13 @@ def compute(
         step(1)
         filtered = choice.apply(frames)
         step(2)
-        report = build_report(project, seed=seed, n_resamples=n_resamples, frames=filtered)
+        report = build_report(
+            project,
+            seed=seed,
+            n_resamples=n_resamples,
+            frames=filtered,
+            before_each=lambda _kind: step(2),  # a cancel stops between two analyses
+        )
         step(3)
         sheets = workbook_model(report)
         step(4)

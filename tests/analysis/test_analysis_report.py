@@ -62,6 +62,29 @@ def test_report_is_json_and_reproducible(demo, report, tmp_path):
     }
 
 
+def test_a_caller_can_stop_the_report_between_two_analyses(demo):
+    """``before_each`` sees every kind in report order; raising there stops the report (the
+    dashboard's Cancel), leaving the later analyses undone."""
+    from portalreview.analysis import KINDS
+
+    seen: list[str] = []
+
+    class Stop(Exception):
+        pass
+
+    def before_each(kind: str) -> None:
+        seen.append(kind)
+        if kind == "urgency":
+            raise Stop
+
+    with pytest.raises(Stop):
+        build_report(demo, n_resamples=0, before_each=before_each)
+    assert seen == list(KINDS[: KINDS.index("urgency") + 1])
+    seen.clear()
+    build_report(demo, n_resamples=0, before_each=seen.append)
+    assert seen == list(KINDS)
+
+
 def test_every_headline_figure_has_a_ci_and_its_n(report):
     figures = []
 

@@ -374,7 +374,7 @@ def test_the_plots_show_the_tables_numbers(qtbot, demo, prefs):
     shares = plots[("respond_theme_proportions", ChartView)].data.series[0]
     for k, row in enumerate(report["respond"]["theme_proportions"]):
         assert shares.values[k] == row["share"]["value"]
-        assert [shares.lows[k], shares.highs[k]] == row["share"]["ci"]
+        assert [shares.lows[k], shares.highs[k]] == pytest.approx(row["share"]["ci"], abs=1e-12)
     edit_f1 = plots[("match_by_source", ChartView)].data
     for k, row in enumerate(report["match"]["by_source"]):
         assert edit_f1.series[0].values[k] == row["content"]["f1"]["value"]
