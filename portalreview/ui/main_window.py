@@ -562,6 +562,20 @@ class MainWindow(QMainWindow):
         path = self.project.path
         self.open_project(path)
 
+    def study_changed(self) -> None:
+        """Show the project's new state after a tool window changed the study (people added,
+        units created or handed out, copies merged): the "work of" list, keeping the person
+        shown, and the kinds' tabs, progress and queue."""
+        if self.service is None:
+            return
+        showing = self.work_of
+        self._fill_work_of(self.service.viewer.role)
+        box = self.work_of_box
+        box.blockSignals(True)
+        box.setCurrentIndex(max(0, box.findData(showing)))
+        box.blockSignals(False)
+        self._build_kinds()
+
     def _fill_work_of(self, role: str) -> None:
         self.work_of_box.blockSignals(True)
         self.work_of_box.clear()

@@ -165,19 +165,9 @@ def no_default_button(dialog: QDialog) -> None:
 
 
 def refresh_main_window(window) -> None:
-    """Show the project's new state in the main window after a set-up step or a merge: the
-    list of people whose work the PI can look at, and the kinds' tabs and queue.
-
-    (The main window has no public refresh; these are its own methods for the same job.)"""
-    if window is None or getattr(window, "service", None) is None:
-        return
-    showing = window.work_of
-    window._fill_work_of(window.service.viewer.role)
-    box = window.work_of_box
-    box.blockSignals(True)
-    box.setCurrentIndex(max(0, box.findData(showing)))
-    box.blockSignals(False)
-    window._build_kinds()
+    """Show the project's new state in the main window after a set-up step or a merge."""
+    if window is not None and getattr(window, "service", None) is not None:
+        window.study_changed()
 
 
 def project_closed(dialog: QDialog, message: MessageLine) -> bool:
