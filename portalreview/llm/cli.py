@@ -189,9 +189,9 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
 
     with _CtrlC(cancel):
         if args.kind == "drafts":
-            cases = _cases_of(service, units)
+            cases = sg.cases_of_units(service, units)
             bar.total = len(cases)
-            template = library.template(_draft_kind(service, args.template), args.template)
+            template = sg.drafting_template(service, args.template, library)
             report = sg.run_drafts(
                 service, engine, cases, template, params=params, cancel=cancel, progress=progress
             )
@@ -210,31 +210,6 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
             )
     bar.finish()
     return _summary(report)
-
-
-def _cases_of(service, units: list[int]):
-    seen: dict[int, object] = {}
-    for unit_id in units:
-        for case in service.read_unit(unit_id).cases:
-            seen.setdefault(case.id, case)
-    return list(seen.values())
-
-
-def _draft_kind(service, name: str | None) -> str:
-    """The template kind of a drafting template given by name (a kind, or a project name)."""
-    from portalreview.llm.errors import TemplateError
-    from portalreview.store.templates import TemplateService
-
-    if name is None:
-        return "draft_zero_shot"
-    record = TemplateService(service).get(name)
-    kind = record.kind if record is not None else name
-    if kind not in ("draft_zero_shot", "draft_thematic"):
-        raise TemplateError(
-            f"{name!r} is not a drafting template (draft_zero_shot, "
-            "draft_thematic, or a project template of those kinds)"
-        )
-    return kind
 
 
 def _summary(report) -> int:

@@ -20,16 +20,19 @@ Per kind (the templates are in ``resources/prompts``):
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import func, select
+
 from portalreview.domain.catalogs import Catalogs
 from portalreview.llm import answers, grammars
 from portalreview.llm.engine import Engine, Generation, GenerationParams
-from portalreview.llm.errors import AnswerError, Cancelled, LlmError
+from portalreview.llm.errors import AnswerError, Cancelled, LlmError, TemplateError
 from portalreview.llm.grammars import GrammarLimits
 from portalreview.llm.templates import (
     PromptLibrary,
@@ -38,13 +41,25 @@ from portalreview.llm.templates import (
     criteria_text,
     themes_text,
 )
-from portalreview.llm.urgency import NO, YES, Patient, pair_probability
+from portalreview.llm.urgency import (
+    NO,
+    YES,
+    InboxScores,
+    PairProbability,
+    Patient,
+    pair_probability,
+)
 from portalreview.store.kinds import PayloadError
+from portalreview.store.models import AuditEntry, Unit, UnitSet
 from portalreview.store.service import CaseView, StoreError, StudyService, UnitView
+from portalreview.store.study_setup import CaseFilter, EventRecorder, plan_units
 from portalreview.store.templates import (
+    TemplateService,
+    read_cases,
     response_by_external_id,
     suggestion_payload,
     suggestions_by,
+    unit_ids,
 )
 
 TEMPLATES_FOR_KIND: dict[str, tuple[str, ...]] = {
@@ -56,6 +71,8 @@ TEMPLATES_FOR_KIND: dict[str, tuple[str, ...]] = {
     "empathy": ("empathy_judge",),
     "facts": ("fact_decompose", "fact_entail"),
 }
+DRAFT_KINDS = ("draft_zero_shot", "draft_thematic")
+DRAFT_EVENT = "draft"  # the audit log action that records how a draft was made
 DRAFT_PRODUCTION = {
     "draft_zero_shot": "zero_shot",
     "draft_thematic": "thematic_prompt",
@@ -210,13 +227,19 @@ def _theme_labels(ctx: SuggestContext, responses: Sequence[Any]) -> list[dict]:
 def suggest_urgency(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
     a, b = (Patient(c.id, c.message, c.chart_text) for c in unit.cases[:2])
     pair = pair_probability(ctx.engine, ctx.templates["urgency_pair"], a, b, cancel=ctx.cancel)
+    return urgency_payload(pair)
+
+
+def urgency_payload(pair: PairProbability) -> tuple[dict, dict]:
+    """An urgency unit's payload from a pair's probabilities (A = the unit's first case as the
+    service presents it), and the numbers behind it (saved with the suggestion)."""
     observed = {
         "p_a_first": pair.p_a_first,
         "p_yes_ab": pair.p_yes_ab,
         "p_yes_ba": pair.p_yes_ba,
         "yes_no_mass": pair.mass,
-        "a": a.key,
-        "b": b.key,
+        "a": pair.a,
+        "b": pair.b,
     }
     return {"more_urgent_case_id": pair.more_urgent, "ask_second": False}, observed
 
@@ -477,18 +500,63 @@ def store_draft(
     template: PromptTemplate,
     case: CaseView,
     text: str,
+    *,
+    params: GenerationParams | None = None,
+    seconds: float = 0.0,
+    finish_reason: str | None = None,
 ) -> int:
     """Save a generated draft as a model-authored response of the case. Its external id names
-    the case, the template and the model's hash, so a rerun finds it (resume)."""
-    return service.add_response(
-        case.id,
-        draft_external_id(engine, template, case),
-        text.strip(),
-        author_kind="model",
-        author=engine.info.model_name,
-        source=f"{engine.info.file_name}/{template.key}",
-        production=DRAFT_PRODUCTION.get(template.kind, "other"),
-    )
+    the case, the template and the model's hash, so a rerun finds it (resume). A response has
+    no columns for how it was made, so the provenance a suggestion stores (model file and
+    SHA-256, template id and text, parameters, seed, seconds) goes into the audit log in the
+    same transaction (action ``draft``; :func:`draft_provenance` reads it back)."""
+    params = params or GenerationParams()
+    recorder = EventRecorder(service.project)
+    with recorder._write() as s:
+        response_id = service.add_response(
+            case.id,
+            draft_external_id(engine, template, case),
+            text.strip(),
+            author_kind="model",
+            author=engine.info.model_name,
+            source=f"{engine.info.file_name}/{template.key}",
+            production=DRAFT_PRODUCTION.get(template.kind, "other"),
+            session=s,
+        )
+        recorder.record(
+            s,
+            DRAFT_EVENT,
+            {
+                "response_id": response_id,
+                "case_id": case.id,
+                "model_file": engine.info.file_name,
+                "model_sha256": engine.sha256,
+                "template_id": template.key,
+                "template_text": template.text,
+                "params": params.as_dict(),
+                "seed": params.seed,
+                "seconds": seconds,
+                "finish_reason": finish_reason,
+            },
+        )
+    return response_id
+
+
+def draft_provenance(service: StudyService, response_id: int) -> dict[str, Any] | None:
+    """How a model draft was made (what :func:`store_draft` recorded), or None for a response
+    that no drafting run wrote."""
+    service._require_admin("read how drafts were made")
+    with service.project.read() as s:
+        rows = s.scalars(
+            select(AuditEntry.new_json)
+            .where(AuditEntry.action == DRAFT_EVENT)
+            .order_by(AuditEntry.id.desc())
+        )
+        for text in rows:
+            details = json.loads(text)
+            if details.get("response_id") == response_id:
+                return details
+    return None
 
 
 def draft_external_id(engine: Engine, template: PromptTemplate, case: CaseView) -> str:
@@ -510,30 +578,234 @@ def run_drafts(
     params: GenerationParams | None = None,
     cancel: threading.Event | None = None,
     progress: Callable[[BatchReport, int], None] | None = None,
+    on_start: Callable[[CaseView], None] | None = None,
+    on_piece: Callable[[CaseView, str], None] | None = None,
 ) -> BatchReport:
     """Generate one draft per case with a drafting template (0-shot or thematic) and store it
-    as a response; cases that already have this model's draft from this template are skipped."""
-    if template.kind not in ("draft_zero_shot", "draft_thematic"):
+    as a response; cases that already have this model's draft from this template are skipped.
+    ``on_start(case)`` is called when a case's draft begins and ``on_piece(case, text)`` with
+    each piece as it is generated (the pieces of a case join to exactly its generated text),
+    so that a window can show the draft being written. Cancelling stops within one token and
+    keeps the drafts already stored; the case in progress is dropped."""
+    if template.kind not in DRAFT_KINDS:
         raise LlmError(f"{template.kind} is not a drafting template")
+    params = params or GenerationParams()
     report = BatchReport(len(cases))
     started = time.perf_counter()
     for case in cases:
+        if cancel is not None and cancel.is_set():
+            report.cancelled = True
+            break
         if has_draft(service, engine, template, case):
             report.skipped.append(case.id)
         else:
-            gen = stream_draft(
-                engine, template, draft_values(template, case, service.catalogs), params, cancel
-            ).wait()
+            gen = _generate_draft(
+                service, engine, template, case, params, cancel, on_start, on_piece
+            )
             if gen.finish_reason in ("cancelled", "closed"):
                 report.cancelled = True
                 break
             if not gen.text.strip():
                 report.failed[case.id] = "the model wrote an empty draft"
             else:
-                store_draft(service, engine, template, case, gen.text)
+                store_draft(
+                    service,
+                    engine,
+                    template,
+                    case,
+                    gen.text,
+                    params=params,
+                    seconds=gen.seconds,
+                    finish_reason=gen.finish_reason,
+                )
                 report.stored.append(case.id)
         report.seconds = time.perf_counter() - started
         if progress is not None:
             progress(report, case.id)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _generate_draft(
+    service: StudyService,
+    engine: Engine,
+    template: PromptTemplate,
+    case: CaseView,
+    params: GenerationParams,
+    cancel: threading.Event | None,
+    on_start: Callable[[CaseView], None] | None,
+    on_piece: Callable[[CaseView, str], None] | None,
+) -> Generation:
+    if on_start is not None:
+        on_start(case)
+    gen = stream_draft(
+        engine, template, draft_values(template, case, service.catalogs), params, cancel
+    )
+    shown = 0
+    for piece in gen:
+        shown += len(piece)
+        if on_piece is not None:
+            on_piece(case, piece)
+    rest = gen.text[shown:]  # an incomplete character at the very end is decoded only here
+    if rest and on_piece is not None:
+        on_piece(case, rest)
+    return gen
+
+
+# --- what a drafting run works on (shared by the GUI and ``portalreview suggest``) -------------
+
+
+def cases_of_units(service: StudyService, units: Sequence[int]) -> list[CaseView]:
+    """The distinct cases of some units, in the units' order (what the drafts of a unit set
+    are written for)."""
+    seen: dict[int, CaseView] = {}
+    for unit_id in units:
+        for case in service.read_unit(unit_id).cases:
+            seen.setdefault(case.id, case)
+    return list(seen.values())
+
+
+def cases_for_drafts(
+    service: StudyService, *, unit_set: str | None = None, tags: Sequence[str] = ()
+) -> list[CaseView]:
+    """The cases of a unit set's units, or else the cases the study set-up's own case filter
+    selects (``tags``: ``KEY=VALUE`` items, all required; none = every case), in id order.
+    A bad tag or a filter that selects nothing raises a :class:`StoreError` naming it."""
+    if unit_set is not None:
+        return cases_of_units(service, unit_ids(service, None, unit_set))
+    service._require_admin("choose cases for drafts")
+    # The set-up's "respond" recipe makes one unit per selected case: the same filter, and
+    # the same messages for a bad tag or an empty selection, as `portalreview setup --tag`.
+    plan = plan_units(service.project, "respond", cases=CaseFilter.parse(tags))
+    return read_cases(service, [spec.case_id for spec in plan.units])
+
+
+def drafting_template(
+    service: StudyService, name: str | None = None, library: PromptLibrary | None = None
+) -> PromptTemplate:
+    """The drafting template ``name``: a drafting kind (``draft_zero_shot``, the default, or
+    ``draft_thematic``: the project's template of that kind, else the bundled one) or the name
+    of a project template of one of those kinds."""
+    library = library or PromptLibrary(service)
+    if name is None:
+        return library.template(DRAFT_KINDS[0])
+    record = TemplateService(service).get(name)
+    kind = record.kind if record is not None else name
+    if kind not in DRAFT_KINDS:
+        raise TemplateError(
+            f"{name!r} is not a drafting template ({', '.join(DRAFT_KINDS)}, "
+            "or a project template of those kinds)"
+        )
+    return library.template(kind, name)
+
+
+def drafting_templates(service: StudyService) -> list[PromptTemplate]:
+    """Every drafting template a run can use: the project's templates of the drafting kinds,
+    and the bundled default of a kind the project has none of."""
+    library = PromptLibrary(service)
+    store = TemplateService(service)
+    out = []
+    for kind in DRAFT_KINDS:
+        names = [r.name for r in store.list(kind)] or [None]
+        out += [library.template(kind, name) for name in names]
+    return out
+
+
+def unit_sets(service: StudyService) -> list[tuple[str, str, int]]:
+    """``(name, kind, number of units)`` of every unit set, oldest first."""
+    service._require_admin("list the unit sets")
+    with service.project.read() as s:
+        rows = s.execute(
+            select(UnitSet.name, UnitSet.kind, func.count(Unit.id))
+            .outerjoin(Unit, Unit.unit_set_id == UnitSet.id)
+            .group_by(UnitSet.id)
+            .order_by(UnitSet.id)
+        )
+        return [(name, kind, int(n)) for name, kind, n in rows]
+
+
+# --- an inbox scored by the model, kept as a pseudo annotator's answers ------------------------
+
+
+def store_inbox_answers(
+    service: StudyService,
+    engine: Engine,
+    template: PromptTemplate,
+    scores: InboxScores,
+    annotator: str,
+    *,
+    params: GenerationParams | None = None,
+    cancel: threading.Event | None = None,
+    progress: Callable[[BatchReport, int], None] | None = None,
+) -> BatchReport:
+    """Store the pair answers of an inbox the model scored (:func:`urgency.score_inbox`) for
+    every urgency unit whose two cases it scored, as suggestions (with provenance) and as the
+    answers of the pseudo annotator ``annotator``: no second model call. Resume as
+    :func:`run_batch`: a unit that already has this model's suggestion from this template
+    reuses it; one the pseudo annotator already answered is skipped. The seconds stored per
+    unit are the run's time per pair (the run asks all pairs in one sweep, sharing prompts)."""
+    params = params or GenerationParams()
+    pairs = {(p.a, p.b): p for p in scores.pairs}
+    units = [
+        (unit_id, pair)
+        for unit_id, view in _urgency_units(service)
+        if (pair := _oriented(pairs, view)) is not None
+    ]
+    if not units:
+        raise StoreError(
+            "no urgency unit pairs two of these messages, so there is no answer to store "
+            "(make urgency units of the inbox first)"
+        )
+    existing = suggestions_by(service, [u for u, _ in units], engine.sha256, template.key)
+    annotator_id = model_annotator(service, annotator)
+    report = BatchReport(len(units))
+    started = time.perf_counter()
+    per_pair = scores.seconds / max(len(scores.pairs), 1)
+    for unit_id, pair in units:
+        if cancel is not None and cancel.is_set():
+            report.cancelled = True
+            break
+        if service.get_answer(unit_id, annotator_id=annotator_id) is not None:
+            report.skipped.append(unit_id)
+        else:
+            suggestion_id = existing.get(unit_id)
+            if suggestion_id is None:
+                payload, observed = urgency_payload(pair)
+                answer = ModelAnswer(
+                    unit_id,
+                    "urgency",
+                    payload,
+                    (template,),
+                    {**params.as_dict(), "observed": observed},
+                    params.seed,
+                    per_pair,
+                )
+                suggestion_id = store(service, engine, answer)
+            else:
+                payload = suggestion_payload(service, suggestion_id)
+            save_as_annotator(service, annotator_id, unit_id, payload, suggestion_id)
+            report.stored.append(unit_id)
+        report.seconds = time.perf_counter() - started
+        if progress is not None:
+            progress(report, unit_id)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _urgency_units(service: StudyService) -> list[tuple[int, UnitView]]:
+    return [(u, service.read_unit(u)) for u in unit_ids(service, "urgency")]
+
+
+def _oriented(
+    pairs: dict[tuple[Any, Any], PairProbability], view: UnitView
+) -> PairProbability | None:
+    """The scored pair of a unit's two cases, with A = the unit's first case."""
+    if len(view.cases) < 2:
+        return None
+    a, b = view.cases[0].id, view.cases[1].id
+    if (a, b) in pairs:
+        return pairs[(a, b)]
+    if (b, a) in pairs:
+        p = pairs[(b, a)]
+        return PairProbability(a, b, p.p_yes_ba, p.p_yes_ab, p.mass)
+    return None

@@ -7,14 +7,24 @@ misplaced urgent messages - an urgent message (level 1-2) sorted into the bottom
 safety-critical error - highlighted; a clinician sees the order their own judgements give and
 nothing of the reference. Reading the answers takes a moment on a full inbox, so it runs on a
 worker thread (``ui/workers.py``); the window stays usable meanwhile.
+
+"Sort by the loaded model" (Ctrl+M) asks the model of Tools > Models… about every pair of the
+chosen inbox, in both orders, on the model thread (``ModelHost.submit``), with progress and
+Cancel, and shows the model's order with its margin-weighted scores (seed 002) - for the PI with
+NDCG / T-NDCG against the reference levels, for a clinician over their own inbox and without
+them. The PI may then keep the model's pair answers as a pseudo annotator's
+(``llm.suggest.store_inbox_answers``), so that every agreement measure compares it and the
+judge list offers it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -30,29 +40,40 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
-from portalreview.store.service import StudyService
+from portalreview.llm.engine import Engine, GenerationParams
+from portalreview.llm.errors import Cancelled, LlmError
+from portalreview.llm.suggest import store_inbox_answers
+from portalreview.llm.templates import PromptLibrary, PromptTemplate
+from portalreview.llm.urgency import InboxScores, score_inbox
+from portalreview.store.service import StoreError, StudyService
 from portalreview.tasks.urgency.inbox import (
     CUTOFFS,
     URGENT_LEVELS,
     InboxResult,
     Judge,
     format_rate,
+    inbox_patients,
     judges,
     load_inbox,
+    model_inbox,
 )
 from portalreview.ui.workers import Worker, run_in_background
 
 AUTO_REFRESH_MS = 1500
+MODEL_SORT_KEY = "Ctrl+M"
 COLUMNS = (
     "#",
     "Case",
     "Message",
     "Win rate",
     "Won / compared",
+    "Model score",
     "Reference level",
     "Safety check",
 )
+SCORE_COLUMN = COLUMNS.index("Model score")
 LEVEL_COLUMN = COLUMNS.index("Reference level")
 CHECK_COLUMN = COLUMNS.index("Safety check")
 
@@ -87,6 +108,22 @@ def load(
         return None  # cancelled: a newer refresh (or closing the window) took over
 
 
+@dataclass(frozen=True)
+class ModelSorted:
+    """A finished model run, kept so that the PI can store its pair answers."""
+
+    engine: Engine
+    template: PromptTemplate
+    run: InboxScores
+    result: InboxResult
+
+
+class _Relay(QObject):
+    """Carries the model thread's progress (generation, done, total) to the GUI thread."""
+
+    progress = Signal(int, int, int)
+
+
 class InboxView(QWidget):
     """A tool window over the main window's signed-in service."""
 
@@ -119,6 +156,28 @@ class InboxView(QWidget):
         QShortcut(QKeySequence(QKeySequence.StandardKey.Refresh), self, self.refresh)
         self.auto = QCheckBox("Update when answers are saved")
         self.auto.setChecked(True)
+        self.model_button = QPushButton("Sort by the loaded model")
+        self.model_button.setObjectName("sortByModel")
+        self.model_button.setToolTip(
+            "Ask the model chosen in Tools > Models… about every pair of this inbox, in both "
+            f"orders, and sort by its margin-weighted wins ({MODEL_SORT_KEY})"
+        )
+        self.model_button.clicked.connect(self.sort_by_model)
+        QShortcut(QKeySequence(MODEL_SORT_KEY), self, self.sort_by_model)
+        self.keep_button = QPushButton()
+        self.keep_button.setObjectName("keepModelAnswers")
+        self.keep_button.setToolTip(
+            "Store the model's answer to every pair of this inbox that is an urgency unit, as "
+            "the answers of a model pseudo annotator: agreement then compares it with the "
+            "clinicians, and it can be chosen under 'Judgements of'"
+        )
+        self.keep_button.clicked.connect(self.keep_as_annotator)
+        self.keep_button.setVisible(False)
+        self.model_run: ModelSorted | None = None
+        self._notice: str | None = None  # shown once the next result is on screen
+        self._model_cancel: threading.Event | None = None
+        self._relay = _Relay(self)
+        self._relay.progress.connect(self._progress, Qt.ConnectionType.QueuedConnection)
         top = QHBoxLayout()
         top.addWidget(QLabel("Inbox:"))
         top.addWidget(self.inbox_box)
@@ -129,6 +188,7 @@ class InboxView(QWidget):
         top.addWidget(self.refresh_button)
         top.addWidget(self.auto)
         top.addStretch(1)
+        top.addWidget(self.model_button)
 
         self.summary = QLabel()
         self.summary.setObjectName("inboxSummary")
@@ -165,8 +225,10 @@ class InboxView(QWidget):
         self.cancel_button.clicked.connect(self.cancel)
         self.status = QLabel()
         self.status.setObjectName("inboxStatus")
+        self.status.setWordWrap(True)
         bottom = QHBoxLayout()
         bottom.addWidget(self.status, 1)
+        bottom.addWidget(self.keep_button)
         bottom.addWidget(self.progress)
         bottom.addWidget(self.cancel_button)
 
@@ -199,12 +261,12 @@ class InboxView(QWidget):
         if service is None:
             self._show_nothing("No project is open.")
             return
-        if self._worker is not None:
-            self._worker.cancel()
+        self.cancel()
         self._generation += 1
         generation = self._generation
         self.loading = True
         self.status.setText("Reading the answers…")
+        self.progress.setFormat("Reading answers… %v of %m pairs")
         self.progress.setRange(0, 0)
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
@@ -243,7 +305,14 @@ class InboxView(QWidget):
             session.saved.connect(self._answer_saved)
 
     def _answer_saved(self, view) -> None:
-        if self.auto.isChecked() and self.isVisible() and view.kind == "urgency":
+        # the model's order stays until Refresh is pressed
+        showing_model = self.result is not None and self.result.model is not None
+        if (
+            self.auto.isChecked()
+            and self.isVisible()
+            and view.kind == "urgency"
+            and not showing_model
+        ):
             self._auto_timer.start()
 
     def _progress(self, generation: int, done: int, total: int) -> None:
@@ -258,14 +327,20 @@ class InboxView(QWidget):
         self.status.setText(f"Could not read the inbox: {message}")
 
     def cancel(self) -> None:
+        """Stop what is running: reading the answers, the model's questions, or storing its
+        answers (each stops at its next step; the model within one pair)."""
         if self._worker is not None:
             self._worker.cancel()
+        if self._model_cancel is not None:
+            self._model_cancel.set()
 
     def _finish(self) -> None:
         self.loading = False
         self._worker = None
+        self._model_cancel = None
         self.progress.setVisible(False)
         self.cancel_button.setVisible(False)
+        self.model_button.setEnabled(True)
 
     def _loaded(self, generation: int, loaded: Loaded | None) -> None:
         if generation != self._generation:
@@ -290,6 +365,8 @@ class InboxView(QWidget):
 
     def _show_nothing(self, text: str) -> None:
         self.result = None
+        self.model_run = None
+        self.keep_button.setVisible(False)
         self.table.setRowCount(0)
         self.summary.setText(text)
         self.scores.clear()
@@ -301,15 +378,11 @@ class InboxView(QWidget):
 
     def show_result(self, result: InboxResult) -> None:
         self.result = result
-        n = len(result.rows)
-        compared = sum(r.comparisons > 0 for r in result.rows)
-        self.summary.setText(
-            f"<b>{n} messages</b> in {result.inbox}, sorted by win rate as judged by "
-            f"<b>{_whom(result.judge)}</b>: {result.n_judgements} judgements over "
-            f"{result.n_pairs} pairs, {compared} of {n} messages compared so far. Choices not "
-            "yet submitted count; equal win rates keep the case order; messages never compared "
-            "go last."
-        )
+        if result.model is None:
+            self.model_run = None
+        self._show_keep_button()
+        self.summary.setText(_summary_html(result))
+        self.table.setColumnHidden(SCORE_COLUMN, result.model is None)
         self.table.setColumnHidden(LEVEL_COLUMN, not result.reference_visible)
         self.table.setColumnHidden(CHECK_COLUMN, not result.reference_visible)
         if result.reference_visible:
@@ -325,13 +398,18 @@ class InboxView(QWidget):
             )
         else:
             self.scores.setText(
-                "The order your own judgements give. Reference levels and NDCG are shown to "
-                "the PI only."
+                (
+                    "The order the model gives"
+                    if result.model
+                    else "The order your own judgements give"
+                )
+                + ". Reference levels and NDCG are shown to the PI only."
             )
             self.legend.clear()
         self.legend.setVisible(bool(self.legend.text()))
         self._fill_table(result)
-        self.status.setText("Up to date.")
+        self.status.setText(self._notice or "Up to date.")
+        self._notice = None
 
     def _fill_table(self, result: InboxResult) -> None:
         catalogs = self.service.catalogs if self.service else None
@@ -347,6 +425,7 @@ class InboxView(QWidget):
                 message if len(message) <= 160 else message[:157] + "…",
                 format_rate(entry.win_rate),
                 f"{entry.wins} / {entry.comparisons}",
+                "" if entry.score is None else f"{entry.score:.2f}",
                 "" if level is None else f"{level} · {names.get(level, '')}",
                 "⚠ urgent, sorted low" if entry.misplaced else "",
             ]
@@ -355,7 +434,7 @@ class InboxView(QWidget):
                 item.setData(Qt.ItemDataRole.UserRole, entry.case_id)
                 if column == COLUMNS.index("Message"):
                     item.setToolTip(entry.message)
-                if column in (0, 3, 4):
+                if column in (0, 3, 4, SCORE_COLUMN):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 if entry.misplaced:
                     item.setBackground(warn)
@@ -368,9 +447,190 @@ class InboxView(QWidget):
             for row in range(self.table.rowCount())
         ]
 
+    # --- the loaded model ---------------------------------------------------------------------
+
+    def _host(self):
+        controller = getattr(self.window_, "suggestions", None)
+        return None if controller is None else controller.host
+
+    def sort_by_model(self) -> None:
+        """Ask the loaded model about every pair of the chosen inbox (on the model thread) and
+        show its order. Nothing is stored."""
+        host = self._host()
+        engine = host.engine if host is not None else None
+        inbox = self.inbox_box.currentData()
+        if self.service is None or self.service is not self.window_.service:
+            self.status.setText("Refresh first: the inbox shown is not the signed-in person's.")
+            return
+        if engine is None or engine.closed:
+            self.status.setText(
+                "No model is loaded: choose one in Tools > Models…, then sort again "
+                f"({MODEL_SORT_KEY})."
+            )
+            return
+        if inbox is None:
+            self.status.setText("There is no inbox to sort.")
+            return
+        self.cancel()
+        self._generation += 1
+        generation = self._generation
+        cancel = self._model_cancel = threading.Event()
+        service, relay = self.service, self._relay
+        reference_visible = service.viewer.sees_all
+
+        def work() -> ModelSorted:
+            cases = service.inboxes().get(inbox, ())
+            if len(cases) < 2:
+                raise LlmError(f"the inbox {inbox!r} has fewer than two messages to compare")
+            template = PromptLibrary(service).template("urgency_pair")
+            run = score_inbox(
+                engine,
+                template,
+                inbox_patients(cases),
+                cancel=cancel,
+                progress=lambda done, total: relay.progress.emit(generation, done, total),
+            )
+            result = model_inbox(
+                inbox,
+                cases,
+                run,
+                model_file=engine.info.file_name,
+                reference_visible=reference_visible,
+            )
+            return ModelSorted(engine, template, run, result)
+
+        self.loading = True
+        self.model_button.setEnabled(False)
+        self.keep_button.setVisible(False)
+        self.status.setText(f"Asking {engine.info.file_name} about every pair of {inbox}…")
+        self.progress.setFormat("Asking the model… question %v of %m")
+        self.progress.setRange(0, 0)
+        self.progress.setVisible(True)
+        self.cancel_button.setVisible(True)
+        self._worker = host.submit(
+            work,
+            on_done=lambda done: self._model_done(generation, done),
+            on_error=lambda message, exc: self._model_failed(generation, message, exc),
+        )
+
+    def _model_done(self, generation: int, done: ModelSorted) -> None:
+        if not isValid(self) or generation != self._generation:
+            return
+        self._finish()
+        self.model_run = done
+        self.show_result(done.result)
+        run = done.run
+        self.status.setText(
+            f"Sorted by {done.result.model.model_file}: {done.result.model.n_questions} "
+            f"questions in {run.seconds:.1f} s ({run.evaluated_tokens} of {run.prompt_tokens} "
+            "prompt tokens evaluated; the rest reused). Refresh (F5) shows the judgements again."
+        )
+
+    def _model_failed(self, generation: int, message: str, exc: Exception) -> None:
+        if not isValid(self) or generation != self._generation:
+            return
+        self._finish()
+        if isinstance(exc, Cancelled):
+            self.status.setText(
+                "Cancelled: the model's order was not finished; nothing was stored."
+            )
+        else:
+            self.status.setText(f"The model could not sort the inbox: {message}")
+
+    def _show_keep_button(self) -> None:
+        # storing needs no model call (the file's name and hash are known), so the offer
+        # stays even if the model has been unloaded meanwhile
+        offer = (
+            self.model_run is not None and self.service is not None and self.service.viewer.sees_all
+        )
+        if offer:
+            self.keep_button.setText(f"Keep as annotator “{self.model_annotator_name()}”")
+        self.keep_button.setVisible(offer)
+
+    def model_annotator_name(self) -> str:
+        """The pseudo annotator the model's answers are kept under: the model file's name
+        without its extension (the command line's ``--as-annotator`` takes any name)."""
+        if self.model_run is None:
+            return ""
+        return Path(self.model_run.engine.info.file_name).stem
+
+    def keep_as_annotator(self) -> None:
+        """PI: store the model's answer to each urgency unit of the inbox as the answers of a
+        model pseudo annotator, in the background; then sort the inbox by them."""
+        run = self.model_run
+        if run is None or self.service is None or not self.service.viewer.sees_all:
+            return
+        name = self.model_annotator_name()
+        service, cancel = self.service, threading.Event()
+        self._model_cancel = cancel
+        self._generation += 1
+        generation = self._generation
+        params = GenerationParams()
+
+        def work(progress):
+            return store_inbox_answers(
+                service,
+                run.engine,
+                run.template,
+                run.run,
+                name,
+                params=params,
+                cancel=cancel,
+                progress=lambda report, _unit: progress(report.done, report.total),
+            )
+
+        self.loading = True
+        self.keep_button.setVisible(False)
+        self.model_button.setEnabled(False)
+        self.status.setText(f"Storing the model's answers as {name}'s…")
+        self.progress.setFormat("Storing answers… %v of %m pairs")
+        self.progress.setRange(0, 0)
+        self.progress.setVisible(True)
+        self.cancel_button.setVisible(True)
+        self._worker = run_in_background(
+            work,
+            on_done=lambda report: self._kept(generation, name, report),
+            on_error=lambda message, exc: self._keep_failed(generation, message, exc),
+            on_progress=lambda done, total: self._progress(generation, done, total),
+        )
+
+    def _kept(self, generation: int, name: str, report) -> None:
+        if not isValid(self) or generation != self._generation:
+            return
+        self._finish()
+        told = (
+            f"Stored {len(report.stored)} answers as {name} ({len(report.skipped)} were there "
+            "already)."
+        )
+        if report.cancelled:  # the model's order stays on screen; Keep again stores the rest
+            self._show_keep_button()
+            self.status.setText(f"Stopped. {told} Keep again to store the rest.")
+            return
+        self.model_run = None
+        annotator = next(
+            (a for a in self.service.annotators() if a.name == name and a.is_model), None
+        )
+        if annotator is not None:
+            key = f"annotator:{annotator.id}"
+            self.judge_box.addItem(f"Model: {name}", key)
+            self.judge_box.setCurrentIndex(self.judge_box.findData(key))
+        self._notice = told
+        self.refresh()
+
+    def _keep_failed(self, generation: int, message: str, exc: Exception) -> None:
+        if not isValid(self) or generation != self._generation:
+            return
+        self._finish()
+        self._show_keep_button()
+        reason = (
+            message
+            if isinstance(exc, (StoreError, LlmError))
+            else f"{type(exc).__name__}: {message}"
+        )
+        self.status.setText(f"The model's answers were not stored: {reason}")
+
     def closeEvent(self, event) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
+        self.cancel()
         self._generation += 1
         self._auto_timer.stop()
         super().closeEvent(event)
@@ -378,6 +638,26 @@ class InboxView(QWidget):
 
 def _whom(judge: Judge) -> str:
     return {"me": "you", "all": "all annotators"}.get(judge.key, judge.label)
+
+
+def _summary_html(result: InboxResult) -> str:
+    n = len(result.rows)
+    if result.model is not None:
+        return (
+            f"<b>{n} messages</b> in {result.inbox}, sorted by <b>{_whom(result.judge)}</b>: "
+            f"margin-weighted wins over all {result.n_pairs} pairs, each asked in both orders "
+            f"({result.model.n_questions} questions; seed 002). Won / compared counts the pairs "
+            "in which the model put the message first. Nothing is stored; Refresh (F5) shows "
+            "the judgements again."
+        )
+    compared = sum(r.comparisons > 0 for r in result.rows)
+    return (
+        f"<b>{n} messages</b> in {result.inbox}, sorted by win rate as judged by "
+        f"<b>{_whom(result.judge)}</b>: {result.n_judgements} judgements over "
+        f"{result.n_pairs} pairs, {compared} of {n} messages compared so far. Choices not "
+        "yet submitted count; equal win rates keep the case order; messages never compared "
+        "go last."
+    )
 
 
 def _scores_html(result: InboxResult) -> str:

@@ -33,6 +33,7 @@ TOOLS: list[Tool] = [
     ),
     Tool("Models…", "portalreview.ui.model_panel:open_tool"),
     Tool("Agreement dashboard", "portalreview.ui.dashboard:open_tool", "Ctrl+D", roles=("pi",)),
+    Tool("Generate drafts…", "portalreview.ui.drafts_dialog:open_tool", roles=("pi",)),
     Tool("Study set-up…", "portalreview.ui.study_setup_dialog:open_tool", roles=("pi",)),
     Tool("Offline copies…", "portalreview.ui.copies_dialog:open_tool", roles=("pi",)),
 ]

@@ -9,6 +9,11 @@ their own answers and the cases of their own pairs, and no reference level (so n
 
 Judgements "so far" are every saved choice, submitted or not yet (a draft that names a case
 is a decision the annotator has made); gold (adjudicated) answers are not judgements.
+
+The loaded model can sort an inbox too (:func:`model_inbox`): it is asked about every pair in
+both orders (``llm.urgency.score_inbox``) and the inbox is sorted by its margin-weighted wins
+(seed 002, Section 4.2); the result has the same shape, so the view shows it the same way, and
+for the PI the same NDCG / T-NDCG against the reference levels.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from portalreview.llm.urgency import InboxScores, Patient
 from portalreview.metrics.urgency import (
     DEFAULT_RELEVANCE,
     ndcg_at_k,
@@ -54,6 +60,19 @@ class InboxRow:
     comparisons: int
     win_rate: float  # NaN when never compared
     misplaced: bool  # urgent (URGENT_LEVELS) and sorted into the bottom half
+    score: float | None = None  # the model's margin-weighted score (model results only)
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """How the loaded model sorted an inbox: the file, the questions asked (each pair in both
+    orders), the time taken and the prompt tokens evaluated (the rest came from the cache)."""
+
+    model_file: str
+    n_questions: int
+    seconds: float
+    evaluated_tokens: int
+    prompt_tokens: int
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,7 @@ class InboxResult:
     #: T-NDCG, the ceiling); empty when the viewer cannot see levels or nothing is judged.
     scores: dict[str, float] = field(default_factory=dict)
     n_scored: int = 0  # messages with a reference level (what the scores rest on)
+    model: ModelRun | None = None  # set when the loaded model sorted the inbox
 
 
 def judges(service: StudyService) -> list[Judge]:
@@ -159,9 +179,80 @@ def sort_inbox(
     messages last; ``metrics.urgency.sort_by_score``), with NDCG@k / T-NDCG@k over the
     messages that have a reference level (relevance = 6 - level, ``DEFAULT_RELEVANCE``)."""
     cases = sorted(cases, key=lambda c: c.id)
-    by_id = {c.id: c for c in cases}
     if not cases:
         return InboxResult(inbox, judge, (), 0, 0, reference_visible)
+    rates = win_rate_scores([c.id for c in cases], outcomes)
+    return _result(
+        inbox,
+        judge,
+        cases,
+        sort_by_score(rates),
+        outcomes,
+        n_pairs=n_pairs,
+        reference_visible=reference_visible,
+    )
+
+
+def inbox_patients(cases: Sequence[CaseView]) -> list[Patient]:
+    """The inbox's messages as the model reads them, in case-id order (the order ties keep)."""
+    return [Patient(c.id, c.message, c.chart_text) for c in sorted(cases, key=lambda c: c.id)]
+
+
+def model_judge(model_file: str) -> Judge:
+    """The loaded model as the inbox's judge (its answers are not stored: no annotator)."""
+    return Judge("model", f"the loaded model {model_file}", ())
+
+
+def model_inbox(
+    inbox: str,
+    cases: Sequence[CaseView],
+    run: InboxScores,
+    *,
+    model_file: str,
+    reference_visible: bool,
+) -> InboxResult:
+    """The inbox as the model sorted it (``run`` from ``llm.urgency.score_inbox`` over
+    :func:`inbox_patients`): its margin-weighted order and scores, each message's pairs won
+    (the more likely patient of each pair; a pair at exactly 0.5 goes to the first), and for a
+    viewer who may see levels the same NDCG / T-NDCG as a judge's order."""
+    cases = sorted(cases, key=lambda c: c.id)
+    if {c.id for c in cases} != set(run.order):
+        raise ValueError("the model's run is of other messages than this inbox's")
+    outcomes = [(p.more_urgent, p.b if p.more_urgent == p.a else p.a) for p in run.pairs]
+    return _result(
+        inbox,
+        model_judge(model_file),
+        cases,
+        list(run.order),
+        outcomes,
+        n_pairs=len(run.pairs),
+        reference_visible=reference_visible,
+        model_scores=run.scores,
+        model=ModelRun(
+            model_file,
+            len(cases) * (len(cases) - 1),
+            run.seconds,
+            run.evaluated_tokens,
+            run.prompt_tokens,
+        ),
+    )
+
+
+def _result(
+    inbox: str,
+    judge: Judge,
+    cases: Sequence[CaseView],
+    order: Sequence[int],
+    outcomes: Sequence[tuple[int, int]],
+    *,
+    n_pairs: int,
+    reference_visible: bool,
+    model_scores: dict | None = None,
+    model: ModelRun | None = None,
+) -> InboxResult:
+    """Rows in ``order`` with wins, comparisons and win rate from ``outcomes``, the misplaced
+    urgent messages, and NDCG@k / T-NDCG@k of the order when the viewer may see levels."""
+    by_id = {c.id: c for c in cases}
     rates = win_rate_scores(list(by_id), outcomes)
     wins: dict[int, int] = {}
     played: dict[int, int] = {}
@@ -169,7 +260,6 @@ def sort_inbox(
         wins[winner] = wins.get(winner, 0) + 1
         for c in (winner, loser):
             played[c] = played.get(c, 0) + 1
-    order = sort_by_score(rates)
     n = len(order)
     bottom_half = (n + 1) // 2  # positions (0-based) from here on are the bottom half
     rows = []
@@ -187,6 +277,7 @@ def sort_inbox(
                 comparisons=played.get(case_id, 0),
                 win_rate=float(rates[case_id]),
                 misplaced=level in URGENT_LEVELS and index >= bottom_half,
+                score=None if model_scores is None else float(model_scores[case_id]),
             )
         )
     scores: dict[str, float] = {}
@@ -207,6 +298,7 @@ def sort_inbox(
         reference_visible=reference_visible,
         scores=scores,
         n_scored=len(levels) if scores else 0,
+        model=model,
     )
 
 
