@@ -10,11 +10,19 @@ Per kind (the templates are in ``resources/prompts``):
 * rank: rank and correctness with reasons C1-C3 as JSON (seed 001);
 * match: per reference sentence the verbatim draft span or NO MATCH (seed 000, Algorithm 1),
   then a theme per sentence of both replies (seed 000, Appendix C.2);
-* urgency: P(A before B) read from YES/NO next-token probabilities, both orders (seed 002);
+* urgency: P(A before B) read from YES/NO next-token probabilities, both orders (seed 002),
+  and each patient's level 1-6 (seed 002, Table 6) read from one next-token distribution over
+  the level numbers;
 * eppc: codes, subcodes and evidence spans as JSON with previous/next sentence (seed 003);
 * empathy: the three-way verdict (seed 004, 3EM-Ranker);
 * facts: medical facts of both replies, then entailment of each by the other reply, read from
-  YES/NO probabilities (seed 004, MedFactChecking).
+  YES/NO probabilities (seed 004, MedFactChecking), and for each fact not entailed its expert
+  error category (seed 004, Supplementary Table 3) read from one next-token distribution over
+  the categories' letters.
+
+The level and the error category come from optional templates (``urgency_level``,
+``fact_error_category``, like ``sentence_theme`` for match): a context without them still
+suggests the rest of the answer.
 """
 
 from __future__ import annotations
@@ -39,7 +47,10 @@ from portalreview.llm.templates import (
     PromptTemplate,
     codebook_text,
     criteria_text,
+    error_categories_text,
+    error_category_labels,
     themes_text,
+    urgency_levels_text,
 )
 from portalreview.llm.urgency import (
     NO,
@@ -66,10 +77,10 @@ TEMPLATES_FOR_KIND: dict[str, tuple[str, ...]] = {
     "respond": ("respond_boxes",),
     "rank": ("rank_judge",),
     "match": ("content_match", "sentence_theme"),
-    "urgency": ("urgency_pair",),
+    "urgency": ("urgency_pair", "urgency_level"),
     "eppc": ("eppc_extract",),
     "empathy": ("empathy_judge",),
-    "facts": ("fact_decompose", "fact_entail"),
+    "facts": ("fact_decompose", "fact_entail", "fact_error_category"),
 }
 DRAFT_KINDS = ("draft_zero_shot", "draft_thematic")
 DRAFT_EVENT = "draft"  # the audit log action that records how a draft was made
@@ -150,6 +161,72 @@ def _generate(ctx: SuggestContext, name: str, values: dict[str, str], grammar: s
     return gen.text
 
 
+@dataclass(frozen=True)
+class OneTokenChoice:
+    """One of a few one-token labels, read from one next-token distribution (nothing is
+    generated): the most probable ``label``, every label's probability renormalized over the
+    labels, and the ``mass`` the labels hold in the full distribution (near 1 when the model
+    answers in the asked format)."""
+
+    label: str
+    probs: dict[str, float]
+    mass: float
+
+    def observed(self, names: dict[str, str] | None = None) -> dict[str, Any]:
+        """What a suggestion keeps of it; ``names`` renames the labels (a letter -> the
+        category id it stands for)."""
+        names = names or {}
+        return {"probs": {names.get(k, k): p for k, p in self.probs.items()}, "mass": self.mass}
+
+
+def one_token_options(
+    engine: Engine, segments: Sequence[str], labels: Sequence[str]
+) -> tuple[list[str], dict[str, str]]:
+    """How to ask for one of ``labels`` in one next-token distribution: the prompt segments to
+    evaluate and ``{label: option text}``. Tried in turn: the label after a space (" 3", " B":
+    one token in many vocabularies, for letters in nearly all); a space at the end of the
+    prompt and the bare label (tokenizers that split digits, such as Llama 2's and Llama 3's,
+    make " 3" the space and then the digit); the bare label right after the prompt's cue
+    ("Level:3"). Each option must add exactly one token, a different one for each label;
+    otherwise its first token would not stand for the label alone."""
+    if len(labels) < 2:
+        raise LlmError(f"a one-token answer needs at least two options, not {list(labels)}")
+    last = segments[-1]
+    for end, lead in (("", " "), (" ", ""), ("", "")):
+        options = {label: lead + label for label in labels}
+        if _one_token_each(engine, last + end, list(options.values())):
+            return [*segments[:-1], last + end], options
+    raise LlmError(
+        f"the answer options {', '.join(labels)} are not one token each in this model's "
+        "tokenizer, neither after a space nor right after the prompt; end the template with a "
+        "cue such as 'Answer:' or use fewer options"
+    )
+
+
+def _one_token_each(engine: Engine, prompt_end: str, options: list[str]) -> bool:
+    base = engine.tokenize(prompt_end)
+    firsts = set()
+    for option in options:
+        tokens = engine.tokenize(prompt_end + option)
+        if len(tokens) != len(base) + 1 or tokens[: len(base)] != base:
+            return False
+        firsts.add(tokens[-1])
+    return len(firsts) == len(options)
+
+
+def _choose(
+    ctx: SuggestContext, name: str, values: dict[str, str], labels: Sequence[str]
+) -> OneTokenChoice:
+    """The template ``name`` answered with one of ``labels`` from the next-token
+    distribution (ties go to the earlier label)."""
+    segments, options = one_token_options(ctx.engine, ctx.templates[name].render(values), labels)
+    result = ctx.engine.choice_probabilities(
+        segments, list(options.values()), cancel=ctx.cancel
+    )
+    probs = {label: result.probs[option] for label, option in options.items()}
+    return OneTokenChoice(max(labels, key=probs.__getitem__), probs, result.mass)
+
+
 def _case(unit: UnitView) -> CaseView:
     return unit.cases[0]
 
@@ -225,9 +302,30 @@ def _theme_labels(ctx: SuggestContext, responses: Sequence[Any]) -> list[dict]:
 
 
 def suggest_urgency(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
-    a, b = (Patient(c.id, c.message, c.chart_text) for c in unit.cases[:2])
+    cases = unit.cases[:2]
+    a, b = (Patient(c.id, c.message, c.chart_text) for c in cases)
     pair = pair_probability(ctx.engine, ctx.templates["urgency_pair"], a, b, cancel=ctx.cancel)
-    return urgency_payload(pair)
+    payload, observed = urgency_payload(pair)
+    if "urgency_level" in ctx.templates and len(ctx.catalogs.urgency_levels) >= 2:
+        levels = {
+            str(case.id): urgency_level(ctx, case) for case in sorted(cases, key=lambda c: c.id)
+        }
+        # the payload's optional levels, as a clinician enters them (case id -> level)
+        payload["levels"] = {key: int(choice.label) for key, choice in levels.items()}
+        observed["levels"] = {key: choice.observed() for key, choice in levels.items()}
+    return payload, observed
+
+
+def urgency_level(ctx: SuggestContext, case: CaseView) -> OneTokenChoice:
+    """One patient's level on the catalog's scale (seed 002, Table 6), read from one
+    next-token distribution over the level numbers."""
+    values = {
+        "levels": urgency_levels_text(ctx.catalogs),
+        "chart": case.chart_text,
+        "message": case.message,
+    }
+    labels = [str(entry.level) for entry in ctx.catalogs.urgency_levels]
+    return _choose(ctx, "urgency_level", values, labels)
 
 
 def urgency_payload(pair: PairProbability) -> tuple[dict, dict]:
@@ -282,7 +380,40 @@ def suggest_facts(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
             )
             facts.append({"side": side, "text": fact, "entailed": result.probs[YES] >= 0.5})
             observed.append(round(result.probs[YES], 6))
-    return {"facts": facts}, {"p_entailed": observed}
+    numbers: dict[str, Any] = {"p_entailed": observed}
+    if "fact_error_category" in ctx.templates and len(ctx.catalogs.error_categories) >= 2:
+        # asked after every entailment question: these prompts share their long prefix
+        numbers["error_category"] = suggest_error_categories(
+            ctx, original.text, edited.text, facts
+        )
+    return {"facts": facts}, numbers
+
+
+_SIDE_NAMES = {"original": "the original reply", "edited": "the edited reply"}
+
+
+def suggest_error_categories(
+    ctx: SuggestContext, original: str, edited: str, facts: list[dict]
+) -> list[dict | None]:
+    """Set the error category of every fact of ``facts`` (payload entries) that is not
+    entailed (seed 004, Supplementary Table 3); returns per fact the probabilities by category
+    id and their mass (None for an entailed fact)."""
+    labels = error_category_labels(ctx.catalogs)
+    shared = {
+        "categories": error_categories_text(ctx.catalogs),
+        "original": original,
+        "edited": edited,
+    }
+    observed: list[dict | None] = []
+    for fact in facts:
+        if fact["entailed"]:
+            observed.append(None)
+            continue
+        values = {**shared, "side": _SIDE_NAMES[fact["side"]], "fact": fact["text"]}
+        choice = _choose(ctx, "fact_error_category", values, list(labels))
+        fact["error_category"] = labels[choice.label]
+        observed.append(choice.observed(labels))
+    return observed
 
 
 SUGGESTERS: dict[str, Callable[[SuggestContext, UnitView], tuple[dict, dict]]] = {

@@ -14,7 +14,10 @@ the matching draft text verbatim or say NO MATCH); the urgency pair follows seed
 follows seed 003 Section 3.1 and FACTS.md (previous, current and next sentence; results of code,
 sub-code and span); the empathy edit follows the refined constraints of seed 004 Supplementary
 Fig. 2, the judge its three-way comparison (Supplementary Fig. 3), fact decomposition and
-entailment its MedFactChecking prompts (Supplementary Figs. 4-5), all reworded.
+entailment its MedFactChecking prompts (Supplementary Figs. 4-5), all reworded. Two prompts have
+no model in the seeds and are ours: one patient's urgency level on seed 002's 6-level scale
+(Table 6; the level definitions come from our catalog), and the expert error category of a
+fact the edit lost or added (seed 004, Supplementary Table 3; our catalog's categories).
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ class TemplateKind:
     ``cuts``: groups of placeholders; the prompt is split before the first placeholder of each
     group, so everything before it is a shared prefix that the engine evaluates once for many
     prompts (e.g. the instructions, then patient A, for the 29 pairs that start with A).
-    ``answer``: "text" (free generation), "json"/"choice"/"span" (grammar-constrained), or
-    "yes_no" (read from the next-token distribution, nothing generated).
+    ``answer``: "text" (free generation), "json"/"choice"/"span" (grammar-constrained),
+    "yes_no" (read from the next-token distribution, nothing generated), or "one_token" (one
+    of a few one-token labels, also read from the next-token distribution).
+    ``optional``: a suggestion goes ahead without it (it adds to the kind's answer).
     """
 
     id: str
@@ -51,6 +56,7 @@ class TemplateKind:
     answer: str
     cuts: tuple[tuple[str, ...], ...] = ()
     source: str = ""
+    optional: bool = False
 
 
 TEMPLATE_KINDS: dict[str, TemplateKind] = {
@@ -106,6 +112,7 @@ TEMPLATE_KINDS: dict[str, TemplateKind] = {
             "choice",
             cuts=(("text",), ("sentence",)),
             source="seed 000, Appendix C.2",
+            optional=True,
         ),
         TemplateKind(
             "urgency_pair",
@@ -115,6 +122,16 @@ TEMPLATE_KINDS: dict[str, TemplateKind] = {
             "yes_no",
             cuts=(("chart_a", "message_a"), ("chart_b", "message_b")),
             source="seed 002, Section 3.3 (UrgentSFT YES probability)",
+        ),
+        TemplateKind(
+            "urgency_level",
+            "Urgency level of one patient (1-6)",
+            "urgency",
+            ("levels", "chart", "message"),
+            "one_token",
+            cuts=(("chart", "message"),),
+            source="seed 002, Section 3.2 and Table 6 (the 6-level scale); our level definitions",
+            optional=True,
         ),
         TemplateKind(
             "eppc_extract",
@@ -157,6 +174,16 @@ TEMPLATE_KINDS: dict[str, TemplateKind] = {
             "yes_no",
             cuts=(("premise",), ("hypothesis",)),
             source="seed 004, Section 3.3 (Supplementary Fig. 4)",
+        ),
+        TemplateKind(
+            "fact_error_category",
+            "Error category of a lost or added fact",
+            "facts",
+            ("categories", "original", "edited", "side", "fact"),
+            "one_token",
+            cuts=(("original", "edited"), ("side", "fact")),
+            source="seed 004, expert error categories (Supplementary Table 3); our definitions",
+            optional=True,
         ),
     )
 }
@@ -277,6 +304,38 @@ def codebook_text(catalogs: Catalogs) -> str:
 def criteria_text(catalogs: Catalogs) -> str:
     """The correctness criteria C1-C3 (seed 001)."""
     return "\n".join(f"- {c.id}: {c.name}. {c.definition}" for c in catalogs.criteria)
+
+
+def urgency_levels_text(catalogs: Catalogs) -> str:
+    """The urgency scale (seed 002, Table 6), one line per level: its number (what the model
+    answers), name and our definition."""
+    return "\n".join(f"- {u.level}: {u.name}. {u.definition}" for u in catalogs.urgency_levels)
+
+
+def error_category_labels(catalogs: Catalogs) -> dict[str, str]:
+    """``{label: category id}``: the letters A, B, ... that stand for the expert error
+    categories in a prompt. A letter after a space is one token in the tokenizers of common
+    models, where a number after a space often is two (the space, then the digit)."""
+    categories = catalogs.error_categories
+    if len(categories) > len(_LETTERS):
+        raise TemplateError(
+            f"the catalog has {len(categories)} error categories; a prompt can offer at most "
+            f"{len(_LETTERS)} (one letter each)"
+        )
+    return {letter: c.id for letter, c in zip(_LETTERS, categories, strict=False)}
+
+
+def error_categories_text(catalogs: Catalogs) -> str:
+    """The expert error categories (seed 004, Supplementary Table 3), one line each: its
+    letter (what the model answers), name and our definition."""
+    names = {c.id: c for c in catalogs.error_categories}
+    return "\n".join(
+        f"- {letter}: {names[cid].name}. {names[cid].definition}"
+        for letter, cid in error_category_labels(catalogs).items()
+    )
+
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 # --- the project's templates ------------------------------------------------------------------
