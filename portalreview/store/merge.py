@@ -249,12 +249,14 @@ def make_copy(
     only_assigned: bool = False,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    by: int | None = None,
 ) -> CopyInfo:
     """Write a copy of ``project`` to ``out`` for ``annotator`` to take away (see the module
     docstring), and record it in the master's audit log (when the master is open for writing).
 
     ``only_assigned`` keeps only the annotator's own assignments and answers. The file appears
-    at ``out`` only once complete; a failure or a cancel leaves nothing there.
+    at ``out`` only once complete; a failure or a cancel leaves nothing there. ``by`` is the id
+    of the person the master's audit log names (the PI in the app; None: the system).
     """
     out = Path(out)
     if not out.suffix:
@@ -319,7 +321,7 @@ def make_copy(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if not project.read_only:
-        recorder = EventRecorder(project)
+        recorder = EventRecorder(project, by)
         with recorder._write() as s:
             recorder.record(s, "copy", _copy_details(info, out.name))
     steps.finish()
@@ -644,10 +646,12 @@ def merge_copy(
     dry_run: bool = False,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    by: int | None = None,
 ) -> MergeReport:
     """Merge the answers of the copy at ``copy_path`` into ``project`` (the master), in one
     transaction (see the module docstring). ``dry_run`` reports what would happen and changes
-    nothing. Raises :class:`MergeRefused` for a copy of another project or history."""
+    nothing. Raises :class:`MergeRefused` for a copy of another project or history. ``by`` is
+    the id of the person the audit log names (the PI in the app; None: the system)."""
     copy_path = Path(copy_path)
     if not copy_path.exists():
         raise MergeRefused(f"there is no file {copy_path}")
@@ -660,7 +664,7 @@ def merge_copy(
     copy = _read_copy(copy_path, project)
     steps = Steps(2 * len(copy.rows) + 1, progress, cancel)
     steps.done = 1
-    recorder = EventRecorder(project)
+    recorder = EventRecorder(project, by)
     session = project.read() if dry_run else recorder._write()
     with session as s:
         report = _merge(s, recorder, project.path, copy, dry_run, steps)
@@ -675,6 +679,7 @@ def merge_copies(
     dry_run: bool = False,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    by: int | None = None,
 ) -> list[MergeReport]:
     """Merge several copies one after the other (each in its own transaction): the same answer
     changed differently in two copies is a conflict when the second is merged."""
@@ -686,7 +691,9 @@ def merge_copies(
             if progress is not None:
                 progress(i * 1000 + (1000 * done) // max(total, 1), 1000 * len(paths))
 
-        reports.append(merge_copy(project, path, dry_run=dry_run, progress=scaled, cancel=cancel))
+        reports.append(
+            merge_copy(project, path, dry_run=dry_run, progress=scaled, cancel=cancel, by=by)
+        )
     return reports
 
 
@@ -962,12 +969,15 @@ def open_conflicts(project: Project) -> list[Conflict]:
     return sorted(out, key=lambda c: (c.unit_set, c.position, c.annotator, c.copy_file))
 
 
-def resolve_conflict(project: Project, conflict: Conflict, take: str) -> None:
+def resolve_conflict(
+    project: Project, conflict: Conflict, take: str, by: int | None = None
+) -> None:
     """Settle a conflict: keep the master's answer (``take="master"``) or replace it by the
-    copy's (``"copy"``), recorded in the audit log (action ``resolve``)."""
+    copy's (``"copy"``), recorded in the audit log (action ``resolve``), naming ``by`` (the
+    PI in the app; None: the system)."""
     if take not in TAKE:
         raise StoreError(f"take must be 'master' or 'copy', not {take!r}")
-    recorder = EventRecorder(project)
+    recorder = EventRecorder(project, by)
     with recorder._write() as s:
         person = s.scalar(select(Annotator.id).where(Annotator.name == conflict.annotator))
         if person is None:

@@ -957,6 +957,11 @@ class StudyService:
             "suggestion_use": view.suggestion_use,
         }
 
+    @property
+    def _audit_actor_id(self) -> int | None:
+        """Who the audit log names for this service's changes: the viewer (None: the system)."""
+        return self.viewer.annotator_id
+
     def _audit(
         self,
         s: Session,
@@ -969,7 +974,7 @@ class StudyService:
         prev = s.scalar(select(AuditEntry.hash).order_by(AuditEntry.id.desc()).limit(1))
         entry = AuditEntry(
             at=utc_now(),
-            actor_id=self.viewer.annotator_id,
+            actor_id=self._audit_actor_id,
             action=action,
             answer_id=answer_id,
             unit_id=unit_id,

@@ -109,10 +109,19 @@ class Steps:
 
 
 class EventRecorder(StudyService):
-    """The system viewer's service, able to write a study-level event to the audit log.
+    """The system viewer's service, able to write a study-level event to the audit log, naming
+    ``by`` (an annotator id: the PI who did it in the app) or, by default, the system.
 
     (Suggestion for ``service.py``: a public ``record_event(action, details, session)`` would
     let this and the importers' ``record_import`` go.)"""
+
+    def __init__(self, project: Project, by: int | None = None) -> None:
+        super().__init__(project)
+        self.by = by
+
+    @property
+    def _audit_actor_id(self) -> int | None:
+        return self.by
 
     def record(self, session: Session, action: str, details: dict[str, Any]) -> None:
         self._audit(session, action, None, None, None, details)
@@ -526,9 +535,11 @@ def create_unit_set(
     *,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    by: int | None = None,
 ) -> CreatedSet:
-    """Save ``plan`` as a new unit set, in one transaction, recorded in the audit log."""
-    recorder = EventRecorder(project)
+    """Save ``plan`` as a new unit set, in one transaction, recorded in the audit log.
+    ``by`` is the id of the person the audit log names (the PI in the app; None: the system)."""
+    recorder = EventRecorder(project, by)
     steps = Steps(len(plan.units), progress, cancel)
     steps.start()
     with recorder._write() as s:
@@ -733,10 +744,12 @@ def assign_units(
     shuffle_order: bool = False,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    by: int | None = None,
 ) -> AssignmentPlan:
     """Save ``plan`` in one transaction (recorded in the audit log). Each person's queue keeps
-    the set's order, or, with ``shuffle_order``, its own seeded order."""
-    recorder = EventRecorder(project)
+    the set's order, or, with ``shuffle_order``, its own seeded order. ``by`` is the id of the
+    person the audit log names (the PI in the app; None: the system)."""
+    recorder = EventRecorder(project, by)
     total = sum(len(u) for u in plan.by_annotator.values())
     steps = Steps(total, progress, cancel)
     steps.start()

@@ -124,6 +124,7 @@ def merge_files(
     dry_run: bool = False,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    by: int | None = None,
 ) -> list[MergeOutcome]:
     """Merge ``paths`` one after the other (as ``merge_copies``), but go on past a copy that is
     refused, and stop at a cancel: every copy gets an outcome."""
@@ -141,7 +142,7 @@ def merge_files(
 
         try:
             report = merge.merge_copy(
-                project, path, dry_run=dry_run, progress=scaled, cancel=cancel
+                project, path, dry_run=dry_run, progress=scaled, cancel=cancel, by=by
             )
         except Cancelled:
             stopped = True
@@ -292,6 +293,7 @@ class CopiesDialog(QDialog):
         self.service = StudyService(project)
         self.read_only = project.read_only
         self.on_changed = on_changed or (lambda: None)
+        self.by: int | None = None  # who the audit log names: the signed-in PI (open_tool)
         self.busy = False
         self.conflicts: list[merge.Conflict] = []
         self.outcomes: list[MergeOutcome] = []
@@ -535,6 +537,7 @@ class CopiesDialog(QDialog):
                 only_assigned=only,
                 progress=progress,
                 cancel=cancelled,
+                by=self.by,
             )
 
         self._run(f"Writing {target.name}…", work, self._copied)
@@ -568,7 +571,12 @@ class CopiesDialog(QDialog):
 
         def work(progress, cancelled):
             return merge_files(
-                self.project, paths, dry_run=dry_run, progress=progress, cancel=cancelled
+                self.project,
+                paths,
+                dry_run=dry_run,
+                progress=progress,
+                cancel=cancelled,
+                by=self.by,
             )
 
         names = ", ".join(p.name for p in paths)
@@ -599,7 +607,7 @@ class CopiesDialog(QDialog):
             return
         row = self.conflict_table.currentRow()
         try:
-            merge.resolve_conflict(self.project, conflict, take)
+            merge.resolve_conflict(self.project, conflict, take, by=self.by)
         except (StoreError, ProjectError) as exc:
             self.message.error(f"Not resolved: {exc}.")
             self.show_conflicts(row)
@@ -668,6 +676,7 @@ def open_tool(window) -> CopiesDialog | None:
         )
     else:
         dialog.reload()
+    dialog.by = window.service.viewer.annotator_id
     dialog.show()
     dialog.raise_()
     dialog.activateWindow()

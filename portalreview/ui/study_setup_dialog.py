@@ -263,6 +263,7 @@ class StudySetupDialog(QDialog):
         self.project = project
         self.read_only = project.read_only
         self.on_changed = on_changed or (lambda: None)
+        self.by: int | None = None  # who the audit log names: the signed-in PI (open_tool)
         self.plan: setup.UnitPlan | None = None
         self.assignment: setup.AssignmentPlan | None = None
         self.busy = False
@@ -730,7 +731,9 @@ class StudySetupDialog(QDialog):
             return
 
         def work(progress, cancelled):
-            return setup.create_unit_set(self.project, plan, progress=progress, cancel=cancelled)
+            return setup.create_unit_set(
+                self.project, plan, progress=progress, cancel=cancelled, by=self.by
+            )
 
         self._run(f"Creating the unit set {plan.name!r}…", work, self._created)
 
@@ -815,7 +818,12 @@ class StudySetupDialog(QDialog):
 
         def work(progress, cancelled):
             return setup.assign_units(
-                self.project, plan, shuffle_order=shuffle, progress=progress, cancel=cancelled
+                self.project,
+                plan,
+                shuffle_order=shuffle,
+                progress=progress,
+                cancel=cancelled,
+                by=self.by,
             )
 
         self._run(f"Handing out {plan.unit_set!r}…", work, self._assigned)
@@ -877,6 +885,7 @@ def open_tool(window) -> StudySetupDialog | None:
         )
     else:
         dialog.reload()
+    dialog.by = window.service.viewer.annotator_id
     dialog.show()
     dialog.raise_()
     dialog.activateWindow()

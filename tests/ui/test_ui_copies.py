@@ -159,6 +159,11 @@ def test_copies_go_out_come_back_with_a_conflict_and_merge_once(
     assert payload("urgency", "ava")["more_urgent_case_id"] == ids.case2
     merges = sql(master, "SELECT count(*) FROM audit_log WHERE action = 'merge'")[0][0]
     assert merges == merges_before + 3  # one entry per copy that brought something
+    pat = sql(master, "SELECT id FROM annotators WHERE name = 'pat'")[0][0]
+    actors = sql(
+        master, "SELECT DISTINCT actor_id FROM audit_log WHERE action IN ('copy', 'merge')"
+    )
+    assert actors == [(pat,)]  # the PI who made and merged the copies, not "the system"
     assert [r[-1] for r in table_rows(dialog.sent_table)] == ["yes", "yes", "yes"]
 
     # The conflict, both versions side by side; the PI takes the copy's.

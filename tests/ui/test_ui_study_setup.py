@@ -200,6 +200,14 @@ def test_the_pi_adds_a_person_makes_a_set_and_hands_it_out_with_an_overlap(
     raters = Counter(position for position, _ in given)
     assert Counter(raters.values()) == {3: 30, 1: 60}
     assert "Handed out 'Ward pairs'" in dialog.message.plain()
+    # The audit log names the PI who made and handed out the set, not "the system".
+    pi = sql(path, "SELECT id FROM annotators WHERE name = 'dr_pi'")[0][0]
+    events = sql(
+        path,
+        "SELECT action, actor_id FROM audit_log WHERE action IN ('setup', 'assign') "
+        "AND json_extract(new_json, '$.unit_set') = 'Ward pairs' ORDER BY id",
+    )
+    assert events == [("setup", pi), ("assign", pi)]
 
     # Progress: the table shows study_progress, per set or summed per kind.
     dialog.tabs.setCurrentIndex(3)
