@@ -15,15 +15,20 @@ package's writer; Q8_0 is quantized by its numpy quantizer):
 * the memory-bandwidth bound: bytes read per token (the weights) divided by the copy
   bandwidth numpy measures on this machine (read + written bytes per second, best of one
   thread and ``--threads`` threads), i.e. the most tokens/s a memory-bound decoder can reach;
-* inbox scoring (seed 002: all ordered pairs, YES/NO probabilities) with and without prefix
-  reuse: seconds, prompt tokens evaluated, and the token counts a 30-message inbox (870 pairs)
-  would need, counted exactly from the tokenizer.
+* inbox scoring (seed 002: all ordered pairs, YES/NO probabilities) in the pair layout
+  without and with prefix reuse, and in the inbox layout (every message listed once, each
+  question a short suffix; ``score_inbox(..., layout="inbox")``): seconds, prompt tokens
+  evaluated, the ratios against the pair layout without reuse, how far the inbox layout's order
+  is from the pair layout's (Kendall tau; with random weights this says nothing about quality),
+  and the token counts a 30-message inbox (870 pairs) would need in each, counted exactly from
+  the tokenizer, with the context the inbox layout would need.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_llm.py            # 0.5B shape, F16 + Q8_0 (~5 min, 2 cores)
     .venv/bin/python benchmarks/bench_llm.py --small    # 32M shape, quick (~1 min)
     .venv/bin/python benchmarks/bench_llm.py --inbox 30 --inbox-model same   # the full inbox
+    .venv/bin/python benchmarks/bench_llm.py --inbox-only --inbox 10   # inbox scoring only
 
 GPU: when llama.cpp was built with GPU offload, the engine offloads every layer and the bare
 loop is given ``n_gpu_layers=-1`` too; otherwise both run on the CPU (say so in the notes).
@@ -32,6 +37,7 @@ loop is given ``n_gpu_layers=-1`` too; otherwise both run on the CPU (say so in 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -43,11 +49,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from portalreview.llm.engine import Engine, GenerationParams, default_threads, gpu_offload_supported
+from portalreview.llm.errors import PromptTooLongError
 from portalreview.llm.templates import PromptTemplate, default_template
 from portalreview.llm.testing_model import HALF_B, SMALL, ModelShape, prompt_corpus, write_model
-from portalreview.llm.urgency import Patient, score_inbox
+from portalreview.llm.urgency import (
+    InboxTooLongError,
+    Patient,
+    inbox_prompt,
+    inbox_text,
+    score_inbox,
+)
 from portalreview.resources import resources_dir
 from portalreview.store.service import chart_text_of
 
@@ -216,52 +230,134 @@ def inbox_token_cost(
     return fresh, reused
 
 
+def inbox_layout_token_cost(
+    engine: Engine, template: PromptTemplate, patients: list[Patient]
+) -> tuple[int, int, int]:
+    """(prompt tokens of every question, tokens evaluated with prefix reuse in score_inbox's
+    order, the longest prompt) of the inbox layout, counted from the tokenizer alone: the
+    inbox need not fit the context for counting."""
+    listed = inbox_text(patients)
+    prefix = engine.tokenize(inbox_prompt(template, listed, 1, 2)[0], bos=True)
+    total = evaluated = longest = 0
+    previous: list[int] = []
+    for i in range(1, len(patients) + 1):
+        for j in range(1, len(patients) + 1):
+            if i == j:
+                continue
+            tokens = prefix + engine.tokenize(inbox_prompt(template, listed, i, j)[1])
+            common = 0
+            for x, y in zip(previous, tokens[:-1], strict=False):
+                if x != y:
+                    break
+                common += 1
+            total += len(tokens)
+            evaluated += len(tokens) - common
+            longest = max(longest, len(tokens))
+            previous = tokens
+    return total, evaluated, longest
+
+
+def order_tau(a: list, b: list) -> float:
+    """Kendall's tau-b between two orders of the same items (1 = the same order)."""
+    position = {key: k for k, key in enumerate(b)}
+    return float(stats.kendalltau(range(len(a)), [position[key] for key in a]).statistic)
+
+
+def warm_up(engine: Engine, prompts: list[list[str]]) -> None:
+    """Evaluate each prompt once, untimed: on this machine llama.cpp's first evaluation of a
+    prompt longer than any before was several times slower than the next one of that length,
+    which would charge whichever layout runs first at a new length."""
+    for prompt in prompts:
+        with contextlib.suppress(PromptTooLongError):  # the inbox layout will say so
+            engine.next_token_logprobs(prompt, reuse_prefix=False)
+
+
 def inbox_speed(path: Path, n: int, threads: int) -> dict:
-    template = default_template("urgency_pair")
+    pair_template = default_template("urgency_pair")
+    inbox_template = default_template("urgency_inbox")
     patients = inbox(n)
     with Engine.load(path, n_threads=threads, hash_cache=False) as engine:
-        with_reuse = score_inbox(engine, template, patients)
-        without = score_inbox(engine, template, patients, reuse_prefix=False)
-        full = inbox_token_cost(engine, template, inbox(30))
+        first, second = patients[0], patients[1]
+        pair_values = {
+            "chart_a": first.chart,
+            "message_a": first.message,
+            "chart_b": second.chart,
+            "message_b": second.message,
+        }
+        warm_up(
+            engine,
+            [
+                inbox_prompt(inbox_template, inbox_text(patients), 1, 2),
+                pair_template.render(pair_values),
+            ],
+        )
+        without = score_inbox(engine, pair_template, patients, reuse_prefix=False)
+        with_reuse = score_inbox(engine, pair_template, patients)
+        try:
+            whole: object = score_inbox(engine, inbox_template, patients, layout="inbox")
+        except InboxTooLongError as exc:
+            whole = str(exc)
+        full = inbox_token_cost(engine, pair_template, inbox(30))
+        full_inbox = inbox_layout_token_cost(engine, inbox_template, inbox(30))
         same = all(
             abs(a.p_a_first - b.p_a_first) < 1e-4
             for a, b in zip(with_reuse.pairs, without.pairs, strict=True)
         )
-    return {"with": with_reuse, "without": without, "full30": full, "same": same}
+        n_ctx = engine.info.n_ctx
+    return {
+        "with": with_reuse,
+        "without": without,
+        "inbox": whole,
+        "full30": full,
+        "inbox30": full_inbox,
+        "same": same,
+        "n_ctx": n_ctx,
+    }
 
 
-# --- main ---------------------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--small", action="store_true", help="a 32M-parameter model, fewer tokens")
-    parser.add_argument("--dtypes", default="f16,q8_0", help="weight types (f32, f16, q8_0)")
-    parser.add_argument("--tokens", type=int, help="tokens per decode run (default 64; 32 small)")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=default_threads())
-    parser.add_argument(
-        "--inbox", type=int, help="messages in the scored inbox (default 10; 6 small)"
-    )
-    parser.add_argument(
-        "--inbox-model",
-        choices=("small", "same"),
-        default="small",
-        help="score the inbox with the small Q8_0 model (default) or the main one (last dtype)",
-    )
-    parser.add_argument("--keep", type=Path, help="write the models here and keep them")
-    args = parser.parse_args(argv)
-    shape: ModelShape = SMALL if args.small else HALF_B
-    tokens = args.tokens or (32 if args.small else 64)
-    n_inbox = args.inbox or (6 if args.small else 10)
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-llm-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    texts = corpus()
-    print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} logical CPUs)")
+def print_inbox(s: dict, n_inbox: int, model_name: str) -> None:
+    pairs = n_inbox * (n_inbox - 1)
+    base = s["without"]
+    print(f"\ninbox scoring, {n_inbox} messages = {pairs} ordered pairs, on {model_name}:")
+    rows = [("pairs, without prefix reuse", base), ("pairs, with prefix reuse", s["with"])]
+    if not isinstance(s["inbox"], str):
+        rows.append(("inbox layout", s["inbox"]))
+    for label, run in rows:
+        print(
+            f"  {label:<28} {run.seconds:7.1f} s, {run.evaluated_tokens:>8,} prompt tokens "
+            f"evaluated ({base.seconds / run.seconds:5.1f}x faster, "
+            f"{base.evaluated_tokens / run.evaluated_tokens:5.1f}x fewer tokens than pairs "
+            "without reuse)"
+        )
+    print(f"  pairs with and without reuse: same probabilities (|diff| < 1e-4): {s['same']}")
+    if isinstance(s["inbox"], str):
+        print(f"  inbox layout refused: {s['inbox']}")
+    else:
+        tau = order_tau(s["inbox"].order, s["with"].order)
+        print(
+            f"  Kendall tau between the inbox layout's order and the pairs layout's: {tau:.3f} "
+            "(random weights: this measures nothing about quality, only that the two layouts "
+            "ask different questions)"
+        )
+    fresh, reused = s["full30"]
+    _total, layout, longest = s["inbox30"]
     print(
-        f"threads {args.threads}; GPU offload in this llama.cpp build: "
-        f"{'yes' if gpu_offload_supported() else 'no (CPU only)'}"
+        f"  a 30-message inbox (870 pairs) needs {fresh:,} prompt tokens fresh, {reused:,} "
+        f"with reuse ({fresh / reused:.2f}x fewer), and {layout:,} in the inbox layout "
+        f"({fresh / layout:.1f}x fewer), whose longest prompt takes {longest:,} tokens "
+        f"(this model's context: {s['n_ctx']:,})"
     )
+
+
+def decode_report(
+    args: argparse.Namespace,
+    shape: ModelShape,
+    dtypes: list[str],
+    folder: Path,
+    tokens: int,
+    texts: list[str],
+) -> None:
+    """The memory bandwidth, then per weight type the decode speed against the bound."""
     measured = [bandwidth(t) for t in sorted({1, args.threads})]
     copy_bw = max(m[0] for m in measured)
     read_bw = max(m[1] for m in measured)
@@ -269,7 +365,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"memory bandwidth (numpy, best of 1 and {args.threads} threads): copy "
         f"{copy_bw / 1e9:.1f} GB/s (read + written bytes), read-only sum {read_bw / 1e9:.1f} GB/s"
     )
-    dtypes = args.dtypes.split(",")
     for dtype in dtypes:
         path = folder / f"random-{'small' if args.small else '0.5b'}-{dtype}.gguf"
         started = time.perf_counter()
@@ -294,31 +389,53 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"(engine reaches {r['engine'] / bound:.0%} of it; with the copy bandwidth the "
             f"bound would be {copy_bw / r['weights']:.1f} tok/s)"
         )
-    inbox_path = folder / "random-small-q8_0.gguf"
-    if args.inbox_model == "same":
-        inbox_path = folder / f"random-{'small' if args.small else '0.5b'}-{dtypes[-1]}.gguf"
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", action="store_true", help="a 32M-parameter model, fewer tokens")
+    parser.add_argument("--dtypes", default="f16,q8_0", help="weight types (f32, f16, q8_0)")
+    parser.add_argument("--tokens", type=int, help="tokens per decode run (default 64; 32 small)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=default_threads())
+    parser.add_argument(
+        "--inbox", type=int, help="messages in the scored inbox (default 10; 6 small)"
+    )
+    parser.add_argument(
+        "--inbox-model",
+        choices=("small", "same"),
+        default="small",
+        help="score the inbox with the small Q8_0 model (default) or the main one (last dtype)",
+    )
+    parser.add_argument("--keep", type=Path, help="write the models here and keep them")
+    parser.add_argument(
+        "--inbox-only", action="store_true", help="skip the decode and bandwidth measurements"
+    )
+    args = parser.parse_args(argv)
+    shape: ModelShape = SMALL if args.small else HALF_B
+    tokens = args.tokens or (32 if args.small else 64)
+    n_inbox = args.inbox or (6 if args.small else 10)
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-llm-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = corpus()
+    print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} logical CPUs)")
+    print(
+        f"threads {args.threads}; GPU offload in this llama.cpp build: "
+        f"{'yes' if gpu_offload_supported() else 'no (CPU only)'}"
+    )
+    dtypes = args.dtypes.split(",")
+    if not args.inbox_only:
+        decode_report(args, shape, dtypes, folder, tokens, texts)
+    same = args.inbox_model == "same"
+    inbox_shape, inbox_dtype = (shape, dtypes[-1]) if same else (SMALL, "q8_0")
+    name = "small" if inbox_shape == SMALL else "0.5b"
+    inbox_path = folder / f"random-{name}-{inbox_dtype}.gguf"
     if not inbox_path.exists():
-        write_model(inbox_path, SMALL, dtype="q8_0", corpus=texts)
-    s = inbox_speed(inbox_path, n_inbox, args.threads)
-    pairs = n_inbox * (n_inbox - 1)
-    print(f"\ninbox scoring, {n_inbox} messages = {pairs} ordered pairs, on {inbox_path.name}:")
-    print(
-        f"  with prefix reuse:    {s['with'].seconds:7.1f} s, {s['with'].evaluated_tokens:>8,} "
-        f"prompt tokens evaluated"
-    )
-    print(
-        f"  without prefix reuse: {s['without'].seconds:7.1f} s, "
-        f"{s['without'].evaluated_tokens:>8,} prompt tokens evaluated"
-    )
-    print(
-        f"  speed-up {s['without'].seconds / s['with'].seconds:.2f}x; same probabilities "
-        f"(|diff| < 1e-4): {s['same']}"
-    )
-    fresh, reused = s["full30"]
-    print(
-        f"  a 30-message inbox (870 pairs) needs {fresh:,} prompt tokens fresh and {reused:,} "
-        f"with reuse ({fresh / reused:.2f}x fewer)"
-    )
+        write_model(inbox_path, inbox_shape, dtype=inbox_dtype, corpus=texts)
+    print_inbox(inbox_speed(inbox_path, n_inbox, args.threads), n_inbox, inbox_path.name)
     print(
         f"\nload average after: {os.getloadavg()[0]:.2f} (other programs on these cores slow "
         "llama.cpp's spinning threads a lot: compare runs made under a similar load)"

@@ -124,6 +124,15 @@ TEMPLATE_KINDS: dict[str, TemplateKind] = {
             source="seed 002, Section 3.3 (UrgentSFT YES probability)",
         ),
         TemplateKind(
+            "urgency_inbox",
+            "Which patient first (whole inbox in view)",
+            "urgency",
+            ("patients", "first", "second"),
+            "yes_no",
+            cuts=(("first", "second"),),
+            source="ours: seed 002's pair question, asked with the whole inbox listed once",
+        ),
+        TemplateKind(
             "urgency_level",
             "Urgency level of one patient (1-6)",
             "urgency",

@@ -15,6 +15,15 @@ Cost: the prompt is cut into segments (instructions | patient A | patient B and 
 ordered pairs are visited grouped by patient A, so the instructions are evaluated once, each
 patient-A block once per group, and only patient B and the question for each pair; a fresh
 evaluation of every pair would pay for the whole prompt 870 times in a 30-message inbox.
+
+The inbox layout (``layout="inbox"``, template ``urgency_inbox``; opt-in) lists every message
+once, numbered, and asks each ordered question as a short suffix ("Does patient 7 need care
+before patient 12?"), so the inbox is evaluated once and each question costs only the tokens in
+which it differs from the previous one. It is a different question: the model judges each pair
+with the whole inbox in view, so its probabilities are not the pairwise ones (agreement with
+the reference has to be measured, not assumed), and asking both orders cancels a preference for
+the patient named first but not one for the patient listed first. The whole inbox must fit the
+model's context; :class:`InboxTooLongError` says by how much it does not, before any work.
 """
 
 from __future__ import annotations
@@ -23,13 +32,26 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
-from portalreview.llm.engine import Engine
-from portalreview.llm.errors import Cancelled
-from portalreview.llm.templates import PromptTemplate
+from portalreview.llm.engine import ChoiceProbabilities, Engine
+from portalreview.llm.errors import Cancelled, PromptTooLongError, TemplateError
+from portalreview.llm.templates import PLACEHOLDER, PromptTemplate
 from portalreview.metrics.urgency import margin_weighted_scores, sort_by_score
 
 YES, NO = " YES", " NO"
+#: How an inbox is asked, and the template kind each way needs.
+LAYOUT_TEMPLATES = {"pairs": "urgency_pair", "inbox": "urgency_inbox"}
+
+
+class InboxTooLongError(PromptTooLongError):
+    """The inbox layout needs the whole inbox in the model's context, and it does not fit.
+    ``needed``: tokens of the longest prompt (inbox and question); ``n_ctx``: the context."""
+
+    def __init__(self, message: str, needed: int, n_ctx: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.n_ctx = n_ctx
 
 
 @dataclass(frozen=True)
@@ -109,6 +131,10 @@ def ask(
     result = engine.choice_probabilities(
         segments, (YES, NO), reuse_prefix=reuse_prefix, cancel=cancel
     )
+    return _asked(first, second, result)
+
+
+def _asked(first: Patient, second: Patient, result: ChoiceProbabilities) -> AskedPair:
     return AskedPair(
         first.key,
         second.key,
@@ -139,17 +165,27 @@ def score_inbox(
     template: PromptTemplate,
     patients: Sequence[Patient],
     *,
+    layout: str = "pairs",
     reuse_prefix: bool = True,
     cancel: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> InboxScores:
     """Ask all ordered pairs (grouped by the first patient, for prefix reuse), average both
-    orders, and sort by margin-weighted wins. ``progress(done, total)`` is called after each
+    orders, and sort by margin-weighted wins. ``layout``: "pairs" (seed 002: each pair shown
+    alone, template ``urgency_pair``) or "inbox" (the whole inbox shown once, each question a
+    short suffix, template ``urgency_inbox``; raises :class:`InboxTooLongError` before any work
+    when the inbox does not fit the context). ``progress(done, total)`` is called after each
     ordered pair; setting ``cancel`` raises :class:`Cancelled` at the next pair."""
     keys = [p.key for p in patients]
     if len(set(keys)) != len(keys):
         raise ValueError("each inbox message needs its own key")
+    _check_layout(layout, template)
     started = time.perf_counter()
+    asker = (
+        _inbox_asker(engine, template, patients, reuse_prefix, cancel)
+        if layout == "inbox"
+        else partial(ask, engine, template, reuse_prefix=reuse_prefix, cancel=cancel)
+    )
     total = len(patients) * (len(patients) - 1)
     asked: dict[tuple[Hashable, Hashable], AskedPair] = {}
     for first in patients:
@@ -158,11 +194,27 @@ def score_inbox(
                 continue
             if cancel is not None and cancel.is_set():
                 raise Cancelled(f"inbox scoring cancelled after {len(asked)} of {total} pairs")
-            asked[(first.key, second.key)] = ask(
-                engine, template, first, second, reuse_prefix=reuse_prefix, cancel=cancel
-            )
+            asked[(first.key, second.key)] = asker(first, second)
             if progress is not None:
                 progress(len(asked), total)
+    return _scored(keys, asked, time.perf_counter() - started)
+
+
+def _check_layout(layout: str, template: PromptTemplate) -> None:
+    wanted = LAYOUT_TEMPLATES.get(layout)
+    if wanted is None:
+        raise ValueError(f"unknown inbox layout {layout!r}; known: {', '.join(LAYOUT_TEMPLATES)}")
+    if template.kind != wanted:
+        raise TemplateError(
+            f"the {layout} layout asks with a {wanted} template, not {template.kind} "
+            f"({template.key})"
+        )
+
+
+def _scored(
+    keys: list[Hashable], asked: dict[tuple[Hashable, Hashable], AskedPair], seconds: float
+) -> InboxScores:
+    """Both orders of each pair averaged, margin-weighted wins, the inbox sorted by them."""
     pairs = [
         PairProbability(
             a,
@@ -183,5 +235,101 @@ def score_inbox(
         pairs=pairs,
         evaluated_tokens=sum(x.evaluated_tokens for x in asked.values()),
         prompt_tokens=sum(x.prompt_tokens for x in asked.values()),
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
     )
+
+
+# --- the inbox layout ---------------------------------------------------------------------------
+
+
+def inbox_text(patients: Sequence[Patient]) -> str:
+    """Every message once, numbered from 1 in inbox order (the numbers the questions use),
+    each with its chart summary when there is one."""
+    blocks = []
+    for number, patient in enumerate(patients, start=1):
+        chart = f"{patient.chart}\n" if patient.chart.strip() else ""
+        blocks.append(f"Patient {number}\n{chart}Message: {patient.message}")
+    return "\n\n".join(blocks)
+
+
+def inbox_prompt(template: PromptTemplate, listed: str, first: int, second: int) -> list[str]:
+    """One question of the inbox layout as two segments: everything up to the line on which
+    the question starts (instructions and the listed inbox: the same for every question, so
+    the engine keeps it), then that line to the end. Cutting at the line's start keeps the
+    question's words in one segment, tokenized as a model saw such text in training."""
+    _check_inbox_template(template)
+    segments = template.render({"patients": listed, "first": str(first), "second": str(second)})
+    head, question = "".join(segments[:-1]), segments[-1]
+    cut = head.rfind("\n") + 1
+    return [head[:cut], head[cut:] + question]
+
+
+def _check_inbox_template(template: PromptTemplate) -> None:
+    first_seen: dict[str, int] = {}
+    for match in PLACEHOLDER.finditer(template.text):
+        first_seen.setdefault(match.group(1), match.start())
+    question = min(first_seen.get("first", 0), first_seen.get("second", 0))
+    if first_seen.get("patients", 0) > question:
+        raise TemplateError(
+            f"the {template.key} template must list {{{{patients}}}} before the question "
+            "({{first}}, {{second}}): the inbox is the prefix every question shares"
+        )
+
+
+def inbox_context_tokens(
+    engine: Engine, template: PromptTemplate, patients: Sequence[Patient]
+) -> int:
+    """Tokens of the longest prompt the inbox layout asks (the listed inbox and the longest
+    question), counted with the model's tokenizer as the engine counts a prompt."""
+    listed = inbox_text(patients)
+    n = len(patients)
+    prefix = inbox_prompt(template, listed, 1, 2)[0]
+    longest = max(
+        (
+            len(engine.tokenize(inbox_prompt(template, listed, i, j)[1]))
+            for i in range(1, n + 1)
+            for j in range(1, n + 1)
+            if i != j
+        ),
+        default=0,
+    )
+    return len(engine.tokenize(prefix, bos=True)) + longest
+
+
+def check_inbox_fits(engine: Engine, template: PromptTemplate, patients: Sequence[Patient]) -> int:
+    """Raise :class:`InboxTooLongError` (naming both sizes) when the inbox layout's longest
+    prompt does not fit the model's context; return its token count otherwise."""
+    needed = inbox_context_tokens(engine, template, patients)
+    n_ctx = engine.info.n_ctx
+    if needed >= n_ctx:
+        raise InboxTooLongError(
+            f"the whole inbox does not fit the model's context: {len(patients)} messages with "
+            f"the instructions and the longest question take {needed} tokens, and the context "
+            f"holds {n_ctx} (a prompt must be shorter than it). Ask pair by pair instead, "
+            "split the inbox, or load the model with a larger context.",
+            needed,
+            n_ctx,
+        )
+    return needed
+
+
+def _inbox_asker(
+    engine: Engine,
+    template: PromptTemplate,
+    patients: Sequence[Patient],
+    reuse_prefix: bool,
+    cancel: threading.Event | None,
+) -> Callable[[Patient, Patient], AskedPair]:
+    """Check that the inbox fits, then answer ordered questions by the patients' numbers."""
+    check_inbox_fits(engine, template, patients)
+    listed = inbox_text(patients)
+    number = {p.key: i for i, p in enumerate(patients, start=1)}
+
+    def asker(first: Patient, second: Patient) -> AskedPair:
+        segments = inbox_prompt(template, listed, number[first.key], number[second.key])
+        result = engine.choice_probabilities(
+            segments, (YES, NO), reuse_prefix=reuse_prefix, cancel=cancel
+        )
+        return _asked(first, second, result)
+
+    return asker

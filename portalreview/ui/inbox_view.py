@@ -14,7 +14,10 @@ Cancel, and shows the model's order with its margin-weighted scores (seed 002) -
 NDCG / T-NDCG against the reference levels, for a clinician over their own inbox and without
 them. The PI may then keep the model's pair answers as a pseudo annotator's
 (``llm.suggest.store_inbox_answers``), so that every agreement measure compares it and the
-judge list offers it.
+judge list offers it. "Ask with the whole inbox in view" (opt-in) asks the same questions with
+every message listed once (``layout="inbox"``, template ``urgency_inbox``): far fewer tokens to
+evaluate, but a different question; an inbox too long for the model's context is then asked
+pair by pair, and the status line says so.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from portalreview.llm.engine import Engine, GenerationParams
 from portalreview.llm.errors import Cancelled, LlmError
 from portalreview.llm.suggest import store_inbox_answers
 from portalreview.llm.templates import PromptLibrary, PromptTemplate
-from portalreview.llm.urgency import InboxScores, score_inbox
+from portalreview.llm.urgency import LAYOUT_TEMPLATES, InboxScores, InboxTooLongError, score_inbox
 from portalreview.store.service import StoreError, StudyService
 from portalreview.tasks.urgency.inbox import (
     CUTOFFS,
@@ -116,6 +119,7 @@ class ModelSorted:
     template: PromptTemplate
     run: InboxScores
     result: InboxResult
+    note: str = ""  # why the run was not asked as chosen (the inbox did not fit the context)
 
 
 class _Relay(QObject):
@@ -164,6 +168,15 @@ class InboxView(QWidget):
         )
         self.model_button.clicked.connect(self.sort_by_model)
         QShortcut(QKeySequence(MODEL_SORT_KEY), self, self.sort_by_model)
+        self.whole_inbox = QCheckBox("Ask with the whole inbox in view (faster)")
+        self.whole_inbox.setObjectName("wholeInboxLayout")
+        self.whole_inbox.setToolTip(
+            "List every message once and ask each pair as a short question after it: each "
+            "token is evaluated about once instead of once per pair. The model then judges "
+            "each pair with the whole inbox in view, which is a different question from seed "
+            "002's pair shown alone; an inbox longer than the model's context is asked pair "
+            "by pair"
+        )
         self.keep_button = QPushButton()
         self.keep_button.setObjectName("keepModelAnswers")
         self.keep_button.setToolTip(
@@ -188,7 +201,10 @@ class InboxView(QWidget):
         top.addWidget(self.refresh_button)
         top.addWidget(self.auto)
         top.addStretch(1)
-        top.addWidget(self.model_button)
+        model_row = QHBoxLayout()  # the model's controls under the others: the window stays narrow
+        model_row.addStretch(1)
+        model_row.addWidget(self.whole_inbox)
+        model_row.addWidget(self.model_button)
 
         self.summary = QLabel()
         self.summary.setObjectName("inboxSummary")
@@ -234,6 +250,7 @@ class InboxView(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addLayout(model_row)
         layout.addWidget(self.summary)
         layout.addWidget(self.scores)
         layout.addWidget(self.legend)
@@ -477,19 +494,35 @@ class InboxView(QWidget):
         cancel = self._model_cancel = threading.Event()
         service, relay = self.service, self._relay
         reference_visible = service.viewer.sees_all
+        layout = "inbox" if self.whole_inbox.isChecked() else "pairs"
 
         def work() -> ModelSorted:
             cases = service.inboxes().get(inbox, ())
             if len(cases) < 2:
                 raise LlmError(f"the inbox {inbox!r} has fewer than two messages to compare")
-            template = PromptLibrary(service).template("urgency_pair")
-            run = score_inbox(
-                engine,
-                template,
-                inbox_patients(cases),
-                cancel=cancel,
-                progress=lambda done, total: relay.progress.emit(generation, done, total),
-            )
+            library = PromptLibrary(service)
+
+            def scored(how: str) -> tuple[PromptTemplate, InboxScores]:
+                template = library.template(LAYOUT_TEMPLATES[how])
+                run = score_inbox(
+                    engine,
+                    template,
+                    inbox_patients(cases),
+                    layout=how,
+                    cancel=cancel,
+                    progress=lambda done, total: relay.progress.emit(generation, done, total),
+                )
+                return template, run
+
+            note = ""
+            try:
+                template, run = scored(layout)
+            except InboxTooLongError as exc:  # refused before any question was asked
+                note = (
+                    f"The whole inbox takes {exc.needed} tokens and the model's context holds "
+                    f"{exc.n_ctx}, so it was asked pair by pair. "
+                )
+                template, run = scored("pairs")
             result = model_inbox(
                 inbox,
                 cases,
@@ -497,7 +530,7 @@ class InboxView(QWidget):
                 model_file=engine.info.file_name,
                 reference_visible=reference_visible,
             )
-            return ModelSorted(engine, template, run, result)
+            return ModelSorted(engine, template, run, result, note)
 
         self.loading = True
         self.model_button.setEnabled(False)
@@ -520,10 +553,13 @@ class InboxView(QWidget):
         self.model_run = done
         self.show_result(done.result)
         run = done.run
+        whole = done.template.kind == LAYOUT_TEMPLATES["inbox"]
+        how = "with the whole inbox in view" if whole else "pair by pair"
         self.status.setText(
-            f"Sorted by {done.result.model.model_file}: {done.result.model.n_questions} "
-            f"questions in {run.seconds:.1f} s ({run.evaluated_tokens} of {run.prompt_tokens} "
-            "prompt tokens evaluated; the rest reused). Refresh (F5) shows the judgements again."
+            f"{done.note}Sorted by {done.result.model.model_file}, {how}: "
+            f"{done.result.model.n_questions} questions in {run.seconds:.1f} s "
+            f"({run.evaluated_tokens} of {run.prompt_tokens} prompt tokens evaluated; the rest "
+            "reused). Refresh (F5) shows the judgements again."
         )
 
     def _model_failed(self, generation: int, message: str, exc: Exception) -> None:
