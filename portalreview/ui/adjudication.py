@@ -49,6 +49,7 @@ from portalreview.store.models import KINDS
 from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
 from portalreview.tasks.common.editor_base import Editor, clear_layout
 from portalreview.tasks.registry import EDITORS
+from portalreview.ui.tools import bring_forward, only_for_the_pi
 
 # --------------------------------------------------------------------------------------------
 # Finding disagreements (no widgets)
@@ -811,19 +812,14 @@ class AdjudicationDialog(QDialog):
 
 def open_tool(window) -> AdjudicationDialog | None:
     """Tools > Adjudicate disagreements (PI only)."""
-    service = getattr(window, "service", None)
-    if service is None or service.viewer.role != "pi":
-        QMessageBox.information(
-            window, "Adjudication", "Only the principal investigator can adjudicate."
-        )
+    if not only_for_the_pi(window, "adjudication"):
         return None
+    service = window.service
     dialog = window.findChild(AdjudicationDialog)
     if dialog is None or dialog.service is not service:
         if dialog is not None:
             dialog.deleteLater()
         read_only = bool(window.project is not None and window.project.read_only)
         dialog = AdjudicationDialog(service, window, read_only=read_only)
-    dialog.show()
-    dialog.raise_()
-    dialog.activateWindow()
+    bring_forward(dialog)
     return dialog

@@ -59,11 +59,11 @@ from portalreview.ui.study_setup_dialog import (
     fill_table,
     make_table,
     no_default_button,
-    only_for_the_pi,
     people,
     project_closed,
-    refresh_main_window,
+    project_dialog,
 )
+from portalreview.ui.tools import only_for_the_pi
 from portalreview.ui.workers import run_with_progress
 
 PROJECT_FILES = f"PortalReview projects (*{SUFFIX});;All files (*)"
@@ -667,17 +667,4 @@ def open_tool(window) -> CopiesDialog | None:
     """Tools > Offline copies… (PI only)."""
     if not only_for_the_pi(window, "Offline copies"):
         return None
-    dialog = window.findChild(CopiesDialog)
-    if dialog is None or dialog.project is not window.project:
-        if dialog is not None:
-            dialog.deleteLater()
-        dialog = CopiesDialog(
-            window.project, window, on_changed=lambda: refresh_main_window(window)
-        )
-    else:
-        dialog.reload()
-    dialog.by = window.service.viewer.annotator_id
-    dialog.show()
-    dialog.raise_()
-    dialog.activateWindow()
-    return dialog
+    return project_dialog(window, CopiesDialog)

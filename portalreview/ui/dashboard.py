@@ -20,7 +20,6 @@ Ctrl+Tab / Ctrl+Shift+Tab next / previous tab, Ctrl+W close.
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import math
@@ -84,6 +83,8 @@ from portalreview.ui.charts import (
     heat_data,
     plot_data,
 )
+from portalreview.ui.session import follow_saves
+from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import Worker, run_in_background, run_with_progress
 
 AUTO_REFRESH_MS = 1500  # after the last saved answer: a burst of saves computes once
@@ -749,15 +750,7 @@ class Dashboard(QWidget):
             self.refresh()
 
     def _follow_session(self) -> None:
-        session = self.window_.session
-        if session is self._session:
-            return
-        if self._session is not None:
-            with contextlib.suppress(RuntimeError, TypeError):
-                self._session.saved.disconnect(self._answer_saved)
-        self._session = session
-        if session is not None:
-            session.saved.connect(self._answer_saved)
+        self._session = follow_saves(self._session, self.window_.session, self._answer_saved)
 
     def _answer_saved(self, _view) -> None:
         if self.auto.isChecked() and self.isVisible():
@@ -1002,19 +995,11 @@ def _html(text: str) -> str:
 
 def open_tool(window) -> Dashboard | None:
     """Tools > Agreement dashboard (PI only): show (or bring forward) the window and compute."""
-    service = getattr(window, "service", None)
-    if service is None or service.viewer.role != "pi":
-        QMessageBox.information(
-            window,
-            "Agreement dashboard",
-            "Only the principal investigator can see the agreement dashboard.",
-        )
+    if not only_for_the_pi(window, "the agreement dashboard"):
         return None
     dashboard = window.findChild(Dashboard)
     if dashboard is None:
         dashboard = Dashboard(window)
-    dashboard.show()
-    dashboard.raise_()
-    dashboard.activateWindow()
+    bring_forward(dashboard)
     dashboard.refresh()
     return dashboard

@@ -22,7 +22,6 @@ pair by pair, and the status line says so.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +61,7 @@ from portalreview.tasks.urgency.inbox import (
     load_inbox,
     model_inbox,
 )
+from portalreview.ui.session import follow_saves
 from portalreview.ui.workers import Worker, run_in_background
 
 AUTO_REFRESH_MS = 1500
@@ -311,15 +311,7 @@ class InboxView(QWidget):
             self.refresh()
 
     def _follow_session(self) -> None:
-        session = self.window_.session
-        if session is self._session:
-            return
-        if self._session is not None:
-            with contextlib.suppress(RuntimeError, TypeError):
-                self._session.saved.disconnect(self._answer_saved)
-        self._session = session
-        if session is not None:
-            session.saved.connect(self._answer_saved)
+        self._session = follow_saves(self._session, self.window_.session, self._answer_saved)
 
     def _answer_saved(self, view) -> None:
         # the model's order stays until Refresh is pressed

@@ -10,6 +10,7 @@ typed is lost or saved out of order.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -60,6 +61,23 @@ class ActivityClock(QObject):
         if event.type() in _ACTIVITY:
             self.touch()
         return False
+
+
+def follow_saves(
+    previous: AnnotationSession | None,
+    current: AnnotationSession | None,
+    on_saved: Callable[[AnswerView], None],
+) -> AnnotationSession | None:
+    """Move ``on_saved`` from the ``saved`` signal of the session a tool window followed to the
+    main window's current one (after a sign-in or a project change); returns the one followed."""
+    if current is previous:
+        return current
+    if previous is not None:
+        with contextlib.suppress(RuntimeError, TypeError):  # already gone or disconnected
+            previous.saved.disconnect(on_saved)
+    if current is not None:
+        current.saved.connect(on_saved)
+    return current
 
 
 class AnnotationSession(QObject):

@@ -35,7 +35,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QMessageBox,
     QPushButton,
     QSpinBox,
     QTableWidget,
@@ -50,6 +49,7 @@ from portalreview.store import study_setup as setup
 from portalreview.store.models import Annotator, Case, CaseTag, Unit, UnitSet
 from portalreview.store.project import Project, ProjectError
 from portalreview.store.service import StoreError
+from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import run_in_background, run_with_progress
 
 # What each recipe's response filters pick (``--first`` / ``--second`` of the CLI); "" = the
@@ -182,13 +182,22 @@ def project_closed(dialog: QDialog, message: MessageLine) -> bool:
     return True
 
 
-def only_for_the_pi(window, title: str) -> bool:
-    """True if the signed-in person is the PI; otherwise say so (the menu greys these out)."""
-    service = getattr(window, "service", None)
-    if service is not None and service.viewer.role == "pi":
-        return True
-    QMessageBox.information(window, title, f"Only the principal investigator can use {title}.")
-    return False
+def project_dialog(window, dialog_class: type[QDialog]) -> QDialog:
+    """The main window's ``dialog_class`` window for its open project, brought forward: the one
+    already made (read again) or, for another project, a new one; ``by`` set to the person
+    signed in, whom the audit log names for what the window saves."""
+    dialog = window.findChild(dialog_class)
+    if dialog is None or dialog.project is not window.project:
+        if dialog is not None:
+            dialog.deleteLater()
+        dialog = dialog_class(
+            window.project, window, on_changed=lambda: refresh_main_window(window)
+        )
+    else:
+        dialog.reload()
+    dialog.by = window.service.viewer.annotator_id
+    bring_forward(dialog)
+    return dialog
 
 
 # --- reading the project for the lists --------------------------------------------------------
@@ -876,17 +885,4 @@ def open_tool(window) -> StudySetupDialog | None:
     """Tools > Study set-up… (PI only)."""
     if not only_for_the_pi(window, "Study set-up"):
         return None
-    dialog = window.findChild(StudySetupDialog)
-    if dialog is None or dialog.project is not window.project:
-        if dialog is not None:
-            dialog.deleteLater()
-        dialog = StudySetupDialog(
-            window.project, window, on_changed=lambda: refresh_main_window(window)
-        )
-    else:
-        dialog.reload()
-    dialog.by = window.service.viewer.annotator_id
-    dialog.show()
-    dialog.raise_()
-    dialog.activateWindow()
-    return dialog
+    return project_dialog(window, StudySetupDialog)

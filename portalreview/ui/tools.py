@@ -10,6 +10,8 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from PySide6.QtWidgets import QMessageBox, QWidget
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -21,6 +23,23 @@ class Tool:
     def load(self) -> Callable:
         module, _, name = self.target.partition(":")
         return getattr(importlib.import_module(module), name)
+
+
+def only_for_the_pi(window, title: str) -> bool:
+    """True if the signed-in person is the PI; otherwise say so. The menu greys PI tools out
+    for others; this guards a tool opened another way (a shortcut, a test, a script)."""
+    service = getattr(window, "service", None)
+    if service is not None and service.viewer.role == "pi":
+        return True
+    QMessageBox.information(window, title, f"Only the principal investigator can use {title}.")
+    return False
+
+
+def bring_forward(widget: QWidget) -> None:
+    """Show a tool window, in front and focused."""
+    widget.show()
+    widget.raise_()
+    widget.activateWindow()
 
 
 TOOLS: list[Tool] = [
