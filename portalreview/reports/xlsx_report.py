@@ -703,6 +703,12 @@ _THEME_HEADERS = [
 ERR = ["err -", "err +"]
 
 
+def _err(name: str) -> list[str]:
+    """Error-bar column headers named after their figure: a table with two charted figures
+    must not have two identical pairs."""
+    return [f"{name} err -", f"{name} err +"]
+
+
 def _match(r: _Reader) -> Sheet:
     by_source = r.get("match", "by_source") or []
     several = len({x["unit_set"] for x in by_source}) > 1
@@ -1468,7 +1474,7 @@ def _facts(r: _Reader) -> Sheet:
     micro = Table(
         "facts_micro",
         "Fact-Recall and Fact-Precision, micro (004 eqs. 3-4, right-hand forms)",
-        [*headers, *ERR, *ERR],
+        [*headers, *_err("Recall"), *_err("Precision")],
         _error_columns(_error_columns(scores("micro"), 3), 6),
         note="Counts summed over pairs; the empty-set rule of 004 Sec. 3.3.",
         chart=Chart(
@@ -2067,6 +2073,40 @@ def _width(value: Any, fmt: str | None) -> int:
     return min(len(str(value)), 60)
 
 
+# The printed page (the sheets' page set-up: landscape, one page wide, openpyxl's default
+# margins of 0.75 inch left and right, 1 inch top and bottom): (width, height) in points that
+# can be printed on, on US letter and on A4. The page breaks suit the smaller of the two.
+PRINTABLE_POINTS = (((11 - 1.5) * 72, (8.5 - 2) * 72), ((11.69 - 1.5) * 72, (8.27 - 2) * 72))
+ROW_POINTS = 15  # a default row (11-point font)
+TITLE_POINTS = 19  # a row holding a 12- or 14-point heading
+
+
+class _Pages:
+    """The sheet's own page breaks, so that a table's heading is never printed alone at the
+    foot of a page and a chart is never cut in two.
+
+    Fitting the sheet one page wide scales everything by the same factor, so a page holds
+    more rows when the columns are wide; the page height in the sheet's points is estimated
+    from the column widths as Excel draws them (a width w is 7w + 5 pixels, 0.75 point a
+    pixel). LibreOffice draws columns wider, so it scales more and its pages hold more rows:
+    with a break on every page, set before either program would break on its own, both print
+    the same pages, at worst a little short (on letter or A4 paper).
+    """
+
+    def __init__(self, widths: list[float]) -> None:
+        width = sum(0.75 * (7 * w + 5) for w in widths)
+        self.height = min(high / min(1.0, wide / width) for wide, high in PRINTABLE_POINTS)
+        self.used = 0.0  # points of the current page taken
+
+    def breaks_before(self, points: float) -> bool:
+        """True (and a new page begun) when ``points`` more do not fit on the current page;
+        never on an empty page (a block taller than a page then spills over)."""
+        if self.used == 0 or self.used + points <= self.height:
+            return False
+        self.used = 0.0
+        return True
+
+
 def _sheet_title(name: str) -> str:
     return _SHEET_CHARS.sub("-", name)[:31]
 
@@ -2076,6 +2116,7 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
     from openpyxl.formatting.rule import ColorScaleRule
     from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
     from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.pagebreak import Break
 
     ws = book.create_sheet(_sheet_title(sheet.name))
     ws.page_setup.orientation = "landscape"
@@ -2096,7 +2137,10 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
     for table in sheet.tables:
         for j, header in enumerate(table.headers):
             # Headers wrap (stacked tables): a long one need not widen a column of numbers.
+            # ... but never narrower than its longest word (bold): no word broken mid-way.
+            longest_word = max((len(word) for word in header.split()), default=0)
             widths[j] = max(widths[j], min(len(header) + 2, 30 if sheet.raw else 11))
+            widths[j] = max(widths[j], longest_word + 3)
         for row in table.rows[:2000]:
             for j, cell in enumerate(row):
                 widths[j] = max(widths[j], _width(cell.value, cell.fmt) + 2)
@@ -2145,6 +2189,7 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
     if sheet.raw:
         table = sheet.tables[0]
         ws.freeze_panes = "B3"
+        ws.print_title_rows = "2:2"  # the header row on every printed page
         append([styled(sheet.title, table_font)])
         append(
             [styled(h, header_font, fill=header_fill, border=header_border) for h in table.headers]
@@ -2159,13 +2204,21 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
         return
 
     ws.freeze_panes = "A3"
-    append([styled(sheet.title, title_font)])
-    append([styled(sheet.note, note_font)])
+    pages = _Pages(widths)
+
+    def new_page_unless(points: float) -> None:
+        """Start a new page unless the next ``points`` fit on this one."""
+        if pages.breaks_before(points):
+            ws.row_breaks.append(Break(id=row_no))
+
+    def printed(cells: list[Any], points: float = ROW_POINTS) -> None:
+        new_page_unless(points)
+        pages.used += points
+        append(cells)
+
+    printed([styled(sheet.title, title_font)], TITLE_POINTS)
+    printed([styled(sheet.note, note_font)])
     for table in sheet.tables:
-        append([])
-        append([styled(table.title, table_font)])
-        if table.note:
-            append([styled(table.note, note_font)])
         # Wrapped headers get the height they need (LibreOffice does not grow the row).
         lines = max(
             (
@@ -2174,18 +2227,28 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
             ),
             default=1,
         )
-        ws.row_dimensions[row_no + 1].height = 15 * max(1, min(lines, 4))
-        append(
+        header_points = 15 * max(1, min(lines, 4))
+        # The heading, note and header stay with the first rows (a short table whole).
+        head = ROW_POINTS + TITLE_POINTS + (ROW_POINTS if table.note else 0) + header_points
+        rows = max(len(table.rows), 1) * ROW_POINTS
+        new_page_unless(head + (rows if head + rows <= pages.height / 2 else 3 * ROW_POINTS))
+        printed([])
+        printed([styled(table.title, table_font)], TITLE_POINTS)
+        if table.note:
+            printed([styled(table.note, note_font)])
+        ws.row_dimensions[row_no + 1].height = header_points
+        printed(
             [
                 styled(h, header_font, fill=header_fill, border=header_border, align=wrap)
                 for h in table.headers
-            ]
+            ],
+            header_points,
         )
         header_row = row_no
         if not table.rows:
-            append([styled("(nothing to show yet)", note_font)])
+            printed([styled("(nothing to show yet)", note_font)])
         for row in table.rows:
-            append([data(c) for c in row])
+            printed([data(c) for c in row])
         first, last = header_row + 1, header_row + len(table.rows)
         if table.heat and table.rows:
             a, b = table.heat
@@ -2207,10 +2270,11 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
         if table.chart and table.rows:
             if table.chart_rows:
                 last = min(last, first + table.chart_rows - 1)
-            append([])
+            new_page_unless((1 + CHART_ROWS) * ROW_POINTS)  # a chart is never cut in two
+            printed([])
             ws.add_chart(_chart(ws, table, first, last, header_row), f"B{row_no + 1}")
             for _ in range(CHART_ROWS):  # the chart's place, below its table
-                append([])
+                printed([])
     if steps:
         steps.check()
 

@@ -25,7 +25,13 @@ SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E0
 #: The heat map's scale, as the workbook's conditional format: red, yellow, green.
 HEAT_LOW, HEAT_MID, HEAT_HIGH = "#F8696B", "#FFEB84", "#63BE7B"
 #: Columns the workbook adds for Excel's error bars (distances to the interval's ends).
-DISTANCE_HEADERS = {"err -", "err +", "error bar -", "error bar +"}
+DISTANCE_ENDINGS = ("err -", "err +", "error bar -", "error bar +")
+
+
+def is_distance_header(name: str) -> bool:
+    """True for the workbook's error-bar columns ("err -", "Recall err +"...): distances from
+    a value to its interval's ends, which Excel's error bars need and a reader does not."""
+    return name.endswith(DISTANCE_ENDINGS)
 
 
 # --- the data a plot shows (no widgets) ------------------------------------------------------
@@ -76,7 +82,7 @@ def _interval(table: Table, row: list, value: float | None, columns: tuple[int, 
     interval's ends themselves, or (the workbook's error-bar columns) distances from the
     value."""
     low, high = (_number(row[c].value) for c in columns)
-    if any(table.headers[c] in DISTANCE_HEADERS for c in columns):
+    if any(is_distance_header(table.headers[c]) for c in columns):
         if value is None:
             return None, None
         return (None if low is None else value - low), (None if high is None else value + high)
@@ -504,7 +510,8 @@ class HeatMapView(_Plot):
             box = QRectF(left + j * cell_width + 2, top, cell_width - 4, header - 4)
             painter.drawText(
                 box,
-                Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom
+                Qt.AlignmentFlag.AlignHCenter
+                | Qt.AlignmentFlag.AlignBottom
                 | Qt.TextFlag.TextWordWrap,
                 name,
             )

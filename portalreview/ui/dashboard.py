@@ -76,11 +76,11 @@ from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.project import Project
 from portalreview.store.study_setup import Cancelled, Steps
 from portalreview.ui.charts import (
-    DISTANCE_HEADERS,
     ChartView,
     HeatMapView,
     heat_colour,
     heat_data,
+    is_distance_header,
     plot_data,
 )
 from portalreview.ui.session import follow_saves
@@ -346,7 +346,7 @@ class FigureTable(QTableView):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
         for column, name in enumerate(table.headers):
-            self.setColumnHidden(column, name in DISTANCE_HEADERS)  # Excel's error-bar plumbing
+            self.setColumnHidden(column, is_distance_header(name))  # Excel's error-bar plumbing
         self.resizeColumnsToContents()
         for column in range(len(table.headers)):
             self.setColumnWidth(column, min(max(self.columnWidth(column), 48), 320))

@@ -19,6 +19,7 @@ from portalreview.cli import main
 from portalreview.demo import build_demo
 from portalreview.reports.json_report import build_report
 from portalreview.reports.xlsx_report import (
+    CHART_ROWS,
     figure_cells,
     path_text,
     resolve,
@@ -319,3 +320,53 @@ def test_libreoffice_converts_the_workbook_to_pdf(demo, tmp_path):
     assert pdf.exists(), done.stdout + done.stderr
     pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))
     assert pages >= 16  # the summary, a page or more per kind, raw data, provenance
+
+
+def _breaks(ws) -> set[int]:
+    """Rows after which the sheet starts a new printed page."""
+    return {b.id for b in ws.row_breaks.brk}
+
+
+def test_a_heading_stays_on_the_page_of_its_table_and_a_chart_is_never_cut(demo):
+    """The sheet's own page breaks: never between a table's heading, note, header and first
+    rows (the whole of a short table), never through the rows a chart covers."""
+    _, report, book, _, _ = demo
+    model = {s.name: s for s in workbook_model(report)}
+    for name in ["Summary", *KIND_SHEETS]:
+        ws, sheet = book[name], model[name]
+        breaks = _breaks(ws)
+        assert breaks, f"{name}: no page breaks of its own"
+        for title, first_row in _tables(ws, sheet).items():
+            table = next(t for t in sheet.tables if t.title == title)
+            heading = first_row - 1 - (2 if table.note else 1)
+            rows = len(table.rows) if len(table.rows) <= 8 else 3
+            kept = range(heading - 1, first_row + rows - 1)  # the gap above, through the rows
+            assert not breaks & set(kept), f"{name}: {title!r} is split from its heading"
+        for chart in ws._charts:
+            top = chart.anchor._from.row  # 0-based: the chart starts below row `top`
+            covered = set(range(top, top + CHART_ROWS))
+            assert not breaks & covered, f"{name}: a chart is cut by a page break"
+
+
+def test_headers_never_break_inside_a_word_and_raw_pages_repeat_the_header(demo):
+    _, _, book, _, _ = demo
+    checked = 0
+    for name in ["Summary", *KIND_SHEETS, *RAW_SHEETS]:
+        ws = book[name]
+        for row in ws.iter_rows():
+            for cell in row:
+                if cell.font.bold and cell.fill.fgColor.rgb == "00DDE5F0":  # a header cell
+                    checked += 1
+                    width = ws.column_dimensions[cell.column_letter].width
+                    longest = max(len(word) for word in str(cell.value).split())
+                    assert longest + 2 <= width, f"{name}: {cell.value!r} is cut mid-word"
+    assert checked > 300  # every table's header cells were found
+    for name in RAW_SHEETS:
+        assert book[name].print_title_rows == "$2:$2"
+
+
+def test_no_table_has_two_columns_of_the_same_name(demo):
+    _, report, _, _, _ = demo
+    for sheet in workbook_model(report):
+        for table in sheet.tables:
+            assert len(set(table.headers)) == len(table.headers), (sheet.name, table.title)
