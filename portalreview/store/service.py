@@ -273,6 +273,8 @@ class StudyService:
             )
             s.add(person)
             s.flush()
+            details = {"annotator_id": person.id, "name": name, "role": role, "is_model": is_model}
+            self._audit(s, "annotator", None, None, None, details)
             return person.id
 
         return self._in_session(session, insert)
@@ -996,6 +998,8 @@ class StudyService:
                     Answer.is_gold.is_(False),
                 )
             )
+            if answer_id is None:  # never answered (`answer_id == None` would match study events)
+                return []
             rows = s.scalars(
                 select(AuditEntry).where(AuditEntry.answer_id == answer_id).order_by(AuditEntry.id)
             )

@@ -803,9 +803,12 @@ def assign_units(
     return plan
 
 
-def add_annotators(project: Project, names: Iterable[str], role: str = "clinician") -> list[int]:
-    """Add people (``role`` clinician or pi) in one transaction; an existing name is refused."""
-    svc = StudyService(project)
+def add_annotators(
+    project: Project, names: Iterable[str], role: str = "clinician", *, by: int | None = None
+) -> list[int]:
+    """Add people (``role`` clinician or pi) in one transaction; an existing name is refused.
+    Each is recorded in the audit log, naming ``by`` (the PI in the app; None: the system)."""
+    svc = EventRecorder(project, by)
     names = list(names)
     with svc._write() as s:
         existing = set(s.scalars(select(Annotator.name)))

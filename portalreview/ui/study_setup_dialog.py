@@ -628,7 +628,7 @@ class StudySetupDialog(QDialog):
             self.name_edit.setFocus()
             return
         try:
-            setup.add_annotators(self.project, [name], role=role)
+            setup.add_annotators(self.project, [name], role=role, by=self.by)
         except (StoreError, ProjectError) as exc:
             self.message.error(f"{name} was not added: {exc}.")
             return

@@ -120,7 +120,9 @@ def _stored_labels(copy: Path) -> set[int]:
     with Project.open(copy) as project:
         assert project.integrity_check() == "ok"
         with project.read() as s:
-            rows = s.connection().exec_driver_sql("SELECT new_json FROM audit_log")
+            rows = s.connection().exec_driver_sql(
+                "SELECT new_json FROM audit_log WHERE answer_id IS NOT NULL"
+            )
             labels = {label_of(new) for (new,) in rows} - {None}
         # The study reads as a whole (not just the log): the queue and the answers.
         ava = StudyService(project).as_viewer("ava")

@@ -130,7 +130,7 @@ def test_urgency_pairs_of_an_inbox_assigned_with_overlap(tmp_path):
         assert by_kind == "urgency"
         with project.read() as s:
             actions = [e.action for e in s.scalars(select(AuditEntry))]
-        assert actions == ["setup", "assign"]
+        assert actions == ["annotator"] * 3 + ["setup", "assign"]  # 3 people added first
         with pytest.raises(SetupError, match="already assigned"):
             plan_assignment(project, made.name, PEOPLE, overlap=10, seed=5)
         first = _assignments(project, made.name)

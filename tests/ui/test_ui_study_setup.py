@@ -159,6 +159,13 @@ def test_the_pi_adds_a_person_makes_a_set_and_hands_it_out_with_an_overlap(
     assert "Added np_dana" in dialog.message.plain()
     dana = sql(path, "SELECT id FROM annotators WHERE name = 'np_dana'")[0][0]
     assert window.work_of_box.findData(dana) >= 0  # the main window shows the new person
+    added = sql(
+        path,
+        "SELECT actor_id, json_extract(new_json, '$.annotator_id') FROM audit_log "
+        "WHERE action = 'annotator' AND json_extract(new_json, '$.name') = 'np_dana'",
+    )
+    pi_id = sql(path, "SELECT id FROM annotators WHERE name = 'dr_pi'")[0][0]
+    assert added == [(pi_id, dana)]  # recorded, naming the PI who added her
 
     # A blank name and a name already taken: a message, nothing added.
     click(qtbot, dialog.add_button)
