@@ -6,6 +6,16 @@ every annotator's answers and every draft's source.
 
 By default only submitted answers count; ``include_drafts=True`` adds unsubmitted ones. Gold
 (adjudicated) answers carry ``is_gold=True`` and are never mixed into agreement by the callers.
+
+Row order is fixed: ``answers``, ``units``, ``cases``, ``responses`` and ``sentences`` by id;
+every detail table (``DETAIL_TABLES``) by ``answer_id``, an answer's rows in the order they
+were stored (``match_decisions`` by sentence, ``facts`` by side and position). So a table
+re-read in part (:mod:`portalreview.store.live_frames`) can be put back exactly.
+
+Column types follow the stored values (see :func:`_column`): in a detail table they follow
+*every* stored row, drafts' rows included, even when the drafts are then left out (a NULL in a
+draft's row makes the column nullable for all). :func:`column_kind` states the rule, so that
+the live frames can keep to it without reading the table again.
 """
 
 from __future__ import annotations
@@ -13,14 +23,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Boolean, Select, String, and_, func, select
+from sqlalchemy import Boolean, Float, Select, String, and_, func, literal_column, select
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
 
 from portalreview.store.models import (
     Annotator,
@@ -70,6 +81,15 @@ class StudyFrames:
     memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
+# --- reading rows ---------------------------------------------------------------------------------
+
+#: Answer ids per query when reading some answers only (each id is one literal in the SQL).
+ID_CHUNK = 500
+
+#: (the column to restrict by, the answer ids to keep); None: the whole table.
+Only = tuple[ColumnElement, Collection[int]] | None
+
+
 def _raw_rows(session: Session, query: Select) -> list[tuple]:
     """The rows of ``query`` as plain tuples, fetched through the driver's own cursor.
 
@@ -87,6 +107,20 @@ def _raw_rows(session: Session, query: Select) -> list[tuple]:
 
 
 _LITERAL = {"literal_binds": True}
+
+
+def _rows(session: Session, query: Select, only: Only = None) -> list[tuple]:
+    """The rows of ``query``; with ``only``, those whose column is one of the ids (read
+    ``ID_CHUNK`` ids at a time, in id order, each chunk in the query's own order)."""
+    if only is None:
+        return _raw_rows(session, query)
+    column, ids = only
+    ordered = sorted(ids)
+    rows: list[tuple] = []
+    for start in range(0, len(ordered), ID_CHUNK):
+        chunk = ordered[start : start + ID_CHUNK]
+        rows += _raw_rows(session, query.where(column.in_(chunk)))
+    return rows
 
 
 def _column(values: tuple, sql_type: Any) -> Any:
@@ -112,22 +146,75 @@ def _column(values: tuple, sql_type: Any) -> Any:
     return np.array(values)
 
 
+def column_kind(sql_type: Any, n: int, nulls: int) -> str:
+    """What :func:`_column` makes of ``n`` values of ``sql_type`` of which ``nulls`` are
+    NULL: "none" (object None), "str", "bool", "bool_object" (True / False / None), "float"
+    or "int". (``n`` > 0: a query with no rows makes an empty frame of object columns.)"""
+    if nulls == n:
+        return "none"
+    if isinstance(sql_type, String):
+        return "str"
+    if isinstance(sql_type, Boolean):
+        return "bool_object" if nulls else "bool"
+    if nulls or isinstance(sql_type, Float):
+        return "float"
+    return "int"
+
+
+def conformed(parts: Sequence[pd.Series], kind: str) -> Any:
+    """The values of ``parts`` (pieces of columns :func:`_column` made, possibly of other
+    kinds) joined into one column of ``kind`` (see :func:`column_kind`), as :func:`_column`
+    would have made it from the same values."""
+    if kind == "none":
+        return np.full(sum(len(p) for p in parts), None, dtype=object)
+    joined = _joined(parts)
+    if kind == "str":
+        if isinstance(joined.dtype, pd.StringDtype):
+            return joined.array
+        return pd.array(joined.to_numpy(dtype=object), dtype="str")
+    if kind == "bool":
+        return joined.to_numpy().astype(bool)
+    if kind == "bool_object":
+        values = joined.to_numpy(dtype=object)
+        if all(p.dtype == object for p in parts):
+            return values  # already Python True / False / None
+        return np.array([None if pd.isna(v) else bool(v) for v in values], dtype=object)
+    if kind == "float":
+        return joined.to_numpy(dtype=float, na_value=np.nan)
+    return joined.to_numpy().astype(np.int64)
+
+
+def _joined(parts: Sequence[pd.Series]) -> pd.Series:
+    kept = [p for p in parts if len(p)] or list(parts[:1])
+    if not kept:
+        return pd.Series([], dtype=object)
+    if len(kept) == 1:
+        return kept[0].reset_index(drop=True)
+    return pd.concat(kept, ignore_index=True)
+
+
+def _empty_frame(columns: Sequence[str], convert: Mapping[str, Any]) -> pd.DataFrame:
+    frame = pd.DataFrame([], columns=list(columns))
+    return frame.assign(**{c: [] for c in convert}).astype({c: object for c in convert})
+
+
 def _frame(
     session: Session,
     query: Select,
-    columns: list[str],
+    columns: Sequence[str],
     convert: Mapping[str, Callable[[tuple], Any]] | None = None,
+    only: Only = None,
 ) -> pd.DataFrame:
-    """The rows of ``query`` as a DataFrame with the given column names; ``convert`` maps a
-    column name to a function that makes that column from its tuple of driver values."""
+    """The rows of ``query`` (restricted by ``only``) as a DataFrame with the given column
+    names; ``convert`` maps a column name to a function that makes that column from its tuple
+    of driver values."""
     # Plain tuples from the driver, turned into typed columns: building a frame from
     # SQLAlchemy Row objects, or letting pandas infer every column from row tuples, is
     # several times slower on 10,000-case studies.
-    rows = _raw_rows(session, query)
+    rows = _rows(session, query, only)
     convert = convert or {}
     if not rows:
-        frame = pd.DataFrame(rows, columns=columns)
-        return frame.assign(**{c: [] for c in convert}).astype({c: object for c in convert})
+        return _empty_frame(columns, convert)
     types = [c.type for c in query.selected_columns]
     data = {
         name: convert[name](values) if name in convert else _column(values, sql_type)
@@ -136,7 +223,25 @@ def _frame(
     return pd.DataFrame(data)
 
 
-def _answers(session: Session, include_drafts: bool) -> pd.DataFrame:
+def _by_answer(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` in answer order, each answer's rows kept in the order they came (a stable
+    sort; the frame itself when it is in that order already)."""
+    keys = frame["answer_id"]
+    if len(keys) < 2 or keys.is_monotonic_increasing:
+        return frame
+    order = np.argsort(keys.to_numpy(), kind="stable")
+    return frame.take(order).reset_index(drop=True)
+
+
+def _rowid(model: Any) -> Any:
+    """A table's rowid: the order its rows were stored in."""
+    return literal_column(f"{model.__tablename__}.rowid")
+
+
+# --- the tables -----------------------------------------------------------------------------------
+
+
+def _answers_query(include_drafts: bool) -> Select:
     query = (
         select(
             Answer.id,
@@ -162,23 +267,34 @@ def _answers(session: Session, include_drafts: bool) -> pd.DataFrame:
     )
     if not include_drafts:
         query = query.where(Answer.status == "submitted")
+    return query
+
+
+ANSWER_COLUMNS = (
+    "answer_id",
+    "unit_id",
+    "kind",
+    "annotator",
+    "is_model",
+    "is_gold",
+    "status",
+    "active_seconds",
+    "flagged",
+    "suggestion_use",
+    "presentation",
+)
+
+
+def read_answers(
+    session: Session, include_drafts: bool, ids: Collection[int] | None = None
+) -> pd.DataFrame:
+    """The ``answers`` frame; with ``ids``, only those answers (in id order)."""
     return _frame(
         session,
-        query,
-        [
-            "answer_id",
-            "unit_id",
-            "kind",
-            "annotator",
-            "is_model",
-            "is_gold",
-            "status",
-            "active_seconds",
-            "flagged",
-            "suggestion_use",
-            "presentation",
-        ],
+        _answers_query(include_drafts),
+        ANSWER_COLUMNS,
         convert={"presentation": _parsed_json},
+        only=None if ids is None else (Answer.id, ids),
     )
 
 
@@ -239,21 +355,229 @@ def _cases(session: Session) -> pd.DataFrame:
         ["case_id", "external_id", "urgency_level", "age_band", "gender", "source_dataset"],
     )
     tags: dict[int, dict[str, list[str]]] = {}
-    query = select(CaseTag.case_id, CaseTag.key, CaseTag.value)
+    query = select(CaseTag.case_id, CaseTag.key, CaseTag.value).order_by(_rowid(CaseTag))
     for case_id, key, value in _raw_rows(session, query):
         tags.setdefault(case_id, {}).setdefault(key, []).append(value)
     cases["tags"] = cases["case_id"].map(lambda c: tags.get(c, {}))
     return cases
 
 
-def _grouped_spans(session: Session, query: Select) -> dict[tuple, tuple]:
+def _responses(session: Session) -> pd.DataFrame:
+    return _frame(
+        session,
+        select(
+            Response.id,
+            Response.case_id,
+            Response.external_id,
+            Response.author_kind,
+            Response.author,
+            Response.source,
+            Response.production,
+            Response.text,
+        ).order_by(Response.id),
+        [
+            "response_id",
+            "case_id",
+            "external_id",
+            "author_kind",
+            "author",
+            "source",
+            "production",
+            "text",
+        ],
+    )
+
+
+def _sentences(session: Session) -> pd.DataFrame:
+    return _frame(
+        session,
+        select(
+            Sentence.id,
+            Sentence.case_id,
+            Sentence.response_id,
+            Sentence.position,
+            Sentence.start,
+            Sentence.end,
+            Sentence.text,
+        ).order_by(Sentence.id),
+        ["sentence_id", "case_id", "response_id", "position", "start", "end", "text"],
+    )
+
+
+def _grouped_spans(session: Session, query: Select, only: Only) -> dict[tuple, tuple]:
     """{(answer_id, key): ((start, end), ...)} from rows (answer_id, key, start, end), each
     group's spans sorted."""
     out: dict[tuple, tuple] = {}
-    for answer, key, start, end in _raw_rows(session, query):
+    for answer, key, start, end in _rows(session, query, only):
         got = out.get((answer, key))
         out[(answer, key)] = ((start, end),) if got is None else (*got, (start, end))
     return {k: v if len(v) == 1 else tuple(sorted(v)) for k, v in out.items()}
+
+
+# --- the detail tables (one or more rows per answer) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Detail:
+    """How one detail frame is read: a query of one table (in its order), the frame's column
+    names, the answer kind its rows belong to, and columns made from other tables
+    (``derived``: an object column filled by ``add``)."""
+
+    kind: str
+    query: Select
+    columns: tuple[str, ...]
+    derived: tuple[str, ...] = ()
+    add: Callable[[Session, pd.DataFrame, Only], None] | None = None
+
+    @property
+    def answer_column(self) -> ColumnElement:
+        return self.query.selected_columns[0]
+
+
+def _add_criteria(session: Session, rank: pd.DataFrame, only: Only) -> None:
+    ids = None if only is None else (RankCriterion.answer_id, only[1])
+    criteria: dict[tuple[int, int], list[str]] = {}
+    query = select(RankCriterion.answer_id, RankCriterion.response_id, RankCriterion.criterion_id)
+    for answer_id, response_id, criterion in _rows(session, query, ids):
+        criteria.setdefault((answer_id, response_id), []).append(criterion)
+    rank["criteria"] = [
+        tuple(sorted(criteria.get((a, r), ())))
+        for a, r in zip(rank.answer_id, rank.response_id, strict=True)
+    ]
+
+
+def _add_match_spans(session: Session, decisions: pd.DataFrame, only: Only) -> None:
+    ids = None if only is None else (MatchSpan.answer_id, only[1])
+    spans = _grouped_spans(
+        session,
+        select(MatchSpan.answer_id, MatchSpan.sentence_id, MatchSpan.start, MatchSpan.end),
+        ids,
+    )
+    decisions["spans"] = [
+        spans.get((a, x), ())
+        for a, x in zip(decisions.answer_id, decisions.sentence_id, strict=True)
+    ]
+
+
+def _add_eppc_spans(session: Session, eppc: pd.DataFrame, only: Only) -> None:
+    ids = None if only is None else (EppcSpan.answer_id, only[1])
+    spans = _grouped_spans(
+        session, select(EppcSpan.answer_id, EppcSpan.code_id, EppcSpan.start, EppcSpan.end), ids
+    )
+    eppc["spans"] = [spans.get((a, c), ()) for a, c in zip(eppc.answer_id, eppc.code, strict=True)]
+
+
+DETAILS: dict[str, _Detail] = {
+    "respond_parts": _Detail(
+        "respond",
+        select(RespondPart.answer_id, RespondPart.theme_id, RespondPart.text).order_by(
+            _rowid(RespondPart)
+        ),
+        ("answer_id", "theme", "text"),
+    ),
+    "respond_answers": _Detail(
+        "respond",
+        select(
+            RespondAnswer.answer_id,
+            RespondAnswer.mode,
+            RespondAnswer.notes,
+            RespondAnswer.base_response_id,
+            RespondAnswer.final_text,
+        ).order_by(_rowid(RespondAnswer)),
+        ("answer_id", "mode", "notes", "base_response_id", "final_text"),
+    ),
+    "rank_entries": _Detail(
+        "rank",
+        select(
+            RankEntry.answer_id, RankEntry.response_id, RankEntry.rank, RankEntry.correct
+        ).order_by(_rowid(RankEntry)),
+        ("answer_id", "response_id", "rank", "correct"),
+        ("criteria",),
+        _add_criteria,
+    ),
+    "match_decisions": _Detail(
+        "match",
+        select(MatchDecision.answer_id, MatchDecision.sentence_id).order_by(
+            MatchDecision.answer_id, MatchDecision.sentence_id
+        ),
+        ("answer_id", "sentence_id"),
+        ("spans",),
+        _add_match_spans,
+    ),
+    "sentence_themes": _Detail(
+        "match",
+        select(SentenceTheme.answer_id, SentenceTheme.sentence_id, SentenceTheme.theme_id).order_by(
+            _rowid(SentenceTheme)
+        ),
+        ("answer_id", "sentence_id", "theme"),
+    ),
+    "urgency": _Detail(
+        "urgency",
+        select(
+            UrgencyAnswer.answer_id, UrgencyAnswer.more_urgent_case_id, UrgencyAnswer.ask_second
+        ).order_by(_rowid(UrgencyAnswer)),
+        ("answer_id", "more_urgent_case_id", "ask_second"),
+    ),
+    "eppc_labels": _Detail(
+        "eppc",
+        select(EppcLabel.answer_id, EppcLabel.code_id, EppcLabel.subcode_id).order_by(
+            _rowid(EppcLabel)
+        ),
+        ("answer_id", "code", "subcode"),
+        ("spans",),
+        _add_eppc_spans,
+    ),
+    "empathy": _Detail(
+        "empathy",
+        select(EmpathyAnswer.answer_id, EmpathyAnswer.more_empathetic_response_id).order_by(
+            _rowid(EmpathyAnswer)
+        ),
+        ("answer_id", "more_empathetic_response_id"),
+    ),
+    "facts": _Detail(
+        "facts",
+        select(
+            Fact.answer_id,
+            Fact.side,
+            Fact.position,
+            Fact.text,
+            Fact.entailed,
+            Fact.error_category_id,
+        ).order_by(Fact.answer_id, Fact.side, Fact.position),
+        ("answer_id", "side", "position", "text", "entailed", "error_category"),
+    ),
+}
+
+#: Tables with one row per (part of an) answer: they hold every stored answer's rows until
+#: :func:`_only_listed_answers` keeps the listed answers' only.
+DETAIL_TABLES = tuple(DETAILS)
+
+
+def read_detail(session: Session, name: str, ids: Collection[int] | None = None) -> pd.DataFrame:
+    """The detail frame ``name`` of every stored answer (drafts too), or of the answers
+    ``ids`` only, in answer order."""
+    detail = DETAILS[name]
+    only = None if ids is None else (detail.answer_column, ids)
+    frame = _frame(session, detail.query, detail.columns, only=only)
+    if detail.add is not None:
+        detail.add(session, frame, only)
+    return _by_answer(frame)
+
+
+def column_types(name: str) -> dict[str, Any]:
+    """The SQL type of each column of the frame ``name`` (``"answers"`` or a detail table)
+    that :func:`_column` makes; None for a column made otherwise (parsed JSON, tuples)."""
+    if name == "answers":
+        selected = _answers_query(True).selected_columns
+        types = dict(zip(ANSWER_COLUMNS, (c.type for c in selected), strict=True))
+        return types | {"presentation": None}
+    detail = DETAILS[name]
+    selected = detail.query.selected_columns
+    types = dict(zip(detail.columns, (c.type for c in selected), strict=True))
+    return types | dict.fromkeys(detail.derived)
+
+
+# --- the whole study ------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -276,175 +600,49 @@ def paused_gc() -> Iterator[None]:
 
 def read_frames(project: Project, include_drafts: bool = False) -> StudyFrames:
     """Read the whole study into DataFrames (PI / system use)."""
-    with paused_gc():
-        return _read(project, include_drafts)
+    with paused_gc(), project.read() as s:
+        return only_listed_answers(*read_all(s, include_drafts))
 
 
-def _read(project: Project, include_drafts: bool) -> StudyFrames:
-    with project.read() as s:
-        criteria: dict[tuple[int, int], list[str]] = {}
-        for answer_id, response_id, criterion in _raw_rows(
-            s,
-            select(RankCriterion.answer_id, RankCriterion.response_id, RankCriterion.criterion_id),
-        ):
-            criteria.setdefault((answer_id, response_id), []).append(criterion)
-        rank = _frame(
-            s,
-            select(RankEntry.answer_id, RankEntry.response_id, RankEntry.rank, RankEntry.correct),
-            ["answer_id", "response_id", "rank", "correct"],
-        )
-        rank["criteria"] = [
-            tuple(sorted(criteria.get((a, r), ())))
-            for a, r in zip(rank.answer_id, rank.response_id, strict=True)
-        ]
-        match_spans = _grouped_spans(
-            s, select(MatchSpan.answer_id, MatchSpan.sentence_id, MatchSpan.start, MatchSpan.end)
-        )
-        decisions = _frame(
-            s,
-            select(MatchDecision.answer_id, MatchDecision.sentence_id),
-            ["answer_id", "sentence_id"],
-        )
-        decisions["spans"] = [
-            match_spans.get((a, x), ())
-            for a, x in zip(decisions.answer_id, decisions.sentence_id, strict=True)
-        ]
-        eppc_spans = _grouped_spans(
-            s, select(EppcSpan.answer_id, EppcSpan.code_id, EppcSpan.start, EppcSpan.end)
-        )
-        eppc = _frame(
-            s,
-            select(EppcLabel.answer_id, EppcLabel.code_id, EppcLabel.subcode_id),
-            ["answer_id", "code", "subcode"],
-        )
-        eppc["spans"] = [
-            eppc_spans.get((a, c), ()) for a, c in zip(eppc.answer_id, eppc.code, strict=True)
-        ]
-        answers = _answers(s, include_drafts)
-        n_stored = _raw_rows(s, select(func.count()).select_from(Answer))[0][0]
-        frames = StudyFrames(
-            answers=answers,
-            units=_units(s),
-            cases=_cases(s),
-            responses=_frame(
-                s,
-                select(
-                    Response.id,
-                    Response.case_id,
-                    Response.external_id,
-                    Response.author_kind,
-                    Response.author,
-                    Response.source,
-                    Response.production,
-                    Response.text,
-                ),
-                [
-                    "response_id",
-                    "case_id",
-                    "external_id",
-                    "author_kind",
-                    "author",
-                    "source",
-                    "production",
-                    "text",
-                ],
-            ),
-            sentences=_frame(
-                s,
-                select(
-                    Sentence.id,
-                    Sentence.case_id,
-                    Sentence.response_id,
-                    Sentence.position,
-                    Sentence.start,
-                    Sentence.end,
-                    Sentence.text,
-                ),
-                ["sentence_id", "case_id", "response_id", "position", "start", "end", "text"],
-            ),
-            respond_parts=_frame(
-                s,
-                select(RespondPart.answer_id, RespondPart.theme_id, RespondPart.text),
-                ["answer_id", "theme", "text"],
-            ),
-            respond_answers=_frame(
-                s,
-                select(
-                    RespondAnswer.answer_id,
-                    RespondAnswer.mode,
-                    RespondAnswer.notes,
-                    RespondAnswer.base_response_id,
-                    RespondAnswer.final_text,
-                ),
-                ["answer_id", "mode", "notes", "base_response_id", "final_text"],
-            ),
-            rank_entries=rank,
-            match_decisions=decisions,
-            sentence_themes=_frame(
-                s,
-                select(SentenceTheme.answer_id, SentenceTheme.sentence_id, SentenceTheme.theme_id),
-                ["answer_id", "sentence_id", "theme"],
-            ),
-            urgency=_frame(
-                s,
-                select(
-                    UrgencyAnswer.answer_id,
-                    UrgencyAnswer.more_urgent_case_id,
-                    UrgencyAnswer.ask_second,
-                ),
-                ["answer_id", "more_urgent_case_id", "ask_second"],
-            ),
-            eppc_labels=eppc,
-            empathy=_frame(
-                s,
-                select(EmpathyAnswer.answer_id, EmpathyAnswer.more_empathetic_response_id),
-                ["answer_id", "more_empathetic_response_id"],
-            ),
-            facts=_frame(
-                s,
-                select(
-                    Fact.answer_id,
-                    Fact.side,
-                    Fact.position,
-                    Fact.text,
-                    Fact.entailed,
-                    Fact.error_category_id,
-                ).order_by(Fact.answer_id, Fact.side, Fact.position),
-                ["answer_id", "side", "position", "text", "entailed", "error_category"],
-            ),
-        )
-    return _only_listed_answers(frames, n_stored)
+def read_all(session: Session, include_drafts: bool) -> tuple[StudyFrames, int]:
+    """Every frame, in the session's snapshot, with the detail tables still holding every
+    stored answer's rows (see :func:`only_listed_answers`), and the number of stored
+    answers."""
+    details = {name: read_detail(session, name) for name in DETAILS}
+    answers = read_answers(session, include_drafts)
+    n_stored = _raw_rows(session, select(func.count()).select_from(Answer))[0][0]
+    frames = StudyFrames(
+        answers=answers,
+        units=_units(session),
+        cases=_cases(session),
+        responses=_responses(session),
+        sentences=_sentences(session),
+        **details,
+    )
+    return frames, n_stored
 
 
-_DETAIL_TABLES = (
-    "respond_parts",
-    "respond_answers",
-    "rank_entries",
-    "match_decisions",
-    "sentence_themes",
-    "urgency",
-    "eppc_labels",
-    "empathy",
-    "facts",
-)
-
-
-def _only_listed_answers(frames: StudyFrames, n_stored: int) -> StudyFrames:
+def only_listed_answers(
+    frames: StudyFrames, n_stored: int, left_out: dict[str, pd.DataFrame] | None = None
+) -> StudyFrames:
     """Keep detail rows of the answers in ``frames.answers`` only (drafts left out).
 
     ``n_stored`` is the number of answers in the project: when every one of them is listed,
     every detail row already belongs to a listed answer (foreign keys) and nothing is cut.
+    Cutting keeps each column's type. ``left_out`` (when given) receives the rows cut from
+    each detail table.
     """
     if len(frames.answers) == n_stored and frames.answers.answer_id.is_unique:
         return frames
     keep = set(frames.answers.answer_id)
-    trimmed = {
-        name: getattr(frames, name)[getattr(frames, name).answer_id.isin(keep)].reset_index(
-            drop=True
-        )
-        for name in _DETAIL_TABLES
-    }
+    trimmed = {}
+    for name in DETAIL_TABLES:
+        table = getattr(frames, name)
+        listed = table.answer_id.isin(keep)
+        trimmed[name] = table[listed].reset_index(drop=True)
+        if left_out is not None:
+            left_out[name] = table[~listed]
     return replace(frames, **trimmed)
 
 
-__all__ = ["StudyFrames", "paused_gc", "read_frames"]
+__all__ = ["DETAIL_TABLES", "StudyFrames", "paused_gc", "read_frames"]
