@@ -12,6 +12,13 @@ Modules, in report order: :mod:`.respond` and :mod:`.match` (seed 000, drafting)
 (seed 003, EPPCMinerBen), :mod:`.empathy` and :mod:`.facts` (seed 004). They are imported
 when first needed (``ANALYSES`` or :func:`analyse_all`), not with the package, so importing
 one helper module does not load them all (PEP 562).
+
+A long-running program (the dashboard's live report) recomputes only the analyses whose
+answers changed (``DEPENDS_ON``), and each recomputation reuses what did not change: the
+expensive pure per-item steps (segmenting leftover drafts, TF-IDF term counts, word
+alignments of edited drafts, evidence tokens, inbox scorers, bootstrap weights) are kept in
+bounded process-wide caches keyed by the content they depend on (:mod:`._memo`;
+``clear_caches`` empties them, ``cache_stats`` reports them).
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from portalreview.analysis._memo import cache_stats, clear_caches
+
 if TYPE_CHECKING:
     from portalreview.domain.catalogs import Catalogs
     from portalreview.store.frames import StudyFrames
@@ -29,6 +38,39 @@ Analysis = Callable[..., dict[str, Any]]
 
 #: The analysis modules, in the order the report lists them (one per kind).
 KINDS = ("respond", "match", "rank", "urgency", "eppc", "empathy", "facts")
+
+#: analysis kind -> the answer kinds (``answers.kind``) whose answers it reads: their rows of
+#: ``frames.answers`` and of the detail frames (respond_parts, respond_answers, rank_entries,
+#: match_decisions, sentence_themes, urgency, eppc_labels, empathy, facts). An analysis's
+#: result changes only when the answers of these kinds change (or the settings: seed,
+#: resamples, catalogs); a long-running program (the dashboard's live report) recomputes only
+#: those analyses. Every analysis may also read the frames that are not answers - units, cases,
+#: responses, sentences - so a change there (a new case, a response's source, a unit) can
+#: change any analysis.
+#:
+#: * respond also reads the match answers: its editing-load table puts the Edit-F1 estimate of
+#:   the edited drafts (``editing.estimated_edit_f1``: ``match.people_pair_counts``) beside the
+#:   measured load, with CIs over the answered match units;
+#: * every other analysis reads its own kind only (urgency reads ``cases`` for the reference
+#:   levels and inboxes, eppc ``units`` for the batches, match ``sentences`` for the theme
+#:   sides: none of them answers).
+#:
+#: ``StudyFrames.memo`` does not widen this: each memo entry is made from the frames object it
+#: sits on, and what an analysis reads from it depends on its own kinds only (``people`` and
+#: ``answers_of_kind`` of one kind, the responses' sources, match's pair counts and theme
+#: recall from match answers: read by match and respond, both depending on match). A memo is
+#: never carried from one frames object into another (a refreshed or filtered copy has an empty
+#: one). tests/analysis/test_analysis_depends_on.py checks each entry: the analysis on frames
+#: holding only these kinds' answers gives exactly the result on the whole study.
+DEPENDS_ON: dict[str, frozenset[str]] = {
+    "respond": frozenset({"respond", "match"}),
+    "match": frozenset({"match"}),
+    "rank": frozenset({"rank"}),
+    "urgency": frozenset({"urgency"}),
+    "eppc": frozenset({"eppc"}),
+    "empathy": frozenset({"empathy"}),
+    "facts": frozenset({"facts"}),
+}
 
 
 def _analyses() -> dict[str, Analysis]:
@@ -71,4 +113,4 @@ def analyse_all(
     return out
 
 
-__all__ = ["ANALYSES", "KINDS", "analyse_all"]
+__all__ = ["ANALYSES", "DEPENDS_ON", "KINDS", "analyse_all", "cache_stats", "clear_caches"]

@@ -23,7 +23,6 @@ its interval rests on (``n_resamples``).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -31,33 +30,110 @@ import numpy as np
 import pandas as pd
 
 from portalreview.analysis._common import CONFIDENCE, Deferred, figure
+from portalreview.analysis._memo import Memo
 
 Statistic = Callable[[Mapping[str, np.ndarray]], Any]
 
 
-@functools.lru_cache(maxsize=2)
-def unit_weights(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
-    """(n_resamples, n_units) array: how often each unit is drawn in each resample.
+#: Bootstrap weights already drawn, as counts of one byte: (layout, n_units, seed,
+#: n_resamples) -> :func:`drawn_counts` ("by resample", (n_resamples, n_units)) or
+#: :func:`unit_major_counts` ("by unit", its transposed C-ordered copy). Why: every analysis of
+#: a refresh resamples its kind's units, and most refreshes draw the same numbers again (a
+#: kind's units change only when a new unit gets its first answer); drawing 10,000 units x
+#: 1000 resamples takes ~0.06 s, transposing them ~0.02 s. Key: the layout and the three
+#: numbers the draws depend on. Bound: 192 MiB, least recently used dropped first (a
+#: 10,000-unit kind at 1000 resamples takes 10 MB per layout, at 200 resamples 2 MB: every
+#: kind of a 10,000-case study at both settings fits; the synthetic 10,000-case study, whose
+#: kinds have two unit counts, holds 29.8 MiB at 1000 resamples). Counts are kept in one byte
+#: (a unit is drawn at most a dozen times in practice; a larger count is kept as float32): a
+#: quarter of the memory of float32. A :class:`Resampler` widens the by-resample matrix to
+#: float32 once (the matrix products need it) and widens only the rows of the units it
+#: gathers from the by-unit one.
+_DRAWN = Memo(
+    "bootstrap.drawn_counts",
+    max_entries=256,
+    max_bytes=192 * 2**20,
+    size_of=lambda value: value.nbytes,
+)
+# Rows of draws counted per ``np.bincount`` call: about 2**18 draws each (a few MB of offsets).
+_COUNT_CHUNK = 2**18
+
+
+def drawn_counts(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
+    """(n_resamples, n_units) array: how often each unit is drawn in each resample, as uint8
+    (float32 on the impossible-in-practice count above 255); read-only, cached (see
+    ``_DRAWN``).
 
     The draws are those of ``metrics.bootstrap_ci(units, ..., seed=seed)`` for ``n_units``
-    units. Cached: a group of units of the same size (and seed) would get the very same draws
-    from bootstrap_ci too. Stored as float32 (exact for counts; the matrix products run twice
+    units: ``default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))`` (asked as
+    int32 when n_units allows: the same numbers, half the memory). Counted with one
+    ``np.bincount`` per chunk of resamples over offset indices (resample r's draw of unit u is
+    bin r * n_units + u) instead of one call per resample.
+    """
+    key = ("by resample", int(n_units), int(seed), int(n_resamples))
+    found = _DRAWN.get(key)
+    if found is not None:
+        return found
+    n, rows = key[1], key[3]
+    draws = np.random.default_rng(key[2]).integers(
+        0, n, size=(rows, n), dtype=np.int64 if n * rows >= 2**31 else np.int32
+    )
+    counts = _count_draws(draws, np.uint8)
+    if counts is None:  # a count above 255: keep float32 (exact for any count)
+        counts = _count_draws(draws, np.float32)
+    counts.flags.writeable = False
+    return _DRAWN.put(key, counts)
+
+
+def _count_draws(draws: np.ndarray, dtype: type) -> np.ndarray | None:
+    """Per row of ``draws`` (unit indices), how often each unit occurs, as ``dtype``; None
+    when a count does not fit ``dtype``. One ``np.bincount`` per chunk of rows, over the
+    indices offset by row (row r's unit u is bin r * n_units + u)."""
+    rows, n = draws.shape
+    out = np.empty((rows, n), dtype=dtype)
+    limit = np.iinfo(dtype).max if np.issubdtype(dtype, np.integer) else None
+    step = max(1, _COUNT_CHUNK // max(n, 1))
+    for first in range(0, rows, step):
+        part = draws[first : first + step]
+        offsets = np.arange(part.shape[0], dtype=draws.dtype)[:, None] * n
+        counts = np.bincount((part + offsets).reshape(-1), minlength=part.size)
+        if limit is not None and counts.max(initial=0) > limit:
+            return None
+        out[first : first + part.shape[0]] = counts.reshape(part.shape)
+    return out
+
+
+def unit_weights(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
+    """(n_resamples, n_units) float32 array: how often each unit is drawn in each resample
+    (:func:`drawn_counts`, widened; a new read-only array each call: a :class:`Resampler`
+    keeps its own).
+
+    A group of units of the same size (and seed) would get the very same draws from
+    bootstrap_ci too. Stored as float32 (exact for counts; the matrix products run twice
     as fast): a resampled sum differs from bootstrap_ci's float64 sum by ~1e-7 relative.
     """
-    indices = np.random.default_rng(seed).integers(0, n_units, size=(n_resamples, n_units))
-    weights = np.empty((n_resamples, n_units), dtype=np.float32)
-    for row, drawn in enumerate(indices):
-        weights[row] = np.bincount(drawn, minlength=n_units)
+    weights = drawn_counts(n_units, seed, n_resamples).astype(np.float32)
     weights.flags.writeable = False
     return weights
 
 
-@functools.lru_cache(maxsize=2)
-def unit_major_weights(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
-    """:func:`unit_weights` transposed into a C-ordered (n_units, n_resamples) copy, so that
+def unit_major_counts(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
+    """:func:`drawn_counts` transposed into a C-ordered (n_units, n_resamples) copy, so that
     the weights of a few units are a few contiguous rows (cheap to gather) instead of a few
-    scattered entries of every resample's row."""
-    weights = np.ascontiguousarray(unit_weights(n_units, seed, n_resamples).T)
+    scattered entries of every resample's row; read-only, cached (see ``_DRAWN``)."""
+    key = ("by unit", int(n_units), int(seed), int(n_resamples))
+    found = _DRAWN.get(key)
+    if found is None:
+        found = np.ascontiguousarray(drawn_counts(n_units, seed, n_resamples).T)
+        found.flags.writeable = False
+        _DRAWN.put(key, found)
+    return found
+
+
+def unit_major_weights(n_units: int, seed: int, n_resamples: int) -> np.ndarray:
+    """:func:`unit_weights` transposed into a C-ordered (n_units, n_resamples) float32 copy
+    (:func:`unit_major_counts`, widened)."""
+    weights = unit_major_counts(n_units, seed, n_resamples).astype(np.float32)
     weights.flags.writeable = False
     return weights
 
@@ -94,12 +170,25 @@ class Resampler:
         self.n_resamples = int(n_resamples)
         self._pending: list[tuple[Population, np.ndarray, np.ndarray]] = []
         self._max_weight: float | None = None
+        self._weights: np.ndarray | None = None
+        self._by_unit: np.ndarray | None = None
 
     @property
     def weights(self) -> np.ndarray | None:
-        if self.n_resamples == 0 or len(self.units) == 0:
+        """The (n_resamples, n_units) float32 weights of :func:`unit_weights`, made once per
+        resampler (None when intervals are off or there is no unit)."""
+        if self.off:
             return None
-        return unit_weights(len(self.units), self.seed, self.n_resamples)
+        if self._weights is None:
+            self._weights = unit_weights(len(self.units), self.seed, self.n_resamples)
+        return self._weights
+
+    def _unit_rows(self, where: np.ndarray) -> np.ndarray:
+        """Rows ``where`` of :func:`unit_major_weights` ((len(where), n_resamples) float32,
+        C-ordered): gathered from the cached counts and widened, not the whole matrix."""
+        if self._by_unit is None:
+            self._by_unit = unit_major_counts(len(self.units), self.seed, self.n_resamples)
+        return self._by_unit[where].astype(np.float32)
 
     def _where(self, unit_ids: Any) -> np.ndarray:
         where = self.units.get_indexer(pd.Index(unit_ids))
@@ -110,33 +199,35 @@ class Resampler:
     def _small(self, where: np.ndarray) -> bool:
         return 4 * len(where) < len(self.units)
 
+    @property
+    def off(self) -> bool:
+        """No intervals: no resample asked for, or no unit to resample."""
+        return self.n_resamples == 0 or len(self.units) == 0
+
     def drawn(self, unit_ids: Any) -> np.ndarray | None:
         """How many of ``unit_ids``' units each resample draws (with repeats)."""
-        weights = self.weights
-        if weights is None:
+        if self.off:
             return None
         where = self._where(unit_ids)
         if self._small(where):
-            by_unit = unit_major_weights(len(self.units), self.seed, self.n_resamples)
-            return by_unit[where].sum(axis=0, dtype=np.float64)
-        return weights[:, where].sum(axis=1, dtype=np.float64)
+            return self._unit_rows(where).sum(axis=0, dtype=np.float64)
+        return self.weights[:, where].sum(axis=1, dtype=np.float64)
 
     def resampled_sums(self, matrix: np.ndarray, unit_ids: Any) -> np.ndarray | None:
         """Column sums of ``matrix`` (one row per unit of ``unit_ids``) over each resample."""
-        weights = self.weights
-        if weights is None:
+        if self.off:
             return None
         where = self._where(unit_ids)
         values = matrix.astype(np.float32)
         if self._small(where):  # a small group: take its units' weights only
-            by_unit = unit_major_weights(len(self.units), self.seed, self.n_resamples)
-            # ``by_unit[where].T`` is ``weights[:, where]`` with the same (Fortran-ordered)
-            # layout, so the product and its float32 rounding are the same; it is gathered
-            # from whole rows instead of a few entries of every resample's row.
-            return (by_unit[where].T @ values).astype(float)
+            # ``rows.T`` is ``weights[:, where]`` with the same (Fortran-ordered) layout, so
+            # the product and its float32 rounding are the same; it is gathered from whole
+            # rows instead of a few entries of every resample's row.
+            rows = self._unit_rows(where)
+            return (rows.T @ values).astype(float)
         full = np.zeros((len(self.units), matrix.shape[1]), dtype=np.float32)
         full[where] = values
-        return (weights @ full).astype(float)
+        return (self.weights @ full).astype(float)
 
     # --- deferred populations, summed together ---------------------------------------------
 
@@ -146,7 +237,8 @@ class Resampler:
         if matrix.size == 0 or not np.array_equal(matrix, np.rint(matrix)):
             return False  # NaN, infinities and fractions fail here
         if self._max_weight is None:
-            self._max_weight = float(self.weights.max())
+            counts = drawn_counts(len(self.units), self.seed, self.n_resamples)
+            self._max_weight = float(counts.max())
         return float(np.abs(matrix).sum(axis=0).max()) * self._max_weight < 2**24
 
     def defer(self, population: Population, matrix: np.ndarray, unit_ids: Any) -> bool:
@@ -154,7 +246,7 @@ class Resampler:
         (:meth:`flush`), when that cannot change them: a large group of integer columns.
         Returns False (nothing queued) otherwise; the caller then sums it on its own."""
         where = self._where(unit_ids)
-        if self.weights is None or self._small(where) or not self.exact_in_float32(matrix):
+        if self.off or self._small(where) or not self.exact_in_float32(matrix):
             return False
         self._pending.append((population, matrix.astype(np.float32), where))
         return True
@@ -233,7 +325,7 @@ class Population:
         # the other columns' sums do not change); otherwise the draws are counted apart.
         self._witness: int | None = None
         self._drawn: np.ndarray | None = None
-        if self.n_units > 0 and resampler.weights is not None:
+        if self.n_units > 0 and not resampler.off:
             matrix = self._with_witness(matrix, unit_ids)
         if self.n_units > 0:
             if deferred and resampler.defer(self, matrix, unit_ids):

@@ -7,6 +7,7 @@ Nothing here implements a paper's measure; see :mod:`portalreview.metrics` for t
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -86,6 +87,10 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if kind is list:
         return [jsonable(v) for v in value]
+    if kind is np.float64:  # the common numpy scalars before the abstract type checks
+        return float(value) if math.isfinite(value) else None
+    if kind is np.int64:
+        return int(value)
     if isinstance(value, Deferred):
         return jsonable(value.json())
     if isinstance(value, Mapping):
@@ -127,18 +132,23 @@ def figure(
 
 
 def answers_of_kind(frames: StudyFrames, kind: str) -> pd.DataFrame:
-    """``frames.answers[frames.answers.kind == kind]`` (same rows, order and index), split
-    once per frames: comparing the long text column with each kind in turn costs more than
-    the analyses' own work on small kinds. Read it, never change it in place."""
-    split = frames.memo.get("answers_by_kind")
-    if split is None:
-        answers = frames.answers
-        codes, names = pd.factorize(answers.kind.to_numpy(dtype=object))
-        split = frames.memo["answers_by_kind"] = {
-            name: answers.iloc[np.flatnonzero(codes == i)] for i, name in enumerate(names)
-        }
-    found = split.get(kind)
-    return frames.answers.iloc[:0] if found is None else found
+    """``frames.answers[frames.answers.kind == kind]`` (same rows, order and index), made once
+    per frames and kind from the kinds coded once per frames: comparing the long text column
+    with each kind in turn costs more than the analyses' own work on small kinds, and a
+    refresh that recomputes one kind takes that kind's rows only. Read it, never change it in
+    place."""
+    key = ("answers_of_kind", kind)
+    found = frames.memo.get(key)
+    if found is None:
+        split = frames.memo.get("answer_kind_codes")
+        if split is None:  # every answer's kind as a code, once per frames
+            codes, names = pd.factorize(frames.answers.kind.to_numpy(dtype=object))
+            split = (codes, {name: i for i, name in enumerate(names)})
+            frames.memo["answer_kind_codes"] = split
+        code = split[1].get(kind)
+        rows = np.flatnonzero(split[0] == code) if code is not None else []
+        found = frames.memo[key] = frames.answers.iloc[rows]
+    return found
 
 
 def people(frames: StudyFrames, kind: str) -> pd.DataFrame:
@@ -186,15 +196,32 @@ def answer_counts(answers: pd.DataFrame) -> dict[str, Any]:
 
 def source_labels(responses: pd.DataFrame) -> pd.Series:
     """Each response's "source" for per-source tables: ``responses.source``, else its author,
-    else its author kind (indexed by response_id)."""
-    labels = np.empty(len(responses), dtype=object)
-    columns = (responses.source.tolist(), responses.author.tolist(), responses.author_kind)
-    for i, (source, author, kind) in enumerate(zip(*columns[:2], columns[2].tolist(), strict=True)):
-        label = source.strip() if isinstance(source, str) else ""
-        if not label:
-            label = author.strip() if isinstance(author, str) else ""
-        labels[i] = label or str(kind)
-    return pd.Series(labels, index=responses.response_id.to_numpy(), name="source")
+    else its author kind (indexed by response_id).
+
+    A study has a few distinct (source, author, author kind) triples and many responses, so
+    each distinct triple is labelled once and the labels are spread back with numpy."""
+    columns = [responses[c].to_numpy(dtype=object) for c in ("source", "author", "author_kind")]
+    if pd.isna(columns[2]).any():  # NA kinds of different types print differently: one by one
+        labels = np.array([_source_label(*row) for row in zip(*columns, strict=True)], object)
+        return pd.Series(labels, index=responses.response_id.to_numpy(), name="source")
+    combined = np.zeros(len(responses), dtype=np.int64)
+    for values in columns:  # NA sources and authors share a code: both mean "none given"
+        codes, distinct = pd.factorize(values)
+        combined = combined * (len(distinct) + 1) + codes + 1
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    labels = np.array([_source_label(*(c[i] for c in columns)) for i in first.tolist()], object)
+    return pd.Series(
+        labels[inverse.reshape(-1)] if len(first) else np.array([], dtype=object),
+        index=responses.response_id.to_numpy(),
+        name="source",
+    )
+
+
+def _source_label(source: Any, author: Any, kind: Any) -> str:
+    label = source.strip() if isinstance(source, str) else ""
+    if not label:
+        label = author.strip() if isinstance(author, str) else ""
+    return label or str(kind)
 
 
 def sources_of(frames: StudyFrames) -> pd.Series:
@@ -211,17 +238,24 @@ class JsonRows(list):
 
 
 def _column_values(column: pd.Series) -> list[Any]:
+    """A column's values as :func:`jsonable` makes them, the common dtypes without a call per
+    value (a pairs table of a large study has hundreds of thousands of cells)."""
     values = column.tolist()
-    if column.dtype.kind in "iub":  # never missing, already Python numbers
+    kind = column.dtype.kind
+    if kind in "iub":  # never missing, already Python numbers
         return values
-    return [jsonable(v) for v in values]
+    if kind == "f" and isinstance(column.dtype, np.dtype):  # only NaN and inf change (to None)
+        if np.isfinite(column.to_numpy()).all():
+            return values
+        return [v if math.isfinite(v) else None for v in values]
+    return [v if type(v) is str else jsonable(v) for v in values]
 
 
 def records(frame: pd.DataFrame) -> JsonRows:
     """Rows of a DataFrame as JSON-ready dicts (index dropped; NaN as None)."""
     names = [str(c) for c in frame.columns]
     columns = [_column_values(frame[c]) for c in frame.columns]
-    return JsonRows(dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True))
+    return JsonRows(map(dict, map(zip, itertools.repeat(names), zip(*columns, strict=True))))
 
 
 def safe_ratio(num: np.ndarray, den: np.ndarray, zero_division: float = math.nan) -> np.ndarray:

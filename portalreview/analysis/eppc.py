@@ -44,6 +44,7 @@ from portalreview.analysis._common import (
     people,
     prf_columns,
 )
+from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics import span_tokens
 from portalreview.store.frames import StudyFrames
@@ -65,13 +66,19 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
     texts = frames.sentences.set_index("sentence_id").text
     sentence = labels.sentence_id.map(texts)
     evidence = [
-        " ".join(text[a:b] for a, b in spans)
+        text[spans[0][0] : spans[0][1]]
+        if len(spans) == 1
+        else " ".join(text[a:b] for a, b in spans)
         for text, spans in zip(sentence.tolist(), labels.spans.tolist(), strict=True)
     ]
     evidence_id, distinct = pd.factorize(pd.Series(evidence, dtype=object))
-    tokens = [span_tokens(text) for text in distinct]  # each distinct evidence text once
+    tokens = _tokens_of(distinct.tolist())  # each distinct evidence text once
     subcode = labels.subcode.fillna("").astype(str)
-    pair_id, _ = pd.factorize(labels.code.astype(str) + "\x1f" + subcode)
+    # The (code, subcode) pairs numbered as they are first met: each part numbered on its own,
+    # the pair of numbers numbered again (the pairs of numbers match the pairs of texts).
+    code_of, _ = pd.factorize(labels.code.astype(str))
+    subcode_of, subcodes_met = pd.factorize(subcode)
+    pair_id, _ = pd.factorize(code_of.astype(np.int64) * (len(subcodes_met) + 1) + subcode_of)
     return pd.DataFrame(
         {
             "answer_id": labels.answer_id,
@@ -88,29 +95,72 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
     )
 
 
+#: The token set of each evidence text, kept for the process. Why: tokenising every evidence
+#: span is most of the label table's cost, and a refresh after a few new answers meets every
+#: other span again. Key: the evidence text - all ``metrics.span_tokens`` depends on. Bound:
+#: 100,000 texts, least recently used dropped first (a 10,000-case study with 4 annotators and
+#: gold answers has about 16,000 distinct evidence texts: 11.8 MiB measured).
+_TOKENS = Memo("eppc.span_tokens", max_entries=100_000)
+
+
+def _tokens_of(texts: list[str]) -> list[frozenset[str]]:
+    """``metrics.span_tokens`` of each text, cached."""
+    found = _TOKENS.get_many(texts)
+    made = {}
+    for i, tokens in enumerate(found):
+        if tokens is None:
+            tokens = found[i] = made[texts[i]] = span_tokens(texts[i])
+    _TOKENS.put_many(made.items())
+    return found
+
+
 # --------------------------------------------------------------------------------------------
 # Reference vs predicted on shared units
 # --------------------------------------------------------------------------------------------
 
 
 def _keys(rows: pd.DataFrame, column: str, units: pd.Index, n_labels: int) -> np.ndarray:
-    """Distinct (unit, label) items of ``rows`` as integers unit_position * n_labels + label."""
+    """Distinct (unit, label) items of ``rows`` as integers unit_position * n_labels + label,
+    sorted."""
     where = units.get_indexer(rows.unit_id.to_numpy())
     label = rows[column].to_numpy()
     keep = (where >= 0) & (label >= 0)
     return np.unique(where[keep].astype(np.int64) * n_labels + label[keep])
 
 
+# Above this many (unit, label) items the sets are compared as sorted keys, not as masks.
+_MAX_MASK = 2**25
+
+
+def _item_mask(rows: pd.DataFrame, column: str, units: pd.Index, n_labels: int) -> np.ndarray:
+    """The (unit, label) items of ``rows`` as a mask over every item unit_position * n_labels
+    + label: the set of :func:`_keys` without sorting (a few thousand units x labels)."""
+    where = units.get_indexer(rows.unit_id.to_numpy())
+    label = rows[column].to_numpy()
+    keep = (where >= 0) & (label >= 0)
+    mask = np.zeros(len(units) * n_labels, dtype=bool)
+    mask[where[keep].astype(np.int64) * n_labels + label[keep]] = True
+    return mask
+
+
 def set_counts(ref: pd.DataFrame, pred: pd.DataFrame, column: str, units: pd.Index, n: int):
     """TP / FP / FN of the label sets of ``pred`` against ``ref`` per unit (dict of arrays
     over ``units``) and per label (dict of arrays over the n labels): micro counting as
     ``metrics.micro_prf`` / ``per_label_prf``."""
-    r, p = _keys(ref, column, units, n), _keys(pred, column, units, n)
-    found = {
-        "tp": np.intersect1d(r, p, assume_unique=True),
-        "fp": np.setdiff1d(p, r, assume_unique=True),
-        "fn": np.setdiff1d(r, p, assume_unique=True),
-    }
+    if len(units) * n <= _MAX_MASK:
+        r, p = _item_mask(ref, column, units, n), _item_mask(pred, column, units, n)
+        found = {
+            "tp": np.flatnonzero(r & p),
+            "fp": np.flatnonzero(p & ~r),
+            "fn": np.flatnonzero(r & ~p),
+        }
+    else:
+        r, p = _keys(ref, column, units, n), _keys(pred, column, units, n)
+        found = {
+            "tp": np.intersect1d(r, p, assume_unique=True),
+            "fp": np.setdiff1d(p, r, assume_unique=True),
+            "fn": np.setdiff1d(r, p, assume_unique=True),
+        }
     per_unit = {k: np.bincount(v // n, minlength=len(units)) for k, v in found.items()}
     per_label = {k: np.bincount(v % n, minlength=n) for k, v in found.items()}
     return per_unit, per_label
@@ -177,8 +227,8 @@ def _span_counts(
     pairs = p.merge(g, on="u")
     hits = pairs[matcher(pairs.p.to_numpy(), pairs.g.to_numpy())]
     n = len(units)
-    hit_p = np.unique(hits.p_row.to_numpy())
-    hit_g = np.unique(hits.g_row.to_numpy())
+    hit_p = np.flatnonzero(np.bincount(hits.p_row.to_numpy(), minlength=len(p)))
+    hit_g = np.flatnonzero(np.bincount(hits.g_row.to_numpy(), minlength=len(g)))
     out = {
         "n_predicted": np.bincount(p.u, minlength=n),
         "n_gold": np.bincount(g.u, minlength=n),
@@ -333,11 +383,18 @@ def _batch_sums(
     keys = list(zip(info.unit_set.tolist(), info.label.tolist(), strict=True))
     batch_of, order = pd.factorize(pd.Series(keys, dtype=object))
     rows = units.get_indexer(info.index)
-    sums = {}
-    for name, block in blocks.items():
-        sums[name] = np.zeros((len(order), block.shape[1]))
-        np.add.at(sums[name], batch_of, block[rows])
-    return order.tolist(), np.bincount(batch_of, minlength=len(order)), sums
+    # Rows grouped by batch, each group summed at once (the blocks hold 0 / 1 counts, so the
+    # sums are exact in any order; np.add.at adds one row at a time).
+    by_batch = np.argsort(batch_of, kind="stable")
+    sizes = np.bincount(batch_of, minlength=len(order))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    sums = {
+        name: np.add.reduceat(block[rows[by_batch]], starts, axis=0)
+        if len(rows)
+        else np.zeros((0, block.shape[1]))
+        for name, block in blocks.items()
+    }
+    return order.tolist(), sizes, sums
 
 
 def _kappa_batches(

@@ -40,6 +40,7 @@ from portalreview.analysis._common import (
     safe_ratio,
     sources_of,
 )
+from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics import count_expected_deletions
 from portalreview.store.frames import StudyFrames
@@ -70,48 +71,59 @@ def leftover_text(draft: str, spans: tuple) -> str:
     return " ".join(pieces)
 
 
-#: ED of leftover texts already segmented, kept for the process (ED is a pure function of the
-#: text): the match tables and the editing-load table of a report share it, and a report
-#: refreshed after a few new answers segments only their leftovers. Emptied past the cap.
-_ED_BY_TEXT: dict[str, int] = {}
-_ED_CACHE_SIZE = 200_000
+#: ED of a draft with a set of matched spans removed, kept for the process. Why: segmenting
+#: the leftover drafts is most of the match tables' cost (and of the editing load's Edit-F1
+#: estimate), and a report refreshed after a few new answers finds every other answer's
+#: leftover here. Key: (draft text, its answer's matched spans sorted) - all that ED depends
+#: on (Algorithm 1, lines 10-12, with the default segmenter). Bound: 100,000 entries, least
+#: recently used dropped first (a 10,000-case study with 4 annotators has 40,000 match answers,
+#: about 23,000 distinct keys: 5.4 MiB measured, the draft texts being the frames' own strings).
+_ED = Memo("match.expected_deletions", max_entries=100_000)
 
 
-def _expected_deletions(pairs: pd.DataFrame, spans: dict, texts: pd.Series) -> np.ndarray:
+def _expected_deletions(pairs: pd.DataFrame, spans: dict, texts: Mapping[int, str]) -> np.ndarray:
     """ED of each pair (Algorithm 1, lines 10-12): sentences of the leftover draft that still
-    hold a word (``metrics.count_expected_deletions``).
+    hold a word (``metrics.count_expected_deletions``), from the cache ``_ED`` when the same
+    draft and spans were met before.
 
     Segmenting the leftover draft is the one per-pair step that cannot be vectorised (the
     segmenter's decisions depend on the text around each full stop, so a leftover is always
     segmented whole); pairs that leave the same text - the same spans removed from the same
     draft, or different spans that leave the same words - share one segmentation.
     """
-    by_spans: dict[tuple[int, tuple], int] = {}
-    by_text = _ED_BY_TEXT
-    if len(by_text) > _ED_CACHE_SIZE:
-        by_text.clear()
-    out = np.empty(len(pairs), dtype=int)
-    for i, (answer, draft) in enumerate(
-        zip(pairs.answer_id.tolist(), pairs.response_b_id.tolist(), strict=True)
-    ):
-        key = (draft, spans.get(answer, ()))
-        count = by_spans.get(key)
-        if count is None:
-            text = leftover_text(texts[draft], key[1])
-            count = by_text.get(text)
+    keys = [
+        (texts[draft], spans.get(answer, ()))
+        for answer, draft in zip(
+            pairs.answer_id.tolist(), pairs.response_b_id.tolist(), strict=True
+        )
+    ]
+    counts = _ED.get_many(keys)
+    missing = [i for i, count in enumerate(counts) if count is None]
+    if missing:
+        by_text: dict[str, int] = {}
+        made = {}
+        for i in missing:
+            key = keys[i]
+            count = made.get(key)
             if count is None:
-                count = by_text[text] = count_expected_deletions(text)
-            by_spans[key] = count
-        out[i] = count
-    return out
+                text = leftover_text(*key)
+                count = by_text.get(text)
+                if count is None:
+                    count = by_text[text] = count_expected_deletions(text)
+                made[key] = count
+            counts[i] = count
+        _ED.put_many(made.items())
+    return np.array(counts, dtype=int)
 
 
 def _spans_by_answer(decisions: pd.DataFrame) -> dict[int, tuple]:
     """Every matched span of each answer, sorted (the union Algorithm 1 removes)."""
-    out: dict[int, list] = {}
+    out: dict[int, tuple] = {}
+    get = out.get
     for answer, spans in zip(decisions.answer_id.tolist(), decisions.spans.tolist(), strict=True):
-        out.setdefault(int(answer), []).extend(spans)
-    return {a: tuple(sorted(v)) for a, v in out.items()}
+        found = get(answer)
+        out[answer] = spans if found is None else found + spans
+    return {a: v if len(v) < 2 else tuple(sorted(v)) for a, v in out.items()}
 
 
 def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
@@ -119,9 +131,12 @@ def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     matched span) and ED, with Content-Level P / R / F1 (seed 000, Section 3.1; the scores
     of ``metrics.edit_f1_from_counts``)."""
     decisions = frames.match_decisions[frames.match_decisions.answer_id.isin(answers.answer_id)]
-    matched = decisions.spans.map(len) > 0
-    per = pd.DataFrame({"answer_id": decisions.answer_id, "em": matched, "ea": ~matched})
-    per = per.groupby("answer_id").sum()
+    matched = _has_spans(decisions)
+    ids, inverse = np.unique(decisions.answer_id.to_numpy(), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    em = np.bincount(inverse, matched, len(ids)).astype(np.int64)
+    ea = np.bincount(inverse, minlength=len(ids)) - em
+    per = pd.DataFrame({"em": em, "ea": ea}, index=pd.Index(ids, name="answer_id"))
     spans = _spans_by_answer(decisions[matched])
     texts = dict(
         zip(frames.responses.response_id.tolist(), frames.responses.text.tolist(), strict=True)
@@ -133,6 +148,31 @@ def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     out["ed"] = _expected_deletions(out, spans, texts)
     scores = prf_columns(out.em.to_numpy(), out.ed.to_numpy(), out.ea.to_numpy())
     return out.assign(**scores).reset_index(drop=True)
+
+
+def _has_spans(decisions: pd.DataFrame) -> np.ndarray:
+    """Whether each decision matched a span (the reference sentence has a match)."""
+    spans = decisions.spans.tolist()
+    return np.fromiter((len(x) > 0 for x in spans), bool, len(spans))
+
+
+def _answer_theme_groups(
+    answer_ids: np.ndarray, themes: pd.Series
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The (answer, theme) groups of rows, as ``groupby(["answer_id", "theme"])`` makes them
+    (sorted by answer, then theme; rows without a theme left out), with numpy: a frame of the
+    groups' answer_id and theme, which rows are kept, and each kept row's group."""
+    keep = ~themes.isna().to_numpy()
+    code, names = pd.factorize(themes.to_numpy(dtype=object)[keep], sort=True)
+    n = max(len(names), 1)
+    group, inverse = np.unique(answer_ids[keep].astype(np.int64) * n + code, return_inverse=True)
+    keys = pd.DataFrame(
+        {
+            "answer_id": group // n,
+            "theme": pd.array(np.asarray(names, dtype=object)[group % n], dtype=themes.dtype),
+        }
+    )
+    return keys, keep, inverse.reshape(-1)
 
 
 def people_pair_counts(frames: StudyFrames) -> pd.DataFrame:
@@ -149,15 +189,17 @@ def theme_presence(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     """One row per (answer, theme) used on either side: in_ref / in_draft flags - the theme
     sets Theme-Level Edit-F1 compares (seed 000, Section 3.2)."""
     labels = frames.sentence_themes[frames.sentence_themes.answer_id.isin(answers.answer_id)]
-    owner = frames.sentences.set_index("sentence_id").response_id
-    labels = labels.assign(owner=labels.sentence_id.map(owner))
-    sides = answers.set_index("answer_id")[["response_id", "response_b_id"]]
-    labels = labels.join(sides, on="answer_id")
-    labels = labels.assign(
-        in_ref=labels.owner == labels.response_id, in_draft=labels.owner == labels.response_b_id
-    )
-    flags = labels.groupby(["answer_id", "theme"])[["in_ref", "in_draft"]].any()
-    return flags.reset_index()
+    sentences = frames.sentences
+    found = pd.Index(sentences.sentence_id).get_indexer(labels.sentence_id)
+    owner = sentences.response_id.to_numpy(dtype=float)[found]  # NaN: a case's sentence
+    owner[found < 0] = np.nan
+    row = pd.Index(answers.answer_id).get_indexer(labels.answer_id)  # one row per answer
+    sides = {c: answers[c].to_numpy(dtype=float)[row] for c in ("response_id", "response_b_id")}
+    groups, keep, inverse = _answer_theme_groups(labels.answer_id.to_numpy(), labels.theme)
+    for flag, side in (("in_ref", "response_id"), ("in_draft", "response_b_id")):
+        hits = (owner == sides[side])[keep]
+        groups[flag] = np.bincount(inverse, hits, len(groups)) > 0
+    return groups
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,11 +305,30 @@ def theme_recall_counts(frames: StudyFrames) -> pd.DataFrame:
     once per frames and summed per group by :func:`per_theme_recall`."""
     found = frames.memo.get("match_theme_recall")
     if found is None:
-        rows = frames.match_decisions.merge(frames.sentence_themes, on=["answer_id", "sentence_id"])
-        rows = rows.assign(matched=rows.spans.map(len) > 0)
-        found = rows.groupby(["answer_id", "theme"]).matched.agg(["size", "sum"]).reset_index()
+        found = _recall_counts(frames.match_decisions, frames.sentence_themes)
         frames.memo["match_theme_recall"] = found
     return found
+
+
+def _recall_counts(decisions: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """:func:`theme_recall_counts` from the decisions and the sentence themes: each theme label
+    joined to its (answer, sentence) decision by one integer key, the (answer, theme) groups
+    counted with numpy - the merge and two-key groupby of pandas, in a quarter of the time
+    (rows sorted by answer and theme as the groupby sorts them)."""
+    ids = [f[c].to_numpy() for f in (decisions, labels) for c in ("answer_id", "sentence_id")]
+    fits = not any(len(x) and (x.min() < 0 or x.max() >= 2**31) for x in ids)
+    decided = pd.Index((ids[0].astype(np.int64) << 32) | ids[1]) if fits else None
+    if decided is None or not decided.is_unique:  # no one-integer key: pandas' own join
+        rows = decisions.merge(labels, on=["answer_id", "sentence_id"])
+        rows = rows.assign(matched=rows.spans.map(len) > 0)
+        return rows.groupby(["answer_id", "theme"]).matched.agg(["size", "sum"]).reset_index()
+    where = decided.get_indexer((ids[2].astype(np.int64) << 32) | ids[3])
+    joined = where >= 0
+    groups, keep, inverse = _answer_theme_groups(ids[2][joined], labels.theme[joined])
+    matched = _has_spans(decisions)[where[joined][keep]]
+    groups["size"] = np.bincount(inverse, minlength=len(groups)).astype(np.int64)
+    groups["sum"] = np.bincount(inverse, matched, len(groups)).astype(np.int64)
+    return groups
 
 
 def per_theme_recall(pairs: pd.DataFrame, frames: StudyFrames, settings: Settings) -> list[dict]:
@@ -383,20 +444,21 @@ def _overlap(a: tuple, b: tuple) -> bool:
 
 
 def _with_span_columns(decided: pd.DataFrame) -> pd.DataFrame:
-    """Decisions with their merged spans, span count and first span's start and end."""
-    merged = [_merged(x) for x in decided.spans.tolist()]
-    first = [m[0] if m else (-1, -1) for m in merged]
+    """Decisions with their span count and first span's start and end (``spans``: each
+    decision's spans, sorted, as stored)."""
+    spans = decided.spans.tolist()
     return decided.assign(
-        merged=merged,
-        n_spans=[len(m) for m in merged],
-        start=[f[0] for f in first],
-        end=[f[1] for f in first],
+        n_spans=np.fromiter(map(len, spans), np.int64, len(spans)),
+        start=[x[0][0] if x else -1 for x in spans],
+        end=[x[0][1] if x else -1 for x in spans],
     )
 
 
 def _agreement_rows(ref: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
     """Per (unit, reference sentence) decided by both: the Table 8 indicators (exact = the
-    same merged spans; overlap = a character in common)."""
+    same merged spans; overlap = a character in common). Two single spans are compared as
+    numbers; a side with several spans is merged first (``_merged``: touching or overlapping
+    spans become one), so several spans that merge into one compare as that one."""
     both = ref.merge(judged, on=["unit_id", "sentence_id"], suffixes=_SIDES)
     n_ref, n_got = both.n_spansref.to_numpy(), both.n_spansdraft.to_numpy()
     ref_match, got_match = n_ref > 0, n_got > 0
@@ -407,7 +469,7 @@ def _agreement_rows(ref: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
     overlap = single & (np.maximum(s1, s2) < np.minimum(e1, e2))
     several = np.flatnonzero(ref_match & got_match & ~single)
     for i in several:
-        a, b = both.mergedref.iat[i], both.mergeddraft.iat[i]
+        a, b = _merged(both.spansref.iat[i]), _merged(both.spansdraft.iat[i])
         exact[i] = a == b
         overlap[i] = _overlap(a, b)
     return pd.DataFrame(
@@ -425,12 +487,16 @@ def _agreement_rows(ref: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
 
 
 def _agreement_figures(rows: pd.DataFrame, settings: Settings) -> dict[str, Any]:
-    units = rows.groupby("unit_id").sum()
-    pop = settings.population({c: units[c].to_numpy() for c in units.columns}, units.index)
+    ids, inverse = np.unique(rows.unit_id.to_numpy(), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    units = {  # rows.groupby("unit_id").sum(), with numpy (counts: exact in float64)
+        c: np.bincount(inverse, rows[c].to_numpy(), len(ids)) for c in rows.columns[1:]
+    }
+    pop = settings.population(units, ids)
     return {
-        "n_sentences": int(units.n.sum()),
-        "n_reference_matches": int(units.ref_match.sum()),
-        "n_reference_non_matches": int(units.ref_non_match.sum()),
+        "n_sentences": int(units["n"].sum()),
+        "n_reference_matches": int(units["ref_match"].sum()),
+        "n_reference_non_matches": int(units["ref_non_match"].sum()),
         "agreement": pop.figure(lambda s: safe_ratio(s["same"], s["n"])),
         "non_match_agreement": pop.figure(
             lambda s: safe_ratio(s["non_match_hit"], s["ref_non_match"])
@@ -448,7 +514,7 @@ def judge_agreement_table(answers: pd.DataFrame, frames: StudyFrames, s: Setting
         answers[["answer_id", "unit_id", "annotator", "is_model"]], on="answer_id"
     )
     decided = _with_span_columns(decided)
-    columns = ["unit_id", "sentence_id", "merged", "n_spans", "start", "end"]
+    columns = ["unit_id", "sentence_id", "spans", "n_spans", "start", "end"]
     by_name = {name: group[columns] for name, group in decided.groupby("annotator")}
     people_names = ordered_names(humans(answers).annotator)
     model_names = ordered_names(models(answers).annotator)

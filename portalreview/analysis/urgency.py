@@ -53,6 +53,7 @@ from portalreview.analysis._common import (
     people,
     safe_ratio,
 )
+from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics import (
     DEFAULT_RELEVANCE,
@@ -222,6 +223,17 @@ def judgement_resamples(
     return {"wins": wins.astype(float), "played": played[None, :].astype(float)}
 
 
+#: One scorer's inbox figures and resampled scores (:func:`_score`), kept for the process.
+#: Why: the inbox tables sort every inbox again for the pooled scorer and each annotator, with
+#: 1000 judgement resamples and an enumeration of tied orders each; an urgency answer changes
+#: at most one inbox, so a refresh finds the others here. Key: everything :func:`_score`
+#: reads - the inbox's items in order and their reference levels, the seed, the number of
+#: resamples, the resampling stream, and the scorer's answers (unit, answer, chosen case, case
+#: a, case b; in their order). Bound: 2,000 scorers, least recently used dropped first (a
+#: 10,000-case study has 10 inboxes x 5 scorers: 0.9 MiB measured).
+_SCORED = Memo("urgency.inbox_scorer", max_entries=2_000)
+
+
 def _scorer(
     rows: pd.DataFrame,
     items: list[int],
@@ -233,7 +245,34 @@ def _scorer(
     """One scorer's inbox: win rates, the sorted order's NDCG / T-NDCG and expected T-NDCG,
     with intervals over judgement resamples (:func:`judgement_resamples`). When
     ``resampled`` is given it receives each NDCG / T-NDCG on every resample (for the mean
-    over inboxes), or None where there is no interval."""
+    over inboxes), or None where there is no interval. From ``_SCORED`` when the same scorer
+    was met before (read the result, never change it)."""
+    answers = np.column_stack(
+        [rows[c].to_numpy(dtype=np.int64) for c in ("unit_id", "answer_id", "chosen")]
+        + [rows[c].to_numpy(dtype=np.int64) for c in ("case_a", "case_b")]
+    )
+    key = (
+        tuple(items),
+        tuple(int(levels[c]) for c in items),
+        s.seed,
+        s.n_resamples,
+        stream,
+        answers.tobytes(),
+    )
+    found = _SCORED.get(key)
+    if found is None:
+        found = _SCORED.put(key, _score(rows, items, levels, s, stream))
+    out, draws = found
+    if resampled is not None:
+        resampled.update(draws)
+    return dict(out)
+
+
+def _score(
+    rows: pd.DataFrame, items: list[int], levels: pd.Series, s: Settings, stream: tuple[int, ...]
+) -> tuple[dict, dict[str, np.ndarray | None]]:
+    """:func:`_scorer`'s figures and each NDCG / T-NDCG on every resample (read-only)."""
+    resampled: dict[str, np.ndarray | None] = {}
     outcomes = [
         (w, b if w == a else a)
         for w, a, b in zip(
@@ -257,15 +296,16 @@ def _scorer(
             draws = None if sums is None else _ranking_scores(sums, relevance, k, tail)
             ci, used = (None, 0) if draws is None else interval_and_count(draws)
             out[key] = figure(float(value), ci, n_pairs, used)
-            if resampled is not None:
-                resampled[key] = draws
+            if draws is not None:
+                draws.flags.writeable = False
+            resampled[key] = draws
         out[f"expected_t_ndcg@{k}"] = {
             "mean": expected.mean,
             "sd": expected.sd,
             "n_orders": expected.n_orders,
             "exact": expected.exact,
         }
-    return out
+    return out, resampled
 
 
 def _inbox_order(rows: pd.DataFrame, items: list[int], frames: StudyFrames) -> list[dict]:

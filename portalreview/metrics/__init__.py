@@ -46,7 +46,13 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         theme_proportions,
         unmatched_draft_text,
     )
-    from portalreview.metrics.editing import DraftEdits, draft_edits, lcs_length, word_tokens
+    from portalreview.metrics.editing import (
+        DraftEdits,
+        draft_edits,
+        lcs_length,
+        with_active_seconds,
+        word_tokens,
+    )
     from portalreview.metrics.eppc import (
         PRF,
         SpanPRF,
@@ -122,6 +128,7 @@ _SUBMODULE_OF: dict[str, str] = {
     "DraftEdits": "editing",
     "draft_edits": "editing",
     "lcs_length": "editing",
+    "with_active_seconds": "editing",
     "word_tokens": "editing",
     "PRF": "eppc",
     "SpanPRF": "eppc",
@@ -227,6 +234,7 @@ __all__ = [
     "unmatched_draft_text",
     "win_rate_matrix",
     "win_rate_scores",
+    "with_active_seconds",
     "word_tokens",
 ]
 

@@ -117,11 +117,7 @@ def draft_edits(
     time the clinician spent editing) is carried through unchanged; it must be a finite
     number >= 0 or None.
     """
-    if active_seconds is not None:
-        if isinstance(active_seconds, bool) or not isinstance(active_seconds, numbers.Real):
-            raise ValueError(f"active_seconds must be a number or None, got {active_seconds!r}")
-        if not math.isfinite(active_seconds) or active_seconds < 0:
-            raise ValueError(f"active_seconds must be finite and >= 0, got {active_seconds!r}")
+    seconds = _checked_seconds(active_seconds)
     a = word_tokens(draft, lowercase=lowercase)
     b = word_tokens(final, lowercase=lowercase)
     kept = lcs_length(a, b)
@@ -135,8 +131,40 @@ def draft_edits(
         precision=ratio(kept, kept + deleted, zero_division),
         recall=ratio(kept, kept + added, zero_division),
         f1=f1_from_counts(kept, deleted, added, zero_division),
-        active_seconds=None if active_seconds is None else float(active_seconds),
+        active_seconds=seconds,
     )
 
 
-__all__ = ["DraftEdits", "draft_edits", "lcs_length", "word_tokens"]
+def with_active_seconds(edits: DraftEdits, active_seconds: float | None) -> DraftEdits:
+    """The same word-level edits with another editing time, checked as :func:`draft_edits`
+    checks it (a finite number >= 0, or None).
+
+    Not from a paper: the words kept, deleted and added depend on the two texts only, so a
+    caller that already aligned a draft with its final text (the analysis layer keeps the
+    alignments of a study between refreshes) attaches each answer's time without aligning
+    the texts again.
+    """
+    return DraftEdits(
+        edits.draft_words,
+        edits.final_words,
+        edits.kept,
+        edits.deleted,
+        edits.added,
+        edits.precision,
+        edits.recall,
+        edits.f1,
+        _checked_seconds(active_seconds),
+    )
+
+
+def _checked_seconds(active_seconds: float | None) -> float | None:
+    if active_seconds is None:
+        return None
+    if isinstance(active_seconds, bool) or not isinstance(active_seconds, numbers.Real):
+        raise ValueError(f"active_seconds must be a number or None, got {active_seconds!r}")
+    if not math.isfinite(active_seconds) or active_seconds < 0:
+        raise ValueError(f"active_seconds must be finite and >= 0, got {active_seconds!r}")
+    return float(active_seconds)
+
+
+__all__ = ["DraftEdits", "draft_edits", "lcs_length", "with_active_seconds", "word_tokens"]
