@@ -5,7 +5,11 @@ a unit of every kind for every case (respond, rank, match, urgency, eppc, empath
 EPPC units also carry a gold answer, and every 1,000 cases one inbox of 30 messages gets 120
 extra urgency pairs), then times ``read_frames`` (reading the frames) + ``build_report``
 (computing every table from them) on each and prints both sizes' times, split into reading and
-computing, their ratios and the seconds each analysis took.
+computing, their ratios and the seconds each analysis took. Then, on a copy of each study, it
+times the dashboard's live refresh (``reports/live_report.LiveReport``): the first refresh, one
+with nothing saved, and one after one saved answer of each kind (an answer re-saved with its
+flag turned over), each with its share of the full report's time in the same run and the
+analyses it computed again (``--no-live`` skips this).
 
 The studies are written fast: every row is generated in Python and bulk-inserted through
 SQLAlchemy Core (``executemany``) in one transaction, straight into the project's tables,
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import tempfile
 import time
 from collections import defaultdict
@@ -43,13 +48,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from portalreview.domain.catalogs import DEFAULT_CATALOGS
 from portalreview.reports.json_report import build_report
+from portalreview.reports.live_report import LiveReport
 from portalreview.store.frames import read_frames
-from portalreview.store.models import Base
+from portalreview.store.models import Answer, Base
 from portalreview.store.project import Project
+from portalreview.store.service import StudyService
 
 KINDS = ("respond", "rank", "match", "urgency", "eppc", "empathy", "facts")
 SOURCES = ("model-a/zero-shot", "model-b/thematic", "model-c/zero-shot")
@@ -593,12 +600,63 @@ def time_report(path: Path, n_resamples: int, seed: int = 0) -> dict[str, Any]:
     }
 
 
+def _flag_an_answer(project: Project, kind: str) -> None:
+    """Re-save the first submitted answer of ``kind`` with its flag turned over (a change of
+    one answer of that kind, recorded in the audit log, as a clinician's save would be)."""
+    service = StudyService(project)
+    with project.read() as s:
+        unit_id, annotator_id = s.execute(
+            select(Answer.unit_id, Answer.annotator_id)
+            .where(Answer.kind == kind, Answer.is_gold.is_(False), Answer.status == "submitted")
+            .order_by(Answer.id)
+            .limit(1)
+        ).one()
+    view = service.get_answer(unit_id, annotator_id)
+    service.save_answer(
+        unit_id,
+        view.payload,
+        status="submitted",
+        flagged=not view.flagged,
+        annotator_id=annotator_id,
+    )
+
+
+def time_live(path: Path, n_resamples: int, seed: int = 0) -> dict[str, Any]:
+    """The dashboard's refresh (``LiveReport``) on a copy of the study: the first refresh (reads
+    and computes everything), one with nothing saved, and one after one saved answer of each
+    kind; seconds and the analyses each recomputed."""
+    with tempfile.TemporaryDirectory(prefix="portalreview-live-") as folder:
+        copy = Path(folder) / path.name
+        shutil.copy(path, copy)
+        project = Project.open(copy, automatic_backup=False)
+        try:
+            live = LiveReport()
+            settings = {"seed": seed, "n_resamples": n_resamples}
+            out = {"first": _timed(live.refresh, project, **settings)}
+            out["nothing saved"] = _timed(live.refresh, project, **settings)
+            for kind in KINDS:
+                _flag_an_answer(project, kind)
+                out[f"one {kind} answer saved"] = _timed(live.refresh, project, **settings)
+        finally:
+            project.close()
+    return out
+
+
+def _timed(refresh: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = refresh(*args, **kwargs)
+    return time.perf_counter() - started, result
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--n-resamples", type=int, default=1000)
     parser.add_argument("--annotators", type=int, default=4)
     parser.add_argument("--keep", type=Path, help="folder to keep the studies in (and reuse)")
+    parser.add_argument(
+        "--no-live", action="store_true", help="skip the dashboard's live refresh timings"
+    )
     args = parser.parse_args(argv)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="portalreview-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -615,6 +673,8 @@ def main(argv: list[str] | None = None) -> None:
             )
         results[n] = time_report(path, args.n_resamples)
         _print_result(n, results[n], args.n_resamples)
+        if not args.no_live:
+            _print_live(time_live(path, args.n_resamples), results[n]["total"])
     _print_ratios(results)
 
 
@@ -626,6 +686,19 @@ def _print_result(n: int, result: dict[str, Any], n_resamples: int) -> None:
         f" {result['build_report']:.2f} s = {result['total']:.2f} s"
     )
     print(f"        computing per kind (s): {per}")
+
+
+def _print_live(live: dict[str, tuple[float, Any]], full: float) -> None:
+    """Each live refresh's seconds, its ratio to the full report of the same run, and what it
+    read and computed again."""
+    print(f"        live refresh (LiveReport), against the full report's {full:.2f} s:")
+    for what, (seconds, result) in live.items():
+        read = result.timings.get("read", 0.0)
+        done = ", ".join(result.recomputed) or "nothing"
+        print(
+            f"          {what:<26} {seconds:6.2f} s ({seconds / full:5.1%} of full;"
+            f" reading {read:.2f} s; computed: {done})"
+        )
 
 
 def _print_ratios(results: dict[int, dict[str, Any]]) -> None:

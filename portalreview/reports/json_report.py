@@ -66,7 +66,8 @@ def _study(project: Project, frames: StudyFrames) -> dict[str, Any]:
     }
 
 
-def _catalogs(project: Project) -> Catalogs:
+def read_project_catalogs(project: Project) -> Catalogs:
+    """The catalogs (themes, codes...) stored in the project."""
     with project.read() as s:
         return read_catalogs(s)
 
@@ -94,24 +95,15 @@ def build_report(
     try:
         if frames is None:
             frames = read_frames(opened, include_drafts=include_drafts)
-        catalogs = _catalogs(opened)
-        header = {
-            "report": {"format": FORMAT, "version": FORMAT_VERSION, "portalreview": __version__},
-            "project": {
-                "name": opened.meta("name"),
-                "project_id": opened.meta("project_id"),
-                "file": opened.path.name,
-                "catalogs_version": catalogs.version,
-            },
-            "settings": {
-                "seed": int(seed),
-                "n_resamples": int(n_resamples),
-                "confidence": CONFIDENCE,
-                "ci_method": "percentile bootstrap over units",
-                "include_drafts": bool(include_drafts),
-            },
-            "study": _study(opened, frames),
-        }
+        catalogs = read_project_catalogs(opened)
+        header = report_header(
+            opened,
+            frames,
+            catalogs,
+            seed=seed,
+            n_resamples=n_resamples,
+            include_drafts=include_drafts,
+        )
         results = analyse_all(
             frames,
             seed=seed,
@@ -123,7 +115,38 @@ def build_report(
     finally:
         if close:
             opened.close()
-    return {**jsonable(header), **results}
+    return {**header, **results}
+
+
+def report_header(
+    project: Project,
+    frames: StudyFrames,
+    catalogs: Catalogs,
+    *,
+    seed: int,
+    n_resamples: int,
+    include_drafts: bool,
+) -> dict[str, Any]:
+    """The report's keys before the analyses (report, project, settings, study), JSON-ready:
+    what the figures were computed from and how."""
+    header = {
+        "report": {"format": FORMAT, "version": FORMAT_VERSION, "portalreview": __version__},
+        "project": {
+            "name": project.meta("name"),
+            "project_id": project.meta("project_id"),
+            "file": project.path.name,
+            "catalogs_version": catalogs.version,
+        },
+        "settings": {
+            "seed": int(seed),
+            "n_resamples": int(n_resamples),
+            "confidence": CONFIDENCE,
+            "ci_method": "percentile bootstrap over units",
+            "include_drafts": bool(include_drafts),
+        },
+        "study": _study(project, frames),
+    }
+    return jsonable(header)
 
 
 def write_json_report(
@@ -137,4 +160,11 @@ def write_json_report(
     return out
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "build_report", "write_json_report"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "build_report",
+    "read_project_catalogs",
+    "report_header",
+    "write_json_report",
+]

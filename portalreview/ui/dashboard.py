@@ -14,8 +14,12 @@ screen). Export writes the workbook or the JSON report of exactly what is shown,
 filter recorded in it. Computing runs on a worker thread (``ui/workers.py``) with a progress
 bar and Cancel; the window stays usable meanwhile.
 
-Keys: F5 refresh, Ctrl+E export the workbook, Ctrl+Shift+E export the JSON report, Esc cancel,
-Ctrl+Tab / Ctrl+Shift+Tab next / previous tab, Ctrl+W close.
+A refresh keeps the frames and figures of the last one (``reports/live_report.LiveReport``):
+it re-reads only the answers saved since, and recomputes only the analyses they feed.
+
+Keys: F5 refresh (what changed), Shift+F5 read and compute everything again, Ctrl+E export the
+workbook, Ctrl+Shift+E export the JSON report, Esc cancel, Ctrl+Tab / Ctrl+Shift+Tab next /
+previous tab, Ctrl+W close.
 """
 
 from __future__ import annotations
@@ -60,8 +64,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from portalreview.analysis import KINDS
 from portalreview.analysis.filters import FilterChoices, FrameFilter, filter_choices
-from portalreview.reports.json_report import build_report
+from portalreview.reports.live_report import LiveReport
 from portalreview.reports.xlsx_report import (
     KIND_SHEETS,
     Cell,
@@ -72,7 +77,7 @@ from portalreview.reports.xlsx_report import (
     workbook_model,
     write_workbook,
 )
-from portalreview.store.frames import StudyFrames, read_frames
+from portalreview.store.frames import StudyFrames
 from portalreview.store.project import Project
 from portalreview.store.study_setup import Cancelled, Steps
 from portalreview.ui.charts import (
@@ -94,9 +99,8 @@ REPORT_RESAMPLES = 1000  # the report's default (portalreview report --resamples
 MAX_TABLE_ROWS = 60  # taller tables scroll inside their own frame
 SIDE_BY_SIDE_WIDTH = 420  # a table narrower than this has its plot beside it
 STEPS = (
-    "Reading the answers…",
-    "Filtering…",
-    "Computing the figures…",
+    "Reading the answers saved since the last refresh…",
+    "Computing the figures their answers changed…",
     "Laying out the tables…",
 )
 VALUE_ROLE = Qt.ItemDataRole.UserRole  # a cell's value as the report holds it
@@ -118,6 +122,8 @@ class Computed:
     n_answers: int  # answers the figures rest on
     n_answers_all: int  # answers in the whole study
     computed_at: str  # local time, HH:MM:SS
+    recomputed: tuple[str, ...] = ()  # the analyses computed afresh (the others were kept)
+    seconds: float = 0.0  # reading and computing
 
 
 class _Stopped(Exception):
@@ -125,6 +131,7 @@ class _Stopped(Exception):
 
 
 def compute(
+    live: LiveReport,
     project: Project,
     choice: FrameFilter,
     seed: int,
@@ -132,8 +139,9 @@ def compute(
     progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> Computed | None:
-    """Read the study, filter it, compute the report and lay it out as the workbook's sheets;
-    None when cancelled (checked between the steps and between the report's analyses)."""
+    """Bring ``live`` up to date (re-read what changed, recompute the analyses it touches) and
+    lay the report out as the workbook's sheets; None when cancelled (checked between the
+    steps and between the report's analyses)."""
 
     def step(done: int) -> None:
         if cancelled is not None and cancelled():
@@ -143,31 +151,29 @@ def compute(
 
     try:
         step(0)
-        frames = read_frames(project)
-        step(1)
-        filtered = choice.apply(frames)
-        step(2)
-        report = build_report(
+        result = live.refresh(
             project,
             seed=seed,
             n_resamples=n_resamples,
-            frames=filtered,
-            before_each=lambda _kind: step(2),  # a cancel stops between two analyses
+            choice=choice,
+            before_each=lambda _kind: step(1),  # a cancel stops between two analyses
         )
+        step(2)
+        sheets = workbook_model(result.report)
         step(3)
-        sheets = workbook_model(report)
-        step(4)
     except _Stopped:
         return None
     return Computed(
-        report,
-        filtered,
+        result.report,
+        result.filtered,
         sheets,
-        filter_choices(frames),
+        filter_choices(result.frames),
         choice,
-        len(filtered.answers),
-        len(frames.answers),
+        len(result.filtered.answers),
+        len(result.frames.answers),
         time.strftime("%H:%M:%S"),
+        result.recomputed,
+        result.timings.get("total", 0.0),
     )
 
 
@@ -500,6 +506,7 @@ class Dashboard(QWidget):
         self.loading = False
         self.views: list[tuple[str, Table, FigureTable]] = []
         self.plots: list[tuple[str, Table, QWidget]] = []
+        self.live = LiveReport()  # the frames and figures kept between refreshes
         self._worker: Worker | None = None
         self.export_worker: Worker | None = None
         self._generation = 0
@@ -560,7 +567,10 @@ class Dashboard(QWidget):
         for box in (self.resamples, self.seed):
             box.valueChanged.connect(self._settings_changed)
         self.refresh_button = QPushButton("Refresh")
-        self.refresh_button.setToolTip("Compute again from the answers saved now (F5)")
+        self.refresh_button.setToolTip(
+            "Bring the figures up to date with the answers saved now (F5); Shift+F5 reads "
+            "the whole project again and computes every figure"
+        )
         self.refresh_button.clicked.connect(self.refresh)
         self.auto = QCheckBox("Update when answers are saved")
         self.auto.setChecked(True)
@@ -614,6 +624,7 @@ class Dashboard(QWidget):
     def _shortcuts(self) -> None:
         keys = QKeySequence.StandardKey
         QShortcut(QKeySequence(keys.Refresh), self, self.refresh)
+        QShortcut(QKeySequence("Shift+F5"), self, self.refresh_everything)
         QShortcut(QKeySequence("Ctrl+E"), self, self.export_workbook)
         QShortcut(QKeySequence("Ctrl+Shift+E"), self, self.export_json)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.cancel)
@@ -676,6 +687,7 @@ class Dashboard(QWidget):
         self.cancel_button.setVisible(True)
         self._worker = run_in_background(
             compute,
+            self.live,
             self.window_.project,
             self.choice(),
             self.seed.value(),
@@ -684,6 +696,13 @@ class Dashboard(QWidget):
             on_error=lambda message, exc: self._failed(generation, message),
             on_progress=lambda done, total: self._progress(generation, done, total),
         )
+
+    def refresh_everything(self) -> None:
+        """Forget what was kept: read the whole project and compute every figure again."""
+        if self._worker is not None:
+            self._worker.cancel()
+        self.live = LiveReport()  # a cancelled computation may still hold the old one
+        self.refresh()
 
     def cancel(self) -> None:
         if self._worker is not None:
@@ -795,7 +814,10 @@ class Dashboard(QWidget):
                 f" of {computed.n_answers_all:,}; <b>filtered</b>: "
                 f"{_html(computed.choice.describe())}"
             )
-        return f"Computed at <b>{computed.computed_at}</b> on {answers}. {bootstrap}."
+        return (
+            f"Computed at <b>{computed.computed_at}</b> on {answers}. {bootstrap}. "
+            f"{_recomputed_text(computed)}"
+        )
 
     def _clear_tabs(self) -> None:
         self.views, self.plots = [], []
@@ -975,6 +997,18 @@ def _plots(table: Table) -> list[QWidget]:
         view.setMaximumWidth(240 + 150 * len(heat.columns))
         plots.append(view)
     return plots
+
+
+def _recomputed_text(computed: Computed) -> str:
+    """Which figures this refresh computed afresh (the others' answers had not changed)."""
+    done = computed.recomputed
+    if len(done) == len(KINDS):
+        what = "every figure computed"
+    elif not done:
+        what = "no answer changed: nothing computed again"
+    else:
+        what = f"computed again for the changed answers: {', '.join(done)}"
+    return f"<span style='color:gray'>({what} in {computed.seconds:.1f} s)</span>"
 
 
 def _note(text: str) -> QLabel:

@@ -203,12 +203,17 @@ def test_a_saved_answer_updates_the_figures(qtbot, demo, prefs):
     window.act_submit.trigger()
     # the dashboard computes again by itself once the answer is saved
     qtbot.waitUntil(
-        lambda: not dashboard.loading
-        and cell_of(dashboard, "summary_kinds", "urgency", 2) == before + 1,
+        lambda: (
+            not dashboard.loading
+            and cell_of(dashboard, "summary_kinds", "urgency", 2) == before + 1
+        ),
         timeout=COMPUTE_MS,
     )
     assert cell_of(dashboard, "summary_annotators", PI, 2) == people_before + 1
     assert assert_figures_are(dashboard, expected_report(demo)) > 1500
+    # Only the urgency analysis was computed again: the other kinds' answers did not change.
+    assert dashboard.computed.recomputed == ("urgency",)
+    assert "computed again for the changed answers: urgency" in dashboard.info.text()
 
 
 def test_a_filter_shows_the_filtered_reports_figures(qtbot, demo, prefs):
@@ -243,7 +248,8 @@ def test_cancel_keeps_the_figures_shown(qtbot, demo, prefs):
     window = open_window(qtbot, prefs, demo, PI)
     dashboard = open_dashboard(qtbot, window)
     shown, views = dashboard.computed, list(dashboard.views)
-    dashboard.refresh()
+    # Shift+F5: everything read and computed again (F5 with no answer saved is done at once).
+    qtbot.keyClick(dashboard, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)
     assert dashboard.loading and dashboard.cancel_button.isVisible()
     qtbot.mouseClick(dashboard.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not dashboard.loading, timeout=COMPUTE_MS)
@@ -385,9 +391,7 @@ def test_the_plots_show_the_tables_numbers(qtbot, demo, prefs):
     pooled = report["urgency"]["inboxes"][0]["all"]
     for k in (10, 30):
         assert curve.series[0].values[k - 1] == pytest.approx(pooled[f"ndcg@{k}"]["value"], 1e-12)
-        assert curve.series[1].values[k - 1] == pytest.approx(
-            pooled[f"t_ndcg@{k}"]["value"], 1e-12
-        )
+        assert curve.series[1].values[k - 1] == pytest.approx(pooled[f"t_ndcg@{k}"]["value"], 1e-12)
     # kappa per batch: one line per pair of annotators
     batches = plots[("eppc_kappa_per_batch", ChartView)].data
     pairs = [f"{k['annotator_a']} vs {k['annotator_b']}" for k in report["eppc"]["kappa"]]

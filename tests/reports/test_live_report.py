@@ -1,0 +1,154 @@
+"""LiveReport: after each write, the kept report equals a report built from scratch, and only
+the analyses fed by the changed answers were computed again."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from portalreview.analysis import DEPENDS_ON, KINDS
+from portalreview.analysis.filters import FrameFilter, filter_choices
+from portalreview.demo import build_demo
+from portalreview.reports.json_report import build_report
+from portalreview.reports.live_report import LiveReport
+from portalreview.store.frames import read_frames
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+
+SETTINGS = {"seed": 5, "n_resamples": 50}
+
+
+@pytest.fixture(scope="module")
+def demo_file(tmp_path_factory):
+    return build_demo(tmp_path_factory.mktemp("live") / "demo.prproj")
+
+
+@pytest.fixture
+def demo(demo_file, tmp_path):
+    """A fresh, writable copy of the demo study for each test."""
+    path = tmp_path / "demo.prproj"
+    shutil.copy(demo_file, path)
+    project = Project.open(path, automatic_backup=False)
+    yield project
+    project.close()
+
+
+def _fresh(project: Project, choice: FrameFilter | None = None) -> dict:
+    frames = read_frames(project)
+    if choice is not None and choice.active:
+        frames = choice.apply(frames)
+    return build_report(project, frames=frames, **SETTINGS)
+
+
+def _flag_one_answer(project: Project, kind: str) -> None:
+    """Re-save one submitted answer of ``kind`` with its flag turned over: a change the audit
+    log records, of an answer of exactly that kind."""
+    service = StudyService(project)
+    answers = read_frames(project).answers
+    row = answers[(answers.kind == kind) & ~answers.is_gold.astype(bool)].iloc[0]
+    annotator = next(a for a in service.annotators() if a.name == row.annotator)
+    view = service.get_answer(int(row.unit_id), annotator.id)
+    service.save_answer(
+        view.unit_id,
+        view.payload,
+        status="submitted",
+        flagged=not view.flagged,
+        flag_note="checked by the live-report test",
+        annotator_id=annotator.id,
+    )
+
+
+def test_first_refresh_equals_the_report_and_computes_everything(demo):
+    live = LiveReport()
+    result = live.refresh(demo, **SETTINGS)
+    assert result.change.full
+    assert result.recomputed == KINDS
+    assert result.report == _fresh(demo)
+
+
+def test_a_refresh_with_nothing_saved_computes_nothing(demo):
+    live = LiveReport()
+    first = live.refresh(demo, **SETTINGS)
+    again = live.refresh(demo, **SETTINGS)
+    assert again.recomputed == ()
+    assert again.report == first.report
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_saved_answer_recomputes_only_the_analyses_it_feeds(demo, kind):
+    live = LiveReport()
+    live.refresh(demo, **SETTINGS)
+    _flag_one_answer(demo, kind)
+    result = live.refresh(demo, **SETTINGS)
+    assert not result.change.full
+    assert result.change.changed_kinds == {kind}
+    expected = tuple(k for k in KINDS if kind in DEPENDS_ON[k])
+    assert kind in expected
+    assert result.recomputed == expected
+    assert result.report == _fresh(demo)
+
+
+def test_new_settings_or_a_filter_recompute_everything(demo):
+    live = LiveReport()
+    live.refresh(demo, **SETTINGS)
+    reseeded = live.refresh(demo, seed=6, n_resamples=50)
+    assert reseeded.recomputed == KINDS
+    assert reseeded.report == build_report(demo, seed=6, n_resamples=50)
+    people = filter_choices(read_frames(demo)).annotators[:2]
+    choice = FrameFilter.of(annotators=people)
+    filtered = live.refresh(demo, choice=choice, **SETTINGS)
+    assert filtered.recomputed == KINDS
+    assert filtered.report == _fresh(demo, choice)
+    assert len(filtered.filtered.answers) < len(filtered.frames.answers)
+
+
+def test_a_filtered_report_follows_saved_answers(demo):
+    people = filter_choices(read_frames(demo)).annotators[:2]
+    choice = FrameFilter.of(annotators=people)
+    live = LiveReport()
+    live.refresh(demo, choice=choice, **SETTINGS)
+    _flag_one_answer(demo, "rank")
+    result = live.refresh(demo, choice=choice, **SETTINGS)
+    assert result.recomputed == tuple(k for k in KINDS if "rank" in DEPENDS_ON[k])
+    assert result.report == _fresh(demo, choice)
+
+
+def test_a_cancelled_refresh_leaves_the_rest_for_the_next(demo):
+    """Cancel (``before_each`` raising) after two analyses: the next refresh computes the
+    analyses the cancelled one did not reach, though no answer changed since."""
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_rank(kind: str) -> None:
+        if kind == "rank":
+            raise Stop
+
+    live = LiveReport()
+    with pytest.raises(Stop):
+        live.refresh(demo, before_each=stop_at_rank, **SETTINGS)
+    result = live.refresh(demo, **SETTINGS)
+    assert result.recomputed == KINDS[KINDS.index("rank") :]
+    assert result.report == _fresh(demo)
+
+
+def test_a_new_case_reads_everything_again(demo):
+    live = LiveReport()
+    live.refresh(demo, **SETTINGS)
+    StudyService(demo).add_case("live-report-new-case", "A new message about my knee.")
+    result = live.refresh(demo, **SETTINGS)
+    assert result.change.full and result.recomputed == KINDS
+    assert result.report["study"]["n_cases"] == _fresh(demo)["study"]["n_cases"]
+    assert result.report == _fresh(demo)
+
+
+def test_another_project_object_starts_afresh(demo, tmp_path):
+    live = LiveReport()
+    live.refresh(demo, **SETTINGS)
+    other = Project.open(demo.path, read_only=True)
+    try:
+        result = live.refresh(other, **SETTINGS)
+    finally:
+        other.close()
+    assert result.change.full and result.recomputed == KINDS
