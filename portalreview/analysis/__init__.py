@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from portalreview.analysis._memo import cache_stats, clear_caches
@@ -93,8 +93,10 @@ def analyse_all(
     catalogs: Catalogs | None = None,
     timings: dict[str, float] | None = None,
     before_each: Callable[[str], None] | None = None,
+    kinds: Collection[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Every analysis on one snapshot of the study: {kind: result}. When ``timings`` is given
+    """Every analysis (or those of ``kinds``, in report order) on one snapshot of the study:
+    {kind: result}. When ``timings`` is given
     it receives the seconds each analysis took (the benchmark reads it). ``before_each(kind)``
     is called before each analysis: a caller that wants to stop (a cancelled dashboard
     refresh) raises its own exception there."""
@@ -104,6 +106,8 @@ def analyse_all(
     out = {}
     with paused_gc():  # the tables make millions of short-lived objects, none in cycles
         for kind, function in analyses.items():
+            if kinds is not None and kind not in kinds:
+                continue
             if before_each is not None:
                 before_each(kind)
             started = time.perf_counter()

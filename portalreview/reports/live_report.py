@@ -27,11 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from portalreview import analysis
-from portalreview.analysis import DEPENDS_ON, KINDS
+from portalreview.analysis import DEPENDS_ON, KINDS, analyse_all
 from portalreview.analysis.filters import FrameFilter
 from portalreview.reports.json_report import read_project_catalogs, report_header
-from portalreview.store.frames import StudyFrames, paused_gc
+from portalreview.store.frames import StudyFrames
 from portalreview.store.live_frames import FrameChange, LiveFrames
 from portalreview.store.project import Project
 
@@ -121,17 +120,17 @@ class LiveReport:
         filtered = choice.apply(change.frames) if choice.active else change.frames
         timings = {"read": time.perf_counter() - started}
         recomputed = [kind for kind in KINDS if kind in self._stale]
-        analyses = analysis.ANALYSES
-        with paused_gc():  # as analyse_all: millions of short-lived objects, no cycles
-            for kind in recomputed:
-                if before_each is not None:
-                    before_each(kind)
-                begun = time.perf_counter()
-                self._results[kind] = analyses[kind](
-                    filtered, seed=seed, n_resamples=n_resamples, catalogs=catalogs
-                )
-                timings[kind] = time.perf_counter() - begun
-                self._stale.discard(kind)
+        for kind in recomputed:  # one at a time: a cancel keeps the results done before it
+            self._results[kind] = analyse_all(
+                filtered,
+                seed=seed,
+                n_resamples=n_resamples,
+                catalogs=catalogs,
+                timings=timings,
+                before_each=before_each,
+                kinds=(kind,),
+            )[kind]
+            self._stale.discard(kind)
         header = report_header(
             project,
             filtered,
