@@ -121,3 +121,19 @@ def build_small_study(project: Project) -> SmallStudy:
 @pytest.fixture
 def study(project: Project) -> SmallStudy:
     return build_small_study(project)
+
+
+@pytest.fixture(scope="session")
+def real_model_path() -> Path:
+    """SmolLM2-135M-Instruct, fetched at install time by ``packaging/fetch_small_model.py``.
+    Skipped where it was not fetched, except in CI (``CI`` set), where a missing model fails:
+    the ``real_model`` tests must run there."""
+    from portalreview.llm.model_file import small_model_path
+
+    path = small_model_path()
+    if path is None:
+        message = "the small model is missing: run `python packaging/fetch_small_model.py`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

@@ -498,6 +498,24 @@ def default_hash_cache() -> Path:
     return root / "portalreview" / "model-hashes.json"
 
 
+SMALL_MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def model_cache_folder() -> Path:
+    """Where ``packaging/fetch_small_model.py`` puts the small real model at install time
+    (``PORTALREVIEW_MODEL_CACHE`` overrides)."""
+    if os.environ.get("PORTALREVIEW_MODEL_CACHE"):
+        return Path(os.environ["PORTALREVIEW_MODEL_CACHE"])
+    return default_hash_cache().parent / "models"
+
+
+def small_model_path() -> Path | None:
+    """SmolLM2-135M-Instruct when the install step fetched it, else None. A 135M model is for
+    trying the real code path (the demo, the ``real_model`` tests), not for real work."""
+    path = model_cache_folder() / SMALL_MODEL_NAME
+    return path if path.is_file() else None
+
+
 def _file_key(path: Path) -> tuple[str, int, int]:
     st = path.stat()
     return (str(path.resolve()), st.st_mtime_ns, st.st_size)
