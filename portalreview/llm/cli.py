@@ -57,6 +57,57 @@ def add_suggest_parser(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--cpu", action="store_true", help="do not offload to a GPU")
     p.add_argument("--no-themes", action="store_true", help="match: no sentence theme labels")
     p.set_defaults(func=cmd_suggest)
+    add_prompt_parser(verbs)
+
+
+def add_prompt_parser(verbs: argparse._SubParsersAction) -> None:
+    """Register the ``prompt`` verb: the exact prompts behind a stored suggestion."""
+    p = verbs.add_parser(
+        "prompt",
+        help="show the exact prompts a model read to make a suggestion (for the PI)",
+        description="Print a suggestion's prompt format (the model's chat template or plain "
+        "completion) and every prompt exactly as the model read it, chat markup included.",
+    )
+    p.add_argument("path", help="the project file")
+    p.add_argument("suggestion", type=int, help="the suggestion's id")
+    p.set_defaults(func=cmd_prompt)
+
+
+def cmd_prompt(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    from portalreview.store.project import SUFFIX, Project, ProjectError
+    from portalreview.store.service import StoreError, StudyService
+    from portalreview.store.templates import suggestion_prompts
+
+    path = Path(args.path)
+    path = path if path.suffix else path.with_suffix(SUFFIX)
+    try:
+        with Project.open(path, read_only=True) as project:
+            found = suggestion_prompts(StudyService(project), args.suggestion)
+    except (StoreError, ProjectError) as exc:
+        print(f"portalreview prompt: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(describe_prompts(found), file=out)
+    return 0
+
+
+def describe_prompts(found) -> str:
+    """A suggestion's prompts as text: a header, then each prompt between rules."""
+    fmt = found.prompt_format
+    if fmt.get("format") == "chat":
+        how = f"the model's chat template (sha256 {fmt.get('chat_template_sha256', '?')[:12]})"
+    elif fmt.get("format") == "completion":
+        how = "plain completion" + (f" ({fmt['why']})" if fmt.get("why") else "")
+    else:
+        how = "not recorded (a suggestion stored before prompts were recorded)"
+    lines = [
+        f"Suggestion {found.suggestion_id} by {found.model_file}, template {found.template_id}",
+        f"Prompt format: {how}",
+    ]
+    if not found.prompts:
+        lines += ["No rendered prompt was recorded; the template was:", found.template_text]
+    for number, prompt in enumerate(found.prompts, 1):
+        lines += [f"----- prompt {number} of {len(found.prompts)} -----", prompt]
+    return "\n".join(lines)
 
 
 class ProgressBar:

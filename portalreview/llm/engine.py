@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from portalreview.llm import gbnf
+from portalreview.llm.chat import PLAIN_COMPLETION, ChatFormat, ChatMarkup, format_of
 from portalreview.llm.errors import (
     EngineBusyError,
     EngineClosedError,
@@ -194,8 +195,18 @@ class Generation:
 class Engine:
     """One loaded model. Build with :meth:`load`; close with :meth:`close` (or ``with``)."""
 
-    def __init__(self, llm: Any, header: GgufHeader, info: EngineInfo, hash_cache: Path | None):
+    def __init__(
+        self,
+        llm: Any,
+        header: GgufHeader,
+        info: EngineInfo,
+        hash_cache: Path | None,
+        chat: ChatFormat | None = None,
+        chat_note: str = "",
+    ):
         self._llm = llm
+        self.chat = chat
+        self.chat_note = chat_note
         self.header = header
         self.info = info
         self._hash_cache = hash_cache
@@ -204,7 +215,7 @@ class Engine:
         self._sha256: str | None = None
         self._checked_grammars: set[str] = set()
         self._eog_cache: dict[int, bool] = {}
-        self._segments: dict[str, list[int]] = {}
+        self._segments: dict[tuple[bool, str], list[int]] = {}
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -220,13 +231,15 @@ class Engine:
         available_bytes: int | None = -1,
         hash_cache: Path | bool = True,
         n_batch: int = 512,
+        chat: bool = True,
     ) -> Engine:
         """Check the file, then load it with llama.cpp.
 
         ``gpu``: None = offload everything when the build supports it. ``available_bytes``:
         the memory to plan with (-1 = ask the system; None = do not check). ``hash_cache``: where
         to remember the file's SHA-256 across runs (True: the user's cache folder; False: only
-        in memory).
+        in memory). ``chat``: use the model's chat template when its file has one (False:
+        plain completion).
         Raises :class:`ModelFileError` with a readable reason; never passes a file it could not
         check to llama.cpp.
         """
@@ -260,7 +273,8 @@ class Engine:
             load_seconds=time.perf_counter() - started,
         )
         cache = default_hash_cache() if hash_cache is True else (hash_cache or None)
-        return cls(llm, header, info, cache)
+        fmt, note = _chat_format(llm, header) if chat else (None, "chat format turned off")
+        return cls(llm, header, info, cache, fmt, note)
 
     def close(self, timeout: float = 60.0) -> None:
         """Stop any running generation at its next token, then free the model. Safe to call
@@ -315,10 +329,28 @@ class Engine:
         with self._use() as llm:
             return list(llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False))
 
+    @property
+    def prompt_format(self) -> dict[str, Any]:
+        """How prompts reach the model, as a suggestion's provenance records it."""
+        if self.chat is not None:
+            return self.chat.describe()
+        return {**PLAIN_COMPLETION, "why": self.chat_note} if self.chat_note else PLAIN_COMPLETION
+
+    def prompt_segments(self, prompt: Prompt) -> list[str]:
+        """The prompt's segments as the model reads them: inside its chat format when it has
+        one (:mod:`portalreview.llm.chat`), else as they are."""
+        segments = [prompt] if isinstance(prompt, str) else list(prompt)
+        return self.chat.wrap(segments) if self.chat is not None else segments
+
+    def render_prompt(self, prompt: Prompt) -> str:
+        """The exact text the model reads for ``prompt`` (chat markup included)."""
+        return "".join(self.prompt_segments(prompt))
+
     def prompt_tokens(self, prompt: Prompt) -> list[int]:
         """BOS, then each segment tokenized on its own: prompts that share leading segments
-        share leading tokens exactly (what prefix reuse needs)."""
-        segments = [prompt] if isinstance(prompt, str) else list(prompt)
+        share leading tokens exactly (what prefix reuse needs). Chat markup is tokenized with
+        special tokens, text never is."""
+        segments = self.prompt_segments(prompt)
         with self._use() as llm:
             tokens = [llm.token_bos()] if _adds_bos(llm) else []
             for seg in segments:
@@ -334,12 +366,14 @@ class Engine:
         return tokens
 
     def _segment_tokens(self, llm: Any, segment: str) -> list[int]:
-        cached = self._segments.get(segment)
+        special = isinstance(segment, ChatMarkup)
+        key = (special, str(segment))
+        cached = self._segments.get(key)
         if cached is None:
-            cached = llm.tokenize(segment.encode("utf-8"), add_bos=False, special=False)
+            cached = llm.tokenize(segment.encode("utf-8"), add_bos=False, special=special)
             if len(self._segments) >= _SEGMENT_CACHE:
                 self._segments.pop(next(iter(self._segments)))
-            self._segments[segment] = cached
+            self._segments[key] = cached
         return cached
 
     def piece(self, token: int) -> bytes:
@@ -509,7 +543,7 @@ class Engine:
         tokenized with and without the option appended, and the first extra token counts. The
         options' first tokens must differ (e.g. "YES" / "NO")."""
         segments = [prompt] if isinstance(prompt, str) else list(prompt)
-        ids = self._choice_tokens(segments[-1], choices)
+        ids = self._choice_tokens(self.prompt_segments(segments)[-1], choices)
         logprobs, evaluated = self.next_token_logprobs(
             segments, reuse_prefix=reuse_prefix, cancel=cancel
         )
@@ -630,6 +664,20 @@ def _chain_parts(lib: Any, n_vocab: int, p: GenerationParams) -> list[Any]:
     ]
 
 
+def _chat_format(llm: Any, header: GgufHeader) -> tuple[ChatFormat | None, str]:
+    """The model's chat format (the BOS token left out of the markup when the engine adds it
+    to every prompt anyway), or None and why not."""
+    bos = "" if _adds_bos(llm) else _special_text(llm, llm.token_bos())
+    return format_of(header.metadata, bos_token=bos, eos_token=_special_text(llm, llm.token_eos()))
+
+
+def _special_text(llm: Any, token: int) -> str:
+    """A special token's text ("<s>"), for chat templates that write it themselves."""
+    if token < 0:
+        return ""
+    return _piece(llm, token, special=True).decode("utf-8", errors="replace")
+
+
 def _adds_bos(llm: Any) -> bool:
     import llama_cpp
 
@@ -645,13 +693,13 @@ def _common_prefix(cached: Sequence[int], tokens: Sequence[int]) -> int:
     return n
 
 
-def _piece(llm: Any, token: int) -> bytes:
+def _piece(llm: Any, token: int, special: bool = False) -> bytes:
     import llama_cpp
 
     size = 64
     while True:
         buf = (ctypes.c_char * size)()
-        n = llama_cpp.llama_token_to_piece(llm._model.vocab, token, buf, size, 0, False)
+        n = llama_cpp.llama_token_to_piece(llm._model.vocab, token, buf, size, 0, special)
         if n >= 0:
             return bytes(buf[:n])
         size = -n

@@ -28,6 +28,7 @@ suggests the rest of the answer.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 import time
@@ -427,12 +428,52 @@ SUGGESTERS: dict[str, Callable[[SuggestContext, UnitView], tuple[dict, dict]]] =
 }
 
 
+class PromptRecorder:
+    """An engine that notes the exact text of every prompt it is asked (chat markup
+    included), so that a suggestion's provenance shows the PI what the model read."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.prompts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+    def _note(self, prompt: Any) -> None:
+        text = self.engine.render_prompt(prompt)
+        if text not in self.prompts:
+            self.prompts.append(text)
+
+    def stream(self, prompt: Any, *args: Any, **kwargs: Any) -> Generation:
+        self._note(prompt)
+        return self.engine.stream(prompt, *args, **kwargs)
+
+    def complete(self, prompt: Any, *args: Any, **kwargs: Any) -> Generation:
+        self._note(prompt)
+        return self.engine.complete(prompt, *args, **kwargs)
+
+    def next_token_logprobs(self, prompt: Any, *args: Any, **kwargs: Any) -> Any:
+        self._note(prompt)
+        return self.engine.next_token_logprobs(prompt, *args, **kwargs)
+
+    def choice_probabilities(self, prompt: Any, *args: Any, **kwargs: Any) -> Any:
+        self._note(prompt)
+        return self.engine.choice_probabilities(prompt, *args, **kwargs)
+
+
 def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
     """The model's payload for one unit (raises :class:`AnswerError` when the answer does not
-    fit, :class:`Cancelled` when cancelled)."""
+    fit, :class:`Cancelled` when cancelled). Its parameters record the prompt format and
+    every prompt the model read, exactly as rendered (``prompts``)."""
     started = time.perf_counter()
-    payload, observed = SUGGESTERS[unit.kind](ctx, unit)
-    params = {**ctx.params.as_dict(), **({"observed": observed} if observed else {})}
+    recorder = PromptRecorder(ctx.engine)
+    payload, observed = SUGGESTERS[unit.kind](dataclasses.replace(ctx, engine=recorder), unit)
+    params = {
+        **ctx.params.as_dict(),
+        **({"observed": observed} if observed else {}),
+        "prompt_format": ctx.engine.prompt_format,
+        "prompts": recorder.prompts,
+    }
     return ModelAnswer(
         unit.unit_id,
         unit.kind,
@@ -635,11 +676,13 @@ def store_draft(
     params: GenerationParams | None = None,
     seconds: float = 0.0,
     finish_reason: str | None = None,
+    prompt: str = "",
 ) -> int:
     """Save a generated draft as a model-authored response of the case. Its external id names
     the case, the template and the model's hash, so a rerun finds it (resume). A response has
     no columns for how it was made, so the provenance a suggestion stores (model file and
-    SHA-256, template id and text, parameters, seed, seconds) goes into the audit log in the
+    SHA-256, template id and text, the prompt format and the exact rendered ``prompt``,
+    parameters, seed, seconds) goes into the audit log in the
     same transaction (action ``draft``; :func:`draft_provenance` reads it back)."""
     params = params or GenerationParams()
     recorder = EventRecorder(service.project)
@@ -668,6 +711,8 @@ def store_draft(
                 "seed": params.seed,
                 "seconds": seconds,
                 "finish_reason": finish_reason,
+                "prompt_format": engine.prompt_format,
+                "prompt": prompt,
             },
         )
     return response_id
@@ -748,6 +793,9 @@ def run_drafts(
                     params=params,
                     seconds=gen.seconds,
                     finish_reason=gen.finish_reason,
+                    prompt=engine.render_prompt(
+                        template.render(draft_values(template, case, service.catalogs))
+                    ),
                 )
                 report.stored.append(case.id)
         report.seconds = time.perf_counter() - started
@@ -907,7 +955,11 @@ def store_inbox_answers(
                     "urgency",
                     payload,
                     (template,),
-                    {**params.as_dict(), "observed": observed},
+                    {
+                        **params.as_dict(),
+                        "observed": observed,
+                        "prompt_format": engine.prompt_format,
+                    },
                     params.seed,
                     per_pair,
                 )

@@ -172,12 +172,14 @@ def write_model(
     seed: int = 0,
     corpus: Sequence[str] = (),
     name: str = "portalreview-random",
+    chat_template: str | None = None,
 ) -> Path:
     """Write a random-weight llama GGUF to ``path`` and return it.
 
     ``dtype``: ``"f32"``, ``"f16"`` or ``"q8_0"`` for the matrices (norms stay F32, as llama.cpp
     expects). ``corpus``: texts whose words become vocabulary pieces, so that those texts
-    tokenize about as compactly as with a trained tokenizer.
+    tokenize about as compactly as with a trained tokenizer. ``chat_template``: a Jinja2 chat
+    template to store as ``tokenizer.chat_template`` (none by default: plain completion).
     """
     import gguf  # a test/benchmark dependency
 
@@ -207,6 +209,8 @@ def write_model(
     writer.add_bos_token_id(1)
     writer.add_eos_token_id(2)
     writer.add_add_bos_token(True)
+    if chat_template is not None:
+        writer.add_chat_template(chat_template)
     for tensor_name, tshape in _tensor_plan(shape):
         if len(tshape) == 1:
             writer.add_tensor(tensor_name, np.ones(tshape, dtype=np.float32))

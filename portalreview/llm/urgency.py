@@ -293,7 +293,9 @@ def inbox_context_tokens(
         ),
         default=0,
     )
-    return len(engine.tokenize(prefix, bos=True)) + longest
+    # the chat format's markup, when the model has one (0 for plain completion)
+    markup = len(engine.prompt_tokens(["x"])) - len(engine.tokenize("x", bos=True))
+    return len(engine.tokenize(prefix, bos=True)) + longest + markup
 
 
 def check_inbox_fits(engine: Engine, template: PromptTemplate, patients: Sequence[Patient]) -> int:

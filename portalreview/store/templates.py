@@ -218,3 +218,35 @@ def latest_suggestion(
             row.template_id,
             row.created_at,
         )
+
+
+@dataclass(frozen=True)
+class SuggestionPrompts:
+    """What a model read to make a suggestion: the prompt format (chat template or plain
+    completion) and every prompt exactly as rendered. Suggestions stored before prompts were
+    recorded have none (``prompts`` empty); their template text is still there."""
+
+    suggestion_id: int
+    model_file: str
+    template_id: str
+    template_text: str
+    prompt_format: dict
+    prompts: list[str]
+
+
+def suggestion_prompts(service: StudyService, suggestion_id: int) -> SuggestionPrompts:
+    """The exact prompts behind a suggestion, for the PI (a clinician may not read them)."""
+    service._require_admin("read the prompts behind model suggestions")
+    with service.project.read() as s:
+        row = s.get(Suggestion, suggestion_id)
+        if row is None:
+            raise StoreError(f"there is no suggestion {suggestion_id}")
+        params = json.loads(row.params_json or "{}")
+        return SuggestionPrompts(
+            row.id,
+            row.model_file,
+            row.template_id,
+            row.template_text,
+            params.get("prompt_format") or {"format": "not recorded"},
+            list(params.get("prompts") or []),
+        )

@@ -81,7 +81,13 @@ class SuggestionBanner(QFrame):
         self.stop_button.setObjectName("stopSuggestion")
         self.stop_button.setToolTip("Stop computing this suggestion")
         self.stop_button.clicked.connect(controller.stop)
-        for button in (self.accept_button, self.dismiss_button, self.stop_button):
+        self.prompt_button = QPushButton("Prompt…")
+        self.prompt_button.setObjectName("suggestionPrompt")
+        self.prompt_button.setToolTip("The exact prompts the model read for this suggestion (PI)")
+        self.prompt_button.clicked.connect(controller.show_prompt)
+        self.controller = controller
+        buttons = (self.accept_button, self.dismiss_button, self.stop_button, self.prompt_button)
+        for button in buttons:
             layout.addWidget(button)
         self.setVisible(False)
 
@@ -105,6 +111,9 @@ class SuggestionBanner(QFrame):
         self.accept_button.setVisible(state == "offered")
         self.dismiss_button.setVisible(state == "offered")
         self.stop_button.setVisible(state == "working")
+        self.prompt_button.setVisible(
+            state in ("offered", "accepted", "edited") and self.controller.reads_prompts()
+        )
         self.setVisible(True)
 
 
@@ -290,6 +299,43 @@ class SuggestionController(QObject):
             f"Suggested by {model_file}. Nothing is saved until you accept ({ACCEPT_KEY}) or "
             f"edit it; {DISMISS_KEY} sets it aside.",
         )
+
+    # --- what the model read (the PI only) ------------------------------------------------------
+
+    def reads_prompts(self) -> bool:
+        session = self.window.session
+        return session is not None and session.service.viewer.sees_all
+
+    def show_prompt(self) -> None:
+        """A read-only window with the exact prompts behind the suggestion on screen."""
+        from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit, QVBoxLayout
+
+        from portalreview.llm.cli import describe_prompts
+        from portalreview.store.templates import suggestion_prompts
+
+        session = self.window.session
+        if session is None or session.suggestion_id is None or not self.reads_prompts():
+            self.window.statusBar().showMessage("There is no suggestion prompt to show.", 4000)
+            return
+        try:
+            found = suggestion_prompts(session.service, session.suggestion_id)
+        except StoreError as exc:
+            self.window.statusBar().showMessage(f"The prompt cannot be shown: {exc}", 8000)
+            return
+        dialog = QDialog(self.window)
+        dialog.setObjectName("suggestionPromptDialog")
+        dialog.setWindowTitle(f"Prompts of suggestion {found.suggestion_id}")
+        text = QPlainTextEdit(describe_prompts(found))
+        text.setReadOnly(True)
+        text.setObjectName("suggestionPromptText")
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        close.rejected.connect(dialog.reject)
+        layout = QVBoxLayout(dialog)
+        layout.addWidget(text)
+        layout.addWidget(close)
+        dialog.resize(760, 560)
+        self.prompt_dialog = dialog
+        dialog.show()
 
     # --- the person's decision ----------------------------------------------------------------
 

@@ -1,0 +1,136 @@
+"""Prompts in the model's own chat format.
+
+Instruction-tuned models (Llama 3, Qwen 2.5, Gemma, SmolLM2...) are trained on conversations
+written in their chat format, which a GGUF file carries as the Jinja2 text
+``tokenizer.chat_template``. We render that template once, with one user message holding a
+placeholder, to learn the markup that goes before a user message (system turn, role header)
+and after it (end of turn, the assistant turn's start). A prompt's segments are then wrapped:
+
+    [markup before] instructions, case A, case B (without the cue) [markup after] cue
+
+so that the instructions stay a shared first part (prefix reuse and the urgency probabilities
+in both orders work as before) and the answer cue ("Answer:", "JSON:") opens the assistant's
+turn, where the options " YES" / " NO" or the grammar-constrained JSON follow. Markup segments
+are :class:`ChatMarkup` and are tokenized with special tokens; every other segment is text and
+never is, so a patient message holding "<|im_end|>" cannot end the turn. A model whose file
+has no template, or one we cannot render, keeps plain completion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CHAT_TEMPLATE_KEY = "tokenizer.chat_template"
+# A cue is the template's last line when it is this short ("Answer:", "Rewritten reply:").
+MAX_CUE_CHARS = 40
+_PLACEHOLDER = "PORTALREVIEW-USER-MESSAGE-7f3c"
+
+
+class ChatMarkup(str):
+    """A piece of the chat format's markup: tokenized with special tokens."""
+
+    __slots__ = ()
+
+
+class ChatTemplateError(ValueError):
+    """The model's chat template cannot be used (it fails to render, or has no user turn)."""
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """The markup around one user message, from a model's chat template."""
+
+    before: str
+    after: str
+    template_sha256: str
+
+    def wrap(self, segments: Sequence[str]) -> list[str]:
+        """The prompt's segments inside a user turn, the last line (the cue) after the
+        assistant turn's start. Already-wrapped prompts are returned as they are."""
+        parts = [s for s in segments if s]
+        if not parts or isinstance(parts[0], ChatMarkup):
+            return parts
+        body, cue = split_cue(parts[-1])
+        content = [*parts[:-1], body]
+        content[0] = content[0].lstrip()
+        content[-1] = content[-1].rstrip()
+        wrapped: list[str] = [ChatMarkup(self.before), *(str(c) for c in content if c)]
+        wrapped.append(ChatMarkup(self.after))
+        if cue:
+            wrapped.append(cue)
+        return wrapped
+
+    def describe(self) -> dict[str, Any]:
+        """What a suggestion's provenance records of the format."""
+        return {
+            "format": "chat",
+            "chat_template_sha256": self.template_sha256,
+            "before": self.before,
+            "after": self.after,
+        }
+
+
+PLAIN_COMPLETION: dict[str, Any] = {"format": "completion"}
+
+
+def split_cue(text: str) -> tuple[str, str]:
+    """``(body, cue)``: the cue is the last line when it is short, else empty."""
+    cut = text.rfind("\n")
+    if cut < 0:
+        return text, ""
+    cue = text[cut + 1 :]
+    if not cue.strip() or len(cue) > MAX_CUE_CHARS:
+        return text, ""
+    return text[:cut], cue
+
+
+def chat_format(template: str, *, bos_token: str = "", eos_token: str = "") -> ChatFormat:
+    """Learn the markup around a user message from a Jinja2 chat template, rendered in a
+    sandbox the way Hugging Face and llama.cpp render it (``add_generation_prompt``).
+    ``bos_token``: pass "" when the engine adds the BOS token itself."""
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message: str) -> None:
+        raise ChatTemplateError(f"the chat template refused the prompt: {message}")
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    try:
+        text = env.from_string(template).render(
+            messages=[{"role": "user", "content": _PLACEHOLDER}],
+            add_generation_prompt=True,
+            bos_token=bos_token,
+            eos_token=eos_token,
+        )
+    except ChatTemplateError:
+        raise
+    except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ChatTemplateError(f"the model's chat template does not render: {exc}") from exc
+    if text.count(_PLACEHOLDER) != 1:
+        raise ChatTemplateError("the model's chat template does not show the user's message")
+    before, after = text.split(_PLACEHOLDER)
+    if not after.strip():
+        raise ChatTemplateError("the model's chat template has no assistant turn to answer in")
+    digest = hashlib.sha256(template.encode("utf-8")).hexdigest()
+    return ChatFormat(before, after, digest)
+
+
+def format_of(metadata: dict[str, Any], **tokens: str) -> tuple[ChatFormat | None, str]:
+    """The chat format of a model file's metadata, or None with the reason plain completion
+    is used."""
+    template = metadata.get(CHAT_TEMPLATE_KEY)
+    if not isinstance(template, str) or not template.strip():
+        return None, "the model file has no chat template"
+    try:
+        return chat_format(template, **tokens), ""
+    except ChatTemplateError as exc:
+        return None, str(exc)
+
+
+def rendered(segments: Sequence[str]) -> str:
+    """The prompt exactly as the model reads it (markup included)."""
+    return "".join(segments)
