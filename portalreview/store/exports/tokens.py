@@ -27,7 +27,7 @@ class Token:
 
 def tokenize(text: str, spans: Iterable[tuple[int, int]] = ()) -> list[Token]:
     """Tokens of ``text``, cut at every start and end of ``spans``; a single space after a
-    token is folded into that token's ``ws`` unless a span covers the space."""
+    token is folded into that token's ``ws`` unless a span starts at it or ends with it."""
     spans = list(spans)
     cuts = sorted({x for span in spans for x in span})
     pieces: list[tuple[int, int]] = []
@@ -40,7 +40,7 @@ def tokenize(text: str, spans: Iterable[tuple[int, int]] = ()) -> list[Token]:
             and tokens
             and not tokens[-1].ws
             and not text[tokens[-1].start : tokens[-1].end].isspace()
-            and not any(s <= start < e for s, e in spans)
+            and not any(s == start or e == end for s, e in spans)
         )
         if folds:
             last = tokens[-1]
