@@ -262,8 +262,10 @@ def _ls_region(region: dict, data: dict, objects: dict, controls: dict, where: s
     if LS_CONTROL_TYPES[control.tag] != region["type"]:
         errors.append(f"{where}: type {region['type']!r} does not fit <{control.tag}>")
     targets = control.get("toName", "").split(",")
-    # Pairwise results name the control itself as to_name (Label Studio's Pairwise model and
-    # the SDK's PairwiseTag.label both set from_name == to_name).
+    # Pairwise results name the Pairwise tag itself as to_name: Label Studio's editor registers
+    # Pairwise as an object type and creates its result with createResult({}, {selected},
+    # self, self.name) (web/libs/editor/src/tags/control/Pairwise.js); the SDK's
+    # PairwiseTag.label does the same.
     allowed = [control.get("name")] if control.tag == "Pairwise" else targets
     if region["to_name"] not in allowed:
         errors.append(f"{where}: to_name {region['to_name']!r} is not one of {allowed}")

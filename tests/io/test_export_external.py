@@ -73,6 +73,23 @@ def test_label_studio_files_follow_label_studio_rules(project, full, tmp_path):
         assert len(tasks) == 1  # the small study has one unit per kind
 
 
+def test_label_studio_sdk_accepts_configs_and_regions(project, full, tmp_path):
+    """Label Studio's own SDK, where installed (not a dependency of PortalReview): it parses
+    each config and checks each region against its control tag."""
+    sdk = pytest.importorskip("label_studio_sdk.label_interface")
+    export_external(project, "labelstudio", tmp_path / "ls")
+    for kind in ("respond", "rank", "urgency", "eppc", "match"):
+        interface = sdk.LabelInterface((tmp_path / "ls" / f"{kind}.xml").read_text("utf-8"))
+        interface.validate()
+        tasks = json.loads((tmp_path / "ls" / f"{kind}.json").read_text(encoding="utf-8"))
+        for region in (r for t in tasks for a in t["annotations"] for r in a["result"]):
+            if region["type"] == "pairwise":
+                # the SDK's validator wants a compared object as to_name, where the editor
+                # writes the Pairwise tag's own name (see external_rules._ls_region)
+                region = {**region, "to_name": "case_a"}
+            assert interface.validate_region(region, return_errors=True) == [], (kind, region)
+
+
 def test_label_studio_rules_catch_what_label_studio_refuses(project, full, tmp_path):
     export_external(project, "labelstudio", tmp_path / "ls")
     tasks = json.loads((tmp_path / "ls" / "eppc.json").read_text(encoding="utf-8"))
