@@ -349,3 +349,35 @@ def test_cli_exports_each_format(project, full, tmp_path, capsys):
         )
         == 2
     )
+
+
+def test_an_edited_draft_goes_to_label_studio_not_redcap(project, full, tmp_path):
+    svc = full.service
+    edit_set = svc.create_unit_set("edit drafts", "respond")
+    unit = svc.add_unit(edit_set, full.case1, response_id=full.draft2)
+    svc.assign(unit, full.ben)
+    final = "I am sorry you are in pain. Please go to the ER now."
+    svc.save_answer(
+        unit,
+        {"mode": "edit_draft", "base_response_id": full.draft2, "final_text": final},
+        status="submitted",
+        annotator_id=full.ben,
+    )
+    export_external(project, "labelstudio", tmp_path / "ls")
+    tasks = json.loads((tmp_path / "ls" / "respond.json").read_text(encoding="utf-8"))
+    config = (tmp_path / "ls" / "respond.xml").read_text(encoding="utf-8")
+    assert check_label_studio(tasks, config) == []
+    (task,) = [t for t in tasks if t["meta"]["unit_set"] == "edit drafts"]
+    assert (
+        task["data"]["draft"]
+        == "I am sorry you are in pain. Please go to the emergency room right away."
+    )
+    (region,) = task["annotations"][0]["result"]
+    assert (region["from_name"], region["to_name"], region["value"]) == (
+        "edited_text",
+        "draft",
+        {"text": [final]},
+    )
+    export_external(project, "redcap", tmp_path / "rc")
+    rows = read_csv(tmp_path / "rc" / "redcap_records.csv")
+    assert sorted(r[2] for r in rows[1:]) == ["ava", "ben"]  # ben's theme-guided draft only

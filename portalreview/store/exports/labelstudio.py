@@ -42,7 +42,6 @@ class _Build:
         self.emails = annotator_emails(
             sorted({a["annotator"] for a in snapshot.answers}), email_domain
         )
-        self.numbers: dict[int, int] = {}
 
     def annotation(self, number: int, answer: Row, result: list[dict]) -> dict:
         return {
