@@ -138,9 +138,18 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from portalreview.store.exporters import export_project
+    from portalreview.store.exports import EXTERNAL_FORMATS, export_external
 
+    external = args.format in EXTERNAL_FORMATS
+    if args.unit_set and not external:
+        raise CliError(f"--unit-set applies to the {', '.join(EXTERNAL_FORMATS)} exports")
     with Project.open(_project_path(args.path), read_only=True) as project:
-        written = export_project(project, args.format, Path(args.output))
+        if external:
+            written = export_external(
+                project, args.format, Path(args.output), unit_sets=args.unit_set
+            )
+        else:
+            written = export_project(project, args.format, Path(args.output))
     print(f"Wrote {len(written)} file(s) to {args.output}")
     return 0
 
@@ -386,8 +395,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     exp = verbs.add_parser("export", help="export the whole study (see docs/formats.md)")
     exp.add_argument("path", help="the project file")
-    exp.add_argument("--format", choices=("jsonl", "csv", "xlsx"), default="jsonl")
-    exp.add_argument("-o", "--output", required=True, help="a folder (jsonl, csv) or .xlsx file")
+    exp.add_argument(
+        "--format",
+        choices=("jsonl", "csv", "xlsx", "labelstudio", "prodigy", "redcap"),
+        default="jsonl",
+    )
+    exp.add_argument("-o", "--output", required=True, help="a folder, or the .xlsx file")
+    exp.add_argument(
+        "--unit-set",
+        action="append",
+        metavar="NAME",
+        help="labelstudio/prodigy/redcap: only the units of this set (may repeat)",
+    )
     exp.set_defaults(func=cmd_export)
 
     rep = verbs.add_parser("report", help="agreement and every measure of the papers")

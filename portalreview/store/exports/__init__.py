@@ -1,0 +1,73 @@
+"""Exports for the tools researchers already use (docs/formats.md, "Exports for other tools"):
+
+* ``labelstudio``: Label Studio task JSON with annotations, and the labeling config XML that
+  matches their result regions, one pair of files per annotation kind;
+* ``prodigy``: Prodigy JSONL tasks (text, tokens, spans, answer) for the span kinds;
+* ``redcap``: a REDCap data import CSV of the theme-guided responses and the data dictionary
+  CSV that creates the matching instrument.
+
+Each writes a folder. Nothing is written when the export is refused (:class:`ExportFailed`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from portalreview.store.exporters import ExportFailed
+from portalreview.store.exports.snapshot import Snapshot, read_snapshot
+from portalreview.store.project import Project
+
+EXTERNAL_FORMATS = ("labelstudio", "prodigy", "redcap")
+
+__all__ = ["EXTERNAL_FORMATS", "ExportFailed", "export_external"]
+
+
+def export_external(
+    project: Project, fmt: str, out: Path, *, unit_sets: Iterable[str] | None = None
+) -> list[Path]:
+    """Write the project in an external tool's format into the folder ``out`` and return the
+    paths written; ``unit_sets`` limits the export to the units of those sets."""
+    from portalreview.store.exports import labelstudio, prodigy, redcap
+
+    writers: dict[str, Callable[[Snapshot], dict[str, bytes]]] = {
+        "labelstudio": labelstudio.build,
+        "prodigy": prodigy.build,
+        "redcap": redcap.build,
+    }
+    if fmt not in writers:
+        raise ExportFailed(f"unknown export format {fmt!r}; choose {', '.join(writers)}")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ExportFailed(f"{out} is a file; a {fmt} export is written into a folder")
+    snapshot = read_snapshot(project)
+    if unit_sets is not None:
+        snapshot = _only_sets(snapshot, list(unit_sets))
+    files = writers[fmt](snapshot)  # everything is built before anything is written
+    out.mkdir(parents=True, exist_ok=True)
+    return [_write_atomic(out / name, data) for name, data in files.items()]
+
+
+def _only_sets(snapshot: Snapshot, names: list[str]) -> Snapshot:
+    known = {key[0] for key in snapshot.units}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ExportFailed(
+            f"no unit set named {', '.join(map(repr, unknown))}; "
+            f"the sets with units are {', '.join(sorted(known)) or 'none'}"
+        )
+    snapshot.units = {k: u for k, u in snapshot.units.items() if k[0] in names}
+    snapshot.answers = [a for a in snapshot.answers if a["unit"]["set"] in names]
+    return snapshot
+
+
+def _write_atomic(path: Path, data: bytes) -> Path:
+    """Write through a temporary file and rename it, so a failure leaves no half file."""
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path
