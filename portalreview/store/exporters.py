@@ -12,7 +12,6 @@ Everything is read in one read transaction, so the files are one consistent snap
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from portalreview import __version__
 from portalreview.store.catalog_store import read_catalogs
+from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
 from portalreview.store.importers.portable import (
     UNIT_REFS,
@@ -395,13 +395,20 @@ def cell_text(value: Any) -> str:
 
 
 def _write_csv(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
+    """Texts quoted, and escaped so that a spreadsheet cannot run them as formulas (the
+    reader undoes it: store/csv_cells.py); numbers bare."""
+
     def write(target: Path) -> None:
         with target.open("w", encoding="utf-8-sig", newline="") as fh:
-            writer = csv.writer(fh)
+            writer = safe_writer(fh)
             writer.writerow(columns)
-            writer.writerows([cell_text(row[c]) for c in columns] for row in rows)
+            writer.writerows(safe_row(_csv_value(row[c]) for c in columns) for row in rows)
 
     return _replace(path, write)
+
+
+def _csv_value(value: Any) -> Any:
+    return cell_text(value) if isinstance(value, dict | list) else value
 
 
 def _write_xlsx(path: Path, meta: dict, tables: dict[str, Table]) -> Path:
