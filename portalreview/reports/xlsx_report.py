@@ -21,6 +21,7 @@ Long work takes ``progress(done, total)`` and ``cancel() -> bool`` (a cancel rai
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -49,6 +50,8 @@ EXCEL_CELL_LIMIT = 32_767
 CHART_ROWS = 19  # rows of 15 points kept free below a table for its 9 cm chart
 _ILLEGAL = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
 _SHEET_CHARS = re.compile(r"[\[\]:*?/\\]")
+
+log = logging.getLogger(__name__)
 
 
 # --- the model: sheets of tables of cells --------------------------------------------------------
@@ -2359,6 +2362,7 @@ def write_workbook(sheets: Sequence[Sheet], out: Path, steps: Steps | None = Non
         os.replace(temporary, out)
     finally:
         temporary.unlink(missing_ok=True)
+    log.info("report written: %s (xlsx, %d sheets)", out, len(sheets))
     return out
 
 
@@ -2463,6 +2467,7 @@ def write_csv_report(
     written.append(path)
     steps.step()
     steps.finish()
+    log.info("report written: %s (csv, %d tables)", folder, len(tables))
     return written
 
 

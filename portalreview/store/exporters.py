@@ -13,6 +13,7 @@ Everything is read in one read transaction, so the files are one consistent snap
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +62,7 @@ from portalreview.store.models import (
 from portalreview.store.project import Project
 from portalreview.store.service import CHART_SECTIONS, chart_text_of
 
+log = logging.getLogger(__name__)
 FORMATS = ("jsonl", "csv", "xlsx")
 EXCEL_CELL_LIMIT = 32_767
 Row = dict[str, Any]
@@ -82,12 +84,15 @@ def export_project(project: Project, fmt: str, out: Path) -> list[Path]:
     if fmt != "xlsx" and out.exists() and not out.is_dir():
         raise ExportFailed(f"{out} is a file; a {fmt} export is written into a folder")
     if fmt == "xlsx":
-        return [_write_xlsx(out, meta, tables)]
-    out.mkdir(parents=True, exist_ok=True)
-    written = [_write_json(out / "project.json", meta)]
-    writer = _write_jsonl if fmt == "jsonl" else _write_csv
-    for name, (columns, rows) in tables.items():
-        written.append(writer(out / f"{name}.{fmt}", columns, rows))
+        written = [_write_xlsx(out, meta, tables)]
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        written = [_write_json(out / "project.json", meta)]
+        writer = _write_jsonl if fmt == "jsonl" else _write_csv
+        for name, (columns, rows) in tables.items():
+            written.append(writer(out / f"{name}.{fmt}", columns, rows))
+    counts = ", ".join(f"{len(rows)} {name}" for name, (_, rows) in tables.items())
+    log.info("export written: %s (%s; %s)", out, fmt, counts)
     return written
 
 
