@@ -172,13 +172,22 @@ def setup_logging(where: str) -> Path | None:
     return path
 
 
+class _PrivateFileHandler(logging.handlers.RotatingFileHandler):
+    """Every log file (the first, and each one after a rotation) readable by its user only:
+    other people on a shared workstation cannot read it."""
+
+    def _open(self):
+        if os.name == "posix":
+            os.close(os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+            os.chmod(self.baseFilename, 0o600)
+        return super()._open()
+
+
 def _open_handler(path: Path) -> logging.handlers.RotatingFileHandler:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    handler = logging.handlers.RotatingFileHandler(
+    handler = _PrivateFileHandler(
         path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", delay=False
     )
-    if os.name == "posix":
-        os.chmod(path, 0o600)  # other users of a shared workstation cannot read it
     handler.setFormatter(_Formatter())
     return handler
 
