@@ -17,6 +17,7 @@ from io_support import full_study
 from openpyxl import load_workbook
 
 from portalreview.reports.xlsx_report import write_csv_report, write_xlsx_report
+from portalreview.store.audit_verify import verify_export
 from portalreview.store.csv_cells import (
     escape_formula,
     safe_row,
@@ -145,6 +146,8 @@ def test_data_export_csv_is_safe_and_imports_back(hostile, tmp_path):
     seed = suggestions[0].index("seed")
     assert suggestions[-1][seed] == "-3"  # a number: written bare, no quote before it
     assert ",-3," in (out / "suggestions.csv").read_text(encoding="utf-8-sig")
+
+    assert verify_export(out).ok  # the audit chain still checks out from the CSV files
 
     fresh = Project.create(tmp_path / "copy.prproj", name="Test study")
     import_files(fresh, [out])
