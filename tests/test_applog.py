@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,22 @@ def test_a_command_line_session_is_logged_without_texts(logs, tmp_path, capsys):
         assert expected in text, expected
     for word in SECRET.split():
         assert word not in text
+
+
+def test_loading_a_model_is_logged(logs, tmp_path):
+    from portalreview.llm.engine import Engine
+    from portalreview.llm.testing_model import TINY, prompt_corpus, write_model
+
+    path = write_model(tmp_path / "tiny.gguf", TINY, corpus=prompt_corpus())
+    setup_logging("gui")
+    with Engine.load(path, gpu=False, hash_cache=False) as engine:
+        size = engine.info.size_bytes
+    text = (logs / "portalreview.log").read_text(encoding="utf-8")
+    assert re.search(
+        rf"model loaded: tiny\.gguf \({size} bytes, CPU, 0/{TINY.n_layer} layers on the GPU, "
+        r"context \d+\) in \d+\.\d\d s",
+        text,
+    )
 
 
 CRASH = """
