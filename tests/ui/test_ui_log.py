@@ -82,3 +82,21 @@ def test_help_opens_the_log_folder(qtbot, gui, tmp_path, monkeypatch, logs):
     item.trigger()
     assert [url.toLocalFile() for url in opened] == [str(logs)]
     window.close()
+
+
+def test_a_failed_background_task_is_logged_with_its_traceback(logs):
+    from portalreview.ui.workers import Worker
+
+    def read_the_file(text: str) -> None:
+        raise ValueError(f"row 2 holds {text!r}")
+
+    applog.setup_logging("gui")
+    failures = []
+    worker = Worker(read_the_file, "Quendrilax wheezing")
+    worker.signals.failed.connect(lambda message, exc: failures.append(message))
+    worker.run()  # on this thread: what a pool thread runs
+    assert failures == ["row 2 holds 'Quendrilax wheezing'"]  # the person still sees it all
+    text = (logs / "portalreview.log").read_text(encoding="utf-8")
+    assert "ERROR" in text and "background task " in text and "read_the_file failed" in text
+    assert "Traceback (most recent call last):" in text and ", in read_the_file\n" in text
+    assert "ValueError: row 2 holds '<19 chars>'" in text and "Quendrilax" not in text
