@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from portalreview import __version__
+from portalreview.applog import setup_logging
 from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StudyService
 
 EXIT_USAGE = 2
+log = logging.getLogger(__name__)
 
 
 class CliError(Exception):
@@ -560,11 +564,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         return open_app(path, opened.as_annotator)
     args = parser.parse_args(argv)
+    setup_logging("cli")
+    started = time.perf_counter()
+    log.info("command %s", args.verb)  # only the verb: arguments may name patient files
     try:
-        return args.func(args)
+        status = args.func(args)
     except (ProjectError, CliError, ValueError, PermissionError) as exc:
         print(f"portalreview {args.verb}: {exc}", file=sys.stderr)
+        log.warning("command %s failed: %s: %s", args.verb, type(exc).__name__, exc)
         return EXIT_USAGE
+    log.info("command %s done (status %s) in %.3f s", args.verb, status, _since(started))
+    return status
+
+
+def _since(started: float) -> float:
+    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The program's log file (portalreview/applog.py) goes to a temporary folder, never the
+# real per-user one; tests of the log point it at their own folder.
+os.environ.setdefault("PORTALREVIEW_LOG_DIR", tempfile.mkdtemp(prefix="portalreview-test-log-"))
 
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService

@@ -57,6 +57,7 @@ from portalreview.llm.model_file import (
     read_header,
 )
 
+log = logging.getLogger(__name__)
 _LOAD_LOCK = threading.Lock()
 _SEGMENT_CACHE = 4096  # tokenized prompt segments kept (an inbox repeats each text 58 times)
 Prompt = str | Sequence[str]
@@ -273,6 +274,16 @@ class Engine:
             load_seconds=time.perf_counter() - started,
         )
         cache = default_hash_cache() if hash_cache is True else (hash_cache or None)
+        log.info(
+            "model loaded: %s (%d bytes, %s, %d/%d layers on the GPU, context %d) in %.2f s",
+            Path(header.path).name,
+            header.file_size,
+            info.device,
+            info.gpu_layers,
+            n_layers,
+            info.n_ctx,
+            info.load_seconds,
+        )
         fmt, note = _chat_format(llm, header) if chat else (None, "chat format turned off")
         return cls(llm, header, info, cache, fmt, note)
 

@@ -13,6 +13,7 @@ fractions can move in the 8th digit with the BLAS thread count, see docs/report.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -157,6 +158,7 @@ def write_json_report(
     out = Path(out_path)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
     out.write_text(text + "\n", encoding="utf-8")
+    logging.getLogger(__name__).info("report written: %s (json)", out)
     return out
 
 

@@ -20,8 +20,8 @@ Long work takes ``progress(done, total)`` and ``cancel() -> bool`` (a cancel rai
 
 from __future__ import annotations
 
-import csv
 import json
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -35,6 +35,7 @@ from sqlalchemy import text as sql
 from portalreview import __version__
 from portalreview.metrics.urgency import ndcg_at_k, t_ndcg_at_k
 from portalreview.reports.json_report import build_report
+from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.models import Answer, AuditEntry, Suggestion
 from portalreview.store.project import Project
@@ -49,6 +50,8 @@ EXCEL_CELL_LIMIT = 32_767
 CHART_ROWS = 19  # rows of 15 points kept free below a table for its 9 cm chart
 _ILLEGAL = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
 _SHEET_CHARS = re.compile(r"[\[\]:*?/\\]")
+
+log = logging.getLogger(__name__)
 
 
 # --- the model: sheets of tables of cells --------------------------------------------------------
@@ -2159,8 +2162,8 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
         if isinstance(value, str):
             value = _text(value)
         cell = WriteOnlyCell(ws, value=value)
-        if isinstance(value, str) and value.startswith("="):
-            cell.data_type = "s"  # text, never a formula
+        if isinstance(value, str):
+            cell.data_type = "s"  # text, never a formula ("=...") or an error code ("#N/A")
         if font is not None:
             cell.font = font
         if fmt is not None and isinstance(value, int | float) and not isinstance(value, bool):
@@ -2359,6 +2362,7 @@ def write_workbook(sheets: Sequence[Sheet], out: Path, steps: Steps | None = Non
         os.replace(temporary, out)
     finally:
         temporary.unlink(missing_ok=True)
+    log.info("report written: %s (xlsx, %d sheets)", out, len(sheets))
     return out
 
 
@@ -2433,7 +2437,9 @@ def write_csv_report(
     cancel: CancelFn | None = None,
 ) -> list[Path]:
     """The same tables as the workbook, one CSV file per table in the folder ``out_dir``
-    (UTF-8 with a byte-order mark, so that Excel reads accents), plus ``report.json``."""
+    (UTF-8 with a byte-order mark, so that Excel reads accents), plus ``report.json``. Texts
+    are quoted and a text that a spreadsheet would run as a formula gets a leading ``'``;
+    numbers (negative ones too) stay numbers (docs/formats.md)."""
     from portalreview.store.models import utc_now
 
     folder = Path(out_dir)
@@ -2449,9 +2455,9 @@ def write_csv_report(
     for table in tables:
         path = folder / f"{table.key}.csv"
         with path.open("w", encoding="utf-8-sig", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(table.headers)
-            writer.writerows([_csv_value(c.value) for c in row] for row in table.rows)
+            writer = safe_writer(fh)  # no text runs as a formula (store/csv_cells.py)
+            writer.writerow(safe_row(table.headers))
+            writer.writerows(safe_row(c.value for c in row) for row in table.rows)
         written.append(path)
         steps.step()
     path = folder / "report.json"
@@ -2461,17 +2467,8 @@ def write_csv_report(
     written.append(path)
     steps.step()
     steps.finish()
+    log.info("report written: %s (csv, %d tables)", folder, len(tables))
     return written
-
-
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    return value
 
 
 __all__ = [

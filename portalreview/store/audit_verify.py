@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from portalreview.store.csv_cells import unescape_formula
 from portalreview.store.models import AuditEntry
 from portalreview.store.project import Project
 from portalreview.store.service import GENESIS_HASH, audit_hash
@@ -143,8 +144,10 @@ def read_exported_log(path: Path) -> list[dict[str, Any]]:
             return [json.loads(line) for line in fh if line.strip()]
     if suffix == ".csv":
         csv.field_size_limit(2**31 - 1)
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            return list(csv.DictReader(fh))
+        with path.open(encoding="utf-8-sig", newline="") as fh:  # cells as the export wrote
+            return [  # them, less the quote that keeps a spreadsheet from running a formula
+                {k: unescape_formula(v) for k, v in row.items()} for row in csv.DictReader(fh)
+            ]
     if suffix == ".xlsx":
         from openpyxl import load_workbook
 

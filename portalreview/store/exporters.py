@@ -12,8 +12,8 @@ Everything is read in one read transaction, so the files are one consistent snap
 
 from __future__ import annotations
 
-import csv
 import json
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from portalreview import __version__
 from portalreview.store.catalog_store import read_catalogs
+from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
 from portalreview.store.importers.portable import (
     UNIT_REFS,
@@ -61,6 +62,7 @@ from portalreview.store.models import (
 from portalreview.store.project import Project
 from portalreview.store.service import CHART_SECTIONS, chart_text_of
 
+log = logging.getLogger(__name__)
 FORMATS = ("jsonl", "csv", "xlsx")
 EXCEL_CELL_LIMIT = 32_767
 Row = dict[str, Any]
@@ -82,12 +84,15 @@ def export_project(project: Project, fmt: str, out: Path) -> list[Path]:
     if fmt != "xlsx" and out.exists() and not out.is_dir():
         raise ExportFailed(f"{out} is a file; a {fmt} export is written into a folder")
     if fmt == "xlsx":
-        return [_write_xlsx(out, meta, tables)]
-    out.mkdir(parents=True, exist_ok=True)
-    written = [_write_json(out / "project.json", meta)]
-    writer = _write_jsonl if fmt == "jsonl" else _write_csv
-    for name, (columns, rows) in tables.items():
-        written.append(writer(out / f"{name}.{fmt}", columns, rows))
+        written = [_write_xlsx(out, meta, tables)]
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        written = [_write_json(out / "project.json", meta)]
+        writer = _write_jsonl if fmt == "jsonl" else _write_csv
+        for name, (columns, rows) in tables.items():
+            written.append(writer(out / f"{name}.{fmt}", columns, rows))
+    counts = ", ".join(f"{len(rows)} {name}" for name, (_, rows) in tables.items())
+    log.info("export written: %s (%s; %s)", out, fmt, counts)
     return written
 
 
@@ -395,13 +400,20 @@ def cell_text(value: Any) -> str:
 
 
 def _write_csv(path: Path, columns: tuple[str, ...], rows: list[Row]) -> Path:
+    """Texts quoted, and escaped so that a spreadsheet cannot run them as formulas (the
+    reader undoes it: store/csv_cells.py); numbers bare."""
+
     def write(target: Path) -> None:
         with target.open("w", encoding="utf-8-sig", newline="") as fh:
-            writer = csv.writer(fh)
+            writer = safe_writer(fh)
             writer.writerow(columns)
-            writer.writerows([cell_text(row[c]) for c in columns] for row in rows)
+            writer.writerows(safe_row(_csv_value(row[c]) for c in columns) for row in rows)
 
     return _replace(path, write)
+
+
+def _csv_value(value: Any) -> Any:
+    return cell_text(value) if isinstance(value, dict | list) else value
 
 
 def _write_xlsx(path: Path, meta: dict, tables: dict[str, Table]) -> Path:

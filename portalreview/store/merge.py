@@ -38,7 +38,6 @@ restored from an older backup); refusals change nothing.
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
 import json
 import os
@@ -54,6 +53,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.kinds import PayloadError
 from portalreview.store.migrations import SCHEMA_VERSION
 from portalreview.store.models import (
@@ -1035,17 +1035,17 @@ def write_conflicts(conflicts: Iterable[Conflict], path: str | os.PathLike) -> P
         "base",
     )
     with path.open("w", encoding="utf-8-sig", newline="") as fh:
-        writer = csv.writer(fh)
+        writer = safe_writer(fh)  # for a spreadsheet: no text runs as a formula
         writer.writerow(columns)
         for c in conflicts:
             row = c.to_dict()
             writer.writerow(
-                [
+                safe_row(
                     json.dumps(row[k], ensure_ascii=False, sort_keys=True)
                     if isinstance(row[k], dict) or row[k] is None
                     else row[k]
                     for k in columns
-                ]
+                )
             )
     return path
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import filecmp
+import logging
 import os
 import re
 import sqlite3
@@ -47,6 +48,8 @@ from portalreview.store import migrations
 from portalreview.store.lock import LockHolder, ProjectLock
 from portalreview.store.models import Base, ProjectMeta, utc_now
 from portalreview.store.schema_sql import trigger_statements
+
+log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x50525256  # "PRRV"
 SUFFIX = ".prproj"
@@ -378,9 +381,17 @@ class Project:
         and (for writing) make the automatic backup, reporting its ``progress(done, total)``
         in pages. ``automatic_backup=False`` is for the program's own temporary files (an
         offline copy being written), which nobody works in."""
-        return cls._open(
+        started = time.perf_counter()
+        project = cls._open(
             Path(path), read_only, automatic_backup=automatic_backup, progress=progress
         )
+        log.info(
+            "project opened: %s (%s) in %.3f s",
+            project.path,
+            "read-only" if read_only else "for writing",
+            time.perf_counter() - started,
+        )
+        return project
 
     @classmethod
     def _open(

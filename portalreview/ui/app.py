@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from portalreview.applog import setup_logging
 from portalreview.ui.main_window import APP_NAME, MainWindow, apply_color_scheme
 from portalreview.ui.settings import APPLICATION, ORGANIZATION, Preferences
 
@@ -25,6 +26,7 @@ def application(argv: list[str] | None = None) -> QApplication:
 
 def run_app(path: Path | None = None, annotator: str | None = None) -> int:
     """Show the main window (opening ``path`` if given) and run until it closes."""
+    setup_logging("gui")
     app = application()
     prefs = Preferences()
     apply_color_scheme(prefs.color_scheme())

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import math
 import os
 import time
@@ -237,6 +238,7 @@ def export_json(out: str | os.PathLike, computed: Computed) -> Path:
         os.replace(temporary, out)
     finally:
         temporary.unlink(missing_ok=True)
+    logging.getLogger(__name__).info("report written: %s (json, from the dashboard)", out)
     return out
 
 

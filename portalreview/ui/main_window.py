@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
     QCloseEvent,
     QColor,
+    QDesktopServices,
     QGuiApplication,
     QKeySequence,
     QPalette,
@@ -38,6 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from portalreview import __version__
+from portalreview.applog import log_dir
 from portalreview.store.project import (
     SUFFIX,
     Project,
@@ -219,6 +221,11 @@ class MainWindow(QMainWindow):
         self.act_switch_user = self._action("Sign in as someone &else…", self.switch_user)
         self.act_shortcuts = self._action("&Keyboard shortcuts", self.show_shortcuts, "F1")
         self.act_about = self._action("&About PortalReview", self.show_about)
+        self.act_log_folder = self._action(
+            "Open &log folder",
+            self.open_log_folder,
+            tip="Show the folder of PortalReview's log file (for support: no patient text in it)",
+        )
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -252,7 +259,7 @@ class MainWindow(QMainWindow):
         self.tools_menu = bar.addMenu("&Tools")
         self.tools_menu.aboutToShow.connect(self._fill_tools_menu)
         help_menu = bar.addMenu("&Help")
-        help_menu.addActions([self.act_shortcuts, self.act_about])
+        help_menu.addActions([self.act_shortcuts, self.act_log_folder, self.act_about])
 
     def _build_toolbar(self) -> None:
         bar = QToolBar("Navigation")
@@ -812,6 +819,17 @@ class MainWindow(QMainWindow):
             "Keyboard shortcuts",
             f"<table cellspacing=6>{''.join(sorted(set(rows)))}</table>{editor_help}",
         )
+
+    def open_log_folder(self) -> None:
+        """Show the log folder in the system's file manager (docs/deployment.md)."""
+        folder = log_dir()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            QMessageBox.warning(self, APP_NAME, f"The log folder {folder} cannot be made: {exc}")
+            return
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
+            QMessageBox.information(self, APP_NAME, f"PortalReview's log is in\n{folder}")
 
     def show_about(self) -> None:
         QMessageBox.about(

@@ -11,6 +11,7 @@ typed is lost or saved out of order.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 
@@ -21,6 +22,7 @@ from portalreview.store.kinds.base import PayloadError
 from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
 from portalreview.tasks.common.editor_base import Editor
 
+log = logging.getLogger(__name__)
 AUTOSAVE_MS = 400
 IDLE_SECONDS = 60.0
 _ACTIVITY = {
@@ -196,6 +198,7 @@ class AnnotationSession(QObject):
             **fields,
         )
         unit_id = self.unit.unit_id
+        started = time.perf_counter()
         try:
             try:
                 view = self.service.save_answer(unit_id, payload, status=status, **kwargs)
@@ -206,8 +209,25 @@ class AnnotationSession(QObject):
                 view = self.service.save_answer(unit_id, payload, status="draft", **kwargs)
                 refused = str(exc)
         except (PayloadError, StoreError, PermissionError) as exc:
+            log.warning(
+                "answer not saved: unit %s (%s): %s: %s",
+                unit_id,
+                self.unit.kind,
+                type(exc).__name__,
+                exc,
+            )
             self.save_failed.emit(f"Not saved: {exc}")
             return None
+        # ids, kind, status and time only: never the answer's text
+        log.info(
+            "answer saved: unit %s (%s), answer %s, %s%s in %.0f ms",
+            unit_id,
+            view.kind,
+            view.answer_id,
+            view.status,
+            " (submission refused: still a draft)" if refused else "",
+            (time.perf_counter() - started) * 1000,
+        )
         self.answer = view
         if self.suggestion_state == "offered":
             self.suggestion_state = "edited"

@@ -5,6 +5,7 @@ signals. The function may accept ``progress(done, total)`` and ``cancelled()`` c
 from __future__ import annotations
 
 import inspect
+import logging
 import threading
 import traceback
 from collections.abc import Callable
@@ -12,6 +13,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QProgressDialog, QWidget
+
+log = logging.getLogger(__name__)
 
 
 class WorkerSignals(QObject):
@@ -47,9 +50,14 @@ class Worker(QRunnable):
             result = self.fn(*self.args, **self.kwargs)
         except Exception as exc:  # reported to the GUI, which shows the message
             traceback.print_exc()
+            log.error("background task %s failed", _name(self.fn), exc_info=True)
             self.signals.failed.emit(str(exc) or type(exc).__name__, exc)
         else:
             self.signals.finished.emit(result)
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
 _running: set[Worker] = set()  # keeps Python references alive until the worker reports

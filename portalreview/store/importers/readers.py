@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from portalreview.store.csv_cells import unescape_formula
 from portalreview.store.importers.errors import EmptyTable, ImportFailed, json_type
 from portalreview.store.importers.records import Part, Record
 
@@ -102,7 +103,8 @@ def _csv_part(path: Path, text: str) -> Part:
 
 
 def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
-    """(row number, cells) of every row, blank rows dropped; the header is row 1."""
+    """(row number, cells) of every row, blank rows dropped; the header is row 1. A cell
+    escaped against spreadsheet formulas (``'=...``, as PortalReview writes) loses its quote."""
     if csv.field_size_limit() < CSV_CELL_LIMIT:  # an exported audit log holds long cells
         csv.field_size_limit(CSV_CELL_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -111,7 +113,7 @@ def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
     try:
         for number, cells in enumerate(reader, start=1):
             if any(c.strip() for c in cells):
-                rows.append((number, cells))
+                rows.append((number, [unescape_formula(c) for c in cells]))
     except csv.Error as exc:
         raise ImportFailed(
             f"the file cannot be read as CSV: {_csv_reason(exc)}",
