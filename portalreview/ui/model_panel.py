@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from portalreview.llm.engine import Engine
 from portalreview.llm.errors import LlmError
-from portalreview.llm.model_file import scan_models
+from portalreview.llm.model_file import scan_models, small_model_path
 from portalreview.ui.workers import Worker
 
 MODEL_KEY = "llm/model_path"
@@ -263,6 +263,8 @@ class ModelDialog(QDialog):
             f"Models folder: {folder}" if folder else "No models folder chosen yet."
         )
         self.list.clear()
+        remembered = self.host.remembered_model()
+        self._add_small_model(folder, remembered)
         if folder is None:
             return
         try:
@@ -270,7 +272,6 @@ class ModelDialog(QDialog):
         except LlmError as exc:
             self.list.addItem(str(exc))
             return
-        remembered = self.host.remembered_model()
         for entry in entries:
             size = f"{entry.size_bytes / 1024**3:.1f} GB"
             text = f"{entry.path.name}   ({entry.name or '?'}, {size})"
@@ -283,6 +284,22 @@ class ModelDialog(QDialog):
             self.list.addItem(item)
             if remembered and entry.path == remembered:
                 self.list.setCurrentItem(item)
+
+    def _add_small_model(self, folder: Path | None, remembered: Path | None) -> None:
+        """The small model the install step fetched (SmolLM2-135M-Instruct), so that a new
+        user of the demo can see real, if weak, suggestions without finding a model first."""
+        path = small_model_path()
+        if path is None or (folder is not None and path.parent == folder):
+            return
+        size = path.stat().st_size / 1024**2
+        item = QListWidgetItem(
+            f"{path.name}   (small model installed with PortalReview, {size:.0f} MB: to try "
+            "suggestions; too small for real work)"
+        )
+        item.setData(Qt.ItemDataRole.UserRole, str(path))
+        self.list.addItem(item)
+        if remembered is None or remembered == path:
+            self.list.setCurrentItem(item)
 
     def choose_folder(self) -> None:
         start = str(self.host.models_folder() or Path.home())

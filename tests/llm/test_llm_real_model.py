@@ -33,7 +33,7 @@ def test_the_model_file_brings_its_chatml_template(smol) -> None:
 
 
 def test_markup_becomes_special_tokens_and_message_text_never_does(smol) -> None:
-    im_start, im_end = smol.tokenize("<|im_start|>"), smol.tokenize("<|im_end|>")
+    im_start = smol.tokenize("<|im_start|>")
     assert len(im_start) > 1  # as text, the markup is several ordinary tokens
     special_start = smol.prompt_tokens([ChatMarkup("<|im_start|>")])
     assert len(special_start) == 1  # as markup, one special token

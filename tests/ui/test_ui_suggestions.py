@@ -12,7 +12,7 @@ import json
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMessageBox, QPlainTextEdit
 from ui_support import (
     open_window,
     preferences,
@@ -220,8 +220,10 @@ def test_the_model_is_closed_with_the_window(qtbot, window, model):
     assert window.suggestions.host.engine is None
 
 
-def test_the_models_panel_lists_the_models_folder(qtbot, window, model, tmp_path):
+def test_the_models_panel_lists_the_models_folder(qtbot, window, model, tmp_path, monkeypatch):
     from portalreview.ui.model_panel import ModelDialog
+
+    monkeypatch.setenv("PORTALREVIEW_MODEL_CACHE", str(tmp_path / "no-small-model"))
     from portalreview.ui.tools import TOOLS
 
     assert any(t.target == "portalreview.ui.model_panel:open_tool" for t in TOOLS)
@@ -241,3 +243,47 @@ def test_the_models_panel_lists_the_models_folder(qtbot, window, model, tmp_path
     qtbot.waitUntil(lambda: host.engine is not None, timeout=ANSWER_WAIT_MS)
     assert host.remembered_model() == folder / model.name
     assert model.name in dialog.current.text()
+
+
+def test_the_models_panel_offers_the_small_model_installed_with_the_program(
+    qtbot, window, model, tmp_path, monkeypatch
+):
+    from portalreview.llm.model_file import SMALL_MODEL_NAME
+    from portalreview.ui.model_panel import ModelDialog
+
+    cache = tmp_path / "model-cache"
+    cache.mkdir()
+    installed = cache / SMALL_MODEL_NAME  # the tiny model stands in for SmolLM2 here
+    installed.write_bytes(model.read_bytes())
+    monkeypatch.setenv("PORTALREVIEW_MODEL_CACHE", str(cache))
+    host = window.suggestions.host
+    assert host.models_folder() is None  # a new user has chosen nothing yet
+    dialog = ModelDialog(host, window)
+    qtbot.addWidget(dialog)
+    assert dialog.list.count() == 1
+    item = dialog.list.currentItem()
+    assert item is not None and "small model installed with PortalReview" in item.text()
+    dialog.load_button.click()
+    qtbot.waitUntil(lambda: host.engine is not None, timeout=ANSWER_WAIT_MS)
+    assert host.remembered_model() == installed
+
+
+def test_only_the_pi_sees_the_prompts_behind_a_suggestion(qtbot, window, gui, model, tmp_path):
+    show_kind(window, "respond")
+    load_model(qtbot, window, model)
+    wait_offered(qtbot, window)
+    assert not banner(window).prompt_button.isVisible()  # ava is a clinician
+    suggestion_id = window.session.suggestion_id
+    row = suggestion_row(gui.path, suggestion_id)
+    assert row["params"]["prompt_format"]["format"] == "completion"  # the tiny model has none
+    assert len(row["params"]["prompts"]) == 1
+
+    pi_window = open_window(qtbot, preferences(tmp_path / "pi"), gui.path, "pat")
+    controller = pi_window.suggestions
+    pi_window.session.suggestion_id = suggestion_id  # as when the PI opens the suggestion
+    assert controller.reads_prompts()
+    controller.show_prompt()
+    text = controller.prompt_dialog.findChild(QPlainTextEdit, "suggestionPromptText")
+    assert "Prompt format: plain completion" in text.toPlainText()
+    assert row["params"]["prompts"][0] in text.toPlainText()
+    assert text.isReadOnly()
