@@ -54,7 +54,7 @@ def test_a_version_1_file_is_upgraded_with_nothing_lost(upgraded):
         assert answer.payload["parts"] == {"empathy": "Sorry to hear."}
         assert project.integrity_check() == "ok"
     conn = sqlite3.connect(upgraded)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     conn.close()
     assert any(backup_dir(upgraded).iterdir())
