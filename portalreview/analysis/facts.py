@@ -5,7 +5,11 @@ A facts answer lists the medical facts of the original response (each marked pre
 the edited response entails it) and of the edited response (each marked grounded when the
 original entails it), with an error category for a fact that is not entailed. Per answer
 (one "pair" in the paper): Fact-Recall = preserved / |C| and Fact-Precision = grounded / |C'|
-with the paper's empty-set rule (1.0 if both sets are empty, else 0.0). Reported per pair of
+with the paper's empty-set rule (1.0 if both sets are empty, else 0.0). A pair the annotator
+marked "no medical facts on either side" (``no_facts``; the only way a submitted answer has
+no fact) is such a both-empty pair: 1.0 for recall and precision in the macro averages; in
+the micro sums it adds nothing to either count, so it moves a micro figure only when every pair
+of the group has no facts (the pooled sets are empty too: 1.0). Reported per pair of
 sources (the original's and the edited response's ``responses.source``) and per annotator:
 micro (counts summed first) and macro (pairs averaged) scores, the fact flow (loss rate,
 hallucination rate, new facts) and error-category counts.
@@ -119,6 +123,8 @@ def scores(pairs: pd.DataFrame, s: Settings) -> dict[str, Any]:
         flow[key] = pop.figure(lambda x, k=key: _flow(x, k))
     return {
         "n_pairs": len(pairs),
+        # the pairs with no medical fact on either side (scored 1.0 / 1.0 by the empty-set rule)
+        "n_pairs_without_facts": int(((pairs.n_original == 0) & (pairs.n_edited == 0)).sum()),
         "n_units": int(pairs.unit_id.nunique()),
         "n_annotators": int(pairs.annotator.nunique()),
         "micro": {k: pop.figure(lambda x, k=k: micro(x)[k]) for k in ("recall", "precision", "f1")},

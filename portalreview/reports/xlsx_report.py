@@ -1493,13 +1493,15 @@ def _facts(r: _Reader) -> Sheet:
         "Fact-Recall and Fact-Precision, macro (004 eqs. 3-4, left-hand forms)",
         headers,
         scores("macro"),
-        note="Each pair's figures averaged; F1 the harmonic mean of the two averages.",
+        note="Each pair's figures averaged; F1 the harmonic mean of the two averages. A pair "
+        "with no medical fact on either side counts 1.0 and 1.0 (004 Sec. 3.3).",
     )
     flow = Table(
         "facts_flow",
         "Facts kept, lost and added (004 Supp. Table 4)",
         [
             "Group",
+            "Pairs with no facts",
             "|C| original",
             "Preserved",
             "|C'| edited",
@@ -1511,6 +1513,7 @@ def _facts(r: _Reader) -> Sheet:
         [
             [
                 _c(label),
+                r.cell(*base, "n_pairs_without_facts"),
                 r.cell(*base, "flow", "n_original"),
                 r.cell(*base, "flow", "n_preserved"),
                 r.cell(*base, "flow", "n_edited"),
