@@ -277,7 +277,10 @@ class FactsEditor(Editor):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(splitter, 1)
-        layout.addWidget(self.no_facts_box)
+        no_facts_row = QHBoxLayout()  # the box as wide as its words: a click beside it misses
+        no_facts_row.addWidget(self.no_facts_box)
+        no_facts_row.addStretch(1)
+        layout.addLayout(no_facts_row)
         layout.addWidget(self.scores)
         layout.addWidget(self.notice)
         layout.addWidget(help_text)
