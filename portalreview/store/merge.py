@@ -12,7 +12,9 @@ With ``only_assigned`` the copy keeps only that clinician's assignments and answ
 people's answers, assignments and the audit log (which holds their answers) are removed, the
 drafts' authors and sources and the cases' reference urgency levels are blanked (blinding that
 holds even for someone who opens the file with another SQLite tool), and the file is vacuumed
-so nothing removed stays in free pages.
+so nothing removed stays in free pages. The CLI and the Offline copies window make this kind of
+copy unless the PI asks for the whole study explicitly (:func:`whole_study_contents` says what
+such a copy would hand over); this function keeps ``only_assigned`` an explicit argument.
 
 **Merging** (:func:`merge_copy`) compares each answer of the copy with the master's, and with
 the answer's state at the copy's *base* (the master's audit log up to ``copy_base_audit_id``;
@@ -239,6 +241,31 @@ def _restrict(path: Path, annotator_id: int) -> None:
         conn.execute("VACUUM")
     finally:
         conn.close()
+
+
+def whole_study_contents(project: Project, annotator: str | None = None) -> str:
+    """What a whole-study copy for ``annotator`` would hand over beyond their own work, in
+    words (the CLI's warning, the window's confirmation): the others' answers, the drafts'
+    authors and sources, the reference urgency levels and the audit log."""
+    with project.read() as s:
+        me = s.scalar(select(Annotator.id).where(Annotator.name == (annotator or "")))
+        n_answers, n_people = s.execute(
+            select(func.count(), func.count(func.distinct(Answer.annotator_id))).where(
+                Answer.annotator_id != (me or -1)
+            )
+        ).one()
+        n_named = s.scalar(
+            select(func.count()).where((Response.author != "") | (Response.source != ""))
+        )
+        n_levels = s.scalar(select(func.count()).where(Case.urgency_level.is_not(None)))
+        n_audit = s.scalar(select(func.count()).select_from(AuditEntry))
+    people = "other people" if me else "people"
+    return (
+        f"{n_answers} answer(s) by {n_people} {people}, the authors and sources of {n_named} "
+        f"response(s) (which model or clinician wrote each draft), the reference urgency "
+        f"levels of {n_levels} case(s) and the audit log ({n_audit} entries, every answer's "
+        "history); anyone who has the file can read them with any SQLite tool"
+    )
 
 
 def make_copy(
