@@ -259,7 +259,7 @@ def whole_study_contents(project: Project, annotator: str | None = None) -> str:
         )
         n_levels = s.scalar(select(func.count()).where(Case.urgency_level.is_not(None)))
         n_audit = s.scalar(select(func.count()).select_from(AuditEntry))
-    people = "other people" if me else "people"
+    people = "other person(s)" if me else "person(s)"
     return (
         f"{n_answers} answer(s) by {n_people} {people}, the authors and sources of {n_named} "
         f"response(s) (which model or clinician wrote each draft), the reference urgency "

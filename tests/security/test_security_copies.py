@@ -148,7 +148,7 @@ def test_a_whole_study_copy_is_explicit_and_warns_what_it_holds(master, tmp_path
     assert "(the whole study)" in out
     (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
     # 4 answers by ben (respond, facts, urgency) and pat (gold): by 2 other people
-    assert "whole.prproj holds the whole study: 4 answer(s) by 2 other people" in warning
+    assert "whole.prproj holds the whole study: 4 answer(s) by 2 other person(s)" in warning
     assert "reference urgency levels of 2 case(s)" in warning and "audit log" in warning
     raw = _raw(copy)
     missing = [what for what, text in THEIRS.items() if text.encode() not in raw]
@@ -160,7 +160,7 @@ def test_a_copy_for_no_one_needs_the_whole_study_option(master, tmp_path, capsys
     assert main(["copy", str(master), "-o", str(copy)]) == 2
     assert "--for NAME" in capsys.readouterr().err and not copy.exists()
     assert main(["copy", str(master), "-o", str(copy), "--whole-study"]) == 0
-    assert "5 answer(s) by 3 people" in capsys.readouterr().err  # ava's too
+    assert "5 answer(s) by 3 person(s)" in capsys.readouterr().err  # ava's too
 
 
 def test_whole_study_and_only_assigned_exclude_each_other(master, tmp_path, capsys):
