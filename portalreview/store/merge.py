@@ -10,9 +10,11 @@ entry of the master's audit log when the copy was made), ``copy_only_assigned``.
 
 With ``only_assigned`` the copy keeps only that clinician's assignments and answers: the other
 people's answers, assignments and the audit log (which holds their answers) are removed, the
-drafts' authors and sources and the cases' reference urgency levels are blanked (blinding that
-holds even for someone who opens the file with another SQLite tool), and the file is vacuumed
-so nothing removed stays in free pages. The CLI and the Offline copies window make this kind of
+drafts' authors, sources, author kinds and productions and the cases' reference urgency levels
+are blanked, the responses' external ids (which often name a draft's model or author) are
+replaced by neutral ones (blinding that holds even for someone who opens the file with another
+SQLite tool), and the file is vacuumed so nothing removed stays in free pages. The merge then
+recognises the copy's responses by id alone. The CLI and the Offline copies window make this kind of
 copy unless the PI asks for the whole study explicitly (:func:`whole_study_contents` says what
 such a copy would hand over); this function keeps ``only_assigned`` an explicit argument.
 
@@ -229,7 +231,13 @@ def _restrict(path: Path, annotator_id: int) -> None:
                 "(SELECT unit_id FROM assignments WHERE annotator_id = ?)",
                 (annotator_id,),
             )
-            conn.execute("UPDATE responses SET author = '', source = ''")
+            conn.execute(
+                "UPDATE responses SET author = '', source = '', author_kind = 'imported', "
+                "production = 'other'"
+            )
+            # two passes: no new id can meet an old one while the ids are unique
+            conn.execute("UPDATE responses SET external_id = hex(randomblob(16)) || '.' || id")
+            conn.execute("UPDATE responses SET external_id = 'response-' || id")
             conn.execute("UPDATE cases SET urgency_level = NULL")
             problems = conn.execute("PRAGMA foreign_key_check").fetchall()
             if problems:
@@ -503,11 +511,15 @@ class MergeReport:
         return "\n".join(lines)
 
 
-def _unit_signature(s: Session, unit_ids: Iterable[int]) -> dict[int, tuple]:
-    """What a unit is, by ids and external ids, to check a copy's unit is the master's."""
+def _unit_signature(
+    s: Session, unit_ids: Iterable[int], blinded: bool = False
+) -> dict[int, tuple]:
+    """What a unit is, by ids and external ids, to check a copy's unit is the master's;
+    ``blinded``: by the responses' ids only (a copy with only one person's work has neutral
+    response ids)."""
     ids = set(unit_ids)
     case_ext = dict(s.execute(select(Case.id, Case.external_id)).all())
-    resp_ext = dict(s.execute(select(Response.id, Response.external_id)).all())
+    resp_ext = {} if blinded else _response_ids(s)
     members: dict[int, list[int]] = {}
     for unit_id, response_id in s.execute(select(RankMember.unit_id, RankMember.response_id)):
         if unit_id in ids:
@@ -536,6 +548,10 @@ def _unit_signature(s: Session, unit_ids: Iterable[int]) -> dict[int, tuple]:
     return out
 
 
+def _response_ids(s: Session) -> dict[int, str]:
+    return dict(s.execute(select(Response.id, Response.external_id)).all())
+
+
 @dataclass
 class _Copy:
     """What the merge reads from a copy, in one read transaction."""
@@ -554,6 +570,11 @@ class _Copy:
     @property
     def head(self) -> str:
         return self.audit[-1][1] if self.audit else ""
+
+    @property
+    def blinded(self) -> bool:
+        """A copy with only one person's work: its responses' external ids are neutral."""
+        return self.meta.get("copy_only_assigned") == "1"
 
 
 def _read_copy(path: Path, master: Project) -> _Copy:
@@ -575,8 +596,10 @@ def _read_copy(path: Path, master: Project) -> _Copy:
         }
         found.rows = _rows(s, keys, with_suggestions=True)
         found.n_same = s.scalar(select(func.count()).select_from(Answer)) - len(found.rows)
-        found.signatures = _unit_signature(s, {r.unit_id for r in found.rows.values()})
-        found.responses = dict(s.execute(select(Response.id, Response.external_id)).all())
+        found.signatures = _unit_signature(
+            s, {r.unit_id for r in found.rows.values()}, found.blinded
+        )
+        found.responses = {} if found.blinded else _response_ids(s)
         found.presentations = {
             (a.unit_id, names[a.annotator_id]): (a.position, a.presentation_json)
             for a in s.scalars(select(Assignment))
@@ -749,8 +772,10 @@ def _merge(
             on_record.add((c["key"], c["copy_hash"], c["master_hash"]))
     master_rows = _rows(s, set(copy.rows))
     master_people = dict(s.execute(select(Annotator.name, Annotator.id)).all())
-    master_signatures = _unit_signature(s, {r.unit_id for r in copy.rows.values()})
-    master_responses = dict(s.execute(select(Response.id, Response.external_id)).all())
+    master_signatures = _unit_signature(
+        s, {r.unit_id for r in copy.rows.values()}, copy.blinded
+    )
+    master_responses = _response_ids(s)
 
     def base_state(m: _Row | None) -> dict | None:
         if m is None:
@@ -779,9 +804,12 @@ def _merge(
             )
             continue
         base_response = c.state["payload"].get("base_response_id")
-        if base_response is not None and copy.responses.get(base_response) != (
-            master_responses.get(base_response)
-        ):
+        known = (
+            base_response in master_responses
+            if copy.blinded
+            else copy.responses.get(base_response) == master_responses.get(base_response)
+        )
+        if base_response is not None and not known:
             report.skipped.append(
                 f"{c.annotator}'s answer to unit {c.unit_id}: the draft it edits is not in "
                 "the master"

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from portalreview.cli import main
+from portalreview.store.merge import merge_copies
 from portalreview.store.project import Project
+from portalreview.store.service import StudyService
 from tests.conftest import build_small_study
 
 MINE = "AVA-OWN-ANSWER-4242"
@@ -31,6 +33,7 @@ THEIRS = {
     "the PI's adjudication": "GOLD-PAT-ANSWER-9999",
     "a draft's author": "llama-8b",
     "a draft's source": "qwen-7b/thematic",
+    "a draft's id naming its model": "draft-by-mistral-7b",
 }
 
 
@@ -59,6 +62,15 @@ def master(tmp_path, no_secure_delete) -> Path:
     with Project.create(path, name="Copies") as project:
         study = build_small_study(project)
         svc = study.service
+        extra = svc.add_response(
+            study.case1,
+            THEIRS["a draft's id naming its model"],
+            "Please go to the emergency room now.",
+            author_kind="model",
+            production="zero_shot",
+        )
+        edit_set = svc.create_unit_set("edit a draft", "respond")
+        svc.assign(svc.add_unit(edit_set, study.case1, response_id=extra), study.ava)
         ava, ben = svc.as_viewer("ava"), svc.as_viewer("ben")
         respond = study.units["respond"]
         ava.save_answer(respond, _respond(MINE), status="submitted")
@@ -111,7 +123,10 @@ def test_a_default_copy_holds_nothing_of_the_others(master, tmp_path, capsys):
         people = dict(conn.execute("SELECT id, name FROM annotators"))
         whose = {people[a] for (a,) in conn.execute("SELECT annotator_id FROM answers")}
         assigned = {people[a] for (a,) in conn.execute("SELECT annotator_id FROM assignments")}
-        provenance = set(conn.execute("SELECT author, source FROM responses"))
+        provenance = set(
+            conn.execute("SELECT author, source, author_kind, production FROM responses")
+        )
+        external = {i: e for i, e in conn.execute("SELECT id, external_id FROM responses")}
         levels = {x for (x,) in conn.execute("SELECT urgency_level FROM cases")}
         audit = conn.execute("SELECT action, actor_id, answer_id, new_json FROM audit_log")
         audit = audit.fetchall()
@@ -121,7 +136,8 @@ def test_a_default_copy_holds_nothing_of_the_others(master, tmp_path, capsys):
     finally:
         conn.close()
     assert whose == {"ava"} and assigned == {"ava"}
-    assert provenance == {("", "")}
+    assert provenance == {("", "", "imported", "other")}
+    assert external == {i: f"response-{i}" for i in external}
     assert levels == {None}
     assert [(a, actor, answer) for a, actor, answer, _ in audit] == [("copy", None, None)]
     assert free == 0 and journal == "delete"  # vacuumed: no page of the others left over
@@ -131,6 +147,34 @@ def test_a_default_copy_holds_nothing_of_the_others(master, tmp_path, capsys):
     assert MINE.encode() in raw  # the search does find what is there
     found = [what for what, text in THEIRS.items() if text.encode() in raw]
     assert found == []
+
+
+def test_a_default_copy_merges_back(master, tmp_path):
+    copy = tmp_path / "for-ava.prproj"
+    assert main(["copy", str(master), "-o", str(copy), "--for", "ava"]) == 0
+    with Project.open(master, read_only=True) as project:
+        svc = StudyService(project)
+        (edit_unit,) = [
+            u for u in svc.as_viewer("ava").queue("respond") if svc.read_unit(u.unit_id).responses
+        ]
+        draft = svc.read_unit(edit_unit.unit_id).responses[0].id
+        rank_unit = next(iter(svc.as_viewer("ava").queue("rank"))).unit_id
+        members = [r.id for r in svc.read_unit(rank_unit).responses]
+    with Project.open(copy) as project:
+        ava = StudyService(project).as_viewer("ava")
+        edited = {"mode": "edit_draft", "base_response_id": draft, "final_text": "Go now.",
+                  "notes": ""}  # fmt: skip
+        ava.save_answer(edit_unit.unit_id, edited, status="submitted")
+        entries = [
+            {"response_id": r, "rank": i + 1, "correct": True, "criteria": []}
+            for i, r in enumerate(members)
+        ]
+        ava.save_answer(rank_unit, {"entries": entries}, status="submitted")
+    with Project.open(master) as project:
+        (report,) = merge_copies(project, [copy])
+        assert len(report.added) == 2 and report.skipped == []
+        ava = StudyService(project).as_viewer("ava")
+        assert ava.get_answer(edit_unit.unit_id).payload["base_response_id"] == draft
 
 
 def test_only_assigned_is_still_accepted_and_means_the_same(master, tmp_path, capsys):
