@@ -1819,6 +1819,22 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
                 _c(f.error_category),
             ]
         )
+    said = frames.fact_checks[frames.fact_checks.no_facts.astype(bool)]
+    for answer_id in said.answer_id[said.answer_id.isin(by_answer.index)]:
+        a = by_answer.loc[answer_id]  # one row saying so, where a check lists no fact
+        unit = units.loc[a.unit_id]
+        rows.append(
+            [
+                *head(_Row(answer_id, a)),
+                _c(src(unit.response_id)),
+                _c(src(unit.response_b_id)),
+                _c(None),
+                _c(None, INT),
+                _c("(no medical facts on either side)"),
+                _c(None),
+                _c(None),
+            ]
+        )
     sheet(
         "facts",
         "Raw answers: facts of each side and whether the other side entails them",

@@ -8,6 +8,7 @@ import pytest
 from analysis_builders import new_study
 
 from portalreview.analysis import facts
+from portalreview.store.frames import read_frames
 
 NONE = "none"  # the answer says: no medical facts on either side
 # unit -> annotator -> facts [(side, entailed)] or NONE
@@ -33,9 +34,9 @@ def _payload(answer) -> dict:
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory):
+def study(tmp_path_factory):
     st = new_study(tmp_path_factory.mktemp("facts-none"))
-    for name in ("x", "y"):
+    for name in ("x", "y", "z"):
         st.person(name)
     for unit, answers in ANSWERS.items():
         st.case(unit, "Thanks for the refill!")
@@ -46,14 +47,21 @@ def result(tmp_path_factory):
             unit,
             "facts",
             unit,
-            who=list(answers),
+            who=[*answers, "z"],
             response_id=st.responses[f"{unit}-o"],
             response_b_id=st.responses[f"{unit}-e"],
         )
         for name, answer in answers.items():
             st.answer(unit, name, _payload(answer))
-    yield facts.analyse(st.frames(), n_resamples=0)
+    # z's check of g1 is not done: nothing listed, nothing said (a draft)
+    st.svc.save_answer(st.units["g1"], {"facts": []}, annotator_id=st.people["z"])
+    yield st
     st.project.close()
+
+
+@pytest.fixture(scope="module")
+def result(study):
+    return facts.analyse(study.frames(), n_resamples=0)
 
 
 def _value(group: dict, kind: str, stat: str) -> float:
@@ -101,3 +109,10 @@ def test_a_group_of_no_facts_pairs_only_scores_one(result):
     flow = only_none["flow"]
     assert (flow["n_original"], flow["n_edited"], flow["new_facts"]) == (0, 0, 0)
     assert flow["loss_rate"]["value"] is None  # nothing on that side to lose
+
+
+def test_a_check_not_done_yet_is_left_out_when_drafts_count(study, result):
+    with_drafts = facts.analyse(read_frames(study.project, include_drafts=True), n_resamples=0)
+    assert with_drafts["n_answers"] == 7 and with_drafts["n_pairs_not_checked_yet"] == 1
+    assert result["n_pairs_not_checked_yet"] == 0
+    assert with_drafts["overall"] == result["overall"]  # z's empty draft is not a 1.0 / 1.0 pair
