@@ -1,6 +1,6 @@
 """A real version-1 project file (written by the version-1 code, kept in tests/store/data) opens
-in version 2: prompt templates and edit-a-draft units, nothing lost, the same schema as a new
-file."""
+in the current version (2 brought prompt templates and edit-a-draft units, 3 fact_checks):
+nothing lost, the same schema as a new file."""
 
 from __future__ import annotations
 
