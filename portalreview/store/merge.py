@@ -9,14 +9,16 @@ clinician), ``copy_made_at``, ``copy_base_audit_id`` and ``copy_base_audit_hash`
 entry of the master's audit log when the copy was made), ``copy_only_assigned``.
 
 With ``only_assigned`` the copy keeps only that clinician's assignments and answers: the other
-people's answers, assignments and the audit log (which holds their answers) are removed, the
-drafts' authors, sources, author kinds and productions and the cases' reference urgency levels
-are blanked, the responses' external ids (which often name a draft's model or author) are
-replaced by neutral ones (blinding that holds even for someone who opens the file with another
-SQLite tool), and the file is vacuumed so nothing removed stays in free pages. The merge then
-recognises the copy's responses by id alone. The CLI and the Offline copies window make this kind of
-copy unless the PI asks for the whole study explicitly (:func:`whole_study_contents` says what
-such a copy would hand over); this function keeps ``only_assigned`` an explicit argument.
+people's answers, assignments and the audit log (which holds their answers) are removed; the
+responses' authors, sources, author kinds and productions, and the cases' reference urgency
+levels with what derives from them (the filter label, the inbox relevancy tag, the urgency
+pairs' difficulty batch) are blanked; the responses' external ids (which often name a draft's
+model or author) become neutral ones. That blinding holds even for someone who opens the file
+with another SQLite tool: the file is vacuumed, so nothing removed stays in free pages. The
+merge recognises such a copy's responses by id alone. The CLI and the Offline copies window
+make this kind of copy unless the PI asks for the whole study explicitly
+(:func:`whole_study_contents` says what such a copy would hand over); this function keeps
+``only_assigned`` an explicit argument.
 
 **Merging** (:func:`merge_copy`) compares each answer of the copy with the master's, and with
 the answer's state at the copy's *base* (the master's audit log up to ``copy_base_audit_id``;
@@ -238,7 +240,11 @@ def _restrict(path: Path, annotator_id: int) -> None:
             # two passes: no new id can meet an old one while the ids are unique
             conn.execute("UPDATE responses SET external_id = hex(randomblob(16)) || '.' || id")
             conn.execute("UPDATE responses SET external_id = 'response-' || id")
-            conn.execute("UPDATE cases SET urgency_level = NULL")
+            # the reference urgency and what is derived from it: the filter label, PMR-Bench's
+            # inbox relevancy tag, the pairs' difficulty (stored as the urgency units' batch)
+            conn.execute("UPDATE cases SET urgency_level = NULL, urgency_filter = NULL")
+            conn.execute("DELETE FROM case_tags WHERE key = 'relevancy'")
+            conn.execute("UPDATE units SET batch = '' WHERE kind = 'urgency'")
             problems = conn.execute("PRAGMA foreign_key_check").fetchall()
             if problems:
                 raise StoreError(f"the restricted copy breaks foreign keys: {problems[:3]}")

@@ -23,7 +23,8 @@ from portalreview.store.service import StudyService
 from tests.conftest import build_small_study
 
 MINE = "AVA-OWN-ANSWER-4242"
-# What only the other people's work, or the drafts' provenance, put in the master.
+# What only the other people's work, the drafts' provenance or the reference urgency put in the
+# master.
 THEIRS = {
     "ben's respond answer": "ZEBRA-BEN-RESPOND-7781",
     "ben's earlier draft of it": "OLD-BEN-DRAFT-5150",
@@ -34,6 +35,8 @@ THEIRS = {
     "a draft's author": "llama-8b",
     "a draft's source": "qwen-7b/thematic",
     "a draft's id naming its model": "draft-by-mistral-7b",
+    "an inbox relevancy tag (from the reference)": "RELEVANCY-TAG-77",
+    "a pair's difficulty (from the reference levels)": "DIFFICULTY-EASY-88",
 }
 
 
@@ -69,6 +72,15 @@ def master(tmp_path, no_secure_delete) -> Path:
             author_kind="model",
             production="zero_shot",
         )
+        case3 = svc.add_case(
+            "c3",
+            "Can you refill my inhaler?",
+            urgency_filter="SUPPORTIVE CARE",  # (also in the schema's text: checked by SQL)
+            tags={"relevancy": THEIRS["an inbox relevancy tag (from the reference)"]},
+        )
+        pairs = svc.create_unit_set("more pairs", "urgency")
+        hard = THEIRS["a pair's difficulty (from the reference levels)"]
+        svc.assign(svc.add_unit(pairs, study.case2, case_b_id=case3, batch=hard), study.ava)
         edit_set = svc.create_unit_set("edit a draft", "respond")
         svc.assign(svc.add_unit(edit_set, study.case1, response_id=extra), study.ava)
         ava, ben = svc.as_viewer("ava"), svc.as_viewer("ben")
@@ -127,7 +139,7 @@ def test_a_default_copy_holds_nothing_of_the_others(master, tmp_path, capsys):
             conn.execute("SELECT author, source, author_kind, production FROM responses")
         )
         external = {i: e for i, e in conn.execute("SELECT id, external_id FROM responses")}
-        levels = {x for (x,) in conn.execute("SELECT urgency_level FROM cases")}
+        levels = set(conn.execute("SELECT urgency_level, urgency_filter FROM cases"))
         audit = conn.execute("SELECT action, actor_id, answer_id, new_json FROM audit_log")
         audit = audit.fetchall()
         free = conn.execute("PRAGMA freelist_count").fetchone()[0]
@@ -138,7 +150,7 @@ def test_a_default_copy_holds_nothing_of_the_others(master, tmp_path, capsys):
     assert whose == {"ava"} and assigned == {"ava"}
     assert provenance == {("", "", "imported", "other")}
     assert external == {i: f"response-{i}" for i in external}
-    assert levels == {None}
+    assert levels == {(None, None)}
     assert [(a, actor, answer) for a, actor, answer, _ in audit] == [("copy", None, None)]
     assert free == 0 and journal == "delete"  # vacuumed: no page of the others left over
     assert meta["copy_only_assigned"] == "1" and meta["copy_for"] == "ava"
@@ -194,6 +206,7 @@ def test_a_whole_study_copy_is_explicit_and_warns_what_it_holds(master, tmp_path
     # 4 answers by ben (respond, facts, urgency) and pat (gold): by 2 other people
     assert "whole.prproj holds the whole study: 4 answer(s) by 2 other person(s)" in warning
     assert "reference urgency levels of 2 case(s)" in warning and "audit log" in warning
+    # (c3 has a filter label, not a level)
     raw = _raw(copy)
     missing = [what for what, text in THEIRS.items() if text.encode() not in raw]
     assert missing == []  # the same search finds all of it here
