@@ -270,15 +270,32 @@ def cmd_progress(args: argparse.Namespace) -> int:
 
 
 def cmd_copy(args: argparse.Namespace) -> int:
-    """Write a copy of the project for a clinician to annotate offline."""
-    from portalreview.store.merge import make_copy
+    """Write a copy of the project for a clinician to annotate offline: by default only their
+    own assignments and answers (the others' work, the drafts' authors and sources, the
+    reference levels and the audit log are not in the file); ``--whole-study`` copies
+    everything and warns what that hands over. ``--only-assigned`` is the default, still
+    accepted."""
+    from portalreview.store.merge import make_copy, whole_study_contents
 
-    with Project.open(_project_path(args.path)) as project:
-        info = make_copy(
-            project, Path(args.output), annotator=args.for_, only_assigned=args.only_assigned
+    if not args.whole_study and not args.for_:
+        raise CliError(
+            "say who the copy is for with --for NAME (it then holds only their assignments and "
+            "answers), or pass --whole-study for a copy of everything"
         )
-    scope = "their assignments only" if info.only_assigned else "the whole project"
-    print(f"Wrote {info.path} for {info.annotator or 'anyone'} ({scope})")
+    with Project.open(_project_path(args.path)) as project:
+        holds = whole_study_contents(project, args.for_) if args.whole_study else ""
+        info = make_copy(
+            project, Path(args.output), annotator=args.for_, only_assigned=not args.whole_study
+        )
+    if info.only_assigned:
+        print(
+            f"Wrote {info.path} for {info.annotator} (their assignments and answers only: no "
+            "other person's answers, no drafts' authors or sources, no reference levels, no "
+            "earlier audit log)"
+        )
+    else:
+        print(f"Wrote {info.path} for {info.annotator or 'anyone'} (the whole study)")
+        print(f"warning: {info.path.name} holds the whole study: {holds}", file=sys.stderr)
     return 0
 
 
@@ -512,9 +529,23 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     copy = verbs.add_parser("copy", help="write a copy for a clinician to annotate offline")
     copy.add_argument("path", help="the master project file")
     copy.add_argument("-o", "--output", required=True, help="the copy's file")
-    copy.add_argument("--for", dest="for_", metavar="NAME", help="the clinician it is for")
     copy.add_argument(
-        "--only-assigned", action="store_true", help="keep only their assignments and answers"
+        "--for",
+        dest="for_",
+        metavar="NAME",
+        help="the clinician it is for: the copy holds only their assignments and answers",
+    )
+    scope = copy.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--whole-study",
+        action="store_true",
+        help="copy everything (every person's answers, the drafts' authors and sources, the "
+        "reference levels, the audit log); prints a warning saying what it holds",
+    )
+    scope.add_argument(
+        "--only-assigned",
+        action="store_true",
+        help="the default (kept for old scripts): only their assignments and answers",
     )
     copy.set_defaults(func=cmd_copy)
 

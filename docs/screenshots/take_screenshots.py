@@ -177,9 +177,10 @@ def pi_setup_and_copies_screens(demo: Path, prefs: Preferences) -> None:
 
     copies = copies_dialog.open_tool(window)
     ward, laptop = folder / "chloe-ward.prproj", folder / "chloe-laptop.prproj"
-    for target, only in ((ward, True), (laptop, False)):
+    copies_dialog.confirm_whole_study = lambda parent, name, holds: True
+    for target, whole in ((ward, False), (laptop, True)):
         copies.for_box.setCurrentIndex(copies.for_box.findData("np_chloe"))
-        copies.only_assigned_box.setChecked(only)
+        copies.whole_study_box.setChecked(whole)
         copies_dialog.ask_copy_path = lambda parent, suggested, t=target: t
         copies.save_copy()
         idle(copies)

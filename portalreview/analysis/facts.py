@@ -5,10 +5,16 @@ A facts answer lists the medical facts of the original response (each marked pre
 the edited response entails it) and of the edited response (each marked grounded when the
 original entails it), with an error category for a fact that is not entailed. Per answer
 (one "pair" in the paper): Fact-Recall = preserved / |C| and Fact-Precision = grounded / |C'|
-with the paper's empty-set rule (1.0 if both sets are empty, else 0.0). Reported per pair of
-sources (the original's and the edited response's ``responses.source``) and per annotator:
-micro (counts summed first) and macro (pairs averaged) scores, the fact flow (loss rate,
-hallucination rate, new facts) and error-category counts.
+with the paper's empty-set rule (1.0 if both sets are empty, else 0.0). A pair the annotator
+marked "no medical facts on either side" (``no_facts``) is such a both-empty pair: 1.0 for
+recall and precision in the macro averages; in the micro sums it adds nothing to either count,
+so it moves a micro figure only when every pair of the group has no facts (the pooled sets are
+empty too: 1.0). An answer with no fact listed and no such mark is a check not done yet (a
+draft, when drafts are included): left out and counted, like an answer with a fact not yet
+judged. Reported per pair of sources (the original's and the edited response's
+``responses.source``) and per annotator: micro (counts summed first) and macro (pairs
+averaged) scores, the fact flow (loss rate, hallucination rate, new facts) and error-category
+counts.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ _COUNTS = ("n_original", "n_preserved", "n_edited", "n_grounded")
 #: The result's keys (after the counts) when the study has no facts answer.
 EMPTY: dict[str, Any] = {
     "n_pairs_with_undecided_facts": 0,
+    "n_pairs_not_checked_yet": 0,
     "overall": None,
     "by_source_pair": [],
     "by_annotator": [],
@@ -46,9 +53,11 @@ EMPTY: dict[str, Any] = {
 
 
 def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
-    """One row per facts answer: |C|, preserved, |C'|, grounded, undecided facts, and the
+    """One row per facts answer: |C|, preserved, |C'|, grounded, undecided facts, whether the
+    annotator said "no medical facts on either side" (``no_facts``), whether the check is
+    not done yet (``unchecked``: no fact listed and not said so, as a draft can be), and the
     pair's Fact-Recall / Precision / F1 (as ``metrics.fact_scores_from_counts``, empty-set
-    rule included; NaN while any fact is undecided)."""
+    rule included; NaN while any fact is undecided or the check is not done)."""
     facts = frames.facts[frames.facts.answer_id.isin(answers.answer_id)]
     decided = facts.entailed.notna()
     entailed = facts.entailed.fillna(False).astype(bool)
@@ -66,8 +75,13 @@ def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     counts = flags.groupby("answer_id").sum()
     out = answers[["answer_id", "unit_id", "annotator", "response_id", "response_b_id"]]
     out = out.join(counts, on="answer_id").fillna(0)
+    checks = frames.fact_checks
+    said = checks.answer_id[checks.no_facts.astype(bool)]
+    out = out.assign(no_facts=out.answer_id.isin(said).to_numpy())
+    empty = (out.n_original == 0) & (out.n_edited == 0)
+    out = out.assign(unchecked=(empty & ~out.no_facts).to_numpy())
     scores = micro({k: out[k].to_numpy(float) for k in _COUNTS})
-    undecided = out.n_undecided.to_numpy() > 0
+    undecided = (out.n_undecided.to_numpy() > 0) | out.unchecked.to_numpy()
     out = out.assign(**{k: np.where(undecided, np.nan, v) for k, v in scores.items()})
     return out.reset_index(drop=True)
 
@@ -119,6 +133,8 @@ def scores(pairs: pd.DataFrame, s: Settings) -> dict[str, Any]:
         flow[key] = pop.figure(lambda x, k=key: _flow(x, k))
     return {
         "n_pairs": len(pairs),
+        # the pairs said to hold no medical fact (scored 1.0 / 1.0 by the empty-set rule)
+        "n_pairs_without_facts": int(pairs.no_facts.sum()),
         "n_units": int(pairs.unit_id.nunique()),
         "n_annotators": int(pairs.annotator.nunique()),
         "micro": {k: pop.figure(lambda x, k=k: micro(x)[k]) for k in ("recall", "precision", "f1")},
@@ -164,7 +180,7 @@ def analyse(
         original_source=pairs.response_id.map(sources),
         edited_source=pairs.response_b_id.map(sources),
     )
-    decided = pairs[pairs.n_undecided == 0]
+    decided = pairs[(pairs.n_undecided == 0) & ~pairs.unchecked]
     by_sources = [
         {"original_source": a, "edited_source": b, **scores(group, s)}
         for (a, b), group in decided.groupby(["original_source", "edited_source"])
@@ -174,6 +190,7 @@ def analyse(
         {
             **answer_counts(answers),
             "n_pairs_with_undecided_facts": int((pairs.n_undecided > 0).sum()),
+            "n_pairs_not_checked_yet": int(pairs.unchecked.sum()),
             "overall": scores(decided, s) if len(decided) else None,
             "by_source_pair": by_sources,
             "by_annotator": [

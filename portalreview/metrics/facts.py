@@ -7,6 +7,11 @@ facts C'. Each fact of C is checked for entailment by d' (preserved) and each fa
 entailment by d (grounded). Fact-Recall = preserved / |C| (information kept), Fact-Precision =
 grounded / |C'| (additions that are supported). All arithmetic here is hand-written; the
 decomposition and entailment judgments come from annotators or a model elsewhere.
+
+A pair in which neither response holds a medical fact (an annotator's "no medical facts on
+either side") is ``fact_scores([], [])``: 1.0 and 1.0 by the paper's rule, which the macro
+averages count like any pair; the micro sums gain nothing from it, so it changes a micro figure
+only when every pair pooled is empty (then 1.0).
 """
 
 from __future__ import annotations

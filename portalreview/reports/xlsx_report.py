@@ -1496,13 +1496,15 @@ def _facts(r: _Reader) -> Sheet:
         "Fact-Recall and Fact-Precision, macro (004 eqs. 3-4, left-hand forms)",
         headers,
         scores("macro"),
-        note="Each pair's figures averaged; F1 the harmonic mean of the two averages.",
+        note="Each pair's figures averaged; F1 the harmonic mean of the two averages. A pair "
+        "with no medical fact on either side counts 1.0 and 1.0 (004 Sec. 3.3).",
     )
     flow = Table(
         "facts_flow",
         "Facts kept, lost and added (004 Supp. Table 4)",
         [
             "Group",
+            "Pairs with no facts",
             "|C| original",
             "Preserved",
             "|C'| edited",
@@ -1514,6 +1516,7 @@ def _facts(r: _Reader) -> Sheet:
         [
             [
                 _c(label),
+                r.cell(*base, "n_pairs_without_facts"),
                 r.cell(*base, "flow", "n_original"),
                 r.cell(*base, "flow", "n_preserved"),
                 r.cell(*base, "flow", "n_edited"),
@@ -1817,6 +1820,22 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
                 _c(f.text),
                 _c(None if f.entailed is None or f.entailed != f.entailed else bool(f.entailed)),
                 _c(f.error_category),
+            ]
+        )
+    said = frames.fact_checks[frames.fact_checks.no_facts.astype(bool)]
+    for answer_id in said.answer_id[said.answer_id.isin(by_answer.index)]:
+        a = by_answer.loc[answer_id]  # one row saying so, where a check lists no fact
+        unit = units.loc[a.unit_id]
+        rows.append(
+            [
+                *head(_Row(answer_id, a)),
+                _c(src(unit.response_id)),
+                _c(src(unit.response_b_id)),
+                _c(None),
+                _c(None, INT),
+                _c("(no medical facts on either side)"),
+                _c(None),
+                _c(None),
             ]
         )
     sheet(

@@ -43,6 +43,7 @@ from portalreview.store.models import (
     EppcLabel,
     EppcSpan,
     Fact,
+    FactCheck,
     MatchDecision,
     MatchSpan,
     RankCriterion,
@@ -77,6 +78,7 @@ class StudyFrames:
     eppc_labels: pd.DataFrame  # answer_id, code, subcode, spans (tuple of (start, end))
     empathy: pd.DataFrame  # answer_id, more_empathetic_response_id (NaN = equal)
     facts: pd.DataFrame  # answer_id, side, position, text, entailed, error_category
+    fact_checks: pd.DataFrame  # answer_id, no_facts (no row: an answer saved before version 3)
     #: Values the analyses derive from these frames once and share (e.g. response sources).
     memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -545,6 +547,11 @@ DETAILS: dict[str, _Detail] = {
             Fact.error_category_id,
         ).order_by(Fact.answer_id, Fact.side, Fact.position),
         ("answer_id", "side", "position", "text", "entailed", "error_category"),
+    ),
+    "fact_checks": _Detail(
+        "facts",
+        select(FactCheck.answer_id, FactCheck.no_facts).order_by(_rowid(FactCheck)),
+        ("answer_id", "no_facts"),
     ),
 }
 

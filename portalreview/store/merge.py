@@ -9,10 +9,16 @@ clinician), ``copy_made_at``, ``copy_base_audit_id`` and ``copy_base_audit_hash`
 entry of the master's audit log when the copy was made), ``copy_only_assigned``.
 
 With ``only_assigned`` the copy keeps only that clinician's assignments and answers: the other
-people's answers, assignments and the audit log (which holds their answers) are removed, the
-drafts' authors and sources and the cases' reference urgency levels are blanked (blinding that
-holds even for someone who opens the file with another SQLite tool), and the file is vacuumed
-so nothing removed stays in free pages.
+people's answers, assignments and the audit log (which holds their answers) are removed; the
+responses' authors, sources, author kinds and productions, and the cases' reference urgency
+levels with what derives from them (the filter label, the inbox relevancy tag, the urgency
+pairs' difficulty batch) are blanked; the responses' external ids (which often name a draft's
+model or author) become neutral ones. That blinding holds even for someone who opens the file
+with another SQLite tool: the file is vacuumed, so nothing removed stays in free pages. The
+merge recognises such a copy's responses by id alone. The CLI and the Offline copies window
+make this kind of copy unless the PI asks for the whole study explicitly
+(:func:`whole_study_contents` says what such a copy would hand over); this function keeps
+``only_assigned`` an explicit argument.
 
 **Merging** (:func:`merge_copy`) compares each answer of the copy with the master's, and with
 the answer's state at the copy's *base* (the master's audit log up to ``copy_base_audit_id``;
@@ -227,8 +233,18 @@ def _restrict(path: Path, annotator_id: int) -> None:
                 "(SELECT unit_id FROM assignments WHERE annotator_id = ?)",
                 (annotator_id,),
             )
-            conn.execute("UPDATE responses SET author = '', source = ''")
-            conn.execute("UPDATE cases SET urgency_level = NULL")
+            conn.execute(
+                "UPDATE responses SET author = '', source = '', author_kind = 'imported', "
+                "production = 'other'"
+            )
+            # two passes: no new id can meet an old one while the ids are unique
+            conn.execute("UPDATE responses SET external_id = hex(randomblob(16)) || '.' || id")
+            conn.execute("UPDATE responses SET external_id = 'response-' || id")
+            # the reference urgency and what is derived from it: the filter label, PMR-Bench's
+            # inbox relevancy tag, the pairs' difficulty (stored as the urgency units' batch)
+            conn.execute("UPDATE cases SET urgency_level = NULL, urgency_filter = NULL")
+            conn.execute("DELETE FROM case_tags WHERE key = 'relevancy'")
+            conn.execute("UPDATE units SET batch = '' WHERE kind = 'urgency'")
             problems = conn.execute("PRAGMA foreign_key_check").fetchall()
             if problems:
                 raise StoreError(f"the restricted copy breaks foreign keys: {problems[:3]}")
@@ -239,6 +255,31 @@ def _restrict(path: Path, annotator_id: int) -> None:
         conn.execute("VACUUM")
     finally:
         conn.close()
+
+
+def whole_study_contents(project: Project, annotator: str | None = None) -> str:
+    """What a whole-study copy for ``annotator`` would hand over beyond their own work, in
+    words (the CLI's warning, the window's confirmation): the others' answers, the drafts'
+    authors and sources, the reference urgency levels and the audit log."""
+    with project.read() as s:
+        me = s.scalar(select(Annotator.id).where(Annotator.name == (annotator or "")))
+        n_answers, n_people = s.execute(
+            select(func.count(), func.count(func.distinct(Answer.annotator_id))).where(
+                Answer.annotator_id != (me or -1)
+            )
+        ).one()
+        n_named = s.scalar(
+            select(func.count()).where((Response.author != "") | (Response.source != ""))
+        )
+        n_levels = s.scalar(select(func.count()).where(Case.urgency_level.is_not(None)))
+        n_audit = s.scalar(select(func.count()).select_from(AuditEntry))
+    people = "other person(s)" if me else "person(s)"
+    return (
+        f"{n_answers} answer(s) by {n_people} {people}, the authors and sources of {n_named} "
+        f"response(s) (which model or clinician wrote each draft), the reference urgency "
+        f"levels of {n_levels} case(s) and the audit log ({n_audit} entries, every answer's "
+        "history); anyone who has the file can read them with any SQLite tool"
+    )
 
 
 def make_copy(
@@ -476,11 +517,15 @@ class MergeReport:
         return "\n".join(lines)
 
 
-def _unit_signature(s: Session, unit_ids: Iterable[int]) -> dict[int, tuple]:
-    """What a unit is, by ids and external ids, to check a copy's unit is the master's."""
+def _unit_signature(
+    s: Session, unit_ids: Iterable[int], blinded: bool = False
+) -> dict[int, tuple]:
+    """What a unit is, by ids and external ids, to check a copy's unit is the master's;
+    ``blinded``: by the responses' ids only (a copy with only one person's work has neutral
+    response ids)."""
     ids = set(unit_ids)
     case_ext = dict(s.execute(select(Case.id, Case.external_id)).all())
-    resp_ext = dict(s.execute(select(Response.id, Response.external_id)).all())
+    resp_ext = {} if blinded else _response_ids(s)
     members: dict[int, list[int]] = {}
     for unit_id, response_id in s.execute(select(RankMember.unit_id, RankMember.response_id)):
         if unit_id in ids:
@@ -509,6 +554,10 @@ def _unit_signature(s: Session, unit_ids: Iterable[int]) -> dict[int, tuple]:
     return out
 
 
+def _response_ids(s: Session) -> dict[int, str]:
+    return dict(s.execute(select(Response.id, Response.external_id)).all())
+
+
 @dataclass
 class _Copy:
     """What the merge reads from a copy, in one read transaction."""
@@ -527,6 +576,11 @@ class _Copy:
     @property
     def head(self) -> str:
         return self.audit[-1][1] if self.audit else ""
+
+    @property
+    def blinded(self) -> bool:
+        """A copy with only one person's work: its responses' external ids are neutral."""
+        return self.meta.get("copy_only_assigned") == "1"
 
 
 def _read_copy(path: Path, master: Project) -> _Copy:
@@ -548,8 +602,10 @@ def _read_copy(path: Path, master: Project) -> _Copy:
         }
         found.rows = _rows(s, keys, with_suggestions=True)
         found.n_same = s.scalar(select(func.count()).select_from(Answer)) - len(found.rows)
-        found.signatures = _unit_signature(s, {r.unit_id for r in found.rows.values()})
-        found.responses = dict(s.execute(select(Response.id, Response.external_id)).all())
+        found.signatures = _unit_signature(
+            s, {r.unit_id for r in found.rows.values()}, found.blinded
+        )
+        found.responses = {} if found.blinded else _response_ids(s)
         found.presentations = {
             (a.unit_id, names[a.annotator_id]): (a.position, a.presentation_json)
             for a in s.scalars(select(Assignment))
@@ -722,8 +778,10 @@ def _merge(
             on_record.add((c["key"], c["copy_hash"], c["master_hash"]))
     master_rows = _rows(s, set(copy.rows))
     master_people = dict(s.execute(select(Annotator.name, Annotator.id)).all())
-    master_signatures = _unit_signature(s, {r.unit_id for r in copy.rows.values()})
-    master_responses = dict(s.execute(select(Response.id, Response.external_id)).all())
+    master_signatures = _unit_signature(
+        s, {r.unit_id for r in copy.rows.values()}, copy.blinded
+    )
+    master_responses = _response_ids(s)
 
     def base_state(m: _Row | None) -> dict | None:
         if m is None:
@@ -752,9 +810,12 @@ def _merge(
             )
             continue
         base_response = c.state["payload"].get("base_response_id")
-        if base_response is not None and copy.responses.get(base_response) != (
-            master_responses.get(base_response)
-        ):
+        known = (
+            base_response in master_responses
+            if copy.blinded
+            else copy.responses.get(base_response) == master_responses.get(base_response)
+        )
+        if base_response is not None and not known:
             report.skipped.append(
                 f"{c.annotator}'s answer to unit {c.unit_id}: the draft it edits is not in "
                 "the master"

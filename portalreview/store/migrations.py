@@ -21,7 +21,9 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+from portalreview.store.schema_sql import V3_GUARDS, guard_statements
+
+SCHEMA_VERSION = 3
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -94,8 +96,29 @@ def _respond_units_may_name_a_draft(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Version 3 adds ``fact_checks``: a fact check may say "no medical facts on either side"
+    (seed 004's both-sets-empty case), with triggers keeping that apart from listed facts. Older
+    facts answers have no row, which reads as "not said"."""
+    conn.execute(
+        """
+        CREATE TABLE fact_checks (
+            answer_id INTEGER NOT NULL,
+            kind VARCHAR NOT NULL,
+            no_facts BOOLEAN NOT NULL,
+            PRIMARY KEY (answer_id),
+            CONSTRAINT fk_answer_kind FOREIGN KEY(answer_id, kind)
+                REFERENCES answers (id, kind) ON DELETE CASCADE,
+            CONSTRAINT answer_of_this_kind CHECK (kind = 'facts')
+        )
+        """
+    )
+    for statement in guard_statements(V3_GUARDS):
+        conn.execute(statement)
+
+
 # STEPS[v] upgrades a file from version v to v + 1.
-STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 class MigrationError(Exception):

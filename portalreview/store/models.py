@@ -602,6 +602,20 @@ class Fact(Base):
     )
 
 
+class FactCheck(Base):
+    """What a fact check says about the pair as a whole (schema version 3): ``no_facts`` when the
+    annotator found no medical fact in either response, which seed 004's empty-set rule scores
+    1.0 (recall and precision); distinct from an answer with no facts listed *yet*. A trigger
+    (``schema_sql``) keeps facts and the flag apart. No row (answers saved before version 3)
+    reads as ``no_facts`` false."""
+
+    __tablename__ = "fact_checks"
+    answer_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String, default="facts")
+    no_facts: Mapped[bool] = mapped_column(Boolean, default=False)
+    __table_args__ = _answer_kind_fk("facts")
+
+
 # --- suggestions and the audit log -------------------------------------------------------------
 
 

@@ -130,7 +130,23 @@ GUARDS: list[tuple[str, str, str, str]] = [
         f"NOT IN ({_unit_col('response_id')}, {_unit_col('response_b_id')})",
         "the more empathetic response must be one of the pair",
     ),
+    # Schema version 3: "no medical facts on either side" and a listed fact exclude each other.
+    (
+        "fact_not_in_a_no_facts_check",
+        "facts",
+        "EXISTS (SELECT 1 FROM fact_checks c WHERE c.answer_id = NEW.answer_id AND c.no_facts)",
+        "a fact check marked 'no medical facts on either side' cannot list a fact",
+    ),
+    (
+        "no_facts_check_without_facts",
+        "fact_checks",
+        "NEW.no_facts AND EXISTS (SELECT 1 FROM facts f WHERE f.answer_id = NEW.answer_id)",
+        "a fact check that lists facts cannot be marked 'no medical facts on either side'",
+    ),
 ]
+
+#: The guards added by schema version 3 (the upgrade step creates their triggers).
+V3_GUARDS = ("fact_not_in_a_no_facts_check", "no_facts_check_without_facts")
 
 # Statements refused outright.
 FREEZES: list[tuple[str, str, str, str]] = [
@@ -157,15 +173,23 @@ def _raise(message: str) -> str:
     return f"BEGIN SELECT RAISE(ABORT, 'integrity: {escaped}'); END"
 
 
-def trigger_statements() -> list[str]:
-    """All CREATE TRIGGER statements of the current schema."""
+def guard_statements(names: tuple[str, ...] | None = None) -> list[str]:
+    """The CREATE TRIGGER statements of the guards named (all guards when None)."""
     statements = []
     for name, table, condition, message in GUARDS:
+        if names is not None and name not in names:
+            continue
         for event in ("INSERT", "UPDATE"):
             statements.append(
                 f"CREATE TRIGGER {name}_{event.lower()} BEFORE {event} ON {table} "
                 f"FOR EACH ROW WHEN {condition} {_raise(message)}"
             )
+    return statements
+
+
+def trigger_statements() -> list[str]:
+    """All CREATE TRIGGER statements of the current schema."""
+    statements = guard_statements()
     for name, event, table, message in FREEZES:
         statements.append(f"CREATE TRIGGER {name} BEFORE {event} ON {table} {_raise(message)}")
     for name, table, column, fk in TEXT_LOCKS:

@@ -229,7 +229,7 @@ def _empathy(payload, unit, catalogs) -> list[str]:
 
 def _facts(payload, unit, catalogs) -> list[str]:
     categories = {c.id: c.name for c in catalogs.error_categories}
-    lines = []
+    lines = ["No medical facts on either side"] if payload.get("no_facts") else []
     for fact in payload.get("facts", []):
         original = fact["side"] == "original"
         if fact.get("entailed") is None:

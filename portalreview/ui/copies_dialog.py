@@ -1,6 +1,9 @@
 """Offline copies for the PI in the desktop app (Tools > Offline copies…): write a copy of the
-project for a clinician to take to the ward (the whole project, or only their assignments),
-merge the copies back, and settle the conflicts the merges found.
+project for a clinician to take to the ward, merge the copies back, and settle the conflicts the
+merges found. A copy holds only its clinician's assignments and answers unless the PI ticks
+"The whole study" and confirms, after reading what such a copy hands over (every person's
+answers, the drafts' authors and sources, the reference levels, the audit log); a copy for
+"anyone" is a whole-study copy and asks the same.
 
 The same steps as ``portalreview copy / merge / conflicts`` (docs/pi-guide.md), calling
 :mod:`portalreview.store.merge`: copies and merges run on a worker thread with a progress bar
@@ -10,8 +13,9 @@ Merging a copy again changes nothing ("nothing new"). A conflict (the same answe
 differently in the master and in a copy) keeps the master's answer until the PI takes one of
 the two versions here (recorded in the audit log).
 
-The file choosers are the module functions :func:`ask_copy_path`, :func:`ask_copies_to_merge`
-and :func:`ask_conflicts_path`, so that tests can answer them.
+The file choosers and the whole-study confirmation are the module functions
+:func:`ask_copy_path`, :func:`ask_copies_to_merge`, :func:`ask_conflicts_path` and
+:func:`confirm_whole_study`, so that tests can answer them.
 
 Keys: Ctrl+1 / Ctrl+2 the tabs; Ctrl+S save a copy; Ctrl+M merge copies; Alt+Down / Alt+Up
 next / previous conflict, Alt+K keep the master's answer, Alt+T take the copy's; F5 reads the
@@ -38,6 +42,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QTabWidget,
@@ -75,6 +80,19 @@ def ask_copy_path(parent: QWidget, suggested: Path) -> Path | None:
     """Where to write a copy (None: the PI closed the chooser)."""
     path, _ = QFileDialog.getSaveFileName(parent, "Save a copy", str(suggested), PROJECT_FILES)
     return Path(path) if path else None
+
+
+def confirm_whole_study(parent: QWidget, file_name: str, holds: str) -> bool:
+    """Whether the PI really wants a whole-study copy, having read what it holds (No is the
+    default answer)."""
+    answer = QMessageBox.warning(
+        parent,
+        "Copy the whole study?",
+        f"{file_name} will hold the whole study: {holds}.\n\nWrite this copy?",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
 
 
 def ask_copies_to_merge(parent: QWidget, folder: Path) -> list[Path]:
@@ -329,23 +347,26 @@ class CopiesDialog(QDialog):
         self.for_box.setObjectName("copyFor")
         self.for_box.setAccessibleName("Who the copy is for")
         self.for_box.currentIndexChanged.connect(self._for_changed)
-        self.only_assigned_box = QCheckBox(
-            "Only their assignments and answers (the others' work is removed from the file)"
+        self.whole_study_box = QCheckBox(
+            "The &whole study (every person's answers, the drafts' authors and sources, the "
+            "reference levels, the audit log)"
         )
-        self.only_assigned_box.setObjectName("onlyAssigned")
-        self.only_assigned_box.setChecked(True)
+        self.whole_study_box.setObjectName("wholeStudy")
+        self.whole_study_box.setChecked(False)
         self.save_button = QPushButton("&Save a copy… (Ctrl+S)")
         self.save_button.setObjectName("saveCopy")
         self.save_button.clicked.connect(self.save_copy)
         form = QFormLayout()
         form.addRow("&For:", self.for_box)
-        form.addRow("", self.only_assigned_box)
+        form.addRow("", self.whole_study_box)
         form.addRow("", self.save_button)
         explain = QLabel(
             "A copy is the project file itself, marked with who it is for and the point of the "
             "project's history it starts from. The clinician annotates it offline; merge it "
-            "back in the next tab. Without <i>only their assignments</i> the copy holds the "
-            "whole study (the program still shows each person only their own work)."
+            "back in the next tab. It holds only their assignments and answers: the others' "
+            "answers, the drafts' authors and sources, the reference urgency levels and the "
+            "audit log are not in the file, even for someone who opens it with another tool. "
+            "<i>The whole study</i> copies everything (you are asked to confirm)."
         )
         explain.setWordWrap(True)
         self.sent_table = make_table(
@@ -457,7 +478,7 @@ class CopiesDialog(QDialog):
                 [
                     c.file,
                     c.annotator,
-                    "their assignments" if c.only_assigned else "the whole project",
+                    "their assignments" if c.only_assigned else "the whole study",
                     when(c.made_at),
                     "yes" if c.merged else "not yet",
                 ]
@@ -503,10 +524,14 @@ class CopiesDialog(QDialog):
     # --- copies -----------------------------------------------------------------------------
 
     def _for_changed(self, *_args: Any) -> None:
+        """A copy for anyone can only be a whole-study copy (still confirmed when saved)."""
         someone = self.for_box.currentData() is not None
-        self.only_assigned_box.setEnabled(someone)
+        was_forced = not self.whole_study_box.isEnabled()
+        self.whole_study_box.setEnabled(someone)
         if not someone:
-            self.only_assigned_box.setChecked(False)
+            self.whole_study_box.setChecked(True)
+        elif was_forced:  # back from "anyone": the safe copy again
+            self.whole_study_box.setChecked(False)
 
     def suggested_copy_path(self) -> Path:
         who = self.for_box.currentData() or "copy"
@@ -524,17 +549,24 @@ class CopiesDialog(QDialog):
         if self.busy:
             return
         who = self.for_box.currentData()
-        only = self.only_assigned_box.isChecked() and who is not None
+        whole = self.whole_study_box.isChecked() or who is None
         target = ask_copy_path(self, self.suggested_copy_path())
         if target is None:
             return
+        if whole:
+            holds = merge.whole_study_contents(self.project, who)
+            if not confirm_whole_study(self, target.name, holds):
+                self.message.note(
+                    f"No copy written: {target.name} would have held the whole study."
+                )
+                return
 
         def work(progress, cancelled):
             return merge.make_copy(
                 self.project,
                 target,
                 annotator=who,
-                only_assigned=only,
+                only_assigned=not whole,
                 progress=progress,
                 cancel=cancelled,
                 by=self.by,
@@ -544,7 +576,7 @@ class CopiesDialog(QDialog):
 
     def _copied(self, info: merge.CopyInfo) -> None:
         self._set_busy(False)
-        scope = "their assignments only" if info.only_assigned else "the whole project"
+        scope = "their assignments and answers only" if info.only_assigned else "the whole study"
         self.message.done(
             f"Wrote {info.path} for {info.annotator or 'anyone'} ({scope}). Merge it back "
             "here when it returns."

@@ -865,7 +865,8 @@ EDITOR_KEYS = {
     "sentence and press E or Enter for evidence; Delete removes a span; W shows the whole "
     "message.</p>",
     "facts": "<p><b>Facts</b>: F lists the selected text as a fact; in a list, Y kept/supported, "
-    "N not, 0 not judged, 1-6 error category, F2 edit, Delete remove.</p>",
+    "N not, 0 not judged, 1-6 error category, F2 edit, Delete remove; X (or the box) says "
+    "neither response holds a medical fact.</p>",
 }
 
 

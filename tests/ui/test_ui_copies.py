@@ -81,19 +81,30 @@ def click(qtbot, button) -> None:
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
-def save_copy(qtbot, dialog, monkeypatch, who: str, only_assigned: bool, target: Path) -> None:
-    """Choose the person and the scope, click Save a copy…, answer the file chooser."""
+def save_copy(qtbot, dialog, monkeypatch, who: str, whole_study: bool, target: Path) -> None:
+    """Choose the person and the scope, click Save a copy…, answer the file chooser (and the
+    whole-study confirmation: yes, after checking it says what the copy holds)."""
     dialog.tabs.setCurrentIndex(0)
     dialog.for_box.setCurrentIndex(dialog.for_box.findData(who))
-    if dialog.only_assigned_box.isChecked() != only_assigned:
-        qtbot.mouseClick(dialog.only_assigned_box, Qt.MouseButton.LeftButton)
-    offered = []
+    if dialog.whole_study_box.isChecked() != whole_study:
+        qtbot.mouseClick(dialog.whole_study_box, Qt.MouseButton.LeftButton)
+    offered, confirmed = [], []
     monkeypatch.setattr(
         copies_dialog,
         "ask_copy_path",
         lambda parent, suggested: offered.append(suggested) or target,
     )
+    monkeypatch.setattr(
+        copies_dialog,
+        "confirm_whole_study",
+        lambda parent, name, holds: confirmed.append((name, holds)) or True,
+    )
     click(qtbot, dialog.save_button)
+    if whole_study:
+        ((name, holds),) = confirmed
+        assert name == target.name and "answer(s) by" in holds and "audit log" in holds
+    else:
+        assert confirmed == []
     wait_idle(qtbot, dialog)
     assert offered[0].parent == dialog.project.path.parent and who in offered[0].name
     assert target.exists(), dialog.message.plain()
@@ -112,17 +123,17 @@ def test_copies_go_out_come_back_with_a_conflict_and_merge_once(
     dialog = open_copies(qtbot, window)
     ward = {"ava": tmp_path / "ava-ward.prproj", "ben": tmp_path / "ben-ward.prproj"}
     laptop = tmp_path / "ava-laptop.prproj"
-    save_copy(qtbot, dialog, monkeypatch, "ava", True, ward["ava"])
-    save_copy(qtbot, dialog, monkeypatch, "ben", True, ward["ben"])
-    save_copy(qtbot, dialog, monkeypatch, "ava", False, laptop)
-    assert "ava-laptop.prproj for ava (the whole project)" in dialog.message.plain()
+    save_copy(qtbot, dialog, monkeypatch, "ava", False, ward["ava"])
+    save_copy(qtbot, dialog, monkeypatch, "ben", False, ward["ben"])
+    save_copy(qtbot, dialog, monkeypatch, "ava", True, laptop)
+    assert "ava-laptop.prproj for ava (the whole study)" in dialog.message.plain()
     ben_id = ids.ben
     assert sql(ward["ava"], "SELECT count(*) FROM answers WHERE annotator_id = ?", ben_id) == [(0,)]
     assert sql(laptop, "SELECT count(*) FROM answers WHERE annotator_id = ?", ben_id) == [(1,)]
     assert [row[1:3] + row[4:] for row in table_rows(dialog.sent_table)] == [
         ["ava", "their assignments", "not yet"],
         ["ben", "their assignments", "not yet"],
-        ["ava", "the whole project", "not yet"],
+        ["ava", "the whole study", "not yet"],
     ]
 
     # On the ward: ava changes her urgency answer and answers empathy; ben answers urgency and
@@ -201,8 +212,8 @@ def test_keeping_the_masters_answer_settles_the_conflict(
     window = open_window(qtbot, prefs, master, "pat")
     dialog = open_copies(qtbot, window)
     first, second = tmp_path / "ava-1.prproj", tmp_path / "ava-2.prproj"
-    save_copy(qtbot, dialog, monkeypatch, "ava", True, first)
-    save_copy(qtbot, dialog, monkeypatch, "ava", True, second)
+    save_copy(qtbot, dialog, monkeypatch, "ava", False, first)
+    save_copy(qtbot, dialog, monkeypatch, "ava", False, second)
     edit(first, "ava", ids.units["urgency"], {"more_urgent_case_id": ids.case2})
     edit(second, "ava", ids.units["urgency"], {"more_urgent_case_id": ids.case1}, "draft")
     merge_through_dialog(qtbot, dialog, monkeypatch, [first, second])
@@ -224,7 +235,7 @@ def test_a_cancelled_merge_leaves_the_master_as_it_was(qtbot, study, prefs, tmp_
     window = open_window(qtbot, prefs, master, "pat")
     dialog = open_copies(qtbot, window)
     copy = tmp_path / "ben-ward.prproj"
-    save_copy(qtbot, dialog, monkeypatch, "ben", True, copy)
+    save_copy(qtbot, dialog, monkeypatch, "ben", False, copy)
     edit(copy, "ben", ids.units["urgency"], {"more_urgent_case_id": ids.case1})
     edit(copy, "ben", ids.units["empathy"], {"more_empathetic_response_id": ids.original})
     before, audit_before = answers_table(master), audit_length(master)
@@ -271,3 +282,48 @@ def test_a_clinician_has_no_copies_tool(qtbot, gui, prefs, monkeypatch):
     assert tool.load()(window) is None
     assert "principal investigator" in told[0]
     assert window.findChild(CopiesDialog) is None
+
+
+def test_a_copy_holds_only_their_work_unless_the_whole_study_is_confirmed(
+    qtbot, study, prefs, tmp_path, monkeypatch
+):
+    ids, master = study.ids, study.path
+    window = open_window(qtbot, prefs, master, "pat")
+    dialog = open_copies(qtbot, window)
+    dialog.for_box.setCurrentIndex(dialog.for_box.findData("ava"))
+    assert not dialog.whole_study_box.isChecked()  # the safe copy is the default
+    target = tmp_path / "ava.prproj"
+    monkeypatch.setattr(copies_dialog, "ask_copy_path", lambda parent, suggested: target)
+    asked = []
+    monkeypatch.setattr(
+        copies_dialog,
+        "confirm_whole_study",
+        lambda parent, name, holds: asked.append(holds) or False,  # the PI says No
+    )
+    click(qtbot, dialog.save_button)
+    wait_idle(qtbot, dialog)
+    assert asked == [] and target.exists()
+    assert sql(target, "SELECT DISTINCT annotator_id FROM answers") == [(ids.ava,)]
+    assert sql(target, "SELECT DISTINCT author, source FROM responses") == [("", "")]
+    assert "their assignments and answers only" in dialog.message.plain()
+
+    whole = tmp_path / "ava-whole.prproj"
+    monkeypatch.setattr(copies_dialog, "ask_copy_path", lambda parent, suggested: whole)
+    qtbot.mouseClick(dialog.whole_study_box, Qt.MouseButton.LeftButton)
+    assert dialog.whole_study_box.isChecked()
+    click(qtbot, dialog.save_button)
+    wait_idle(qtbot, dialog)
+    # ben's empathy answer is the one other answer; the confirmation says so, and No writes nothing
+    (holds,) = asked
+    assert holds.startswith("1 answer(s) by 1 other person(s)") and "audit log" in holds
+    assert not whole.exists()
+    assert "No copy written" in dialog.message.plain()
+
+    # a copy for anyone is a whole-study copy: the box is ticked and cannot be unticked
+    dialog.for_box.setCurrentIndex(dialog.for_box.findData(None))
+    assert dialog.whole_study_box.isChecked() and not dialog.whole_study_box.isEnabled()
+    click(qtbot, dialog.save_button)
+    wait_idle(qtbot, dialog)
+    assert len(asked) == 2 and not whole.exists()
+    dialog.for_box.setCurrentIndex(dialog.for_box.findData("ben"))  # back to a person: safe again
+    assert dialog.whole_study_box.isEnabled() and not dialog.whole_study_box.isChecked()

@@ -10,6 +10,11 @@ Payload::
 
 ``entailed`` of an original fact: does the edited response entail it (preserved)? Of an edited
 fact: does the original entail it (grounded)? ``null`` while not yet judged.
+
+``{"facts": [], "no_facts": true}`` says the annotator found no medical fact in either response
+(a two-line "thank you, see you Friday" reply): complete, and scored 1.0 for recall and
+precision by seed 004's empty-set rule. Without the flag an empty list means "not done yet".
+The flag with a fact listed is an error. ``read`` writes ``no_facts`` only when it is true.
 """
 
 from __future__ import annotations
@@ -17,16 +22,24 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
-from portalreview.store.models import FACT_SIDES, Fact
+from portalreview.store.models import FACT_SIDES, Fact, FactCheck
 
 KIND = "facts"
 
 
 def write(session, answer, ctx: UnitContext, payload: dict) -> None:
-    check_keys(payload, ("facts",), KIND)
+    check_keys(payload, ("facts", "no_facts"), KIND)
+    facts = field(payload, "facts", list, KIND, default=[])
+    no_facts = field(payload, "no_facts", bool, KIND, default=False)
+    if no_facts and facts:
+        raise PayloadError(
+            f"{KIND}: 'no_facts' says neither response holds a medical fact, but {len(facts)} "
+            "fact(s) are listed; remove the facts or set 'no_facts' to false"
+        )
+    session.add(FactCheck(answer_id=answer.id, no_facts=no_facts))
     categories = {c.id for c in ctx.catalogs.error_categories}
     positions = dict.fromkeys(FACT_SIDES, 0)
-    for i, fact in enumerate(field(payload, "facts", list, KIND, default=[])):
+    for i, fact in enumerate(facts):
         where = f"{KIND}: facts[{i}]"
         check_keys(fact, ("side", "text", "entailed", "error_category"), where)
         side = field(fact, "side", str, where)
@@ -56,13 +69,14 @@ def write(session, answer, ctx: UnitContext, payload: dict) -> None:
 
 def clear(session, answer_id: int) -> None:
     session.execute(delete(Fact).where(Fact.answer_id == answer_id))
+    session.execute(delete(FactCheck).where(FactCheck.answer_id == answer_id))
 
 
 def read(session, answer) -> dict:
     rows = session.scalars(
         select(Fact).where(Fact.answer_id == answer.id).order_by(Fact.side.desc(), Fact.position)
     ).all()
-    return {
+    out: dict = {
         "facts": [
             {
                 "side": f.side,
@@ -73,11 +87,20 @@ def read(session, answer) -> dict:
             for f in rows
         ]
     }
+    check = session.get(FactCheck, answer.id)
+    if check is not None and check.no_facts:
+        out["no_facts"] = True
+    return out
 
 
 def incomplete(ctx: UnitContext, payload: dict) -> str | None:
     facts = payload.get("facts", [])
     if not facts:
-        return "no facts listed yet"
+        if payload.get("no_facts"):
+            return None
+        return (
+            "no facts listed yet (when neither response holds a medical fact, tick "
+            "'No medical facts on either side')"
+        )
     open_ = sum(1 for f in facts if f.get("entailed") is None)
     return f"{open_} fact(s) not yet judged" if open_ else None

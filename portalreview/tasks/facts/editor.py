@@ -9,7 +9,11 @@ Supplementary Table 3. Fact-Recall (kept / facts of the original) and Fact-Preci
 Keys: in a response, select text and press F to list it as a fact of that response; in the
 box under a fact list, type a fact and press Enter. In a fact list: Y the other text entails
 the fact, N it does not, 0 not judged yet, 1-6 the error category (and "not entailed"),
-F2 edits the fact's wording, Delete removes it.
+F2 edits the fact's wording, Delete removes it. When neither response holds a medical fact
+(a two-line "thank you, see you Friday" reply), tick "No medical facts on either side" (or press
+X in a response or a fact list): the answer can then be submitted with no facts, and the report
+scores the pair 1.0 for recall and precision (seed 004's empty-set rule). Listing a fact unticks
+it; it cannot be ticked while facts are listed.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
@@ -59,6 +64,10 @@ _CATEGORY_TIP = {
 }
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
+
+
+def _empty_state() -> dict[str, Any]:
+    return {"original": [], "edited": [], "no_facts": False}
 
 
 def is_dark(widget: QWidget) -> bool:
@@ -233,11 +242,20 @@ class FactsEditor(Editor):
 
     def __init__(self, catalogs: Catalogs, parent: QWidget | None = None) -> None:
         super().__init__(catalogs, parent)
-        self.state: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
+        # the facts of each side, and "no_facts": the pair said to hold no medical fact at all
+        self.state: dict[str, Any] = _empty_state()
         self.sides = {side: FactSide(self, side) for side in SIDES}
         self.scores = QLabel()
         self.scores.setObjectName("factScores")
         self.scores.setWordWrap(True)
+        self.no_facts_box = QCheckBox("&No medical facts on either side (X)")
+        self.no_facts_box.setObjectName("noFacts")
+        self.no_facts_box.setToolTip(
+            "Neither response states a medical fact (e.g. 'Thank you, see you Friday'): the check "
+            "is complete with no facts, and scores 1.0 for recall and precision (seed 004). "
+            "Different from not having listed the facts yet."
+        )
+        self.no_facts_box.clicked.connect(lambda checked: self.set_no_facts(bool(checked)))
         self.notice = QLabel()
         self.notice.setObjectName("factNotice")
         self.notice.setWordWrap(True)
@@ -247,7 +265,8 @@ class FactsEditor(Editor):
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         help_text = QLabel(
             "Select text and press F to list it as a fact · in a fact list: Y entailed by the "
-            "other text, N not entailed, 0 not judged, 1-6 error category, F2 edit, Del remove"
+            "other text, N not entailed, 0 not judged, 1-6 error category, F2 edit, Del remove "
+            "· X: no medical facts on either side"
         )
         help_text.setObjectName("keyHelp")
         help_text.setWordWrap(True)
@@ -258,6 +277,10 @@ class FactsEditor(Editor):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(splitter, 1)
+        no_facts_row = QHBoxLayout()  # the box as wide as its words: a click beside it misses
+        no_facts_row.addWidget(self.no_facts_box)
+        no_facts_row.addStretch(1)
+        layout.addLayout(no_facts_row)
         layout.addWidget(self.scores)
         layout.addWidget(self.notice)
         layout.addWidget(help_text)
@@ -277,8 +300,10 @@ class FactsEditor(Editor):
                 f"against the {other} response"
             )
             view.text_view.setPlainText(response.text)
-        state: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
-        for fact in (answer.payload if answer else {}).get("facts", []):
+        state = _empty_state()
+        payload = answer.payload if answer else {}
+        state["no_facts"] = bool(payload.get("no_facts"))
+        for fact in payload.get("facts", []):
             state[fact["side"]].append(
                 {
                     "text": fact["text"],
@@ -292,7 +317,7 @@ class FactsEditor(Editor):
         self._refresh()
 
     def payload(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "facts": [
                 {
                     "side": side,
@@ -304,6 +329,9 @@ class FactsEditor(Editor):
                 for fact in self.state[side]
             ]
         }
+        if self.state["no_facts"]:
+            out["no_facts"] = True  # only when said, as the store reads it back
+        return out
 
     def comment_text(self) -> str | None:
         return self.comment.text()
@@ -320,7 +348,7 @@ class FactsEditor(Editor):
         self.push(text, self._apply, before, after)
         self._refresh()
 
-    def _apply(self, state: dict[str, list[dict[str, Any]]]) -> None:
+    def _apply(self, state: dict[str, Any]) -> None:
         self.state = copy.deepcopy(state)
         self._refresh()
 
@@ -329,7 +357,12 @@ class FactsEditor(Editor):
         if not text:
             return
         fact = {"text": text, "entailed": None, "error_category": None}
-        self._change("add fact", lambda s: s[side].append(fact))
+
+        def mutate(s):
+            s[side].append(fact)
+            s["no_facts"] = False  # a listed fact contradicts "no facts"
+
+        self._change("add fact", mutate)
         table = self.sides[side].table
         table.setCurrentCell(len(self.state[side]) - 1, 1)
 
@@ -384,6 +417,23 @@ class FactsEditor(Editor):
 
         self._change("error category", mutate)
 
+    def set_no_facts(self, no_facts: bool) -> None:
+        """Say (or unsay) that neither response holds a medical fact; refused while facts are
+        listed (the store refuses that answer too)."""
+        listed = len(self.state["original"]) + len(self.state["edited"])
+        if no_facts and listed:
+            self._say(
+                f"{listed} fact(s) are listed: remove them before saying that neither response "
+                "holds a medical fact."
+            )
+            self._refresh()
+            return
+        self._say("")
+        self._change(
+            "no medical facts" if no_facts else "facts to list",
+            lambda s: s.__setitem__("no_facts", no_facts),
+        )
+
     def _say(self, text: str) -> None:
         self.notice.setText(f"<span style='color:#c0392b'>{html.escape(text)}</span>")
         self.notice.setVisible(bool(text))
@@ -395,12 +445,21 @@ class FactsEditor(Editor):
         if plain != Qt.KeyboardModifier.NoModifier:
             return False
         for side, view in self.sides.items():
+            if watched not in (view.table, view.text_view):
+                continue
+            if event.key() == Qt.Key.Key_X and not self._editing(view.table):
+                self.set_no_facts(not self.state["no_facts"])
+                return True
             if watched is view.table and self._table_key(side, event.key()):
                 return True
             if watched is view.text_view and event.key() == Qt.Key.Key_F:
                 self.add_selection(side)
                 return True
         return False
+
+    @staticmethod
+    def _editing(table: QTableWidget) -> bool:
+        return table.state() == QAbstractItemView.State.EditingState
 
     def _table_key(self, side: str, key: int) -> bool:
         table = self.sides[side].table
@@ -431,6 +490,7 @@ class FactsEditor(Editor):
     def _refresh(self) -> None:
         for side in SIDES:
             self.sides[side].show_facts(self.state[side])
+        self.no_facts_box.setChecked(bool(self.state["no_facts"]))
         self._show_scores()
 
     def counts(self) -> dict[str, int]:
@@ -446,6 +506,13 @@ class FactsEditor(Editor):
     def _show_scores(self) -> None:
         c = self.counts()
         total = len(self.state["original"]) + len(self.state["edited"])
+        if total == 0 and self.state["no_facts"]:
+            scores = fact_scores_from_counts(0, 0, 0, 0)
+            self.scores.setText(
+                f"No medical facts on either side: <b>Fact-Recall {scores.recall:.2f}</b> and "
+                f"<b>Fact-Precision {scores.precision:.2f}</b> (seed 004: both fact sets empty)."
+            )
+            return
         if total == 0:
             self.scores.setText(
                 "<b>Fact-Recall</b> and <b>Fact-Precision</b> appear here as the facts are "
