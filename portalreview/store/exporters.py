@@ -28,6 +28,7 @@ from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
 from portalreview.store.importers.portable import (
     UNIT_REFS,
     answer_to_portable,
+    params_to_portable,
     presentation_refs,
     sorted_json,
     to_portable,
@@ -308,7 +309,7 @@ def _suggestions(session: Session, names: Names) -> Iterator[Row]:
             "model_sha256": s.model_sha256,
             "template_id": s.template_id,
             "template_text": s.template_text,
-            "params": sorted_json(json.loads(s.params_json)),
+            "params": sorted_json(params_to_portable(s.kind, json.loads(s.params_json), names)),
             "seed": s.seed,
             "seconds": s.seconds,
             "created_at": s.created_at,
