@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from portalreview import __version__
 from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
+from portalreview.store.importers.ooxml import ooxml_escape
 from portalreview.store.importers.portable import (
     UNIT_REFS,
     answer_to_portable,
@@ -445,7 +446,7 @@ def _excel_value(table: str, number: int, column: str, value: Any) -> Any:
             f"{where}: the text holds control characters Excel cannot store; "
             "export as jsonl or csv instead"
         )
-    return text
+    return ooxml_escape(text)
 
 
 def _text_cell(make: Any, sheet: Any, value: Any) -> Any:

@@ -54,7 +54,21 @@ SENTENCES = [
     "We will refill your lisinopril today.\tNo need to come in.",
 ]
 TEXT = st.sampled_from(SENTENCES)
-SHORT = st.sampled_from(["", "n", "unsure about this one", "Ça va, 👍", "line 1\nline 2"])
+# texts a spreadsheet or a CSV reader might change: padding, line ends, numbers, words
+SHORT = st.sampled_from(
+    [
+        "",
+        "n",
+        "Ça va, 👍",
+        "line 1\nline 2",
+        "a\r\nb",
+        "  padded  ",
+        "007",
+        "TRUE",
+        "#N/A",
+        "x_x000D_y",
+    ]
+)
 SHA = "0123456789abcdef" * 4
 EXTENSION = {
     "eppc_codes": [
@@ -236,7 +250,11 @@ def _material(data, svc: StudyService) -> dict[int, list[int]]:
             _text(data, 2, 4),
             chart,
             age_band=data.draw(st.sampled_from([None, "45-64"])),
-            urgency_level=data.draw(st.sampled_from([None, 1, 4, 6])),
+            **data.draw(
+                st.sampled_from(
+                    [{}, {"urgency_level": 1}, {"urgency_level": 6}, {"urgency_filter": "UNCLEAR"}]
+                )
+            ),
             tags=data.draw(st.sampled_from([None, {"inbox": "a"}, {"split": ["x", "y"]}])),
         )
         cases[case] = [
@@ -317,12 +335,12 @@ def build_study(data, project: Project) -> None:
     svc = StudyService(project)
     if data.draw(st.booleans()):
         svc.extend_catalogs(EXTENSION)
-    people = [svc.add_annotator("ava", "Ava (RN)"), svc.add_annotator("ben")]
+    people = [svc.add_annotator("ava", "Ava (RN)"), svc.add_annotator("zoë 2")]
     if data.draw(st.booleans()):
         people.append(svc.add_annotator("llama", "Model", is_model=True))
     pi = svc.add_annotator("pat", "Pat (PI)", role="pi")
     cases = _material(data, svc)
-    sets = {kind: svc.create_unit_set(f"{kind} set", kind, f"the {kind} units") for kind in KINDS}
+    sets = {k: svc.create_unit_set(f"{k} set №1", k, f"the {k} units\n") for k in KINDS}
     for kind, refs in _unit_specs(data, svc, cases):
         unit = svc.add_unit(sets[kind], **refs, batch=data.draw(st.sampled_from(["", "b1"])))
         view = svc.read_unit(unit)

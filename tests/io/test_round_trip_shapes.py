@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from io_support import fingerprint, write_jsonl
 from sqlalchemy import select
 
 from portalreview.store.exporters import export_project
 from portalreview.store.importers import ImportFailed, import_files
+from portalreview.store.importers.ooxml import ooxml_escape, ooxml_unescape
 from portalreview.store.models import Annotator, Assignment, Case, Response, Suggestion
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
@@ -174,3 +177,25 @@ def test_an_unknown_reference_in_observed_numbers_is_refused(project, tmp_path):
         import_files(fresh, [tmp_path / "a"])
     assert fingerprint(fresh) == before
     fresh.close()
+
+
+@given(st.text(alphabet=st.sampled_from(["_", "x", "0", "D", "5", "F", "\r", "\n", "a"])))
+def test_workbook_text_escapes_read_back(text):
+    assert ooxml_unescape(ooxml_escape(text)) == text
+    assert "\r" not in ooxml_escape(text)
+
+
+def test_workbook_text_as_excel_writes_it():
+    assert ooxml_escape("a\r\nb") == "a_x000D_\nb"
+    assert ooxml_escape("see _x0041_") == "see _x005F_x0041_"
+    assert ooxml_unescape("a_x000D_\nb _x005F_x0041_ _x00e9_") == "a\r\nb _x0041_ é"
+
+
+def test_a_carriage_return_survives_a_workbook(project, tmp_path):
+    study = build_small_study(project)
+    note = "line 1\r\nline 2 _x000D_ stays"
+    study.service.save_answer(study.units["empathy"], {}, comment=note, annotator_id=study.ava)
+    export_project(project, "xlsx", tmp_path / "study.xlsx")
+    with _copy(tmp_path, tmp_path / "study.xlsx") as copy:
+        export_project(copy, "jsonl", tmp_path / "b")
+    assert [a["comment"] for a in _rows(tmp_path / "b", "answers")] == [note]
