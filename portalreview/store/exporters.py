@@ -432,6 +432,8 @@ def _excel_value(table: str, number: int, column: str, value: Any) -> Any:
     """``value`` as a cell value (nested values as JSON text); refuses what Excel cannot hold."""
     from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
+    if isinstance(value, float) and float(f"{value:.16g}") != value:
+        return repr(value)  # openpyxl writes 16 digits: as text, the number comes back exactly
     if value is None or isinstance(value, bool | int | float):
         return value
     text = cell_text(value)

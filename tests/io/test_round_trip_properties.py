@@ -300,7 +300,7 @@ def _unit_specs(data, svc: StudyService, cases: dict[int, list[int]]) -> list[tu
 def _answer(data, svc, unit: int, view, cases, person: int, gold: bool, suggestions) -> None:
     payload = PAYLOADS[view.kind](data, svc, view, cases)
     fields: dict[str, Any] = {
-        "active_seconds": data.draw(st.sampled_from([None, 0.0, 12.5, 301.25])),
+        "active_seconds": data.draw(st.sampled_from([None, 0.0, 12.5, 0.1 + 0.2, 1 / 3, 1e-7])),
         "flagged": data.draw(st.sampled_from([None, True])),
         "flag_note": data.draw(SHORT),
         "comment": data.draw(SHORT),
@@ -326,7 +326,7 @@ def _suggest(data, svc: StudyService, view: UnitView, cases: dict) -> int:
         template_text="Answer {x}.",
         params={"temperature": 0.2, "observed": _observed(data, view.kind, view)},
         seed=data.draw(st.sampled_from([None, 7])),
-        seconds=1.5,
+        seconds=data.draw(st.sampled_from([0.0, 1.5, 2 / 3])),
     )
 
 

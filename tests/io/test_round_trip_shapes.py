@@ -191,11 +191,15 @@ def test_workbook_text_as_excel_writes_it():
     assert ooxml_unescape("a_x000D_\nb _x005F_x0041_ _x00e9_") == "a\r\nb _x0041_ é"
 
 
-def test_a_carriage_return_survives_a_workbook(project, tmp_path):
+def test_a_carriage_return_and_a_17_digit_time_survive_a_workbook(project, tmp_path):
     study = build_small_study(project)
     note = "line 1\r\nline 2 _x000D_ stays"
-    study.service.save_answer(study.units["empathy"], {}, comment=note, annotator_id=study.ava)
+    seconds = 0.1 + 0.2  # 0.30000000000000004: openpyxl writes numbers with 16 digits
+    study.service.save_answer(
+        study.units["empathy"], {}, comment=note, active_seconds=seconds, annotator_id=study.ava
+    )
     export_project(project, "xlsx", tmp_path / "study.xlsx")
     with _copy(tmp_path, tmp_path / "study.xlsx") as copy:
         export_project(copy, "jsonl", tmp_path / "b")
-    assert [a["comment"] for a in _rows(tmp_path / "b", "answers")] == [note]
+    (answer,) = _rows(tmp_path / "b", "answers")
+    assert (answer["comment"], answer["active_seconds"]) == (note, seconds)
