@@ -15,7 +15,15 @@ from sqlalchemy import select
 from portalreview.store.exporters import export_project
 from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.importers.ooxml import ooxml_escape, ooxml_unescape
-from portalreview.store.models import Annotator, Assignment, Case, Response, Suggestion
+from portalreview.store.models import (
+    Annotator,
+    Assignment,
+    Case,
+    Response,
+    Suggestion,
+    Unit,
+    UnitSet,
+)
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from tests.conftest import build_small_study
@@ -89,6 +97,20 @@ def test_a_gold_answer_of_a_unit_shown_in_an_order_comes_back(project, tmp_path,
             ).all()
         assert shown == ["{}"]
         export_project(copy, "jsonl", tmp_path / "b")
+        pat = StudyService(copy).as_viewer("pat")  # the PI opens the unit to adjudicate it
+        with copy.read() as s:
+            unit = s.scalar(
+                select(Unit.id)
+                .join(UnitSet, UnitSet.id == Unit.unit_set_id)
+                .where(UnitSet.name == f"{kind} set")
+            )
+        view = pat.read_unit(unit)
+        shape = {
+            "rank": (1, 2, {"order"}),
+            "urgency": (2, 0, {"swap"}),
+            "empathy": (1, 2, {"swap"}),
+        }
+        assert (len(view.cases), len(view.responses), set(view.presentation)) == shape[kind]
     assert _rows(tmp_path / "b", "assignments") == _rows(tmp_path / "a", "assignments")
     assert _rows(tmp_path / "b", "answers") == _rows(tmp_path / "a", "answers")
 
