@@ -317,8 +317,8 @@ def load_suggestions(ctx: ImportContext, part: Part) -> None:
         ctx.report.note(
             f"{part.label}: the parameters of {len(untranslated)} suggestion(s) name cases or "
             "responses by the exporting project's internal ids (an export of an older "
-            f"PortalReview), which this project cannot tell apart; their 'observed' numbers "
-            f"were left out (first: {untranslated[0]})"
+            "PortalReview), which do not name anything in this project; their 'observed' "
+            f"numbers were left out (first: {untranslated[0]})"
         )
 
 
