@@ -26,9 +26,11 @@ from portalreview import __version__
 from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
+from portalreview.store.importers.ooxml import ooxml_escape
 from portalreview.store.importers.portable import (
     UNIT_REFS,
     answer_to_portable,
+    params_to_portable,
     presentation_refs,
     sorted_json,
     to_portable,
@@ -313,7 +315,7 @@ def _suggestions(session: Session, names: Names) -> Iterator[Row]:
             "model_sha256": s.model_sha256,
             "template_id": s.template_id,
             "template_text": s.template_text,
-            "params": sorted_json(json.loads(s.params_json)),
+            "params": sorted_json(params_to_portable(s.kind, json.loads(s.params_json), names)),
             "seed": s.seed,
             "seconds": s.seconds,
             "created_at": s.created_at,
@@ -442,6 +444,8 @@ def _excel_value(table: str, number: int, column: str, value: Any) -> Any:
     """``value`` as a cell value (nested values as JSON text); refuses what Excel cannot hold."""
     from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
+    if isinstance(value, float) and float(f"{value:.16g}") != value:
+        return repr(value)  # openpyxl writes 16 digits: as text, the number comes back exactly
     if value is None or isinstance(value, bool | int | float):
         return value
     text = cell_text(value)
@@ -456,7 +460,7 @@ def _excel_value(table: str, number: int, column: str, value: Any) -> Any:
             f"{where}: the text holds control characters Excel cannot store; "
             "export as jsonl or csv instead"
         )
-    return text
+    return ooxml_escape(text)
 
 
 def _text_cell(make: Any, sheet: Any, value: Any) -> Any:

@@ -1,6 +1,7 @@
 """Portable references: internal database ids <-> ids that mean something in another project.
 
-Answer payloads, units and assignment presentations hold internal ids (``response_id: 7``).
+Answer payloads, units, assignment presentations and the parameters of suggestions hold internal
+ids (``response_id: 7``).
 In files they hold *portable references* instead:
 
 * a case -> its external id (``"c1"``);
@@ -9,8 +10,9 @@ In files they hold *portable references* instead:
   (the n-th sentence, from 0, of that case's message or that response's text);
 * a unit -> ``{"set": "<unit set name>", "position": n}``.
 
-Where the references sit is a table per kind (:data:`ANSWER_REFS`), not code per kind: one walker
-(:func:`translate`) applies a table in either direction. A new kind adds one line here.
+Where the references sit is a table per kind (:data:`ANSWER_REFS`, and for units, presentations
+and suggestions' parameters), not code per kind: one walker (:func:`translate`) applies a table
+in either direction. A new kind adds one line here.
 """
 
 from __future__ import annotations
@@ -59,7 +61,19 @@ PRESENTATION_REFS: dict[str, tuple[RefPath, ...]] = {
     "rank": (RefPath(("order", ITEMS), "response"),),
 }
 
-# The reference columns each unit kind has (the others are empty), besides case_id.
+# A suggestion's parameters keep the numbers behind the model's answer ("observed", see
+# llm/suggest.py), which name the responses or cases they are about.
+SUGGESTION_PARAM_REFS: dict[str, tuple[RefPath, ...]] = {
+    "rank": (RefPath(("observed", "order", ITEMS), "response"),),
+    "empathy": (RefPath(("observed", "order", ITEMS), "response"),),
+    "urgency": (
+        RefPath(("observed", "a"), "case"),
+        RefPath(("observed", "b"), "case"),
+        RefPath(("observed", "levels", KEYS), "case"),
+    ),
+}
+
+# The reference columns each unit kind must have (the others are empty), besides case_id.
 UNIT_SHAPES: dict[str, tuple[str, ...]] = {
     "respond": (),
     "rank": ("members",),
@@ -69,6 +83,9 @@ UNIT_SHAPES: dict[str, tuple[str, ...]] = {
     "empathy": ("response_id", "response_b_id"),
     "facts": ("response_id", "response_b_id"),
 }
+# The reference columns a unit kind may have or not: a respond unit that names a response
+# asks to edit that draft (schema version 2).
+UNIT_OPTIONAL: dict[str, tuple[str, ...]] = {"respond": ("response_id",)}
 
 
 def translate(value: Any, paths: tuple[RefPath, ...], convert: Convert) -> Any:
@@ -127,6 +144,25 @@ def answer_to_internal(kind: str, payload: dict, ids: RefsToIds) -> dict:
 def presentation_refs(kind: str) -> tuple[RefPath, ...]:
     """Where an assignment's presentation of a ``kind`` unit holds references."""
     return PRESENTATION_REFS.get(kind, ())
+
+
+def params_refs(kind: str) -> tuple[RefPath, ...]:
+    """Where the parameters of a ``kind`` suggestion hold references."""
+    return SUGGESTION_PARAM_REFS.get(kind, ())
+
+
+def params_to_portable(kind: str, params: Any, names: IdsToRefs) -> Any:
+    """A suggestion's parameters as written to a file. They are provenance, not an answer:
+    a value that is not the id of anything in the project (a file imported before references
+    in parameters were translated) is written as it is, and the importer leaves it out."""
+
+    def convert(ref: str, value: Any, _trail: str) -> Any:
+        try:
+            return getattr(names, ref)(int(value))
+        except (KeyError, TypeError, ValueError):
+            return value
+
+    return translate(params, params_refs(kind), convert)
 
 
 def _walk(value: Any, steps: tuple[str, ...], ref: str, convert: Convert, trail: str) -> Any:

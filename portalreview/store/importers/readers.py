@@ -16,6 +16,7 @@ from typing import Any
 
 from portalreview.store.csv_cells import unescape_formula
 from portalreview.store.importers.errors import EmptyTable, ImportFailed, json_type
+from portalreview.store.importers.ooxml import ooxml_unescape
 from portalreview.store.importers.records import Part, Record
 
 TEXT_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
@@ -162,11 +163,18 @@ def _read_xlsx(path: Path) -> list[Part]:
     return parts
 
 
+def _cell(value: Any) -> Any:
+    """A cell's value: empty text for an empty cell, text with its OOXML escapes read."""
+    if value is None:
+        return ""
+    return ooxml_unescape(value) if isinstance(value, str) else value
+
+
 def _sheet_part(path: Path, book: Any, name: str) -> Part | None:
     label = f"{path.name}, sheet {name!r}"
     rows = []
     for number, cells in enumerate(book[name].iter_rows(values_only=True), start=1):
-        values = ["" if c is None else c for c in cells]
+        values = [_cell(c) for c in cells]
         if any(str(v).strip() for v in values):
             rows.append((number, values))
     if not rows:

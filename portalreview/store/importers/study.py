@@ -14,11 +14,14 @@ from portalreview.store.catalog_store import write_catalogs
 from portalreview.store.importers.context import ImportContext
 from portalreview.store.importers.errors import ImportFailed
 from portalreview.store.importers.portable import (
+    UNIT_OPTIONAL,
     UNIT_REFS,
     UNIT_SHAPES,
     answer_to_internal,
+    params_refs,
     presentation_refs,
     to_internal,
+    translate,
 )
 from portalreview.store.importers.records import MAX_ID, Part, Record
 from portalreview.store.models import (
@@ -247,12 +250,13 @@ def _unit_refs(rec: Record, kind: str) -> dict[str, Any]:
         refs[name] = rec.ident(name, required=False)
     refs["sentence_id"] = rec.obj("sentence_id")
     refs["members"] = rec.items("members")
-    shape = UNIT_SHAPES[kind]
+    shape, optional = UNIT_SHAPES[kind], UNIT_OPTIONAL.get(kind, ())
     for name in ("case_b_id", "response_id", "response_b_id", "sentence_id"):
         if name in shape and refs[name] is None:
             rec.fail(name, f"is missing: a {kind} unit needs {', '.join(shape)}")
-        if name not in shape and refs[name] is not None:
-            rec.fail(name, f"a {kind} unit has no {name} (it takes {', '.join(shape) or 'none'})")
+        if name not in shape and name not in optional and refs[name] is not None:
+            takes = [*shape, *(f"{o} (optional)" for o in optional)]
+            rec.fail(name, f"a {kind} unit has no {name} (it takes {', '.join(takes) or 'none'})")
     if refs["members"] and kind != "rank":
         rec.fail("members", f"only rank units have members, not {kind} units")
     return refs
@@ -286,10 +290,14 @@ def _add_assignment(ctx: ImportContext, rec: Record) -> None:
 
 
 def _check_presentation(rec: Record, made: dict, given: dict) -> None:
-    """A given presentation must have the shape of the one the unit's kind makes."""
+    """A given presentation must have the shape of the one the unit's kind makes, or be
+    empty: the assignment that holds a PI's gold answer, or one a merge had to make, records
+    no particular way of showing the unit."""
+    if not given:
+        return
     if set(given) != set(made):
         keys = ", ".join(sorted(made)) or "no keys"
-        rec.fail("presentation", f"expected an object with {keys} for this kind of unit")
+        rec.fail("presentation", f"expected an object with {keys} for this kind of unit, or {{}}")
     if "swap" in made and not isinstance(given["swap"], bool):
         rec.fail("presentation.swap", "expected true or false")
     if "order" in made and (
@@ -303,10 +311,42 @@ def _check_presentation(rec: Record, made: dict, given: dict) -> None:
 
 def load_suggestions(ctx: ImportContext, part: Part) -> None:
     """Add LLM suggestions with their provenance, numbered per unit."""
-    each(ctx, part, _add_suggestion)
+    untranslated: list[str] = []
+    each(ctx, part, lambda c, rec: _add_suggestion(c, rec, untranslated))
+    if untranslated:
+        ctx.report.note(
+            f"{part.label}: the parameters of {len(untranslated)} suggestion(s) name cases or "
+            "responses by the exporting project's internal ids (an export of an older "
+            "PortalReview), which do not name anything in this project; their 'observed' "
+            f"numbers were left out (first: {untranslated[0]})"
+        )
 
 
-def _add_suggestion(ctx: ImportContext, rec: Record) -> None:
+class _InternalId(Exception):
+    """A reference in a suggestion's parameters given as a number: an internal id of the
+    project that wrote the file, not a portable reference."""
+
+
+def _suggestion_params(ctx: ImportContext, rec: Record, kind: str, untranslated: list[str]):
+    """The parameters with their references resolved. Older exports wrote the internal ids
+    of their project there (numbers, where references are text): meaningless here, so the
+    ``observed`` numbers that hold them are left out and the report says so."""
+    params = rec.obj("params") or {}
+    resolve = ctx.resolver(rec, "params")
+
+    def convert(ref: str, value: Any, trail: str) -> int:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            raise _InternalId
+        return getattr(resolve, ref)(value, trail)
+
+    try:  # urgency: "a" and "b" come before the "levels" keys (text even in older files)
+        return translate(params, params_refs(kind), convert)
+    except _InternalId:
+        untranslated.append(rec.where)
+        return {k: v for k, v in params.items() if k != "observed"}
+
+
+def _add_suggestion(ctx: ImportContext, rec: Record, untranslated: list[str]) -> None:
     unit = ctx.unit_ref(rec, "unit", rec.obj("unit", required=True))
     kind = rec.choice("kind", KINDS, default=unit.kind)
     if kind != unit.kind:
@@ -330,7 +370,7 @@ def _add_suggestion(ctx: ImportContext, rec: Record) -> None:
         model_sha256=sha,
         template_id=rec.text("template_id", required=True, limit=MAX_ID),
         template_text=rec.text("template_text"),
-        params=rec.obj("params") or {},
+        params=_suggestion_params(ctx, rec, kind, untranslated),
         seed=rec.integer("seed", -(2**62), 2**62),
         seconds=rec.number("seconds") or 0.0,
         session=ctx.session,
