@@ -91,6 +91,16 @@ ANSWER_WORDS = frozenset(
 _STOP = frozenset(
     {"a", "an", "and", "the", "of", "or", "to", "for", "in", "on", "with", "related", "s"}
 )
+# What a reason starts with ("echo: 7 of 9 boxes ..."): :func:`category` reads it back.
+EMPTY, ECHO, SAME, WHOLE, LOOP, NO_FACTS = (
+    "empty",
+    "echo",
+    "same text",
+    "whole text",
+    "text loop",
+    "no facts",
+)
+CATEGORIES = (EMPTY, ECHO, SAME, WHOLE, LOOP, NO_FACTS)
 _WORD = re.compile(r"[a-z0-9]+")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _CHAR_LOOP = re.compile(r"(.{1,12}?)\1{" + str(LOOP_CHAR_COPIES - 1) + ",}", re.DOTALL)
@@ -259,21 +269,21 @@ def gate_respond(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: 
     if str(payload.get("final_text") or "").strip():
         boxes["final_text"] = payload["final_text"]
     if not boxes:
-        return "empty: every box is empty"
+        return f"{EMPTY}: every box is empty"
     labels = _labels(catalogs, template)
     echoes = {box: e for box, text in boxes.items() if (e := echo_of(str(text), labels))}
     if echoes:
         box, echo = next(iter(echoes.items()))
         return (
-            f"{len(echoes)} of {len(boxes)} boxes repeat the prompt's own words "
+            f"{ECHO}: {len(echoes)} of {len(boxes)} boxes repeat the prompt's own words "
             f"(the {box} box: {_short(str(boxes[box]))!r}, from {_short(echo)!r})"
         )
     if len(boxes) >= 2 and len({_norm(str(t)) for t in boxes.values()}) == 1:
-        return f"the same text in every box: {_short(str(next(iter(boxes.values()))))!r}"
+        return f"{SAME}: the same text in every box: {_short(str(next(iter(boxes.values()))))!r}"
     for box, text in boxes.items():
         loop = text_loop(str(text))
         if loop:
-            return f"a text loop in the {box} box: {loop}"
+            return f"{LOOP}: in the {box} box, {loop}"
     return None
 
 
@@ -281,13 +291,13 @@ def gate_match(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: st
     """Match (seed 000, Algorithm 1): the draft spans of each reference sentence."""
     decisions = payload.get("decisions") or []
     if not decisions:
-        return "empty: no decision for any sentence"
+        return f"{EMPTY}: no decision for any sentence"
     draft = texts.responses.get("Draft", "")
     spans = [[tuple(s) for s in d.get("spans") or []] for d in decisions]
     whole = sum(1 for s in spans if s and coverage(s, draft) >= WHOLE_SHARE)
     if len(sentence_texts(draft)) >= 2 and whole >= 2 and 2 * whole > len(decisions):
         return (
-            f"the spans of {whole} of {len(decisions)} sentences cover the whole draft "
+            f"{WHOLE}: the spans of {whole} of {len(decisions)} sentences cover the whole draft "
             f"(>= {WHOLE_SHARE:.0%} of its characters)"
         )
     counts = Counter(tuple(s) for s in spans if s)
@@ -295,11 +305,11 @@ def gate_match(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: st
     if len(spans) >= SAME_SPAN_MIN and 2 * shared > len(spans):
         if shared == len(spans) and len(counts) == 1:
             start, end = spans[0][0]
-            return f"the same draft span for every sentence: {_short(draft[start:end])!r}"
-        return f"{shared} of {len(spans)} sentences share their draft span with another sentence"
+            return f"{SAME}: the same draft span for every sentence: {_short(draft[start:end])!r}"
+        return f"{SAME}: {shared} of {len(spans)} sentences share their draft span with others"
     themes = [t.get("theme") for t in payload.get("themes") or []]
     if len(themes) >= SAME_THEME_MIN and len(set(themes)) == 1:
-        return f"the same theme ({themes[0]}) for all {len(themes)} sentences"
+        return f"{SAME}: the theme {themes[0]} for all {len(themes)} sentences"
     return None
 
 
@@ -310,11 +320,11 @@ def gate_eppc(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: str
     whole = [s for s in spans if s and coverage(s, texts.sentence) >= WHOLE_SHARE]
     if len(labels) >= 2 and len(whole) == len(labels):
         return (
-            f"all {len(labels)} codes take the whole sentence as their evidence "
+            f"{WHOLE}: all {len(labels)} codes take the whole sentence as their evidence "
             f"(>= {WHOLE_SHARE:.0%} of its characters)"
         )
     if len(spans) >= SAME_SPAN_MIN and spans[0] and all(s == spans[0] for s in spans):
-        return f"the same evidence span for every code ({len(spans)} codes)"
+        return f"{SAME}: the same evidence span for every code ({len(spans)} codes)"
     return None
 
 
@@ -327,36 +337,37 @@ def gate_facts(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: st
         text = texts.responses.get(side.capitalize(), "")
         sentences = [s for s in sentence_texts(text) if len(_norm(s).split()) >= SENTENCE_WORDS]
         if not own and sentences:
-            return f"no facts from the {side} reply, which has {len(sentences)} sentence(s)"
+            n = len(sentences)
+            return f"{NO_FACTS}: none listed for the {side} reply, which has {n} sentence(s)"
         counts = Counter(_norm(f) for f in own)
         twice = [f for f, n in counts.items() if n > 1]
         if twice:
             fact, n = _short(twice[0]), counts[twice[0]]
-            return f"a text loop: the {side} fact {fact!r} is listed {n} times"
+            return f"{LOOP}: the {side} fact {fact!r} is listed {n} times"
         for fact in own:
             echo = echo_of(fact, labels)
             if echo:
-                return f"the fact {_short(fact)!r} repeats the prompt's words ({_short(echo)!r})"
+                return f"{ECHO}: the fact {_short(fact)!r} repeats the prompt ({_short(echo)!r})"
             loop = text_loop(fact)
             if loop:
-                return f"a text loop in the fact {_short(fact)!r}: {loop}"
+                return f"{LOOP}: in the fact {_short(fact)!r}, {loop}"
     return None
 
 
 def gate_rank(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: str) -> str | None:
     """Rank (seed 001): a ranking must rank something."""
-    return None if payload.get("entries") else "empty: no reply is ranked"
+    return None if payload.get("entries") else f"{EMPTY}: no reply is ranked"
 
 
 def gate_empathy(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: str) -> str | None:
     """Empathy (seed 004): a choice or 'equal'."""
     chosen = payload.get("more_empathetic_response_id") is not None or payload.get("equal")
-    return None if chosen else "empty: no choice"
+    return None if chosen else f"{EMPTY}: no choice"
 
 
 def gate_urgency(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: str) -> str | None:
     """Urgency (seed 002): which patient is more urgent."""
-    return None if payload.get("more_urgent_case_id") is not None else "empty: no choice"
+    return None if payload.get("more_urgent_case_id") is not None else f"{EMPTY}: no choice"
 
 
 GATES: dict[str, Gate] = {
@@ -370,6 +381,12 @@ GATES: dict[str, Gate] = {
 }
 
 
+def category(reason: str) -> str:
+    """The kind of degeneracy a reason names (one of :data:`CATEGORIES`, else "other")."""
+    head = reason.split(":", 1)[0].strip()
+    return head if head in CATEGORIES else "other"
+
+
 def check(
     kind: str, payload: dict, texts: UnitTexts, catalogs: Catalogs, template: str = ""
 ) -> str | None:
@@ -378,5 +395,5 @@ def check(
     if gate is None:
         raise ValueError(f"no quality gate for the kind {kind!r}")
     if not isinstance(payload, dict) or not payload:
-        return "empty: no content in any field"
+        return f"{EMPTY}: no content in any field"
     return gate(payload, texts, catalogs, template)
