@@ -19,11 +19,12 @@ template's text. A suggestion is refused when it is
   to it: "Empathy" for "Empathetic communication"), a definition or question of the catalogs,
   a bare answer word ("YES", "JSON", "NO MATCH"), or a run of words of the template's own
   instruction lines;
-* the same text in every box: two or more respond boxes all alike; three or more EPPC labels
-  with one span; in a match suggestion of three or more reference sentences, more than half
-  of them sharing their draft span with another sentence (Algorithm 1 matches each sentence
-  to the draft content that says what it says, so sentences of different content rarely share
-  one), or six or more sentence theme labels all of one theme;
+* the same text in every box: one text in more than half of the respond boxes (two or
+  more); three or more EPPC labels with one span; in a match suggestion of three or more
+  reference sentences, more than half of them sharing their draft span with another sentence
+  (Algorithm 1 matches each sentence to the draft content that says what it says, so
+  sentences of different content rarely share one), or six or more sentence theme labels all
+  of one theme;
 * spans covering the whole text: a match decision covers the whole draft when its spans hold
   at least :data:`WHOLE_SHARE` (90 %) of the draft's non-blank characters; the suggestion is
   refused when more than half of the reference's sentences, and at least two, cover the whole
@@ -279,8 +280,10 @@ def gate_respond(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: 
             f"{ECHO}: {len(echoes)} of {len(boxes)} boxes repeat the prompt's own words "
             f"(the {box} box: {_short(str(boxes[box]))!r}, from {_short(echo)!r})"
         )
-    if len(boxes) >= 2 and len({_norm(str(t)) for t in boxes.values()}) == 1:
-        return f"{SAME}: the same text in every box: {_short(str(next(iter(boxes.values()))))!r}"
+    (text, n), *_ = Counter(_norm(str(t)) for t in boxes.values()).most_common(1)
+    if n >= 2 and 2 * n > len(boxes):
+        where = "every box" if n == len(boxes) else f"{n} of {len(boxes)} boxes"
+        return f"{SAME}: the same text in {where}: {_short(text)!r}"
     for box, text in boxes.items():
         loop = text_loop(str(text))
         if loop:

@@ -125,4 +125,6 @@ def test_ctrl_c_stops_and_keeps_what_was_finished(project_file, tiny_model):  # 
     assert 1 <= stored + gated + failed < 4
 
 
-SUMMARY = r"(\d+) stored, (\d+) refused by the quality gates.*?, \d+ already done, (\d+) did not fit"
+SUMMARY = (
+    r"(\d+) stored, (\d+) refused by the quality gates.*?, \d+ already done, (\d+) did not fit"
+)

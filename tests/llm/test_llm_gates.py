@@ -90,6 +90,9 @@ def test_respond_refuses_empty_echoes_copies_and_loops():
     assert respond({}, notes="Record any assumptions you made about the case").startswith("echo")
     same = respond({"empathy": "We will call you.", "coordination": "we will call you"})
     assert same.startswith("same text: the same text in every box")
+    three = {"empathy": "I am sorry.", "planning": "Rest.", "contingency": "Rest!"}
+    assert respond(three).startswith("same text: the same text in 2 of 3 boxes: 'rest'")
+    assert respond({**three, "logistics": "Book a visit."}) is None  # two of four
     loop = respond({"empathy": "I am so sorry. " * 4})
     assert loop.startswith("text loop: in the empathy box")
 
