@@ -36,7 +36,9 @@ template's text. A suggestion is refused when it is
 * a text loop: a run of three or more copies of a word sequence (six or more of one word), one
   chunk of characters repeated eight times or more, or a sentence of three words or more
   written twice; in facts, the same fact twice on one side;
-* facts: a side whose reply has a sentence of three words or more, but no fact listed.
+* facts: a side whose reply has a sentence of three words or more, but no fact listed (unless
+  the payload says ``"no_facts": true``, the explicit "no medical fact on either side" answer
+  of seed 004's empty-set rule, which is an answer and not an empty one).
 
 The thresholds are chosen so that ordinary clinician text passes (tests hold both kinds of
 case); each is a named constant.
@@ -340,7 +342,7 @@ def gate_facts(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: st
         own = [str(f.get("text", "")) for f in facts if f.get("side") == side]
         text = texts.responses.get(side.capitalize(), "")
         sentences = [s for s in sentence_texts(text) if len(_norm(s).split()) >= SENTENCE_WORDS]
-        if not own and sentences:
+        if not own and sentences and payload.get("no_facts") is not True:
             n = len(sentences)
             return f"{NO_FACTS}: none listed for the {side} reply, which has {n} sentence(s)"
         counts = Counter(_norm(f) for f in own)

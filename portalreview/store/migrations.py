@@ -107,7 +107,9 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
         "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'suggestions'"
     ).fetchone()
     if create.count(_SUGGESTION_LAST_V2) != 1 or "refused_reason" in create:
-        raise MigrationError("the suggestions table is not in the expected version-2 shape")
+        raise MigrationError(
+            "the suggestions table is not in the expected shape (without refused_reason)"
+        )
     extras = [
         sql
         for (sql,) in conn.execute(

@@ -202,6 +202,8 @@ def test_facts_passes_real_facts_and_replies_without_sentences():
     assert facts(good, good) is None
     short = UnitTexts(responses={"Original": "Thanks!", "Edited": "Many thanks!"})
     assert facts([], [], short) is None  # no sentence of three words: nothing to list
+    stated = {"facts": [], "no_facts": True}  # "no medical fact on either side", said outright
+    assert check("facts", stated, REPLIES, CATALOGS, FACTS) is None
 
 
 # --- choices -------------------------------------------------------------------------------------
