@@ -23,7 +23,7 @@ from pathlib import Path
 
 from portalreview.store.schema_sql import V3_GUARDS, guard_statements
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -116,9 +116,51 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
     for statement in guard_statements(V3_GUARDS):
         conn.execute(statement)
 
+_SUGGESTION_LAST_V2 = "created_at VARCHAR NOT NULL, "
+
+
+def _v3_to_v4(conn: sqlite3.Connection) -> None:
+    """Version 4 adds ``suggestions.refused_reason``: why the quality gates refused a model
+    suggestion (NULL for one that may be offered). ``ALTER TABLE ADD COLUMN`` would append the
+    column after the table's constraints in the stored SQL, so a new file and an upgraded one
+    would differ; the table is rebuilt with the column where a new file has it (SQLite's
+    create, copy, drop, rename procedure), and its index recreated."""
+    (create,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'suggestions'"
+    ).fetchone()
+    if create.count(_SUGGESTION_LAST_V2) != 1 or "refused_reason" in create:
+        raise MigrationError(
+            "the suggestions table is not in the expected shape (without refused_reason)"
+        )
+    extras = [
+        sql
+        for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'suggestions' "
+            "AND type IN ('index', 'trigger') AND sql IS NOT NULL"
+        )
+    ]
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(suggestions)")]
+    conn.execute(
+        create.replace(
+            _SUGGESTION_LAST_V2, _SUGGESTION_LAST_V2 + "\n\trefused_reason TEXT, "
+        ).replace("CREATE TABLE suggestions", "CREATE TABLE suggestions_v4", 1)
+    )
+    names = ", ".join(columns)
+    conn.execute(f"INSERT INTO suggestions_v4 ({names}) SELECT {names} FROM suggestions")
+    conn.execute("DROP TABLE suggestions")
+    conn.execute("PRAGMA legacy_alter_table = ON")
+    conn.execute("ALTER TABLE suggestions_v4 RENAME TO suggestions")
+    conn.execute("PRAGMA legacy_alter_table = OFF")
+    for sql in extras:
+        conn.execute(sql)
+
 
 # STEPS[v] upgrades a file from version v to v + 1.
-STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+}
 
 
 class MigrationError(Exception):

@@ -21,6 +21,7 @@ from ui_support import (
     wait_saved,
 )
 
+from portalreview.llm import gates
 from portalreview.store.models import Suggestion
 from portalreview.store.project import Project
 from portalreview.tasks.common.editor_base import TextBox
@@ -28,6 +29,17 @@ from portalreview.ui.suggestions import SuggestionBanner
 from tests.llm.llm_testkit import PARAMS, SMALL_LIMITS, tiny_model_file
 
 ANSWER_WAIT_MS = 60000
+
+
+@pytest.fixture(autouse=True)
+def gate_verdict(monkeypatch) -> dict:
+    """Random weights write degenerate text by construction (the same draft span for every
+    sentence, one text in most boxes), which the quality gates refuse. These tests are about
+    how a suggestion is offered, so here the gates give the verdict the test sets (None: it
+    passes); tests/llm/test_llm_gates.py tests the gates themselves."""
+    verdict: dict = {"reason": None}
+    monkeypatch.setattr(gates, "check", lambda *args, **kwargs: verdict["reason"])
+    return verdict
 
 
 @pytest.fixture
@@ -287,3 +299,90 @@ def test_only_the_pi_sees_the_prompts_behind_a_suggestion(qtbot, window, gui, mo
     assert "Prompt format: plain completion" in text.toPlainText()
     assert row["params"]["prompts"][0] in text.toPlainText()
     assert text.isReadOnly()
+
+
+def test_a_refused_suggestion_is_never_offered_nor_asked_for_again(qtbot, window, gui, model):
+    from portalreview.llm import suggest as sg
+    from portalreview.llm.templates import PromptLibrary
+
+    unit = gui.ids.units["match"]
+    read = window.admin.read_unit(unit)
+    echo = {"decisions": [{"sentence_id": s.id, "spans": []} for s in read.responses[0].sentences]}
+    # refused for another model: with no model loaded, nothing is shown
+    window.admin.add_suggestion(
+        unit,
+        echo,
+        model_file="overnight.gguf",
+        model_sha256="0" * 64,
+        template_id="t@v1",
+        refused_reason="same text: the same draft span for every sentence",
+    )
+    show_kind(window, "match")
+    assert banner(window) is None or banner(window).state == "hidden"
+    assert window.session.suggestion_state != "offered"
+    # refused for the loaded model and its templates: the model is not asked again
+    load_model(qtbot, window, model)
+    engine = window.suggestions.host.engine
+    templates = sg.resolve_templates(PromptLibrary(window.admin), "match")
+    window.admin.add_suggestion(
+        unit,
+        echo,
+        model_file=engine.info.file_name,
+        model_sha256=engine.sha256,
+        template_id="+".join(t.key for t in templates.values()),
+        refused_reason="same text: the same draft span for every sentence",
+    )
+    show_kind(window, "rank")
+    show_kind(window, "match")
+    assert window.suggestions.job is None
+    assert banner(window).state == "note" and "quality gates" in banner(window).text.text()
+    assert window.session.suggestion_state != "offered"
+
+
+def test_the_models_panel_lists_refused_suggestions_for_the_pi(qtbot, gui, tmp_path):
+    from portalreview.ui.model_panel import ModelDialog
+
+    reason = "echo: 9 of 9 boxes repeat the prompt's own words"
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    for refused in (None, reason):
+        window.admin.add_suggestion(
+            gui.ids.units["respond"],
+            {"parts": {"empathy": "Empathy"}},
+            model_file="smol.gguf",
+            model_sha256="1" * 64,
+            template_id="respond_boxes@default",
+            refused_reason=refused,
+        )
+    dialog = ModelDialog(window.suggestions.host, window)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    summary = dialog.gate_summary.text()
+    assert "1 stored suggestion(s) can be offered; 1 refused" in summary
+    assert dialog.refused_list.isVisible() and dialog.refused_list.count() == 1
+    row = dialog.refused_list.item(0).text()
+    assert reason in row and "smol.gguf" in row and "respond" in row
+    window.close()
+    clinician = open_window(qtbot, preferences(tmp_path / "ava"), gui.path, "ava")
+    dialog = ModelDialog(clinician.suggestions.host, clinician)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert "1 refused" in dialog.gate_summary.text()
+    assert not dialog.refused_list.isVisible() and dialog.refused_list.count() == 0
+
+
+def test_a_live_answer_the_gates_refuse_is_stored_for_the_pi_only(
+    qtbot, window, gui, model, gate_verdict
+):
+    gate_verdict["reason"] = "echo: 9 of 9 boxes repeat the prompt's own words"
+    load_model(qtbot, window, model)
+    show_kind(window, "rank")
+    qtbot.waitUntil(
+        lambda: window.suggestions.job is None and banner(window).state == "note",
+        timeout=ANSWER_WAIT_MS,
+    )
+    assert "quality gates" in banner(window).text.text()
+    assert window.session.suggestion_state != "offered"
+    with Project.open(gui.path, read_only=True) as project, project.read() as s:
+        row = s.query(Suggestion).one()
+        assert (row.unit_id, row.refused_reason) == (gui.ids.units["rank"], gate_verdict["reason"])
+    assert stored_answer(gui.path, gui.ids.units["rank"], "ava") is None

@@ -81,6 +81,7 @@ SUGGESTION_COLUMNS = (
     "seed",
     "seconds",
     "created_at",
+    "refused_reason",
 )
 AUDIT_COLUMNS = (
     "id",
@@ -373,6 +374,7 @@ def _add_suggestion(ctx: ImportContext, rec: Record, untranslated: list[str]) ->
         params=_suggestion_params(ctx, rec, kind, untranslated),
         seed=rec.integer("seed", -(2**62), 2**62),
         seconds=rec.number("seconds") or 0.0,
+        refused_reason=rec.text("refused_reason").strip() or None,
         session=ctx.session,
     )
     row = ctx.session.get(Suggestion, suggestion_id)
