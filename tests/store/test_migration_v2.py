@@ -1,6 +1,7 @@
 """A real version-1 project file (written by the version-1 code, kept in tests/store/data) opens
-in the current version: version 2's prompt templates and edit-a-draft units (then later versions'
-steps, see test_migration_v3 and test_migration_refused_reason), nothing lost, the same schema as a new file."""
+in the current version: version 2's prompt templates and edit-a-draft units (then the later
+versions' steps, see test_migration_v3 and test_migration_refused_reason), nothing lost, the
+same schema as a new file."""
 
 from __future__ import annotations
 
