@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from portalreview.llm import gates
 from portalreview.llm import suggest as sg
 from portalreview.llm.chat import ChatMarkup
 from portalreview.llm.engine import Engine, GenerationParams
@@ -18,6 +19,7 @@ from portalreview.store.templates import suggestion_prompts
 
 pytestmark = pytest.mark.real_model
 KINDS = ("respond", "rank", "match", "urgency", "eppc", "empathy", "facts")
+GATE_REASONS = {gates.EMPTY, gates.ECHO, gates.SAME, gates.WHOLE, gates.LOOP, gates.NO_FACTS}
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +60,22 @@ def test_every_kind_is_answered_in_the_chat_format_and_validated_by_the_store(sm
             annotator="smollm2",
             params=GenerationParams(max_tokens=768),
         )
+        # parsed and validated: nothing failed; the gates either passed or refused it, with a
+        # reason (a 135M model often writes degenerate answers: see test_llm_gates.py)
         assert report.failed == {}, (kind, report.failed)
-        assert report.stored == [study.units[kind]], kind
+        assert [*report.stored, *report.refused] == [study.units[kind]], kind
+        for reason in report.refused.values():
+            assert reason.split(":")[0] in GATE_REASONS, reason
     with service.project.read() as s:
         rows = s.query(Suggestion).all()
     assert sorted(r.kind for r in rows) == sorted(KINDS)
     for row in rows:
+        unit = service.read_unit(row.unit_id)
+        verdict = gates.check(
+            row.kind, json.loads(row.payload_json), gates.unit_texts(unit), service.catalogs,
+            row.template_text,
+        )
+        assert verdict == row.refused_reason  # what was stored is the gates' verdict
         params = json.loads(row.params_json)
         assert params["prompt_format"]["format"] == "chat"
         prompts = suggestion_prompts(service, row.id).prompts
