@@ -289,6 +289,7 @@ def test_only_the_pi_sees_the_prompts_behind_a_suggestion(qtbot, window, gui, mo
     row = suggestion_row(gui.path, suggestion_id)
     assert row["params"]["prompt_format"]["format"] == "completion"  # the tiny model has none
     assert len(row["params"]["prompts"]) == 1
+    window.close()  # one window holds the project at a time
 
     pi_window = open_window(qtbot, preferences(tmp_path / "pi"), gui.path, "pat")
     controller = pi_window.suggestions
