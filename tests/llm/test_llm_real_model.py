@@ -24,7 +24,7 @@ GATE_REASONS = {gates.EMPTY, gates.ECHO, gates.SAME, gates.WHOLE, gates.LOOP, ga
 
 @pytest.fixture(scope="module")
 def smol(real_model_path):
-    with Engine.load(real_model_path, gpu=False, hash_cache=False, n_threads=2) as engine:
+    with Engine.load(real_model_path, gpu=False, hash_cache=False, n_threads=1) as engine:
         yield engine
 
 
