@@ -348,3 +348,47 @@ def test_units_to_run_prefers_gold_then_answered_units(study):
     assert model_eval.units_to_run(frames, "eppc", units, 1) == [st.units["s1"]]
     with pytest.raises(ValueError, match="positive"):
         model_eval.units_to_run(frames, "eppc", units, 0)
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_cli_prints_every_measure_with_interval_and_n(study, capsys):
+    from portalreview.cli import main
+
+    st, _, _ = study
+    assert main(["evaluate-model", str(st.project.path), "--resamples", "200", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "== smol (model) beside the clinicians, on the units smol answered ==" in lines
+    accuracy = [x for x in lines if x.strip().startswith("pair accuracy, all pairs")]
+    low, high = _value(study[2], "urgency", model_eval.DIFFICULTY["total"], M, "reference levels").ci
+    assert accuracy[0].endswith(f"0.500 [{low:.3f}, {high:.3f}] n=4")
+    assert "smol *" in accuracy[0]
+    tau = next(x for x in lines if "Kendall" in x and "smol" in x and " ava " in x)
+    assert tau.split("n=")[-1] == "2"
+    ndcg = next(x for x in lines if "NDCG@10 of the sort" in x and "smol" in x)
+    assert ndcg.endswith("0.940 [no interval] n=4")
+    for kind in ("urgency", "eppc", "match", "rank", "empathy", "facts"):
+        assert any(x.startswith(f"{kind} (seed") for x in lines), kind
+    # every figure line ends with its n
+    figures = [x for x in lines if x.startswith("  ") and "measure" not in x]
+    assert figures and all(" n=" in x for x in figures)
+
+
+def test_cli_refuses_bad_input_and_says_when_there_is_no_model(study, tmp_path, capsys):
+    from portalreview.cli import main
+
+    st, _, _ = study
+    path = str(st.project.path)
+    assert main(["evaluate-model", path, "--as-annotator", "gpt"]) == 2
+    assert "no answers of a model pseudo-annotator named gpt" in capsys.readouterr().err
+    assert main(["evaluate-model", path, "--limit", "3"]) == 2
+    assert "--limit needs --model" in capsys.readouterr().err
+    assert main(["evaluate-model", path, "--model", "x.gguf", "--limit", "0"]) == 2
+    assert "--limit must be a positive number" in capsys.readouterr().err
+    empty = new_study(tmp_path)
+    empty.person("ava")
+    empty.project.close()
+    assert main(["evaluate-model", str(empty.project.path)]) == 0
+    assert "No model pseudo-annotator has answers" in capsys.readouterr().out
