@@ -3,7 +3,12 @@ annotator) for a unit set, with a progress bar on stderr. It resumes where it st
 this model file and template set already answered are skipped), and Ctrl-C stops after the
 unit in progress is dropped: everything finished before is saved (one transaction per unit).
 
-Exit status: 0 all done, 1 some answers were refused (listed), 2 bad input, 130 stopped.
+Suggestions the quality gates refuse (``portalreview.llm.gates``: empty, echoes of the prompt,
+the same text in every box, spans over the whole draft, text loops) are stored with the reason
+for the PI and never offered; the summary counts them by reason.
+
+Exit status: 0 all done, 1 some answers did not fit or were refused by the quality gates
+(listed), 2 bad input, 130 stopped.
 """
 
 from __future__ import annotations
@@ -69,15 +74,16 @@ class ProgressBar:
         self.started = time.perf_counter()
         self._last_step = -1
 
-    def update(self, done: int, stored: int, skipped: int, failed: int) -> None:
+    def update(self, done: int, stored: int, skipped: int, failed: int, refused: int = 0) -> None:
         elapsed = time.perf_counter() - self.started
-        worked = max(stored + failed, 1)
-        eta = (self.total - done) * elapsed / worked if stored + failed else 0.0
+        worked = stored + failed + refused
+        eta = (self.total - done) * elapsed / worked if worked else 0.0
         width = 28
         filled = int(width * done / self.total) if self.total else width
         line = (
             f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {self.unit}: "
-            f"{stored} new, {skipped} already done, {failed} refused; "
+            f"{stored} new, {skipped} already done, {failed} did not fit, "
+            f"{refused} refused by the gates; "
             f"{elapsed:.0f} s, about {eta:.0f} s left"
         )
         if self.tty:
@@ -185,7 +191,13 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
     bar = ProgressBar(len(units), unit="cases" if args.kind == "drafts" else "units")
 
     def progress(report, _unit: int) -> None:
-        bar.update(report.done, len(report.stored), len(report.skipped), len(report.failed))
+        bar.update(
+            report.done,
+            len(report.stored),
+            len(report.skipped),
+            len(report.failed),
+            len(getattr(report, "refused", {})),
+        )
 
     with _CtrlC(cancel):
         if args.kind == "drafts":
@@ -213,16 +225,38 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
 
 
 def _summary(report) -> int:
+    refused = getattr(report, "refused", {})  # drafts have no quality gates
     print(
-        f"{len(report.stored)} stored, {len(report.skipped)} already done, "
-        f"{len(report.failed)} refused, in {report.seconds:.0f} s.",
+        f"{len(report.stored)} stored, {len(refused)} refused by the quality gates"
+        f"{_by_reason(refused)}, {len(report.skipped)} already done, "
+        f"{len(report.failed)} did not fit, in {report.seconds:.0f} s.",
         file=sys.stderr,
     )
-    for unit, reason in list(report.failed.items())[:10]:
-        print(f"  unit {unit}: {reason}", file=sys.stderr)
-    if len(report.failed) > 10:
-        print(f"  ... and {len(report.failed) - 10} more", file=sys.stderr)
+    _listing("Did not fit", report.failed)
+    _listing("Refused by the quality gates (stored for the PI, not offered)", refused)
     if report.cancelled:
         print("Stopped. Run the same command again to continue where it stopped.", file=sys.stderr)
         return EXIT_STOPPED
-    return EXIT_REFUSED if report.failed else 0
+    return EXIT_REFUSED if report.failed or refused else 0
+
+
+def _by_reason(refused: dict[int, str]) -> str:
+    """The refusals counted by the kind of reason: " (3 echo, 1 text loop)"."""
+    from collections import Counter
+
+    from portalreview.llm.gates import category
+
+    if not refused:
+        return ""
+    counts = Counter(category(reason) for reason in refused.values())
+    return " (" + ", ".join(f"{n} {name}" for name, n in counts.most_common()) + ")"
+
+
+def _listing(title: str, reasons: dict[int, str]) -> None:
+    if not reasons:
+        return
+    print(f"{title}:", file=sys.stderr)
+    for unit, reason in list(reasons.items())[:10]:
+        print(f"  unit {unit}: {reason}", file=sys.stderr)
+    if len(reasons) > 10:
+        print(f"  ... and {len(reasons) - 10} more", file=sys.stderr)

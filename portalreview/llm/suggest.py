@@ -32,13 +32,13 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import func, select
 
 from portalreview.domain.catalogs import Catalogs
-from portalreview.llm import answers, grammars
+from portalreview.llm import answers, gates, grammars
 from portalreview.llm.engine import Engine, Generation, GenerationParams
 from portalreview.llm.errors import AnswerError, Cancelled, LlmError, TemplateError
 from portalreview.llm.grammars import GrammarLimits
@@ -67,6 +67,7 @@ from portalreview.store.study_setup import CaseFilter, EventRecorder, plan_units
 from portalreview.store.templates import (
     TemplateService,
     read_cases,
+    refused_reasons,
     response_by_external_id,
     suggestion_payload,
     suggestions_by,
@@ -107,7 +108,9 @@ class SuggestContext:
 @dataclass(frozen=True)
 class ModelAnswer:
     """A model's payload for one unit, with what :meth:`StudyService.add_suggestion` stores.
-    ``observed`` holds numbers behind the answer (probabilities), saved in the parameters."""
+    ``observed`` holds numbers behind the answer (probabilities), saved in the parameters.
+    ``refused``: why the quality gates refused it (see :func:`gated`), None when it may be
+    offered."""
 
     unit_id: int
     kind: str
@@ -116,6 +119,7 @@ class ModelAnswer:
     params: dict[str, Any]
     seed: int
     seconds: float
+    refused: str | None = None
 
     @property
     def template_id(self) -> str:
@@ -444,8 +448,17 @@ def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
     )
 
 
+def gated(answer: ModelAnswer, unit: UnitView, catalogs: Catalogs) -> ModelAnswer:
+    """The answer with the quality gates' verdict (``refused``: the reason, or None)."""
+    reason = gates.check(
+        answer.kind, answer.payload, gates.unit_texts(unit), catalogs, answer.template_text
+    )
+    return replace(answer, refused=reason)
+
+
 def store(service: StudyService, engine: Engine, answer: ModelAnswer) -> int:
-    """Save a model answer as a suggestion with its provenance; returns the suggestion id."""
+    """Save a model answer as a suggestion with its provenance (and the quality gates'
+    reason when they refused it); returns the suggestion id."""
     return service.add_suggestion(
         answer.unit_id,
         answer.payload,
@@ -456,6 +469,7 @@ def store(service: StudyService, engine: Engine, answer: ModelAnswer) -> int:
         params=answer.params,
         seed=answer.seed,
         seconds=answer.seconds,
+        refused_reason=answer.refused,
     )
 
 
@@ -505,7 +519,9 @@ def save_as_annotator(
 
 @dataclass
 class BatchReport:
-    """What a batch run did; ``failed`` maps a unit to the reason its answer was refused."""
+    """What a batch run did: ``failed`` maps a unit to the reason its answer did not fit the
+    kind; ``refused`` maps a unit to the reason the quality gates refused its suggestion
+    (stored for the PI, not offered, not an annotator's answer; ``stored`` excludes it)."""
 
     total: int
     stored: list[int] = field(default_factory=list)
@@ -513,10 +529,11 @@ class BatchReport:
     failed: dict[int, str] = field(default_factory=dict)
     cancelled: bool = False
     seconds: float = 0.0
+    refused: dict[int, str] = field(default_factory=dict)
 
     @property
     def done(self) -> int:
-        return len(self.stored) + len(self.skipped) + len(self.failed)
+        return len(self.stored) + len(self.skipped) + len(self.failed) + len(self.refused)
 
 
 def run_batch(
@@ -549,6 +566,8 @@ def run_batch(
     )
     template_id = "+".join(t.key for t in ctx.templates.values())
     existing = suggestions_by(service, list(units), engine.sha256, template_id)
+    refused = refused_reasons(service, list(existing.values()))
+    existing_refused = {u: refused[sid] for u, sid in existing.items() if sid in refused}
     annotator_id = model_annotator(service, annotator) if annotator else None
     report = BatchReport(len(units))
     started = time.perf_counter()
@@ -557,7 +576,7 @@ def run_batch(
             report.cancelled = True
             break
         try:
-            _one_unit(service, ctx, unit_id, existing, annotator_id, report)
+            _one_unit(service, ctx, unit_id, existing, existing_refused, annotator_id, report)
         except Cancelled:
             report.cancelled = True
             break
@@ -573,9 +592,13 @@ def _one_unit(
     ctx: SuggestContext,
     unit_id: int,
     existing: dict[int, int],
+    existing_refused: dict[int, str],
     annotator_id: int | None,
     report: BatchReport,
 ) -> None:
+    if unit_id in existing_refused:  # refused before: kept for the PI, never an answer
+        report.refused[unit_id] = existing_refused[unit_id]
+        return
     answered = annotator_id is None or service.get_answer(unit_id, annotator_id=annotator_id)
     if unit_id in existing:
         if answered:
@@ -585,14 +608,18 @@ def _one_unit(
             save_as_annotator(service, annotator_id, unit_id, payload, existing[unit_id])
             report.stored.append(unit_id)
         return
+    unit = service.read_unit(unit_id)
     try:
-        answer = suggest(ctx, service.read_unit(unit_id))
+        answer = gated(suggest(ctx, unit), unit, ctx.catalogs)
     except Cancelled:
         raise
     except LlmError as exc:
         report.failed[unit_id] = str(exc)
         return
     suggestion_id = store(service, ctx.engine, answer)
+    if answer.refused is not None:
+        report.refused[unit_id] = answer.refused
+        return
     if annotator_id is not None:
         save_as_annotator(service, annotator_id, unit_id, answer.payload, suggestion_id)
     report.stored.append(unit_id)

@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -94,8 +94,45 @@ def _respond_units_may_name_a_draft(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
+_SUGGESTION_LAST_V2 = "created_at VARCHAR NOT NULL, "
+
+
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Version 3 adds ``suggestions.refused_reason``: why the quality gates refused a model
+    suggestion (NULL for one that may be offered). ``ALTER TABLE ADD COLUMN`` would append the
+    column after the table's constraints in the stored SQL, so a new file and an upgraded one
+    would differ; the table is rebuilt with the column where a new file has it (SQLite's
+    create, copy, drop, rename procedure), and its index recreated."""
+    (create,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'suggestions'"
+    ).fetchone()
+    if create.count(_SUGGESTION_LAST_V2) != 1 or "refused_reason" in create:
+        raise MigrationError("the suggestions table is not in the expected version-2 shape")
+    extras = [
+        sql
+        for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'suggestions' "
+            "AND type IN ('index', 'trigger') AND sql IS NOT NULL"
+        )
+    ]
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(suggestions)")]
+    conn.execute(
+        create.replace(
+            _SUGGESTION_LAST_V2, _SUGGESTION_LAST_V2 + "\n\trefused_reason TEXT, "
+        ).replace("CREATE TABLE suggestions", "CREATE TABLE suggestions_v3", 1)
+    )
+    names = ", ".join(columns)
+    conn.execute(f"INSERT INTO suggestions_v3 ({names}) SELECT {names} FROM suggestions")
+    conn.execute("DROP TABLE suggestions")
+    conn.execute("PRAGMA legacy_alter_table = ON")
+    conn.execute("ALTER TABLE suggestions_v3 RENAME TO suggestions")
+    conn.execute("PRAGMA legacy_alter_table = OFF")
+    for sql in extras:
+        conn.execute(sql)
+
+
 # STEPS[v] upgrades a file from version v to v + 1.
-STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 class MigrationError(Exception):

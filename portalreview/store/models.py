@@ -621,6 +621,9 @@ class Suggestion(Base):
     seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[str] = mapped_column(String, default=utc_now)
+    # Why the quality gates (portalreview.llm.gates) refused it; a refused suggestion is kept
+    # for the PI and never offered to a clinician nor saved as a model annotator's answer.
+    refused_reason: Mapped[str | None] = mapped_column(Text, nullable=True, default=None)
     __table_args__ = (
         CheckConstraint(_in("kind", KINDS), name="kind_known"),
         CheckConstraint("json_valid(payload_json)", name="payload_is_json"),

@@ -482,10 +482,13 @@ class StudyService:
         params: dict[str, Any] | None = None,
         seed: int | None = None,
         seconds: float = 0.0,
+        refused_reason: str | None = None,
         session: Session | None = None,
     ) -> int:
         """Store a model's proposal for a unit, apart from human answers, with its
-        provenance (model file and hash, prompt template, parameters, seed, time taken)."""
+        provenance (model file and hash, prompt template, parameters, seed, time taken).
+        ``refused_reason``: why the quality gates refused it (``llm/gates.py``); a refused
+        suggestion is kept for the PI and never offered nor used as an answer."""
         self._require_admin("store model suggestions")
 
         def insert(s: Session) -> int:
@@ -503,6 +506,7 @@ class StudyService:
                 params_json=json.dumps(params or {}),
                 seed=seed,
                 seconds=seconds,
+                refused_reason=refused_reason or None,
             )
             s.add(row)
             s.flush()
@@ -903,6 +907,7 @@ class StudyService:
             raise StoreError(f"there is no unit {unit_id}")
         if status not in ("draft", "submitted"):
             raise StoreError(f"status must be 'draft' or 'submitted', not {status!r}")
+        self._check_suggestion(s, fields.get("suggestion_id"))
         codec = CODECS[unit.kind]
         ctx = self._context(s, unit)
         if gold and s.get(Assignment, (unit_id, annotator_id)) is None:
@@ -945,6 +950,20 @@ class StudyService:
             self._audit(s, action, answer.id, unit_id, old, new)
             view = self._answer_view(s, answer)
         return view
+
+    @staticmethod
+    def _check_suggestion(s: Session, suggestion_id: int | None) -> None:
+        """An answer may start from a suggestion, never from one the quality gates refused."""
+        if suggestion_id is None:
+            return
+        row = s.get(Suggestion, suggestion_id)
+        if row is None:
+            raise StoreError(f"there is no suggestion {suggestion_id}")
+        if row.refused_reason:
+            raise StoreError(
+                f"suggestion {suggestion_id} was refused by the quality gates "
+                f"({row.refused_reason}); it cannot become an answer"
+            )
 
     @staticmethod
     def _audit_state(view: AnswerView) -> dict[str, Any]:

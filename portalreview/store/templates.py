@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from portalreview.store.models import (
     Assignment,
@@ -197,13 +197,16 @@ class SuggestionView:
 def latest_suggestion(
     service: StudyService, unit_id: int, template_id: str | None = None
 ) -> SuggestionView | None:
-    """The newest suggestion for a unit (optionally from one template set). A clinician may
-    read it only for a unit assigned to them; the PI and the system read any."""
+    """The newest suggestion for a unit (optionally from one template set) that may be offered:
+    one the quality gates refused is never returned. A clinician may read it only for a unit
+    assigned to them; the PI and the system read any."""
     with service.project.read() as s:
         viewer = service.viewer
         if not viewer.sees_all and s.get(Assignment, (unit_id, viewer.annotator_id)) is None:
             raise AccessError("this unit is not assigned to you")
-        query = select(Suggestion).where(Suggestion.unit_id == unit_id)
+        query = select(Suggestion).where(
+            Suggestion.unit_id == unit_id, Suggestion.refused_reason.is_(None)
+        )
         if template_id is not None:
             query = query.where(Suggestion.template_id == template_id)
         row = s.scalar(query.order_by(Suggestion.id.desc()).limit(1))
@@ -218,3 +221,70 @@ def latest_suggestion(
             row.template_id,
             row.created_at,
         )
+
+
+# --- suggestions the quality gates refused (for the PI) ----------------------------------------
+
+
+def refused_reasons(service: StudyService, suggestion_ids: list[int]) -> dict[int, str]:
+    """suggestion id -> why the quality gates refused it, for those of ``suggestion_ids``
+    that were refused."""
+    service._require_admin("read model suggestions")
+    with service.project.read() as s:
+        rows = s.execute(
+            select(Suggestion.id, Suggestion.refused_reason).where(
+                Suggestion.id.in_(suggestion_ids), Suggestion.refused_reason.is_not(None)
+            )
+        )
+        return {sid: reason for sid, reason in rows}
+
+
+@dataclass(frozen=True)
+class RefusedSuggestion:
+    """A suggestion the quality gates refused, as the PI sees it."""
+
+    id: int
+    unit_id: int
+    unit_set: str
+    kind: str
+    model_file: str
+    template_id: str
+    reason: str
+    created_at: str
+
+
+def refused_suggestions(service: StudyService) -> list[RefusedSuggestion]:
+    """Every refused suggestion, newest first (PI only: clinicians never see them)."""
+    service._require_admin("see the suggestions the quality gates refused")
+    with service.project.read() as s:
+        rows = s.execute(
+            select(Suggestion, UnitSet.name)
+            .join(Unit, Unit.id == Suggestion.unit_id)
+            .join(UnitSet, UnitSet.id == Unit.unit_set_id)
+            .where(Suggestion.refused_reason.is_not(None))
+            .order_by(Suggestion.id.desc())
+        )
+        return [
+            RefusedSuggestion(
+                row.id,
+                row.unit_id,
+                set_name,
+                row.kind,
+                row.model_file,
+                row.template_id,
+                row.refused_reason,
+                row.created_at,
+            )
+            for row, set_name in rows
+        ]
+
+
+def suggestion_counts(service: StudyService) -> tuple[int, int]:
+    """(suggestions that may be offered, suggestions the quality gates refused)."""
+    service._require_admin("count model suggestions")
+    with service.project.read() as s:
+        refused = Suggestion.refused_reason.is_not(None)
+        rows = dict(
+            s.execute(select(refused, func.count()).select_from(Suggestion).group_by(refused))
+        )
+        return int(rows.get(False, 0)), int(rows.get(True, 0))

@@ -50,9 +50,9 @@ def test_suggest_runs_then_resumes(project_file, tiny_model, capsys):  # noqa: F
     err = capsys.readouterr().err
     assert "on the CPU" in err and "SHA-256 " in err
     assert "[" in err and "1/1 units" in err
-    assert "1 stored, 0 already done, 0 refused" in err
+    assert "1 stored, 0 refused by the quality gates, 0 already done, 0 did not fit" in err
     assert main(args) == 0
-    assert "0 stored, 1 already done" in capsys.readouterr().err
+    assert "0 stored, 0 refused by the quality gates, 1 already done" in capsys.readouterr().err
     with Project.open(project_file, read_only=True) as project:
         info = StudyService(project).info()
     assert {"name": "tiny", "role": "clinician", "is_model": True} in info["annotators"]
@@ -121,8 +121,8 @@ def test_ctrl_c_stops_and_keeps_what_was_finished(project_file, tiny_model):  # 
     output = "".join(lines) + rest
     assert proc.returncode == 130, output
     assert "Stopped. Run the same command again" in output
-    stored, _, refused = map(int, re.search(SUMMARY, output).groups())
-    assert 1 <= stored + refused < 4
+    stored, gated, failed = map(int, re.search(SUMMARY, output).groups())
+    assert 1 <= stored + gated + failed < 4
 
 
-SUMMARY = r"(\d+) stored, (\d+) already done, (\d+) refused"
+SUMMARY = r"(\d+) stored, (\d+) refused by the quality gates.*?, \d+ already done, (\d+) did not fit"
