@@ -352,7 +352,7 @@ def cmd_evaluate_model(args: argparse.Namespace) -> int:
     """Put each model pseudo-annotator beside the clinicians with the papers' measures; with
     ``--model``, first run that model over ``--limit`` units of each kind as a pseudo
     annotator."""
-    from portalreview.analysis.model_eval import evaluate
+    from portalreview.analysis.model_eval import evaluate, read_suggestions
     from portalreview.store.frames import read_frames
 
     path = _project_path(args.path)
@@ -369,12 +369,14 @@ def cmd_evaluate_model(args: argparse.Namespace) -> int:
     with Project.open(path, read_only=True) as project:
         frames = read_frames(project)
         catalogs = StudyService(project).catalogs
+        suggestions = read_suggestions(project)
     evaluation = evaluate(
         frames,
         models=[name] if name else None,
         seed=args.seed,
         n_resamples=args.resamples,
         catalogs=catalogs,
+        suggestions=suggestions,
     )
     if args.json:
         from dataclasses import asdict
@@ -427,6 +429,7 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
             ):
                 for kind, units in plan.items():
                     bar = ProgressBar(len(units), unit=f"{kind} units")
+                    bar.update(0, 0, 0, 0)
                     report = sg.run_batch(
                         service,
                         engine,
@@ -437,13 +440,14 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
                         params=params,
                         cancel=cancel,
                         progress=lambda r, _u, bar=bar: bar.update(
-                            r.done, len(r.stored), len(r.skipped), len(r.failed)
+                            r.done, len(r.stored), len(r.skipped), len(r.failed), len(r.refused)
                         ),
                     )
                     bar.finish()
                     print(
                         f"{kind}: {len(report.stored)} answered, {len(report.skipped)} already "
-                        f"done, {len(report.failed)} refused in {report.seconds:.0f} s",
+                        f"done, {len(report.refused)} refused by the quality gates, "
+                        f"{len(report.failed)} did not fit the kind, in {report.seconds:.0f} s",
                         file=sys.stderr,
                     )
                     if report.cancelled:

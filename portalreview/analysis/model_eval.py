@@ -19,7 +19,9 @@ same units; the clinicians' figures beside it are theirs on those units):
 * facts (seed 004, Section 3.3, equations 1-4): the micro and macro Fact-Recall and
   Fact-Precision the model's fact checks give the edits, beside the clinicians' own
   (:func:`analysis.facts.scores`);
-* suggestions: the share of the model's suggestions the quality gates refused.
+* suggestions: the share of the model's suggestions the quality gates refused
+  (``suggestions.refused_reason``, ``llm/gates.py``), per kind and over all, CI over the units
+  it suggested for.
 
 Nothing here implements a measure: every figure is an analysis module's, computed on the model's
 units. The intervals are the analyses' own: a percentile bootstrap over the model's units of
@@ -40,7 +42,14 @@ import pandas as pd
 from portalreview.analysis import empathy as empathy_analysis
 from portalreview.analysis import eppc, facts, match, rank, urgency
 from portalreview.analysis._agreement import model_vs_people
-from portalreview.analysis._common import Settings, humans, jsonable, ordered_names, people
+from portalreview.analysis._common import (
+    Settings,
+    humans,
+    jsonable,
+    ordered_names,
+    people,
+    safe_ratio,
+)
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.frames import StudyFrames
 
@@ -373,6 +382,91 @@ EVALUATORS: dict[str, Callable[[StudyFrames, str, Settings], list[Row]]] = {
 
 
 # --------------------------------------------------------------------------------------------
+# The share of suggestions the quality gates refused
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Suggestions:
+    """The study's model suggestions (``rows``: suggestion_id, unit_id, kind, model_file,
+    model_sha256, refused; one row per suggestion) and which of them each pseudo-annotator's
+    answers started from (``links``: annotator, suggestion_id)."""
+
+    rows: pd.DataFrame
+    links: pd.DataFrame
+
+
+def read_suggestions(project: Any) -> Suggestions:
+    """:class:`Suggestions` of a project (PI / system read)."""
+    from sqlalchemy import select
+
+    from portalreview.store.models import Annotator, Answer, Suggestion
+
+    with project.read() as s:
+        rows = s.execute(
+            select(
+                Suggestion.id,
+                Suggestion.unit_id,
+                Suggestion.kind,
+                Suggestion.model_file,
+                Suggestion.model_sha256,
+                Suggestion.refused_reason,
+            ).order_by(Suggestion.id)
+        ).all()
+        links = s.execute(
+            select(Annotator.name, Answer.suggestion_id)
+            .join(Annotator, Annotator.id == Answer.annotator_id)
+            .where(Annotator.is_model.is_(True), Answer.suggestion_id.is_not(None))
+        ).all()
+    columns = ["suggestion_id", "unit_id", "kind", "model_file", "model_sha256", "reason"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["refused"] = frame.reason.notna() & (frame.reason.astype(str).str.strip() != "")
+    return Suggestions(
+        frame.drop(columns="reason"), pd.DataFrame(links, columns=["annotator", "suggestion_id"])
+    )
+
+
+def _file_stem(name: str) -> str:
+    return name.rsplit("/", 1)[-1].removesuffix(".gguf")
+
+
+def suggestions_of(suggestions: Suggestions, model: str) -> pd.DataFrame:
+    """The suggestions of the model behind the pseudo-annotator ``model``: those of every model
+    file (SHA-256) its answers started from, and those of a file named as the pseudo-annotator
+    (``evaluate-model --model FILE`` names it after the file: a model all of whose suggestions
+    were refused has no answer to start from)."""
+    rows = suggestions.rows
+    linked = suggestions.links[suggestions.links.annotator == model].suggestion_id
+    hashes = set(rows[rows.suggestion_id.isin(linked)].model_sha256)
+    named = rows.model_file.map(_file_stem) == _file_stem(model)
+    return rows[rows.model_sha256.isin(hashes) | named]
+
+
+REFUSED = "share of its suggestions the quality gates refused"
+
+
+def _refused(suggestions: Suggestions | None, model: str, base: Settings) -> list[Row]:
+    """The share of the model's suggestions the quality gates refused, per kind and over all,
+    with a bootstrap CI over the units suggested for."""
+    out = _Rows(model, "suggestions")
+    if suggestions is None:
+        return out.none(f"{REFUSED}: all kinds", "the study's suggestions were not read")
+    mine = suggestions_of(suggestions, model)
+    if mine.empty:
+        return out.none(f"{REFUSED}: all kinds", "no stored suggestion of this model")
+    for label, group in [("all kinds", mine), *mine.groupby("kind", sort=True)]:
+        per_unit = group.groupby("unit_id").refused.agg(["sum", "size"])
+        s = base.for_units(per_unit.index)
+        pop = s.population(
+            {"refused": per_unit["sum"].to_numpy(), "n": per_unit["size"].to_numpy()},
+            per_unit.index,
+        )
+        fig = pop.figure(lambda x: safe_ratio(x["refused"], x["n"]))
+        out.add(f"{REFUSED}: {label}", model, "", Figure.of(fig))
+    return out.rows
+
+
+# --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
 
@@ -385,9 +479,11 @@ def evaluate(
     n_resamples: int = 1000,
     catalogs: Catalogs | None = None,
     kinds: Iterable[str] = KINDS,
+    suggestions: Suggestions | None = None,
 ) -> ModelEvaluation:
     """Every model pseudo-annotator of the study (or those named in ``models``) beside the
-    clinicians, kind by kind; a model name that has no answer is a ValueError."""
+    clinicians, kind by kind, and the share of its ``suggestions`` the quality gates refused
+    (:func:`read_suggestions`); a model name that has no answer is a ValueError."""
     found = model_names(frames)
     chosen = found if models is None else list(models)
     unknown = [m for m in chosen if m not in found]
@@ -402,6 +498,7 @@ def evaluate(
     for model in chosen:
         for kind in kinds:
             result.rows += EVALUATORS[kind](frames, model, base)
+        result.rows += _refused(suggestions, model, base)
     return result
 
 
@@ -433,4 +530,3 @@ def format_figure(figure: Figure, decimals: int = 3) -> str:
     else:
         text += " [no interval]"
     return f"{text} n={figure.n}"
-

@@ -182,12 +182,19 @@ def compute(
 
 def models_tab(project: Project, frames: StudyFrames, seed: int, n_resamples: int) -> Sheet:
     """The Models tab: each model pseudo-annotator of ``frames`` beside the clinicians."""
-    from portalreview.analysis.model_eval import evaluate
+    from portalreview.analysis.model_eval import evaluate, read_suggestions
     from portalreview.reports.json_report import read_project_catalogs
     from portalreview.ui.model_quality import model_sheet
 
     catalogs = read_project_catalogs(project)
-    return model_sheet(evaluate(frames, seed=seed, n_resamples=n_resamples, catalogs=catalogs))
+    evaluation = evaluate(
+        frames,
+        seed=seed,
+        n_resamples=n_resamples,
+        catalogs=catalogs,
+        suggestions=read_suggestions(project),
+    )
+    return model_sheet(evaluation)
 
 
 def report_for_export(computed: Computed) -> dict[str, Any]:

@@ -149,6 +149,34 @@ def _empathy_and_facts(st) -> None:
             st.answer(unit, name, payload)
 
 
+def _suggestions(st) -> None:
+    """smol's model file made suggestions for u1, u2 (offered; u2's answer started from it), u3
+    and s1 (refused); another model's refused one for u1 is not smol's."""
+
+    def add(unit, file, sha, refused=None):
+        return st.svc.add_suggestion(
+            st.units[unit],
+            {"more_urgent_case_id": st.cases["A"]},
+            model_file=file,
+            model_sha256=sha * 64,
+            template_id="t",
+            refused_reason=refused,
+        )
+
+    linked = add("u2", "SmolLM2-Q4.gguf", "b")  # found through the answer that used it
+    st.answer(
+        "u2",
+        M,
+        {"more_urgent_case_id": st.cases["A"]},
+        suggestion_id=linked,
+        suggestion_use="accepted",
+    )
+    add("u3", "SmolLM2-Q4.gguf", "b", "echo: the labels")
+    add("s1", "smol.gguf", "c", "empty: no label")  # found by its file's name
+    add("u1", "smol.gguf", "c")
+    add("u1", "other.gguf", "d", "empty: nothing")  # another model's
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     st = new_study(tmp_path_factory.mktemp("model_eval"))
@@ -161,8 +189,10 @@ def study(tmp_path_factory):
     _match(st)
     _rank(st)
     _empathy_and_facts(st)
+    _suggestions(st)
     frames = st.frames()
-    yield st, frames, evaluate(frames, n_resamples=200, seed=3)
+    found = model_eval.read_suggestions(st.project)
+    yield st, frames, evaluate(frames, n_resamples=200, seed=3, suggestions=found)
     st.project.close()
 
 
@@ -310,6 +340,30 @@ def test_fact_recall_and_precision(study):
             assert (fig.value, fig.n) == (pytest.approx(value), 2), (who, measure)
 
 
+# --- suggestions the quality gates refused ------------------------------------------------------
+
+
+def test_share_of_suggestions_refused(study):
+    _, _, result = study
+    expected = {"all kinds": (0.5, 4), "urgency": (1 / 3, 3), "eppc": (1.0, 1)}
+    for label, (value, n) in expected.items():
+        fig = _value(result, "suggestions", f"{model_eval.REFUSED}: {label}", M)
+        assert (fig.value, fig.n) == (pytest.approx(value), n), label
+    assert len(result.rows_of(M, "suggestions")) == 3
+    fig = _value(result, "suggestions", f"{model_eval.REFUSED}: all kinds", M)
+    refused = np.array([0.0, 0.0, 1.0, 1.0])  # u1, u2, u3, s1: one suggestion each
+    ci = metrics.bootstrap_ci(
+        refused, lambda a: a.mean(axis=1), n_resamples=200, seed=3, vectorized=True
+    )
+    assert fig.ci == pytest.approx(ci)
+
+
+def test_no_suggestions_read_says_so(study):
+    _, frames, _ = study
+    (row,) = evaluate(frames, n_resamples=0, kinds=()).rows_of(M, "suggestions")
+    assert row.figure.n == 0 and row.figure.note == "the study's suggestions were not read"
+
+
 # --- no data, bad input, printing ---------------------------------------------------------------
 
 
@@ -362,7 +416,9 @@ def test_cli_prints_every_measure_with_interval_and_n(study, capsys):
     lines = out.splitlines()
     assert "== smol (model) beside the clinicians, on the units smol answered ==" in lines
     accuracy = [x for x in lines if x.strip().startswith("pair accuracy, all pairs")]
-    low, high = _value(study[2], "urgency", model_eval.DIFFICULTY["total"], M, "reference levels").ci
+    low, high = _value(
+        study[2], "urgency", model_eval.DIFFICULTY["total"], M, "reference levels"
+    ).ci
     assert accuracy[0].endswith(f"0.500 [{low:.3f}, {high:.3f}] n=4")
     assert "smol *" in accuracy[0]
     tau = next(x for x in lines if "Kendall" in x and "smol" in x and " ava " in x)
