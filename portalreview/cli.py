@@ -334,15 +334,23 @@ def format_model_evaluation(evaluation) -> str:
     ]
     for model in evaluation.models:
         lines += ["", f"== {model} (model) beside the clinicians, on the units {model} answered =="]
-        kinds = dict.fromkeys(r.kind for r in evaluation.rows_of(model))
-        for kind in kinds:
+        rows = evaluation.rows_of(model)
+        width = {  # each column as wide as its longest entry
+            "measure": max(len(r.measure) for r in rows),
+            "who": max([len(r.who) + 2 for r in rows] + [len("answers of")]),
+            "against": max([len(r.against) for r in rows] + [len("against")]),
+        }
+        for kind in dict.fromkeys(r.kind for r in rows):
             lines += ["", f"{kind} ({SOURCES[kind]}; n counts {N_UNITS[kind]})"]
-            lines.append(f"  {'measure':<42} {'answers of':<18} {'against':<18} value [95% CI] n")
+            lines.append(
+                f"  {'measure':<{width['measure']}}  {'answers of':<{width['who']}}  "
+                f"{'against':<{width['against']}}  value [95% CI] n"
+            )
             for row in evaluation.rows_of(model, kind):
                 who = f"{row.who} *" if row.is_model else row.who
                 lines.append(
-                    f"  {row.measure:<42} {who:<18} {row.against or '-':<18} "
-                    f"{format_figure(row.figure)}"
+                    f"  {row.measure:<{width['measure']}}  {who:<{width['who']}}  "
+                    f"{row.against or '-':<{width['against']}}  {format_figure(row.figure)}"
                 )
     lines += ["", "* the model's own figure; the rows below it are the clinicians' on its units."]
     return "\n".join(lines)

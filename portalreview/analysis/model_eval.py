@@ -442,7 +442,7 @@ def suggestions_of(suggestions: Suggestions, model: str) -> pd.DataFrame:
     return rows[rows.model_sha256.isin(hashes) | named]
 
 
-REFUSED = "share of its suggestions the quality gates refused"
+REFUSED = "share refused by the quality gates"
 
 
 def _refused(suggestions: Suggestions | None, model: str, base: Settings) -> list[Row]:
