@@ -66,9 +66,8 @@ def test_models_tab_puts_the_model_beside_the_clinicians(qtbot, built, tmp_path,
     dashboard = open_dashboard(qtbot, window)
     click_tab(qtbot, dashboard, TAB)
     tables = {t.title.split(" (")[0]: (t, v) for _, t, v in dashboard.model_views}
-    assert list(tables) == [
-        f"{MODEL}: {k}" for k in ("urgency", "eppc", "match", "rank", "empathy", "facts")
-    ]
+    kinds = ("urgency", "eppc", "match", "rank", "empathy", "facts", "suggestions")
+    assert list(tables) == [f"{MODEL}: {k}" for k in kinds]
     _, view = tables[f"{MODEL}: urgency"]
     model = view.model()
     assert [
@@ -101,6 +100,9 @@ def test_models_tab_puts_the_model_beside_the_clinicians(qtbot, built, tmp_path,
     note = view.model().data(view.model().index(0, 7))
     assert note == "n=0 — not enough data: the model coded no sentence"
     assert view.model().data(view.model().index(0, 6)) == "0"
+    _, view = tables[f"{MODEL}: suggestions"]  # its answers were saved without the model
+    note = view.model().data(view.model().index(0, 7))
+    assert note == "n=0 — not enough data: no stored suggestion of this model"
     # read-only: a double click edits nothing
     assert view.editTriggers() == QAbstractItemView.EditTrigger.NoEditTriggers
     index = model.index(0, 3)
