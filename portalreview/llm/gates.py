@@ -29,8 +29,9 @@ template's text. A suggestion is refused when it is
   refused when more than half of the reference's sentences, and at least two, cover the whole
   draft (a draft of one sentence is exempt: its one sentence is all there is to copy). EPPC
   evidence is the shortest part of the sentence that shows the code (seed 003); a suggestion
-  whose two or more codes all take the whole sentence (90 %) as evidence is refused (one code
-  may well be shown by its whole sentence);
+  whose three or more codes all take the whole sentence (90 %) as evidence is refused (one or
+  two codes may well be shown by their whole sentence: a clinician of the demo study gave a
+  thank-you sentence two codes with the whole sentence as evidence);
 * a text loop: a run of three or more copies of a word sequence (six or more of one word), one
   chunk of characters repeated eight times or more, or a sentence of three words or more
   written twice; in facts, the same fact twice on one side;
@@ -318,7 +319,7 @@ def gate_eppc(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: str
     labels = payload.get("labels") or []
     spans = [[tuple(s) for s in label.get("spans") or []] for label in labels]
     whole = [s for s in spans if s and coverage(s, texts.sentence) >= WHOLE_SHARE]
-    if len(labels) >= 2 and len(whole) == len(labels):
+    if len(labels) >= SAME_SPAN_MIN and len(whole) == len(labels):
         return (
             f"{WHOLE}: all {len(labels)} codes take the whole sentence as their evidence "
             f"(>= {WHOLE_SHARE:.0%} of its characters)"

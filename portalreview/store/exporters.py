@@ -312,6 +312,7 @@ def _suggestions(session: Session, names: Names) -> Iterator[Row]:
             "seed": s.seed,
             "seconds": s.seconds,
             "created_at": s.created_at,
+            "refused_reason": s.refused_reason,
         }
 
 

@@ -283,8 +283,10 @@ def suggestion_counts(service: StudyService) -> tuple[int, int]:
     """(suggestions that may be offered, suggestions the quality gates refused)."""
     service._require_admin("count model suggestions")
     with service.project.read() as s:
-        refused = Suggestion.refused_reason.is_not(None)
-        rows = dict(
-            s.execute(select(refused, func.count()).select_from(Suggestion).group_by(refused))
+        total = s.scalar(select(func.count()).select_from(Suggestion)) or 0
+        refused = s.scalar(
+            select(func.count())
+            .select_from(Suggestion)
+            .where(Suggestion.refused_reason.is_not(None))
         )
-        return int(rows.get(False, 0)), int(rows.get(True, 0))
+        return total - (refused or 0), refused or 0

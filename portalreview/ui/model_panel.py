@@ -5,6 +5,10 @@ once off the GUI thread, the one thread all model work runs on, and closing it a
 a time, so every piece of model work (loading, suggestions) goes through :meth:`ModelHost.submit`,
 whose pool has a single thread: calls queue instead of colliding (``EngineBusyError``).
 A file that cannot be used gives a message naming it, and the app goes on without suggestions.
+
+The panel also counts the project's suggestions that may be offered and those the quality
+gates refused (``portalreview.llm.gates``), and lists the refused ones with their reason for
+the PI (clinicians never see them).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from PySide6.QtWidgets import (
 from portalreview.llm.engine import Engine
 from portalreview.llm.errors import LlmError
 from portalreview.llm.model_file import scan_models
+from portalreview.store.service import StoreError
+from portalreview.store.templates import refused_suggestions, suggestion_counts
 from portalreview.ui.workers import Worker
 
 MODEL_KEY = "llm/model_path"
@@ -233,6 +239,14 @@ class ModelDialog(QDialog):
         )
         note.setWordWrap(True)
         layout.addWidget(note)
+        self.gate_summary = QLabel()
+        self.gate_summary.setWordWrap(True)
+        self.gate_summary.setObjectName("gateSummary")
+        layout.addWidget(self.gate_summary)
+        self.refused_list = QListWidget()
+        self.refused_list.setObjectName("refusedList")
+        self.refused_list.setAccessibleName("Suggestions refused by the quality gates")
+        layout.addWidget(self.refused_list, 1)
         self.autoload = QCheckBox("Load the chosen model when PortalReview starts")
         self.autoload.setChecked(host.load_at_start())
         self.autoload.toggled.connect(host.set_load_at_start)
@@ -248,6 +262,40 @@ class ModelDialog(QDialog):
         layout.addWidget(buttons)
         host.engine_changed.connect(lambda _e: self.refresh())
         self.refresh()
+        self.refresh_gates()
+
+    def refresh_gates(self) -> None:
+        """The counts of offered and refused suggestions; the refused ones, for the PI."""
+        window = self.parent()
+        admin = getattr(window, "admin", None)
+        service = getattr(window, "service", None)
+        self.refused_list.clear()
+        self.refused_list.hide()
+        if admin is None:
+            self.gate_summary.setText("Quality gates: no project is open.")
+            return
+        try:
+            offered, refused = suggestion_counts(admin)
+            rows = refused_suggestions(admin)
+        except (StoreError, PermissionError) as exc:
+            self.gate_summary.setText(f"Quality gates: {exc}")
+            return
+        pi = service is not None and service.viewer.sees_all
+        self.gate_summary.setText(
+            f"<b>Quality gates:</b> {offered} stored suggestion(s) can be offered; {refused} "
+            "refused as degenerate (empty, echoing the prompt, the same text in every box, "
+            "spans over the whole draft, text loops), kept for the PI and never shown"
+            + (" — listed below." if pi and refused else ".")
+        )
+        if not pi or not rows:
+            return
+        for row in rows:
+            item = QListWidgetItem(
+                f"unit {row.unit_id} ({row.unit_set}, {row.kind}) — {row.model_file}: {row.reason}"
+            )
+            item.setToolTip(f"{row.template_id}, {row.created_at}\n{row.reason}")
+            self.refused_list.addItem(item)
+        self.refused_list.show()
 
     def refresh(self) -> None:
         engine = self.host.engine

@@ -8,6 +8,11 @@ pre-fills the editor through :meth:`Editor.show_suggestion`. A banner says whose
 is. Nothing is saved until the person accepts it (Ctrl+Shift+A) or edits it; the saved answer
 records the suggestion and whether it was accepted, edited or ignored (dismissed with
 Ctrl+Shift+D, then answered) — see :class:`~portalreview.ui.session.AnnotationSession`.
+
+A suggestion the quality gates refuse (``portalreview.llm.gates``: empty, an echo of the
+prompt, the same text in every box, spans over the whole draft, a text loop) is stored with the
+reason for the PI and never shown; the banner says only that the model's answer was not usable,
+and the model is not asked again for that unit.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from portalreview.llm.errors import AnswerError, Cancelled, EngineClosedError, L
 from portalreview.llm.grammars import GrammarLimits
 from portalreview.llm.templates import PromptLibrary
 from portalreview.store.service import AnswerView, StoreError
-from portalreview.store.templates import latest_suggestion
+from portalreview.store.templates import latest_suggestion, refused_reasons, suggestions_by
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.ui.model_panel import ModelHost
 
@@ -191,6 +196,9 @@ class SuggestionController(QObject):
         except LlmError as exc:
             self.window.statusBar().showMessage(f"No suggestion: {exc}", 8000)
             return
+        if self._refused_before(unit.unit_id, engine, templates):
+            self.banner(editor).show_state("note", self._refused_note(engine.info.file_name))
+            return
         cancel = threading.Event()
         ctx = sg.SuggestContext(
             engine, self.window.admin.catalogs, templates, self.params, self.limits, cancel
@@ -201,7 +209,7 @@ class SuggestionController(QObject):
             if cancel.is_set():
                 return None
             try:
-                return sg.suggest(ctx, unit)
+                return sg.gated(sg.suggest(ctx, unit), unit, ctx.catalogs)
             except Cancelled:  # moved on, or the window is closing
                 return None
 
@@ -212,6 +220,23 @@ class SuggestionController(QObject):
             work,
             on_done=lambda answer: self._answered(job, engine, answer),
             on_error=lambda message, exc: self._failed(job, message, exc),
+        )
+
+    def _refused_before(self, unit_id: int, engine, templates: dict) -> bool:
+        """Did the quality gates refuse this model's suggestion for the unit (same templates)?
+        Asking again would give the same answer (greedy decoding, a fixed seed)."""
+        template_id = "+".join(t.key for t in templates.values())
+        try:
+            found = suggestions_by(self.window.admin, [unit_id], engine.sha256, template_id)
+            return bool(found) and bool(refused_reasons(self.window.admin, list(found.values())))
+        except (StoreError, PermissionError):
+            return False
+
+    @staticmethod
+    def _refused_note(model_file: str) -> str:
+        return (
+            f"{model_file} gave no usable suggestion for this unit (refused by the quality "
+            "gates; the PI can see why). Please answer it yourself."
         )
 
     def stop(self) -> None:
@@ -250,6 +275,9 @@ class SuggestionController(QObject):
         session = self.window.session
         if suggestion_id is None or editor is None:
             self.banner(editor).show_state("hidden", "")
+            return
+        if answer.refused is not None:  # stored for the PI, never offered
+            self.banner(editor).show_state("note", self._refused_note(job.model_file))
             return
         if session.answer is not None or session.pending or editor.undo_stack.count():
             # the person started meanwhile: their work is never replaced

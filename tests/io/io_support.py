@@ -89,7 +89,8 @@ def payloads(study: SmallStudy) -> dict[str, dict]:
 
 def full_study(project: Project) -> SmallStudy:
     """The small study with answers of every kind by ava, drafts by ben, a flagged answer,
-    a gold answer by the PI and an LLM suggestion that ava edited."""
+    a gold answer by the PI, an LLM suggestion that ava edited and one that the quality gates
+    refused."""
     study = build_small_study(project)
     svc = study.service
     with project.write() as session:
@@ -107,6 +108,18 @@ def full_study(project: Project) -> SmallStudy:
         session.add(suggestion)
         session.flush()
         suggestion_id = suggestion.id
+        # one the quality gates refused: its reason must survive export and import
+        session.add(
+            Suggestion(
+                unit_id=study.units["respond"],
+                kind="respond",
+                payload_json=json.dumps({"parts": {"empathy": "Empathy"}}),
+                model_file="tiny.gguf",
+                model_sha256="ab" * 32,
+                template_id="respond-v1",
+                refused_reason="echo: 1 of 1 boxes repeat the prompt's own words",
+            )
+        )
     for kind, payload in payloads(study).items():
         extra = {}
         if kind == "empathy":

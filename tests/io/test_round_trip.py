@@ -13,6 +13,7 @@ from portalreview.store.exporters import ExportFailed, export_project
 from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.project import Project
 from portalreview.store.service import GENESIS_HASH, StudyService
+from portalreview.store.templates import refused_suggestions, suggestion_counts
 
 TABLES = (
     "annotators",
@@ -56,6 +57,20 @@ def test_jsonl_round_trip_is_byte_identical(exported, tmp_path):
         assert filecmp.cmp(exported / f"{table}.jsonl", again / f"{table}.jsonl", shallow=False), (
             table
         )
+    fresh.close()
+
+
+def test_round_trip_keeps_why_a_suggestion_was_refused(exported, tmp_path):
+    rows = [json.loads(line) for line in (exported / "suggestions.jsonl").open()]
+    assert [r["refused_reason"] for r in rows] == [
+        None,
+        "echo: 1 of 1 boxes repeat the prompt's own words",
+    ]
+    fresh = _reimport(tmp_path, exported, "refused")
+    service = StudyService(fresh)
+    assert suggestion_counts(service) == (1, 1)
+    (refused,) = refused_suggestions(service)
+    assert (refused.kind, refused.reason) == ("respond", rows[1]["refused_reason"])
     fresh.close()
 
 

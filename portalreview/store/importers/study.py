@@ -78,6 +78,7 @@ SUGGESTION_COLUMNS = (
     "seed",
     "seconds",
     "created_at",
+    "refused_reason",
 )
 AUDIT_COLUMNS = (
     "id",
@@ -333,6 +334,7 @@ def _add_suggestion(ctx: ImportContext, rec: Record) -> None:
         params=rec.obj("params") or {},
         seed=rec.integer("seed", -(2**62), 2**62),
         seconds=rec.number("seconds") or 0.0,
+        refused_reason=rec.text("refused_reason").strip() or None,
         session=ctx.session,
     )
     row = ctx.session.get(Suggestion, suggestion_id)
