@@ -32,7 +32,8 @@ MEASURES = {  # every measure of a kind, as the model's rows name them
 def test_smollm2_is_evaluated_on_the_demo(real_model_path, tmp_path, capsys):
     demo = build_demo(tmp_path / "demo.prproj")
     argv = ["evaluate-model", str(demo), "--model", str(real_model_path), "--limit", "1"]
-    assert main([*argv, "--threads", "2", "--resamples", "200"]) == 0
+    options = ["--threads", "2", "--ctx", "4096", "--max-tokens", "512", "--resamples", "200"]
+    assert main([*argv, *options]) == 0
     captured = capsys.readouterr()
     name = real_model_path.name.removesuffix(".gguf")
     for kind in model_eval.KINDS:

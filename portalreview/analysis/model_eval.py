@@ -77,7 +77,7 @@ SOURCES = {
 }
 NO_DATA = "not enough data"
 #: Why an inbox score has no interval when one judge answered each pair once.
-ONE_JUDGE = "no interval: each pair judged once (the inbox intervals resample judgements)"
+ONE_JUDGE = "no interval: one judgement per pair (inbox intervals resample judgements)"
 
 
 @dataclass(frozen=True)
