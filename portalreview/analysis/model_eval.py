@@ -496,10 +496,30 @@ def evaluate(
     base = Settings.of(catalogs, seed, n_resamples)
     result = ModelEvaluation(chosen, seed=base.seed, n_resamples=base.n_resamples)
     for model in chosen:
+        refused = _refused_counts(suggestions, model)
         for kind in kinds:
-            result.rows += EVALUATORS[kind](frames, model, base)
+            rows = EVALUATORS[kind](frames, model, base)
+            result.rows += _say_refused(rows, refused.get(kind, 0))
         result.rows += _refused(suggestions, model, base)
     return result
+
+
+def _refused_counts(suggestions: Suggestions | None, model: str) -> dict[str, int]:
+    """kind -> how many of the model's suggestions the quality gates refused."""
+    if suggestions is None:
+        return {}
+    mine = suggestions_of(suggestions, model)
+    return mine[mine.refused].kind.value_counts().to_dict()
+
+
+def _say_refused(rows: list[Row], n_refused: int) -> list[Row]:
+    """A kind the model has no usable answer of says how many of its suggestions the quality
+    gates refused (they are never an annotator's answer)."""
+    if n_refused == 0 or len(rows) != 1 or rows[0].figure.value is not None:
+        return rows
+    row = rows[0]
+    note = f"{row.figure.note}; the quality gates refused its {n_refused} suggestion(s)"
+    return [Row(row.model, row.kind, row.measure, row.who, row.against, Figure.missing(note))]
 
 
 def units_to_run(frames: StudyFrames, kind: str, unit_ids: list[int], limit: int) -> list[int]:

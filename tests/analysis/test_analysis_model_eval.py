@@ -358,6 +358,37 @@ def test_share_of_suggestions_refused(study):
     assert fig.ci == pytest.approx(ci)
 
 
+def test_a_kind_whose_suggestions_were_all_refused_says_so(tmp_path):
+    st = new_study(tmp_path)
+    st.person("ava")
+    st.person(M, model=True)
+    st.case("A", "a", 1)
+    st.case("B", "b", 3)
+    st.unit("u", "urgency", "A", who=["ava", M], case_b_id=st.cases["B"])
+    st.answer("u", M, {"more_urgent_case_id": st.cases["A"]})
+    st.case("msg", EPPC_MESSAGE)
+    (s1, _) = st.case_sentences("msg")
+    st.unit("s1", "eppc", "msg", who=[M], sentence_id=s1.id)
+    st.svc.add_suggestion(
+        st.units["s1"],
+        {"labels": []},
+        model_file=f"{M}.gguf",
+        model_sha256="e" * 64,
+        template_id="eppc_extract",
+        refused_reason="empty: no label",
+    )
+    found = model_eval.read_suggestions(st.project)
+    result = evaluate(st.frames(), n_resamples=0, suggestions=found)
+    st.project.close()
+    (row,) = result.rows_of(M, "eppc")
+    assert format_figure(row.figure) == (
+        "n=0 — not enough data (the model coded no sentence; the quality gates refused its "
+        "1 suggestion(s))"
+    )
+    refused = result.find(M, "suggestions", f"{model_eval.REFUSED}: eppc", M)
+    assert (refused.value, refused.n) == (1.0, 1)
+
+
 def test_no_suggestions_read_says_so(study):
     _, frames, _ = study
     (row,) = evaluate(frames, n_resamples=0, kinds=()).rows_of(M, "suggestions")
