@@ -6,7 +6,8 @@
 Builds the demo study in a temporary folder, runs the small model fetched at install time
 (``packaging/fetch_small_model.py``) over N units of each kind as a pseudo annotator
 (``portalreview evaluate-model --model ... --limit N``; minutes on a laptop's CPU), opens the
-agreement dashboard as the PI and saves ``dashboard-5-models.png`` next to this script. With
+agreement dashboard as the PI and saves ``dashboard-5-models.png`` (the top of the Models
+tab) and ``dashboard-6-models-agreement.png`` (from the rank table on) next to this script. With
 ``--project``, a demo study the model already answered is used as it is. Look at the image
 after running it.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QEventLoop, QSettings
+from PySide6.QtCore import QEventLoop, QPoint, QSettings
 from PySide6.QtTest import QTest
 
 from portalreview.cli import main as cli
@@ -35,6 +36,7 @@ from portalreview.ui.settings import Preferences
 
 HERE = Path(__file__).resolve().parent
 NAME = "dashboard-5-models.png"
+SECOND = "dashboard-6-models-agreement.png"
 
 
 def evaluated_demo(folder: Path, limit: int) -> Path:
@@ -66,6 +68,14 @@ def shoot(path: Path, prefs: Preferences) -> None:
     QTest.qWait(300)
     board.grab().save(str(HERE / NAME))
     print("saved", NAME)
+    # the agreement tables further down: from the rank table on
+    page = board.tabs.currentWidget()
+    view = next((v for _, t, v in board.model_views if t.key.endswith("_rank")), None)
+    if view is not None:
+        page.verticalScrollBar().setValue(view.mapTo(page.widget(), QPoint(0, 0)).y() - 40)
+        QTest.qWait(300)
+        board.grab().save(str(HERE / SECOND))
+        print("saved", SECOND)
     board.close()
     window.close()
 
