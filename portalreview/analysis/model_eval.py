@@ -76,6 +76,7 @@ SOURCES = {
     "suggestions": "quality gates",
 }
 NO_DATA = "not enough data"
+UNDEFINED = "undefined on these units"
 #: Why an inbox score has no interval when one judge answered each pair once.
 ONE_JUDGE = "no interval: one judgement per pair (inbox intervals resample judgements)"
 
@@ -99,11 +100,12 @@ class Figure:
         ci = data.get("ci")
         ci = tuple(ci) if ci and None not in ci else None
         value = data.get("value")
-        if value is None:
-            note = note or NO_DATA
+        n = int(data.get("n_units") or 0)
+        if value is None:  # no units, or a statistic undefined on them (alpha of one category)
+            note = note or (UNDEFINED if n else NO_DATA)
         elif ci is None and not note:
             note = "no interval (too few units or resamples)"
-        return cls(value, ci, int(data.get("n_units") or 0), note)
+        return cls(value, ci, n, note)
 
     @classmethod
     def missing(cls, note: str = NO_DATA) -> Figure:

@@ -421,6 +421,25 @@ def test_an_unknown_model_name_is_refused(study):
         evaluate(frames, models=["gpt"])
 
 
+def test_an_undefined_statistic_says_so(tmp_path):
+    st = new_study(tmp_path)
+    st.person("ava")
+    st.person(M, model=True)
+    st.case("e", "My hands shake.")
+    o = st.response("o", "e", "That is common.", "clinician", "md")
+    e = st.response("x", "e", "I am sorry. That is common.", "model", "edit")
+    st.unit("e", "empathy", "e", who=["ava", M], response_id=o, response_b_id=e)
+    for name in ("ava", M):  # both: the edit; one unit, one value: alpha is undefined
+        st.answer("e", name, {"more_empathetic_response_id": e})
+    result = evaluate(st.frames(), n_resamples=20)
+    st.project.close()
+    agree = result.find(M, "empathy", "verdict: percent agreement", M, "ava")
+    alpha = result.find(M, "empathy", "verdict: Krippendorff's alpha", M, "ava")
+    assert (agree.value, agree.n) == (1.0, 1)
+    assert format_figure(alpha) == "n=1 — not enough data (undefined on these units)"
+    assert format_figure(Figure.of(None)) == "n=0 — not enough data"
+
+
 def test_format_figure():
     assert format_figure(Figure(0.5, (0.25, 0.75), 4)) == "0.500 [0.250, 0.750] n=4"
     assert format_figure(Figure(1.0, None, 1, "x")) == "1.000 [no interval] n=1"
