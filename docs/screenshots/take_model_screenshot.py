@@ -39,12 +39,13 @@ NAME = "dashboard-5-models.png"
 SECOND = "dashboard-6-models-agreement.png"
 
 
-def evaluated_demo(folder: Path, limit: int) -> Path:
+def evaluated_demo(folder: Path, limit: int, threads: int | None) -> Path:
     model = small_model_path()
     if model is None:
         sys.exit("the small model is missing: run `python packaging/fetch_small_model.py`")
     path = build_demo(folder / "demo.prproj")
-    status = cli(["evaluate-model", str(path), "--model", str(model), "--limit", str(limit)])
+    argv = ["evaluate-model", str(path), "--model", str(model), "--limit", str(limit)]
+    status = cli(argv + (["--threads", str(threads)] if threads else []))
     if status:
         sys.exit(f"evaluate-model stopped with status {status}")
     return path
@@ -84,11 +85,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=3, help="units of each kind (default 3)")
     parser.add_argument("--project", type=Path, help="a demo study the model already answered")
+    parser.add_argument(
+        "--threads", type=int, help="llama.cpp threads (1 on cores other work keeps busy)"
+    )
     args = parser.parse_args()
     application()
     folder = Path(tempfile.mkdtemp(prefix="model_screen_"))
     prefs = Preferences(QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat))
-    shoot(args.project or evaluated_demo(folder, args.limit), prefs)
+    shoot(args.project or evaluated_demo(folder, args.limit, args.threads), prefs)
 
 
 if __name__ == "__main__":
