@@ -21,9 +21,10 @@ def _row(row: Row) -> list[Cell]:
     fig = row.figure
     low, high = fig.ci if fig.ci is not None else (None, None)
     who = f"{row.who} (model)" if row.is_model else row.who
-    note = fig.note if fig.value is not None else f"n=0 — {NO_DATA}: {fig.note}".rstrip(": ")
-    if fig.value is None and fig.note == NO_DATA:
-        note = f"n={fig.n} — {NO_DATA}"
+    note = fig.note
+    if fig.value is None:  # as the command line says it: n, and why there is no figure
+        why = f": {fig.note}" if fig.note and fig.note != NO_DATA else ""
+        note = f"n={fig.n} — {NO_DATA}{why}"
     return [
         Cell(row.measure),
         Cell(who),
