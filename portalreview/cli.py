@@ -345,6 +345,157 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- model quality (evaluate-model) ------------------------------------------------------------
+
+
+def format_model_evaluation(evaluation) -> str:
+    """The ``evaluate-model`` report: per model and kind, every measure with its 95% interval
+    and n, the model's rows first and the clinicians' on the same units beside them."""
+    from portalreview.analysis.model_eval import N_UNITS, SOURCES, format_figure
+
+    if not evaluation.models:
+        return (
+            "No model pseudo-annotator has answers in this study: run "
+            "`portalreview evaluate-model PATH --model FILE.gguf --limit N` to add one."
+        )
+    lines = [
+        f"95% percentile bootstrap intervals over the model's units ({evaluation.n_resamples} "
+        f"resamples, seed {evaluation.seed}); n = the units a figure rests on.",
+    ]
+    for model in evaluation.models:
+        lines += ["", f"== {model} (model) beside the clinicians, on the units {model} answered =="]
+        rows = evaluation.rows_of(model)
+        width = {  # each column as wide as its longest entry
+            "measure": max(len(r.measure) for r in rows),
+            "who": max([len(r.who) + 2 for r in rows] + [len("answers of")]),
+            "against": max([len(r.against) for r in rows] + [len("against")]),
+        }
+        for kind in dict.fromkeys(r.kind for r in rows):
+            lines += ["", f"{kind} ({SOURCES[kind]}; n counts {N_UNITS[kind]})"]
+            lines.append(
+                f"  {'measure':<{width['measure']}}  {'answers of':<{width['who']}}  "
+                f"{'against':<{width['against']}}  value [95% CI] n"
+            )
+            for row in evaluation.rows_of(model, kind):
+                who = f"{row.who} *" if row.is_model else row.who
+                lines.append(
+                    f"  {row.measure:<{width['measure']}}  {who:<{width['who']}}  "
+                    f"{row.against or '-':<{width['against']}}  {format_figure(row.figure)}"
+                )
+    lines += ["", "* the model's own figure; the rows below it are the clinicians' on its units."]
+    return "\n".join(lines)
+
+
+def cmd_evaluate_model(args: argparse.Namespace) -> int:
+    """Put each model pseudo-annotator beside the clinicians with the papers' measures; with
+    ``--model``, first run that model over ``--limit`` units of each kind as a pseudo
+    annotator."""
+    from portalreview.analysis.model_eval import evaluate, read_suggestions
+    from portalreview.store.frames import read_frames
+
+    path = _project_path(args.path)
+    if args.limit is not None and args.limit < 1:
+        raise CliError(f"--limit must be a positive number of units, not {args.limit}")
+    if args.model is None and args.limit is not None:
+        raise CliError("--limit needs --model (the model to run over that many units)")
+    name = args.as_annotator
+    if args.model is not None:
+        name = name or Path(args.model).stem
+        status = _run_model_as_annotator(path, args, name)
+        if status:
+            return status
+    with Project.open(path, read_only=True) as project:
+        frames = read_frames(project)
+        catalogs = StudyService(project).catalogs
+        suggestions = read_suggestions(project)
+    evaluation = evaluate(
+        frames,
+        models=[name] if name else None,
+        seed=args.seed,
+        n_resamples=args.resamples,
+        catalogs=catalogs,
+        suggestions=suggestions,
+    )
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps([asdict(r) for r in evaluation.rows], indent=2, ensure_ascii=False))
+    else:
+        print(format_model_evaluation(evaluation))
+    return 0
+
+
+def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> int:
+    """Run the model over ``args.limit`` units of each evaluated kind (those with gold or
+    clinicians' answers first) and store its answers as the pseudo annotator ``name``;
+    0 when done, 130 when stopped with Ctrl-C."""
+    import threading
+
+    from portalreview.analysis.model_eval import KINDS, units_to_run
+    from portalreview.llm import suggest as sg
+    from portalreview.llm.cli import EXIT_STOPPED, ProgressBar, _CtrlC
+    from portalreview.llm.engine import Engine, GenerationParams
+    from portalreview.llm.errors import LlmError
+    from portalreview.llm.templates import PromptLibrary
+    from portalreview.store.frames import read_frames
+    from portalreview.store.service import StoreError
+    from portalreview.store.templates import unit_ids
+
+    params = GenerationParams(max_tokens=args.max_tokens, temperature=0.0, seed=args.seed)
+    cancel = threading.Event()
+    try:
+        with Project.open(path) as project:
+            service = StudyService(project)
+            sg.model_annotator(service, name)  # a person's name is refused before loading
+            library = PromptLibrary(service)
+            library.install_defaults()
+            frames = read_frames(project)
+            plan = {}
+            for kind in KINDS:
+                units = unit_ids(service, kind)
+                if units:
+                    plan[kind] = units_to_run(frames, kind, units, args.limit or len(units))
+            print(f"Loading {Path(args.model).name}...", file=sys.stderr)
+            with (
+                Engine.load(
+                    args.model,
+                    n_ctx=args.ctx,
+                    n_threads=args.threads,
+                    gpu=False if args.cpu else None,
+                ) as engine,
+                _CtrlC(cancel),
+            ):
+                for kind, units in plan.items():
+                    bar = ProgressBar(len(units), unit=f"{kind} units")
+                    bar.update(0, 0, 0, 0)
+                    report = sg.run_batch(
+                        service,
+                        engine,
+                        kind,
+                        units,
+                        library=library,
+                        annotator=name,
+                        params=params,
+                        cancel=cancel,
+                        progress=lambda r, _u, bar=bar: bar.update(
+                            r.done, len(r.stored), len(r.skipped), len(r.failed), len(r.refused)
+                        ),
+                    )
+                    bar.finish()
+                    print(
+                        f"{kind}: {len(report.stored)} answered, {len(report.skipped)} already "
+                        f"done, {len(report.refused)} refused by the quality gates, "
+                        f"{len(report.failed)} did not fit the kind, in {report.seconds:.0f} s",
+                        file=sys.stderr,
+                    )
+                    if report.cancelled:
+                        print("Stopped: the answers so far are kept.", file=sys.stderr)
+                        return EXIT_STOPPED
+    except (LlmError, StoreError) as exc:
+        raise CliError(str(exc)) from exc
+    return 0
+
+
 DEFAULT_DEMO = Path("portalreview-demo.prproj")
 
 
@@ -459,6 +610,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--as", dest="as_annotator", metavar="NAME", help="sign in as NAME")
     demo.set_defaults(func=cmd_demo)
+
+    ev = verbs.add_parser(
+        "evaluate-model",
+        help="each model pseudo-annotator beside the clinicians, with the papers' measures",
+        description="Model quality, measured: urgency accuracy and inbox NDCG, EPPC P/R/F1 "
+        "against gold, content-match agreement, Kendall's tau, empathy agreement and fact "
+        "scores of each model pseudo-annotator beside the clinicians, each with its 95% "
+        "bootstrap interval and n. With --model, first run that model over --limit units of "
+        "each kind and store its answers as a pseudo annotator.",
+    )
+    ev.add_argument("path", help="the project file")
+    ev.add_argument("--model", metavar="FILE", help="a .gguf model to run first")
+    ev.add_argument("--limit", type=int, metavar="N", help="with --model: N units of each kind")
+    ev.add_argument(
+        "--as-annotator",
+        metavar="NAME",
+        help="the model pseudo-annotator (default with --model: the file's name; "
+        "without: every model in the study)",
+    )
+    ev.add_argument("--seed", type=int, default=0, help="bootstrap and model seed (default 0)")
+    ev.add_argument(
+        "--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)"
+    )
+    ev.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ev.add_argument("--max-tokens", type=int, default=1024, help="per generated answer")
+    ev.add_argument("--threads", type=int, help="CPU threads (default: one per physical core)")
+    ev.add_argument("--ctx", type=int, help="context size in tokens (default: from the model)")
+    ev.add_argument("--cpu", action="store_true", help="do not offload to a GPU")
+    ev.set_defaults(func=cmd_evaluate_model)
 
     from portalreview.llm.cli import add_suggest_parser
 

@@ -125,6 +125,7 @@ class Computed:
     computed_at: str  # local time, HH:MM:SS
     recomputed: tuple[str, ...] = ()  # the analyses computed afresh (the others were kept)
     seconds: float = 0.0  # reading and computing
+    models: Sheet | None = None  # the Models tab: each model beside the clinicians
 
 
 class _Stopped(Exception):
@@ -161,6 +162,7 @@ def compute(
         )
         step(2)
         sheets = workbook_model(result.report)
+        models = models_tab(project, result.filtered, seed, n_resamples)
         step(3)
     except _Stopped:
         return None
@@ -175,7 +177,25 @@ def compute(
         time.strftime("%H:%M:%S"),
         result.recomputed,
         result.timings.get("total", 0.0),
+        models,
     )
+
+
+def models_tab(project: Project, frames: StudyFrames, seed: int, n_resamples: int) -> Sheet:
+    """The Models tab: each model pseudo-annotator of ``frames`` beside the clinicians."""
+    from portalreview.analysis.model_eval import evaluate, read_suggestions
+    from portalreview.reports.json_report import read_project_catalogs
+    from portalreview.ui.model_quality import model_sheet
+
+    catalogs = read_project_catalogs(project)
+    evaluation = evaluate(
+        frames,
+        seed=seed,
+        n_resamples=n_resamples,
+        catalogs=catalogs,
+        suggestions=read_suggestions(project),
+    )
+    return model_sheet(evaluation)
 
 
 def report_for_export(computed: Computed) -> dict[str, Any]:
@@ -507,6 +527,7 @@ class Dashboard(QWidget):
         self.computed: Computed | None = None
         self.loading = False
         self.views: list[tuple[str, Table, FigureTable]] = []
+        self.model_views: list[tuple[str, Table, FigureTable]] = []  # the Models tab's
         self.plots: list[tuple[str, Table, QWidget]] = []
         self.live = LiveReport()  # the frames and figures kept between refreshes
         self._worker: Worker | None = None
@@ -822,7 +843,7 @@ class Dashboard(QWidget):
         )
 
     def _clear_tabs(self) -> None:
-        self.views, self.plots = [], []
+        self.views, self.plots, self.model_views = [], [], []
         while self.tabs.count():
             page = self.tabs.widget(0)
             self.tabs.removeTab(0)
@@ -840,6 +861,10 @@ class Dashboard(QWidget):
             page = self._page(sheet, computed.report)
             self.tabs.addTab(page, sheet.name)
             self.tabs.setTabToolTip(self.tabs.count() - 1, sheet.title)
+        if computed.models is not None:  # not a sheet of the workbook: its own views
+            page = self._page(computed.models, {}, self.model_views)
+            self.tabs.addTab(page, computed.models.name)
+            self.tabs.setTabToolTip(self.tabs.count() - 1, computed.models.title)
         names = [self.tabs.tabText(i) for i in range(self.tabs.count())]
         if current in names:
             self.tabs.setCurrentIndex(names.index(current))
@@ -850,7 +875,8 @@ class Dashboard(QWidget):
                 value = self._scroll[name]
                 QTimer.singleShot(0, lambda p=page, v=value: p.verticalScrollBar().setValue(v))
 
-    def _page(self, sheet: Sheet, report: dict[str, Any]) -> QScrollArea:
+    def _page(self, sheet: Sheet, report: dict[str, Any], views: list | None = None) -> QScrollArea:
+        views = self.views if views is None else views
         body = QWidget()
         column = QVBoxLayout(body)
         column.setSpacing(4)
@@ -869,7 +895,7 @@ class Dashboard(QWidget):
                 column.addWidget(_note("(nothing to show yet)"))
                 continue
             view = FigureTable(table, report)
-            self.views.append((sheet.name, table, view))
+            views.append((sheet.name, table, view))
             plots = _plots(table)
             self.plots += [(sheet.name, table, plot) for plot in plots]
             if plots and view.content_width() < SIDE_BY_SIDE_WIDTH:

@@ -133,7 +133,8 @@ def test_every_figure_shown_is_the_reports(qtbot, demo, prefs):
     # every table of the workbook's Summary and kind sheets is on screen, in its tab
     sheets = workbook_model(report)
     assert [dashboard.tabs.tabText(i) for i in range(dashboard.tabs.count())] == [
-        s.name for s in sheets
+        *(s.name for s in sheets),
+        "Models",  # beside them: each model pseudo-annotator (ui/model_quality.py)
     ]
     assert [(s, t.key) for s, t, _ in dashboard.views] == [
         (s.name, t.key) for s in sheets for t in s.tables if t.rows
