@@ -327,7 +327,7 @@ class ProcessEngine:
         with self._use():
             started = time.perf_counter()
             gen.token_ids, gen.text, gen.finish_reason = [], "", None
-            self._flags[child.CANCEL] = 0
+            self._flags[child.CANCEL] = int(gen.cancel is not None and gen.cancel.is_set())
             self._send(("generate", (gen.tokens, gen.params, gen.grammar)))
             stream = _Stream(self, gen)
             try:
@@ -384,7 +384,7 @@ class ProcessEngine:
 
     def _call(self, op: str, *args: Any, cancel: threading.Event | None = None) -> Any:
         with self._use():
-            self._flags[child.CANCEL] = 0
+            self._flags[child.CANCEL] = int(cancel is not None and cancel.is_set())
             self._send((op, args))
             return self._answer(self._receive(cancel))
 
@@ -409,6 +409,10 @@ class ProcessEngine:
         conn, sentinel = self._conn, self._process.sentinel
         timeout = POLL_SECONDS if cancel is not None else None
         while True:
+            if cancel is not None and cancel.is_set():
+                if loading:
+                    raise Cancelled("loading the model was cancelled")
+                self._flags[child.CANCEL] = 1
             ready = wait([conn, sentinel], timeout)
             if conn in ready:
                 try:
@@ -417,10 +421,6 @@ class ProcessEngine:
                     raise self._death(loading) from exc
             if sentinel in ready:
                 raise self._death(loading)
-            if cancel is not None and cancel.is_set():
-                if loading:
-                    raise Cancelled("loading the model was cancelled")
-                self._flags[child.CANCEL] = 1
 
     def _death(self, loading: bool = False) -> ModelProcessDied:
         """Record (once) that the process stopped, and the error that says so."""
