@@ -90,7 +90,7 @@ def died_message(model_file: str, exitcode: int | None, *, loading: bool = False
     return (
         f"The model process stopped{when}: it {describe_exit(exitcode)}. "
         f"PortalReview is still running and your answers are saved. Load the model again "
-        f"({model_file}) to continue with suggestions."
+        f"({model_file}) to go on using it."
     )
 
 
