@@ -75,6 +75,7 @@ class ModelHost(QObject):
         self._running: set[Worker] = set()
         self.last_error: str | None = None
         self._died.connect(self._engine_died, Qt.ConnectionType.QueuedConnection)
+        self._load_cancel = threading.Event()  # set: the load under way stops at once
 
     # --- remembered choices -----------------------------------------------------------------
 
@@ -141,7 +142,7 @@ class ModelHost(QObject):
         path = Path(path)
         options = dict(self.load_options)
         isolated = self.isolated
-        cancel = threading.Event()
+        cancel = self._load_cancel = threading.Event()
 
         def work(cancelled) -> AnyEngine | None:
             try:
@@ -263,6 +264,7 @@ class ModelHost(QObject):
         (called when the window closes; never left to garbage collection)."""
         for worker in list(self._running):
             worker.cancel()
+        self._load_cancel.set()  # a model process still loading is ended, not waited for
         engine, self.engine = self.engine, None
         if engine is not None:
             engine.close()

@@ -313,6 +313,27 @@ def test_killed_while_a_call_waits_raises_instead_of_hanging(own):
     assert isinstance(out.get("error"), ModelProcessDied) and "SIGKILL" in str(out["error"])
 
 
+def test_a_call_interrupted_while_waiting_leaves_no_pipe_out_of_step(own):
+    class Interrupting:
+        """A cancel event whose second look raises (as Ctrl+C would while a call waits)."""
+
+        looks = 0
+
+        def is_set(self) -> bool:
+            self.looks += 1
+            if self.looks > 1:
+                raise KeyboardInterrupt
+            return False
+
+    gen = own.stream(PROMPT, GenerationParams(max_tokens=100000), cancel=Interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        gen.wait()
+    # the answers still on their way can never be read as another call's: the process is gone
+    assert own.closed and not own._process.is_alive()
+    with pytest.raises(EngineClosedError):
+        own.tokenize("hello")
+
+
 def test_exit_descriptions():
     assert describe_exit(-signal.SIGKILL) == (
         "was killed (by the system when memory ran out, or by another program) (signal SIGKILL)"

@@ -175,6 +175,7 @@ class ProcessEngine:
         self._sha256: str | None = None
         self._checked_grammars: set[str] = set()
         self._cached = 0
+        self._in_flight = False  # a request was sent and its last answer not yet read
         self._finalizer = weakref.finalize(self, _reap, process, conn)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -214,7 +215,9 @@ class ProcessEngine:
         except BaseException:  # a refused file, a crash, a cancel: no process is left behind
             engine._kill()
             raise
-        threading.Thread(target=engine._watch, name="model process watch", daemon=True).start()
+        threading.Thread(
+            target=_watch, args=(weakref.ref(engine), process.sentinel), daemon=True
+        ).start()
         return engine
 
     @property
@@ -240,6 +243,9 @@ class ProcessEngine:
         killed."""
         self._closing.set()
         self._flags[child.CLOSING] = 1
+        if self._died is not None:  # nothing to free: reap the process
+            self._kill()
+            return
         got = self._lock.acquire(timeout=timeout)
         try:
             if not self._closed:
@@ -329,6 +335,7 @@ class ProcessEngine:
             gen.token_ids, gen.text, gen.finish_reason = [], "", None
             self._flags[child.CANCEL] = int(gen.cancel is not None and gen.cancel.is_set())
             self._send(("generate", (gen.tokens, gen.params, gen.grammar)))
+            self._in_flight = True
             stream = _Stream(self, gen)
             try:
                 yield from stream.pieces()
@@ -374,6 +381,9 @@ class ProcessEngine:
             self._raise_if_unusable()
             yield
         finally:
+            if self._in_flight:  # interrupted mid-request (Ctrl+C...): the pipe is out of step
+                self._in_flight = False
+                self._kill()
             self._lock.release()
 
     def _raise_if_unusable(self) -> None:
@@ -386,7 +396,10 @@ class ProcessEngine:
         with self._use():
             self._flags[child.CANCEL] = int(cancel is not None and cancel.is_set())
             self._send((op, args))
-            return self._answer(self._receive(cancel))
+            self._in_flight = True
+            reply = self._receive(cancel)
+            self._in_flight = False
+            return self._answer(reply)
 
     def _answer(self, reply: tuple) -> Any:
         kind, value, cached = reply
@@ -433,9 +446,8 @@ class ProcessEngine:
                 )
             return ModelProcessDied(str(self._died), self._died.exitcode)
 
-    def _watch(self) -> None:
-        """Background: notice a process that stops while no call waits on it."""
-        wait([self._process.sentinel])
+    def _noticed_death(self) -> None:
+        """The watcher saw the process stop: record it and tell, unless we ended it."""
         if self._closing.is_set():
             return
         error = self._death()
@@ -496,6 +508,7 @@ class _Stream:
         if kind == "pieces":
             return message[1]
         self.done = True
+        self.engine._in_flight = False
         if kind == "error":
             self.engine._answer(message)
         _kind, batch, self.summary, cached = message
@@ -528,6 +541,15 @@ class _Stream:
         else:
             gen.text = "".join(self.pieces_out)
             gen.finish_reason = gen.finish_reason or self._stopped() or "cancelled"
+
+
+def _watch(ref: weakref.ref, sentinel: Any) -> None:
+    """Background: notice a process that stops while no call waits on it (holding the engine
+    only weakly, so that an engine dropped without close() is still reaped)."""
+    wait([sentinel])
+    engine = ref()
+    if engine is not None:
+        engine._noticed_death()
 
 
 def _reap(process: Any, conn: Any) -> None:
