@@ -99,6 +99,11 @@ def reload_from(qtbot, window, box: QMessageBox, old_pid: int) -> ProcessEngine:
     return engine
 
 
+def banner_state(window, kind: str) -> str | None:
+    banner = window.editors[kind].findChild(SuggestionBanner)
+    return None if banner is None else banner.state
+
+
 def kill_after_first_piece(monkeypatch) -> list[int]:
     """Every generation's model process gets SIGKILL right after its first piece arrives
     (on the model thread, mid-stream). Returns the pids killed."""
@@ -137,9 +142,9 @@ def test_killed_during_a_suggestion_the_app_goes_on_and_reloads(
     show_kind(window, "respond")  # asks the model for a suggestion: a generation
     box = stopped_box(qtbot, window)
     assert killed == [engine.pid] and engine.died is not None
+    qtbot.waitUntil(lambda: banner_state(window, "respond") == "note", timeout=WAIT_MS)
     note = window.editors["respond"].findChild(SuggestionBanner)
-    qtbot.waitUntil(lambda: note.state == "note", timeout=WAIT_MS)
-    assert "The model process stopped" in note.text.text()
+    assert "The model process stopped" in note.text.text(), note.text.text()
 
     # the app still works: the person answers by hand, and it is saved
     editor = window.editors["respond"]
@@ -147,16 +152,18 @@ def test_killed_during_a_suggestion_the_app_goes_on_and_reloads(
     first_box.setFocus()
     qtbot.keyClicks(first_box, "Please come in today.")
     wait_saved(qtbot, window)
-    typed = stored_answer(gui.path, ids.units["respond"], "ava")
-    assert typed is not None and "Please come in today." in str(typed.payload)
+    unit = ids.units["respond"]
+    qtbot.waitUntil(
+        lambda: "Please come in today." in str(stored_answer(gui.path, unit, "ava")),
+        timeout=WAIT_MS,
+    )
     assert read_answers(gui.path, keys) == before  # every answer saved before is there
 
     # Load the model again: a new process, and suggestions work again
     monkeypatch.undo()
     reload_from(qtbot, window, box, engine.pid)
     show_kind(window, "rank")
-    banner = window.editors["rank"].findChild(SuggestionBanner)
-    qtbot.waitUntil(lambda: banner is not None and banner.state == "offered", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: banner_state(window, "rank") == "offered", timeout=WAIT_MS)
     window.close()
 
 

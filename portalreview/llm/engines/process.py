@@ -411,8 +411,8 @@ class ProcessEngine:
     def _send(self, message: tuple) -> None:
         try:
             self._conn.send(message)
-        except (BrokenPipeError, ConnectionResetError, EOFError, OSError) as exc:
-            raise self._death() from exc
+        except (EOFError, OSError, ValueError) as exc:
+            raise self._gone(False) from exc
 
     def _receive(self, cancel: threading.Event | None, *, loading: bool = False) -> tuple:
         """The child's next message. Waits on the pipe and on the process's sentinel, so a
@@ -426,14 +426,21 @@ class ProcessEngine:
                 if loading:
                     raise Cancelled("loading the model was cancelled")
                 self._flags[child.CANCEL] = 1
-            ready = wait([conn, sentinel], timeout)
-            if conn in ready:
-                try:
+            try:
+                ready = wait([conn, sentinel], timeout)
+                if conn in ready:
                     return conn.recv()
-                except (EOFError, OSError) as exc:
-                    raise self._death(loading) from exc
+            except (EOFError, OSError, ValueError) as exc:  # ValueError: a closed pipe's fd
+                raise self._gone(loading) from exc
             if sentinel in ready:
                 raise self._death(loading)
+
+    def _gone(self, loading: bool) -> LlmError:
+        """The error for a pipe that broke or was closed under a waiting call: the process
+        died (the usual case), or another thread closed the engine."""
+        if self._died is not None or not self._process.is_alive():
+            return self._death(loading)
+        return EngineClosedError("the model was closed while it worked; load it again")
 
     def _death(self, loading: bool = False) -> ModelProcessDied:
         """Record (once) that the process stopped, and the error that says so."""
