@@ -341,7 +341,7 @@ def test_exit_descriptions():
     assert describe_exit(-signal.SIGABRT).startswith("aborted")
     assert describe_exit(-signal.SIGSEGV).startswith("crashed")
     assert describe_exit(3) == "exited with code 3"
-    assert describe_exit(None) == "stopped answering"
+    assert describe_exit(None) == "ended (its exit status could not be read)"
     message = died_message("m.gguf", -signal.SIGSEGV, loading=True)
     assert message.startswith("The model process stopped while loading it: it crashed")
     assert "(m.gguf)" in message and "your answers are saved" in message

@@ -170,6 +170,8 @@ def test_killed_during_a_suggestion_the_app_goes_on_and_reloads(
 def test_killed_while_idle_the_app_notices_and_offers_to_reload(qtbot, gui, tmp_path, model):
     window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
     engine = load_model(qtbot, window, model)
+    host = host_of(window)
+    qtbot.waitUntil(lambda: not host._running, timeout=WAIT_MS)  # the open unit's suggestion
     os.kill(engine.pid, signal.SIGKILL)
     box = stopped_box(qtbot, window)
     assert box.windowModality() == Qt.WindowModality.NonModal  # the window stays usable

@@ -72,7 +72,7 @@ _SIGNAL_MEANING = {
 def describe_exit(exitcode: int | None) -> str:
     """How a process ended, in words ("crashed (...) (signal SIGSEGV)", "exited with code 3")."""
     if exitcode is None:
-        return "stopped answering"
+        return "ended (its exit status could not be read)"
     if exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
@@ -438,7 +438,7 @@ class ProcessEngine:
     def _gone(self, loading: bool) -> LlmError:
         """The error for a pipe that broke or was closed under a waiting call: the process
         died (the usual case), or another thread closed the engine."""
-        if self._died is not None or not self._process.is_alive():
+        if self._died is not None or wait([self._process.sentinel], 0):  # (does not reap)
             return self._death(loading)
         return EngineClosedError("the model was closed while it worked; load it again")
 
@@ -446,12 +446,22 @@ class ProcessEngine:
         """Record (once) that the process stopped, and the error that says so."""
         with self._died_lock:
             if self._died is None:
-                self._process.join(timeout=5)
-                code = self._process.exitcode
+                code = self._exitcode()
                 self._died = ModelProcessDied(
                     died_message(self.header.path.name, code, loading=loading), code
                 )
             return ModelProcessDied(str(self._died), self._died.exitcode)
+
+    def _exitcode(self, seconds: float = 5.0) -> int | None:
+        """The ended process's exit status. Two threads reaping it at once (os.waitpid) leave
+        one of them without the status for a moment, until the other has stored it."""
+        deadline = time.monotonic() + seconds
+        self._process.join(timeout=seconds)
+        code = self._process.exitcode
+        while code is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            code = self._process.exitcode
+        return code
 
     def _noticed_death(self) -> None:
         """The watcher saw the process stop: record it and tell, unless we ended it."""
