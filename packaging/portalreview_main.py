@@ -5,9 +5,12 @@ installed build (``portalreview selftest --help``)."""
 import multiprocessing
 import sys
 
-from portalreview import cli, selftest
-
 if __name__ == "__main__":
-    multiprocessing.freeze_support()  # no-op unless a library starts worker processes
+    # First: in the model's process (portalreview.llm.engines.process, started with "spawn")
+    # this runs the child and exits, before anything below imports numpy or SQLAlchemy, which
+    # must not come before llama_cpp there.
+    multiprocessing.freeze_support()
+    from portalreview import cli, selftest
+
     cli.EXTRA_VERBS.append(selftest.register)
     sys.exit(cli.main())

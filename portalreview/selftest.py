@@ -16,7 +16,8 @@ Steps, each reported on its own line as ``selftest: <step>: ok (...)`` or ``... 
 * **qt**: Qt starts (offscreen unless ``QT_QPA_PLATFORM`` says otherwise) and names its
   platform plugin; with ``--project`` (and ``--as``), the main window opens the project and
   shows every kind's editor in turn;
-* **model** (with ``--model FILE``): the GGUF model loads and generates a few tokens.
+* **model** (with ``--model FILE``): the GGUF model loads in its own process (as in the app)
+  and generates a few tokens.
 
 Exit status 0 when every step passed, 1 otherwise. Nothing is written anywhere except the
 ``--log`` file, and nothing is sent anywhere.
@@ -180,11 +181,17 @@ def _audit(project: Path) -> str:
 
 
 def _model(path: Path, cpu: bool) -> str:
-    from portalreview.llm.engine import Engine, GenerationParams
+    """As the app runs it: in a process of its own (which a frozen build must be able to
+    start)."""
+    from portalreview.llm.engine import GenerationParams
+    from portalreview.llm.engines import load_engine
 
-    with Engine.load(path, gpu=False if cpu else None, hash_cache=False) as engine:
+    with load_engine(path, gpu=False if cpu else None, hash_cache=False) as engine:
         generation = engine.complete("Hello, how are you?", GenerationParams(max_tokens=8))
-        return f"{engine.info.describe()}; generated {len(generation.token_ids)} tokens"
+        return (
+            f"{engine.info.describe()}, in its own process; "
+            f"generated {len(generation.token_ids)} tokens"
+        )
 
 
 def run(

@@ -131,6 +131,19 @@ def format_of(metadata: dict[str, Any], **tokens: str) -> tuple[ChatFormat | Non
         return None, str(exc)
 
 
+def prompt_format(chat: ChatFormat | None, note: str = "") -> dict[str, Any]:
+    """What a suggestion's provenance records of how prompts reach a model."""
+    if chat is not None:
+        return chat.describe()
+    return {**PLAIN_COMPLETION, "why": note} if note else dict(PLAIN_COMPLETION)
+
+
+def segments_of(chat: ChatFormat | None, prompt: str | Sequence[str]) -> list[str]:
+    """A prompt's segments as the model reads them: inside its chat format, if it has one."""
+    segments = [prompt] if isinstance(prompt, str) else list(prompt)
+    return chat.wrap(segments) if chat is not None else segments
+
+
 def rendered(segments: Sequence[str]) -> str:
     """The prompt exactly as the model reads it (markup included)."""
     return "".join(segments)

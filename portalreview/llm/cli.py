@@ -188,7 +188,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def _suggest(args: argparse.Namespace) -> int:
-    from portalreview.llm.engine import Engine, GenerationParams
+    from portalreview.llm.engine import GenerationParams
+    from portalreview.llm.engines import load_engine
     from portalreview.store.project import SUFFIX, Project
     from portalreview.store.service import StudyService
 
@@ -206,7 +207,9 @@ def _suggest(args: argparse.Namespace) -> int:
     with Project.open(path) as project:
         service = StudyService(project)
         print(f"Loading {Path(args.model).name}...", file=sys.stderr)
-        with Engine.load(
+        # in a process of its own: a crash in llama.cpp ends the run with a message, and the
+        # answers stored so far stay (each unit is stored in its own transaction)
+        with load_engine(
             args.model, n_ctx=args.ctx, n_threads=args.threads, gpu=False if args.cpu else None
         ) as engine:
             print(

@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from portalreview.llm import gbnf
-from portalreview.llm.chat import PLAIN_COMPLETION, ChatFormat, ChatMarkup, format_of
+from portalreview.llm.chat import ChatFormat, ChatMarkup, format_of, segments_of
+from portalreview.llm.chat import prompt_format as describe_prompt_format
 from portalreview.llm.errors import (
     EngineBusyError,
     EngineClosedError,
@@ -343,15 +344,12 @@ class Engine:
     @property
     def prompt_format(self) -> dict[str, Any]:
         """How prompts reach the model, as a suggestion's provenance records it."""
-        if self.chat is not None:
-            return self.chat.describe()
-        return {**PLAIN_COMPLETION, "why": self.chat_note} if self.chat_note else PLAIN_COMPLETION
+        return describe_prompt_format(self.chat, self.chat_note)
 
     def prompt_segments(self, prompt: Prompt) -> list[str]:
         """The prompt's segments as the model reads them: inside its chat format when it has
         one (:mod:`portalreview.llm.chat`), else as they are."""
-        segments = [prompt] if isinstance(prompt, str) else list(prompt)
-        return self.chat.wrap(segments) if self.chat is not None else segments
+        return segments_of(self.chat, prompt)
 
     def render_prompt(self, prompt: Prompt) -> str:
         """The exact text the model reads for ``prompt`` (chat markup included)."""

@@ -48,3 +48,17 @@ class AnswerError(LlmError):
 
 class Cancelled(LlmError):
     """The work was cancelled by the user (or the engine was closed)."""
+
+
+class ModelProcessDied(LlmError):
+    """The separate process that runs the model stopped (a crash inside llama.cpp, the system
+    ending it when memory ran out, someone killing it). Every pending and later call of that
+    engine raises it; the program itself goes on, and loading the model again starts a new
+    process. ``exitcode`` is the process's exit status (negative: the signal that ended it)."""
+
+    def __init__(self, message: str, exitcode: int | None = None) -> None:
+        super().__init__(message)
+        self.exitcode = exitcode
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (str(self), self.exitcode))

@@ -41,7 +41,13 @@ from sqlalchemy import func, select
 from portalreview.domain.catalogs import Catalogs
 from portalreview.llm import answers, gates, grammars
 from portalreview.llm.engine import Engine, Generation, GenerationParams
-from portalreview.llm.errors import AnswerError, Cancelled, LlmError, TemplateError
+from portalreview.llm.errors import (
+    AnswerError,
+    Cancelled,
+    LlmError,
+    ModelProcessDied,
+    TemplateError,
+)
 from portalreview.llm.grammars import GrammarLimits
 from portalreview.llm.templates import (
     PromptLibrary,
@@ -652,7 +658,7 @@ def _one_unit(
     unit = service.read_unit(unit_id)
     try:
         answer = gated(suggest(ctx, unit), unit, ctx.catalogs)
-    except Cancelled:
+    except (Cancelled, ModelProcessDied):  # the run stops; what was stored is kept
         raise
     except LlmError as exc:
         report.failed[unit_id] = str(exc)

@@ -46,7 +46,7 @@ from shiboken6 import isValid
 
 from portalreview.llm import suggest as sg
 from portalreview.llm.engine import GenerationParams
-from portalreview.llm.errors import LlmError
+from portalreview.llm.errors import LlmError, ModelProcessDied
 from portalreview.llm.templates import PromptTemplate
 from portalreview.store.service import StoreError
 
@@ -418,6 +418,13 @@ class DraftsDialog(QDialog):
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.current.clear()
+        if isinstance(exc, ModelProcessDied):  # drafts stored before it stopped are kept
+            self._say(
+                f"<b>The run stopped.</b> {_escape(message)} The drafts already stored are "
+                "kept; Run again after loading the model continues where it stopped."
+            )
+            self.run_finished.emit(None)
+            return
         known = isinstance(exc, (StoreError, LlmError, ValueError))
         reason = message if known else f"{type(exc).__name__}: {message}"
         self._say(f"<b>Nothing was generated:</b> {_escape(reason)}")

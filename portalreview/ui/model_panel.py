@@ -1,10 +1,14 @@
 """The local model of the desktop app: choosing a ``.gguf`` file (Tools > Models…), loading it
 once off the GUI thread, the one thread all model work runs on, and closing it at quit.
 
-``ModelHost`` owns the :class:`~portalreview.llm.engine.Engine`. One engine serves one call at
-a time, so every piece of model work (loading, suggestions) goes through :meth:`ModelHost.submit`,
-whose pool has a single thread: calls queue instead of colliding (``EngineBusyError``).
-A file that cannot be used gives a message naming it, and the app goes on without suggestions.
+``ModelHost`` owns the engine. The model runs in a process of its own
+(:class:`~portalreview.llm.engines.process.ProcessEngine`): a crash inside llama.cpp, or the
+system ending that process when memory runs out, stops only the model. The host then shows
+what happened, keeps everything (answers are saved as they are made) and offers to load the
+same file again. One engine serves one call at a time, so every piece of model work (loading,
+suggestions) goes through :meth:`ModelHost.submit`, whose pool has a single thread: calls queue
+instead of colliding (``EngineBusyError``). A file that cannot be used gives a message naming
+it, and the app goes on without suggestions.
 
 The panel also counts the project's suggestions that may be offered and those the quality
 gates refused (``portalreview.llm.gates``), and lists the refused ones with their reason for
@@ -14,9 +18,10 @@ the PI (clinicians never see them).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -35,12 +40,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from portalreview.llm.engine import Engine
-from portalreview.llm.errors import LlmError
+from portalreview.llm.engines import load_engine
+from portalreview.llm.errors import Cancelled, LlmError, ModelProcessDied
 from portalreview.llm.model_file import scan_models, small_model_path
 from portalreview.store.service import StoreError
 from portalreview.store.templates import refused_suggestions, suggestion_counts
 from portalreview.ui.workers import Worker
+
+if TYPE_CHECKING:
+    from portalreview.llm.engines import AnyEngine
 
 MODEL_KEY = "llm/model_path"
 FOLDER_KEY = "llm/models_folder"
@@ -52,19 +60,28 @@ class ModelHost(QObject):
 
     #: Emitted when a model was loaded or closed (the engine, or None).
     engine_changed = Signal(object)
+    #: Emitted when the model process stopped by itself (the message shown).
+    model_stopped = Signal(str)
+    _died = Signal(object)  # from the engine's watcher thread to the GUI thread
 
     def __init__(self, parent: QWidget, settings) -> None:
         super().__init__(parent)
         self.parent_widget = parent
         self.qs = settings  # QSettings
-        self.engine: Engine | None = None
+        self.engine: AnyEngine | None = None
         self.loading = False
         #: Extra keyword arguments for ``Engine.load`` (tests: ``gpu=False, hash_cache=False``).
         self.load_options: dict[str, Any] = {}
+        #: Run the model in a process of its own (False: in this one, as before).
+        self.isolated = True
+        #: The box that says the model process stopped and offers to load it again.
+        self.stopped_box: QMessageBox | None = None
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)
         self._running: set[Worker] = set()
         self.last_error: str | None = None
+        self._died.connect(self._engine_died, Qt.ConnectionType.QueuedConnection)
+        self._load_cancel = threading.Event()  # set: the load under way stops at once
 
     # --- remembered choices -----------------------------------------------------------------
 
@@ -108,6 +125,8 @@ class ModelHost(QObject):
             self._running.discard(worker)
             if on_error:
                 on_error(message, exc)
+            if isinstance(exc, ModelProcessDied):
+                self.check_engine()
 
         queued = Qt.ConnectionType.QueuedConnection
         worker.signals.finished.connect(finish, queued)
@@ -119,17 +138,23 @@ class ModelHost(QObject):
 
     def load(self, path: Path, *, show_progress: bool = True) -> Worker | None:
         """Load ``path`` in the background (replacing the current model when it succeeds).
-        A progress dialog with Cancel appears if loading takes more than a moment; llama.cpp
-        cannot stop half-way, so Cancel discards the model as soon as it is loaded."""
+        A progress dialog with Cancel appears if loading takes more than a moment; Cancel ends
+        the model process at once (an in-process load cannot stop half-way: there the model
+        is discarded as soon as it is loaded)."""
         if self.loading:
             return None
         self.loading = True
         self.last_error = None
         path = Path(path)
         options = dict(self.load_options)
+        isolated = self.isolated
+        cancel = self._load_cancel = threading.Event()
 
-        def work(cancelled) -> Engine | None:
-            engine = Engine.load(path, **options)
+        def work(cancelled) -> AnyEngine | None:
+            try:
+                engine = load_engine(path, isolated=isolated, cancel=cancel, **options)
+            except Cancelled:
+                return None
             if cancelled():
                 engine.close()
                 return None
@@ -155,7 +180,7 @@ class ModelHost(QObject):
                 dialog.close()
                 dialog.deleteLater()
 
-        def done(engine: Engine | None) -> None:
+        def done(engine: AnyEngine | None) -> None:
             close_dialog()
             self.loading = False
             if engine is None:
@@ -165,6 +190,9 @@ class ModelHost(QObject):
             if old is not None:
                 old.close()
             self.qs.setValue(MODEL_KEY, str(path))
+            self._close_stopped_box()
+            if hasattr(engine, "on_died"):
+                engine.on_died(lambda _error, engine=engine: self._died.emit(engine))
             self.engine_changed.emit(engine)
 
         def failed(message: str, exc: Exception) -> None:
@@ -180,8 +208,56 @@ class ModelHost(QObject):
         worker = self.submit(work, on_done=done, on_error=failed)
         if dialog is not None:
             dialog.canceled.connect(worker.cancel)
+            dialog.canceled.connect(cancel.set)
             QTimer.singleShot(0, lambda: dialog.setValue(0))
         return worker
+
+    # --- a model process that stopped -------------------------------------------------------
+
+    def check_engine(self) -> None:
+        """If the current model's process stopped, say so and offer to load it again (once
+        per model; called when a call failed with ModelProcessDied, and by the engine's
+        watcher when the process stops while idle)."""
+        engine = self.engine
+        died = getattr(engine, "died", None)
+        if engine is None or died is None:
+            return
+        self.engine = None
+        engine.close()  # reaps the process; nothing to free here
+        message = str(died)
+        self.last_error = message
+        self.engine_changed.emit(None)
+        self._status("The model process stopped; your answers are saved.")
+        self._offer_reload(engine.info.path, message)
+        self.model_stopped.emit(message)
+
+    def _engine_died(self, engine: object) -> None:
+        if engine is self.engine:
+            self.check_engine()
+
+    def _offer_reload(self, path: Path, message: str) -> None:
+        self._close_stopped_box()
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, "PortalReview", message, parent=self.parent_widget
+        )
+        box.setObjectName("modelStoppedBox")
+        box.setWindowModality(Qt.WindowModality.NonModal)
+        again = box.addButton("&Load the model again", QMessageBox.ButtonRole.AcceptRole)
+        again.setObjectName("reloadModel")
+        box.addButton("Not now", QMessageBox.ButtonRole.RejectRole)
+        again.clicked.connect(lambda: self.load(path))
+        box.finished.connect(lambda _result: self._forget_box(box))
+        self.stopped_box = box
+        box.show()
+
+    def _forget_box(self, box: QMessageBox) -> None:
+        if self.stopped_box is box:
+            self.stopped_box = None
+        box.deleteLater()
+
+    def _close_stopped_box(self) -> None:
+        if self.stopped_box is not None:
+            self.stopped_box.close()
 
     def unload(self) -> None:
         engine, self.engine = self.engine, None
@@ -194,6 +270,7 @@ class ModelHost(QObject):
         (called when the window closes; never left to garbage collection)."""
         for worker in list(self._running):
             worker.cancel()
+        self._load_cancel.set()  # a model process still loading is ended, not waited for
         engine, self.engine = self.engine, None
         if engine is not None:
             engine.close()

@@ -137,6 +137,7 @@ class SuggestionController(QObject):
         self.window = window
         self.host = ModelHost(window, window.prefs.qs)
         self.host.engine_changed.connect(self._on_engine)
+        self.host.model_stopped.connect(self._on_model_stopped)
         self.params = GenerationParams(max_tokens=1024)
         self.limits = GrammarLimits()
         self.job: _Job | None = None
@@ -164,6 +165,10 @@ class SuggestionController(QObject):
         editor = self._editor()
         if session is not None and editor is not None and session.unit is not None:
             self.unit_shown(editor)
+
+    def _on_model_stopped(self, message: str) -> None:
+        self.model_label.setText("Model stopped")
+        self.model_label.setToolTip(message)
 
     # --- showing units ------------------------------------------------------------------------
 
