@@ -94,3 +94,29 @@ def test_a_draft_is_written_in_the_answer_turn(smol, study) -> None:
     gen = sg.stream_draft(smol, template, values, GenerationParams(max_tokens=60)).wait()
     assert gen.finish_reason in ("stop", "length") and gen.text.strip()
     assert "<|im_start|>" not in gen.text
+
+
+def test_the_isolated_engine_reads_the_same_chat_prompts_and_gives_the_same_numbers(
+    smol, real_model_path, study
+) -> None:
+    from portalreview.llm.engines import load_engine
+
+    template = default_template("urgency_pair")
+    values = {
+        "chart_a": "Age: 61",
+        "message_a": "Crushing chest pain since this morning.",
+        "chart_b": "Age: 30",
+        "message_b": "Could I have a copy of my flu shot record?",
+    }
+    segments = template.render(values)
+    with load_engine(real_model_path, isolated=True, gpu=False, n_threads=1) as isolated:
+        assert isolated.prompt_format == smol.prompt_format
+        assert isolated.render_prompt(segments) == smol.render_prompt(segments)
+        assert isolated.prompt_tokens(segments) == smol.prompt_tokens(segments)
+        far = isolated.choice_probabilities(segments, [" YES", " NO"])
+        near = smol.choice_probabilities(segments, [" YES", " NO"])
+        assert far.probs == pytest.approx(near.probs, abs=1e-5)
+        report = sg.run_batch(
+            study.service, isolated, "empathy", [study.units["empathy"]], annotator="smol-iso"
+        )
+        assert report.failed == {} and len(report.stored) + len(report.refused) == 1
