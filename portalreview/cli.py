@@ -434,7 +434,8 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
     from portalreview.analysis.model_eval import KINDS, units_to_run
     from portalreview.llm import suggest as sg
     from portalreview.llm.cli import EXIT_STOPPED, ProgressBar, _CtrlC
-    from portalreview.llm.engine import Engine, GenerationParams
+    from portalreview.llm.engine import GenerationParams
+    from portalreview.llm.engines import load_engine
     from portalreview.llm.errors import LlmError
     from portalreview.llm.templates import PromptLibrary
     from portalreview.store.frames import read_frames
@@ -457,7 +458,7 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
                     plan[kind] = units_to_run(frames, kind, units, args.limit or len(units))
             print(f"Loading {Path(args.model).name}...", file=sys.stderr)
             with (
-                Engine.load(
+                load_engine(  # in a process of its own: a crash in llama.cpp ends only it
                     args.model,
                     n_ctx=args.ctx,
                     n_threads=args.threads,
