@@ -167,9 +167,11 @@ class ChoiceProbabilities:
 class Generation:
     """A streamed generation. Iterate it to receive text pieces (one per token, or fewer when a
     character spans tokens); afterwards ``text``, ``token_ids``, ``finish_reason`` ("stop",
-    "length", "cancelled" or "closed") and ``seconds`` describe the whole run."""
+    "length", "cancelled" or "closed") and ``seconds`` describe the whole run. ``engine`` is
+    the :class:`Engine` or the :class:`~portalreview.llm.engines.process.ProcessEngine` that
+    runs it."""
 
-    engine: Engine
+    engine: Any
     tokens: list[int]
     params: GenerationParams
     grammar: str | None

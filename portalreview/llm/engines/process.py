@@ -43,6 +43,7 @@ from portalreview.llm.engine import (
     ChoiceProbabilities,
     Engine,
     EngineInfo,
+    Generation,
     GenerationParams,
     Prompt,
 )
@@ -111,43 +112,9 @@ def _main_module_hidden() -> Iterator[None]:
                 sys.modules["__main__"] = main
 
 
-class ProcessGeneration:
-    """A streamed generation in the model process, as :class:`~portalreview.llm.engine.
-    Generation`: iterate it for text pieces; afterwards ``text``, ``token_ids``,
-    ``finish_reason`` ("stop", "length", "cancelled" or "closed"), ``seconds`` and
-    ``prompt_tokens`` describe the run. ``token_ids`` grows as pieces are handed out."""
-
-    def __init__(
-        self,
-        engine: ProcessEngine,
-        tokens: list[int],
-        params: GenerationParams,
-        grammar: str | None,
-        cancel: threading.Event | None,
-    ) -> None:
-        self.engine = engine
-        self.tokens = tokens
-        self.params = params
-        self.grammar = grammar
-        self.cancel = cancel
-        self.token_ids: list[int] = []
-        self.text = ""
-        self.finish_reason: str | None = None
-        self.seconds = 0.0
-        self.evaluated_prompt_tokens = 0
-
-    @property
-    def prompt_tokens(self) -> int:
-        return len(self.tokens)
-
-    def __iter__(self) -> Iterator[str]:
-        return self.engine._run(self)
-
-    def wait(self) -> ProcessGeneration:
-        """Run to the end (or cancel) and return self."""
-        for _ in self:
-            pass
-        return self
+# A stream in the model process is the same object as one in this process: iterating it asks
+# its engine (here a ProcessEngine) for the pieces.
+ProcessGeneration = Generation
 
 
 class ProcessEngine:
