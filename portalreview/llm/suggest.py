@@ -28,7 +28,6 @@ suggests the rest of the answer.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import threading
 import time
@@ -477,7 +476,7 @@ def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
     every prompt the model read, exactly as rendered (``prompts``)."""
     started = time.perf_counter()
     recorder = PromptRecorder(ctx.engine)
-    payload, observed = SUGGESTERS[unit.kind](dataclasses.replace(ctx, engine=recorder), unit)
+    payload, observed = SUGGESTERS[unit.kind](replace(ctx, engine=recorder), unit)
     params = {
         **ctx.params.as_dict(),
         **({"observed": observed} if observed else {}),
