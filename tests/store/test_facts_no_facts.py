@@ -5,13 +5,13 @@ upgrades to a schema equal to a new file's."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from test_migration_v2 import schema
 
 from portalreview.store.kinds import PayloadError
 from portalreview.store.migrations import SCHEMA_VERSION
@@ -81,18 +81,6 @@ def test_the_database_refuses_a_fact_in_a_no_facts_check(study):
         s.execute(text("UPDATE fact_checks SET no_facts = 1 WHERE answer_id = :a"), {"a": other})
 
 
-def _schema(path) -> dict[tuple[str, str], str]:
-    conn = sqlite3.connect(path)
-    try:
-        rows = conn.execute(
-            "SELECT type, name, sql FROM sqlite_master "
-            "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"
-        ).fetchall()
-    finally:
-        conn.close()
-    return {(t, n): re.sub(r'\s+|"', "", sql) for t, n, sql in rows}
-
-
 def test_a_version_2_file_upgrades_to_the_schema_of_a_new_file(tmp_path):
     fresh = tmp_path / "fresh.prproj"
     Project.create(fresh).close()
@@ -104,7 +92,7 @@ def test_a_version_2_file_upgrades_to_the_schema_of_a_new_file(tmp_path):
     conn.close()
     with Project.open(old) as project:
         assert project.integrity_check() == "ok"
-    assert _schema(old) == _schema(fresh)
+    assert schema(old) == schema(fresh)
     conn = sqlite3.connect(old)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
