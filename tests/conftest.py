@@ -127,6 +127,25 @@ def study(project: Project) -> SmallStudy:
     return build_small_study(project)
 
 
+@pytest.fixture
+def twin_study(study: SmallStudy, tmp_path: Path):
+    """A copy of ``study`` made before anything else was saved in it: the same ids, and the
+    same project seed (so units are shown in the same order)."""
+    import sqlite3
+    from dataclasses import replace
+
+    target = tmp_path / "twin.prproj"
+    source = sqlite3.connect(study.service.project.path)
+    copy = sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        copy.close()
+        source.close()
+    with Project.open(target) as p:
+        yield replace(study, service=StudyService(p))
+
+
 @pytest.fixture(scope="session")
 def real_model_path() -> Path:
     """SmolLM2-135M-Instruct, fetched at install time by ``packaging/fetch_small_model.py``.
@@ -137,6 +156,22 @@ def real_model_path() -> Path:
     path = small_model_path()
     if path is None:
         message = "the small model is missing: run `python packaging/fetch_small_model.py`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def llama_server_binary() -> Path:
+    """llama.cpp's own server, built at install time by ``packaging/build_llama_server.py``.
+    Skipped where it was not built, except in CI (``CI`` set), where a missing binary fails:
+    the shared-model-server tests must run there."""
+    from portalreview.llm.testing_server import find_binary
+
+    path = find_binary()
+    if path is None:
+        message = "llama-server is missing: run `python packaging/build_llama_server.py`"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

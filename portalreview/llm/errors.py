@@ -62,3 +62,9 @@ class ModelProcessDied(LlmError):
 
     def __reduce__(self) -> tuple:
         return (type(self), (str(self), self.exitcode))
+
+
+class ModelServerError(LlmError):
+    """The shared model server did not answer, refused a request, or went away during one.
+    Like a dead model process, it stops a batch (each further unit would fail the same way);
+    what was stored before is kept."""

@@ -45,6 +45,7 @@ from portalreview.llm.errors import (
     Cancelled,
     LlmError,
     ModelProcessDied,
+    ModelServerError,
     TemplateError,
 )
 from portalreview.llm.grammars import GrammarLimits
@@ -483,6 +484,9 @@ def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
         "prompt_format": ctx.engine.prompt_format,
         "prompts": recorder.prompts,
     }
+    origin = getattr(ctx.engine, "origin", None)  # a model server: its address and file
+    if origin:
+        params["model_origin"] = origin
     return ModelAnswer(
         unit.unit_id,
         unit.kind,
@@ -657,7 +661,7 @@ def _one_unit(
     unit = service.read_unit(unit_id)
     try:
         answer = gated(suggest(ctx, unit), unit, ctx.catalogs)
-    except (Cancelled, ModelProcessDied):  # the run stops; what was stored is kept
+    except (Cancelled, ModelProcessDied, ModelServerError):  # the run stops; stored is kept
         raise
     except LlmError as exc:
         report.failed[unit_id] = str(exc)

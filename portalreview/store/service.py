@@ -208,6 +208,9 @@ def readable_integrity(exc: IntegrityError) -> str:
     return message
 
 
+MODEL_SERVER_KEY = "model_server"  # project_meta key (portalreview.llm.model_server)
+
+
 def _not_gold_holder():
     """Leaves out an assignment made only to hold the PI's gold answer (adjudication is not
     annotation work; ``info`` counts the same way)."""
@@ -469,6 +472,22 @@ class StudyService:
             self._audit(s, "catalogs", None, None, None, {"extension": extension})
         self._catalogs = extended
         return extended
+
+    def set_model_server(self, setting_json: str | None) -> None:
+        """Name the study's shared model server (a JSON
+        :class:`~portalreview.llm.model_server.ServerSetting`), or forget it (None: the
+        program then connects to nothing, unless the machine's settings name one)."""
+        self._require_admin("set the model server")
+        with self._write() as s:
+            old = s.get(ProjectMeta, MODEL_SERVER_KEY)
+            before = None if old is None else {"setting": old.value}
+            if setting_json is None:
+                if old is not None:
+                    s.delete(old)
+            else:
+                s.merge(ProjectMeta(key=MODEL_SERVER_KEY, value=setting_json))
+            after = None if setting_json is None else {"setting": setting_json}
+            self._audit(s, "model_server", None, None, before, after)
 
     def add_suggestion(
         self,
