@@ -128,6 +128,16 @@ def study(project: Project) -> SmallStudy:
 
 
 @pytest.fixture
+def study_file(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    """A small study saved and closed (for commands that open it themselves): its path and
+    the id of its unit of each kind."""
+    path = tmp_path / "closed-study.prproj"
+    with Project.create(path, name="Test study") as p:
+        units = dict(build_small_study(p).units)
+    return path, units
+
+
+@pytest.fixture
 def twin_study(study: SmallStudy, tmp_path: Path):
     """A copy of ``study`` made before anything else was saved in it: the same ids, and the
     same project seed (so units are shown in the same order)."""

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from portalreview.llm.model_server import looks_like_address
 from portalreview.store.models import KINDS
 
 EXIT_REFUSED, EXIT_USAGE, EXIT_STOPPED = 1, 2, 130
@@ -35,7 +36,13 @@ def add_suggest_parser(verbs: argparse._SubParsersAction) -> None:
         "with their provenance. Rerun the same command to continue after a stop.",
     )
     p.add_argument("path", help="the project file")
-    p.add_argument("--model", required=True, metavar="FILE", help="a .gguf model file")
+    p.add_argument(
+        "--model",
+        required=True,
+        metavar="FILE|URL",
+        help="a .gguf model file, or the address of the study's model server (http://HOST:PORT, "
+        "as set with 'portalreview model-server')",
+    )
     p.add_argument(
         "--kind",
         required=True,
@@ -63,6 +70,70 @@ def add_suggest_parser(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--no-themes", action="store_true", help="match: no sentence theme labels")
     p.set_defaults(func=cmd_suggest)
     add_prompt_parser(verbs)
+    add_model_server_parser(verbs)
+
+
+def add_model_server_parser(verbs: argparse._SubParsersAction) -> None:
+    """Register the ``model-server`` verb: the study's shared llama.cpp server (PI only)."""
+    p = verbs.add_parser(
+        "model-server",
+        help="name the study's shared model server (a llama.cpp server IT runs), or check it",
+        description="Without options: show the model server this project would use (its own "
+        "setting, else the machine's) and check that it answers. The program connects to no "
+        "other address. See docs/deployment.md.",
+    )
+    p.add_argument("path", help="the project file")
+    p.add_argument("--set", metavar="URL", help="http(s)://HOST:PORT of the server")
+    p.add_argument("--sha256", metavar="HEX", help="with --set: SHA-256 of the model file the "
+                   "server runs (IT: sha256sum MODEL.gguf); suggestions record it")
+    p.add_argument("--ca-file", metavar="PEM", help="with --set: the certificate authority that "
+                   "signed the server's TLS certificate (https)")
+    p.add_argument("--clear", action="store_true", help="forget the project's setting")
+    p.set_defaults(func=cmd_model_server)
+
+
+def cmd_model_server(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from portalreview.llm.errors import LlmError
+    from portalreview.llm.model_server import ServerSetting, configured_setting
+    from portalreview.store.project import SUFFIX, Project, ProjectError
+    from portalreview.store.service import StoreError, StudyService
+
+    out = out or sys.stdout
+    path = Path(args.path)
+    path = path if path.suffix else path.with_suffix(SUFFIX)
+    try:
+        with Project.open(path) as project:
+            service = StudyService(project)
+            if args.clear:
+                service.set_model_server(None)
+                print("The project names no model server now.", file=out)
+            elif args.set:
+                setting = ServerSetting.from_dict(
+                    {"url": args.set, "sha256": args.sha256 or "", "ca_file": args.ca_file},
+                    "the command line",
+                )
+                service.set_model_server(setting.to_json())
+                print(f"The project's model server is {setting.address}.", file=out)
+            setting = configured_setting(project)
+            return _check_server(setting, out)
+    except (LlmError, StoreError, ProjectError) as exc:
+        print(f"portalreview model-server: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _check_server(setting, out: TextIO) -> int:
+    from portalreview.llm.engines.server import ServerEngine
+
+    if setting is None:
+        print("No model server is configured: the program opens no network connection.",
+              file=out)
+        return 0
+    print(f"Model server {setting.address} (from {setting.origin}), model SHA-256 "
+          f"{setting.sha256[:16]}...", file=out)
+    with ServerEngine.connect(setting) as engine:
+        print(f"It answers: {engine.info.describe()}", file=out)
+        print(f"Prompt format: {engine.prompt_format.get('format')}", file=out)
+    return 0
 
 
 def add_prompt_parser(verbs: argparse._SubParsersAction) -> None:
@@ -206,6 +277,9 @@ def _suggest(args: argparse.Namespace) -> int:
     )
     with Project.open(path) as project:
         service = StudyService(project)
+        if looks_like_address(args.model):
+            with _connect(args.model, project) as engine:
+                return _run(args, service, engine, params)
         print(f"Loading {Path(args.model).name}...", file=sys.stderr)
         # in a process of its own: a crash in llama.cpp ends the run with a message, and the
         # answers stored so far stay (each unit is stored in its own transaction)
@@ -219,6 +293,21 @@ def _suggest(args: argparse.Namespace) -> int:
             print("Hashing the model file (once per file)...", file=sys.stderr)
             print(f"SHA-256 {engine.sha256}", file=sys.stderr)
             return _run(args, service, engine, params)
+
+
+def _connect(address: str, project):
+    """The study's model server, when ``address`` is the one configured for it (the program
+    reaches no other)."""
+    from portalreview.llm.engines.server import ServerEngine
+    from portalreview.llm.model_server import check_allowed, configured_setting
+
+    setting = configured_setting(project)
+    check_allowed(address, setting)
+    print(f"Connecting to the model server {setting.address}...", file=sys.stderr)
+    engine = ServerEngine.connect(setting)
+    print(f"Connected: {engine.info.describe()}", file=sys.stderr)
+    print(f"SHA-256 {engine.sha256} (as configured for {setting.origin})", file=sys.stderr)
+    return engine
 
 
 def _run(args: argparse.Namespace, service, engine, params) -> int:

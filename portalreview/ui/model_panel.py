@@ -41,8 +41,10 @@ from PySide6.QtWidgets import (
 )
 
 from portalreview.llm.engines import load_engine
+from portalreview.llm.engines.server import ServerEngine
 from portalreview.llm.errors import Cancelled, LlmError, ModelProcessDied
 from portalreview.llm.model_file import scan_models, small_model_path
+from portalreview.llm.model_server import ServerSetting, configured_setting, looks_like_address
 from portalreview.store.service import StoreError
 from portalreview.store.templates import refused_suggestions, suggestion_counts
 from portalreview.ui.workers import Worker
@@ -87,7 +89,12 @@ class ModelHost(QObject):
 
     def remembered_model(self) -> Path | None:
         value = self.qs.value(MODEL_KEY)
-        return Path(str(value)) if value else None
+        return Path(str(value)) if value and not looks_like_address(str(value)) else None
+
+    def remembered_server(self) -> str | None:
+        """The model server's address, when it was the last model used."""
+        value = self.qs.value(MODEL_KEY)
+        return str(value) if value and looks_like_address(str(value)) else None
 
     def models_folder(self) -> Path | None:
         value = self.qs.value(FOLDER_KEY)
@@ -212,6 +219,44 @@ class ModelHost(QObject):
             QTimer.singleShot(0, lambda: dialog.setValue(0))
         return worker
 
+    def connect_server(self, setting: ServerSetting) -> Worker | None:
+        """Use the study's model server (a llama.cpp server IT runs) instead of a local file:
+        connect in the background; a server that does not answer gives a message and the app
+        goes on without suggestions."""
+        if self.loading:
+            return None
+        self.loading = True
+        self.last_error = None
+
+        def work(cancelled) -> AnyEngine | None:
+            engine = ServerEngine.connect(setting)
+            if cancelled():
+                engine.close()
+                return None
+            return engine
+
+        def done(engine: AnyEngine | None) -> None:
+            self.loading = False
+            if engine is None:
+                return
+            old, self.engine = self.engine, engine
+            if old is not None:
+                old.close()
+            self.qs.setValue(MODEL_KEY, setting.url)
+            self._close_stopped_box()
+            self.engine_changed.emit(engine)
+
+        def failed(message: str, exc: Exception) -> None:
+            self.loading = False
+            reason = str(exc) if isinstance(exc, LlmError) else f"{type(exc).__name__}: {message}"
+            self.last_error = (
+                f"The model server {setting.address} cannot be used:\n\n{reason}\n\n"
+                "PortalReview carries on without model suggestions."
+            )
+            QMessageBox.warning(self.parent_widget, "PortalReview", self.last_error)
+
+        return self.submit(work, on_done=done, on_error=failed)
+
     # --- a model process that stopped -------------------------------------------------------
 
     def check_engine(self) -> None:
@@ -309,8 +354,22 @@ class ModelDialog(QDialog):
         self.list.setAccessibleName("Model files in the models folder")
         self.list.itemDoubleClicked.connect(lambda _item: self.load_selected())
         layout.addWidget(self.list, 1)
+        server_row = QHBoxLayout()
+        self.server_label = QLabel()
+        self.server_label.setWordWrap(True)
+        self.server_label.setObjectName("serverLabel")
+        server_row.addWidget(self.server_label, 1)
+        self.server_button = QPushButton("Use the model &server")
+        self.server_button.setObjectName("useServer")
+        self.server_button.setAccessibleDescription(
+            "Suggestions come from the study's shared model server instead of this computer"
+        )
+        self.server_button.clicked.connect(self.use_server)
+        server_row.addWidget(self.server_button)
+        layout.addLayout(server_row)
         note = QLabel(
-            "Models run on this computer only (on the GPU when there is one). Suggestions "
+            "Models run on this computer (on the GPU when there is one), or on the study's "
+            "model server when the PI or IT named one. Suggestions "
             "appear pre-filled and marked in the editors; nothing becomes your answer until "
             "you accept or edit it."
         )
@@ -374,7 +433,37 @@ class ModelDialog(QDialog):
             self.refused_list.addItem(item)
         self.refused_list.show()
 
+    def server_setting(self) -> ServerSetting | None:
+        """The model server this project would use (its own setting, else the machine's)."""
+        service = getattr(self.parent(), "service", None)
+        try:
+            return configured_setting(service.project if service is not None else None)
+        except LlmError as exc:
+            self.server_label.setText(f"Model server: {exc}")
+            return None
+
+    def refresh_server(self) -> None:
+        setting = self.server_setting()
+        self.server_button.setEnabled(setting is not None and not self.host.loading)
+        if setting is not None:
+            where = "this study" if setting.origin == "project" else "this computer's settings"
+            self.server_label.setText(
+                f"Model server: {setting.address} (named in {where}). Suggestions then come "
+                "from there; nothing else on the network is contacted."
+            )
+        elif not self.server_label.text().startswith("Model server:"):
+            self.server_label.setText(
+                "No model server is named: models run on this computer only (the PI names one "
+                "with 'portalreview model-server'; see docs/deployment.md)."
+            )
+
+    def use_server(self) -> None:
+        setting = self.server_setting()
+        if setting is not None:
+            self.host.connect_server(setting)
+
     def refresh(self) -> None:
+        self.refresh_server()
         engine = self.host.engine
         self.current.setText(
             f"<b>In use:</b> {engine.info.file_name} — {engine.info.describe()}"

@@ -150,6 +150,21 @@ class SuggestionController(QObject):
         remembered = self.host.remembered_model()
         if self.host.load_at_start() and remembered is not None and remembered.is_file():
             QTimer.singleShot(0, lambda: self.host.load(remembered, show_progress=False))
+        elif self.host.load_at_start() and self.host.remembered_server():
+            QTimer.singleShot(0, self._reconnect_server)
+
+    def _reconnect_server(self) -> None:
+        """At start, the model server used last time, if the study still names it."""
+        from portalreview.llm.errors import LlmError
+        from portalreview.llm.model_server import configured_setting
+
+        service = getattr(self.window, "service", None)
+        try:
+            setting = configured_setting(service.project if service is not None else None)
+        except LlmError:
+            return
+        if setting is not None and setting.url == self.host.remembered_server():
+            self.host.connect_server(setting)
 
     # --- the model ----------------------------------------------------------------------------
 

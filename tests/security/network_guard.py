@@ -32,9 +32,15 @@ def _stack() -> str:
     return "".join(traceback.format_stack(limit=12)[:-2])
 
 
-def install() -> list[str]:
-    """Patch the socket module; returns the list the attempts are recorded in."""
+def install(allow: frozenset[tuple[str, int]] = frozenset()) -> list[str]:
+    """Patch the socket module; returns the list the attempts are recorded in. ``allow``: the
+    (host, port) pairs that may be reached (a configured model server); everything else is
+    refused. With an allowed pair, creating a socket is allowed (its address is known only at
+    ``connect``)."""
     attempts: list[str] = []
+
+    def allowed(address: object) -> bool:
+        return isinstance(address, tuple) and (address[0], address[1]) in allow
 
     def refuse(what: str):
         attempts.append(f"{what}\n{_stack()}")
@@ -43,22 +49,26 @@ def install() -> list[str]:
     original_init = socket.socket.__init__
 
     def guarded_init(self, family=-1, type=-1, proto=-1, fileno=None):
-        if fileno is None and (family == -1 or family in _NETWORK_FAMILIES):
+        if fileno is None and (family == -1 or family in _NETWORK_FAMILIES) and not allow:
             refuse(f"socket.socket(family={family!r})")
         original_init(self, family, type, proto, fileno)
 
     def guarded_connect(self, address):
-        if self.family in _NETWORK_FAMILIES:
+        if self.family in _NETWORK_FAMILIES and not allowed(address):
             refuse(f"socket.connect({address!r})")
         return _saved[(socket.socket, "connect")](self, address)
 
     def guarded_connect_ex(self, address):
-        if self.family in _NETWORK_FAMILIES:
+        if self.family in _NETWORK_FAMILIES and not allowed(address):
             refuse(f"socket.connect_ex({address!r})")
         return _saved[(socket.socket, "connect_ex")](self, address)
 
     def guarded_function(name: str):
         def guarded(*args, **kwargs):
+            if name in ("create_connection", "getaddrinfo") and args:
+                address = args[0] if name == "create_connection" else args[:2]
+                if allowed(address):
+                    return _saved[(socket, name)](*args, **kwargs)
             refuse(f"socket.{name}{args!r}")
 
         return guarded
