@@ -218,17 +218,19 @@ def probability_difference(server: Any, local: Any, workload: list[dict], limit:
 # --- main -------------------------------------------------------------------------------------
 
 
-def print_table(rows: list[dict], local: dict) -> None:
+def print_table(rows: list[dict], local: dict | None) -> None:
     print(f"\n{'where':<16}{'clients':>8}{'sugg.':>7}{'wall s':>8}{'sugg/s':>8}{'x local':>8}"
           f"{'p50 s':>8}{'p95 s':>8}{'p95 x':>7}{'tok/s/cl':>10}{'tok/s all':>10}{'err':>5}")
-    for where, row in [("local engine", local)] + [(r["where"], r) for r in rows]:
+    listed = ([("local engine", local)] if local else []) + [(r["where"], r) for r in rows]
+    for where, row in listed:
+        ratio = f"{row['per_s'] / local['per_s']:>8.2f}" if local else f"{'-':>8}"
+        p95 = f"{row['p95_s'] / local['p95_s']:>7.2f}" if local else f"{'-':>7}"
         print(
             f"{where:<16}{row['clients']:>8}{row['suggestions']:>7}{row['wall_s']:>8.1f}"
-            f"{row['per_s']:>8.2f}{row['per_s'] / local['per_s']:>8.2f}{row['p50_s']:>8.2f}"
-            f"{row['p95_s']:>8.2f}{row['p95_s'] / local['p95_s']:>7.2f}"
+            f"{row['per_s']:>8.2f}{ratio}{row['p50_s']:>8.2f}{row['p95_s']:>8.2f}{p95}"
             f"{row['tok_s_per_client']:>10.1f}{row['tok_s_all']:>10.1f}{len(row['errors']):>5}"
         )
-    for row in [local, *rows]:
+    for _where, row in listed:
         for error in row["errors"][:3]:
             print("  error:", error)
 
@@ -254,9 +256,11 @@ def server_rows(args, binary, model, workload, counts, per_client, flash_attn, l
                   f"slots, flash attention {flash_attn}")
             setting = ServerSetting(url=server.url, sha256="0" * 64)
             probe = ServerEngine.connect(setting)
-            worst = probability_difference(probe, local_engine, workload, 24)
-            figures[f"max_probability_difference_fa_{flash_attn}"] = worst
-            print(f"largest |P(server) - P(local)| over the workload's choice calls: {worst:.2e}")
+            if local_engine is not None:
+                worst = probability_difference(probe, local_engine, workload, 24)
+                figures[f"max_probability_difference_fa_{flash_attn}"] = worst
+                print(f"largest |P(server) - P(local)| over the workload's choice calls: "
+                      f"{worst:.2e}")
             replay(probe, workload[0], args.max_tokens)  # warm-up
             for clients in counts:
                 row = run_clients(lambda: ServerEngine.connect(setting), workload, clients,
@@ -330,20 +334,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     figures: dict[str, Any] = {"model": model.name, "gpu": args.gpu}
     t0 = time.perf_counter()
-    local_engine = load_engine(model, isolated=True, gpu=args.gpu, n_threads=args.threads,
-                               hash_cache=False)
-    print(f"local engine loaded in {time.perf_counter() - t0:.1f} s: "
-          f"{local_engine.info.describe()}")
+    try:
+        local_engine = load_engine(model, isolated=True, gpu=args.gpu, n_threads=args.threads,
+                                   hash_cache=False)
+    except Exception as exc:  # the server's figures are still worth having
+        print(f"THE LOCAL ENGINE DID NOT LOAD: {type(exc).__name__}: {exc}")
+        local_engine, local = None, None
+    else:
+        print(f"local engine loaded in {time.perf_counter() - t0:.1f} s: "
+              f"{local_engine.info.describe()}")
 
-    class _Borrowed:  # the one local engine, lent to the client without being closed by it
-        def __getattr__(self, name: str) -> Any:
-            return getattr(local_engine, name)
+        class _Borrowed:  # the one local engine, lent to the client without being closed by it
+            def __getattr__(self, name: str) -> Any:
+                return getattr(local_engine, name)
 
-        def close(self) -> None:
-            pass
+            def close(self) -> None:
+                pass
 
-    replay(local_engine, workload[0], args.max_tokens)  # warm-up
-    local = run_clients(_Borrowed, workload, 1, per_client(1), args.max_tokens)
+        replay(local_engine, workload[0], args.max_tokens)  # warm-up
+        local = run_clients(_Borrowed, workload, 1, per_client(1), args.max_tokens)
     figures["local"] = local
     save(args.json, figures)
     rows: list[dict] = []
@@ -352,7 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += server_rows(args, binary, model, workload, counts, per_client, flash_attn,
                             local_engine, figures)
         save(args.json, figures)
-    local_engine.close()
+    if local_engine is not None:
+        local_engine.close()
     print_table(rows, local)
     return 0
 

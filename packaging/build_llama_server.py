@@ -101,7 +101,11 @@ def build(source: Path, build_dir: Path, cuda: str | None, shared: bool, jobs: i
     subprocess.run(
         ["cmake", "--build", str(build_dir), "-j", str(jobs), "--target", *targets], check=True
     )
-    return next(build_dir.rglob("llama-server*"))
+    name = "llama-server.exe" if sys.platform == "win32" else "llama-server"
+    found = [p for p in build_dir.rglob(name) if p.is_file()]
+    if not found:
+        raise SystemExit(f"the build finished but {name} is not in {build_dir}")
+    return found[0]
 
 
 def main(argv: list[str] | None = None) -> int:
