@@ -33,9 +33,8 @@ from pathlib import Path
 
 PACKAGE = "llama-cpp-python"
 VENDORED = "vendor/llama.cpp/"
-# What the server needs from the source tree; the rest (models, docs, tests, other back ends'
-# kernels) is left in the archive.
-SKIPPED = ("/models/", "/docs/", "/media/", "/.git", "/tools/ui/dist", "/examples/model-conversion")
+# Top-level folders of llama.cpp the build never reads (test models, documentation, images).
+SKIPPED = ("models/", "docs/", "media/", "tools/ui/dist/", ".git")
 
 
 def cache_root() -> Path:
@@ -64,12 +63,16 @@ def fetch_source(version: str, into: Path) -> Path:
         )
         archive = next(Path(tmp).glob("*.tar.gz"))
         with tarfile.open(archive) as tar:
-            members = [
-                m for m in tar.getmembers()
-                if VENDORED in m.name and not any(s in m.name for s in SKIPPED)
-            ]
+            members = [m for m in tar.getmembers() if _needed(m.name)]
             tar.extractall(into, members=members, filter="data")
     return next(into.glob("*/vendor/llama.cpp"))
+
+
+def _needed(name: str) -> bool:
+    if VENDORED not in name:
+        return False
+    inside = name.split(VENDORED, 1)[1]
+    return not inside.startswith(SKIPPED)
 
 
 def cmake_options(cuda: str | None, shared: bool) -> list[str]:

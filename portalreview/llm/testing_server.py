@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -49,10 +50,11 @@ class RunningServer:
     process: subprocess.Popen
     port: int
     log: Path
+    tls: bool = False
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.process.poll() is None:
@@ -83,8 +85,10 @@ def start(
     log: Path | None = None,
     extra: Sequence[str] = (),
     ready_seconds: float = 120.0,
+    tls: tuple[Path, Path] | None = None,
 ) -> RunningServer:
-    """Start llama-server on 127.0.0.1 and wait until ``/health`` says ok.
+    """Start llama-server on 127.0.0.1 and wait until ``/health`` says ok. ``tls``: a private
+    key and certificate file (PEM) to serve HTTPS with.
 
     ``flash_attn`` "off" by default: the local engine does not use flash attention, and with it
     on, llama.cpp's probabilities differ from the local engine's by up to about 0.01."""
@@ -95,14 +99,16 @@ def start(
         "-np", str(slots), "-c", str(slots * ctx_per_slot), "-t", str(threads),
         "-ngl", "999" if gpu else "0", "-fa", flash_attn, "--no-webui", *extra,
     ]
+    if tls is not None:
+        command += ["--ssl-key-file", str(tls[0]), "--ssl-cert-file", str(tls[1])]
     with open(log, "ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    server = RunningServer(process, port, log)
+    server = RunningServer(process, port, log, tls is not None)
     deadline = time.monotonic() + ready_seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"llama-server exited with {process.returncode}; see {log}")
-        if _healthy(port):
+        if _healthy(port, tls is not None):
             return server
         time.sleep(0.1)
     server.stop()
@@ -118,8 +124,14 @@ def running(binary: Path, model: Path, **options) -> Iterator[RunningServer]:
         server.stop()
 
 
-def _healthy(port: int) -> bool:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+def _healthy(port: int, tls: bool = False) -> bool:
+    if tls:  # the test's own certificate: this probe only asks whether it is up
+        context = ssl._create_unverified_context()
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            "127.0.0.1", port, timeout=2, context=context
+        )
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
     try:
         conn.request("GET", "/health")
         response = conn.getresponse()

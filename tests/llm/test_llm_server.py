@@ -252,3 +252,39 @@ def test_the_model_file_name_comes_from_the_server(remote, real_model_path) -> N
     assert remote.info.file_name == Path(real_model_path).name
     assert "model server" in remote.info.describe() and remote.address.url in remote.info.describe()
     assert remote.origin["server"] == remote.address.url
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that is its own authority (as a hospital's would be)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed")
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    return key, cert
+
+
+def test_tls_with_the_hospital_s_certificate_and_refused_without_it(
+    llama_server_binary, real_model_path, smol, tmp_path
+) -> None:
+    key, cert = _self_signed(tmp_path)
+    sha = model_sha256(real_model_path, None)
+    with testing_server.running(llama_server_binary, real_model_path, slots=1, tls=(key, cert),
+                                log=tmp_path / "server.log") as srv:
+        assert srv.url.startswith("https://")
+        trusted = ServerSetting(url=srv.url, sha256=sha, ca_file=str(cert))
+        with ServerEngine.connect(trusted) as engine:
+            segments = default_template("urgency_pair").render(PAIR)
+            far = engine.choice_probabilities(segments, [" YES", " NO"])
+            near = smol.choice_probabilities(segments, [" YES", " NO"])
+            assert far.probs[" YES"] == pytest.approx(near.probs[" YES"], abs=1e-3)
+        untrusted = ServerSetting(url=srv.url, sha256=sha)  # the system's authorities only
+        with pytest.raises(ModelServerError, match="secure connection failed"):
+            ServerEngine.connect(untrusted)
