@@ -749,6 +749,7 @@ def store_draft(
                 "finish_reason": finish_reason,
                 "prompt_format": engine.prompt_format,
                 "prompt": prompt,
+                **({"model_origin": engine.origin} if getattr(engine, "origin", None) else {}),
             },
         )
     return response_id

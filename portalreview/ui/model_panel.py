@@ -29,8 +29,10 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFileDialog,
+    QFormLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMessageBox,
@@ -366,6 +368,13 @@ class ModelDialog(QDialog):
         )
         self.server_button.clicked.connect(self.use_server)
         server_row.addWidget(self.server_button)
+        self.name_server_button = QPushButton("&Name a server…")
+        self.name_server_button.setObjectName("nameServer")
+        self.name_server_button.setAccessibleDescription(
+            "PI: the address of the study's model server and its model file's SHA-256"
+        )
+        self.name_server_button.clicked.connect(self.name_server)
+        server_row.addWidget(self.name_server_button)
         layout.addLayout(server_row)
         note = QLabel(
             "Models run on this computer (on the GPU when there is one), or on the study's "
@@ -443,6 +452,7 @@ class ModelDialog(QDialog):
             return None
 
     def refresh_server(self) -> None:
+        self.name_server_button.setVisible(self._is_pi())
         setting = self.server_setting()
         self.server_button.setEnabled(setting is not None and not self.host.loading)
         if setting is not None:
@@ -456,6 +466,27 @@ class ModelDialog(QDialog):
                 "No model server is named: models run on this computer only (the PI names one "
                 "with 'portalreview model-server'; see docs/deployment.md)."
             )
+
+    def _is_pi(self) -> bool:
+        service = getattr(self.parent(), "service", None)
+        return service is not None and service.viewer.sees_all
+
+    def name_server(self) -> None:
+        """PI: name the study's model server (stored in the project and audited)."""
+        admin = getattr(self.parent(), "admin", None)
+        if admin is None or not self._is_pi():
+            return
+        current = self.server_setting()
+        form = ServerForm(current if current and current.origin == "project" else None, self)
+        if form.exec() != QDialog.DialogCode.Accepted:
+            return
+        try:
+            admin.set_model_server(None if form.setting is None else form.setting.to_json())
+        except (StoreError, PermissionError) as exc:
+            QMessageBox.warning(self, "PortalReview", f"The model server was not saved: {exc}")
+            return
+        self.server_label.setText("")
+        self.refresh_server()
 
     def use_server(self) -> None:
         setting = self.server_setting()
@@ -538,6 +569,62 @@ class ModelDialog(QDialog):
 
     def unload(self) -> None:
         self.host.unload()
+
+
+class ServerForm(QDialog):
+    """The PI's form for the study's model server: its address, the SHA-256 of the model file
+    it runs (IT knows it), and optionally the certificate authority of its HTTPS certificate.
+    An empty address forgets the setting. ``setting`` holds the checked result."""
+
+    def __init__(self, current: ServerSetting | None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Model server")
+        self.setObjectName("serverForm")
+        self.setting: ServerSetting | None = current
+        form = QFormLayout(self)
+        self.url = QLineEdit(current.url if current else "")
+        self.url.setObjectName("serverUrl")
+        self.url.setPlaceholderText("https://gpu-box.hospital.local:8443")
+        self.url.setAccessibleName("Server address")
+        self.sha = QLineEdit(current.sha256 if current else "")
+        self.sha.setObjectName("serverSha")
+        self.sha.setAccessibleName("SHA-256 of the server's model file")
+        self.ca = QLineEdit(current.ca_file or "" if current else "")
+        self.ca.setObjectName("serverCa")
+        self.ca.setAccessibleName("Certificate authority file (optional)")
+        form.addRow("&Address:", self.url)
+        form.addRow("Model file &SHA-256:", self.sha)
+        form.addRow("&Certificate authority (PEM, optional):", self.ca)
+        note = QLabel("Leave the address empty to forget the server. PortalReview reaches this "
+                      "address and no other (docs/deployment.md).")
+        note.setWordWrap(True)
+        form.addRow(note)
+        self.error = QLabel()
+        self.error.setObjectName("serverFormError")
+        self.error.setWordWrap(True)
+        form.addRow(self.error)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.check_and_accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def check_and_accept(self) -> None:
+        if not self.url.text().strip():
+            self.setting = None
+            self.accept()
+            return
+        try:
+            self.setting = ServerSetting.from_dict(
+                {"url": self.url.text(), "sha256": self.sha.text().strip(),
+                 "ca_file": self.ca.text().strip() or None},
+                "this form",
+            )
+        except LlmError as exc:
+            self.error.setText(str(exc))
+            return
+        self.accept()
 
 
 def open_tool(window) -> None:

@@ -288,3 +288,16 @@ def test_tls_with_the_hospital_s_certificate_and_refused_without_it(
         untrusted = ServerSetting(url=srv.url, sha256=sha)  # the system's authorities only
         with pytest.raises(ModelServerError, match="secure connection failed"):
             ServerEngine.connect(untrusted)
+
+
+def test_a_draft_from_the_server_records_where_it_was_made(remote, study) -> None:
+    template = default_template("draft_zero_shot")
+    case = sg.cases_of_units(study.service, [study.units["respond"]])[0]
+    values = sg.draft_values(template, case, study.service.catalogs)
+    gen = sg.stream_draft(remote, template, values, GenerationParams(max_tokens=30)).wait()
+    response_id = sg.store_draft(study.service, remote, template, case, gen.text or "draft",
+                                 finish_reason=gen.finish_reason,
+                                 prompt=remote.render_prompt(template.render(values)))
+    made = sg.draft_provenance(study.service, response_id)
+    assert made["model_origin"]["server"] == remote.address.url
+    assert made["model_sha256"] == remote.sha256

@@ -85,3 +85,48 @@ def test_suggestions_come_from_the_server_and_its_loss_is_said(
         window.close()
     finally:
         server.stop()
+
+
+def test_the_pi_names_the_server_in_the_models_dialog(qtbot, gui, tmp_path, monkeypatch) -> None:
+    from PySide6.QtWidgets import QDialog
+
+    from portalreview.llm.model_server import configured_setting
+    from portalreview.ui import model_panel
+
+    monkeypatch.setenv("PORTALREVIEW_MACHINE_SETTINGS", str(tmp_path / "none.json"))
+    clinician = open_window(qtbot, preferences(tmp_path / "ava"), gui.path, "ava")
+    dialog = ModelDialog(clinician.suggestions.host, clinician)
+    qtbot.addWidget(dialog)
+    assert not dialog.findChild(QPushButton, "nameServer").isVisible()
+    assert "No model server is named" in dialog.findChild(QLabel, "serverLabel").text()
+    assert not dialog.findChild(QPushButton, "useServer").isEnabled()
+    clinician.close()
+
+    window = open_window(qtbot, preferences(tmp_path / "pat"), gui.path, "pat")
+    dialog = ModelDialog(window.suggestions.host, window)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.findChild(QPushButton, "nameServer").isVisible()
+    answers = iter([("http://10.1.2.3:8443", "not a hash"), ("http://10.1.2.3:8443", "ab" * 32)])
+    errors: list[str] = []
+
+    def fill_and_save(form) -> int:
+        for url, sha in answers:
+            form.url.setText(url)
+            form.sha.setText(sha)
+            form.check_and_accept()
+            if form.result() == QDialog.DialogCode.Accepted:
+                return QDialog.DialogCode.Accepted
+            errors.append(form.error.text())
+        return QDialog.DialogCode.Rejected
+
+    monkeypatch.setattr(model_panel.ServerForm, "exec", fill_and_save)
+    qtbot.mouseClick(dialog.findChild(QPushButton, "nameServer"), Qt.MouseButton.LeftButton)
+    assert errors and "needs 'sha256'" in errors[0]
+    label = dialog.findChild(QLabel, "serverLabel").text()
+    assert "http://10.1.2.3:8443" in label and "this study" in label
+    assert dialog.findChild(QPushButton, "useServer").isEnabled()
+    window.close()
+    with Project.open(gui.path, read_only=True) as project:
+        setting = configured_setting(project)
+    assert setting is not None and setting.sha256 == "ab" * 32

@@ -97,7 +97,7 @@ class ServerEngine:
         model_path = str(props.get("model_path") or model.get("id") or "unknown.gguf")
         self.info = ServerInfo(
             path=Path(Path(model_path.replace("\\", "/")).name),
-            model_name=str(props.get("model_alias") or model.get("id") or Path(model_path).stem),
+            model_name=_model_name(props, model_path),
             architecture=str(meta.get("vocab_type", "")),
             size_bytes=int(meta.get("size") or 0),
             weight_types={str(props.get("model_ftype") or "?"): 1},
@@ -408,6 +408,15 @@ class ServerEngine:
         from portalreview.llm.engine import Engine
 
         return Engine._choice_tokens(self, last_segment, choices)  # type: ignore[arg-type]
+
+
+def _model_name(props: dict, model_path: str) -> str:
+    """The alias IT gave the model (``--alias``), else the file's name without .gguf (the
+    server reports its path as the alias when none was given)."""
+    alias = str(props.get("model_alias") or "")
+    if alias and "/" not in alias and "\\" not in alias:
+        return alias
+    return Path(model_path.replace("\\", "/")).name.removesuffix(".gguf")
 
 
 def sampling_fields(params: GenerationParams) -> dict[str, Any]:
