@@ -147,10 +147,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     external = args.format in EXTERNAL_FORMATS
     if args.unit_set and not external:
         raise CliError(f"--unit-set applies to the {', '.join(EXTERNAL_FORMATS)} exports")
+    if args.annotator and args.format != "preferences":
+        raise CliError("--as applies to the preferences export")
     with Project.open(_project_path(args.path), read_only=True) as project:
         if external:
             written = export_external(
-                project, args.format, Path(args.output), unit_sets=args.unit_set
+                project, args.format, Path(args.output), unit_sets=args.unit_set,
+                annotator=args.annotator,
             )
         else:
             written = export_project(project, args.format, Path(args.output))
@@ -570,8 +573,14 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("path", help="the project file")
     exp.add_argument(
         "--format",
-        choices=("jsonl", "csv", "xlsx", "labelstudio", "prodigy", "redcap"),
+        choices=("jsonl", "csv", "xlsx", "labelstudio", "prodigy", "redcap", "preferences"),
         default="jsonl",
+    )
+    exp.add_argument(
+        "--as",
+        dest="annotator",
+        metavar="NAME",
+        help="preferences: only this clinician's own answers (what their blinding lets them see)",
     )
     exp.add_argument("-o", "--output", required=True, help="a folder, or the .xlsx file")
     exp.add_argument(

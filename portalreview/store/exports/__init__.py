@@ -4,7 +4,10 @@
   matches their result regions, one pair of files per annotation kind;
 * ``prodigy``: Prodigy JSONL tasks (text, tokens, spans, answer) for the span kinds;
 * ``redcap``: a REDCap data import CSV of the theme-guided responses and the data dictionary
-  CSV that creates the matching instrument.
+  CSV that creates the matching instrument;
+* ``preferences``: rankings, empathy verdicts and edited drafts as prompt / chosen / rejected
+  pairs for preference tuning (TRL's DPO format), pooled and per clinician, or one
+  clinician's own (:mod:`portalreview.store.exports.preferences`).
 
 Each writes a folder. Nothing is written when the export is refused (:class:`ExportFailed`).
 """
@@ -19,23 +22,32 @@ from portalreview.store.exporters import ExportFailed
 from portalreview.store.exports.snapshot import Snapshot, read_snapshot
 from portalreview.store.project import Project
 
-EXTERNAL_FORMATS = ("labelstudio", "prodigy", "redcap")
+EXTERNAL_FORMATS = ("labelstudio", "prodigy", "redcap", "preferences")
 
 __all__ = ["EXTERNAL_FORMATS", "ExportFailed", "export_external"]
 
 
 def export_external(
-    project: Project, fmt: str, out: Path, *, unit_sets: Iterable[str] | None = None
+    project: Project,
+    fmt: str,
+    out: Path,
+    *,
+    unit_sets: Iterable[str] | None = None,
+    annotator: str | None = None,
 ) -> list[Path]:
     """Write the project in an external tool's format into the folder ``out`` and return the
-    paths written; ``unit_sets`` limits the export to the units of those sets."""
-    from portalreview.store.exports import labelstudio, prodigy, redcap
+    paths written; ``unit_sets`` limits the export to the units of those sets; ``annotator``
+    (preferences only) to that person's own answers."""
+    from portalreview.store.exports import labelstudio, preferences, prodigy, redcap
 
     writers: dict[str, Callable[[Snapshot], dict[str, bytes]]] = {
         "labelstudio": labelstudio.build,
         "prodigy": prodigy.build,
         "redcap": redcap.build,
+        "preferences": lambda snap: preferences.build(snap, annotator),
     }
+    if annotator is not None and fmt != "preferences":
+        raise ExportFailed("an export of one annotator's own answers exists for preferences")
     if fmt not in writers:
         raise ExportFailed(f"unknown export format {fmt!r}; choose {', '.join(writers)}")
     out = Path(out)

@@ -42,6 +42,7 @@ class Snapshot:
     units: dict[tuple[str, int], Row]
     answers: list[Row]
     sentences: dict[SentenceKey, SentenceRow] = field(default_factory=dict)
+    annotators: dict[str, Row] = field(default_factory=dict)  # by name
 
     def sentence(self, ref: dict) -> SentenceRow:
         """The sentence a portable sentence reference names."""
@@ -86,4 +87,5 @@ def read_snapshot(project: Project) -> Snapshot:
         units={(row["set"], row["position"]): row for row in tables["units"][1]},
         answers=tables["answers"][1],
         sentences=sentences,
+        annotators={row["name"]: row for row in tables["annotators"][1]},
     )

@@ -1,0 +1,136 @@
+"""The preferences export (issue 19; docs/formats.md, "Preferences"): rankings, empathy
+verdicts and edited drafts as TRL preference pairs, worked out by hand on the small study:
+which pairs exist, which text is chosen, what is left out and counted, and that a clinician's
+own export holds nothing of anyone else's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from portalreview.cli import main as cli_main
+from portalreview.store.exporters import ExportFailed
+from portalreview.store.exports import export_external
+from portalreview.store.models import Response
+
+ROLES = {"prompt": "user", "chosen": "assistant", "rejected": "assistant"}
+
+
+def _texts(study) -> dict[int, str]:
+    with study.service.project.read() as s:
+        return {r.id: r.text for r in s.query(Response).all()}
+
+
+@pytest.fixture
+def answered(study):
+    """ava ranks draft1 over draft2 and finds the edited reply more empathetic; ben ties the
+    drafts and finds both replies equally empathetic; both edit draft1 (ben changes nothing);
+    a model pseudo annotator's ranking and ava's unfinished answer are there too."""
+    svc = study.service
+    edit_set = svc.create_unit_set("edit set", "respond")
+    edit_unit = svc.add_unit(edit_set, study.case1, response_id=study.draft1)
+    model = svc.add_annotator("llama", "A model", is_model=True)
+    for person in (study.ava, study.ben, model):
+        svc.assign(edit_unit, person)
+    svc.assign(study.units["rank"], model)
+    texts = _texts(study)
+    ava, ben, bot = svc.as_viewer("ava"), svc.as_viewer("ben"), svc.as_viewer("llama")
+    ranked = {"entries": [
+        {"response_id": study.draft1, "rank": 1, "correct": True, "criteria": []},
+        {"response_id": study.draft2, "rank": 2, "correct": True, "criteria": []},
+    ]}
+    tied = {"entries": [
+        {"response_id": study.draft1, "rank": 1, "correct": True, "criteria": []},
+        {"response_id": study.draft2, "rank": 1, "correct": True, "criteria": []},
+    ]}
+    ava.save_answer(study.units["rank"], ranked, status="submitted")
+    ben.save_answer(study.units["rank"], tied, status="submitted")
+    bot.save_answer(study.units["rank"], ranked, status="submitted")
+    ava.save_answer(study.units["empathy"], {"more_empathetic_response_id": study.edited},
+                    status="submitted")
+    ben.save_answer(study.units["empathy"], {"equal": True}, status="submitted")
+    ava.save_answer(edit_unit, {"mode": "edit_draft", "base_response_id": study.draft1,
+                                "final_text": "Please come in today; we will see you at 3 pm.",
+                                "notes": ""}, status="submitted")
+    ben.save_answer(edit_unit, {"mode": "edit_draft", "base_response_id": study.draft1,
+                                "final_text": texts[study.draft1], "notes": ""},
+                    status="submitted")
+    ava.save_answer(study.units["facts"], {"facts": []}, status="draft")  # not a source anyway
+    return study, texts
+
+
+def _read(folder: Path, name: str) -> list[dict]:
+    return [json.loads(line) for line in (folder / name).read_text().splitlines()]
+
+
+def test_pairs_worked_out_by_hand(answered, tmp_path) -> None:
+    study, texts = answered
+    written = export_external(study.service.project, "preferences", tmp_path / "out")
+    names = sorted(p.name for p in written)
+    assert names == ["preferences-ava.jsonl", "preferences-pooled.jsonl",
+                     "preferences-summary.json"]  # ben's answers made no pair; the model's none
+    pooled = _read(tmp_path / "out", "preferences-pooled.jsonl")
+    got = sorted((r["source"], r["annotator"], r["chosen"][0]["content"],
+                  r["rejected"][0]["content"]) for r in pooled)
+    assert got == sorted([
+        ("rank", "ava", texts[study.draft1], texts[study.draft2]),
+        ("empathy", "ava", texts[study.edited], texts[study.original]),
+        ("edit", "ava", "Please come in today; we will see you at 3 pm.", texts[study.draft1]),
+    ])
+    summary = json.loads((tmp_path / "out" / "preferences-summary.json").read_text())
+    assert summary["pairs"] == 3
+    assert summary["pairs_by_source"] == {"rank": 1, "empathy": 1, "edit": 1}
+    assert summary["left_out"] == {
+        "answers of a model pseudo annotator": 1,
+        "edit: the draft was left unchanged": 1,
+        "empathy: equally empathetic": 1,
+        "rank: a tie": 1,
+    }
+
+
+def test_every_record_has_the_fields_of_trl_s_conversational_preference_format(
+    answered, tmp_path
+) -> None:
+    study, _ = answered
+    export_external(study.service.project, "preferences", tmp_path / "out")
+    case = study.service.read_unit(study.units["rank"]).cases[0]
+    for record in _read(tmp_path / "out", "preferences-pooled.jsonl"):
+        for field, role in ROLES.items():
+            messages = record[field]
+            assert isinstance(messages, list) and len(messages) == 1
+            assert set(messages[0]) == {"role", "content"} and messages[0]["role"] == role
+            assert isinstance(messages[0]["content"], str) and messages[0]["content"].strip()
+        assert record["chosen"] != record["rejected"]
+        prompt = record["prompt"][0]["content"]
+        assert case.message.strip() in prompt and "The patient's chart:" in prompt
+
+
+def test_a_clinician_s_own_export_holds_only_their_answers(answered, tmp_path) -> None:
+    study, _ = answered
+    written = export_external(study.service.project, "preferences", tmp_path / "ben",
+                              annotator="ben")
+    assert sorted(p.name for p in written) == ["preferences-ben.jsonl",
+                                               "preferences-summary.json"]
+    assert _read(tmp_path / "ben", "preferences-ben.jsonl") == []
+    summary = json.loads((tmp_path / "ben" / "preferences-summary.json").read_text())
+    assert summary["left_out"] == {"edit: the draft was left unchanged": 1,
+                                   "empathy: equally empathetic": 1, "rank: a tie": 1}
+    assert cli_main(["export", str(study.service.project.path), "--format", "preferences",
+                     "--as", "ava", "-o", str(tmp_path / "ava")]) == 0
+    mine = _read(tmp_path / "ava", "preferences-ava.jsonl")
+    assert {r["annotator"] for r in mine} == {"ava"} and len(mine) == 3
+    everything = (tmp_path / "ava").joinpath("preferences-summary.json").read_text()
+    assert "ben" not in everything and "llama" not in everything
+
+
+def test_an_unknown_clinician_or_another_format_is_refused_and_nothing_written(
+    answered, tmp_path
+) -> None:
+    study, _ = answered
+    with pytest.raises(ExportFailed, match="no annotator named 'zoe'"):
+        export_external(study.service.project, "preferences", tmp_path / "x", annotator="zoe")
+    with pytest.raises(ExportFailed, match="preferences"):
+        export_external(study.service.project, "prodigy", tmp_path / "y", annotator="ava")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
