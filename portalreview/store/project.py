@@ -204,7 +204,11 @@ def _probe(path: Path) -> tuple[int, int]:
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            # A WAL with frames beside the file (after a crash, or a copy taken while the app
+            # saved) can disagree with the file in ways only the full check sees (an index
+            # that misses rows of its table): then the full check, else the quick one.
+            pragma = "integrity_check" if _wal_has_frames(path) else "quick_check"
+            check = _check_result(conn.execute(f"PRAGMA {pragma}").fetchall())
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
@@ -222,6 +226,15 @@ def _probe(path: Path) -> tuple[int, int]:
     if version < 1:
         raise ProjectError(f"{path.name} has no project format version: it is not usable.")
     return app_id, version
+
+
+def _check_result(rows) -> str:
+    """An integrity check's rows as one text: "ok", or the first findings."""
+    found = [str(row[0]) for row in rows]
+    if found == ["ok"]:
+        return "ok"
+    shown = "; ".join(found[:3])
+    return shown + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
 
 
 def _check_size(path: Path, header: bytes, size: int) -> None:
@@ -480,8 +493,9 @@ class Project:
             return row.value if row else None
 
     def integrity_check(self) -> str:
+        """"ok", or SQLite's findings (the first few, joined)."""
         with self._engine.connect() as conn:
-            return conn.execute(text("PRAGMA integrity_check")).scalar_one()
+            return _check_result(conn.execute(text("PRAGMA integrity_check")).all())
 
     def backup(self, reason: str = "manual") -> Path:
         """A backup by hand (the newest ``BACKUPS_KEPT`` of those are kept)."""
