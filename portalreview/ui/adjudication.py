@@ -49,6 +49,7 @@ from portalreview.store.models import KINDS
 from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
 from portalreview.tasks.common.editor_base import Editor, clear_layout
 from portalreview.tasks.registry import EDITORS
+from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 
 # --------------------------------------------------------------------------------------------
@@ -352,7 +353,7 @@ class AdjudicationDialog(QDialog):
         self.columns: list[AnswerColumn] = []
         self._build()
         self._actions()
-        self.resize(1400, 900)
+        fit_to_screen(self, 1400, 900)
         self._fill_kinds()
 
     # --- building ---------------------------------------------------------------------------
@@ -430,8 +431,17 @@ class AdjudicationDialog(QDialog):
         self.source_label.setObjectName("goldSource")
         self.source_label.setWordWrap(True)
         gold_layout.addWidget(self.source_label)
-        self.editor_holder = QVBoxLayout()
-        gold_layout.addLayout(self.editor_holder, 1)
+        # The gold editor scrolls inside its box: the editors' own minimum sizes (the urgency
+        # pair is 560 pixels tall) must not make the dialog taller than a small screen.
+        holder = QWidget()
+        self.editor_holder = QVBoxLayout(holder)
+        self.editor_holder.setContentsMargins(0, 0, 0, 0)
+        editor_area = QScrollArea()
+        editor_area.setObjectName("goldEditorArea")
+        editor_area.setWidgetResizable(True)
+        editor_area.setFrameShape(QFrame.Shape.NoFrame)
+        editor_area.setWidget(holder)
+        gold_layout.addWidget(editor_area, 1)
         note_row = QHBoxLayout()
         note_label = QLabel("&Note:")
         self.note = QLineEdit()

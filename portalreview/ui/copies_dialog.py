@@ -58,6 +58,7 @@ from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StoreError, StudyService
 from portalreview.store.study_setup import CancelFn, Cancelled, ProgressFn
 from portalreview.ui.adjudication import summary_lines
+from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.study_setup_dialog import (
     MessageLine,
     add_shortcut,
@@ -333,7 +334,7 @@ class CopiesDialog(QDialog):
         add_shortcut(self, "Alt+T", lambda: self.resolve("copy"))
         add_shortcut(self, "F5", self.reload)
         no_default_button(self)
-        self.resize(1100, 760)
+        fit_to_screen(self, 1100, 760)
         self.reload()
         if self.read_only:
             self.message.note(

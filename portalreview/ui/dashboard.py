@@ -89,6 +89,7 @@ from portalreview.ui.charts import (
     is_distance_header,
     plot_data,
 )
+from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import Worker, run_in_background, run_with_progress
@@ -522,7 +523,7 @@ class Dashboard(QWidget):
         self.window_ = window
         self.setObjectName("dashboard")
         self.setWindowTitle("Agreement dashboard")
-        self.resize(1200, 820)
+        fit_to_screen(self, 1200, 820)
         self.service = None
         self.computed: Computed | None = None
         self.loading = False

@@ -49,6 +49,7 @@ from portalreview.llm.engine import GenerationParams
 from portalreview.llm.errors import LlmError, ModelProcessDied
 from portalreview.llm.templates import PromptTemplate
 from portalreview.store.service import StoreError
+from portalreview.ui.screen import fit_to_screen
 
 RUN_KEY = "Ctrl+Return"
 DEFAULT_MAX_TOKENS = 1024  # as `portalreview suggest`
@@ -90,7 +91,7 @@ class DraftsDialog(QDialog):
         self.host = window.suggestions.host
         self.setObjectName("draftsDialog")
         self.setWindowTitle("Generate drafts")
-        self.resize(820, 720)
+        fit_to_screen(self, 820, 720)
         self.running = False
         self.report: sg.BatchReport | None = None
         self._cancel: threading.Event | None = None

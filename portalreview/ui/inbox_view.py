@@ -61,6 +61,7 @@ from portalreview.tasks.urgency.inbox import (
     load_inbox,
     model_inbox,
 )
+from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.workers import Worker, run_in_background
 
@@ -136,7 +137,7 @@ class InboxView(QWidget):
         self.window_ = window
         self.setObjectName("inboxView")
         self.setWindowTitle("Inbox view — sorted by win rate")
-        self.resize(1100, 720)
+        fit_to_screen(self, 1100, 720)
         self.service: StudyService | None = None
         self.result: InboxResult | None = None
         self._worker: Worker | None = None

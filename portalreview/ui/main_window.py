@@ -24,12 +24,14 @@ from PySide6.QtWidgets import (
     QDialog,
     QDockWidget,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QStackedWidget,
     QTabBar,
@@ -53,6 +55,7 @@ from portalreview.store.service import AnswerView, StudyService
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui.queue_panel import QueuePanel
+from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import AnnotationSession
 from portalreview.ui.settings import DEFAULT_POINT_SIZE, Preferences, clamp_point_size
 from portalreview.ui.sign_in import SignInDialog
@@ -129,7 +132,7 @@ class MainWindow(QMainWindow):
         self.read_only_because = ""  # shown beside the person's name when read-only
 
         self.setWindowTitle(APP_NAME)
-        self.resize(1400, 880)
+        fit_to_screen(self, 1400, 880)
         self.welcome = WelcomePage(self)
         self.empty = QLabel("Nothing is assigned to you here.")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -508,8 +511,9 @@ class MainWindow(QMainWindow):
         self.kinds = []
         for editor in self.editors.values():
             self.undo_group.removeStack(editor.undo_stack)
-            self.stack.removeWidget(editor)
-            editor.deleteLater()
+            page = self._page_of(editor)
+            self.stack.removeWidget(page)
+            page.deleteLater()
         self.editors = {}
         while self.kind_tabs.count():
             self.kind_tabs.removeTab(0)
@@ -645,11 +649,18 @@ class MainWindow(QMainWindow):
             editor = EDITORS[kind][1](self.admin.catalogs)
             editor.setObjectName(f"{kind}Editor")
             self.editors[kind] = editor
-            self.stack.addWidget(editor)
+            self.stack.addWidget(_scrolling(editor, f"{kind}Page"))
             self.undo_group.addStack(editor.undo_stack)
         editor = self.editors[kind]
         editor.set_text_zoom(self.point_size)
         return editor
+
+    def _page_of(self, editor: Editor) -> QWidget:
+        """The scroll area an editor sits in (its page of the stack)."""
+        widget = editor.parentWidget()
+        while widget is not None and not isinstance(widget, QScrollArea):
+            widget = widget.parentWidget()
+        return widget if widget is not None else editor
 
     def switch_kind(self, kind: str) -> None:
         if kind == self.kind:
@@ -659,7 +670,7 @@ class MainWindow(QMainWindow):
         self.kind = kind
         editor = self.editor_for(kind)
         self.undo_group.setActiveStack(editor.undo_stack)
-        self.stack.setCurrentWidget(editor)
+        self.stack.setCurrentWidget(self._page_of(editor))
         self.queue_dock.setWindowTitle(f"Work queue — {EDITORS[kind][0]}")
         self.queue.set_items(self.service.queue(kind, annotator_id=self.work_of))
         if not self.queue.next_todo() and not self.queue.select_row(0):
@@ -912,3 +923,15 @@ def dark_palette() -> QPalette:
     for color_role in (role.Text, role.WindowText, role.ButtonText):
         palette.setColor(disabled, color_role, QColor("#7b7f85"))
     return palette
+
+
+def _scrolling(editor: QWidget, name: str) -> QScrollArea:
+    """An editor in a scroll area: on a small screen (1024 x 600, or a laptop at 150%) the
+    window can be smaller than the editor's columns need, and the editor scrolls instead of
+    pushing the window's right side, with Submit, off the screen."""
+    page = QScrollArea()
+    page.setObjectName(name)
+    page.setWidgetResizable(True)
+    page.setFrameShape(QFrame.Shape.NoFrame)
+    page.setWidget(editor)
+    return page

@@ -49,6 +49,7 @@ from portalreview.llm.model_file import scan_models, small_model_path
 from portalreview.llm.model_server import ServerSetting, configured_setting, looks_like_address
 from portalreview.store.service import StoreError
 from portalreview.store.templates import refused_suggestions, suggestion_counts
+from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.workers import Worker
 
 if TYPE_CHECKING:
@@ -337,7 +338,7 @@ class ModelDialog(QDialog):
         self.host = host
         self.setWindowTitle("Models")
         self.setObjectName("modelDialog")
-        self.resize(640, 420)
+        fit_to_screen(self, 640, 420)
         layout = QVBoxLayout(self)
         self.current = QLabel()
         self.current.setWordWrap(True)

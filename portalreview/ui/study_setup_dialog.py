@@ -49,6 +49,7 @@ from portalreview.store import study_setup as setup
 from portalreview.store.models import Annotator, Case, CaseTag, Unit, UnitSet
 from portalreview.store.project import Project, ProjectError
 from portalreview.store.service import StoreError
+from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import run_in_background, run_with_progress
 
@@ -287,7 +288,7 @@ class StudySetupDialog(QDialog):
         layout.addWidget(self.message)
         self._shortcuts()
         no_default_button(self)
-        self.resize(1040, 720)
+        fit_to_screen(self, 1040, 720)
         self.reload()
         if self.read_only:
             self.message.note(

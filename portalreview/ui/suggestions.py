@@ -33,6 +33,7 @@ from portalreview.store.service import AnswerView, StoreError
 from portalreview.store.templates import latest_suggestion, refused_reasons, suggestions_by
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.ui.model_panel import ModelHost
+from portalreview.ui.screen import fit_to_screen
 
 ACCEPT_KEY = "Ctrl+Shift+A"
 DISMISS_KEY = "Ctrl+Shift+D"
@@ -381,7 +382,7 @@ class SuggestionController(QObject):
         layout = QVBoxLayout(dialog)
         layout.addWidget(text)
         layout.addWidget(close)
-        dialog.resize(760, 560)
+        fit_to_screen(dialog, 760, 560)
         self.prompt_dialog = dialog
         dialog.show()
 
