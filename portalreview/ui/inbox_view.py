@@ -221,6 +221,10 @@ class InboxView(QWidget):
 
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("inboxTable")
+        self.table.setAccessibleName("The inbox, most urgent first")
+        self.table.setAccessibleDescription(
+            "One row per patient message, in the order chosen above, with its wins and level"
+        )
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

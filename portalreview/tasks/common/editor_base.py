@@ -13,8 +13,16 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QKeyEvent, QKeySequence, QTextDocument, QUndoCommand, QUndoStack
-from PySide6.QtWidgets import QBoxLayout, QPlainTextEdit, QWidget
+from PySide6.QtGui import (
+    QAccessible,
+    QAccessibleEvent,
+    QKeyEvent,
+    QKeySequence,
+    QTextDocument,
+    QUndoCommand,
+    QUndoStack,
+)
+from PySide6.QtWidgets import QBoxLayout, QLabel, QPlainTextEdit, QWidget
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, UnitView
@@ -167,6 +175,19 @@ class _TextStep(QUndoCommand):
 
     def undo(self) -> None:
         self._document.undo()
+
+
+class LiveFigure(QLabel):
+    """A label of figures that change as the clinician works (Edit-F1, Fact-Recall): each new
+    text becomes its accessible name, and a screen reader is told the name changed, so the
+    figures are announced as text rather than only drawn."""
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        doc = QTextDocument()
+        doc.setHtml(text)
+        self.setAccessibleName(doc.toPlainText())
+        QAccessible.updateAccessibility(QAccessibleEvent(self, QAccessible.Event.NameChanged))
 
 
 class TextBox(QPlainTextEdit):

@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics.facts import fact_scores_from_counts
 from portalreview.store.service import AnswerView, UnitView
-from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.common.editor_base import Editor, LiveFigure
 from portalreview.tasks.eppc.editor import FittedText
 
 SIDES = ("original", "edited")
@@ -245,7 +245,7 @@ class FactsEditor(Editor):
         # the facts of each side, and "no_facts": the pair said to hold no medical fact at all
         self.state: dict[str, Any] = _empty_state()
         self.sides = {side: FactSide(self, side) for side in SIDES}
-        self.scores = QLabel()
+        self.scores = LiveFigure()
         self.scores.setObjectName("factScores")
         self.scores.setWordWrap(True)
         self.no_facts_box = QCheckBox("&No medical facts on either side (X)")

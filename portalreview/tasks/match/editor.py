@@ -37,7 +37,7 @@ from portalreview.domain.spans import merge_spans
 from portalreview.metrics.edit_f1 import content_edit_f1, theme_edit_f1
 from portalreview.store.service import AnswerView, ResponseView, SentenceView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
-from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.common.editor_base import Editor, LiveFigure
 
 NO_THEME = "—"
 
@@ -142,7 +142,7 @@ class MatchEditor(Editor):
         self.current_label = QLabel()
         self.current_label.setWordWrap(True)
         self.current_label.setObjectName("currentSentence")
-        self.scores = QLabel()
+        self.scores = LiveFigure()
         self.scores.setObjectName("runningScores")
         self.match_button = QPushButton("&Match selection (M)")
         self.match_button.clicked.connect(self.match_selection)

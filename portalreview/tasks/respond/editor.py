@@ -115,6 +115,7 @@ class RespondEditor(Editor):
             layout.addWidget(_caption(name, question))
             box = TextBox(self.undo_stack, name)
             box.setObjectName(f"box_{box_id}")
+            box.setAccessibleDescription(f"Your reply's part for {name}: {question}")
             box.setPlaceholderText("Leave empty if this theme is not part of your reply")
             box.grow_with_text()
             box.textChanged.connect(self._on_text_changed)

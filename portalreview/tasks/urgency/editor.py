@@ -130,6 +130,11 @@ class SidePanel(QFrame):
 
     def show_case(self, case: CaseView) -> None:
         self.case_id = case.id
+        who = ", ".join(x for x in (case.age_band, case.gender) if x)
+        self.choose.setAccessibleDescription(
+            f"Chooses case {case.external_id}{f' ({who})' if who else ''} as the patient who "
+            f"needs care first. Its message begins: {case.message[:120]}"
+        )
         self.case_panel.show_case(case)
         self.case_panel.verticalScrollBar().setValue(0)
 
