@@ -285,12 +285,46 @@ def _is_undo_key(event) -> bool:
     )
 
 
+_SELECTION_KEYS = tuple(
+    getattr(QKeySequence.StandardKey, name)
+    for name in (
+        "SelectNextWord", "SelectPreviousWord", "SelectNextChar", "SelectPreviousChar",
+        "SelectStartOfLine", "SelectEndOfLine", "SelectStartOfDocument", "SelectEndOfDocument",
+        "MoveToNextWord", "MoveToPreviousWord", "SelectAll", "Copy",
+    )
+)
+
+
+class _SelectionKeys(QObject):
+    """Keeps the keys that select text for a read-only text view (a sentence in which an
+    evidence or match span is chosen with the keyboard): without it, Ctrl+Shift+Right there
+    would go to the next unit (the window's shortcut) instead of selecting the next word."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and any(
+            event.matches(key) for key in _SELECTION_KEYS
+        ):
+            event.accept()
+            return True
+        return False
+
+
+def keep_selection_keys(view: QWidget) -> None:
+    """Let ``view`` (a read-only text view) select text with the keyboard's usual keys."""
+    keeper = _SelectionKeys(view)
+    view.installEventFilter(keeper)
+
+
 def clear_layout(layout) -> None:
     """Remove and delete every widget of a layout (used when an editor shows a new unit)."""
     while layout.count():
         item = layout.takeAt(0)
         widget = item.widget()
         if widget is not None:
+            # Hidden first: a widget taken from its parent while shown becomes a window of its
+            # own for a moment, which takes the keyboard focus away from the editor (pressing a
+            # code key in the EPPC editor did that).
+            widget.hide()
             widget.setParent(None)
             widget.deleteLater()
         elif item.layout() is not None:

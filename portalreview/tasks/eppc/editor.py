@@ -49,7 +49,7 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs, EppcCode
 from portalreview.domain.spans import merge_spans
 from portalreview.store.service import AnswerView, SentenceView, UnitView
-from portalreview.tasks.common.editor_base import Editor, clear_layout
+from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_selection_keys
 from portalreview.tasks.eppc.offsets import TextOffsets, trim_span
 
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(1, 10)}
@@ -78,6 +78,11 @@ class FittedText(QTextEdit):
     def __init__(self, min_lines: int = 2, max_lines: int = 8) -> None:
         super().__init__()
         self.setReadOnly(True)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByKeyboard
+            | Qt.TextInteractionFlag.TextSelectableByMouse
+        )
+        keep_selection_keys(self)
         self._lines = (min_lines, max_lines)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)

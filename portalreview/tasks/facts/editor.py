@@ -95,6 +95,7 @@ class FactSide(QWidget):
         self.table = QTableWidget(0, 4)
         self.table.setObjectName(f"{side}Facts")
         self.table.setAccessibleName(f"Facts of the {side} response")
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table; arrows move in it
         self.table.setHorizontalHeaderLabels(["#", "Fact", _HEADER[side], "Error category"])
         self.table.horizontalHeaderItem(2).setToolTip(_HEADER_TIP[side])
         self.table.horizontalHeaderItem(3).setToolTip(_CATEGORY_TIP[side])

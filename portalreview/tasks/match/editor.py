@@ -37,7 +37,7 @@ from portalreview.domain.spans import merge_spans
 from portalreview.metrics.edit_f1 import content_edit_f1, theme_edit_f1
 from portalreview.store.service import AnswerView, ResponseView, SentenceView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
-from portalreview.tasks.common.editor_base import Editor, LiveFigure
+from portalreview.tasks.common.editor_base import Editor, LiveFigure, keep_selection_keys
 
 NO_THEME = "—"
 
@@ -60,6 +60,7 @@ class SentenceTable(QTableWidget):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setTabKeyNavigation(False)  # Tab leaves the table; Up/Down choose a sentence
         self.setWordWrap(True)
         self.setTextElideMode(Qt.TextElideMode.ElideNone)
         header = self.horizontalHeader()
@@ -131,6 +132,11 @@ class MatchEditor(Editor):
         self.ref_table.currentCellChanged.connect(self._on_current_row)
         self.draft_view = QTextEdit(readOnly=True)
         self.draft_view.setObjectName("draftText")
+        self.draft_view.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByKeyboard
+            | Qt.TextInteractionFlag.TextSelectableByMouse
+        )
+        keep_selection_keys(self.draft_view)
         self.draft_view.setAccessibleName("Draft text: select the part that matches")
         self.draft_view.setTextInteractionFlags(
             Qt.TextInteractionFlag.TextSelectableByMouse

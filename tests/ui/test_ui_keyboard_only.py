@@ -1,0 +1,189 @@
+"""Keyboard only (issue 17, part 4): for every kind, a clinician switches to it, completes the
+unit and submits it with key presses alone, every key going to whatever has the keyboard focus
+(no mouse, no calls into the editor): evidence and match spans are selected in the read-only
+text with the keyboard's usual selection keys. What the file holds afterwards is checked. The F1
+list holds every shortcut of the window's actions."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QMessageBox
+from ui_support import open_window, preferences, stored_answer, wait_saved
+
+from portalreview.tasks.registry import EDITORS
+
+K = Qt.Key
+CTRL, SHIFT, ALT = (Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier,
+                    Qt.KeyboardModifier.AltModifier)
+NONE = Qt.KeyboardModifier.NoModifier
+
+
+class Keyboard:
+    """Presses keys where the keyboard focus is, as a person at the keyboard does."""
+
+    def __init__(self, window) -> None:
+        self.window = window
+
+    def focus(self):
+        return QApplication.focusWidget() or self.window
+
+    def press(self, key, modifiers=NONE, times: int = 1) -> None:
+        for _ in range(times):
+            QTest.keyClick(self.focus(), key, modifiers)
+            QTest.qWait(20)
+
+    def type(self, text: str) -> None:
+        QTest.keyClicks(self.focus(), text)
+
+    def select_words(self, words: int) -> None:
+        """From the start of the focused text, select ``words`` words (Ctrl+Shift+Right)."""
+        self.press(K.Key_Home, CTRL)
+        self.press(K.Key_Right, CTRL | SHIFT, times=words)
+
+    def theme_every_row(self, theme_key) -> None:
+        """In a sentence table: to the top, then the theme's number on every row (each press
+        labels the row and moves to the next)."""
+        rows = self.focus().rowCount()
+        self.press(K.Key_Up, times=rows)
+        self.press(theme_key, times=rows)
+
+
+def _respond(kb: Keyboard, ids) -> dict:
+    kb.type("Please come in today.")
+    kb.press(K.Key_Tab)
+    kb.type("Call 911 if it gets worse.")
+    return {"mode": "theme_guided", "notes": "",
+            "parts": {"empathy": "Please come in today.",
+                      "symptom_questions": "Call 911 if it gets worse."}}
+
+
+def _rank(kb: Keyboard, ids) -> dict:
+    kb.press(K.Key_1)
+    kb.press(K.Key_Y)
+    kb.press(K.Key_Down)
+    kb.press(K.Key_2)
+    kb.press(K.Key_N)
+    kb.press(K.Key_1, ALT)  # reason C1
+    return {}
+
+
+def _match(kb: Keyboard, ids) -> dict:
+    kb.press(K.Key_Home, CTRL)
+    kb.press(K.Key_S)  # the draft sentence at the cursor
+    kb.press(K.Key_M)  # matches the first reference sentence
+    kb.press(K.Key_X, times=2)  # the other two: NO MATCH
+    kb.press(K.Key_Tab, times=4)  # the draft's sentence table
+    kb.theme_every_row(K.Key_1)
+    kb.press(K.Key_Tab, SHIFT, times=5)  # the reference's sentence table
+    kb.theme_every_row(K.Key_1)
+    return {}
+
+
+def _urgency(kb: Keyboard, ids) -> dict:
+    kb.press(K.Key_Right)  # the right patient needs care first
+    kb.press(K.Key_L)
+    kb.press(K.Key_3)  # the left patient's level
+    return {}
+
+
+def _eppc(kb: Keyboard, ids) -> dict:
+    kb.press(K.Key_1)  # code 1
+    kb.press(K.Key_1, ALT)  # its first subcode
+    kb.press(K.Key_Tab, times=2)  # to the sentence
+    kb.select_words(2)
+    kb.press(K.Key_E)  # evidence
+    return {}
+
+
+def _empathy(kb: Keyboard, ids) -> dict:
+    kb.press(K.Key_2)
+    return {}
+
+
+def _facts(kb: Keyboard, ids) -> dict:
+    kb.select_words(4)  # in the original response
+    kb.press(K.Key_F)
+    kb.press(K.Key_Tab, times=2)  # its fact list
+    kb.press(K.Key_Y)  # kept in the edit
+    kb.press(K.Key_Tab, times=4)  # the edited response
+    kb.select_words(3)
+    kb.press(K.Key_F)
+    kb.press(K.Key_Tab, times=2)
+    kb.press(K.Key_N)  # not supported by the original
+    kb.press(K.Key_1)  # error category 1
+    return {}
+
+
+STEPS = {"respond": _respond, "rank": _rank, "match": _match, "urgency": _urgency,
+         "eppc": _eppc, "empathy": _empathy, "facts": _facts}
+
+
+def _check(kind: str, payload: dict, ids) -> None:
+    if kind == "rank":
+        entries = {e["response_id"]: e for e in payload["entries"]}
+        assert sorted(e["rank"] for e in entries.values()) == [1, 2]
+        assert {e["correct"] for e in entries.values()} == {True, False}
+        wrong = next(e for e in entries.values() if not e["correct"])
+        assert wrong["criteria"] == ["C1"]
+    elif kind == "match":
+        spans = [d["spans"] for d in payload["decisions"]]
+        assert len(spans) == 3 and spans[0] and spans[1:] == [[], []]
+        assert len(payload["themes"]) == 6
+    elif kind == "urgency":
+        assert payload["more_urgent_case_id"] in (ids.case1, ids.case2)
+        assert list(payload["levels"].values()) == [3]
+    elif kind == "eppc":
+        (label,) = payload["labels"]
+        assert label["subcode"] is not None and len(label["spans"]) == 1
+    elif kind == "empathy":
+        assert payload["more_empathetic_response_id"] in (ids.original, ids.edited)
+    elif kind == "facts":
+        sides = {f["side"]: f for f in payload["facts"]}
+        assert sides["original"]["entailed"] is True
+        assert sides["edited"]["entailed"] is False
+        assert sides["edited"]["error_category"] is not None
+
+
+@pytest.mark.parametrize("kind", list(STEPS))
+def test_a_unit_of_every_kind_is_done_and_submitted_with_the_keyboard_alone(
+    qtbot, gui, tmp_path, kind
+) -> None:
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    kb = Keyboard(window)
+    number = list(EDITORS).index(kind) + 1
+    kb.press(getattr(K, f"Key_{number}"), CTRL)  # Ctrl+number: that kind's work
+    qtbot.waitUntil(lambda: window.kind == kind)
+    unit = window.session.unit.unit_id
+    expected = STEPS[kind](kb, gui.ids)
+    assert window.session.unit.unit_id == unit  # no key went to another unit
+    kb.press(K.Key_Return, CTRL)  # submit and go on
+    wait_saved(qtbot, window)
+    answer = stored_answer(gui.path, unit, "ava")
+    assert answer is not None and answer.status == "submitted", (
+        kind, window.statusBar().currentMessage(), answer and answer.payload)
+    if expected:
+        assert answer.payload == expected
+    _check(kind, answer.payload, gui.ids)
+    window.close()
+
+
+def test_the_f1_list_holds_every_shortcut_of_the_window(qtbot, gui, tmp_path, monkeypatch):
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    shown: list[str] = []
+    monkeypatch.setattr(QMessageBox, "information",
+                        lambda _parent, _title, text, *a, **k: shown.append(text))
+    window.act_shortcuts.trigger()
+    (text,) = shown
+    from PySide6.QtGui import QAction, QKeySequence
+
+    for action in window.findChildren(QAction):
+        for sequence in action.shortcuts():
+            keys = sequence.toString(QKeySequence.SequenceFormat.NativeText)
+            if keys and action.text():
+                assert keys in text, (action.text(), keys)
+    assert "EPPC coding" not in text or window.kind == "eppc"
+    window.close()
