@@ -49,6 +49,7 @@ from portalreview.store.models import KINDS
 from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
 from portalreview.tasks.common.editor_base import Editor, clear_layout
 from portalreview.tasks.registry import EDITORS
+from portalreview.ui import colours
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 
@@ -294,7 +295,7 @@ class AnswerColumn(QGroupBox):
         body.setObjectName("answerSummary")
         body.setAccessibleName(f"Answer of {title}")
         body.setOpenLinks(False)
-        mark = "#5a2a2a" if dialog.palette().base().color().lightness() < 128 else "#ffe1c2"
+        mark = colours.mark("difference").name()
         items = []
         hidden = 0
         for line in lines:
@@ -302,8 +303,8 @@ class AnswerColumn(QGroupBox):
             if line in shared and only_differences:
                 hidden += 1
                 continue
-            if line not in shared:
-                text = f"<span style='background:{mark}'>{text}</span>"
+            if line not in shared:  # marked by ≠ as well as by colour
+                text = f"<span style='background:{mark}'>≠ {text}</span>"
             items.append(f"<li>{text}</li>")
         note = f"<p><i>Comment: {html.escape(comment)}</i></p>" if comment.strip() else ""
         if hidden:
@@ -417,8 +418,8 @@ class AdjudicationDialog(QDialog):
         answers_layout.setContentsMargins(0, 0, 0, 0)
         answers_layout.addWidget(self.unit_header)
         legend = QLabel(
-            "The annotators' answers, side by side; <span style='background:#ffe1c2'>marked"
-            "</span> lines are not shared by every answer."
+            "The annotators' answers, side by side; lines marked ≠ are not shared by every "
+            "answer."
         )
         legend.setWordWrap(True)
         answers_layout.addWidget(legend)
@@ -789,7 +790,8 @@ class AdjudicationDialog(QDialog):
                 )
         except (PayloadError, StoreError, PermissionError) as exc:
             self.status.setText(
-                f"<span style='color:#c0392b'>Not saved: {html.escape(str(exc))}</span>"
+                f"<span style='color:{colours.text('error')}'>Not saved: "
+                f"{html.escape(str(exc))}</span>"
             )
             return None
         self.report.gold = view

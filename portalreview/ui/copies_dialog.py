@@ -57,6 +57,7 @@ from portalreview.store.models import AuditEntry
 from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StoreError, StudyService
 from portalreview.store.study_setup import CancelFn, Cancelled, ProgressFn
+from portalreview.ui import colours
 from portalreview.ui.adjudication import summary_lines
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.study_setup_dialog import (
@@ -223,7 +224,7 @@ def when(stamp: str) -> str:
 def conflict_html(conflict: merge.Conflict, service: StudyService, dark: bool) -> str:
     """The master's and the copy's versions of the answer, one decision per line; lines the
     other version lacks are marked."""
-    mark = "#5a2a2a" if dark else "#ffe1c2"
+    mark = colours.mark("difference").name()
     unit = service.read_unit(conflict.unit_id)
     sides = []
     for state in (conflict.master, conflict.copy):
@@ -237,7 +238,7 @@ def conflict_html(conflict: merge.Conflict, service: StudyService, dark: bool) -
 
     def column(lines: list[str], other: list[str]) -> str:
         items = "".join(
-            f"<li><span style='background:{mark}'>{html.escape(x)}</span></li>"
+            f"<li><span style='background:{mark}'>≠ {html.escape(x)}</span></li>"
             if x not in other
             else f"<li>{html.escape(x)}</li>"
             for x in lines

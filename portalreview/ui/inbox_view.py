@@ -61,6 +61,7 @@ from portalreview.tasks.urgency.inbox import (
     load_inbox,
     model_inbox,
 )
+from portalreview.ui import colours
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.workers import Worker, run_in_background
@@ -711,8 +712,8 @@ def _scores_html(result: InboxResult) -> str:
 
 
 def _warning_brush(base: QColor) -> QBrush:
-    dark = base.lightness() < 128
-    return QBrush(QColor(110, 30, 30) if dark else QColor(255, 214, 204))
+    """The row of a misplaced urgent message (which also says so in words)."""
+    return QBrush(colours.mark("warning_row"))
 
 
 def _fill(box: QComboBox, entries: list[tuple[str, str]]) -> None:

@@ -54,6 +54,7 @@ from portalreview.store.project import (
 from portalreview.store.service import AnswerView, StudyService
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.registry import EDITORS
+from portalreview.ui import colours
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import AnnotationSession
@@ -253,7 +254,12 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.queue_dock.toggleViewAction())
         scheme_menu = view_menu.addMenu("&Appearance")
         group = QActionGroup(self)
-        for key, name in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+        for key, name in (
+            ("system", "Follow the system"),
+            ("light", "Light"),
+            ("dark", "Dark"),
+            ("high_contrast", "High contrast"),
+        ):
             action = scheme_menu.addAction(name)
             action.setCheckable(True)
             action.setChecked(self.prefs.color_scheme() == key)
@@ -882,20 +888,43 @@ EDITOR_KEYS = {
 
 
 def apply_color_scheme(scheme: str) -> None:
-    """Follow the platform's light/dark setting, or force one. Where the platform ignores a
-    forced scheme, a dark palette of our own is set (with the Fusion style, which honours it)."""
+    """Follow the platform's light/dark and high-contrast settings, or force a scheme. Where
+    the platform ignores a forced scheme, a palette of our own is set (with the Fusion style,
+    which honours it); high contrast is always ours (``ui/colours.py``)."""
     app = QApplication.instance()
     hints = QGuiApplication.styleHints()
+    if scheme == "system" and _platform_wants_high_contrast():
+        scheme = "high_contrast"
+    if scheme == "high_contrast":
+        hints.setColorScheme(Qt.ColorScheme.Dark)
+        app.setStyle("Fusion")
+        app.setPalette(colours.high_contrast_palette())
+        colours.set_scheme("high_contrast")
+        return
     if scheme == "system":
         hints.unsetColorScheme()
         app.setPalette(app.style().standardPalette())
+        colours.set_scheme("dark" if app.palette().base().color().lightness() < 128 else "light")
         return
     wanted = Qt.ColorScheme.Dark if scheme == "dark" else Qt.ColorScheme.Light
     hints.setColorScheme(wanted)
     dark_now = app.palette().window().color().lightness() < 128
     if dark_now != (scheme == "dark"):
         app.setStyle("Fusion")
-        app.setPalette(dark_palette() if scheme == "dark" else app.style().standardPalette())
+    if scheme == "dark":
+        app.setPalette(dark_palette() if dark_now is False else app.palette())
+    else:
+        app.setPalette(colours.light_palette(app.style().standardPalette()))
+    colours.set_scheme(scheme)
+
+
+def _platform_wants_high_contrast() -> bool:
+    """The operating system's high-contrast setting (Qt 6.10 and later report it)."""
+    hints = QGuiApplication.styleHints()
+    accessibility = getattr(hints, "accessibility", None)
+    if accessibility is None:
+        return False
+    return accessibility().contrastPreference() == Qt.ContrastPreference.HighContrast
 
 
 def dark_palette() -> QPalette:

@@ -59,9 +59,9 @@ class Preferences:
     # --- appearance -------------------------------------------------------------------------
 
     def color_scheme(self) -> str:
-        """ "system", "light" or "dark"."""
+        """ "system", "light", "dark" or "high_contrast"."""
         value = str(self.qs.value("color_scheme", "system"))
-        return value if value in ("system", "light", "dark") else "system"
+        return value if value in ("system", "light", "dark", "high_contrast") else "system"
 
     def set_color_scheme(self, scheme: str) -> None:
         self.qs.setValue("color_scheme", scheme)

@@ -49,6 +49,7 @@ from portalreview.store import study_setup as setup
 from portalreview.store.models import Annotator, Case, CaseTag, Unit, UnitSet
 from portalreview.store.project import Project, ProjectError
 from portalreview.store.service import StoreError
+from portalreview.ui import colours
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import run_in_background, run_with_progress
@@ -67,8 +68,6 @@ RECIPE_RESPONSES: dict[str, tuple[str, str]] = {
 }
 NO_SEED = -1  # the seed box's "keep the order" value
 _SEPARATORS = re.compile(r"[,;\s]+")
-ERROR_COLOR = "#c0392b"
-OK_COLOR = "#1e7b34"
 
 
 # --- small pieces both PI windows use ---------------------------------------------------------
@@ -86,10 +85,11 @@ class MessageLine(QLabel):
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
     def done(self, text: str) -> None:
-        self.setText(f"<span style='color:{OK_COLOR}'>✓ {html.escape(text)}</span>")
+        self.setText(f"<span style='color:{colours.text('ok')}'>✓ {html.escape(text)}</span>")
 
     def error(self, text: str) -> None:
-        self.setText(f"<span style='color:{ERROR_COLOR}'>⚠ {html.escape(text)}</span>")
+        error = colours.text("error")
+        self.setText(f"<span style='color:{error}'>⚠ {html.escape(text)}</span>")
 
     def note(self, text: str) -> None:
         self.setText(html.escape(text))

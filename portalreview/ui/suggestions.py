@@ -32,21 +32,12 @@ from portalreview.llm.templates import PromptLibrary
 from portalreview.store.service import AnswerView, StoreError
 from portalreview.store.templates import latest_suggestion, refused_reasons, suggestions_by
 from portalreview.tasks.common.editor_base import Editor
+from portalreview.ui import colours
 from portalreview.ui.model_panel import ModelHost
 from portalreview.ui.screen import fit_to_screen
 
 ACCEPT_KEY = "Ctrl+Shift+A"
 DISMISS_KEY = "Ctrl+Shift+D"
-
-_STYLES = {
-    # background, border, text: fixed colours (readable in light and dark schemes alike)
-    "working": ("#eef3fb", "#8aa8d8", "#1c2b45"),
-    "offered": ("#fff3c4", "#d9a400", "#3a2c00"),
-    "accepted": ("#e3f4e1", "#5aa55a", "#173d17"),
-    "edited": ("#e3f4e1", "#5aa55a", "#173d17"),
-    "note": ("#f1f1f1", "#b0b0b0", "#2a2a2a"),
-}
-
 
 class SuggestionBanner(QFrame):
     """The strip at the top of an editor that marks a suggestion."""
@@ -102,7 +93,7 @@ class SuggestionBanner(QFrame):
         if state == "hidden":
             self.setVisible(False)
             return
-        background, border, color = _STYLES[state]
+        background, border, color = colours.banner(state)  # per scheme: ui/colours.py
         palette = self.palette()
         role = QPalette.ColorRole
         palette.setColor(role.Window, QColor(background))

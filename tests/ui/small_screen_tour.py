@@ -1,7 +1,7 @@
 """Tour the app on a small screen, in a process of its own (the screen is fixed when Qt starts).
 
     QT_QPA_PLATFORM=offscreen:configfile=SCREEN.json python tests/ui/small_screen_tour.py \
-        STUDY.prproj OUT.json [SHOTS_FOLDER]
+        STUDY.prproj OUT.json [SHOTS_FOLDER [SCHEME]]
 
 The screen comes from Qt's offscreen platform configuration (its size in logical pixels and its
 scale factor). As a clinician, then as the PI: every kind of work in the main window, sized to
@@ -25,6 +25,8 @@ from portalreview.ui.app import application
 from portalreview.ui.main_window import MainWindow
 from portalreview.ui.settings import Preferences
 from portalreview.ui.tools import TOOLS
+
+PREFIX = ""  # of the screenshots' names (the colour scheme's, when one is given)
 
 
 def screen_area():
@@ -90,7 +92,7 @@ def tour_kinds(window: MainWindow, shots: Path | None) -> dict:
             "next": on_screen(bar.widgetForAction(window.act_next), window),
         }
         if shots is not None and kind in ("eppc", "urgency"):
-            window.grab().save(str(shots / f"small-screen-{kind}.png"))
+            window.grab().save(str(shots / f"{PREFIX}small-screen-{kind}.png"))
     return found
 
 
@@ -106,7 +108,7 @@ def tour_tools(window: MainWindow, shots: Path | None) -> dict:
             found[tool.title] = fits(widget)
             if shots is not None and tool.title == "Agreement dashboard":
                 computed(widget)
-                widget.grab().save(str(shots / "small-screen-dashboard.png"))
+                widget.grab().save(str(shots / f"{PREFIX}small-screen-dashboard.png"))
             if tool.title == "Models…":
                 found["Models… > Name a server…"] = server_form(widget)
             widget.close()
@@ -155,6 +157,12 @@ def main() -> None:
     path, out = Path(sys.argv[1]), Path(sys.argv[2])
     shots = Path(sys.argv[3]) if len(sys.argv) > 3 else None
     application()
+    if len(sys.argv) > 4:
+        from portalreview.ui.main_window import apply_color_scheme
+
+        apply_color_scheme(sys.argv[4])
+        global PREFIX
+        PREFIX = sys.argv[4].replace("_", "-") + "-"
     report = {"screen": list(screen_area().size().toTuple()),
               "scale": QApplication.primaryScreen().devicePixelRatio()}
     clinician = open_as(path, "np_chloe", out.parent)

@@ -51,25 +51,10 @@ from portalreview.domain.spans import merge_spans
 from portalreview.store.service import AnswerView, SentenceView, UnitView
 from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_selection_keys
 from portalreview.tasks.eppc.offsets import TextOffsets, trim_span
+from portalreview.ui import colours
 
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(1, 10)}
 # One colour per code (light and dark themes), so evidence of different codes can be told apart.
-_COLOURS = (
-    ("#ffe08a", "#7a5d00"),
-    ("#a8d8ff", "#1d5680"),
-    ("#c3f0b8", "#2f6b25"),
-    ("#ffc2d6", "#7f2946"),
-    ("#d9c8ff", "#4d3591"),
-    ("#ffd0a8", "#80461a"),
-    ("#b8f0ea", "#1f6b63"),
-    ("#e8e8a0", "#5f5f18"),
-    ("#f0c0f0", "#6b2a6b"),
-)
-
-
-def is_dark(widget: QWidget) -> bool:
-    return widget.palette().base().color().lightness() < 128
-
 
 class FittedText(QTextEdit):
     """A read-only text whose height follows its text (between ``min_lines`` and
@@ -482,7 +467,8 @@ class EppcEditor(Editor):
 
     def _say(self, text: str) -> None:
         self._notice = text
-        self.notice_label.setText(f"<span style='color:#c0392b'>{html.escape(text)}</span>")
+        error = colours.text("error")
+        self.notice_label.setText(f"<span style='color:{error}'>{html.escape(text)}</span>")
 
     # --- keyboard ---------------------------------------------------------------------------
 
@@ -550,14 +536,14 @@ class EppcEditor(Editor):
 
     def _show_context(self, unit: UnitView) -> None:
         sender = unit.sender or "patient"
-        colour = "#1d6fa5" if sender == "patient" else "#7a4ea0"
+        colour = colours.sender("patient" if sender == "patient" else "provider")
         self.sender_label.setText(
             f"<span style='color:white;background:{colour};'>&nbsp;From the {sender}&nbsp;</span>"
         )
         total = len(self.message_sentences)
         where = (self.sentence.position + 1) if self.sentence else 0
         self.position_label.setText(f"Sentence {where} of {total} of this message" if total else "")
-        muted = "#9aa0a6" if is_dark(self) else "#5f6368"
+        muted = colours.text("muted")
 
         def context(title: str, sentence: SentenceView | None, missing: str) -> str:
             body = html.escape(sentence.text) if sentence else f"<i>{missing}</i>"
@@ -584,7 +570,7 @@ class EppcEditor(Editor):
         cursor.setPosition(offsets.to_qt(end), QTextCursor.MoveMode.KeepAnchor)
         selection.cursor = cursor
         fmt = QTextCharFormat()
-        fmt.setBackground(QColor("#3b5b2a" if is_dark(self) else "#fff3b0"))
+        fmt.setBackground(colours.mark("current_sentence"))
         fmt.setFontWeight(700)
         selection.format = fmt
         self.message_view.setExtraSelections([selection])
@@ -602,9 +588,7 @@ class EppcEditor(Editor):
             self._mark_in_message()
 
     def _colour(self, code_id: str) -> QColor:
-        index = [c.id for c in self.codes].index(code_id) % len(_COLOURS)
-        light, dark = _COLOURS[index]
-        return QColor(dark if is_dark(self) else light)
+        return colours.code_mark([c.id for c in self.codes].index(code_id))
 
     def _refresh(self) -> None:
         self._filling = True
@@ -712,6 +696,9 @@ class EppcEditor(Editor):
                 selection.cursor = cursor
                 fmt = QTextCharFormat()
                 fmt.setBackground(self._colour(code.id))
+                # not by colour alone: evidence is underlined (dotted), the current code's
+                # evidence with a full line and in bold
+                fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)
                 if code.id == self.current:
                     fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.SingleUnderline)
                     fmt.setFontWeight(700)
@@ -720,7 +707,7 @@ class EppcEditor(Editor):
         self.sentence_view.setExtraSelections(selections)
 
     def _show_codebook(self, code_id: str | None) -> None:
-        marked = "#3b4a5a" if is_dark(self) else "#fff3b0"
+        marked = colours.mark("focus_entry").name()
         parts = []
         for number, code in enumerate(self.codes, start=1):
             style = f" style='background:{marked}'" if code.id == code_id else ""

@@ -23,7 +23,6 @@ import html
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -45,6 +44,7 @@ from portalreview.metrics.facts import fact_scores_from_counts
 from portalreview.store.service import AnswerView, UnitView
 from portalreview.tasks.common.editor_base import Editor, LiveFigure
 from portalreview.tasks.eppc.editor import FittedText
+from portalreview.ui import colours
 
 SIDES = ("original", "edited")
 _OTHER = {"original": "edited", "edited": "original"}
@@ -68,10 +68,6 @@ _ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
 
 def _empty_state() -> dict[str, Any]:
     return {"original": [], "edited": [], "no_facts": False}
-
-
-def is_dark(widget: QWidget) -> bool:
-    return widget.palette().base().color().lightness() < 128
 
 
 class FactSide(QWidget):
@@ -218,12 +214,11 @@ class FactSide(QWidget):
         item = self.table.item(row, 1)
         item.setText(fact["text"])
         item.setToolTip(fact["text"])
-        dark = is_dark(self)
-        entailed = fact["entailed"]
+        entailed = fact["entailed"]  # also said in words in the row's own column
         if entailed is False:
-            item.setBackground(QColor("#5a2a2a" if dark else "#fbdada"))
+            item.setBackground(colours.mark("fact_lost"))
         elif entailed is True:
-            item.setBackground(QColor("#24472b" if dark else "#dcf3df"))
+            item.setBackground(colours.mark("fact_kept"))
         else:
             item.setBackground(self.table.palette().base())
         box = self.entailed_boxes[row]
@@ -436,7 +431,8 @@ class FactsEditor(Editor):
         )
 
     def _say(self, text: str) -> None:
-        self.notice.setText(f"<span style='color:#c0392b'>{html.escape(text)}</span>")
+        error = colours.text("error")
+        self.notice.setText(f"<span style='color:{error}'>{html.escape(text)}</span>")
         self.notice.setVisible(bool(text))
 
     # --- keyboard ---------------------------------------------------------------------------

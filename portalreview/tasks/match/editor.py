@@ -38,12 +38,9 @@ from portalreview.metrics.edit_f1 import content_edit_f1, theme_edit_f1
 from portalreview.store.service import AnswerView, ResponseView, SentenceView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import Editor, LiveFigure, keep_selection_keys
+from portalreview.ui import colours
 
 NO_THEME = "—"
-
-
-def is_dark(widget: QWidget) -> bool:
-    return widget.palette().base().color().lightness() < 128
 
 
 class SentenceTable(QTableWidget):
@@ -394,9 +391,8 @@ class MatchEditor(Editor):
         self._show_scores()
 
     def _highlight(self) -> None:
-        dark = is_dark(self)
-        matched = QColor("#1f5f32" if dark else "#c8ecd0")
-        current = QColor("#2e8b4a" if dark else "#7fd39a")
+        matched = colours.mark("matched")
+        current = colours.mark("matched_current")
         selections = []
         covered = merge_spans(
             [list(s) for spans in self.state["decisions"].values() for s in spans]
@@ -421,8 +417,9 @@ class MatchEditor(Editor):
         cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
         selection.cursor = cursor
         fmt = QTextCharFormat()
-        if background is not None:
+        if background is not None:  # matched text: tinted and underlined (not colour alone)
             fmt.setBackground(background)
+            fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.SingleUnderline)
         if deleted:
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
             fmt.setUnderlineColor(QColor("#d0342c"))

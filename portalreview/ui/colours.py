@@ -1,0 +1,159 @@
+"""Every colour that carries a meaning, for each colour scheme (light, dark, high contrast), in
+one place, with the contrast each must keep (tests/ui/test_ui_contrast.py computes the WCAG
+contrast ratios: at least 4.5:1 for text against what it is drawn on, in every scheme).
+
+Colour is never the only cue: evidence and matched spans are underlined as well as tinted,
+lines that differ between answers carry a "≠" mark, a misplaced urgent message says "⚠ urgent,
+sorted low", done and to-do units carry ● / ○ and the words, a suggestion's banner says what it
+is. The scheme in use is set by :func:`portalreview.ui.main_window.apply_color_scheme`.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication
+
+SCHEMES = ("light", "dark", "high_contrast")
+_PROPERTY = "portalreview_scheme"
+
+#: Text colours (drawn on the window or a text field's background).
+TEXT: dict[str, dict[str, str]] = {
+    "error": {"light": "#b3261e", "dark": "#ff8a80", "high_contrast": "#ff8c8c"},
+    "ok": {"light": "#1e6b30", "dark": "#81c995", "high_contrast": "#66ff66"},
+    "muted": {"light": "#5f6368", "dark": "#a8adb3", "high_contrast": "#ffffff"},
+}
+
+#: Backgrounds drawn behind ordinary text (the palette's Text colour stays on them).
+MARK: dict[str, dict[str, str]] = {
+    "difference": {"light": "#ffe1c2", "dark": "#5a2a2a", "high_contrast": "#3d0066"},
+    "focus_entry": {"light": "#fff3b0", "dark": "#3b4a5a", "high_contrast": "#00335c"},
+    "current_sentence": {"light": "#fff3b0", "dark": "#3b5b2a", "high_contrast": "#00335c"},
+    "fact_lost": {"light": "#fbdada", "dark": "#5a2a2a", "high_contrast": "#5c0000"},
+    "fact_kept": {"light": "#dcf3df", "dark": "#24472b", "high_contrast": "#003d00"},
+    "matched": {"light": "#c8ecd0", "dark": "#1f5f32", "high_contrast": "#003d00"},
+    "matched_current": {"light": "#7fd39a", "dark": "#14532d", "high_contrast": "#005c5c"},
+    "warning_row": {"light": "#ffd6cc", "dark": "#6e1e1e", "high_contrast": "#5c0000"},
+}
+
+#: The EPPC codes' evidence colours, one per code (behind the sentence's text).
+CODE_MARKS: dict[str, tuple[str, ...]] = {
+    "light": ("#ffe08a", "#a8d8ff", "#c3f0b8", "#ffc2d6", "#d9c8ff", "#ffd0a8", "#b8f0ea",
+              "#e8e8a0", "#f0c0f0"),
+    "dark": ("#7a5d00", "#1d5680", "#2f6b25", "#7f2946", "#4d3591", "#80461a", "#1f6b63",
+             "#5f5f18", "#6b2a6b"),
+    "high_contrast": ("#5c4600", "#00335c", "#1f4d1a", "#5c1a33", "#33265c", "#5c3300",
+                      "#134d47", "#40400f", "#4d1a4d"),
+}
+
+#: White text on these (who wrote the message shown).
+SENDER: dict[str, dict[str, str]] = {
+    "patient": {"light": "#1d6fa5", "dark": "#1d6fa5", "high_contrast": "#00336b"},
+    "provider": {"light": "#7a4ea0", "dark": "#7a4ea0", "high_contrast": "#4d1a6b"},
+}
+
+#: The suggestion banner: (background, border, text) per state.
+BANNER: dict[str, dict[str, tuple[str, str, str]]] = {
+    "light": {
+        "working": ("#eef3fb", "#8aa8d8", "#1c2b45"),
+        "offered": ("#fff3c4", "#d9a400", "#3a2c00"),
+        "accepted": ("#e3f4e1", "#5aa55a", "#173d17"),
+        "edited": ("#e3f4e1", "#5aa55a", "#173d17"),
+        "note": ("#f1f1f1", "#b0b0b0", "#2a2a2a"),
+    },
+    "dark": {
+        "working": ("#1c2b45", "#8aa8d8", "#e8eefb"),
+        "offered": ("#3a2c00", "#d9a400", "#fff3c4"),
+        "accepted": ("#173d17", "#5aa55a", "#e3f4e1"),
+        "edited": ("#173d17", "#5aa55a", "#e3f4e1"),
+        "note": ("#2a2a2a", "#8a8a8a", "#f1f1f1"),
+    },
+    "high_contrast": {
+        "working": ("#000000", "#00ffff", "#ffffff"),
+        "offered": ("#000000", "#ffff00", "#ffff00"),
+        "accepted": ("#000000", "#66ff66", "#ffffff"),
+        "edited": ("#000000", "#66ff66", "#ffffff"),
+        "note": ("#000000", "#ffffff", "#ffffff"),
+    },
+}
+
+
+def light_palette(standard: QPalette) -> QPalette:
+    """The style's light palette with a darker selection colour (Fusion's own blue gives
+    white text only 3.7:1)."""
+    palette = QPalette(standard)
+    palette.setColor(QPalette.ColorRole.Highlight, QColor("#1d5fa0"))
+    palette.setColor(QPalette.ColorRole.HighlightedText, QColor("#ffffff"))
+    return palette
+
+
+def high_contrast_palette() -> QPalette:
+    """White on black, yellow selection with black text, cyan links (at least 7:1 each)."""
+    role, palette = QPalette.ColorRole, QPalette()
+    colours = {
+        role.Window: "#000000", role.WindowText: "#ffffff", role.Base: "#000000",
+        role.AlternateBase: "#141414", role.Text: "#ffffff", role.Button: "#000000",
+        role.ButtonText: "#ffffff", role.ToolTipBase: "#000000", role.ToolTipText: "#ffffff",
+        role.PlaceholderText: "#d0d0d0", role.Highlight: "#ffff00",
+        role.HighlightedText: "#000000", role.Link: "#00ffff", role.LinkVisited: "#ff80ff",
+        role.BrightText: "#ffffff", role.Light: "#ffffff", role.Midlight: "#c0c0c0",
+        role.Mid: "#ffffff", role.Dark: "#ffffff", role.Shadow: "#ffffff",
+    }
+    for colour_role, colour in colours.items():
+        palette.setColor(colour_role, QColor(colour))
+    for colour_role in (role.Text, role.WindowText, role.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, colour_role, QColor("#b0b0b0"))
+    return palette
+
+
+def set_scheme(name: str) -> None:
+    """Record the scheme in use (light, dark or high_contrast)."""
+    app = QApplication.instance()
+    if app is not None:
+        app.setProperty(_PROPERTY, name)
+
+
+def scheme() -> str:
+    """The scheme in use: the one recorded, else light or dark by the palette."""
+    app = QApplication.instance()
+    if app is None:
+        return "light"
+    recorded = app.property(_PROPERTY)
+    if recorded in SCHEMES:
+        return recorded
+    return "dark" if app.palette().base().color().lightness() < 128 else "light"
+
+
+def text(role: str) -> str:
+    return TEXT[role][scheme()]
+
+
+def mark(role: str) -> QColor:
+    return QColor(MARK[role][scheme()])
+
+
+def code_mark(index: int) -> QColor:
+    marks = CODE_MARKS[scheme()]
+    return QColor(marks[index % len(marks)])
+
+
+def sender(role: str) -> str:
+    return SENDER[role][scheme()]
+
+
+def banner(state: str) -> tuple[str, str, str]:
+    return BANNER[scheme()][state]
+
+
+def contrast_ratio(first: str | QColor, second: str | QColor) -> float:
+    """WCAG 2 contrast ratio of two colours (1 to 21)."""
+
+    def luminance(colour: str | QColor) -> float:
+        c = QColor(colour)
+        channels = []
+        for value in (c.redF(), c.greenF(), c.blueF()):
+            channels.append(value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4)
+        r, g, b = channels
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    a, b = sorted((luminance(first), luminance(second)), reverse=True)
+    return (a + 0.05) / (b + 0.05)

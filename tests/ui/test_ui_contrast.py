@@ -1,0 +1,127 @@
+"""Contrast (issue 17, part 3): in every colour scheme (light, dark, high contrast) every text
+colour and every colour that carries a meaning keeps a WCAG contrast ratio of at least 4.5:1
+against what it is drawn on (ui/colours.py); the ratio itself is checked against WCAG's worked
+values; View > Appearance offers high contrast, and "Follow the system" follows the platform's
+high-contrast setting."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication, QStyleFactory
+
+from portalreview.ui import colours
+from portalreview.ui import main_window as mw
+
+AA = 4.5
+R = QPalette.ColorRole
+
+
+def palettes() -> dict[str, QPalette]:
+    return {
+        "light": colours.light_palette(QStyleFactory.create("Fusion").standardPalette()),
+        "dark": mw.dark_palette(),
+        "high_contrast": colours.high_contrast_palette(),
+    }
+
+
+def pairs(scheme: str, palette: QPalette) -> list[tuple[str, str, str]]:
+    """(what, foreground, background) for everything drawn in ``scheme``."""
+    c = {role: palette.color(role).name() for role in R if role != R.NColorRoles}
+    found = [
+        ("window text", c[R.WindowText], c[R.Window]),
+        ("field text", c[R.Text], c[R.Base]),
+        ("alternate rows", c[R.Text], c[R.AlternateBase]),
+        ("button text", c[R.ButtonText], c[R.Button]),
+        ("selection", c[R.HighlightedText], c[R.Highlight]),
+        ("tooltip", c[R.ToolTipText], c[R.ToolTipBase]),
+        ("placeholder", c[R.PlaceholderText], c[R.Base]),
+        ("link", c[R.Link], c[R.Base]),
+    ]
+    for role, by_scheme in colours.TEXT.items():
+        found += [(f"{role} text on the window", by_scheme[scheme], c[R.Window]),
+                  (f"{role} text in a field", by_scheme[scheme], c[R.Base])]
+    for role, by_scheme in colours.MARK.items():
+        found.append((f"text on the {role} mark", c[R.Text], by_scheme[scheme]))
+    for number, code in enumerate(colours.CODE_MARKS[scheme], start=1):
+        found.append((f"text on EPPC code {number}'s evidence", c[R.Text], code))
+    for role, by_scheme in colours.SENDER.items():
+        found.append((f"'From the {role}'", "#ffffff", by_scheme[scheme]))
+    for state, (background, _border, text) in colours.BANNER[scheme].items():
+        found.append((f"suggestion banner ({state})", text, background))
+    return found
+
+
+def test_the_ratio_is_wcag_s() -> None:
+    assert colours.contrast_ratio("#000000", "#ffffff") == pytest.approx(21.0)
+    assert colours.contrast_ratio("#ffffff", "#000000") == pytest.approx(21.0)
+    assert colours.contrast_ratio("#777777", "#777777") == pytest.approx(1.0)
+    # WCAG's examples: #767676 is the lightest grey with 4.5:1 on white, #777777 just fails
+    assert colours.contrast_ratio("#767676", "#ffffff") == pytest.approx(4.54, abs=0.01)
+    assert colours.contrast_ratio("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)
+
+
+@pytest.mark.parametrize("scheme", colours.SCHEMES)
+def test_every_pair_keeps_4_5_to_1(qapp, scheme) -> None:
+    low = [(what, fg, bg, round(colours.contrast_ratio(fg, bg), 2))
+           for what, fg, bg in pairs(scheme, palettes()[scheme])
+           if colours.contrast_ratio(fg, bg) < AA]
+    assert low == []
+
+
+def test_high_contrast_is_offered_and_followed_from_the_platform(qtbot, monkeypatch) -> None:
+    app = QApplication.instance()
+    saved_palette, saved_style = app.palette(), app.style().name()
+    try:
+        mw.apply_color_scheme("high_contrast")
+        assert colours.scheme() == "high_contrast"
+        assert app.palette().color(R.Window).name() == "#000000"
+        assert colours.text("error") == colours.TEXT["error"]["high_contrast"]
+        mw.apply_color_scheme("light")
+        assert colours.scheme() == "light"
+        monkeypatch.setattr(mw, "_platform_wants_high_contrast", lambda: True)
+        mw.apply_color_scheme("system")
+        assert colours.scheme() == "high_contrast"
+        monkeypatch.setattr(mw, "_platform_wants_high_contrast", lambda: False)
+        mw.apply_color_scheme("system")
+        assert colours.scheme() in ("light", "dark")
+    finally:
+        mw.apply_color_scheme("light")
+        app.setStyle(saved_style)
+        app.setPalette(saved_palette)
+        colours.set_scheme("")
+
+
+def test_the_view_menu_offers_high_contrast(qtbot, gui, tmp_path) -> None:
+    from ui_support import open_window, preferences
+
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    names = [a.text() for a in window.findChildren(type(window.act_submit))]
+    assert "High contrast" in names
+    window.close()
+
+
+def test_spans_are_underlined_not_only_tinted(qtbot, gui, tmp_path) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QTextCharFormat
+    from ui_support import open_window, preferences, show_kind
+
+    none = QTextCharFormat.UnderlineStyle.NoUnderline
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    show_kind(window, "eppc")
+    eppc = window.editors["eppc"]
+    eppc.press_code_number(1)
+    eppc.sentence_view.selectAll()
+    eppc.add_selection()
+    marks = eppc.sentence_view.extraSelections()
+    assert marks and all(m.format.underlineStyle() != none for m in marks)
+
+    show_kind(window, "match")
+    match = window.editors["match"]
+    match.draft_view.setFocus()
+    qtbot.keyClick(match.draft_view, Qt.Key.Key_S)
+    qtbot.keyClick(match.draft_view, Qt.Key.Key_M)
+    tinted = [m for m in match.draft_view.extraSelections()
+              if m.format.background().style() != Qt.BrushStyle.NoBrush]
+    assert tinted and all(m.format.underlineStyle() != none for m in tinted)
+    window.close()
