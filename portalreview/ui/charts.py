@@ -266,6 +266,7 @@ class ChartView(_Plot):
         self.data = data
         title = data.title if data else ""
         self.setAccessibleName(f"Chart: {title}")
+        self.setAccessibleDescription("A drawing of the table above it: the same figures")
         self.setToolTip("")
         self.update()
 
@@ -481,6 +482,7 @@ class HeatMapView(_Plot):
     def set_data(self, data: HeatData | None) -> None:
         self.data = data
         self.setAccessibleName(f"Heat map: {data.title if data else ''}")
+        self.setAccessibleDescription("A drawing of the table above it: the same figures")
         rows = len(data.rows) if data else 1
         self.setFixedHeight(int(self._header_height() + 40 + rows * self.CELL_HEIGHT))
         self.update()

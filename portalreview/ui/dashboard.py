@@ -367,6 +367,7 @@ class FigureTable(QTableView):
         self.setAccessibleName(table.title)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setTabKeyNavigation(False)  # Tab goes on to the next table; arrows move in it
         self.setAlternatingRowColors(True)
         self.setWordWrap(False)
         self.verticalHeader().setVisible(False)

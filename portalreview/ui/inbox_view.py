@@ -160,6 +160,8 @@ class InboxView(QWidget):
         self.refresh_button.setToolTip("Read the answers again (F5)")
         self.refresh_button.clicked.connect(self.refresh)
         QShortcut(QKeySequence(QKeySequence.StandardKey.Refresh), self, self.refresh)
+        for close_key in (QKeySequence.StandardKey.Close, QKeySequence(Qt.Key.Key_Escape)):
+            QShortcut(QKeySequence(close_key), self, self.close)  # Ctrl+W or Esc closes it
         self.auto = QCheckBox("Update when answers are saved")
         self.auto.setChecked(True)
         self.model_button = QPushButton("Sort by the loaded model")
@@ -222,6 +224,7 @@ class InboxView(QWidget):
 
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("inboxTable")
+        self.table.setTabKeyNavigation(False)
         self.table.setAccessibleName("The inbox, most urgent first")
         self.table.setAccessibleDescription(
             "One row per patient message, in the order chosen above, with its wins and level"

@@ -128,6 +128,7 @@ def make_table(
     table = QTableWidget(0, len(headers))
     table.setObjectName(object_name)
     table.setAccessibleName(accessible)
+    table.setTabKeyNavigation(False)  # Tab leaves the table (else it traps the keyboard)
     table.setHorizontalHeaderLabels(headers)
     table.verticalHeader().setVisible(False)
     table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)

@@ -33,6 +33,14 @@ class Keyboard:
         for _ in range(times):
             QTest.keyClick(self.focus(), key, modifiers)
             QTest.qWait(20)
+            self.check_focus_shown()
+
+    def check_focus_shown(self) -> None:
+        """Whatever has the focus is on the screen (not hidden, not scrolled wholly away)."""
+        focused = QApplication.focusWidget()
+        if focused is not None:
+            assert focused.isVisible(), focused
+            assert not focused.visibleRegion().isEmpty(), (focused, focused.objectName())
 
     def type(self, text: str) -> None:
         QTest.keyClicks(self.focus(), text)
@@ -186,4 +194,70 @@ def test_the_f1_list_holds_every_shortcut_of_the_window(qtbot, gui, tmp_path, mo
             if keys and action.text():
                 assert keys in text, (action.text(), keys)
     assert "EPPC coding" not in text or window.kind == "eppc"
+    window.close()
+
+
+def _reachable_by_tab(widget) -> bool:
+    """A control a person reaches with Tab (an unchecked radio button of a group is reached
+    with the arrow keys from the checked one, as everywhere)."""
+    from PySide6.QtWidgets import QRadioButton
+
+    if isinstance(widget, QRadioButton) and widget.autoExclusive() and not widget.isChecked():
+        return False
+    return bool(widget.focusPolicy() & Qt.FocusPolicy.TabFocus)
+
+
+def test_every_tool_window_is_walked_with_tab_and_closed_with_the_keyboard(
+    qtbot, gui, tmp_path
+) -> None:
+    import shiboken6
+    from PySide6.QtWidgets import (
+        QAbstractButton,
+        QAbstractItemView,
+        QAbstractSpinBox,
+        QComboBox,
+        QLineEdit,
+        QPlainTextEdit,
+        QTabBar,
+        QTextEdit,
+        QWidget,
+    )
+
+    from portalreview.ui.tools import TOOLS
+
+    controls = (QAbstractButton, QLineEdit, QComboBox, QAbstractItemView, QAbstractSpinBox,
+                QTextEdit, QPlainTextEdit, QTabBar)
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    unreached, still_open = {}, []
+    for tool in TOOLS:
+        before = set(QApplication.topLevelWidgets())
+        tool.load()(window)
+        qtbot.wait(400)
+        (opened,) = [w for w in QApplication.topLevelWidgets()
+                     if w not in before and w.isVisible()]
+        opened.activateWindow()
+        qtbot.wait(50)
+        wanted = [c for c in opened.findChildren(QWidget)
+                  if isinstance(c, controls) and c.isVisible() and c.isEnabled()
+                  and _reachable_by_tab(c) and not c.objectName().startswith("qt_")]
+        seen = set()
+        for _ in range(2 * len(wanted) + 10):
+            focused = QApplication.focusWidget()
+            if focused is not None:
+                seen.add(focused)
+            QTest.keyClick(focused or opened, Qt.Key.Key_Tab)
+        missed = [f"{type(c).__name__} {c.objectName()}" for c in wanted
+                  if c not in seen and not any(c.isAncestorOf(s) for s in seen)]
+        if missed:
+            unreached[tool.title] = missed
+        QTest.keyClick(opened, Qt.Key.Key_Escape)  # the dashboard's Esc cancels: then Ctrl+W
+        qtbot.wait(100)
+        if shiboken6.isValid(opened) and opened.isVisible():
+            QTest.keyClick(opened, Qt.Key.Key_W, CTRL)
+            qtbot.wait(100)
+        if shiboken6.isValid(opened) and opened.isVisible():
+            still_open.append(tool.title)
+            opened.close()
+    assert unreached == {}
+    assert still_open == []
     window.close()
