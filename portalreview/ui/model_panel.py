@@ -196,24 +196,12 @@ class ModelHost(QObject):
             if engine is None:
                 self._status("Loading the model was cancelled; no model is in use.")
                 return
-            old, self.engine = self.engine, engine
-            if old is not None:
-                old.close()
-            self.qs.setValue(MODEL_KEY, str(path))
-            self._close_stopped_box()
-            if hasattr(engine, "on_died"):
-                engine.on_died(lambda _error, engine=engine: self._died.emit(engine))
-            self.engine_changed.emit(engine)
+            self._adopt(engine, str(path))
 
         def failed(message: str, exc: Exception) -> None:
             close_dialog()
             self.loading = False
-            reason = str(exc) if isinstance(exc, LlmError) else f"{type(exc).__name__}: {message}"
-            self.last_error = (
-                f"The model file {path} cannot be used:\n\n{reason}\n\n"
-                "PortalReview carries on without model suggestions."
-            )
-            QMessageBox.warning(self.parent_widget, "PortalReview", self.last_error)
+            self._cannot_use(f"The model file {path}", message, exc)
 
         worker = self.submit(work, on_done=done, on_error=failed)
         if dialog is not None:
@@ -240,25 +228,33 @@ class ModelHost(QObject):
 
         def done(engine: AnyEngine | None) -> None:
             self.loading = False
-            if engine is None:
-                return
-            old, self.engine = self.engine, engine
-            if old is not None:
-                old.close()
-            self.qs.setValue(MODEL_KEY, setting.url)
-            self._close_stopped_box()
-            self.engine_changed.emit(engine)
+            if engine is not None:
+                self._adopt(engine, setting.url)
 
         def failed(message: str, exc: Exception) -> None:
             self.loading = False
-            reason = str(exc) if isinstance(exc, LlmError) else f"{type(exc).__name__}: {message}"
-            self.last_error = (
-                f"The model server {setting.address} cannot be used:\n\n{reason}\n\n"
-                "PortalReview carries on without model suggestions."
-            )
-            QMessageBox.warning(self.parent_widget, "PortalReview", self.last_error)
+            self._cannot_use(f"The model server {setting.address}", message, exc)
 
         return self.submit(work, on_done=done, on_error=failed)
+
+    def _adopt(self, engine: AnyEngine, remembered: str) -> None:
+        """Use ``engine`` from now on (closing the one before) and remember where it is."""
+        old, self.engine = self.engine, engine
+        if old is not None:
+            old.close()
+        self.qs.setValue(MODEL_KEY, remembered)
+        self._close_stopped_box()
+        if hasattr(engine, "on_died"):
+            engine.on_died(lambda _error, engine=engine: self._died.emit(engine))
+        self.engine_changed.emit(engine)
+
+    def _cannot_use(self, what: str, message: str, exc: Exception) -> None:
+        reason = str(exc) if isinstance(exc, LlmError) else f"{type(exc).__name__}: {message}"
+        self.last_error = (
+            f"{what} cannot be used:\n\n{reason}\n\nPortalReview carries on without model "
+            "suggestions."
+        )
+        QMessageBox.warning(self.parent_widget, "PortalReview", self.last_error)
 
     # --- a model process that stopped -------------------------------------------------------
 

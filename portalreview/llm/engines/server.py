@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from portalreview.llm import gbnf
-from portalreview.llm.chat import ChatFormat, ChatMarkup, format_of, segments_of
+from portalreview.llm.chat import ChatFormat, ChatMarkup, format_of
 from portalreview.llm.chat import prompt_format as describe_prompt_format
 from portalreview.llm.engine import (
     ChoiceProbabilities,
+    Engine,
     EngineInfo,
     Generation,
     GenerationParams,
@@ -196,11 +197,12 @@ class ServerEngine:
             eos_token=str(props.get("eos_token") or ""),
         )
 
-    def prompt_segments(self, prompt: Prompt) -> list[str]:
-        return segments_of(self.chat, prompt)
-
-    def render_prompt(self, prompt: Prompt) -> str:
-        return "".join(self.prompt_segments(prompt))
+    # The same as the local engine's: what the model reads, and a generation to iterate.
+    prompt_segments = Engine.prompt_segments
+    render_prompt = Engine.render_prompt
+    stream = Engine.stream
+    complete = Engine.complete
+    _choice_tokens = Engine._choice_tokens
 
     def prompt_tokens(self, prompt: Prompt) -> list[int]:
         tokens = list(self._bos)
@@ -246,29 +248,6 @@ class ServerEngine:
         gbnf.check(text)
 
     # --- generation -------------------------------------------------------------------------
-
-    def stream(
-        self,
-        prompt: Prompt,
-        params: GenerationParams | None = None,
-        *,
-        grammar: str | None = None,
-        cancel: threading.Event | None = None,
-    ) -> Generation:
-        if grammar is not None:
-            self.check_grammar(grammar)
-        tokens = self.prompt_tokens(prompt)
-        return Generation(self, tokens, params or GenerationParams(), grammar, cancel)
-
-    def complete(
-        self,
-        prompt: Prompt,
-        params: GenerationParams | None = None,
-        *,
-        grammar: str | None = None,
-        cancel: threading.Event | None = None,
-    ) -> Generation:
-        return self.stream(prompt, params, grammar=grammar, cancel=cancel).wait()
 
     def _run(self, gen: Generation) -> Iterator[str]:
         body = {
@@ -403,11 +382,6 @@ class ServerEngine:
             "top": [{"id": t["id"], "prob": _prob(t)} for t in entry.get("top_logprobs", [])],
             "evaluated": int((reply.get("timings") or {}).get("prompt_n", len(tokens))),
         }
-
-    def _choice_tokens(self, last_segment: str, choices: Sequence[str]) -> dict[str, int]:
-        from portalreview.llm.engine import Engine
-
-        return Engine._choice_tokens(self, last_segment, choices)  # type: ignore[arg-type]
 
 
 def _model_name(props: dict, model_path: str) -> str:
