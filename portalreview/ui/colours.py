@@ -10,8 +10,8 @@ is. The scheme in use is set by :func:`portalreview.ui.main_window.apply_color_s
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory
 
 SCHEMES = ("light", "dark", "high_contrast")
 _PROPERTY = "portalreview_scheme"
@@ -103,6 +103,37 @@ def high_contrast_palette() -> QPalette:
     for colour_role in (role.Text, role.WindowText, role.ButtonText):
         palette.setColor(QPalette.ColorGroup.Disabled, colour_role, QColor("#b0b0b0"))
     return palette
+
+
+class HighContrastStyle(QProxyStyle):
+    """Fusion, with check and radio boxes drawn white (yellow inside when ticked): Fusion's own
+    outline is a shade darker than the window, so on black it cannot be seen. A style, not a
+    style sheet: a style sheet on the application would undo the editors' text zoom."""
+
+    _BOXES = (
+        QStyle.PrimitiveElement.PE_IndicatorCheckBox,
+        QStyle.PrimitiveElement.PE_IndicatorItemViewItemCheck,
+        QStyle.PrimitiveElement.PE_IndicatorRadioButton,
+    )
+
+    def __init__(self) -> None:
+        super().__init__(QStyleFactory.create("Fusion"))
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        if element not in self._BOXES:
+            super().drawPrimitive(element, option, painter, widget)
+            return
+        rect = option.rect.adjusted(1, 1, -2, -2)
+        ticked = bool(option.state & (QStyle.StateFlag.State_On | QStyle.StateFlag.State_NoChange))
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(QColor("#ffffff"), 2))
+        painter.setBrush(QColor("#ffff00" if ticked else "#000000"))
+        if element == QStyle.PrimitiveElement.PE_IndicatorRadioButton:
+            painter.drawEllipse(rect)
+        else:
+            painter.drawRect(rect)
+        painter.restore()
 
 
 def set_scheme(name: str) -> None:

@@ -897,7 +897,7 @@ def apply_color_scheme(scheme: str) -> None:
         scheme = "high_contrast"
     if scheme == "high_contrast":
         hints.setColorScheme(Qt.ColorScheme.Dark)
-        app.setStyle("Fusion")
+        app.setStyle(colours.HighContrastStyle())
         app.setPalette(colours.high_contrast_palette())
         colours.set_scheme("high_contrast")
         return
