@@ -121,8 +121,9 @@ class ServerEngine:
 
     @classmethod
     def connect(cls, setting: ServerSetting, *, timeout: float = CONNECT_SECONDS) -> ServerEngine:
-        """Reach the configured server, check that it is ready and runs the model file the
-        setting names, and learn its chat format. Raises :class:`ModelServerError`."""
+        """Reach the configured server, check that it is ready, and read what it runs (the
+        model file's name and size, its slots and context) and its chat format. Raises
+        :class:`ModelServerError`. ``timeout``: seconds to wait for each of these answers."""
         started = time.perf_counter()
         probe = _Http(setting, timeout)
         health = probe.get_json("/health")
