@@ -125,3 +125,11 @@ def test_spans_are_underlined_not_only_tinted(qtbot, gui, tmp_path) -> None:
               if m.format.background().style() != Qt.BrushStyle.NoBrush]
     assert tinted and all(m.format.underlineStyle() != none for m in tinted)
     window.close()
+
+
+def test_the_heat_map_s_figures_stay_readable_on_every_shade() -> None:
+    from portalreview.ui.charts import heat_colour
+
+    ink = "#1a1a1a"  # the heat map writes its figures in this, in every scheme
+    shades = [heat_colour(i / 20, (0.0, 0.5, 1.0)) for i in range(21)]
+    assert min(colours.contrast_ratio(ink, s) for s in shades) >= AA
