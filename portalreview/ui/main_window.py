@@ -895,7 +895,12 @@ def apply_color_scheme(scheme: str) -> None:
     hints = QGuiApplication.styleHints()
     if scheme == "system" and _platform_wants_high_contrast():
         scheme = "high_contrast"
+    high_contrast_now = isinstance(app.style(), colours.HighContrastStyle)
+    if scheme != "high_contrast" and high_contrast_now:  # back to the style it replaced
+        app.setStyle(str(app.property("portalreview_style") or "Fusion"))
     if scheme == "high_contrast":
+        if not high_contrast_now:
+            app.setProperty("portalreview_style", app.style().name())
         hints.setColorScheme(Qt.ColorScheme.Dark)
         app.setStyle(colours.HighContrastStyle())
         app.setPalette(colours.high_contrast_palette())

@@ -79,6 +79,8 @@ def test_high_contrast_is_offered_and_followed_from_the_platform(qtbot, monkeypa
         assert colours.text("error") == colours.TEXT["error"]["high_contrast"]
         mw.apply_color_scheme("light")
         assert colours.scheme() == "light"
+        assert not isinstance(app.style(), colours.HighContrastStyle)  # white boxes gone
+        assert app.style().name().lower() == saved_style.lower()
         monkeypatch.setattr(mw, "_platform_wants_high_contrast", lambda: True)
         mw.apply_color_scheme("system")
         assert colours.scheme() == "high_contrast"
