@@ -162,6 +162,19 @@ class ChoiceProbabilities:
     prompt_tokens: int
     evaluated_tokens: int
 
+    @classmethod
+    def of(
+        cls, raw: dict[str, float], token_ids: dict[str, int], prompt_tokens: int, evaluated: int
+    ) -> ChoiceProbabilities:
+        """From each option's probability in the whole distribution (``raw``): renormalized
+        over the options (even when they hold no mass at all)."""
+        mass = sum(raw.values())
+        if mass <= 0:
+            probs = {c: 1.0 / len(raw) for c in raw}
+        else:
+            probs = {c: v / mass for c, v in raw.items()}
+        return cls(probs, mass, token_ids, prompt_tokens, evaluated)
+
 
 @dataclass
 class Generation:
@@ -559,12 +572,7 @@ class Engine:
             segments, reuse_prefix=reuse_prefix, cancel=cancel
         )
         raw = {c: float(np.exp(logprobs[ids[c]])) for c in choices}
-        mass = sum(raw.values())
-        if mass <= 0:
-            probs = {c: 1.0 / len(choices) for c in choices}
-        else:
-            probs = {c: v / mass for c, v in raw.items()}
-        return ChoiceProbabilities(probs, mass, ids, len(self.prompt_tokens(segments)), evaluated)
+        return ChoiceProbabilities.of(raw, ids, len(self.prompt_tokens(segments)), evaluated)
 
     def _choice_tokens(self, last_segment: str, choices: Sequence[str]) -> dict[str, int]:
         if len(choices) < 2:

@@ -22,20 +22,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def built_binary(version: str | None = None, flavour: str = "cpu") -> Path:
+    """Where ``packaging/build_llama_server.py`` keeps the llama-server it built for a
+    llama-cpp-python version (this one's by default) and flavour ("cpu", "cuda90"...)."""
+    import importlib.metadata
+
+    base = os.environ.get("PORTALREVIEW_TOOL_CACHE")
+    root = Path(base) if base else (
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "portalreview"
+    )
+    version = version or importlib.metadata.version("llama-cpp-python")
+    name = "llama-server.exe" if sys.platform == "win32" else "llama-server"
+    return root / "llama-server" / f"{version}-{flavour}" / name
+
+
 def find_binary() -> Path | None:
     """The llama-server built for this llama-cpp-python version, or None."""
     if os.environ.get("PORTALREVIEW_LLAMA_SERVER"):
         path = Path(os.environ["PORTALREVIEW_LLAMA_SERVER"])
         return path if path.is_file() else None
-    import importlib.metadata
-
-    base = os.environ.get("PORTALREVIEW_TOOL_CACHE")
-    root = Path(base) if base else (  # packaging/build_llama_server.py's cache_root()
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "portalreview"
-    )
-    version = importlib.metadata.version("llama-cpp-python")
-    name = "llama-server.exe" if sys.platform == "win32" else "llama-server"
-    path = root / "llama-server" / f"{version}-cpu" / name
+    path = built_binary()
     return path if path.is_file() else None
 
 

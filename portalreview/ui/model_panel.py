@@ -439,30 +439,33 @@ class ModelDialog(QDialog):
             self.refused_list.addItem(item)
         self.refused_list.show()
 
-    def server_setting(self) -> ServerSetting | None:
-        """The model server this project would use (its own setting, else the machine's)."""
+    def server_setting(self) -> tuple[ServerSetting | None, str]:
+        """The model server this project would use (its own setting, else the machine's),
+        and what is wrong with the settings when they cannot be read ("" when nothing)."""
         service = getattr(self.parent(), "service", None)
         try:
-            return configured_setting(service.project if service is not None else None)
+            return configured_setting(service.project if service is not None else None), ""
         except LlmError as exc:
-            self.server_label.setText(f"Model server: {exc}")
-            return None
+            return None, str(exc)
 
     def refresh_server(self) -> None:
         self.name_server_button.setVisible(self._is_pi())
-        setting = self.server_setting()
+        setting, problem = self.server_setting()
         self.server_button.setEnabled(setting is not None and not self.host.loading)
-        if setting is not None:
+        if problem:
+            text = f"Model server: {problem}"
+        elif setting is not None:
             where = "this study" if setting.origin == "project" else "this computer's settings"
-            self.server_label.setText(
+            text = (
                 f"Model server: {setting.address} (named in {where}). Suggestions then come "
                 "from there; nothing else on the network is contacted."
             )
-        elif not self.server_label.text().startswith("Model server:"):
-            self.server_label.setText(
+        else:
+            text = (
                 "No model server is named: models run on this computer only (the PI names one "
                 "with 'portalreview model-server'; see docs/deployment.md)."
             )
+        self.server_label.setText(text)
 
     def _is_pi(self) -> bool:
         service = getattr(self.parent(), "service", None)
@@ -473,7 +476,7 @@ class ModelDialog(QDialog):
         admin = getattr(self.parent(), "admin", None)
         if admin is None or not self._is_pi():
             return
-        current = self.server_setting()
+        current, _problem = self.server_setting()
         form = ServerForm(current if current and current.origin == "project" else None, self)
         if form.exec() != QDialog.DialogCode.Accepted:
             return
@@ -482,11 +485,10 @@ class ModelDialog(QDialog):
         except (StoreError, PermissionError) as exc:
             QMessageBox.warning(self, "PortalReview", f"The model server was not saved: {exc}")
             return
-        self.server_label.setText("")
         self.refresh_server()
 
     def use_server(self) -> None:
-        setting = self.server_setting()
+        setting, _problem = self.server_setting()
         if setting is not None:
             self.host.connect_server(setting)
 

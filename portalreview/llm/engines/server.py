@@ -327,13 +327,7 @@ class ServerEngine:
                     )
                 top[token] = forced["prob"]
             raw[choice] = float(top[token])
-        mass = sum(raw.values())
-        probs = (
-            {c: 1.0 / len(choices) for c in choices}
-            if mass <= 0
-            else {c: v / mass for c, v in raw.items()}
-        )
-        return ChoiceProbabilities(probs, mass, ids, len(tokens), primed + first["evaluated"])
+        return ChoiceProbabilities.of(raw, ids, len(tokens), primed + first["evaluated"])
 
     def _prime(
         self, tokens: list[int], cancel: threading.Event | None, reuse: bool = True
