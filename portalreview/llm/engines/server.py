@@ -180,7 +180,10 @@ class ServerEngine:
         return list(self._http().post_json("/tokenize", body)["tokens"])
 
     def tokenize(self, text: str, bos: bool = False) -> list[int]:
-        return self._tokenize(text, special=False, add_bos=bos)
+        if bos:
+            return self._tokenize(text, special=False, add_bos=True)
+        # cached: every answer option is tokenized with the prompt's end at each question
+        return list(self._segment_tokens(str(text)))
 
     def _bos_tokens(self) -> list[int]:
         plain = self._tokenize("a", special=False)
