@@ -221,7 +221,7 @@ def when(stamp: str) -> str:
     return f"{stamp[:19].replace('T', ' ')} UTC" if stamp else ""
 
 
-def conflict_html(conflict: merge.Conflict, service: StudyService, dark: bool) -> str:
+def conflict_html(conflict: merge.Conflict, service: StudyService) -> str:
     """The master's and the copy's versions of the answer, one decision per line; lines the
     other version lacks are marked."""
     mark = colours.mark("difference").name()
@@ -514,8 +514,7 @@ class CopiesDialog(QDialog):
                 "and in a copy; the master keeps its answer until you choose.</p>"
             )
         else:
-            dark = self.palette().base().color().lightness() < 128
-            self.conflict_view.setHtml(conflict_html(conflict, self.service, dark))
+            self.conflict_view.setHtml(conflict_html(conflict, self.service))
         self._update_buttons()
 
     def step_conflict(self, delta: int) -> None:

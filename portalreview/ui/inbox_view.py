@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QKeySequence, QShortcut
+from PySide6.QtGui import QBrush, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -432,7 +432,7 @@ class InboxView(QWidget):
     def _fill_table(self, result: InboxResult) -> None:
         catalogs = self.service.catalogs if self.service else None
         names = {lv.level: lv.name for lv in catalogs.urgency_levels} if catalogs else {}
-        warn = _warning_brush(self.palette().base().color())
+        warn = QBrush(colours.mark("warning_row"))  # the row also says so in words
         self.table.setRowCount(len(result.rows))
         for row, entry in enumerate(result.rows):
             message = " ".join(entry.message.split())
@@ -712,11 +712,6 @@ def _scores_html(result: InboxResult) -> str:
         + f"<br><small>Over the {result.n_scored} messages with a reference level; relevance "
         "= 6 − level (seed 002).</small>"
     )
-
-
-def _warning_brush(base: QColor) -> QBrush:
-    """The row of a misplaced urgent message (which also says so in words)."""
-    return QBrush(colours.mark("warning_row"))
 
 
 def _fill(box: QComboBox, entries: list[tuple[str, str]]) -> None:
