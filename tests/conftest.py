@@ -18,10 +18,66 @@ from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``both_backends`` run once on a project file and once on a study in a real
+    PostgreSQL server (the ``backend`` parameter; everything else runs on a file)."""
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_backends"
+    ):
+        metafunc.parametrize("backend", ["file", "server"])
+
+
 @pytest.fixture
-def project(tmp_path: Path):
-    with Project.create(tmp_path / "study.prproj", name="Test study") as p:
-        yield p
+def backend() -> str:
+    return "file"
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server of our own for the whole run, started from the machine's programs
+    in a temporary folder (``portalreview.store.testing_postgres``). Skipped where PostgreSQL
+    is not installed, except in CI (``CI`` set), where that fails: the server tests must run."""
+    import shutil
+
+    from portalreview.store import testing_postgres
+
+    if testing_postgres.find_programs() is None:
+        message = "PostgreSQL's server programs (initdb, pg_ctl) are not installed"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    folder = Path(tempfile.mkdtemp(prefix="portalreview-pg-"))
+    folder.chmod(0o755)  # the server may run as another account (never as root)
+    try:
+        with testing_postgres.running(folder / "cluster") as server:
+            yield server
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def new_project(request: pytest.FixtureRequest, backend: str, tmp_path: Path):
+    """Makes new, empty studies on this test's back end: ``new_project(name)``."""
+    from portalreview.store.backends import ServerProject
+
+    made = []
+
+    def make(name: str = "Test study"):
+        if backend == "server":
+            server = request.getfixturevalue("postgres_server")
+            made.append(ServerProject.create(server.url(server.new_database()), name=name))
+        else:
+            made.append(Project.create(tmp_path / f"study-{len(made)}.prproj", name=name))
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.close()
+
+
+@pytest.fixture
+def project(new_project):
+    return new_project()
 
 
 @dataclass

@@ -383,7 +383,13 @@ class Answer(Base):
         ),
         UniqueConstraint("unit_id", "annotator_id", "is_gold", name="uq_one_answer_per_annotator"),
         UniqueConstraint("id", "kind", name="uq_answer_kind"),
-        Index("ux_one_gold_per_unit", "unit_id", unique=True, sqlite_where=text("is_gold")),
+        Index(
+            "ux_one_gold_per_unit",
+            "unit_id",
+            unique=True,
+            sqlite_where=text("is_gold"),
+            postgresql_where=text("is_gold"),
+        ),
         Index("ix_answers_annotator", "annotator_id", "unit_id"),
     )
 

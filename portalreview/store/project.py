@@ -339,6 +339,11 @@ class Project:
             engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False
         )
 
+    @property
+    def location(self) -> str:
+        """Where the study is, for people and logs (a server study's says which server)."""
+        return str(self.path)
+
     # --- lifecycle ------------------------------------------------------------------------
 
     @classmethod

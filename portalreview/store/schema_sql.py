@@ -200,3 +200,55 @@ def trigger_statements() -> list[str]:
             + _raise("the text has sentences and cannot change")
         )
     return statements
+
+
+# --- the same rules on PostgreSQL --------------------------------------------------------------
+# PostgreSQL runs a trigger's work in a function, and its WHEN clause may not hold a subquery:
+# each rule becomes a function that raises, and a trigger calling it. The conditions are the ones
+# above, translated by dialects.postgres_sql; the errors carry SQLSTATE 23514 (check_violation),
+# so that they arrive as IntegrityError exactly as SQLite's RAISE(ABORT) does.
+
+
+def _pg_raise(message: str) -> str:
+    escaped = message.replace("'", "''")
+    return f"RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = 'integrity: {escaped}';"
+
+
+def _pg_rule(name: str, timing: str, table: str, body: str, level: str = "ROW") -> list[str]:
+    """A rule's function and trigger. PostgreSQL fires a table's triggers in the order of
+    their names, so the names begin freeze_, guard_ or lock_: a statement refused outright says
+    so before a guard finds fault with its values."""
+    returned = "NULL" if level == "STATEMENT" else "NEW"
+    return [
+        f"CREATE FUNCTION {name}_rule() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body} "
+        f"RETURN {returned}; END $$",
+        f"CREATE TRIGGER {name} {timing} ON {table} FOR EACH {level} "
+        f"EXECUTE FUNCTION {name}_rule()",
+    ]
+
+
+def postgres_trigger_statements() -> list[str]:
+    """The statements that give a PostgreSQL database every rule :func:`trigger_statements`
+    gives an SQLite file: the guards, the freezes and the text locks."""
+    from portalreview.store.dialects import postgres_sql
+
+    statements = []
+    for name, table, condition, message in GUARDS:
+        body = f"IF {postgres_sql(condition)} THEN {_pg_raise(message)} END IF;"
+        statements += _pg_rule(f"guard_{name}", "BEFORE INSERT OR UPDATE", table, body)
+    for name, event, table, message in FREEZES:
+        statements += _pg_rule(f"freeze_{name}", f"BEFORE {event}", table, _pg_raise(message))
+    # TRUNCATE skips row triggers: the audit log refuses it too.
+    statements += _pg_rule(
+        "freeze_audit_no_truncate", "BEFORE TRUNCATE", "audit_log",
+        _pg_raise("the audit log cannot be changed"), level="STATEMENT",
+    )  # fmt: skip
+    for name, table, column, fk in TEXT_LOCKS:
+        condition = (
+            f"NEW.{column} IS DISTINCT FROM OLD.{column} AND "
+            f"EXISTS (SELECT 1 FROM sentences WHERE {fk} = OLD.id)"
+        )
+        refusal = _pg_raise("the text has sentences and cannot change")
+        body = f"IF {condition} THEN {refusal} END IF;"
+        statements += _pg_rule(f"lock_{name}", f"BEFORE UPDATE OF {column}", table, body)
+    return statements

@@ -196,6 +196,8 @@ def _sentence_view(s: Sentence) -> SentenceView:
 
 def readable_integrity(exc: IntegrityError) -> str:
     """The database's refusal (a trigger, a UNIQUE, FOREIGN KEY or CHECK rule) in words."""
+    if hasattr(exc.orig, "sqlstate"):
+        return _readable_postgres(exc.orig)
     message = str(exc.orig)
     if "integrity:" in message:
         return message.split("integrity:", 1)[1].strip()
@@ -206,6 +208,24 @@ def readable_integrity(exc: IntegrityError) -> str:
     if "CHECK constraint failed" in message:
         return "a value breaks the rule " + message.split(":", 1)[1].strip()
     return message
+
+
+_POSTGRES_CLASSES = {
+    "23505": "it already exists ({})",
+    "23503": "it refers to something that does not exist",
+    "23514": "a value breaks the rule {}",
+}
+
+
+def _readable_postgres(error: Exception) -> str:
+    """PostgreSQL's refusal in the words SQLite's gets. Only its first line is used: the
+    DETAIL lines repeat the refused row's values, which may be a patient's message."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if "integrity:" in first:
+        return first.split("integrity:", 1)[1].strip()
+    constraint = getattr(getattr(error, "diag", None), "constraint_name", None) or "?"
+    template = _POSTGRES_CLASSES.get(getattr(error, "sqlstate", None) or "")
+    return template.format(constraint) if template else first
 
 
 MODEL_SERVER_KEY = "model_server"  # project_meta key (portalreview.llm.model_server)
@@ -1102,7 +1122,7 @@ class StudyService:
                 kinds[kind] = {"units": units, "gold": gold_count, "annotators": per_annotator}
             return {
                 "name": self.project.meta("name"),
-                "path": str(self.project.path),
+                "path": self.project.location,
                 "catalogs": self.catalogs.version,
                 "cases": count(Case),
                 "responses": count(Response),

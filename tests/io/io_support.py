@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import select
 
 from portalreview.store.models import Base, Suggestion
 from portalreview.store.project import Project
@@ -32,7 +32,7 @@ def fingerprint(project: Project) -> str:
     digest = hashlib.sha256()
     with project.read() as session:
         for table in Base.metadata.sorted_tables:
-            rows = session.execute(text(f'SELECT * FROM "{table.name}" ORDER BY rowid')).all()
+            rows = session.execute(select(table).order_by(*table.primary_key.columns)).all()
             digest.update(f"{table.name}:{[tuple(r) for r in rows]!r}".encode())
     return digest.hexdigest()
 

@@ -14,6 +14,8 @@ from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from tests.conftest import build_small_study
 
+pytestmark = pytest.mark.both_backends
+
 
 def _unit(kind: str) -> dict:
     return {"set": f"{kind} set", "position": 0}

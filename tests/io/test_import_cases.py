@@ -14,6 +14,8 @@ from portalreview.store.importers import ImportFailed, import_files, parse_chart
 from portalreview.store.models import Case, CaseTag, Response
 from portalreview.store.service import StudyService, chart_text_of
 
+pytestmark = pytest.mark.both_backends
+
 CHART_TEXT = (
     "###Demographics###\nAge: 54\nSex: Female\n\n"
     "###Full Active Problem List###\nHypertension - Type 2 diabetes - Asthma\n\n"

@@ -10,6 +10,8 @@ from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.service import StudyService
 from tests.conftest import build_small_study
 
+pytestmark = pytest.mark.both_backends
+
 SENTENCE = "I have had crushing chest pain since this morning."
 
 

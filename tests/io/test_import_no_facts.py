@@ -15,6 +15,8 @@ from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from tests.conftest import build_small_study
 
+pytestmark = pytest.mark.both_backends
+
 UNIT = {"set": "facts set", "position": 0}
 
 

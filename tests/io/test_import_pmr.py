@@ -9,6 +9,8 @@ from sqlalchemy import select
 from portalreview.store.importers import ImportFailed, import_files, message_id
 from portalreview.store.models import Case, CaseTag, Unit, UnitSet
 
+pytestmark = pytest.mark.both_backends
+
 CHEST = "I have crushing chest pain and my left arm is numb."
 RASH = "I have a small itchy rash on my elbow."
 FORM = "Can you fill out my school physical form?"

@@ -20,6 +20,8 @@ from portalreview.store.models import KINDS
 from portalreview.store.project import Project
 from tests.conftest import build_small_study
 
+pytestmark = pytest.mark.both_backends
+
 SETTINGS = settings(
     max_examples=60,
     deadline=None,

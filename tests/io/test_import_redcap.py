@@ -10,6 +10,8 @@ from portalreview.store.importers.redcap import DICTIONARY_COLUMNS
 from portalreview.store.service import StudyService
 from tests.conftest import build_small_study
 
+pytestmark = pytest.mark.both_backends
+
 FORM = "message_labeling"
 FIELDS = [
     ("record_id", "text", "Record ID"),

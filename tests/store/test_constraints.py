@@ -1,4 +1,5 @@
-"""Every integrity rule of the project file, attempted with raw SQL and refused by SQLite.
+"""Every integrity rule of a study, attempted with raw SQL and refused by the database: SQLite
+for a project file, PostgreSQL for a server study (the same rules, ``schema_sql``).
 
 The service layer checks payloads first; these tests go around it, as a buggy importer or a
 hand-edited file would, to prove the database itself makes impossible states impossible.
@@ -10,11 +11,15 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from portalreview.store.service import readable_integrity
 from tests.conftest import SmallStudy
+
+pytestmark = pytest.mark.both_backends
 
 
 def _refused(project, sql: str, match: str, **params) -> None:
-    with pytest.raises(IntegrityError, match=match), project.write() as s:
+    # Case-blind: SQLite says "UNIQUE constraint failed", PostgreSQL "violates unique constraint".
+    with pytest.raises(IntegrityError, match=f"(?i){match}"), project.write() as s:
         s.execute(text(sql), params)
 
 
@@ -52,7 +57,7 @@ def test_two_answers_by_one_annotator_for_one_unit(study, ids):
         study.service.project,
         "INSERT INTO answers (unit_id, kind, annotator_id, is_gold, status, active_seconds,"
         " flagged, flag_note, comment, created_at, updated_at)"
-        " VALUES (:u, 'rank', :a, 0, 'draft', 0, 0, '', '', '', '')",
+        " VALUES (:u, 'rank', :a, false, 'draft', 0, false, '', '', '', '')",
         "UNIQUE",
         u=study.units["rank"],
         a=study.ava,
@@ -64,7 +69,7 @@ def test_answer_needs_an_assignment(study):
         study.service.project,
         "INSERT INTO answers (unit_id, kind, annotator_id, is_gold, status, active_seconds,"
         " flagged, flag_note, comment, created_at, updated_at)"
-        " VALUES (:u, 'rank', :a, 0, 'draft', 0, 0, '', '', '', '')",
+        " VALUES (:u, 'rank', :a, false, 'draft', 0, false, '', '', '', '')",
         "FOREIGN KEY",
         u=study.units["rank"],
         a=study.pi,
@@ -76,7 +81,7 @@ def test_answer_kind_must_be_the_units_kind(study):
         study.service.project,
         "INSERT INTO answers (unit_id, kind, annotator_id, is_gold, status, active_seconds,"
         " flagged, flag_note, comment, created_at, updated_at)"
-        " VALUES (:u, 'match', :a, 0, 'draft', 0, 0, '', '', '', '')",
+        " VALUES (:u, 'match', :a, false, 'draft', 0, false, '', '', '', '')",
         "FOREIGN KEY",
         u=study.units["rank"],
         a=study.ben,
@@ -99,7 +104,7 @@ def test_answer_row_checks(study, ids, column, value, match):
 def test_one_gold_answer_per_unit(study, ids):
     project = study.service.project
     with project.write() as s:
-        s.execute(text("UPDATE answers SET is_gold = 1 WHERE id = :a"), {"a": ids["rank"]})
+        s.execute(text("UPDATE answers SET is_gold = true WHERE id = :a"), {"a": ids["rank"]})
         s.execute(
             text("INSERT INTO assignments VALUES (:u, :p, 0, '{}', '')"),
             {"u": study.units["rank"], "p": study.pi},
@@ -108,7 +113,7 @@ def test_one_gold_answer_per_unit(study, ids):
         project,
         "INSERT INTO answers (unit_id, kind, annotator_id, is_gold, status, active_seconds,"
         " flagged, flag_note, comment, created_at, updated_at)"
-        " VALUES (:u, 'rank', :p, 1, 'draft', 0, 0, '', '', '', '')",
+        " VALUES (:u, 'rank', :p, true, 'draft', 0, false, '', '', '', '')",
         "UNIQUE",
         u=study.units["rank"],
         p=study.pi,
@@ -119,21 +124,22 @@ def test_sentence_must_be_the_text_between_its_offsets(study):
     project = study.service.project
     _refused(
         project,
-        "INSERT INTO sentences (case_id, position, start, end, text)"
+        'INSERT INTO sentences (case_id, position, start, "end", text)'
         " VALUES (:c, 99, 0, 5, 'Hello')",
         "exact text between its offsets",
         c=study.case2,
     )
     _refused(
         project,
-        "INSERT INTO sentences (case_id, position, start, end, text)"
+        'INSERT INTO sentences (case_id, position, start, "end", text)'
         " VALUES (:c, 99, 50, 60, 'xxxxxxxxxx')",
         "exact text between its offsets",
         c=study.case2,
     )
     _refused(
         project,
-        "INSERT INTO sentences (case_id, position, start, end, text) VALUES (:c, 99, 0, 3, 'W')",
+        'INSERT INTO sentences (case_id, position, start, "end", text)'
+        " VALUES (:c, 99, 0, 3, 'W')",
         "exact text|text_matches_span_length",
         c=study.case2,
     )
@@ -357,7 +363,11 @@ def test_urgency_rules(study, ids):
 
 def test_case_level_and_filter_rules(study):
     _refused(study.service.project, "UPDATE cases SET urgency_level = 7", "FOREIGN KEY")
-    _refused(study.service.project, "UPDATE cases SET urgency_filter = 'MAYBE'", "filter_known")
+    _refused(
+        study.service.project,
+        "UPDATE cases SET urgency_level = NULL, urgency_filter = 'MAYBE'",
+        "filter_known",
+    )
     _refused(study.service.project, "UPDATE cases SET chart_json = '{oops'", "chart_is_json")
 
 
@@ -405,9 +415,11 @@ def test_respond_rules(study, ids):
     )
 
 
-def test_audit_log_cannot_be_edited_or_deleted(study, ids):
+def test_audit_log_cannot_be_edited_or_deleted(study, ids, backend):
     _refused(study.service.project, "UPDATE audit_log SET action = 'x'", "cannot be changed")
     _refused(study.service.project, "DELETE FROM audit_log", "cannot be changed")
+    if backend == "server":  # TRUNCATE skips PostgreSQL's row triggers: refused on its own
+        _refused(study.service.project, "TRUNCATE audit_log", "cannot be changed")
 
 
 def test_suggestion_use_needs_a_suggestion(study, ids):
@@ -419,7 +431,7 @@ def test_suggestion_use_needs_a_suggestion(study, ids):
     )
 
 
-def test_refused_statements_leave_the_file_unchanged(study, ids):
+def test_refused_statements_leave_the_study_unchanged(study, ids):
     project = study.service.project
     with project.read() as s:
         before = s.execute(text("SELECT count(*) FROM eppc_spans")).scalar()
@@ -429,3 +441,23 @@ def test_refused_statements_leave_the_file_unchanged(study, ids):
     with project.read() as s:
         assert s.execute(text("SELECT count(*) FROM eppc_spans")).scalar() == before
     assert project.integrity_check() == "ok"
+
+
+def test_a_refusal_reads_the_same_and_shows_no_row(study):
+    """The person sees the rule, in the same words on both databases; PostgreSQL's DETAIL,
+    which repeats the refused row (a patient's message, say), is never shown."""
+    project = study.service.project
+    with pytest.raises(IntegrityError) as caught, project.write() as s:
+        s.execute(
+            text("INSERT INTO cases (external_id, source_dataset, message, chart_json,"
+                 " chart_text, created_at) SELECT external_id, source_dataset,"
+                 " 'SECRET ' || message, chart_json, chart_text, created_at"
+                 " FROM cases WHERE id = :c"),
+            {"c": study.case1},
+        )  # fmt: skip
+    said = readable_integrity(caught.value)
+    assert said.startswith("it already exists (") and "SECRET" not in said
+    with pytest.raises(IntegrityError) as caught, project.write() as s:
+        s.execute(text("UPDATE cases SET chart_json = 'SECRET {'"))
+    said = readable_integrity(caught.value)
+    assert said == "a value breaks the rule chart_is_json"

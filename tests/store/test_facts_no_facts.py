@@ -18,6 +18,8 @@ from portalreview.store.migrations import SCHEMA_VERSION
 from portalreview.store.project import Project
 from portalreview.store.service import StoreError
 
+pytestmark = pytest.mark.both_backends
+
 FACT = {"side": "original", "text": "Come in on Friday.", "entailed": True}
 
 
@@ -78,7 +80,7 @@ def test_the_database_refuses_a_fact_in_a_no_facts_check(study):
     other = ava.save_answer(unit, {"facts": [FACT]}).answer_id
     refused = pytest.raises(StoreError, match="cannot be marked 'no medical facts")
     with refused, study.service._write() as s:
-        s.execute(text("UPDATE fact_checks SET no_facts = 1 WHERE answer_id = :a"), {"a": other})
+        s.execute(text("UPDATE fact_checks SET no_facts = true WHERE answer_id = :a"), {"a": other})
 
 
 def test_a_version_2_file_upgrades_to_the_schema_of_a_new_file(tmp_path):

@@ -12,6 +12,8 @@ from portalreview.store.kinds import PayloadError
 from portalreview.store.models import AuditEntry
 from portalreview.store.service import AccessError, StoreError, StudyService, audit_hash
 
+pytestmark = pytest.mark.both_backends
+
 
 def _complete_payloads(study) -> dict[str, dict]:
     svc = study.service
@@ -246,7 +248,10 @@ def test_audit_hash_chain_detects_tampering(study):
         prev = row.hash
     # Edit a row behind the app's back (dropping the guard trigger first): the chain breaks.
     with project.write() as s:
-        s.execute(text("DROP TRIGGER audit_no_update"))
+        if project.path is None:  # a server study: PostgreSQL names the table, and ours a stage
+            s.execute(text("DROP TRIGGER freeze_audit_no_update ON audit_log"))
+        else:
+            s.execute(text("DROP TRIGGER audit_no_update"))
         s.execute(text("UPDATE audit_log SET new_json = '{}' WHERE id = :i"), {"i": rows[0].id})
     with project.read() as s:
         tampered = s.get(AuditEntry, rows[0].id)

@@ -28,6 +28,8 @@ from portalreview.store.study_setup import (
 )
 from tests.conftest import build_small_study
 
+pytestmark = pytest.mark.both_backends
+
 PEOPLE = ["ava", "ben", "cy"]
 
 

@@ -1,0 +1,268 @@
+"""A project in a PostgreSQL database: the team-server back end.
+
+The same tables (``models.py``), rules (``schema_sql.postgres_trigger_statements``) and service
+layer as a project file; what differs lives here:
+
+* **Who writes when.** Every write transaction first takes one transaction-level advisory lock
+  (:data:`WRITE_LOCK`), so that writes run one after another as they do in an SQLite file
+  (``BEGIN IMMEDIATE``). That keeps the audit log's hash chain a chain: each entry hashes the
+  previous one, read inside the same locked transaction. Reads never wait for it; a read
+  session is one REPEATABLE READ snapshot.
+* **What is ours.** A database is a PortalReview study when its ``project_meta`` holds
+  ``application = PortalReview``; its format is ``project_meta.schema_version``.
+* **Secrets.** The URL may carry no password: libpq then finds it in ``~/.pgpass`` (or
+  ``PGPASSFILE``), as hospital IT sets it up. :attr:`ServerProject.location` never shows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterator
+
+from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from portalreview import __version__
+from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
+from portalreview.store import migrations
+from portalreview.store.dialects import POSTGRES_FUNCTIONS
+from portalreview.store.models import Base, ProjectMeta, utc_now
+from portalreview.store.project import ProjectError
+from portalreview.store.schema_sql import postgres_trigger_statements
+
+log = logging.getLogger(__name__)
+
+APPLICATION = "PortalReview"
+# pg_advisory_xact_lock's key: "PRRV" as a number, as the file's SQLite application id.
+WRITE_LOCK = 0x50525256
+SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+class ServerError(ProjectError):
+    """The server cannot be reached or refused us; the message says what, without secrets."""
+
+
+def is_server_url(target: object) -> bool:
+    """Whether a command's project argument names a server database rather than a file."""
+    return isinstance(target, str) and target.split("://", 1)[0].lower() in SCHEMES
+
+
+def parse_url(target: str) -> URL:
+    """The SQLAlchemy URL of ``postgresql://user@host[:port]/database[?sslmode=...]``."""
+    try:
+        url = make_url(target)
+    except ArgumentError as exc:
+        raise ServerError(f"{redact(target)} is not a database address: {exc}") from exc
+    if not url.database:
+        raise ServerError(f"{redact(target)} names no database (postgresql://host/DATABASE).")
+    return url.set(drivername="postgresql+psycopg")
+
+
+def redact(target: str | URL) -> str:
+    """The address as it may be shown or logged: the password, if any, as ***."""
+    try:
+        url = make_url(target) if isinstance(target, str) else target
+    except ArgumentError:
+        return "(an address that cannot be read)"
+    shown = url.set(drivername=url.drivername.split("+")[0])
+    return shown.render_as_string(hide_password=True)
+
+
+def _make_engine(url: URL) -> Engine:
+    engine = create_engine(
+        url,
+        pool_pre_ping=True,  # a connection the server dropped is replaced, not used
+        connect_args={"connect_timeout": 10, "application_name": "PortalReview"},
+    )
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn) -> None:
+        if conn.get_execution_options().get("portalreview_writer"):
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
+
+    return engine
+
+
+def _reason(exc: DBAPIError) -> str:
+    """The server's or libpq's own words, first line, without the driver's decorations."""
+    message = str(exc.orig).strip().splitlines()
+    return message[0] if message else type(exc.orig).__name__
+
+
+class ServerProject:
+    """An open study on a PostgreSQL server, with the interface of
+    :class:`portalreview.store.project.Project` (read, write, meta, close...)."""
+
+    path = None  # no file: callers that need one (backups, offline copies) check for it
+
+    def __init__(self, url: URL, engine: Engine, read_only: bool) -> None:
+        self.url = url
+        self.read_only = read_only
+        self.automatic_backup = None  # backups of a server are IT's (pg_dump)
+        self.backup_problem: str | None = None
+        self._engine = engine
+        self._reader = sessionmaker(
+            engine.execution_options(isolation_level="REPEATABLE READ"), expire_on_commit=False
+        )
+        self._writer = sessionmaker(
+            engine.execution_options(portalreview_writer=True), expire_on_commit=False
+        )
+
+    @property
+    def location(self) -> str:
+        """Where the study is, for people and logs (never with a password)."""
+        return redact(self.url)
+
+    @property
+    def name(self) -> str:
+        return self.url.database or "study"
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls, target: str, name: str | None = None, catalogs: Catalogs | None = None
+    ) -> ServerProject:
+        """Make the (empty, existing) database ``target`` a new study."""
+        url = parse_url(target)
+        engine = _make_engine(url)
+        try:
+            with engine.begin() as conn:
+                if conn.execute(text("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                     "current_schema()")).scalar():  # fmt: skip
+                    raise ServerError(
+                        f"{redact(url)} already holds tables: a new study needs an empty "
+                        "database (ask IT for one)."
+                    )
+                for statement in POSTGRES_FUNCTIONS:
+                    conn.exec_driver_sql(statement)
+                Base.metadata.create_all(conn)
+                for statement in postgres_trigger_statements():
+                    conn.exec_driver_sql(statement)
+                meta = {
+                    "application": APPLICATION,
+                    "schema_version": str(migrations.SCHEMA_VERSION),
+                    "project_id": str(uuid.uuid4()),
+                    "name": name or url.database,
+                    "created_at": utc_now(),
+                    "created_by_version": __version__,
+                }
+                with Session(conn) as session:
+                    session.add_all(ProjectMeta(key=k, value=v) for k, v in meta.items())
+                    session.flush()
+        except DBAPIError as exc:
+            engine.dispose()
+            raise _server_error(url, exc) from exc
+        except BaseException:
+            engine.dispose()
+            raise
+        project = cls(url, engine, read_only=False)
+        from portalreview.store.catalog_store import install_catalogs
+
+        install_catalogs(project, catalogs or DEFAULT_CATALOGS)
+        return project
+
+    @classmethod
+    def open(cls, target: str, read_only: bool = False) -> ServerProject:
+        """Open the study in database ``target``: reachable, ours, and in a format we read."""
+        url = parse_url(target)
+        engine = _make_engine(url)
+        try:
+            _check_is_study(url, engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        log.info("server study opened: %s (%s)", redact(url), "read-only" if read_only else "rw")
+        return cls(url, engine, read_only)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> ServerProject:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- sessions -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session for reading (one consistent snapshot)."""
+        with self._reader() as session, session.begin():
+            yield session
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Session]:
+        """One short write transaction, after the writers before it (see :data:`WRITE_LOCK`):
+        committed when the block ends, rolled back on error."""
+        if self.read_only:
+            raise ProjectError(f"{self.location} is open read-only; changes cannot be saved.")
+        with self._writer() as session, session.begin():
+            yield session
+
+    def meta(self, key: str) -> str | None:
+        with self.read() as session:
+            row = session.get(ProjectMeta, key)
+            return row.value if row else None
+
+    def integrity_check(self) -> str:
+        """ "ok", or the first rows that break a foreign key or a rule (PostgreSQL checks every
+        row as it is written, so this finds only what was changed behind its back)."""
+        with self._engine.connect() as conn:
+            invalid = conn.execute(
+                text(
+                    "SELECT conrelid::regclass || '.' || conname FROM pg_constraint "
+                    "WHERE NOT convalidated AND connamespace = current_schema()::regnamespace"
+                )
+            ).scalars().all()  # fmt: skip
+        return "ok" if not invalid else "not validated: " + ", ".join(invalid[:3])
+
+    def backup(self, reason: str = "manual") -> None:
+        raise ProjectError(
+            f"{self.location} is on a server: its backups are made there by IT (pg_dump, "
+            "docs/deployment.md), not by PortalReview."
+        )
+
+
+def _server_error(url: URL, exc: DBAPIError) -> ServerError:
+    reason = _reason(exc)
+    if isinstance(exc, OperationalError):
+        return ServerError(f"The study server {redact(url)} cannot be reached or refused you: "
+                           f"{reason}")  # fmt: skip
+    return ServerError(f"The study server {redact(url)} refused this: {reason}")
+
+
+def _check_is_study(url: URL, engine: Engine) -> None:
+    try:
+        with engine.connect() as conn:
+            has_meta = conn.execute(text("SELECT to_regclass('project_meta') IS NOT NULL")).scalar()
+            meta = {}
+            if has_meta:
+                rows = conn.execute(
+                    text(
+                        "SELECT key, value FROM project_meta "
+                        "WHERE key IN ('application', 'schema_version')"
+                    )
+                )
+                meta = dict(rows.all())
+    except DBAPIError as exc:
+        raise _server_error(url, exc) from exc
+    if meta.get("application") != APPLICATION:
+        raise ServerError(f"{redact(url)} is a database, but not a PortalReview study.")
+    version = int(meta.get("schema_version") or 0)
+    if version > migrations.SCHEMA_VERSION:
+        raise ServerError(
+            f"{redact(url)} was written by a newer PortalReview (study format {version}; this "
+            f"version {__version__} reads up to {migrations.SCHEMA_VERSION}). Install the newer "
+            "version to open it."
+        )
+    if version < migrations.SCHEMA_VERSION:
+        raise ServerError(
+            f"{redact(url)} is in an older study format ({version}); this version has no "
+            "upgrade for server studies of that format yet."
+        )
