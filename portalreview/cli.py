@@ -17,7 +17,14 @@ from pathlib import Path
 
 from portalreview import __version__
 from portalreview.applog import setup_logging
-from portalreview.store.project import SUFFIX, Project, ProjectError
+from portalreview.store.backends import (
+    create_project,
+    open_project,
+    project_target,
+    shown_target,
+    target_name,
+)
+from portalreview.store.project import SUFFIX, ProjectError
 from portalreview.store.service import StudyService
 
 EXIT_USAGE = 2
@@ -28,20 +35,29 @@ class CliError(Exception):
     """A problem to report to the person at the terminal (no traceback)."""
 
 
-def _project_path(value: str) -> Path:
-    path = Path(value)
-    return path if path.suffix else path.with_suffix(SUFFIX)
+def _ask_server_passwords_here() -> None:
+    """A server study whose password is not in ~/.pgpass asks for it at the terminal."""
+    import getpass
+
+    from portalreview.store import backends
+
+    backends.password_prompt = lambda where: getpass.getpass(f"Password for {where}: ")
+
+
+def _project_path(value: str) -> Path | str:
+    """A project file's path, or a server study's address (store/backends)."""
+    return project_target(value)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
     path = _project_path(args.path)
-    with Project.create(path, name=args.name) as project:
+    with create_project(path, name=args.name) as project:
         service = StudyService(project)
         for name in args.annotator or []:
             service.add_annotator(name)
         if args.pi:
             service.add_annotator(args.pi, role="pi")
-    print(f"Created {path}")
+    print(f"Created {shown_target(path)}")
     return 0
 
 
@@ -74,7 +90,7 @@ def format_info(info: dict) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    with Project.open(_project_path(args.path), read_only=True) as project:
+    with open_project(_project_path(args.path), read_only=True) as project:
         info = StudyService(project).info()
     print(json.dumps(info, indent=2) if args.json else format_info(info))
     return 0
@@ -87,11 +103,11 @@ def cmd_codebook(args: argparse.Namespace) -> int:
     path = _project_path(args.path)
     if args.extend:
         extension = load_catalog_extension(args.extend)
-        with Project.open(path) as project:
+        with open_project(path) as project:
             catalogs = StudyService(project).extend_catalogs(extension)
-        print(f"{path.name}: codebook is now {catalogs.version}")
+        print(f"{target_name(path)}: codebook is now {catalogs.version}")
         return 0
-    with Project.open(path, read_only=True) as project:
+    with open_project(path, read_only=True) as project:
         catalogs = StudyService(project).catalogs
     if args.json:
         print(json.dumps(catalogs.to_dict(), indent=2, ensure_ascii=False))
@@ -124,7 +140,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     path = _project_path(args.path)
     files = [Path(f) for f in args.files]
-    with Project.open(path) as project:
+    with open_project(path) as project:
         if args.redcap_dictionary and args.show_mapping:
             records = next(f for f in files if f != Path(args.redcap_dictionary))
             mapping = propose_redcap_mapping(project, records, Path(args.redcap_dictionary))
@@ -149,7 +165,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(f"--unit-set applies to the {', '.join(EXTERNAL_FORMATS)} exports")
     if args.annotator and args.format != "preferences":
         raise CliError("--as applies to the preferences export")
-    with Project.open(_project_path(args.path), read_only=True) as project:
+    with open_project(_project_path(args.path), read_only=True) as project:
         if external:
             written = export_external(
                 project, args.format, Path(args.output), unit_sets=args.unit_set,
@@ -167,7 +183,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from portalreview.reports.json_report import write_json_report
 
     options = {"seed": args.seed, "n_resamples": args.resamples}
-    with Project.open(_project_path(args.path), read_only=True) as project:
+    with open_project(_project_path(args.path), read_only=True) as project:
         if args.format == "xlsx":
             from portalreview.reports.xlsx_report import write_xlsx_report
 
@@ -194,7 +210,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     if not args.recipe and not args.add_annotator and not args.add_pi:
         raise CliError("name a recipe (" + ", ".join(setup.RECIPES) + ") or --add-annotator")
     path = _project_path(args.path)
-    with Project.open(path, read_only=args.dry_run and not args.add_annotator) as project:
+    with open_project(path, read_only=args.dry_run and not args.add_annotator) as project:
         if args.add_annotator and not args.dry_run:
             setup.add_annotators(project, args.add_annotator)
             print(f"Added {', '.join(args.add_annotator)}")
@@ -230,7 +246,7 @@ def cmd_assign(args: argparse.Namespace) -> int:
     from portalreview.store import study_setup as setup
 
     unit_set = int(args.unit_set) if args.unit_set.isdigit() else args.unit_set
-    with Project.open(_project_path(args.path), read_only=args.dry_run) as project:
+    with open_project(_project_path(args.path), read_only=args.dry_run) as project:
         plan = setup.plan_assignment(
             project,
             unit_set,
@@ -254,7 +270,7 @@ def cmd_progress(args: argparse.Namespace) -> int:
 
     from portalreview.store.study_setup import progress_by_kind, study_progress
 
-    with Project.open(_project_path(args.path), read_only=True) as project:
+    with open_project(_project_path(args.path), read_only=True) as project:
         rows = study_progress(project)
     if args.by_kind:
         rows = progress_by_kind(rows)
@@ -285,7 +301,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
             "say who the copy is for with --for NAME (it then holds only their assignments and "
             "answers), or pass --whole-study for a copy of everything"
         )
-    with Project.open(_project_path(args.path)) as project:
+    with open_project(_project_path(args.path)) as project:
         holds = whole_study_contents(project, args.for_) if args.whole_study else ""
         info = make_copy(
             project, Path(args.output), annotator=args.for_, only_assigned=not args.whole_study
@@ -306,7 +322,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """Merge clinicians' copies back into the master project."""
     from portalreview.store.merge import merge_copies, write_conflicts
 
-    with Project.open(_project_path(args.path), read_only=args.dry_run) as project:
+    with open_project(_project_path(args.path), read_only=args.dry_run) as project:
         reports = merge_copies(project, [Path(p) for p in args.copies], dry_run=args.dry_run)
     for report in reports:
         print(report.summary())
@@ -326,14 +342,14 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
     if args.resolve is not None:
         if not args.take:
             raise CliError("say which version to keep: --take master or --take copy")
-        with Project.open(path) as project:
+        with open_project(path) as project:
             found = open_conflicts(project)
             if not 1 <= args.resolve <= len(found):
                 raise CliError(f"there is no open conflict {args.resolve} ({len(found)} open)")
             resolve_conflict(project, found[args.resolve - 1], args.take)
         print(f"Resolved conflict {args.resolve}: kept the {args.take}'s answer")
         return 0
-    with Project.open(path, read_only=True) as project:
+    with open_project(path, read_only=True) as project:
         found = open_conflicts(project)
     if args.json:
         print(json.dumps([c.to_dict() for c in found], indent=2, ensure_ascii=False))
@@ -407,7 +423,7 @@ def cmd_evaluate_model(args: argparse.Namespace) -> int:
         status = _run_model_as_annotator(path, args, name)
         if status:
             return status
-    with Project.open(path, read_only=True) as project:
+    with open_project(path, read_only=True) as project:
         frames = read_frames(project)
         catalogs = StudyService(project).catalogs
         suggestions = read_suggestions(project)
@@ -448,7 +464,7 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
     params = GenerationParams(max_tokens=args.max_tokens, temperature=0.0, seed=args.seed)
     cancel = threading.Event()
     try:
-        with Project.open(path) as project:
+        with open_project(path) as project:
             service = StudyService(project)
             sg.model_annotator(service, name)  # a person's name is refused before loading
             library = PromptLibrary(service)
@@ -520,7 +536,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"Building the demo study in {path} (a few seconds) ...", flush=True)
         build_demo(path)
     if args.no_gui:
-        with Project.open(path, read_only=True) as project:
+        with open_project(path, read_only=True) as project:
             print(format_info(StudyService(project).info()))
         return 0
     return open_app(path, args.as_annotator)
@@ -786,6 +802,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return open_app(path, opened.as_annotator)
     args = parser.parse_args(argv)
     setup_logging("cli")
+    if sys.stdin.isatty():
+        _ask_server_passwords_here()
     started = time.perf_counter()
     log.info("command %s", args.verb)  # only the verb: arguments may name patient files
     try:

@@ -95,14 +95,14 @@ def add_model_server_parser(verbs: argparse._SubParsersAction) -> None:
 def cmd_model_server(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from portalreview.llm.errors import LlmError
     from portalreview.llm.model_server import ServerSetting, configured_setting
-    from portalreview.store.project import SUFFIX, Project, ProjectError
+    from portalreview.store.backends import open_project, project_target
+    from portalreview.store.project import ProjectError
     from portalreview.store.service import StoreError, StudyService
 
     out = out or sys.stdout
-    path = Path(args.path)
-    path = path if path.suffix else path.with_suffix(SUFFIX)
+    path = project_target(args.path)
     try:
-        with Project.open(path) as project:
+        with open_project(path) as project:
             service = StudyService(project)
             if args.clear:
                 service.set_model_server(None)
@@ -150,14 +150,14 @@ def add_prompt_parser(verbs: argparse._SubParsersAction) -> None:
 
 
 def cmd_prompt(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    from portalreview.store.project import SUFFIX, Project, ProjectError
+    from portalreview.store.backends import open_project, project_target
+    from portalreview.store.project import ProjectError
     from portalreview.store.service import StoreError, StudyService
     from portalreview.store.templates import suggestion_prompts
 
-    path = Path(args.path)
-    path = path if path.suffix else path.with_suffix(SUFFIX)
+    path = project_target(args.path)
     try:
-        with Project.open(path, read_only=True) as project:
+        with open_project(path, read_only=True) as project:
             found = suggestion_prompts(StudyService(project), args.suggestion)
     except (StoreError, ProjectError) as exc:
         print(f"portalreview prompt: {exc}", file=sys.stderr)
@@ -261,7 +261,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 def _suggest(args: argparse.Namespace) -> int:
     from portalreview.llm.engine import GenerationParams
     from portalreview.llm.engines import load_engine
-    from portalreview.store.project import SUFFIX, Project
+    from portalreview.store.backends import open_project, project_target
     from portalreview.store.service import StudyService
 
     if args.kind == "drafts" and args.as_annotator:
@@ -270,12 +270,11 @@ def _suggest(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    path = Path(args.path)
-    path = path if path.suffix else path.with_suffix(SUFFIX)
+    path = project_target(args.path)
     params = GenerationParams(
         max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed
     )
-    with Project.open(path) as project:
+    with open_project(path) as project:
         service = StudyService(project)
         if looks_like_address(args.model):
             with _connect(args.model, project) as engine:

@@ -25,6 +25,7 @@ from portalreview import __version__
 from portalreview.analysis import analyse_all
 from portalreview.analysis._common import CONFIDENCE, jsonable
 from portalreview.domain.catalogs import Catalogs
+from portalreview.store.backends import AnyProject, open_project
 from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.models import Case, Response
@@ -34,10 +35,11 @@ FORMAT = "portalreview-report"
 FORMAT_VERSION = 3
 
 
-def _open(project: Project | str | os.PathLike) -> tuple[Project, bool]:
-    if isinstance(project, Project):
-        return project, False
-    return Project.open(project, read_only=True), True
+def _open(project: AnyProject | str | os.PathLike) -> tuple[AnyProject, bool]:
+    """The open project, and whether this opened it (a path or a server address)."""
+    if isinstance(project, str | os.PathLike):
+        return open_project(project, read_only=True), True
+    return project, False
 
 
 def _study(project: Project, frames: StudyFrames) -> dict[str, Any]:
@@ -135,7 +137,7 @@ def report_header(
         "project": {
             "name": project.meta("name"),
             "project_id": project.meta("project_id"),
-            "file": project.path.name,
+            "file": project.label,
             "catalogs_version": catalogs.version,
         },
         "settings": {

@@ -14,6 +14,10 @@ translated here, and only these (:func:`postgres_sql`):
 ``json_valid`` (SQLite's JSON1 function) is given to PostgreSQL as a function of the same name
 (:data:`POSTGRES_FUNCTIONS`), so that a CHECK reads the same on both.
 
+SQLite gives every table a ``rowid`` in the order rows were stored, which the frames read detail
+rows in (the order a clinician's answer listed them) and the live report fingerprints tables by.
+A PostgreSQL study gets the same column (:func:`postgres_rowid_statements`).
+
 SQLite's text is kept as the source, and unchanged, because it is stored in every project file:
 a new file and an upgraded one must keep the same schema text.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import Boolean
+from sqlalchemy import Boolean, Integer, MetaData
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CheckConstraint
 
@@ -60,3 +64,17 @@ def _check_for_postgres(constraint: CheckConstraint, compiler, **kw) -> str:
         text = re.sub(rf"\b{flag} = 0\b", f"{flag} = false", text)
         text = re.sub(rf"\b{flag} = 1\b", f"{flag} = true", text)
     return text
+
+
+def postgres_rowid_statements(metadata: MetaData) -> list[str]:
+    """A ``rowid`` column for every table, as SQLite has: the integer primary key where there is
+    one (SQLite's rowid is then that key), else a counter in the order rows were stored."""
+    statements = []
+    for table in metadata.sorted_tables:
+        key = list(table.primary_key.columns)
+        if len(key) == 1 and isinstance(key[0].type, Integer):
+            column = f"bigint GENERATED ALWAYS AS ({key[0].name}) STORED"
+        else:
+            column = "bigserial"
+        statements.append(f"ALTER TABLE {table.name} ADD COLUMN rowid {column}")
+    return statements

@@ -344,6 +344,11 @@ class Project:
         """Where the study is, for people and logs (a server study's says which server)."""
         return str(self.path)
 
+    @property
+    def label(self) -> str:
+        """How messages name the study: the file's name (a server study: its address)."""
+        return self.path.name
+
     # --- lifecycle ------------------------------------------------------------------------
 
     @classmethod

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from portalreview import __version__
 from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
 from portalreview.store import migrations
-from portalreview.store.dialects import POSTGRES_FUNCTIONS
+from portalreview.store.dialects import POSTGRES_FUNCTIONS, postgres_rowid_statements
 from portalreview.store.models import Base, ProjectMeta, utc_now
 from portalreview.store.project import ProjectError
 from portalreview.store.schema_sql import postgres_trigger_statements
@@ -44,6 +44,10 @@ SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 
 class ServerError(ProjectError):
     """The server cannot be reached or refused us; the message says what, without secrets."""
+
+
+class PasswordNeeded(ServerError):
+    """The server asks for a password that neither the address nor ``~/.pgpass`` gave."""
 
 
 def is_server_url(target: object) -> bool:
@@ -118,8 +122,9 @@ class ServerProject:
         return redact(self.url)
 
     @property
-    def name(self) -> str:
-        return self.url.database or "study"
+    def label(self) -> str:
+        """How messages name the study (a file's name; here the address)."""
+        return self.location
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -141,6 +146,8 @@ class ServerProject:
                 for statement in POSTGRES_FUNCTIONS:
                     conn.exec_driver_sql(statement)
                 Base.metadata.create_all(conn)
+                for statement in postgres_rowid_statements(Base.metadata):
+                    conn.exec_driver_sql(statement)
                 for statement in postgres_trigger_statements():
                     conn.exec_driver_sql(statement)
                 meta = {
@@ -167,9 +174,14 @@ class ServerProject:
         return project
 
     @classmethod
-    def open(cls, target: str, read_only: bool = False) -> ServerProject:
-        """Open the study in database ``target``: reachable, ours, and in a format we read."""
+    def open(
+        cls, target: str, read_only: bool = False, password: str | None = None
+    ) -> ServerProject:
+        """Open the study in database ``target``: reachable, ours, and in a format we read.
+        ``password`` (asked of the person) is kept in memory only."""
         url = parse_url(target)
+        if password is not None:
+            url = url.set(password=password)
         engine = _make_engine(url)
         try:
             _check_is_study(url, engine)
@@ -231,6 +243,16 @@ class ServerProject:
 
 def _server_error(url: URL, exc: DBAPIError) -> ServerError:
     reason = _reason(exc)
+    if "no password supplied" in reason:
+        return PasswordNeeded(
+            f"The study server {redact(url)} asks for {url.username or 'your'}'s password. Put "
+            "it in ~/.pgpass (docs/deployment.md), or open the study where you can type it."
+        )
+    if "password authentication failed" in reason:
+        return ServerError(
+            f"The study server {redact(url)} refused the password of {url.username}: check the "
+            "user name and password (they are IT's to reset)."
+        )
     if isinstance(exc, OperationalError):
         return ServerError(f"The study server {redact(url)} cannot be reached or refused you: "
                            f"{reason}")  # fmt: skip

@@ -1,0 +1,126 @@
+"""A study on a PostgreSQL server, opened by address: the commands, and what is refused.
+
+Runs against the real server of the ``postgres_server`` fixture (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+
+from portalreview.applog import log_path
+from portalreview.cli import main
+from portalreview.store import backends
+from portalreview.store.backends import ServerProject, open_project
+from portalreview.store.backends.postgres import PasswordNeeded, ServerError
+from portalreview.store.service import StudyService
+from tests.conftest import build_small_study
+
+
+@pytest.fixture
+def server(postgres_server):
+    return postgres_server
+
+
+@pytest.fixture
+def address(server) -> str:
+    """An empty database, as a person types its address (with the password)."""
+    return server.dsn(server.new_database())
+
+
+def test_new_info_and_report_by_address_never_show_the_password(server, address, capsys, tmp_path):
+    password = server.admin_password
+    assert main(["new", address, "--name", "Ward 5", "--annotator", "ava", "--pi", "pat"]) == 0
+    assert main(["info", address, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "***" in out
+    info = json.loads(out[out.index("{") :])
+    assert info["name"] == "Ward 5" and [a["name"] for a in info["annotators"]] == ["ava", "pat"]
+    assert info["path"].endswith("@127.0.0.1:%d/%s" % (server.port, address.rsplit("/", 1)[1]))
+    assert main(["report", address, "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["project"]["name"] == "Ward 5"
+    said = capsys.readouterr()
+    assert password not in out + said.out + said.err + (tmp_path / "r.json").read_text()
+    assert password not in log_path().read_text()
+
+
+def test_a_study_made_by_address_holds_what_the_service_saved(server, address):
+    with ServerProject.create(address.replace("postgresql://", "postgresql+psycopg://")) as p:
+        study = build_small_study(p)
+        study.service.as_viewer("ava").save_answer(
+            study.units["urgency"], {"more_urgent_case_id": study.case1}, status="submitted"
+        )
+    with open_project(address, read_only=True) as p:
+        assert StudyService(p).info()["kinds"]["urgency"]["annotators"]["ava"]["submitted"] == 1
+        assert p.integrity_check() == "ok"
+
+
+def test_a_read_only_server_study_refuses_writes(server, address):
+    ServerProject.create(address).close()
+    with open_project(address, read_only=True) as p, pytest.raises(Exception, match="read-only"):
+        StudyService(p).add_annotator("zoe")
+
+
+def test_a_database_of_another_program_is_refused_and_left_alone(server, address, capsys):
+    with psycopg.connect(address, autocommit=True) as conn:
+        conn.execute("CREATE TABLE invoices (id int)")
+    assert main(["info", address]) == 2
+    assert "is a database, but not a PortalReview study" in capsys.readouterr().err
+    assert main(["new", address]) == 2
+    assert "already holds tables" in capsys.readouterr().err
+    with psycopg.connect(address) as conn:
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchall()
+    assert tables == [("invoices",)]
+
+
+def test_a_study_of_a_newer_version_is_refused(server, address, capsys):
+    ServerProject.create(address).close()
+    with psycopg.connect(address) as conn:
+        conn.execute("UPDATE project_meta SET value = '99' WHERE key = 'schema_version'")
+    assert main(["info", address]) == 2
+    assert "written by a newer PortalReview (study format 99" in capsys.readouterr().err
+
+
+def test_a_wrong_or_missing_password(server, address, capsys, monkeypatch):
+    ServerProject.create(address).close()
+    wrong = address.replace(server.admin_password, "not-the-password")
+    assert main(["info", wrong]) == 2
+    err = capsys.readouterr().err
+    assert "refused the password of portalreview_admin" in err and "not-the-password" not in err
+    bare = address.replace(":" + server.admin_password, "")
+    monkeypatch.setenv("PGPASSFILE", "/nonexistent")  # nothing to find it in
+    with pytest.raises(PasswordNeeded, match="asks for portalreview_admin's password"):
+        open_project(bare)
+    asked = []
+    monkeypatch.setattr(
+        backends, "password_prompt", lambda where: asked.append(where) or server.admin_password
+    )
+    with open_project(bare, read_only=True) as p:
+        assert p.meta("application") == "PortalReview"
+    assert asked == [bare]
+
+
+def test_a_password_file_is_read_by_libpq(server, address, tmp_path, monkeypatch):
+    ServerProject.create(address).close()
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"127.0.0.1:{server.port}:*:portalreview_admin:{server.admin_password}\n")
+    pgpass.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(pgpass))
+    with open_project(address.replace(":" + server.admin_password, ""), read_only=True) as p:
+        assert p.meta("application") == "PortalReview"
+
+
+def test_no_server_at_the_address(capsys):
+    assert main(["info", "postgresql://ava:secret@127.0.0.1:1/study"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be reached" in err and "secret" not in err
+
+
+def test_an_address_without_a_database_is_explained():
+    with pytest.raises(ServerError, match="names no database"):
+        open_project("postgresql://127.0.0.1:5432")
