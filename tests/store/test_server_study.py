@@ -38,7 +38,8 @@ def test_new_info_and_report_by_address_never_show_the_password(server, address,
     assert "***" in out
     info = json.loads(out[out.index("{") :])
     assert info["name"] == "Ward 5" and [a["name"] for a in info["annotators"]] == ["ava", "pat"]
-    assert info["path"].endswith(f"@127.0.0.1:{server.port}/{address.rsplit("/", 1)[1]}")
+    database = address.rsplit("/", 1)[1]
+    assert info["path"].endswith(f"@127.0.0.1:{server.port}/{database}")
     assert main(["report", address, "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["project"]["name"] == "Ward 5"
