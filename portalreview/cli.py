@@ -28,6 +28,7 @@ from portalreview.store.project import SUFFIX, ProjectError
 from portalreview.store.service import StudyService
 
 EXIT_USAGE = 2
+STUDY_HELP = "the project file, or a server study's address (postgresql://user@host/database)"
 log = logging.getLogger(__name__)
 
 
@@ -87,6 +88,23 @@ def format_info(info: dict) -> str:
         )
         lines.append(f"{kind:<9}{data['units']:>7}{data['gold']:>6}   {people or '-'}")
     return "\n".join(lines)
+
+
+def cmd_member(args: argparse.Namespace) -> int:
+    """Let a database role work in a server study as one of its annotators (IT, as the
+    study's owner; docs/deployment.md)."""
+    from portalreview.store.backends import ServerProject, is_server_url
+
+    if not is_server_url(args.path):
+        raise CliError("members are for server studies: give its postgresql:// address")
+    with open_project(args.path) as project:
+        assert isinstance(project, ServerProject)
+        study_role = project.add_member(args.role, args.annotator)
+    kind = "the PI: reads and writes everything" if study_role == "pi" else (
+        "a clinician: reads only their own units and answers, blinded"
+    )
+    print(f"Database role {args.role} now works as {args.annotator} ({kind}).")
+    return 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -558,21 +576,33 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
 
     new = verbs.add_parser("new", help="create an empty project file")
-    new.add_argument("path", help=f"the new project file (suffix {SUFFIX} added if none)")
+    new.add_argument(
+        "path",
+        help=f"the new project file (suffix {SUFFIX} added if none), or an empty server "
+        "database's address (postgresql://user@host/database)",
+    )
     new.add_argument("--name", help="the study's name (default: the file name)")
     new.add_argument("--annotator", action="append", help="add a clinician (repeatable)")
     new.add_argument("--pi", help="add the principal investigator")
     new.set_defaults(func=cmd_new)
 
     info = verbs.add_parser("info", help="counts per kind and annotator, and progress")
-    info.add_argument("path", help="the project file")
+    info.add_argument("path", help=STUDY_HELP)
     info.add_argument("--json", action="store_true", help="print the counts as JSON")
     info.set_defaults(func=cmd_info)
+
+    member = verbs.add_parser(
+        "member", help="let a database role work in a server study as one of its annotators"
+    )
+    member.add_argument("path", help="the server study's address (as its owner)")
+    member.add_argument("role", help="the PostgreSQL role (IT creates it, with its password)")
+    member.add_argument("--as", dest="annotator", required=True, help="the study's annotator")
+    member.set_defaults(func=cmd_member)
 
     imp = verbs.add_parser(
         "import", help="import cases, responses, pair/inbox files, REDCap, EPPC or answers"
     )
-    imp.add_argument("path", help="the project file")
+    imp.add_argument("path", help=STUDY_HELP)
     imp.add_argument("files", nargs="+", help="CSV, XLSX or JSONL files, or an export folder")
     imp.add_argument("--kind", help="force the format instead of detecting it")
     imp.add_argument("--dry-run", action="store_true", help="check everything, save nothing")
@@ -586,7 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp.set_defaults(func=cmd_import)
 
     exp = verbs.add_parser("export", help="export the whole study (see docs/formats.md)")
-    exp.add_argument("path", help="the project file")
+    exp.add_argument("path", help=STUDY_HELP)
     exp.add_argument(
         "--format",
         choices=("jsonl", "csv", "xlsx", "labelstudio", "prodigy", "redcap", "preferences"),
@@ -608,7 +638,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.set_defaults(func=cmd_export)
 
     rep = verbs.add_parser("report", help="agreement and every measure of the papers")
-    rep.add_argument("path", help="the project file")
+    rep.add_argument("path", help=STUDY_HELP)
     rep.add_argument("--format", choices=("json", "xlsx", "csv"), default="json")
     rep.add_argument("-o", "--output", required=True, help="the report file (a folder for csv)")
     rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -622,7 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
     codebook = verbs.add_parser(
         "codebook", help="show the project's catalogs, or extend them from a JSON file"
     )
-    codebook.add_argument("path", help="the project file")
+    codebook.add_argument("path", help=STUDY_HELP)
     codebook.add_argument("--extend", metavar="FILE", help="add the entries of FILE (JSON)")
     codebook.add_argument("--json", action="store_true", help="print the catalogs as JSON")
     codebook.set_defaults(func=cmd_codebook)
@@ -646,7 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bootstrap interval and n. With --model, first run that model over --limit units of "
         "each kind and store its answers as a pseudo annotator.",
     )
-    ev.add_argument("path", help="the project file")
+    ev.add_argument("path", help=STUDY_HELP)
     ev.add_argument("--model", metavar="FILE", help="a .gguf model to run first")
     ev.add_argument("--limit", type=int, metavar="N", help="with --model: N units of each kind")
     ev.add_argument(
@@ -680,7 +710,7 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     from portalreview.store.study_setup import RECIPES
 
     setup = verbs.add_parser("setup", help="add annotators, or make a unit set from the cases")
-    setup.add_argument("path", help="the project file")
+    setup.add_argument("path", help=STUDY_HELP)
     setup.add_argument("recipe", nargs="?", choices=RECIPES, help="which units to make")
     setup.add_argument("--add-annotator", action="append", metavar="NAME", help="add a clinician")
     setup.add_argument("--add-pi", metavar="NAME", help="add a PI")
@@ -712,7 +742,7 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     setup.set_defaults(func=cmd_setup)
 
     assign = verbs.add_parser("assign", help="hand out a unit set with an overlap")
-    assign.add_argument("path", help="the project file")
+    assign.add_argument("path", help=STUDY_HELP)
     assign.add_argument("unit_set", help="the unit set's name (or id)")
     assign.add_argument(
         "--annotator", action="append", required=True, metavar="NAME", help="repeatable"
@@ -727,7 +757,7 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     assign.set_defaults(func=cmd_assign)
 
     prog = verbs.add_parser("progress", help="progress per unit set and annotator")
-    prog.add_argument("path", help="the project file")
+    prog.add_argument("path", help=STUDY_HELP)
     prog.add_argument("--by-kind", action="store_true", help="sum the sets of each kind")
     prog.add_argument("--json", action="store_true", help="print the rows as JSON")
     prog.set_defaults(func=cmd_progress)
@@ -779,7 +809,7 @@ def _open_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="portalreview", description="Open a project in the desktop app."
     )
-    parser.add_argument("path", help="the project file")
+    parser.add_argument("path", help=STUDY_HELP)
     parser.add_argument("--as", dest="as_annotator", metavar="NAME", help="sign in as NAME")
     return parser
 

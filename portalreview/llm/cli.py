@@ -35,7 +35,7 @@ def add_suggest_parser(verbs: argparse._SubParsersAction) -> None:
         description="Run a local GGUF model over the units of a kind and store its suggestions "
         "with their provenance. Rerun the same command to continue after a stop.",
     )
-    p.add_argument("path", help="the project file")
+    p.add_argument("path", help="the project file, or a server study's address")
     p.add_argument(
         "--model",
         required=True,
@@ -82,7 +82,7 @@ def add_model_server_parser(verbs: argparse._SubParsersAction) -> None:
         "setting, else the machine's) and check that it answers. The program connects to no "
         "other address. See docs/deployment.md.",
     )
-    p.add_argument("path", help="the project file")
+    p.add_argument("path", help="the project file, or a server study's address")
     p.add_argument("--set", metavar="URL", help="http(s)://HOST:PORT of the server")
     p.add_argument("--sha256", metavar="HEX", help="with --set: SHA-256 of the model file the "
                    "server runs (IT: sha256sum MODEL.gguf); suggestions record it")
@@ -144,7 +144,7 @@ def add_prompt_parser(verbs: argparse._SubParsersAction) -> None:
         description="Print a suggestion's prompt format (the model's chat template or plain "
         "completion) and every prompt exactly as the model read it, chat markup included.",
     )
-    p.add_argument("path", help="the project file")
+    p.add_argument("path", help="the project file, or a server study's address")
     p.add_argument("suggestion", type=int, help="the suggestion's id")
     p.set_defaults(func=cmd_prompt)
 

@@ -497,6 +497,10 @@ class Project:
         with self._writer() as session, session.begin():
             yield session
 
+    def last_audit_hash(self, session: Session) -> str | None:
+        """The newest audit entry's hash, which the next entry chains to."""
+        return session.scalar(text("SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1"))
+
     def meta(self, key: str) -> str | None:
         with self.read() as session:
             row = session.get(ProjectMeta, key)

@@ -1034,7 +1034,7 @@ class StudyService:
         old: dict | None,
         new: dict | None,
     ) -> None:
-        prev = s.scalar(select(AuditEntry.hash).order_by(AuditEntry.id.desc()).limit(1))
+        prev = self.project.last_audit_hash(s)
         entry = AuditEntry(
             at=utc_now(),
             actor_id=self._audit_actor_id,

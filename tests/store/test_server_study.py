@@ -125,3 +125,19 @@ def test_no_server_at_the_address(capsys):
 def test_an_address_without_a_database_is_explained():
     with pytest.raises(ServerError, match="names no database"):
         open_project("postgresql://127.0.0.1:5432")
+
+
+def test_member_lets_a_database_role_work_as_an_annotator(server, address, capsys, tmp_path):
+    assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
+    server.admin_sql("CREATE ROLE ava_member LOGIN PASSWORD 'ava-pw'")
+    assert main(["member", address, "ava_member", "--as", "ava"]) == 0
+    assert "now works as ava (a clinician" in capsys.readouterr().out
+    as_ava = server.dsn(address.rsplit("/", 1)[1], "ava_member", "ava-pw")
+    with open_project(as_ava) as p:
+        assert p.member() == "ava"
+    assert main(["member", address, "nobody_here", "--as", "ava"]) == 2
+    assert "there is no database role 'nobody_here'" in capsys.readouterr().err
+    assert main(["member", address, "ava_member", "--as", "zoe"]) == 2
+    assert "there is no annotator 'zoe'" in capsys.readouterr().err
+    assert main(["member", str(tmp_path / "x.prproj"), "r", "--as", "ava"]) == 2
+    assert "members are for server studies" in capsys.readouterr().err

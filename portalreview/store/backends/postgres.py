@@ -133,6 +133,8 @@ class ServerProject:
         cls, target: str, name: str | None = None, catalogs: Catalogs | None = None
     ) -> ServerProject:
         """Make the (empty, existing) database ``target`` a new study."""
+        from portalreview.store.backends.postgres_security import security_statements
+
         url = parse_url(target)
         engine = _make_engine(url)
         try:
@@ -149,6 +151,8 @@ class ServerProject:
                 for statement in postgres_rowid_statements(Base.metadata):
                     conn.exec_driver_sql(statement)
                 for statement in postgres_trigger_statements():
+                    conn.exec_driver_sql(statement)
+                for statement in security_statements(Base.metadata):
                     conn.exec_driver_sql(statement)
                 meta = {
                     "application": APPLICATION,
@@ -216,6 +220,27 @@ class ServerProject:
             raise ProjectError(f"{self.location} is open read-only; changes cannot be saved.")
         with self._writer() as session, session.begin():
             yield session
+
+    def last_audit_hash(self, session: Session) -> str | None:
+        """The newest audit entry's hash, which the next entry chains to. Asked of a function
+        with the owner's rights: a clinician may not read the other entries."""
+        return session.scalar(text("SELECT portalreview_last_audit_hash()"))
+
+    def member(self) -> str | None:
+        """The annotator this connection's database role works as (None: the study's owner
+        or IT's administrator, who is no annotator)."""
+        with self.read() as session:
+            return session.scalar(
+                text("SELECT name FROM annotators WHERE id = portalreview_me()")
+            )
+
+    def add_member(self, role: str, annotator: str) -> str:
+        """Let database role ``role`` work as ``annotator`` (postgres_security.add_member);
+        that annotator's study role. For the study's owner (IT's administrator)."""
+        from portalreview.store.backends.postgres_security import add_member
+
+        with self._engine.begin() as conn:
+            return add_member(conn, Base.metadata, role, annotator)
 
     def meta(self, key: str) -> str | None:
         with self.read() as session:

@@ -1,0 +1,240 @@
+"""Blinding by the database: what each member of a server study may read and write.
+
+Each clinician and the PI connect as their own PostgreSQL role (hospital IT creates the roles
+and their passwords; docs/deployment.md). ``study_members`` maps a role to the study's
+annotator, and :func:`add_member` grants what that annotator's role in the study allows:
+
+* **The PI** reads and writes every row of every table, as the study's owner does.
+* **A clinician** reads, through row-level security on the tables and through the views of the
+  ``blinded`` schema (first on the clinician's ``search_path``):
+
+  - their own assignments, the units assigned to them, and those units' cases, responses and
+    sentences; no other unit, case or response;
+  - their own answers and the rows that belong to them (never another person's, nor the PI's
+    gold answer), their own audit entries, and the suggestions for their units;
+  - the cases and responses blinded exactly as an offline copy for one clinician is
+    (``merge._restrict``): no reference urgency level, filter label or relevancy tag, no
+    urgency pair's difficulty, no response's author, source, kind or production, and neutral
+    response ids. The views read the tables with their owner's rights, so a clinician needs and
+    has no privilege on the tables ``cases``, ``responses``, ``units`` and ``case_tags``: asking
+    for ``public.cases`` directly is refused.
+
+  and writes only their own answers (and their rows), their own audit entries, suggestions for
+  their units, and their own assignments' presentation.
+
+Who a connection is: the role it logged in as (``session_user``; inside the helper functions,
+which run with the owner's rights, ``current_user`` is the owner). ``SET ROLE`` changes nothing
+here.
+
+The catalogs, the unit sets, the annotators' names and ``project_meta`` are readable by all
+members and writable by the PI only. Rules that reach across tables (``schema_sql``) run with
+the owner's rights, so that they see every row whoever writes.
+
+The audit log's hash chain needs the newest entry's hash, which a clinician may not read:
+``portalreview_last_audit_hash()`` gives that one value (and nothing else) to any member.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, MetaData, text
+
+from portalreview.store.service import StoreError
+
+# The tables a clinician reads only through a blinded view, and what the view shows for each
+# column that differs from the table (everything else is the table's own value).
+BLINDED = {
+    "cases": {"urgency_level": "NULL::integer", "urgency_filter": "NULL::varchar"},
+    "responses": {
+        "external_id": "'response-' || t.id",
+        "author_kind": "'imported'::varchar",
+        "author": "''::varchar",
+        "source": "''::varchar",
+        "production": "'other'::varchar",
+    },
+    "units": {"batch": "CASE WHEN t.kind = 'urgency' THEN ''::varchar ELSE t.batch END"},
+    "case_tags": {},
+}
+# Which rows of a blinded table a clinician sees (the view's WHERE).
+_BLINDED_ROWS = {
+    "cases": "t.id IN (SELECT portalreview_my_cases())",
+    "responses": "t.id IN (SELECT portalreview_my_responses())",
+    "units": "t.id IN (SELECT portalreview_my_units())",
+    "case_tags": "t.case_id IN (SELECT portalreview_my_cases()) AND t.key != 'relevancy'",
+}
+# Row-level security on the other tables a clinician reaches: (who sees the row, may write).
+_OWN_ANSWER = "EXISTS (SELECT 1 FROM answers a WHERE a.id = answer_id)"
+_CLINICIAN_ROWS = {
+    "assignments": ("annotator_id = portalreview_me()", "UPDATE"),
+    "answers": ("annotator_id = portalreview_me() AND NOT is_gold", "ALL"),
+    "audit_log": ("actor_id = portalreview_me()", "INSERT"),
+    "suggestions": ("unit_id IN (SELECT portalreview_my_units())", "INSERT"),
+    "sentences": (
+        "case_id IN (SELECT portalreview_my_cases()) "
+        "OR response_id IN (SELECT portalreview_my_responses())",
+        None,
+    ),
+    "rank_members": ("unit_id IN (SELECT portalreview_my_units())", None),
+}
+
+_FUNCTIONS = [
+    """
+    CREATE TABLE study_members (
+        role_name name PRIMARY KEY,
+        annotator_id integer NOT NULL UNIQUE REFERENCES annotators (id)
+    )
+    """,
+    """
+    CREATE FUNCTION portalreview_me() RETURNS integer
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+        SELECT annotator_id FROM study_members WHERE role_name = session_user
+    $$
+    """,
+    """
+    CREATE FUNCTION portalreview_is_pi() RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+        SELECT coalesce((SELECT a.role = 'pi' FROM annotators a
+                         WHERE a.id = portalreview_me()), false)
+    $$
+    """,
+    """
+    CREATE FUNCTION portalreview_my_units() RETURNS SETOF integer
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+        SELECT unit_id FROM assignments WHERE annotator_id = portalreview_me()
+    $$
+    """,
+    """
+    CREATE FUNCTION portalreview_my_cases() RETURNS SETOF integer
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+        SELECT case_id FROM units WHERE id IN (SELECT portalreview_my_units())
+        UNION SELECT case_b_id FROM units
+              WHERE id IN (SELECT portalreview_my_units()) AND case_b_id IS NOT NULL
+    $$
+    """,
+    """
+    CREATE FUNCTION portalreview_my_responses() RETURNS SETOF integer
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+        SELECT id FROM responses WHERE case_id IN (SELECT portalreview_my_cases())
+    $$
+    """,
+    """
+    CREATE FUNCTION portalreview_last_audit_hash() RETURNS varchar
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+        SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1
+    $$
+    """,
+    "REVOKE ALL ON study_members FROM PUBLIC",
+    "CREATE SCHEMA blinded",
+]
+
+
+def _blinded_view(metadata: MetaData, table: str) -> str:
+    shown = BLINDED[table]
+    columns = [c.name for c in metadata.tables[table].columns] + ["rowid"]
+    select = ", ".join(f'{shown[c]} AS "{c}"' if c in shown else f't."{c}"' for c in columns)
+    return (
+        f"CREATE VIEW blinded.{table} AS SELECT {select} FROM public.{table} t "
+        f"WHERE portalreview_is_pi() OR ({_BLINDED_ROWS[table]})"
+    )
+
+
+def _policies(metadata: MetaData) -> list[str]:
+    statements = []
+    for table in metadata.sorted_tables:
+        name = table.name
+        statements.append(f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY")
+        statements.append(
+            f"CREATE POLICY pi_all ON {name} USING (portalreview_is_pi()) "
+            "WITH CHECK (portalreview_is_pi())"
+        )
+        if name in BLINDED:
+            continue  # clinicians read the view; the table's rows are the PI's alone
+        if name in _CLINICIAN_ROWS:
+            rows, writes = _CLINICIAN_ROWS[name]
+        elif "answer_id" in table.columns and name != "audit_log":
+            rows, writes = _OWN_ANSWER, "ALL"
+        else:
+            rows, writes = "true", None
+        statements.append(f"CREATE POLICY member_reads ON {name} FOR SELECT USING ({rows})")
+        if writes == "ALL":
+            statements.append(
+                f"CREATE POLICY member_writes ON {name} FOR ALL USING ({rows}) WITH CHECK ({rows})"
+            )
+        elif writes == "INSERT":
+            statements.append(f"CREATE POLICY member_adds ON {name} FOR INSERT WITH CHECK ({rows})")
+        elif writes == "UPDATE":
+            statements.append(
+                f"CREATE POLICY member_updates ON {name} FOR UPDATE USING ({rows}) "
+                f"WITH CHECK ({rows})"
+            )
+    return statements
+
+
+def security_statements(metadata: MetaData) -> list[str]:
+    """What a new server study gets after its tables: members, helper functions, the blinded
+    views and the row-level policies."""
+    views = [_blinded_view(metadata, table) for table in BLINDED]
+    return _FUNCTIONS + views + _policies(metadata)
+
+
+def _clinician_grants(metadata: MetaData, role: str) -> list[str]:
+    grants = [
+        f"GRANT USAGE ON SCHEMA public, blinded TO {role}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA blinded TO {role}",
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
+    ]
+    for table in metadata.sorted_tables:
+        if table.name in BLINDED:
+            continue
+        _rows, writes = _CLINICIAN_ROWS.get(table.name, ("", None))
+        if writes is None and "answer_id" in table.columns and table.name != "audit_log":
+            writes = "ALL"
+        verbs = {
+            None: "SELECT",
+            "ALL": "SELECT, INSERT, UPDATE, DELETE",
+            "INSERT": "SELECT, INSERT",
+            "UPDATE": "SELECT, UPDATE",
+        }[writes]
+        grants.append(f"GRANT {verbs} ON {table.name} TO {role}")
+    return grants
+
+
+def _pi_grants(role: str) -> list[str]:
+    return [
+        f"GRANT USAGE ON SCHEMA public, blinded TO {role}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA blinded TO {role}",
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
+    ]
+
+
+def add_member(conn: Connection, metadata: MetaData, role: str, annotator: str) -> str:
+    """Let the database role ``role`` work in the study as ``annotator`` (see the module
+    docstring for what each study role may do); the annotator's study role ("pi" or not).
+    Run by the study's owner; the role must exist (IT creates it, with its password)."""
+    exists = conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first()
+    if exists is None:
+        raise StoreError(f"there is no database role {role!r}: IT creates it first")
+    found = conn.execute(
+        text("SELECT id, role FROM annotators WHERE name = :n"), {"n": annotator}
+    ).first()
+    if found is None:
+        raise StoreError(f"there is no annotator {annotator!r} in this study")
+    annotator_id, study_role = found
+    conn.execute(
+        text(
+            "INSERT INTO study_members (role_name, annotator_id) VALUES (:r, :a) "
+            "ON CONFLICT (role_name) DO UPDATE SET annotator_id = excluded.annotator_id"
+        ),
+        {"r": role, "a": annotator_id},
+    )
+    quoted = conn.dialect.identifier_preparer.quote(role)
+    grants = _pi_grants(quoted) if study_role == "pi" else _clinician_grants(metadata, quoted)
+    for statement in grants:
+        conn.exec_driver_sql(statement)
+    database = conn.dialect.identifier_preparer.quote(
+        conn.execute(text("SELECT current_database()")).scalar()
+    )
+    path = "public" if study_role == "pi" else "blinded, public"
+    conn.exec_driver_sql(f"GRANT CONNECT ON DATABASE {database} TO {quoted}")
+    conn.exec_driver_sql(f"ALTER ROLE {quoted} IN DATABASE {database} SET search_path = {path}")
+    return study_role

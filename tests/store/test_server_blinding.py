@@ -1,0 +1,148 @@
+"""Blinding by the database (store/backends/postgres_security.py): a clinician connected as
+their own PostgreSQL role reads only their own work and blinded cases, asked in plain SQL
+through psycopg, not through our code; the PI reads everything; and our own service works
+as the clinician within those limits."""
+
+from __future__ import annotations
+
+import secrets
+
+import psycopg
+import pytest
+
+from portalreview.store.audit_verify import verify_project
+from portalreview.store.backends import ServerProject
+from portalreview.store.service import StudyService
+from tests.io.io_support import full_study, payloads
+
+DETAIL_TABLES = (
+    "respond_answers", "respond_parts", "rank_entries", "rank_criteria", "match_decisions",
+    "match_spans", "sentence_themes", "urgency_answers", "urgency_case_levels", "eppc_labels",
+    "eppc_spans", "empathy_answers", "facts", "fact_checks",
+)  # fmt: skip
+
+
+@pytest.fixture
+def team(postgres_server):
+    """A server study with every kind answered by ava, a draft by ben and a gold answer by
+    the PI, and a database role for each of the three (passwords known)."""
+    server = postgres_server
+    database = server.new_database()
+    project = ServerProject.create(server.url(database))
+    study = full_study(project)
+    roles = {}
+    for person in ("ava", "ben", "pat"):
+        role, password = f"{person}_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
+        server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        project.add_member(role, person)
+        roles[person] = (role, password)
+    yield server, database, project, study, roles
+    project.close()
+
+
+def _connect(team, person):
+    server, database, _project, _study, roles = team
+    role, password = roles[person]
+    return psycopg.connect(server.dsn(database, role, password), autocommit=True)
+
+
+def _column(conn, sql, *params):
+    return [row[0] for row in conn.execute(sql, params).fetchall()]
+
+
+def test_a_clinician_reads_none_of_anyone_elses_work(team):
+    _server, _db, _project, study, _roles = team
+    with _connect(team, "ava") as conn:
+        assert set(_column(conn, "SELECT annotator_id FROM answers")) == {study.ava}
+        others = _column(conn, "SELECT count(*) FROM answers WHERE annotator_id != %s", study.ava)
+        assert others == [0]
+        assert _column(conn, "SELECT count(*) FROM answers WHERE is_gold") == [0]
+        own = set(_column(conn, "SELECT id FROM answers"))
+        for table in DETAIL_TABLES:
+            found = set(_column(conn, f"SELECT answer_id FROM {table}"))
+            assert found <= own, table
+        assert set(_column(conn, "SELECT annotator_id FROM assignments")) == {study.ava}
+        assert set(_column(conn, "SELECT actor_id FROM audit_log")) <= {study.ava}
+    with _connect(team, "ben") as conn:
+        assert set(_column(conn, "SELECT annotator_id FROM answers")) == {study.ben}
+        for table in DETAIL_TABLES:  # ben's only answer (urgency) is a draft of his own
+            others = _column(
+                conn,
+                f"SELECT count(*) FROM {table} WHERE answer_id IN "
+                "(SELECT id FROM public.answers WHERE annotator_id != %s)",
+                study.ben,
+            )
+            assert others == [0], table
+
+
+def test_a_clinician_reads_cases_and_drafts_blinded(team):
+    with _connect(team, "ava") as conn:
+        assert _column(conn, "SELECT count(*) FROM cases WHERE urgency_level IS NOT NULL") == [0]
+        assert set(_column(conn, "SELECT author || source FROM responses")) == {""}
+        assert set(_column(conn, "SELECT production FROM responses")) == {"other"}
+        ids = _column(conn, "SELECT external_id FROM responses")
+        assert ids and all(x.startswith("response-") for x in ids)
+        assert _column(conn, "SELECT count(*) FROM case_tags WHERE key = 'relevancy'") == [0]
+        assert set(_column(conn, "SELECT batch FROM units WHERE kind = 'urgency'")) <= {""}
+        for table in ("cases", "responses", "units", "case_tags"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"SELECT * FROM public.{table}")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM study_members")
+
+
+def test_a_clinician_cannot_write_anyone_elses_answer(team):
+    _server, _db, _project, study, _roles = team
+    with _connect(team, "ava") as conn:
+        changed = conn.execute(
+            "UPDATE answers SET comment = 'x' WHERE annotator_id = %s", (study.ben,)
+        ).rowcount
+        assert changed == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO answers (unit_id, kind, annotator_id, is_gold, status, "
+                "active_seconds, flagged, flag_note, comment, created_at, updated_at) "
+                "VALUES (%s, 'rank', %s, false, 'draft', 0, false, '', '', '', '')",
+                (study.units["rank"], study.ben),
+            )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("UPDATE cases SET message = 'x'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("INSERT INTO annotators (name, display_name, role, is_model, created_at)"
+                         " VALUES ('eve', 'Eve', 'pi', false, '')")  # fmt: skip
+
+
+def test_the_pi_reads_everything(team):
+    _server, _db, project, _study, _roles = team
+    with project.read() as s:  # the owner's view, as a reference
+        from sqlalchemy import text
+
+        answers = s.execute(text("SELECT count(*) FROM answers")).scalar()
+    with _connect(team, "pat") as conn:
+        assert _column(conn, "SELECT count(*) FROM answers") == [answers]
+        assert _column(conn, "SELECT count(*) FROM answers WHERE is_gold") == [1]
+        assert _column(conn, "SELECT urgency_level FROM cases ORDER BY id") == [1, 6]
+        assert "llama-8b" in _column(conn, "SELECT author FROM responses")
+
+
+def test_our_service_works_as_the_clinician(team):
+    server, database, project, study, roles = team
+    role, password = roles["ben"]
+    with ServerProject.open(server.url(database, role, password)) as as_ben:
+        assert as_ben.member() == "ben"
+        ben = StudyService(as_ben).as_viewer("ben")
+        assert [item.unit_id for item in ben.queue("rank")] == [study.units["rank"]]
+        done = {}
+        own_payloads = payloads(study)
+        for kind, unit in study.units.items():
+            view = ben.read_unit(unit)
+            assert all(r.author in ("", None) for r in view.responses)
+            done[kind] = ben.save_answer(unit, own_payloads[kind], status="submitted")
+        assert {a.annotator_id for a in done.values()} == {study.ben}
+    verification = verify_project(project)
+    assert verification.ok, verification
+    with _connect(team, "ben") as conn:  # his saves' audit entries, and no one else's
+        assert set(_column(conn, "SELECT actor_id FROM audit_log")) == {study.ben}
+        assert len(_column(conn, "SELECT id FROM audit_log")) == len(study.units)
+    with _connect(team, "ava") as conn:  # ava still sees only her own
+        assert set(_column(conn, "SELECT annotator_id FROM answers")) == {study.ava}
