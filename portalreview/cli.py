@@ -314,6 +314,10 @@ def cmd_copy(args: argparse.Namespace) -> int:
     accepted."""
     from portalreview.store.merge import make_copy, whole_study_contents
 
+    if args.to:
+        return _move_study(args)
+    if not args.output:
+        raise CliError("say where the offline copy goes with -o FILE (or --to for a move)")
     if not args.whole_study and not args.for_:
         raise CliError(
             "say who the copy is for with --for NAME (it then holds only their assignments and "
@@ -333,6 +337,19 @@ def cmd_copy(args: argparse.Namespace) -> int:
     else:
         print(f"Wrote {info.path} for {info.annotator or 'anyone'} (the whole study)")
         print(f"warning: {info.path.name} holds the whole study: {holds}", file=sys.stderr)
+    return 0
+
+
+def _move_study(args: argparse.Namespace) -> int:
+    """The whole study, as it is, into a new file or an empty server database (either way)."""
+    from portalreview.store.transfer import copy_study
+
+    if args.output or args.for_ or args.whole_study:
+        raise CliError("--to copies the whole study as it is: leave out -o, --for, --whole-study")
+    target = project_target(args.to)
+    with open_project(_project_path(args.path), read_only=True) as source:
+        copy_study(source, target).close()
+    print(f"Copied the whole study to {shown_target(target)}")
     return 0
 
 
@@ -762,9 +779,19 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     prog.add_argument("--json", action="store_true", help="print the rows as JSON")
     prog.set_defaults(func=cmd_progress)
 
-    copy = verbs.add_parser("copy", help="write a copy for a clinician to annotate offline")
-    copy.add_argument("path", help="the master project file")
-    copy.add_argument("-o", "--output", required=True, help="the copy's file")
+    copy = verbs.add_parser(
+        "copy",
+        help="write a copy for a clinician to annotate offline, or move the whole study "
+        "between a file and a server (--to)",
+    )
+    copy.add_argument("path", help="the master project file, or a server study's address")
+    copy.add_argument("-o", "--output", help="the offline copy's file")
+    copy.add_argument(
+        "--to",
+        metavar="TARGET",
+        help="copy the whole study, as it is, into a new file or an empty server database "
+        "(postgresql://...): the same study, ids, audit log and all",
+    )
     copy.add_argument(
         "--for",
         dest="for_",

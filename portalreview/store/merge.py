@@ -319,7 +319,12 @@ def make_copy(
     work = Path(tempfile.mkdtemp(prefix=".portalreview-copy-", dir=out.parent))
     try:
         temporary = work / out.name
-        _sqlite_copy(project.path, temporary, steps)
+        if project.path is None:  # a server study: its rows, into a new file
+            from portalreview.store.transfer import copy_study
+
+            copy_study(project, temporary).close()
+        else:
+            _sqlite_copy(project.path, temporary, steps)
         steps.step()
         conn = sqlite3.connect(temporary)
         try:
@@ -590,7 +595,7 @@ def _read_copy(path: Path, master: Project) -> _Copy:
         audit = list(s.execute(select(AuditEntry.id, AuditEntry.hash, AuditEntry.answer_id)))
         found = _Copy(file=path.name, meta=_meta(s), audit=[(i, h) for i, h, _ in audit])
         with master.read() as ms:
-            found.base, found.base_time = _check_identity(ms, master.path, found)
+            found.base, found.base_time = _check_identity(ms, master.label, found)
         changed = {a for i, _, a in audit if a is not None and i > found.base}
         names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
         keys = {
@@ -613,7 +618,7 @@ def _read_copy(path: Path, master: Project) -> _Copy:
         return found
 
 
-def _check_identity(master: Session, master_path: Path, copy: _Copy) -> tuple[int, str]:
+def _check_identity(master: Session, master_label: str, copy: _Copy) -> tuple[int, str]:
     """The copy's base (audit id, time) in the master's history; MergeRefused otherwise."""
     mine = _meta(master)
     theirs = copy.meta
@@ -621,7 +626,7 @@ def _check_identity(master: Session, master_path: Path, copy: _Copy) -> tuple[in
         raise MergeRefused(
             f"{copy.file} is not a copy of this project: it belongs to the project "
             f"{theirs.get('name', '?')!r} ({theirs.get('project_id', 'no project id')}), and "
-            f"{master_path.name} is {mine.get('name', '?')!r} ({mine.get('project_id')}). "
+            f"{master_label} is {mine.get('name', '?')!r} ({mine.get('project_id')}). "
             "Nothing was merged."
         )
     if theirs.get("copy_base_audit_id") is not None:
@@ -631,7 +636,7 @@ def _check_identity(master: Session, master_path: Path, copy: _Copy) -> tuple[in
         entry = master.get(AuditEntry, base)
         if entry is None or entry.hash != theirs.get("copy_base_audit_hash"):
             raise MergeRefused(
-                f"{copy.file} was made from a state of this project that {master_path.name} "
+                f"{copy.file} was made from a state of this project that {master_label} "
                 f"does not hold (its starting point, audit entry {base}, is not in this file's "
                 "history): was this file restored from an older backup? Merge it into the file "
                 "it was copied from. Nothing was merged."
@@ -711,10 +716,10 @@ def merge_copy(
     copy_path = Path(copy_path)
     if not copy_path.exists():
         raise MergeRefused(f"there is no file {copy_path}")
-    if copy_path.resolve() == project.path.resolve():
+    if project.path is not None and copy_path.resolve() == project.path.resolve():
         raise MergeRefused(f"{copy_path.name} is this project itself, not a copy of it")
     if project.read_only and not dry_run:
-        raise ProjectError(f"{project.path.name} is open read-only; a merge cannot be saved.")
+        raise ProjectError(f"{project.label} is open read-only; a merge cannot be saved.")
     steps = Steps(1, progress, cancel)
     steps.start()
     copy = _read_copy(copy_path, project)
@@ -723,7 +728,7 @@ def merge_copy(
     recorder = EventRecorder(project, by)
     session = project.read() if dry_run else recorder._write()
     with session as s:
-        report = _merge(s, recorder, project.path, copy, dry_run, steps)
+        report = _merge(s, recorder, project.label, copy, dry_run, steps)
     steps.finish()
     return report
 
@@ -754,9 +759,9 @@ def merge_copies(
 
 
 def _merge(
-    s: Session, recorder: EventRecorder, master_path: Path, copy: _Copy, dry_run: bool, steps
+    s: Session, recorder: EventRecorder, master_label: str, copy: _Copy, dry_run: bool, steps
 ) -> MergeReport:
-    base, base_time = _check_identity(s, master_path, copy)  # again, inside the transaction
+    base, base_time = _check_identity(s, master_label, copy)  # again, inside the transaction
     copy_id = copy.meta.get("copy_id", "")
     report = MergeReport(
         copy_file=copy.file,

@@ -356,6 +356,24 @@ class Project:
         cls, path: str | os.PathLike, name: str | None = None, catalogs: Catalogs | None = None
     ) -> Project:
         """Create a new, empty project file (readable and writable by its owner only)."""
+        project = cls.create_empty(path)
+        with project.write() as session:
+            meta = {
+                "project_id": str(uuid.uuid4()),
+                "name": name or Path(path).stem,
+                "created_at": utc_now(),
+                "created_by_version": __version__,
+            }
+            session.add_all(ProjectMeta(key=k, value=v) for k, v in meta.items())
+        from portalreview.store.catalog_store import install_catalogs
+
+        install_catalogs(project, catalogs or DEFAULT_CATALOGS)
+        return project
+
+    @classmethod
+    def create_empty(cls, path: str | os.PathLike) -> Project:
+        """A new project file with the schema and nothing in it, not even its identity (for
+        :func:`portalreview.store.transfer.copy_study`, which fills it)."""
         path = Path(path)
         if path.exists():
             raise ProjectError(f"{path} already exists; choose another name.")
@@ -377,19 +395,7 @@ class Project:
         except Exception:
             path.unlink(missing_ok=True)
             raise
-        project = cls._open(path, read_only=False, automatic_backup=False)  # nothing to keep
-        with project.write() as session:
-            meta = {
-                "project_id": str(uuid.uuid4()),
-                "name": name or path.stem,
-                "created_at": utc_now(),
-                "created_by_version": __version__,
-            }
-            session.add_all(ProjectMeta(key=k, value=v) for k, v in meta.items())
-        from portalreview.store.catalog_store import install_catalogs
-
-        install_catalogs(project, catalogs or DEFAULT_CATALOGS)
-        return project
+        return cls._open(path, read_only=False, automatic_backup=False)  # nothing to keep
 
     @classmethod
     def open(

@@ -20,7 +20,7 @@ from portalreview.store.merge import (
     write_conflicts,
 )
 from portalreview.store.models import Answer, AuditEntry
-from portalreview.store.project import Project
+from portalreview.store.project import Project, backup_dir
 from portalreview.store.service import StudyService
 from portalreview.store.study_setup import Cancelled
 from tests.conftest import build_small_study
@@ -50,8 +50,9 @@ def _edit(path, annotator: str, unit: int, payload: dict, status: str = "submitt
 
 
 @pytest.fixture
-def master(tmp_path):
-    with Project.create(tmp_path / "master.prproj", name="Master") as p:
+def master(new_project):
+    """The master study: a file, or (tests marked both_backends) a server study too."""
+    with new_project("Master") as p:
         study = build_small_study(p)
         ava = study.service.as_viewer("ava")
         ava.save_answer(study.units["urgency"], _urgent(study.case1), status="submitted")
@@ -60,6 +61,7 @@ def master(tmp_path):
         yield p, study
 
 
+@pytest.mark.both_backends
 def test_two_edited_copies_add_conflict_and_merge_idempotently(master, tmp_path):
     project, study = master
     units = study.units
@@ -136,6 +138,7 @@ def test_two_edited_copies_add_conflict_and_merge_idempotently(master, tmp_path)
     assert _snapshot(project) == before
 
 
+@pytest.mark.both_backends
 def test_a_copy_that_keeps_only_one_clinicians_work(master, tmp_path):
     project, study = master
     info = make_copy(project, tmp_path / "ben.prproj", annotator="ben", only_assigned=True)
@@ -174,7 +177,7 @@ def test_a_plain_file_copy_merges_from_the_common_history(master, tmp_path):
     project, study = master
     plain = tmp_path / "plain.prproj"
     project.backup("x")  # a consistent copy, as a file manager would make of a closed project
-    (backup,) = sorted((tmp_path / "master.backups").glob("*.prproj"))
+    (backup,) = sorted(backup_dir(project.path).glob("*.prproj"))
     backup.rename(plain)
     _edit(plain, "ava", study.units["rank"], _rank(study))
     study.service.as_viewer("ben").save_answer(
@@ -184,6 +187,7 @@ def test_a_plain_file_copy_merges_from_the_common_history(master, tmp_path):
     assert report.added == [f"{study.units['rank']}:ava:answer"] and not report.conflicts
 
 
+@pytest.mark.both_backends
 def test_a_foreign_copy_is_refused_and_changes_nothing(master, tmp_path, capsys):
     project, _ = master
     with Project.create(tmp_path / "other.prproj", name="Other study") as other:
@@ -195,8 +199,9 @@ def test_a_foreign_copy_is_refused_and_changes_nothing(master, tmp_path, capsys)
         merge_copy(project, foreign)
     assert "Other study" in str(refused.value) and "Nothing was merged" in str(refused.value)
     assert _snapshot(project) == before
-    with pytest.raises(MergeRefused, match="this project itself"):
-        merge_copy(project, project.path)
+    if project.path is not None:  # a file master
+        with pytest.raises(MergeRefused, match="this project itself"):
+            merge_copy(project, project.path)
 
 
 def test_a_copy_made_after_the_masters_backup_is_refused_by_the_backup(master, tmp_path):
@@ -211,6 +216,7 @@ def test_a_copy_made_after_the_masters_backup_is_refused_by_the_backup(master, t
         assert _snapshot(restored) == before
 
 
+@pytest.mark.both_backends
 def test_dry_run_and_cancel_change_nothing(master, tmp_path):
     project, study = master
     copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path

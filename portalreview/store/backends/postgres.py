@@ -19,9 +19,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -74,6 +74,21 @@ def redact(target: str | URL) -> str:
         return "(an address that cannot be read)"
     shown = url.set(drivername=url.drivername.split("+")[0])
     return shown.render_as_string(hide_password=True)
+
+
+#: project_meta keys that mark a database as a server study; a file has no such keys.
+SERVER_KEYS = ("application", "schema_version")
+_COUNT_TABLES = "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+
+
+def _schema_statements() -> list[str]:
+    """What the tables' CHECKs need first (json_valid)."""
+    return list(POSTGRES_FUNCTIONS)
+
+
+def _rules_statements() -> list[str]:
+    """After the tables: SQLite's rowid, and the rules of ``schema_sql``."""
+    return postgres_rowid_statements(Base.metadata) + postgres_trigger_statements()
 
 
 def _make_engine(url: URL) -> Engine:
@@ -133,49 +148,44 @@ class ServerProject:
         cls, target: str, name: str | None = None, catalogs: Catalogs | None = None
     ) -> ServerProject:
         """Make the (empty, existing) database ``target`` a new study."""
-        from portalreview.store.backends.postgres_security import security_statements
+        project = cls.create_empty(target)
+        with project.write() as session:
+            meta = {
+                "project_id": str(uuid.uuid4()),
+                "name": name or project.url.database,
+                "created_at": utc_now(),
+                "created_by_version": __version__,
+            }
+            session.add_all(ProjectMeta(key=k, value=v) for k, v in meta.items())
+        from portalreview.store.catalog_store import install_catalogs
 
+        install_catalogs(project, catalogs or DEFAULT_CATALOGS)
+        return project
+
+    @classmethod
+    def create_empty(
+        cls, target: str, fill: Callable[[Session], None] | None = None
+    ) -> ServerProject:
+        """The schema, rules and security in the empty database ``target``, and what marks it
+        ours (``application``, ``schema_version``); no identity, no catalogs. ``fill(session)``
+        (:func:`portalreview.store.transfer.copy_study`) adds rows in the same transaction:
+        PostgreSQL's DDL is transactional, so a failure leaves the database as empty as it was."""
         url = parse_url(target)
         engine = _make_engine(url)
         try:
             with engine.begin() as conn:
-                if conn.execute(text("SELECT count(*) FROM pg_tables WHERE schemaname = "
-                                     "current_schema()")).scalar():  # fmt: skip
-                    raise ServerError(
-                        f"{redact(url)} already holds tables: a new study needs an empty "
-                        "database (ask IT for one)."
-                    )
-                for statement in POSTGRES_FUNCTIONS:
-                    conn.exec_driver_sql(statement)
-                Base.metadata.create_all(conn)
-                for statement in postgres_rowid_statements(Base.metadata):
-                    conn.exec_driver_sql(statement)
-                for statement in postgres_trigger_statements():
-                    conn.exec_driver_sql(statement)
-                for statement in security_statements(Base.metadata):
-                    conn.exec_driver_sql(statement)
-                meta = {
-                    "application": APPLICATION,
-                    "schema_version": str(migrations.SCHEMA_VERSION),
-                    "project_id": str(uuid.uuid4()),
-                    "name": name or url.database,
-                    "created_at": utc_now(),
-                    "created_by_version": __version__,
-                }
-                with Session(conn) as session:
-                    session.add_all(ProjectMeta(key=k, value=v) for k, v in meta.items())
-                    session.flush()
+                _install(conn, url)
+                if fill is not None:
+                    with Session(conn) as session:
+                        fill(session)
+                        session.flush()
         except DBAPIError as exc:
             engine.dispose()
             raise _server_error(url, exc) from exc
         except BaseException:
             engine.dispose()
             raise
-        project = cls(url, engine, read_only=False)
-        from portalreview.store.catalog_store import install_catalogs
-
-        install_catalogs(project, catalogs or DEFAULT_CATALOGS)
-        return project
+        return cls(url, engine, read_only=False)
 
     @classmethod
     def open(
@@ -264,6 +274,31 @@ class ServerProject:
             f"{self.location} is on a server: its backups are made there by IT (pg_dump, "
             "docs/deployment.md), not by PortalReview."
         )
+
+
+def _install(conn: Connection, url: URL) -> None:
+    """Make the empty database of ``conn`` a study with no rows (see create_empty)."""
+    from portalreview.store.backends.postgres_security import security_statements
+
+    if conn.execute(text(_COUNT_TABLES)).scalar():
+        raise ServerError(
+            f"{redact(url)} already holds tables: a new study needs an empty database "
+            "(ask IT for one)."
+        )
+    for statement in _schema_statements():
+        conn.exec_driver_sql(statement)
+    Base.metadata.create_all(conn)
+    for statement in _rules_statements():
+        conn.exec_driver_sql(statement)
+    for statement in security_statements(Base.metadata):
+        conn.exec_driver_sql(statement)
+    conn.execute(
+        ProjectMeta.__table__.insert(),
+        [
+            {"key": "application", "value": APPLICATION},
+            {"key": "schema_version", "value": str(migrations.SCHEMA_VERSION)},
+        ],
+    )
 
 
 def _server_error(url: URL, exc: DBAPIError) -> ServerError:

@@ -1,0 +1,91 @@
+"""Moving a whole study between a project file and a server database, either way.
+
+:func:`copy_study` copies every row of every table, ids and stored order included, into a new
+study at the target (a new file, or an empty PostgreSQL database), in one transaction: the
+copy is the same study (same ``project_id``, same audit log and hash chain), so the JSONL
+export of both is identical, an offline copy made from either merges into either, and nothing
+is half-copied when something fails. The source is read in one snapshot and never changed.
+
+What belongs to a back end is not copied: a server study's marks (``postgres.SERVER_KEYS``),
+its members and roles (IT grants them again on the new server, ``portalreview member``), a
+file's backups and lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import insert, literal_column, select, text
+from sqlalchemy.orm import Session
+
+from portalreview.store.backends import AnyProject, Project, ServerProject, is_server_url
+from portalreview.store.backends.postgres import SERVER_KEYS
+from portalreview.store.models import Base, ProjectMeta
+
+log = logging.getLogger(__name__)
+
+#: Rows inserted per statement.
+CHUNK = 5000
+
+Progress = Callable[[int, int], None]
+
+
+def copy_study(
+    source: AnyProject, target: str | os.PathLike, progress: Progress | None = None
+) -> AnyProject:
+    """Copy the open study ``source`` into a new study at ``target`` and return it, open.
+    ``progress(tables done, tables)``. On any failure nothing is left: a new file is removed,
+    a server database stays empty (its schema is made in the same transaction as the rows)."""
+    tables = Base.metadata.sorted_tables  # parents before children: foreign keys hold
+
+    def fill(writing: Session) -> None:
+        with source.read() as reading:
+            for done, table in enumerate(tables):
+                _copy_table(reading, writing, table)
+                if progress is not None:
+                    progress(done + 1, len(tables))
+        if is_server_url(target):
+            _continue_counters(writing)
+
+    if is_server_url(target):
+        copy: AnyProject = ServerProject.create_empty(str(target), fill=fill)
+    else:
+        copy = Project.create_empty(target)
+        try:
+            with copy.write() as writing:
+                fill(writing)
+        except BaseException:
+            copy.close()
+            Path(target).unlink(missing_ok=True)
+            raise
+    log.info("study copied: %s -> %s", source.location, copy.location)
+    return copy
+
+
+def _copy_table(reading: Session, writing: Session, table) -> None:
+    query = select(table).order_by(literal_column(f"{table.name}.rowid"))
+    if table is ProjectMeta.__table__:  # a server study's own marks stay where they are
+        query = query.where(ProjectMeta.key.not_in(SERVER_KEYS))
+    rows = reading.execute(query).mappings()
+    while chunk := rows.fetchmany(CHUNK):
+        writing.execute(insert(table), [dict(row) for row in chunk])
+
+
+def _continue_counters(writing: Session) -> None:
+    """PostgreSQL's id counters go on after the copied ids (SQLite's follow by themselves)."""
+    for table in Base.metadata.sorted_tables:
+        key = list(table.primary_key.columns)
+        if len(key) != 1 or not key[0].autoincrement or key[0].type.python_type is not int:
+            continue
+        sequence = writing.execute(
+            text("SELECT pg_get_serial_sequence(:t, :c)"), {"t": table.name, "c": key[0].name}
+        ).scalar()
+        if sequence:
+            writing.execute(
+                text(f"SELECT setval(:s, coalesce((SELECT max({key[0].name}) FROM "
+                     f"{table.name}), 0) + 1, false)"),
+                {"s": sequence},
+            )  # fmt: skip
