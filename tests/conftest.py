@@ -21,9 +21,8 @@ from portalreview.store.service import StudyService
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests marked ``both_backends`` run once on a project file and once on a study in a real
     PostgreSQL server (the ``backend`` parameter; everything else runs on a file)."""
-    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "both_backends"
-    ):
+    marked = metafunc.definition.get_closest_marker
+    if "backend" in metafunc.fixturenames and marked("both_backends") and not marked("file_only"):
         metafunc.parametrize("backend", ["file", "server"])
 
 
@@ -73,6 +72,44 @@ def new_project(request: pytest.FixtureRequest, backend: str, tmp_path: Path):
     yield make
     for p in made:
         p.close()
+
+
+@pytest.fixture(scope="session")
+def demo_study_file(tmp_path_factory) -> Path:
+    """The demo study, built once per run (copy it before writing)."""
+    from portalreview.demo import build_demo
+
+    return build_demo(tmp_path_factory.mktemp("demo-study") / "demo.prproj")
+
+
+@pytest.fixture(scope="session")
+def demo_server_template(postgres_server, demo_study_file) -> str:
+    """A server database holding the demo study, copied once per run, to clone from."""
+    from portalreview.store.transfer import copy_study
+
+    database = postgres_server.new_database("demo_template")
+    with Project.open(demo_study_file, read_only=True) as demo:
+        copy_study(demo, postgres_server.url(database)).close()
+    return database
+
+
+@pytest.fixture
+def fresh_demo(request: pytest.FixtureRequest, backend: str, demo_study_file, tmp_path):
+    """A fresh, writable copy of the demo study on this test's back end, open."""
+    import shutil
+
+    from portalreview.store.backends import ServerProject
+
+    if backend == "server":
+        server = request.getfixturevalue("postgres_server")
+        template = request.getfixturevalue("demo_server_template")
+        project = ServerProject.open(server.url(server.clone_database(template)))
+    else:
+        path = tmp_path / "demo.prproj"
+        shutil.copy(demo_study_file, path)
+        project = Project.open(path, automatic_backup=False)
+    yield project
+    project.close()
 
 
 @pytest.fixture

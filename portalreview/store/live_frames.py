@@ -15,7 +15,8 @@ block of 256 answer ids (``BLOCK_BITS``). The next refresh reads **in full** whe
   ``case_tags``, ``responses``, ``sentences`` and ``annotators``; the annotators' names and
   model flags and the unit sets' names (short tables); the cases' reference urgency levels
   (their count and id-weighted sum); every ``project_meta`` entry (the catalogs, the project's
-  id); the schema's version numbers (``PRAGMA schema_version`` and ``user_version``);
+  id); the schema's version numbers (``PRAGMA schema_version`` and ``user_version``; on a
+  server study, the count of the study's table columns and its ``schema_version`` entry);
 * the assignments changed otherwise than by new rows;
 * the audit log was not only added to (the entry at the old watermark is gone or another: a
   file restored from a backup, another copy of the project);
@@ -124,16 +125,23 @@ _SMALL_TABLES_SQL = (
     "SELECT id, name, is_model FROM annotators ORDER BY id",
     "SELECT id, name FROM unit_sets ORDER BY id",
     "SELECT key, value FROM project_meta ORDER BY key",
-    "PRAGMA schema_version",
-    "PRAGMA user_version",
 )
+# What says the schema changed: SQLite counts every change of it; PostgreSQL has no such
+# counter, so its tables' columns are counted (schema_version is in project_meta there).
+_SCHEMA_SQL = {
+    "sqlite": ("PRAGMA schema_version", "PRAGMA user_version"),
+    "postgresql": (
+        "SELECT count(*) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped",
+    ),
+}
 _BLOCK_SUMS_SQL = f"""
 WITH RECURSIVE block(b) AS (
     SELECT 0
     UNION ALL
-    SELECT b + 1 FROM block WHERE b < (SELECT ifnull(max(id), 0) FROM answers) >> {BLOCK_BITS}
+    SELECT b + 1 FROM block WHERE b < (SELECT coalesce(max(id), 0) FROM answers) >> {BLOCK_BITS}
 )
-SELECT (SELECT total(active_seconds) FROM answers
+SELECT (SELECT coalesce(sum(active_seconds), 0.0) FROM answers
         WHERE id >= b << {BLOCK_BITS} AND id < (b + 1) << {BLOCK_BITS})
 FROM block ORDER BY b
 """
@@ -250,7 +258,10 @@ class LiveFrames:
 
 
 def _sql(s: Session, sql: str, params: tuple = ()) -> list[tuple]:
-    """Rows of ``sql`` in the session's transaction, through the driver's own cursor."""
+    """Rows of ``sql`` in the session's transaction, through the driver's own cursor.
+    Parameters are written ``?`` (SQLite's style) and given to psycopg as ``%s``."""
+    if s.get_bind().dialect.name == "postgresql":
+        sql = sql.replace("?", "%s")
     cursor = s.connection().connection.dbapi_connection.cursor()
     try:
         return cursor.execute(sql, params).fetchall()
@@ -259,10 +270,11 @@ def _sql(s: Session, sql: str, params: tuple = ()) -> list[tuple]:
 
 
 def _watermark(s: Session) -> _Mark:
-    audit_id = _sql(s, "SELECT ifnull(max(id), 0) FROM audit_log")[0][0]
+    audit_id = _sql(s, "SELECT coalesce(max(id), 0) FROM audit_log")[0][0]
     fingerprint = (
         _sql(s, _COUNTS_SQL)[0],
         *(tuple(_sql(s, sql)) for sql in _SMALL_TABLES_SQL),
+        *(tuple(_sql(s, sql)) for sql in _SCHEMA_SQL[s.get_bind().dialect.name]),
     )
     assignments = _sql(s, _ASSIGNMENTS_SQL)[0]
     sums = np.array([row[0] for row in _sql(s, _BLOCK_SUMS_SQL)], dtype=float)
@@ -303,7 +315,7 @@ def _time_changes(
     keys = answers.answer_id.to_numpy().astype(np.int64)
     seconds = answers.active_seconds.to_numpy().astype(float)
     if len(changed) > MAX_BLOCKS_ONE_BY_ONE:
-        rows = _sql(s, f"SELECT id, active_seconds FROM answers WHERE 1{submitted} ORDER BY id")
+        rows = _sql(s, f"SELECT id, active_seconds FROM answers WHERE true{submitted} ORDER BY id")
         return _differing(rows, keys, seconds)
     found: set[int] = set()
     for block in changed:

@@ -90,6 +90,12 @@ class RunningPostgres:
         self.admin_sql(f'CREATE DATABASE "{name}"')
         return name
 
+    def clone_database(self, template: str, prefix: str = "study") -> str:
+        """A new database copied from ``template`` (which nobody may be connected to)."""
+        name = f"{prefix}_{secrets.token_hex(6)}"
+        self.admin_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+        return name
+
     def pg_ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(
             [str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), *args],

@@ -3,35 +3,26 @@ the analyses fed by the changed answers were computed again."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from portalreview.analysis import DEPENDS_ON, KINDS
 from portalreview.analysis.filters import FrameFilter, filter_choices
-from portalreview.demo import build_demo
 from portalreview.reports.json_report import build_report
 from portalreview.reports.live_report import LiveReport
+from portalreview.store.backends import open_project
 from portalreview.store.frames import read_frames
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 
+pytestmark = pytest.mark.both_backends
+
 SETTINGS = {"seed": 5, "n_resamples": 50}
 
 
-@pytest.fixture(scope="module")
-def demo_file(tmp_path_factory):
-    return build_demo(tmp_path_factory.mktemp("live") / "demo.prproj")
-
-
 @pytest.fixture
-def demo(demo_file, tmp_path):
-    """A fresh, writable copy of the demo study for each test."""
-    path = tmp_path / "demo.prproj"
-    shutil.copy(demo_file, path)
-    project = Project.open(path, automatic_backup=False)
-    yield project
-    project.close()
+def demo(fresh_demo):
+    """A fresh, writable copy of the demo study for each test (a file, and a server study)."""
+    return fresh_demo
 
 
 def _fresh(project: Project, choice: FrameFilter | None = None) -> dict:
@@ -146,7 +137,8 @@ def test_a_new_case_reads_everything_again(demo):
 def test_another_project_object_starts_afresh(demo, tmp_path):
     live = LiveReport()
     live.refresh(demo, **SETTINGS)
-    other = Project.open(demo.path, read_only=True)
+    where = demo.path or demo.url.render_as_string(hide_password=False)
+    other = open_project(where, read_only=True)
     try:
         result = live.refresh(other, **SETTINGS)
     finally:

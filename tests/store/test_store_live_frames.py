@@ -28,6 +28,8 @@ from portalreview.store.service import StudyService
 from portalreview.store.templates import TemplateService
 from tests.conftest import build_small_study
 
+pytestmark = pytest.mark.both_backends
+
 FRAMES = [f.name for f in fields(StudyFrames) if f.init]
 ALL_KINDS = frozenset(KINDS)
 
@@ -94,19 +96,17 @@ def demo_file(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def demo(demo_file, tmp_path):
-    """A fresh copy of the demo study (every kind answered, a queue left to do)."""
-    path = tmp_path / "demo.prproj"
-    shutil.copy(demo_file, path)
-    with Project.open(path, automatic_backup=False) as project:
-        yield project, StudyService(project)
+def demo(fresh_demo):
+    """A fresh copy of the demo study (every kind answered, a queue left to do); a file, and
+    a server study."""
+    return fresh_demo, StudyService(fresh_demo)
 
 
 @pytest.fixture
-def small(tmp_path):
+def small(new_project):
     """conftest's small study: one unit of each kind, assigned to ava and ben."""
-    with Project.create(tmp_path / "small.prproj", name="Small") as project:
-        yield project, build_small_study(project)
+    project = new_project("Small")
+    return project, build_small_study(project)
 
 
 def payload(svc: StudyService, unit_id: int, rng: random.Random, complete: bool = True) -> dict:
@@ -598,7 +598,7 @@ def _write_of(name: str, project: Project, svc: StudyService, tmp_path: Path) ->
             "urgency_level": "UPDATE cases SET urgency_level = 7 - urgency_level "
             "WHERE id = (SELECT min(id) FROM cases WHERE urgency_level IN (1, 2))",
             "annotator_name": "UPDATE annotators SET name = 'renamed' WHERE id = 1",
-            "model_flag": "UPDATE annotators SET is_model = 1 WHERE id = 1",
+            "model_flag": "UPDATE annotators SET is_model = true WHERE id = 1",
             "unit_set_name": "UPDATE unit_sets SET name = 'renamed' WHERE id = 1",
             "assignment_gone": "DELETE FROM assignments WHERE rowid = (SELECT max(rowid) "
             "FROM assignments WHERE (unit_id, annotator_id) NOT IN "
@@ -648,6 +648,7 @@ def test_live_frames_safe_audit_entries_change_nothing(demo, tmp_path):
     assert change.n_answers_reread == 0
 
 
+@pytest.mark.file_only  # backups and other files are a file's matters
 def test_live_frames_a_restored_or_other_file_is_read_in_full(demo, demo_file, tmp_path):
     project, svc = demo
     older = project.backup()  # the state now, in the backups folder
