@@ -349,6 +349,16 @@ class Project:
         """How messages name the study: the file's name (a server study: its address)."""
         return self.path.name
 
+    @property
+    def stem(self) -> str:
+        """The start of names of files made from the study (reports, copies)."""
+        return self.path.stem
+
+    @property
+    def folder(self) -> Path:
+        """Where files made from the study go by default: beside it."""
+        return self.path.parent
+
     # --- lifecycle ------------------------------------------------------------------------
 
     @classmethod
@@ -502,6 +512,11 @@ class Project:
             raise ProjectError(f"{self.path.name} is open read-only; changes cannot be saved.")
         with self._writer() as session, session.begin():
             yield session
+
+    def listen(self, on_change: Callable[[str], None]) -> None:
+        """A file tells no one of saves (its app learns of its own directly); see
+        ``ServerProject.listen``."""
+        return None
 
     def last_audit_hash(self, session: Session) -> str | None:
         """The newest audit entry's hash, which the next entry chains to."""

@@ -339,7 +339,7 @@ class CopiesDialog(QDialog):
         self.reload()
         if self.read_only:
             self.message.note(
-                f"{project.path.name} is open read-only: you can make copies, not merge them."
+                f"{project.label} is open read-only: you can make copies, not merge them."
             )
 
     # --- building ---------------------------------------------------------------------------
@@ -536,8 +536,8 @@ class CopiesDialog(QDialog):
 
     def suggested_copy_path(self) -> Path:
         who = self.for_box.currentData() or "copy"
-        stem = f"{self.project.path.stem}-{who}"
-        folder = self.project.path.parent
+        stem = f"{self.project.stem}-{who}"
+        folder = self.project.folder
         path, n = folder / f"{stem}{SUFFIX}", 1
         while path.exists():
             n += 1
@@ -594,10 +594,10 @@ class CopiesDialog(QDialog):
         dry_run = self.dry_run_box.isChecked()
         if self.read_only and not dry_run:
             self.message.error(
-                f"{self.project.path.name} is open read-only: a merge cannot be saved."
+                f"{self.project.label} is open read-only: a merge cannot be saved."
             )
             return
-        paths = ask_copies_to_merge(self, self.project.path.parent)
+        paths = ask_copies_to_merge(self, self.project.folder)
         if not paths:
             return
         self.tabs.setCurrentIndex(1)
@@ -657,7 +657,7 @@ class CopiesDialog(QDialog):
         if not self.conflicts:
             self.message.note("There is no open conflict to save.")
             return
-        target = ask_conflicts_path(self, self.project.path.with_name("conflicts.csv"))
+        target = ask_conflicts_path(self, self.project.folder / "conflicts.csv")
         if target is None:
             return
         try:

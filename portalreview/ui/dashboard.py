@@ -555,6 +555,8 @@ class Dashboard(QWidget):
         self._timers()
         self._shortcuts()
         window.windowTitleChanged.connect(self._window_changed)
+        if hasattr(window, "study_saved_elsewhere"):  # a server study: anyone's saves
+            window.study_saved_elsewhere.connect(self._saved_elsewhere)
 
     # --- building --------------------------------------------------------------------------
 
@@ -800,6 +802,10 @@ class Dashboard(QWidget):
         if self.auto.isChecked() and self.isVisible():
             self._auto_timer.start()
 
+    def _saved_elsewhere(self, _kind: str) -> None:
+        """Someone saved in the server study (LISTEN/NOTIFY): as for a save made here."""
+        self._answer_saved(None)
+
     def _auto_refresh(self) -> None:
         """Compute again for newly saved answers; while a computation runs, once it ends (a
         stream of saves on a large study would otherwise cancel every computation)."""
@@ -926,7 +932,7 @@ class Dashboard(QWidget):
         project = self.window_.project
         if project is None:
             return f"agreement-report{suffix}"
-        return str(project.path.with_name(f"{project.path.stem}-agreement{suffix}"))
+        return str(project.folder / f"{project.stem}-agreement{suffix}")
 
     def export_workbook(self) -> None:
         """Ask where, then write the workbook of the figures shown (Ctrl+E)."""

@@ -446,7 +446,7 @@ class DraftsDialog(QDialog):
             for case_id, reason in list(report.failed.items())[:5]
         )
         project = getattr(self.window_, "project", None)
-        path = f'"{project.path}"' if project is not None else "STUDY.prproj"
+        path = f'"{project.location}"' if project is not None else "STUDY.prproj"
         return (
             f"<b>Done.</b> {head}{failed}<br>The drafts are responses of their cases (author "
             "kind model). To rank them, make a rank unit set from the cases' model drafts: "

@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QKeySequence, QShortcut
@@ -273,6 +274,8 @@ class InboxView(QWidget):
         # Signing out or in as someone else retitles the main window: what this window shows
         # belongs to the previous viewer, so it is cleared at once.
         window.windowTitleChanged.connect(self._window_changed)
+        if hasattr(window, "study_saved_elsewhere"):  # a server study: anyone's saves
+            window.study_saved_elsewhere.connect(self._saved_elsewhere)
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -332,6 +335,12 @@ class InboxView(QWidget):
             and not showing_model
         ):
             self._auto_timer.start()
+
+    def _saved_elsewhere(self, kind: str) -> None:
+        """Someone saved in the server study (LISTEN/NOTIFY): an urgency judgement, or a
+        change the listener could not name (it was away), sorts the inbox again."""
+        if kind in ("urgency", "study"):
+            self._answer_saved(SimpleNamespace(kind="urgency"))
 
     def _progress(self, generation: int, done: int, total: int) -> None:
         if generation == self._generation:

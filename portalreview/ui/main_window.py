@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl
+from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -114,10 +114,16 @@ class WelcomePage(QWidget):
 
 
 class MainWindow(QMainWindow):
+    #: A server study's listener heard a change saved by anyone (its kind, or "study"); emitted
+    #: from the listener's thread, delivered on the GUI thread.
+    study_saved_elsewhere = Signal(str)
+
     def __init__(self, preferences: Preferences | None = None) -> None:
         super().__init__()
         self.prefs = preferences or Preferences()
         self.project: Project | None = None
+        self._listener = None  # a server study's Listener (postgres_listen) while it is open
+        self.study_saved_elsewhere.connect(self._heard_from_study)
         self.admin: StudyService | None = None
         self.service: StudyService | None = None
         self.session: AnnotationSession | None = None
@@ -176,6 +182,9 @@ class MainWindow(QMainWindow):
         std = QKeySequence.StandardKey
         self.act_new = self._action("&New project…", self.new_project, std.New)
         self.act_open = self._action("&Open project…", self.choose_project, std.Open)
+        self.act_open_server = self._action(
+            "Open &server study…", self.choose_server_study, QKeySequence("Ctrl+Shift+O")
+        )
         self.act_close = self._action("&Close project", self.close_project, std.Close)
         self.act_quit = self._action("&Quit", self.close, std.Quit)
         self.act_undo = self.undo_group.createUndoAction(self, "&Undo")
@@ -234,7 +243,7 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
-        file_menu.addActions([self.act_new, self.act_open])
+        file_menu.addActions([self.act_new, self.act_open, self.act_open_server])
         self.recent_menu = file_menu.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         file_menu.addActions([self.act_close, self.act_switch_user])
@@ -360,6 +369,51 @@ class MainWindow(QMainWindow):
         if path:
             self.open_project(Path(path))
 
+    def _heard_from_study(self, kind: str) -> None:
+        """The server study's listener is back after the server was away ("study"): save what
+        could not be saved meanwhile."""
+        if kind == "study" and self.session is not None and self.session.pending:
+            self.session.save()
+
+    def choose_server_study(self) -> None:
+        """File > Open server study…: a study on the team's PostgreSQL server."""
+        from portalreview.ui.server_dialog import ServerStudyDialog
+
+        last = str(self.prefs.qs.value("server/last_address", "") or "")
+        dialog = ServerStudyDialog(last, self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        self.prefs.qs.setValue("server/last_address", dialog.address())
+        self.open_server_study(dialog.address(), dialog.password())
+
+    def open_server_study(self, address: str, password: str | None = None) -> None:
+        """Open the server study at ``address`` off the GUI thread, then sign in: as the
+        annotator the database account works as, or (IT's own account) as the person chosen.
+        The password stays in memory only while the study is open."""
+        from portalreview.store.backends import ServerProject
+        from portalreview.store.backends.postgres import redact
+
+        if self.project is not None and not self.close_project():
+            return
+        self.read_only_because = "opened read-only"
+
+        def opened(project: ServerProject) -> None:
+            self._project_opened(project, project.member())
+
+        def failed(message: str, _exc: Exception) -> None:
+            QMessageBox.critical(self, APP_NAME, f"Could not open {redact(address)}:\n{message}")
+
+        run_with_progress(
+            self,
+            f"Opening {redact(address)}…",
+            ServerProject.open,
+            address,
+            password=password,
+            on_done=opened,
+            on_error=failed,
+            cancellable=False,
+        )
+
     def new_project(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
             self, "New project", "", f"PortalReview projects (*{SUFFIX})"
@@ -478,7 +532,10 @@ class MainWindow(QMainWindow):
     def _project_opened(self, project: Project, annotator: str | None = None) -> None:
         self.project = project
         self.admin = StudyService(project)
-        self.prefs.add_recent(project.path)
+        if project.path is not None:
+            self.prefs.add_recent(project.path)
+        # A server study says when anyone saves (the PI's dashboard follows); a file does not.
+        self._listener = project.listen(self.study_saved_elsewhere.emit)
         people = [a for a in self.admin.annotators() if not a.is_model]
         if not people:
             QMessageBox.warning(self, APP_NAME, "This project has no annotators yet.")
@@ -501,7 +558,10 @@ class MainWindow(QMainWindow):
         return dialog.chosen()
 
     def _project_key(self) -> str:
-        return str(self.project.path.resolve()).replace("/", "|") if self.project else ""
+        if self.project is None:
+            return ""
+        where = self.project.location if self.project.path is None else self.project.path.resolve()
+        return str(where).replace("/", "|")
 
     def close_project(self) -> bool:
         """Save everything and close the project; False if the person chose to stay."""
@@ -510,6 +570,9 @@ class MainWindow(QMainWindow):
             self.session.close()
             if self.session.pending and not self._confirm_unsaved():
                 return False
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
         if self.project is not None:
             self.project.close()
         self.project = self.admin = self.service = self.session = None
@@ -575,6 +638,14 @@ class MainWindow(QMainWindow):
 
     def switch_user(self) -> None:
         if self.project is None:
+            return
+        if self.project.path is None:  # a server study: who you are is your database account
+            QMessageBox.information(
+                self,
+                APP_NAME,
+                "On a server study you are the person your database account works as. To work "
+                "as someone else, close the study and open it with their account.",
+            )
             return
         path = self.project.path
         self.open_project(path)

@@ -98,6 +98,7 @@ class AnnotationSession(QObject):
         self.unit: UnitView | None = None
         self.answer: AnswerView | None = None
         self.pending = False
+        self.last_failure: str | None = None  # why the last save failed, until one succeeds
         # the model suggestion behind the answer on screen (``portalreview.ui.suggestions``):
         # state None (none), "offered" (shown, not accepted), "accepted", "edited", "ignored"
         self.suggestion_id: int | None = None
@@ -115,8 +116,15 @@ class AnnotationSession(QObject):
     # --- opening a unit ---------------------------------------------------------------------
 
     def open_unit(self, editor: Editor, unit_id: int, annotator_id: int | None = None) -> None:
-        """Save what is pending, then show ``unit_id`` in ``editor``."""
+        """Save what is pending, then show ``unit_id`` in ``editor``. When what is pending
+        cannot be saved (a study server that went away), the unit on screen stays, with what
+        was typed, and :class:`StoreError` says why."""
         self.leave()
+        if self.pending and self.unit is not None:
+            raise StoreError(
+                "Your changes to this unit are not saved yet, so it stays on screen with them"
+                f" ({self.last_failure or 'the save failed'})."
+            )
         unit = self.service.read_unit(unit_id)
         answer = self.service.get_answer(unit_id, annotator_id)
         if self.editor is not editor:
@@ -209,6 +217,7 @@ class AnnotationSession(QObject):
                 view = self.service.save_answer(unit_id, payload, status="draft", **kwargs)
                 refused = str(exc)
         except (PayloadError, StoreError, PermissionError) as exc:
+            self.last_failure = str(exc)
             log.warning(
                 "answer not saved: unit %s (%s): %s: %s",
                 unit_id,
@@ -229,6 +238,7 @@ class AnnotationSession(QObject):
             (time.perf_counter() - started) * 1000,
         )
         self.answer = view
+        self.last_failure = None
         if self.suggestion_state == "offered":
             self.suggestion_state = "edited"
         self.clock.start()  # the time so far is now stored in the answer

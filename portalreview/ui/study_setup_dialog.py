@@ -179,7 +179,7 @@ def project_closed(dialog: QDialog, message: MessageLine) -> bool:
     if window is None or getattr(window, "project", None) is dialog.project:
         return False
     message.error(
-        f"{dialog.project.path.name} was closed: open this window again from the Tools menu."
+        f"{dialog.project.label} was closed: open this window again from the Tools menu."
     )
     return True
 
@@ -293,7 +293,7 @@ class StudySetupDialog(QDialog):
         self.reload()
         if self.read_only:
             self.message.note(
-                f"{project.path.name} is open read-only (someone else has it open): you can look, "
+                f"{project.label} is open read-only (someone else has it open): you can look, "
                 "not change."
             )
 

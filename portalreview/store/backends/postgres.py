@@ -20,10 +20,12 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from portalreview import __version__
@@ -33,6 +35,10 @@ from portalreview.store.dialects import POSTGRES_FUNCTIONS, postgres_rowid_state
 from portalreview.store.models import Base, ProjectMeta, utc_now
 from portalreview.store.project import ProjectError
 from portalreview.store.schema_sql import postgres_trigger_statements
+from portalreview.store.service import StoreError
+
+if TYPE_CHECKING:
+    from portalreview.store.backends.postgres_listen import Listener
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +50,12 @@ SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 
 class ServerError(ProjectError):
     """The server cannot be reached or refused us; the message says what, without secrets."""
+
+
+class ServerUnavailable(ServerError, StoreError):
+    """The server went away or dropped the connection during a read or a save. A save is one
+    transaction: nothing of it was kept (or, if the connection dropped during the commit
+    itself, all of it: a later save of the same answer updates it, never duplicates it)."""
 
 
 class PasswordNeeded(ServerError):
@@ -87,8 +99,14 @@ def _schema_statements() -> list[str]:
 
 
 def _rules_statements() -> list[str]:
-    """After the tables: SQLite's rowid, and the rules of ``schema_sql``."""
-    return postgres_rowid_statements(Base.metadata) + postgres_trigger_statements()
+    """After the tables: SQLite's rowid, the rules of ``schema_sql``, the notifications."""
+    from portalreview.store.backends.postgres_listen import TRIGGER_STATEMENTS
+
+    return (
+        postgres_rowid_statements(Base.metadata)
+        + postgres_trigger_statements()
+        + TRIGGER_STATEMENTS
+    )
 
 
 def _make_engine(url: URL) -> Engine:
@@ -140,6 +158,16 @@ class ServerProject:
     def label(self) -> str:
         """How messages name the study (a file's name; here the address)."""
         return self.location
+
+    @property
+    def stem(self) -> str:
+        """The start of names of files made from the study: the database's name."""
+        return self.url.database or "study"
+
+    @property
+    def folder(self) -> Path:
+        """Where files made from the study go by default: the person's home folder."""
+        return Path.home()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -219,7 +247,7 @@ class ServerProject:
     @contextlib.contextmanager
     def read(self) -> Iterator[Session]:
         """A session for reading (one consistent snapshot)."""
-        with self._reader() as session, session.begin():
+        with self._unavailable("read"), self._reader() as session, session.begin():
             yield session
 
     @contextlib.contextmanager
@@ -228,13 +256,32 @@ class ServerProject:
         committed when the block ends, rolled back on error."""
         if self.read_only:
             raise ProjectError(f"{self.location} is open read-only; changes cannot be saved.")
-        with self._writer() as session, session.begin():
+        with self._unavailable("save"), self._writer() as session, session.begin():
             yield session
+
+    @contextlib.contextmanager
+    def _unavailable(self, doing: str) -> Iterator[None]:
+        """A lost server or connection as :class:`ServerUnavailable`, in words."""
+        try:
+            yield
+        except (OperationalError, InterfaceError) as exc:
+            what = "Nothing was saved." if doing == "save" else "Nothing was read."
+            raise ServerUnavailable(
+                f"The study server {self.location} did not answer ({_reason(exc)}). {what} "
+                "Try again when it is back."
+            ) from exc
 
     def last_audit_hash(self, session: Session) -> str | None:
         """The newest audit entry's hash, which the next entry chains to. Asked of a function
         with the owner's rights: a clinician may not read the other entries."""
         return session.scalar(text("SELECT portalreview_last_audit_hash()"))
+
+    def listen(self, on_change: Callable[[str], None]) -> Listener:
+        """Call ``on_change(kind)`` (on another thread) for each change saved in the study by
+        anyone (postgres_listen); stop the returned listener when done."""
+        from portalreview.store.backends.postgres_listen import Listener
+
+        return Listener(self.url, on_change)
 
     def member(self) -> str | None:
         """The annotator this connection's database role works as (None: the study's owner

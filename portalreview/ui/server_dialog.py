@@ -1,0 +1,91 @@
+"""File > Open server study…: the address of a study on the team's PostgreSQL server, and the
+password of the person's own database account.
+
+The address is remembered (without any password) for next time. The password is kept in
+memory only while the study is open, and never written anywhere; where IT put it in
+``~/.pgpass``, the box may stay empty.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from portalreview.store.backends.postgres import ServerError, is_server_url, parse_url, redact
+
+PLACEHOLDER = "postgresql://your-account@study-server.hospital.org/ward5_study"
+
+
+class ServerStudyDialog(QDialog):
+    """Asks for a server study's address and the password; :meth:`address` and
+    :meth:`password` once accepted."""
+
+    def __init__(self, last_address: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Open a server study")
+        intro = QLabel(
+            "A study on your team's database server. Ask your PI or IT for its address; you "
+            "sign in with your own database account, which decides what you may see."
+        )
+        intro.setWordWrap(True)
+        self.address_edit = QLineEdit(last_address)
+        self.address_edit.setPlaceholderText(PLACEHOLDER)
+        self.address_edit.setAccessibleName("Server study address")
+        self.address_edit.setMinimumWidth(420)
+        self.password_edit = QLineEdit()
+        self.password_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.password_edit.setAccessibleName("Password of your database account")
+        self.password_edit.setPlaceholderText("(empty if IT set up a password file)")
+        self.problem = QLabel()
+        self.problem.setWordWrap(True)
+        self.problem.setVisible(False)
+        form = QFormLayout()
+        form.addRow("&Address:", self.address_edit)
+        form.addRow("&Password:", self.password_edit)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self._check_and_accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addLayout(form)
+        layout.addWidget(self.problem)
+        layout.addWidget(buttons)
+        (self.password_edit if last_address else self.address_edit).setFocus()
+
+    def address(self) -> str:
+        """The address as typed, without a password typed into it."""
+        return self.address_edit.text().strip()
+
+    def password(self) -> str | None:
+        return self.password_edit.text() or None
+
+    def _check_and_accept(self) -> None:
+        text = self.address()
+        problem = None
+        if not is_server_url(text):
+            problem = "The address starts with postgresql:// (for example " + PLACEHOLDER + ")."
+        else:
+            try:
+                url = parse_url(text)
+            except ServerError as exc:
+                problem = str(exc)
+            else:
+                if url.password:
+                    problem = (
+                        "Type the password in its own box, not in the address: the address "
+                        f"is remembered, the password never ({redact(url)})."
+                    )
+        if problem:
+            self.problem.setText(problem)
+            self.problem.setVisible(True)
+            return
+        self.accept()

@@ -1,0 +1,118 @@
+"""The app on a server study: File > Open server study…, signed in as the database account's
+annotator; typing kept while the server is away and saved when it is back; the PI's dashboard
+following another person's saves by LISTEN/NOTIFY."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from PySide6.QtWidgets import QDialog, QMessageBox
+from test_ui_dashboard import COMPUTE_MS, Dashboard, cell_of, open_dashboard
+from ui_support import show_kind, wait_saved
+
+from portalreview.store.backends import ServerProject
+from portalreview.store.service import StudyService
+from portalreview.tasks.common.editor_base import TextBox
+from portalreview.ui.main_window import MainWindow
+from portalreview.ui.server_dialog import ServerStudyDialog
+from tests.conftest import build_small_study
+
+
+@pytest.fixture
+def team_study(postgres_server):
+    """The small study on the server, and a database account for ava and for the PI."""
+    server = postgres_server
+    database = server.new_database()
+    accounts = {}
+    with ServerProject.create(server.url(database), name="Ward study") as project:
+        study = build_small_study(project)
+        for person in ("ava", "pat"):
+            role, password = f"{person}_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
+            server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+            project.add_member(role, person)
+            accounts[person] = (role, password)
+    return server, database, study, accounts
+
+
+def _open(qtbot, prefs, team_study, person) -> MainWindow:
+    server, database, _study, accounts = team_study
+    role, password = accounts[person]
+    window = MainWindow(prefs)
+    qtbot.addWidget(window)
+    window.show()
+    window.open_server_study(server.dsn(database, role), password)
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+    return window
+
+
+def test_the_dialog_keeps_the_password_out_of_the_address(qtbot):
+    dialog = ServerStudyDialog("postgresql://ava@db.example.org/ward")
+    qtbot.addWidget(dialog)
+    dialog.address_edit.setText("postgresql://ava:secret@db.example.org/ward")
+    dialog._check_and_accept()
+    assert dialog.result() != QDialog.DialogCode.Accepted
+    assert "own box" in dialog.problem.text() and "secret" not in dialog.problem.text()
+    dialog.address_edit.setText("db.example.org/ward")
+    dialog._check_and_accept()
+    assert "starts with postgresql://" in dialog.problem.text()
+    dialog.address_edit.setText("postgresql://ava@db.example.org/ward")
+    dialog.password_edit.setText("secret")
+    dialog._check_and_accept()
+    assert dialog.result() == QDialog.DialogCode.Accepted
+    assert dialog.address() == "postgresql://ava@db.example.org/ward"
+    assert dialog.password() == "secret"
+
+
+def test_typing_is_kept_while_the_server_is_away(qtbot, prefs, team_study, monkeypatch):
+    server, database, study, _accounts = team_study
+    window = _open(qtbot, prefs, team_study, "ava")
+    assert window.annotator_name == "ava"  # her account decides who she is: no question
+    assert "Signed in as" in window.person_label.text()
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    empathy = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(empathy, "I am sorry.")
+    wait_saved(qtbot, window)
+
+    server.stop()
+    try:
+        warnings = []
+        monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
+        qtbot.keyClicks(empathy, " Please come in today.")
+        window.session.save()
+        assert window.session.pending and window.save_label.text() == "⚠ Not saved"
+        assert "did not answer" in window.statusBar().currentMessage()
+        window.show_unit(study.units["respond"])  # reloading would drop the typing: refused
+        assert warnings and "not saved yet, so it stays on screen" in warnings[0]
+        assert empathy.toPlainText() == "I am sorry. Please come in today."
+    finally:
+        server.restart()
+    # the listener reconnects and saves what was waiting
+    qtbot.waitUntil(lambda: not window.session.pending, timeout=30000)
+    with ServerProject.open(server.url(database)) as project:
+        answer = StudyService(project).as_viewer("ava").get_answer(study.units["respond"])
+    assert answer.payload["parts"]["empathy"] == "I am sorry. Please come in today."
+    window.close_project()
+
+
+def test_the_pis_dashboard_hears_another_persons_save(qtbot, prefs, team_study):
+    server, database, study, accounts = team_study
+    window = _open(qtbot, prefs, team_study, "pat")
+    assert window.annotator_name == "pat"
+    dashboard = open_dashboard(qtbot, window)
+    assert isinstance(dashboard, Dashboard)
+    before = cell_of(dashboard, "summary_kinds", "urgency", 2)
+    role, password = accounts["ava"]
+    with ServerProject.open(server.url(database, role, password)) as elsewhere:  # ava's app
+        StudyService(elsewhere).as_viewer("ava").save_answer(
+            study.units["urgency"], {"more_urgent_case_id": study.case1}, status="submitted"
+        )
+    qtbot.waitUntil(
+        lambda: (
+            not dashboard.loading
+            and cell_of(dashboard, "summary_kinds", "urgency", 2) == before + 1
+        ),
+        timeout=COMPUTE_MS,
+    )
+    window.close_project()
