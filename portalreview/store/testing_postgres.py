@@ -36,7 +36,7 @@ def find_programs() -> Path | None:
         for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), reverse=True):
             return candidate.parent
         return None
-    return Path(initdb).parent
+    return Path(initdb).resolve().parent  # Debian links initdb alone into /usr/local/bin
 
 
 def _free_port() -> int:
