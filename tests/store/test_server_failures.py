@@ -58,7 +58,7 @@ def test_the_server_stopping_mid_save_keeps_nothing_of_it(server_study, monkeypa
 
     monkeypatch.setattr(type(ava), "_audit", stop_then_audit)
     try:
-        with pytest.raises(ServerUnavailable, match="did not answer.*Nothing was saved"):
+        with pytest.raises(ServerUnavailable, match=r"did not answer.*Nothing was saved"):
             ava.save_answer(study.units["rank"], {"entries": []})
     finally:
         monkeypatch.setattr(type(ava), "_audit", real_audit)
