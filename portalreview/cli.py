@@ -107,6 +107,26 @@ def cmd_member(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    """Bring a study to this version's format: a server study with its Alembic steps (IT, as
+    the owner, once for everyone), a file as opening it does (after a backup beside it)."""
+    from portalreview.store.backends import ServerProject, is_server_url
+    from portalreview.store.migrations import SCHEMA_VERSION
+
+    if is_server_url(args.path):
+        before, after = ServerProject.upgrade(args.path)
+    else:
+        path = _project_path(args.path)
+        with open_project(path) as project:  # opening for writing upgrades a file
+            after = SCHEMA_VERSION
+            before = project.upgraded_from or after
+    if before == after:
+        print(f"{target_name(_project_path(args.path))} is already in format {after}.")
+    else:
+        print(f"Upgraded {target_name(_project_path(args.path))} from format {before} to {after}.")
+    return 0
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     with open_project(_project_path(args.path), read_only=True) as project:
         info = StudyService(project).info()
@@ -607,6 +627,12 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("path", help=STUDY_HELP)
     info.add_argument("--json", action="store_true", help="print the counts as JSON")
     info.set_defaults(func=cmd_info)
+
+    upgrade = verbs.add_parser(
+        "upgrade", help="bring a study to this version's format (a server study: IT, once)"
+    )
+    upgrade.add_argument("path", help=STUDY_HELP)
+    upgrade.set_defaults(func=cmd_upgrade)
 
     member = verbs.add_parser(
         "member", help="let a database role work in a server study as one of its annotators"

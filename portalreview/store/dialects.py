@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import Boolean, Integer, MetaData
+from sqlalchemy import Boolean, Integer, MetaData, Table
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CheckConstraint
 
@@ -69,12 +69,14 @@ def _check_for_postgres(constraint: CheckConstraint, compiler, **kw) -> str:
 def postgres_rowid_statements(metadata: MetaData) -> list[str]:
     """A ``rowid`` column for every table, as SQLite has: the integer primary key where there is
     one (SQLite's rowid is then that key), else a counter in the order rows were stored."""
-    statements = []
-    for table in metadata.sorted_tables:
-        key = list(table.primary_key.columns)
-        if len(key) == 1 and isinstance(key[0].type, Integer):
-            column = f"bigint GENERATED ALWAYS AS ({key[0].name}) STORED"
-        else:
-            column = "bigserial"
-        statements.append(f"ALTER TABLE {table.name} ADD COLUMN rowid {column}")
-    return statements
+    return [postgres_rowid_statement(table) for table in metadata.sorted_tables]
+
+
+def postgres_rowid_statement(table: Table) -> str:
+    """One table's ``rowid`` (see :func:`postgres_rowid_statements`)."""
+    key = list(table.primary_key.columns)
+    if len(key) == 1 and isinstance(key[0].type, Integer):
+        column = f"bigint GENERATED ALWAYS AS ({key[0].name}) STORED"
+    else:
+        column = "bigserial"
+    return f"ALTER TABLE {table.name} ADD COLUMN rowid {column}"

@@ -332,6 +332,7 @@ class Project:
         # why it failed (the project is open all the same: no saved work is at risk).
         self.automatic_backup: Path | None = None
         self.backup_problem: str | None = None
+        self.upgraded_from: int | None = None  # the format it was upgraded from on opening
         self._engine = engine
         self._lock = lock
         self._reader = sessionmaker(engine, expire_on_commit=False)
@@ -469,6 +470,7 @@ class Project:
                 except migrations.MigrationError as exc:
                     raise ProjectError(str(exc)) from exc
             project = cls(path, _make_engine(path, read_only=False), lock, read_only=False)
+            project.upgraded_from = version if upgraded else None
         except BaseException:
             lock.release()
             raise

@@ -228,15 +228,23 @@ def _pg_rule(name: str, timing: str, table: str, body: str, level: str = "ROW") 
     ]
 
 
-def postgres_trigger_statements() -> list[str]:
-    """The statements that give a PostgreSQL database every rule :func:`trigger_statements`
-    gives an SQLite file: the guards, the freezes and the text locks."""
+def postgres_guard_statements(names: tuple[str, ...] | None = None) -> list[str]:
+    """The PostgreSQL functions and triggers of the guards named (all guards when None)."""
     from portalreview.store.dialects import postgres_sql
 
     statements = []
     for name, table, condition, message in GUARDS:
+        if names is not None and name not in names:
+            continue
         body = f"IF {postgres_sql(condition)} THEN {_pg_raise(message)} END IF;"
         statements += _pg_rule(f"guard_{name}", "BEFORE INSERT OR UPDATE", table, body)
+    return statements
+
+
+def postgres_trigger_statements() -> list[str]:
+    """The statements that give a PostgreSQL database every rule :func:`trigger_statements`
+    gives an SQLite file: the guards, the freezes and the text locks."""
+    statements = postgres_guard_statements()
     for name, event, table, message in FREEZES:
         statements += _pg_rule(f"freeze_{name}", f"BEFORE {event}", table, _pg_raise(message))
     # TRUNCATE skips row triggers: the audit log refuses it too.

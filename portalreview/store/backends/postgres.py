@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from portalreview import __version__
 from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
 from portalreview.store import migrations
+from portalreview.store.backends import server_migrations
 from portalreview.store.dialects import POSTGRES_FUNCTIONS, postgres_rowid_statements
 from portalreview.store.models import Base, ProjectMeta, utc_now
 from portalreview.store.project import ProjectError
@@ -203,6 +204,7 @@ class ServerProject:
         try:
             with engine.begin() as conn:
                 _install(conn, url)
+                server_migrations.stamp_head(conn)
                 if fill is not None:
                     with Session(conn) as session:
                         fill(session)
@@ -232,6 +234,34 @@ class ServerProject:
             raise
         log.info("server study opened: %s (%s)", redact(url), "read-only" if read_only else "rw")
         return cls(url, engine, read_only)
+
+    @classmethod
+    def upgrade(cls, target: str, password: str | None = None) -> tuple[int, int]:
+        """Bring the study at ``target`` to the current format with its Alembic steps
+        (server_migrations), in one transaction; (format before, format after). For the
+        study's owner; nothing changes when a step fails."""
+        url = parse_url(target)
+        if password is not None:
+            url = url.set(password=password)
+        engine = _make_engine(url)
+        try:
+            with engine.begin() as conn:
+                before = _format_of(url, conn)
+                if before > migrations.SCHEMA_VERSION:
+                    raise ServerError(f"{redact(url)} is in a newer format ({before}).")
+                if server_migrations.revision(conn) is None:
+                    raise ServerError(
+                        f"{redact(url)} records no schema revision (alembic_version): it was "
+                        "not made by PortalReview, or not by a version that can upgrade it."
+                    )
+                server_migrations.upgrade(conn)
+                after = _format_of(url, conn)
+        except DBAPIError as exc:
+            raise _server_error(url, exc) from exc
+        finally:
+            engine.dispose()
+        log.info("server study upgraded: %s from format %s to %s", redact(url), before, after)
+        return before, after
 
     def close(self) -> None:
         self._engine.dispose()
@@ -366,6 +396,15 @@ def _server_error(url: URL, exc: DBAPIError) -> ServerError:
     return ServerError(f"The study server {redact(url)} refused this: {reason}")
 
 
+def _format_of(url: URL, conn: Connection) -> int:
+    value = conn.execute(
+        text("SELECT value FROM project_meta WHERE key = 'schema_version'")
+    ).scalar()
+    if value is None:
+        raise ServerError(f"{redact(url)} is a database, but not a PortalReview study.")
+    return int(value)
+
+
 def _check_is_study(url: URL, engine: Engine) -> None:
     try:
         with engine.connect() as conn:
@@ -392,6 +431,6 @@ def _check_is_study(url: URL, engine: Engine) -> None:
         )
     if version < migrations.SCHEMA_VERSION:
         raise ServerError(
-            f"{redact(url)} is in an older study format ({version}); this version has no "
-            "upgrade for server studies of that format yet."
+            f"{redact(url)} is in an older study format ({version}). IT upgrades it once for "
+            f"everyone, as the study's owner, after a pg_dump: portalreview upgrade ADDRESS."
         )

@@ -36,7 +36,7 @@ The audit log's hash chain needs the newest entry's hash, which a clinician may 
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, MetaData, text
+from sqlalchemy import Connection, MetaData, Table, text
 
 from portalreview.store.service import StoreError
 
@@ -137,36 +137,44 @@ def _blinded_view(metadata: MetaData, table: str) -> str:
     )
 
 
-def _policies(metadata: MetaData) -> list[str]:
-    statements = []
-    for table in metadata.sorted_tables:
-        name = table.name
-        statements.append(f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY")
+def table_policies(table: Table) -> list[str]:
+    """Row-level security on one table: the PI's policy, and the members' (see the module
+    docstring). Used for a new study's tables, and by an upgrade for a table it adds."""
+    name = table.name
+    statements = [
+        f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY",
+        f"CREATE POLICY pi_all ON {name} USING (portalreview_is_pi()) "
+        "WITH CHECK (portalreview_is_pi())",
+    ]
+    if name in BLINDED:
+        return statements  # clinicians read the view; the table's rows are the PI's alone
+    rows, writes = _clinician_rows(table)
+    statements.append(f"CREATE POLICY member_reads ON {name} FOR SELECT USING ({rows})")
+    if writes == "ALL":
         statements.append(
-            f"CREATE POLICY pi_all ON {name} USING (portalreview_is_pi()) "
-            "WITH CHECK (portalreview_is_pi())"
+            f"CREATE POLICY member_writes ON {name} FOR ALL USING ({rows}) WITH CHECK ({rows})"
         )
-        if name in BLINDED:
-            continue  # clinicians read the view; the table's rows are the PI's alone
-        if name in _CLINICIAN_ROWS:
-            rows, writes = _CLINICIAN_ROWS[name]
-        elif "answer_id" in table.columns and name != "audit_log":
-            rows, writes = _OWN_ANSWER, "ALL"
-        else:
-            rows, writes = "true", None
-        statements.append(f"CREATE POLICY member_reads ON {name} FOR SELECT USING ({rows})")
-        if writes == "ALL":
-            statements.append(
-                f"CREATE POLICY member_writes ON {name} FOR ALL USING ({rows}) WITH CHECK ({rows})"
-            )
-        elif writes == "INSERT":
-            statements.append(f"CREATE POLICY member_adds ON {name} FOR INSERT WITH CHECK ({rows})")
-        elif writes == "UPDATE":
-            statements.append(
-                f"CREATE POLICY member_updates ON {name} FOR UPDATE USING ({rows}) "
-                f"WITH CHECK ({rows})"
-            )
+    elif writes == "INSERT":
+        statements.append(f"CREATE POLICY member_adds ON {name} FOR INSERT WITH CHECK ({rows})")
+    elif writes == "UPDATE":
+        statements.append(
+            f"CREATE POLICY member_updates ON {name} FOR UPDATE USING ({rows}) "
+            f"WITH CHECK ({rows})"
+        )
     return statements
+
+
+def _clinician_rows(table: Table) -> tuple[str, str | None]:
+    """Which rows of a (not blinded) table a clinician sees, and what they may write."""
+    if table.name in _CLINICIAN_ROWS:
+        return _CLINICIAN_ROWS[table.name]
+    if "answer_id" in table.columns and table.name != "audit_log":
+        return _OWN_ANSWER, "ALL"
+    return "true", None
+
+
+def _policies(metadata: MetaData) -> list[str]:
+    return [s for table in metadata.sorted_tables for s in table_policies(table)]
 
 
 def security_statements(metadata: MetaData) -> list[str]:
@@ -176,25 +184,23 @@ def security_statements(metadata: MetaData) -> list[str]:
     return _FUNCTIONS + views + _policies(metadata)
 
 
-def _clinician_grants(metadata: MetaData, role: str) -> list[str]:
+def _clinician_grants(metadata: MetaData, role: str, existing: set[str]) -> list[str]:
+    """A clinician's privileges on the ``existing`` tables (an older study lacks the newest)."""
     grants = [
         f"GRANT USAGE ON SCHEMA public, blinded TO {role}",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA blinded TO {role}",
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
     ]
+    verbs = {
+        None: "SELECT",
+        "ALL": "SELECT, INSERT, UPDATE, DELETE",
+        "INSERT": "SELECT, INSERT",
+        "UPDATE": "SELECT, UPDATE",
+    }
     for table in metadata.sorted_tables:
-        if table.name in BLINDED:
+        if table.name in BLINDED or table.name not in existing:
             continue
-        _rows, writes = _CLINICIAN_ROWS.get(table.name, ("", None))
-        if writes is None and "answer_id" in table.columns and table.name != "audit_log":
-            writes = "ALL"
-        verbs = {
-            None: "SELECT",
-            "ALL": "SELECT, INSERT, UPDATE, DELETE",
-            "INSERT": "SELECT, INSERT",
-            "UPDATE": "SELECT, UPDATE",
-        }[writes]
-        grants.append(f"GRANT {verbs} ON {table.name} TO {role}")
+        grants.append(f"GRANT {verbs[_clinician_rows(table)[1]]} ON {table.name} TO {role}")
     return grants
 
 
@@ -227,10 +233,8 @@ def add_member(conn: Connection, metadata: MetaData, role: str, annotator: str) 
         ),
         {"r": role, "a": annotator_id},
     )
+    _grant(conn, metadata, role, study_role)
     quoted = conn.dialect.identifier_preparer.quote(role)
-    grants = _pi_grants(quoted) if study_role == "pi" else _clinician_grants(metadata, quoted)
-    for statement in grants:
-        conn.exec_driver_sql(statement)
     database = conn.dialect.identifier_preparer.quote(
         conn.execute(text("SELECT current_database()")).scalar()
     )
@@ -238,3 +242,30 @@ def add_member(conn: Connection, metadata: MetaData, role: str, annotator: str) 
     conn.exec_driver_sql(f"GRANT CONNECT ON DATABASE {database} TO {quoted}")
     conn.exec_driver_sql(f"ALTER ROLE {quoted} IN DATABASE {database} SET search_path = {path}")
     return study_role
+
+
+def _grant(conn: Connection, metadata: MetaData, role: str, study_role: str) -> None:
+    """The privileges of a member's role on the study's tables as they are now."""
+    existing = set(
+        conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars()
+    )
+    quoted = conn.dialect.identifier_preparer.quote(role)
+    if study_role == "pi":
+        grants = _pi_grants(quoted)
+    else:
+        grants = _clinician_grants(metadata, quoted, existing)
+    for statement in grants:
+        conn.exec_driver_sql(statement)
+
+
+def grant_members_again(conn: Connection, metadata: MetaData) -> None:
+    """Give every member the privileges of their study role on the tables as they are now
+    (after an upgrade added a table)."""
+    members = conn.execute(
+        text(
+            "SELECT m.role_name, a.role FROM study_members m "
+            "JOIN annotators a ON a.id = m.annotator_id"
+        )
+    ).all()
+    for role, study_role in members:
+        _grant(conn, metadata, role, study_role)
