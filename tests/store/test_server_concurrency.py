@@ -10,8 +10,8 @@ from sqlalchemy import text
 from portalreview.store.backends import ServerProject
 from portalreview.store.testing_load import build_load_study, check_load, run_load
 
-CLINICIANS = 6
-SECONDS = 6.0
+CLINICIANS = 20
+SECONDS = 10.0
 
 
 def test_many_clinicians_saving_at_once_lose_and_duplicate_nothing(postgres_server, tmp_path):
