@@ -628,6 +628,11 @@ class MainWindow(QMainWindow):
             f"Signed in as <b>{who.display_name or name}</b>"
             f" ({'PI' if role == 'pi' else 'clinician'})"
             + (f"  ·  <b>read-only</b>: {self.read_only_because}" if read_only else "")
+            + (
+                f"  ·  on the study server <b>{self.project.server_name}</b>"
+                if self.project.path is None
+                else ""
+            )
         )
         self._fill_work_of(role)
         self._set_project_actions(True)

@@ -38,7 +38,8 @@ class ServerStudyDialog(QDialog):
         self.address_edit = QLineEdit(last_address)
         self.address_edit.setPlaceholderText(PLACEHOLDER)
         self.address_edit.setAccessibleName("Server study address")
-        self.address_edit.setMinimumWidth(420)
+        self.address_edit.setMinimumWidth(520)
+        self.address_edit.setCursorPosition(0)  # the start of a long address: its server
         self.password_edit = QLineEdit()
         self.password_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.password_edit.setAccessibleName("Password of your database account")

@@ -161,6 +161,11 @@ class ServerProject:
         return self.location
 
     @property
+    def server_name(self) -> str:
+        """The server and database, short, for the status bar (``dbhost/ward5_study``)."""
+        return f"{self.url.host or 'localhost'}/{self.url.database}"
+
+    @property
     def stem(self) -> str:
         """The start of names of files made from the study: the database's name."""
         return self.url.database or "study"

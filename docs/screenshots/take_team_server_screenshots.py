@@ -1,0 +1,87 @@
+"""Screenshots of a team study on a PostgreSQL server.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python docs/screenshots/take_team_server_screenshots.py
+
+Starts a PostgreSQL server of its own (``portalreview.store.testing_postgres``), copies the demo
+study into it, gives the clinician ``np_chloe`` and the PI ``dr_pi`` database accounts, and
+saves next to this script:
+
+* ``team-server-1-open.png``: File > Open server study…, filled in;
+* ``team-server-2-clinician.png``: the clinician signed in by her account, at work.
+
+Look at the images after running it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QSettings
+from PySide6.QtTest import QTest
+
+from portalreview.demo import build_demo
+from portalreview.store import testing_postgres
+from portalreview.store.backends import Project
+from portalreview.store.transfer import copy_study
+from portalreview.ui.app import application
+from portalreview.ui.main_window import MainWindow
+from portalreview.ui.server_dialog import ServerStudyDialog
+from portalreview.ui.settings import Preferences
+
+HERE = Path(__file__).resolve().parent
+ACCOUNTS = {"np_chloe": ("chloe_martin", "chloe-pw"), "dr_pi": ("pat_lee", "pat-pw")}
+
+
+def _wait(condition, ms: int = 60000) -> None:
+    waited = 0
+    while not condition() and waited < ms:
+        QTest.qWait(50)
+        waited += 50
+
+
+def _window(prefs: Preferences, server, database: str, person: str) -> MainWindow:
+    role, password = ACCOUNTS[person]
+    window = MainWindow(prefs)
+    window.resize(1280, 800)
+    window.show()
+    window.open_server_study(server.dsn(database, role), password)
+    _wait(lambda: window.session is not None)
+    return window
+
+
+def main() -> None:
+    application()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        folder.chmod(0o755)
+        with testing_postgres.running(folder / "cluster") as server:
+            database = server.new_database("ward5_study")
+            with Project.open(build_demo(folder / "demo.prproj"), read_only=True) as demo:
+                study = copy_study(demo, server.url(database))
+            for person, (role, password) in ACCOUNTS.items():
+                server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+                study.add_member(role, person)
+            prefs = Preferences(QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat))
+
+            dialog = ServerStudyDialog(f"postgresql://chloe_martin@db.hospital.org/{database}")
+            dialog.password_edit.setText("chloe-pw")
+            dialog.show()
+            QTest.qWait(300)
+            dialog.grab().save(str(HERE / "team-server-1-open.png"))
+            dialog.close()
+
+            clinician = _window(prefs, server, database, "np_chloe")
+            QTest.qWait(500)
+            clinician.grab().save(str(HERE / "team-server-2-clinician.png"))
+
+            clinician.close_project()
+            study.close()
+    print("saved team-server-*.png in", HERE)
+
+
+if __name__ == "__main__":
+    main()
