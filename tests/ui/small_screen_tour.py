@@ -113,7 +113,19 @@ def tour_tools(window: MainWindow, shots: Path | None) -> dict:
                 found["Models… > Name a server…"] = server_form(widget)
             widget.close()
             QTest.qWait(50)
+    found["File > Open server study…"] = server_study_dialog(window)
     return found
+
+
+def server_study_dialog(window: MainWindow) -> dict:
+    from portalreview.ui.server_dialog import ServerStudyDialog
+
+    dialog = ServerStudyDialog("postgresql://chloe@db.hospital.org/ward5_study", window)
+    dialog.show()
+    QTest.qWait(50)
+    result = fits(dialog)
+    dialog.close()
+    return result
 
 
 def computed(dashboard) -> None:

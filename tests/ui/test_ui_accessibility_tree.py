@@ -88,15 +88,19 @@ def test_every_tool_window_s_controls_have_names(qtbot, gui, tmp_path) -> None:
     window.close()
 
 
-@pytest.mark.parametrize("which", ["sign-in", "server form"])
+@pytest.mark.parametrize("which", ["sign-in", "server form", "server study"])
 def test_the_dialogs_controls_have_names(qtbot, which) -> None:
     if which == "sign-in":
         from types import SimpleNamespace
 
         people = [SimpleNamespace(name="ava", display_name="Ava", role="clinician")]
         dialog = SignInDialog("Study", people)
-    else:
+    elif which == "server form":
         dialog = ServerForm(None)
+    else:
+        from portalreview.ui.server_dialog import ServerStudyDialog
+
+        dialog = ServerStudyDialog("postgresql://ava@db/ward")
     qtbot.addWidget(dialog)
     dialog.show()
     qtbot.wait(50)

@@ -21,7 +21,8 @@ SCREENS = [(1024, 600, 1.0), (1024, 600, 1.25), (1024, 600, 1.5), (1024, 600, 2.
            (960, 540, 2.0)]
 KINDS = {"respond", "rank", "match", "urgency", "eppc", "empathy", "facts"}
 TOOLS = {"Inbox view", "Adjudicate disagreements", "Models…", "Agreement dashboard",
-         "Generate drafts…", "Study set-up…", "Offline copies…", "Models… > Name a server…"}
+         "Generate drafts…", "Study set-up…", "Offline copies…", "Models… > Name a server…",
+         "File > Open server study…"}
 
 
 @pytest.fixture(scope="module")
