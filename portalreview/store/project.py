@@ -368,17 +368,7 @@ class Project:
     ) -> Project:
         """Create a new, empty project file (readable and writable by its owner only)."""
         project = cls.create_empty(path)
-        with project.write() as session:
-            meta = {
-                "project_id": str(uuid.uuid4()),
-                "name": name or Path(path).stem,
-                "created_at": utc_now(),
-                "created_by_version": __version__,
-            }
-            session.add_all(ProjectMeta(key=k, value=v) for k, v in meta.items())
-        from portalreview.store.catalog_store import install_catalogs
-
-        install_catalogs(project, catalogs or DEFAULT_CATALOGS)
+        start_study(project, name or Path(path).stem, catalogs)
         return project
 
     @classmethod
@@ -537,6 +527,21 @@ class Project:
     def backup(self, reason: str = "manual") -> Path:
         """A backup by hand (the newest ``BACKUPS_KEPT`` of those are kept)."""
         return make_backup(self.path, reason)
+
+
+def start_study(project, name: str, catalogs: Catalogs | None = None) -> None:
+    """Give a study just made empty (a file or a server database) its identity and catalogs."""
+    with project.write() as session:
+        meta = {
+            "project_id": str(uuid.uuid4()),
+            "name": name,
+            "created_at": utc_now(),
+            "created_by_version": __version__,
+        }
+        session.add_all(ProjectMeta(key=k, value=v) for k, v in meta.items())
+    from portalreview.store.catalog_store import install_catalogs
+
+    install_catalogs(project, catalogs or DEFAULT_CATALOGS)
 
 
 # --- backups -----------------------------------------------------------------------------------

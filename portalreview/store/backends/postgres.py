@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,12 +28,12 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, Operationa
 from sqlalchemy.orm import Session, sessionmaker
 
 from portalreview import __version__
-from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
+from portalreview.domain.catalogs import Catalogs
 from portalreview.store import migrations
 from portalreview.store.backends import server_migrations
 from portalreview.store.dialects import POSTGRES_FUNCTIONS, postgres_rowid_statements
-from portalreview.store.models import Base, ProjectMeta, utc_now
-from portalreview.store.project import ProjectError
+from portalreview.store.models import Base, ProjectMeta
+from portalreview.store.project import ProjectError, start_study
 from portalreview.store.schema_sql import postgres_trigger_statements
 from portalreview.store.service import StoreError
 
@@ -183,17 +182,7 @@ class ServerProject:
     ) -> ServerProject:
         """Make the (empty, existing) database ``target`` a new study."""
         project = cls.create_empty(target)
-        with project.write() as session:
-            meta = {
-                "project_id": str(uuid.uuid4()),
-                "name": name or project.url.database,
-                "created_at": utc_now(),
-                "created_by_version": __version__,
-            }
-            session.add_all(ProjectMeta(key=k, value=v) for k, v in meta.items())
-        from portalreview.store.catalog_store import install_catalogs
-
-        install_catalogs(project, catalogs or DEFAULT_CATALOGS)
+        start_study(project, name or project.url.database, catalogs)
         return project
 
     @classmethod
