@@ -12,6 +12,8 @@ layer as a project file; what differs lives here:
   ``application = PortalReview``; its format is ``project_meta.schema_version``.
 * **Secrets.** The URL may carry no password: libpq then finds it in ``~/.pgpass`` (or
   ``PGPASSFILE``), as hospital IT sets it up. :attr:`ServerProject.location` never shows it.
+* **Who reads what**: ``postgres_security.py``; **live saves**: ``postgres_listen.py``;
+  **schema versions**: ``server_migrations/`` (Alembic).
 """
 
 from __future__ import annotations
