@@ -19,8 +19,9 @@ annotator, and :func:`add_member` grants what that annotator's role in the study
     has no privilege on the tables ``cases``, ``responses``, ``units`` and ``case_tags``: asking
     for ``public.cases`` directly is refused.
 
-  and writes only their own answers (and their rows), their own audit entries, suggestions for
-  their units, and their own assignments' presentation.
+  and writes only their own answers (and their rows), their own audit entries, and suggestions
+  for their units. Their assignments are read-only to them: changing one would hand them another
+  person's unit.
 
 Who a connection is: the role it logged in as (``session_user``; inside the helper functions,
 which run with the owner's rights, ``current_user`` is the owner). ``SET ROLE`` changes nothing
@@ -64,7 +65,8 @@ _BLINDED_ROWS = {
 # Row-level security on the other tables a clinician reaches: (who sees the row, may write).
 _OWN_ANSWER = "EXISTS (SELECT 1 FROM answers a WHERE a.id = answer_id)"
 _CLINICIAN_ROWS = {
-    "assignments": ("annotator_id = portalreview_me()", "UPDATE"),
+    # read only: a clinician who could change an assignment could take someone else's unit
+    "assignments": ("annotator_id = portalreview_me()", None),
     "answers": ("annotator_id = portalreview_me() AND NOT is_gold", "ALL"),
     "audit_log": ("actor_id = portalreview_me()", "INSERT"),
     "suggestions": ("unit_id IN (SELECT portalreview_my_units())", "INSERT"),
@@ -156,11 +158,6 @@ def table_policies(table: Table) -> list[str]:
         )
     elif writes == "INSERT":
         statements.append(f"CREATE POLICY member_adds ON {name} FOR INSERT WITH CHECK ({rows})")
-    elif writes == "UPDATE":
-        statements.append(
-            f"CREATE POLICY member_updates ON {name} FOR UPDATE USING ({rows}) "
-            f"WITH CHECK ({rows})"
-        )
     return statements
 
 
@@ -195,7 +192,6 @@ def _clinician_grants(metadata: MetaData, role: str, existing: set[str]) -> list
         None: "SELECT",
         "ALL": "SELECT, INSERT, UPDATE, DELETE",
         "INSERT": "SELECT, INSERT",
-        "UPDATE": "SELECT, UPDATE",
     }
     for table in metadata.sorted_tables:
         if table.name in BLINDED or table.name not in existing:
