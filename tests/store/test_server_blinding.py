@@ -107,6 +107,8 @@ def test_a_clinician_cannot_write_anyone_elses_answer(team):
             )
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("UPDATE cases SET message = 'x'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # no trace in the log
+            conn.execute("DELETE FROM answers WHERE annotator_id = %s", (study.ava,))
         with pytest.raises(psycopg.errors.InsufficientPrivilege):  # taking another's unit
             conn.execute("UPDATE assignments SET unit_id = %s", (study.units["rank"],))
         with pytest.raises(psycopg.errors.InsufficientPrivilege):

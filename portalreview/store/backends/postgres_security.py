@@ -67,7 +67,9 @@ _OWN_ANSWER = "EXISTS (SELECT 1 FROM answers a WHERE a.id = answer_id)"
 _CLINICIAN_ROWS = {
     # read only: a clinician who could change an assignment could take someone else's unit
     "assignments": ("annotator_id = portalreview_me()", None),
-    "answers": ("annotator_id = portalreview_me() AND NOT is_gold", "ALL"),
+    # saved and changed, never deleted (the service never deletes an answer; a deletion would
+    # leave no audit entry)
+    "answers": ("annotator_id = portalreview_me() AND NOT is_gold", "SAVE"),
     "audit_log": ("actor_id = portalreview_me()", "INSERT"),
     "suggestions": ("unit_id IN (SELECT portalreview_my_units())", "INSERT"),
     "sentences": (
@@ -156,6 +158,12 @@ def table_policies(table: Table) -> list[str]:
         statements.append(
             f"CREATE POLICY member_writes ON {name} FOR ALL USING ({rows}) WITH CHECK ({rows})"
         )
+    elif writes == "SAVE":
+        statements.append(f"CREATE POLICY member_adds ON {name} FOR INSERT WITH CHECK ({rows})")
+        statements.append(
+            f"CREATE POLICY member_changes ON {name} FOR UPDATE USING ({rows}) "
+            f"WITH CHECK ({rows})"
+        )
     elif writes == "INSERT":
         statements.append(f"CREATE POLICY member_adds ON {name} FOR INSERT WITH CHECK ({rows})")
     return statements
@@ -191,6 +199,7 @@ def _clinician_grants(metadata: MetaData, role: str, existing: set[str]) -> list
     verbs = {
         None: "SELECT",
         "ALL": "SELECT, INSERT, UPDATE, DELETE",
+        "SAVE": "SELECT, INSERT, UPDATE",
         "INSERT": "SELECT, INSERT",
     }
     for table in metadata.sorted_tables:
