@@ -9,7 +9,7 @@ lives in ``PRAGMA user_version``, which old versions of the program read.
 A *server* study is a database IT runs, which many apps use at once: it is upgraded on purpose,
 once, by IT (``portalreview upgrade ADDRESS``, after a ``pg_dump``), never by a clinician's app
 opening it. Alembic records its revision in ``alembic_version`` and runs the steps of
-``versions/`` (``v1`` to ``v{SCHEMA_VERSION}``, one per project format) in one transaction
+``scripts/versions/`` (``v1`` to ``v{SCHEMA_VERSION}``, one per project format) in one transaction
 (PostgreSQL's DDL is transactional: a failed upgrade changes nothing). Each step also sets
 ``project_meta.schema_version``, which the program reads on open.
 
@@ -25,13 +25,16 @@ from sqlalchemy import Connection
 from portalreview.store.migrations import SCHEMA_VERSION
 
 HEAD = f"v{SCHEMA_VERSION}"
+# Alembic's env.py and steps: files Alembic runs, in a folder that is not a package, so that
+# nothing that imports every module of the program (the self-test, the network test) runs them.
+SCRIPTS = "scripts"
 
 
 def _config(connection: Connection):
     from alembic.config import Config
 
     config = Config()
-    config.set_main_option("script_location", str(Path(__file__).parent))
+    config.set_main_option("script_location", str(Path(__file__).parent / SCRIPTS))
     config.attributes["connection"] = connection
     return config
 

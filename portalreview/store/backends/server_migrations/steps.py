@@ -1,4 +1,4 @@
-"""What the steps of ``versions/`` share: the format number, and what a new table needs in a
+"""What the steps of ``scripts/versions/`` share: the format number, and what a new table needs in a
 server study besides its columns (SQLite's rowid, row-level security, the members' grants)."""
 
 from __future__ import annotations
