@@ -59,7 +59,8 @@ def copy_study(
                 fill(writing)
         except BaseException:
             copy.close()
-            Path(target).unlink(missing_ok=True)
+            for leftover in ("", "-wal", "-shm", ".lock"):  # the file and what SQLite kept beside
+                Path(f"{target}{leftover}").unlink(missing_ok=True)
             raise
     log.info("study copied: %s -> %s", source.location, copy.location)
     return copy
