@@ -26,6 +26,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", ["file", "server"])
 
 
+def _missing(message: str) -> None:
+    """Something the tests need is not on this machine: skip here, but fail in CI (``CI`` set),
+    where these tests must run."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 @pytest.fixture
 def backend() -> str:
     return "file"
@@ -41,10 +49,7 @@ def postgres_server():
     from portalreview.store import testing_postgres
 
     if testing_postgres.find_programs() is None:
-        message = "PostgreSQL's server programs (initdb, pg_ctl) are not installed"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        _missing("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
     folder = Path(tempfile.mkdtemp(prefix="portalreview-pg-"))
     folder.chmod(0o755)  # the server may run as another account (never as root)
     try:
@@ -258,10 +263,7 @@ def real_model_path() -> Path:
 
     path = small_model_path()
     if path is None:
-        message = "the small model is missing: run `python packaging/fetch_small_model.py`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        _missing("the small model is missing: run `python packaging/fetch_small_model.py`")
     return path
 
 
@@ -274,8 +276,5 @@ def llama_server_binary() -> Path:
 
     path = find_binary()
     if path is None:
-        message = "llama-server is missing: run `python packaging/build_llama_server.py`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        _missing("llama-server is missing: run `python packaging/build_llama_server.py`")
     return path

@@ -83,13 +83,17 @@ def build_load_study(project, clinicians: int) -> dict[str, int]:
     return units
 
 
-def _payloads(service, units: dict[str, int], round_: int) -> dict[str, dict]:
+def _views(service, units: dict[str, int]) -> dict:
+    """The units a clinician answers, read once (they do not change while the load runs)."""
+    return {kind: service.read_unit(units[kind]) for kind in ("rank", "match", "urgency",
+                                                                "eppc", "empathy")}  # fmt: skip
+
+
+def _payloads(views: dict, round_: int) -> dict[str, dict]:
     """A complete answer of every kind, varied by round (so that saves change something)."""
-    match = service.read_unit(units["match"])
-    reference, draft = match.responses
-    sentence = service.read_unit(units["eppc"]).sentence.text
-    urgency = service.read_unit(units["urgency"])
-    empathy = service.read_unit(units["empathy"])
+    reference, draft = views["match"].responses
+    sentence = views["eppc"].sentence.text
+    urgency, empathy = views["urgency"], views["empathy"]
     flip = round_ % 2
     eppc_span = [0, min(len(sentence), 5 + flip)]
     return {
@@ -97,7 +101,7 @@ def _payloads(service, units: dict[str, int], round_: int) -> dict[str, dict]:
         "rank": {
             "entries": [
                 {"response_id": r.id, "rank": 1 + ((i + flip) % 2), "correct": True}
-                for i, r in enumerate(service.read_unit(units["rank"]).responses)
+                for i, r in enumerate(views["rank"].responses)
             ]
         },
         "match": {
@@ -127,11 +131,12 @@ def _clinician(target: str, name: str, units: dict, seconds: float, out: str) ->
         options = {} if "://" in target else {"automatic_backup": False}
         with open_project(target, **options) as project:
             service = StudyService(project).as_viewer(name)
+            views = _views(service, units)
             deadline = time.monotonic() + seconds
             window[0] = time.time()
             round_ = 0
             while time.monotonic() < deadline:
-                payloads = _payloads(service, units, round_)
+                payloads = _payloads(views, round_)
                 for kind in KINDS:
                     token = f"{name}-{round_}-{kind}"
                     started = time.perf_counter()
