@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from prompt_markers import Marked
 from portalreview.llm import urgency
 from portalreview.llm.engine import Engine, GenerationParams
 from portalreview.llm.engines import load_engine
+from portalreview.llm.engines import process as process_module
 from portalreview.llm.engines.process import ProcessEngine, describe_exit, died_message
 from portalreview.llm.errors import (
     Cancelled,
@@ -280,6 +282,33 @@ def test_killed_during_a_generation_raises_model_process_died(own):
         time.sleep(0.01)
     assert [str(e) for e in reported] == [str(error)]  # the watcher told once
     own.close()  # fine on a dead process
+
+
+def test_a_death_seen_first_by_a_call_is_still_told_by_a_late_watcher(
+    tmp_path_factory, monkeypatch
+):
+    """The call that finds the pipe broken cleans up before the watcher wakes: the watcher
+    must still tell (a race CI once lost, when the cleanup counted the death as our own end)."""
+    watch = process_module._watch
+
+    def late_watch(ref, sentinel):
+        multiprocessing.connection.wait([sentinel])
+        time.sleep(0.5)  # the call's error and clean-up are long done by now
+        watch(ref, sentinel)
+
+    monkeypatch.setattr(process_module, "_watch", late_watch)
+    eng = ProcessEngine.load(tiny_model_file(tmp_path_factory), **OPTIONS)
+    reported = threading.Event()
+    eng.on_died(lambda _error: reported.set())
+    gen = eng.stream(PROMPT, GenerationParams(max_tokens=100000))
+
+    def consume():
+        for _ in gen:
+            os.kill(eng.pid, signal.SIGKILL)
+
+    assert isinstance(finishes(consume).get("error"), ModelProcessDied)
+    assert reported.wait(WAIT_S)
+    eng.close()
 
 
 def test_a_crash_while_idle_is_reported_and_named(own):

@@ -369,7 +369,8 @@ class ProcessEngine:
         finally:
             if self._in_flight:  # interrupted mid-request (Ctrl+C...): the pipe is out of step
                 self._in_flight = False
-                self._kill()
+                if self._died is None:  # (a process that died is not "ended by us": the
+                    self._kill()  # watcher must still tell, so _closing stays unset)
             self._lock.release()
 
     def _raise_if_unusable(self) -> None:
