@@ -269,6 +269,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             seed=args.seed,
             comparisons_per_message=args.comparisons_per_message,
+            judgements=args.judgements,
         )
         print(plan.summary())
         if args.dry_run:
@@ -759,7 +760,9 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     setup.add_argument("--add-pi", metavar="NAME", help="add a PI")
     setup.add_argument("--name", help="the unit set's name")
     setup.add_argument("--description", help="what the annotators are asked")
-    setup.add_argument("--inbox", help="urgency: pair the cases tagged inbox=NAME")
+    setup.add_argument(
+        "--inbox", help="urgency, adaptive-inbox: pair the cases tagged inbox=NAME"
+    )
     setup.add_argument("--tag", action="append", metavar="KEY=VALUE", help="only cases tagged so")
     setup.add_argument("--case", action="append", metavar="ID", help="only these cases")
     setup.add_argument(
@@ -779,6 +782,13 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
         default=0,
         metavar="K",
         help="urgency: a sample of pairs, each message compared K times (default: all pairs)",
+    )
+    setup.add_argument(
+        "--judgements",
+        type=int,
+        default=0,
+        metavar="N",
+        help="adaptive-inbox: pairs each clinician judges (default: n log2 n for n messages)",
     )
     setup.add_argument("--seed", type=int, help="shuffle the units' order with this seed")
     setup.add_argument("--dry-run", action="store_true", help="show the plan, save nothing")

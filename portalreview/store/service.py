@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, aliased
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.domain.segmenter import split_sentences
+from portalreview.store.adaptive import AdaptiveSetting, adaptive_settings, next_unit
 from portalreview.store.catalog_store import read_catalogs, write_catalogs
 from portalreview.store.kinds import CODECS, PayloadError, UnitContext
 from portalreview.store.models import (
@@ -229,6 +230,49 @@ def _readable_postgres(error: Exception) -> str:
 
 
 MODEL_SERVER_KEY = "model_server"  # project_meta key (portalreview.llm.model_server)
+
+
+def _adaptive_queue(
+    s: Session, rows: list, adaptive: dict[int, AdaptiveSetting], annotator_id: int
+) -> list:
+    """Queue rows (unit, position, status, flagged, set, answer) with each adaptive set's
+    unanswered units replaced by the one chosen next, answered ones in the order first saved."""
+    out, by_set = [], {}
+    for row in rows:
+        if row[4] in adaptive:
+            by_set.setdefault(row[4], []).append(row)
+        else:
+            out.append(row)
+    for set_id, set_rows in by_set.items():
+        chosen = next_unit(s, set_id, annotator_id, adaptive[set_id])
+        answered = sorted((r for r in set_rows if r[5] is not None), key=lambda r: r[5])
+        out.extend(answered + [r for r in set_rows if r[0] == chosen and r[5] is None])
+    return sorted(out, key=lambda r: r[4])  # sets in order, as the query gave them (stable)
+
+
+def _adaptive_progress(
+    s: Session, counts: tuple[int, int], adaptive: dict[int, AdaptiveSetting], annotator_id: int
+) -> tuple[int, int]:
+    """Urgency (done, total) with each adaptive set counting its judgements, not its pairs."""
+    done, total = counts
+    rows = s.execute(
+        select(Unit.unit_set_id, func.count(), func.count(Answer.id))
+        .select_from(Assignment)
+        .join(Unit, Unit.id == Assignment.unit_id)
+        .outerjoin(
+            Answer,
+            and_(
+                Answer.unit_id == Assignment.unit_id,
+                Answer.annotator_id == Assignment.annotator_id,
+                Answer.is_gold.is_(False),
+            ),
+        )
+        .where(Assignment.annotator_id == annotator_id, Unit.unit_set_id.in_(adaptive))
+        .group_by(Unit.unit_set_id)
+    )
+    for set_id, assigned, answered in rows:
+        total += max(adaptive[set_id].judgements, answered) - assigned
+    return done, total
 
 
 def _not_gold_holder():
@@ -570,7 +614,8 @@ class StudyService:
     ) -> list[QueueItem]:
         """The units of ``kind`` assigned to an annotator (by default the viewer), set by set in
         the order they were assigned, with their status; ``status`` filters on "todo",
-        "draft" or "submitted"."""
+        "draft" or "submitted". Of an adaptive set (``store/adaptive.py``) only the units the
+        annotator answered (in the order they were first saved) and the one chosen next."""
         annotator_id = self._whose(annotator_id)
         status_expr = case((Answer.id.is_(None), "todo"), else_=Answer.status).label("status")
         query = (
@@ -579,6 +624,8 @@ class StudyService:
                 Assignment.position,
                 status_expr,
                 func.coalesce(Answer.flagged, False),
+                Unit.unit_set_id,
+                Answer.id,
             )
             .join(Unit, Unit.id == Assignment.unit_id)
             .outerjoin(
@@ -593,7 +640,11 @@ class StudyService:
             .order_by(Unit.unit_set_id, Assignment.position, Assignment.unit_id)
         )
         with self.project.read() as s:
-            items = [QueueItem(u, p, st, bool(f)) for u, p, st, f in s.execute(query)]
+            rows = s.execute(query).all()
+            adaptive = adaptive_settings(s) if kind == "urgency" else {}
+            if adaptive:
+                rows = _adaptive_queue(s, rows, adaptive, annotator_id)
+            items = [QueueItem(u, p, st, bool(f)) for u, p, st, f, _set, _answer in rows]
         if status is not None:
             items = [i for i in items if i.status == status]
         if flagged is not None:
@@ -624,7 +675,11 @@ class StudyService:
             .group_by(Unit.kind)
         )
         with self.project.read() as s:
-            return {kind: Progress(int(done or 0), total) for kind, done, total in s.execute(query)}
+            counts = {kind: (int(done or 0), total) for kind, done, total in s.execute(query)}
+            adaptive = adaptive_settings(s)
+            if adaptive and "urgency" in counts:
+                counts["urgency"] = _adaptive_progress(s, counts["urgency"], adaptive, annotator_id)
+        return {kind: Progress(done, total) for kind, (done, total) in counts.items()}
 
     def inboxes(self) -> dict[str, tuple[CaseView, ...]]:
         """Inbox name -> its cases (cases tagged ``inbox=<name>``; seed 002), in id order.

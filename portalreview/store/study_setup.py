@@ -25,6 +25,9 @@ Recipes (``RECIPES``), one per kind of unit the papers use:
 * ``iap``: match units for every ordered pair of two clinicians' responses to one case
   (``first``; default clinicians' theme-guided responses; seed 000 App. E.2);
 * ``urgency``: every pair of the cases of an inbox (cases tagged ``inbox=<name>``; seed 002);
+* ``adaptive-inbox``: the same pairs, of which each clinician judges only ``judgements``
+  (default n log2 n), each next pair chosen from their answers so far (``store/adaptive.py``);
+  handed out whole to every clinician named;
 * ``eppc``: every sentence of the cases' messages, and of the responses ``first`` selects
   (seed 003);
 * ``empathy`` and ``facts``: every (``first``, ``second``) pair of responses to one case
@@ -45,6 +48,12 @@ from typing import Any, ClassVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from portalreview.store.adaptive import (
+    AdaptiveSetting,
+    adaptive_settings,
+    default_judgements,
+    meta_key,
+)
 from portalreview.store.models import (
     AUTHOR_KINDS,
     PRODUCTIONS,
@@ -53,6 +62,7 @@ from portalreview.store.models import (
     Assignment,
     Case,
     CaseTag,
+    ProjectMeta,
     RankMember,
     Response,
     Sentence,
@@ -65,8 +75,20 @@ from portalreview.store.service import StoreError, StudyService
 ProgressFn = Callable[[int, int], None]
 CancelFn = Callable[[], bool]
 
-RECIPES = ("respond", "rank", "match", "iap", "urgency", "eppc", "empathy", "facts")
-RECIPE_KIND = {recipe: ("match" if recipe == "iap" else recipe) for recipe in RECIPES}
+RECIPES = (
+    "respond",
+    "rank",
+    "match",
+    "iap",
+    "urgency",
+    "adaptive-inbox",
+    "eppc",
+    "empathy",
+    "facts",
+)
+RECIPE_KIND = {
+    recipe: {"iap": "match", "adaptive-inbox": "urgency"}.get(recipe, recipe) for recipe in RECIPES
+}
 
 
 class Cancelled(Exception):
@@ -241,6 +263,8 @@ _DESCRIPTIONS = {
     "match": "Match each draft's content to the reference (seed 000, Algorithm 1).",
     "iap": "Clinician vs clinician: every ordered pair of responses (seed 000, App. E.2).",
     "urgency": "Which patient needs care first? Every pair of the inbox (seed 002).",
+    "adaptive-inbox": "Which patient needs care first? Pairs chosen from your answers so far "
+    "(seed 002, adaptive).",
     "eppc": "EPPC codes, subcodes and evidence per sentence (seed 003).",
     "empathy": "Which reply is more empathetic? (seed 004)",
     "facts": "Facts kept, lost and added by the edit (seed 004).",
@@ -338,12 +362,14 @@ def plan_units(
     batch_size: int = 0,
     seed: int | None = None,
     comparisons_per_message: int = 0,
+    judgements: int = 0,
 ) -> UnitPlan:
     """The units ``recipe`` (one of :data:`RECIPES`) makes from the project's cases.
 
     For urgency, ``comparisons_per_message`` > 0 makes a sample of the inbox's pairs in which
     every message is compared that many times (see :func:`balanced_pairs`) instead of all
-    pairs.
+    pairs. For ``adaptive-inbox``, ``judgements`` > 0 sets how many pairs each clinician
+    judges (default :func:`~portalreview.store.adaptive.default_judgements`).
 
     ``cases`` narrows the cases; ``first``/``second`` choose the responses (see the module
     docstring for each recipe's meaning and defaults); ``inbox`` names the inbox of an urgency
@@ -357,7 +383,12 @@ def plan_units(
     if batch_size < 0:
         raise SetupError("the batch size cannot be negative")
     cases = cases or CaseFilter()
-    if recipe == "urgency":
+    adaptive = recipe == "adaptive-inbox"
+    if adaptive and comparisons_per_message:
+        raise SetupError("an adaptive inbox chooses its own pairs: no comparisons per message")
+    if judgements < 0 or (judgements and not adaptive):
+        raise SetupError("a number of judgements is for the adaptive-inbox recipe, and positive")
+    if RECIPE_KIND[recipe] == "urgency":
         if inbox:
             cases = CaseFilter((*cases.tags, ("inbox", inbox)), cases.external_ids)
         elif not cases.tags and not cases.external_ids:
@@ -389,6 +420,8 @@ def plan_units(
                 else ""
             )
         )
+    if adaptive and units:
+        judgements = _adaptive_judgements(len(chosen), judgements, notes)
     if seed is not None:
         random.Random(f"portalreview-units:{seed}").shuffle(units)
     units = _batches(units, batch_size)
@@ -407,12 +440,15 @@ def plan_units(
         options["inbox"] = inbox
     if comparisons_per_message:
         options["comparisons_per_message"] = comparisons_per_message
+    if adaptive:
+        options["judgements"] = judgements
     if batch_size:
         options["batch_size"] = batch_size
     if seed is not None:
         options["seed"] = seed
     default_name = {
         "urgency": f"Urgency pairs: {inbox or cases.describe()}",
+        "adaptive-inbox": f"Adaptive urgency pairs: {inbox or cases.describe()}",
     }.get(recipe, f"{recipe} units ({cases.describe()})")
     return UnitPlan(
         recipe=recipe,
@@ -423,6 +459,19 @@ def plan_units(
         options=options,
         notes=tuple(notes),
     )
+
+
+def _adaptive_judgements(n_messages: int, wanted: int, notes: list[str]) -> int:
+    """The judgements each clinician makes in an adaptive inbox (checked), with a note."""
+    pairs = n_messages * (n_messages - 1) // 2
+    if wanted > pairs:
+        raise SetupError(f"{wanted} judgements is more than the {pairs} pairs of the inbox")
+    value = wanted or default_judgements(n_messages)
+    notes.append(
+        f"each clinician judges {value} of the {pairs} pairs ({value / pairs:.0%}), each next "
+        "pair chosen from their answers so far"
+    )
+    return value
 
 
 def balanced_pairs(case_ids: list[int], per_message: int, seed: int = 0) -> list[tuple[int, int]]:
@@ -523,6 +572,7 @@ _RECIPE_FUNCTIONS = {
     "match": _pairs,
     "iap": _iap,
     "urgency": _urgency,
+    "adaptive-inbox": _urgency,
     "eppc": _eppc,
     "empathy": _pairs,
     "facts": _pairs,
@@ -566,6 +616,9 @@ def create_unit_set(
                 s.add_all(RankMember(unit_id=unit.id, response_id=r) for r in spec.members)
             steps.step()
         s.flush()
+        if plan.recipe == "adaptive-inbox":
+            setting = AdaptiveSetting(int(plan.options["judgements"]))
+            s.add(ProjectMeta(key=meta_key(set_id), value=setting.to_json()))
         recorder.record(
             s,
             "setup",
@@ -641,11 +694,18 @@ class AssignmentPlan:
     by_annotator: Mapping[str, tuple[int, ...]]
     n_units: int  # units handed out (those not assigned before)
     n_already_assigned: int
+    adaptive_judgements: int = 0  # an adaptive set: the pairs each person judges
 
     def counts(self) -> dict[str, int]:
         return {name: len(units) for name, units in self.by_annotator.items()}
 
     def summary(self) -> str:
+        if self.adaptive_judgements:
+            return (
+                f"{self.unit_set!r} (adaptive): all {self.n_units} pairs to each of "
+                f"{', '.join(self.annotators)}, who judge {self.adaptive_judgements} of them, "
+                "each next pair chosen from their answers so far"
+            )
         lines = [
             f"{self.unit_set!r}: {self.n_units} unit(s) to hand out"
             + (
@@ -690,9 +750,12 @@ def plan_assignment(
     seed: int = 0,
 ) -> AssignmentPlan:
     """Plan handing out the units of ``unit_set`` (name or id) not yet assigned to anyone:
-    see :func:`split_with_overlap`."""
+    see :func:`split_with_overlap`. An adaptive set goes whole to each person named who does
+    not have it yet (:func:`_plan_adaptive`)."""
     with project.read() as s:
         row = _unit_set_row(s, unit_set)
+        if row.id in adaptive_settings(s):
+            return _plan_adaptive(s, row, annotators, seed)
         people = {a.name: a for a in s.scalars(select(Annotator))}
         unknown = [n for n in annotators if n not in people]
         if unknown:
@@ -737,6 +800,45 @@ def plan_assignment(
     )
 
 
+def _plan_adaptive(
+    s: Session, row: UnitSet, annotators: Sequence[str], seed: int
+) -> AssignmentPlan:
+    """Every unit of an adaptive set to each person named (each judges some of the pairs,
+    chosen for them as they go); people who have the set already are refused."""
+    ids = {name: id_ for name, id_ in s.execute(select(Annotator.name, Annotator.id))}
+    unknown = [n for n in annotators if n not in ids]
+    if unknown:
+        raise SetupError(f"there is no annotator called {unknown[0]!r}; add them first")
+    units = tuple(
+        s.scalars(select(Unit.id).where(Unit.unit_set_id == row.id).order_by(Unit.position))
+    )
+    having = set(
+        s.scalars(
+            select(Assignment.annotator_id)
+            .join(Unit, Unit.id == Assignment.unit_id)
+            .where(Unit.unit_set_id == row.id)
+        )
+    )
+    already = [n for n in annotators if ids[n] in having]
+    if already:
+        raise SetupError(f"{already[0]} already has the adaptive set {row.name!r}")
+    if not units:
+        raise SetupError(f"the unit set {row.name!r} has no units")
+    return AssignmentPlan(
+        unit_set=row.name,
+        kind=row.kind,
+        annotators=tuple(annotators),
+        overlap=100,
+        raters_per_unit=len(annotators),
+        seed=seed,
+        shared_units=units,
+        by_annotator={name: units for name in annotators},
+        n_units=len(units),
+        n_already_assigned=0,
+        adaptive_judgements=adaptive_settings(s)[row.id].judgements,
+    )
+
+
 def assign_units(
     project: Project,
     plan: AssignmentPlan,
@@ -758,6 +860,8 @@ def assign_units(
         ids = {a.name: a.id for a in s.scalars(select(Annotator))}
         gold = _gold_only(s)
         planned = {u for units in plan.by_annotator.values() for u in units}
+        # an adaptive set is given to several people: only the same person's unit clashes
+        whose = {ids[n] for n in plan.by_annotator} if set_row.id in adaptive_settings(s) else None
         clash = [
             u
             for u, a in s.execute(
@@ -765,7 +869,7 @@ def assign_units(
                     Assignment.unit_id.in_(planned)
                 )
             )
-            if (u, a) not in gold
+            if (u, a) not in gold and (whose is None or a in whose)
         ]
         if clash:
             raise SetupError(
