@@ -154,6 +154,7 @@ class QueueItem:
     position: int
     status: str  # "todo", "draft" or "submitted"
     flagged: bool
+    adaptive: bool = False  # of an adaptive set: the next pair appears only after a submit
 
 
 @dataclass(frozen=True)
@@ -644,7 +645,10 @@ class StudyService:
             adaptive = adaptive_settings(s) if kind == "urgency" else {}
             if adaptive:
                 rows = _adaptive_queue(s, rows, adaptive, annotator_id)
-            items = [QueueItem(u, p, st, bool(f)) for u, p, st, f, _set, _answer in rows]
+            items = [
+                QueueItem(u, p, st, bool(f), unit_set in adaptive)
+                for u, p, st, f, unit_set, _answer in rows
+            ]
         if status is not None:
             items = [i for i in items if i.status == status]
         if flagged is not None:

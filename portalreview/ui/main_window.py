@@ -754,9 +754,15 @@ class MainWindow(QMainWindow):
         self.undo_group.setActiveStack(editor.undo_stack)
         self.stack.setCurrentWidget(self._page_of(editor))
         self.queue_dock.setWindowTitle(f"Work queue — {EDITORS[kind][0]}")
-        self.queue.set_items(self.service.queue(kind, annotator_id=self.work_of))
+        self._load_queue(kind)
         if not self.queue.next_todo() and not self.queue.select_row(0):
             self.stack.setCurrentWidget(self.empty)
+
+    def _load_queue(self, kind: str) -> None:
+        """The person's units of ``kind``, with the number to do (an adaptive inbox counts
+        the judgements asked of them, not the pairs listed so far)."""
+        total = self.service.progress(kind, annotator_id=self.work_of).total
+        self.queue.set_items(self.service.queue(kind, annotator_id=self.work_of), total)
 
     def show_unit(self, unit_id: int) -> None:
         """Open a unit of the current kind (saving the one being left first)."""
@@ -779,7 +785,7 @@ class MainWindow(QMainWindow):
     def _show_unit_status(self) -> None:
         unit = self.session.unit
         number = self.queue.numbers.get(unit.unit_id, 0)
-        total = len(self.queue.all_items)
+        total = self.queue.total
         case = unit.cases[0].external_id if unit.cases else ""
         answer = self.session.answer
         state = (
@@ -849,6 +855,8 @@ class MainWindow(QMainWindow):
 
     def _on_saved(self, view: AnswerView) -> None:
         self.queue.update_unit(view.unit_id, view.status, view.flagged)
+        if view.status == "submitted" and self.queue.is_adaptive(view.unit_id):
+            self._load_queue(self.kind)  # the next pair was chosen from this answer
         self.suggestions.saved(view)
         self.save_label.setText(self._saved_text(view))
         self._show_unit_status()
@@ -872,7 +880,7 @@ class MainWindow(QMainWindow):
     def _refresh_tab_progress(self) -> None:
         if self.kind not in self.kinds:
             return
-        done, total = self.queue.done, len(self.queue.all_items)
+        done, total = self.queue.done, self.queue.total
         index = self.kinds.index(self.kind)
         self.kind_tabs.setTabText(index, f"{EDITORS[self.kind][0]}  ({done}/{total})")
 

@@ -85,6 +85,7 @@ class QueuePanel(QWidget):
         self.all_items: list[QueueItem] = []
         self.numbers: dict[int, int] = {}
         self.done = 0
+        self.total = 0
         self.filter = QComboBox()
         self.filter.setAccessibleName("Show")
         for key, name in FILTERS:
@@ -112,8 +113,11 @@ class QueuePanel(QWidget):
 
     # --- content ----------------------------------------------------------------------------
 
-    def set_items(self, items: list[QueueItem]) -> None:
+    def set_items(self, items: list[QueueItem], total: int | None = None) -> None:
+        """Show ``items``; ``total`` counts what is to be done when it is more than the items
+        listed (an adaptive inbox lists its next pair only once the previous one is done)."""
         self.all_items = list(items)
+        self.total = max(total or 0, len(self.all_items))
         self.numbers = {item.unit_id: n for n, item in enumerate(self.all_items, start=1)}
         self.done = sum(i.status == "submitted" for i in self.all_items)
         self._apply_filter()
@@ -127,10 +131,14 @@ class QueuePanel(QWidget):
             self.select_unit(current, emit=False)
 
     def _show_progress(self) -> None:
-        done, total = self.done, len(self.all_items)
+        done, total = self.done, self.total
         self.progress_label.setText(f"<b>{done} of {total} done</b>")
         self.progress_bar.setMaximum(max(total, 1))
         self.progress_bar.setValue(done)
+
+    def is_adaptive(self, unit_id: int) -> bool:
+        number = self.numbers.get(unit_id)
+        return number is not None and self.all_items[number - 1].adaptive
 
     def update_unit(self, unit_id: int, status: str, flagged: bool) -> None:
         """Reflect a save without re-reading the queue (constant time: a save must stay fast

@@ -348,6 +348,11 @@ class StudySetupDialog(QDialog):
         self.second_edit = self._line("secondResponses", "default for the recipe")
         self.first_label, self.second_label = QLabel(), QLabel()
         self.comparisons_spin = self._spin("comparisonsPerMessage", 0, 10_000, "all pairs")
+        self.judgements_spin = self._spin("adaptiveJudgements", 0, 1_000_000, "n log2 n")
+        self.judgements_spin.setToolTip(
+            "Adaptive inbox: the pairs each clinician judges, each chosen from their answers so "
+            "far (default: n log2 n for n messages, 148 of the 435 pairs of 30)"
+        )
         self.batch_spin = self._spin("batchSize", 0, 1_000_000, "no batches")
         self.unit_seed_spin = self._spin("unitSeed", NO_SEED, 1_000_000, "none")
         self.unit_seed_spin.setValue(NO_SEED)
@@ -365,6 +370,7 @@ class StudySetupDialog(QDialog):
         form.addRow(self.first_label, self.first_edit)
         form.addRow(self.second_label, self.second_edit)
         form.addRow("Comparisons per &message (urgency):", self.comparisons_spin)
+        form.addRow("&Judgements per clinician (adaptive):", self.judgements_spin)
         form.addRow("&Batch size:", self.batch_spin)
         form.addRow("Order: shuffle with s&eed:", self.unit_seed_spin)
         help_text = QLabel(
@@ -415,6 +421,7 @@ class StudySetupDialog(QDialog):
             self.first_edit.textChanged,
             self.second_edit.textChanged,
             self.comparisons_spin.valueChanged,
+            self.judgements_spin.valueChanged,
             self.batch_spin.valueChanged,
             self.unit_seed_spin.valueChanged,
         ):
@@ -649,9 +656,10 @@ class StudySetupDialog(QDialog):
         self.second_label.setText(f"{second or 'Second responses'}:")
         self.first_edit.setEnabled(bool(first))
         self.second_edit.setEnabled(bool(second))
-        urgency = recipe == "urgency"
+        urgency = setup.RECIPE_KIND[recipe] == "urgency"
         self.inbox_box.setEnabled(urgency)
-        self.comparisons_spin.setEnabled(urgency)
+        self.comparisons_spin.setEnabled(recipe == "urgency")
+        self.judgements_spin.setEnabled(recipe == "adaptive-inbox")
         if self.plan is not None:
             self.plan_label.setText(
                 f"<i>The options changed: preview again.</i><br>{html.escape(self.plan.summary())}"
@@ -664,7 +672,7 @@ class StudySetupDialog(QDialog):
         recipe = self.recipe_box.currentData()
         first, second = RECIPE_RESPONSES.get(recipe, ("", ""))
         seed = self.unit_seed_spin.value()
-        urgency = recipe == "urgency"
+        urgency = setup.RECIPE_KIND[recipe] == "urgency"
         return {
             "cases": setup.CaseFilter.parse(
                 split_words(self.tags_edit.text()), split_words(self.cases_edit.text())
@@ -676,7 +684,10 @@ class StudySetupDialog(QDialog):
             "description": self.description_edit.text().strip() or None,
             "batch_size": self.batch_spin.value(),
             "seed": None if seed == NO_SEED else seed,
-            "comparisons_per_message": self.comparisons_spin.value() if urgency else 0,
+            "comparisons_per_message": (
+                self.comparisons_spin.value() if recipe == "urgency" else 0
+            ),
+            "judgements": self.judgements_spin.value() if recipe == "adaptive-inbox" else 0,
         }
 
     @staticmethod

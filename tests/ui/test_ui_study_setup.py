@@ -415,3 +415,63 @@ def test_a_window_left_open_after_the_project_closed_writes_nothing(qtbot, gui, 
     click(qtbot, dialog.add_button)
     assert "gui.prproj was closed: open this window again" in dialog.message.plain()
     assert sql(gui.path, "SELECT count(*) FROM annotators") == before
+
+
+def test_an_adaptive_inbox_made_in_the_window_offers_one_pair_at_a_time(
+    qtbot, demo_file, tmp_path, prefs
+):
+    """The PI makes an adaptive inbox of 12 judgements and hands it to one clinician; she
+    sees one pair, judges it by keyboard, submits, and the next pair chosen from her answer
+    appears, until the twelve are made."""
+    path = demo_copy(demo_file, tmp_path)
+    window = open_window(qtbot, prefs, path, "dr_pi")
+    dialog = open_setup(qtbot, window)
+    dialog.tabs.setCurrentIndex(1)
+    pick(qtbot, dialog.recipe_box, "ada", "adaptive-inbox")
+    assert dialog.judgements_spin.isEnabled() and not dialog.comparisons_spin.isEnabled()
+    type_into(qtbot, dialog.inbox_box, INBOX)
+    type_into(qtbot, dialog.judgements_spin, "12")
+    type_into(qtbot, dialog.set_name_edit, "Adaptive ward")
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    assert "each clinician judges 12 of the 435 pairs" in plain_text(dialog.plan_label.text())
+    click(qtbot, dialog.create_button)
+    wait_idle(qtbot, dialog)
+    hand_out(qtbot, dialog, ["nurse_ava"], 0, 0)
+    assert "who judge 12 of them" in plain_text(dialog.assign_label.text())
+    click(qtbot, dialog.assign_button)
+    wait_idle(qtbot, dialog)
+    dialog.close()
+    window.close()
+
+    window = open_window(qtbot, prefs, path, "nurse_ava")
+    window.kind_tabs.setCurrentIndex(window.kinds.index("urgency"))
+    queue = window.queue
+    editor = window.editors["urgency"]
+    already = queue.done
+    total = queue.total
+    adaptive = [item for item in queue.all_items if item.adaptive]
+    assert len(adaptive) == 1 and adaptive[0].status == "todo"
+    seen = set()
+    for number in range(12):
+        queue.select_unit(adaptive[-1].unit_id)
+        unit = window.session.unit.unit_id
+        assert unit not in seen
+        seen.add(unit)
+        editor.setFocus()
+        qtbot.keyClick(editor, Qt.Key.Key_1)  # the left patient
+        window.act_submit.trigger()
+        qtbot.waitUntil(lambda n=number: queue.done == already + n + 1, timeout=5000)
+        adaptive = [item for item in queue.all_items if item.adaptive]
+        assert len(adaptive) == min(number + 2, 12)  # the answered ones and the next
+        assert f"({already + number + 1}/{total})" in window.kind_tabs.tabText(
+            window.kinds.index("urgency")
+        )
+    assert all(item.status == "submitted" for item in adaptive)
+    stored = sql(
+        path,
+        "SELECT count(*) FROM answers a JOIN units u ON u.id = a.unit_id JOIN unit_sets s "
+        "ON s.id = u.unit_set_id WHERE s.name = 'Adaptive ward' AND a.status = 'submitted'",
+    )
+    assert stored == [(12,)]
+    window.close()
