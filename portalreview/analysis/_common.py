@@ -154,8 +154,8 @@ def answers_of_kind(frames: StudyFrames, kind: str) -> pd.DataFrame:
 def people(frames: StudyFrames, kind: str) -> pd.DataFrame:
     """Submitted answers of ``kind`` with unit columns, split by role: columns of
     ``frames.answers`` plus the unit's ``unit_set``, ``position``, ``batch``, ``case_id``,
-    ``case_b_id``, ``response_id``, ``response_b_id``, ``sentence_id``. Made once per frames
-    and kind (several analyses read the same kind): read it, never change it in place."""
+    ``case_b_id``, ``response_id``, ``response_b_id``, ``sentence_id``, ``adaptive``. Made once
+    per frames and kind (several analyses read the same kind): read it, never change it in place."""
     key = ("people", kind)
     found = frames.memo.get(key)
     if found is None:

@@ -28,6 +28,16 @@ no interval (``null``). It is a sampling-variability interval that need not cont
 value: NDCG is a sort's score, not a smooth function of the judgements, and near a perfect
 sort any perturbation can only lower it, so most resampled scores lie below the value (on the
 same study the mean T-NDCG@10 0.841 gets [0.819, 0.840]). docs/report.md says so to the reader.
+
+An *adaptive* inbox (``store/adaptive.py``, issue 19) is judged on pairs chosen from the
+answers so far, a few per message, each mostly once. Win rates are then not comparable (a
+message met by close rivals wins about half whatever its place), so its messages are scored
+by Bradley-Terry strengths (``metrics/bradley_terry.py``), and the entry says so
+(``"score": "bradley_terry"``, ``"adaptive"``: its sets, the inbox's pairs, the judgements
+made). Its intervals resample *outcomes* instead of answers (:func:`outcome_resamples`): the
+same pairs, each judgement's outcome drawn from the fitted model's probability for it, the
+strengths fitted again. They read as the spread of sorts that the same pairs, judged again by
+clinicians who disagree as much as the fit says, would give.
 """
 
 from __future__ import annotations
@@ -64,6 +74,7 @@ from portalreview.metrics import (
     t_ndcg_at_k,
     win_rate_scores,
 )
+from portalreview.metrics.bradley_terry import bradley_terry
 from portalreview.store.frames import StudyFrames
 
 KIND = "urgency"
@@ -181,9 +192,10 @@ def _ndcg_rows(order_rel: np.ndarray, ideal: np.ndarray, k: int) -> np.ndarray:
 
 
 def _ranking_scores(sums: Mapping[str, np.ndarray], relevance: np.ndarray, k: int, tail: bool):
-    """NDCG@k (or T-NDCG@k) of each row's inbox sorted by win rate, as metrics.sort_by_score
-    sorts (highest first, ties in item order, never-compared messages last)."""
-    rates = safe_ratio(sums["wins"], sums["played"])
+    """NDCG@k (or T-NDCG@k) of each row's inbox sorted by score, as metrics.sort_by_score
+    sorts (highest first, ties in item order, never-compared messages last). The scores are
+    ``sums["scores"]`` (one row per resample, NaN = never compared) or else the win rates."""
+    rates = sums["scores"] if "scores" in sums else safe_ratio(sums["wins"], sums["played"])
     keys = np.where(np.isnan(rates), np.inf, -rates)
     order = np.argsort(keys, axis=1, kind="stable")
     rows = relevance[order]
@@ -223,6 +235,45 @@ def judgement_resamples(
     return {"wins": wins.astype(float), "played": played[None, :].astype(float)}
 
 
+def _pairs_as_indices(rows: pd.DataFrame, items: list[int]) -> tuple[np.ndarray, ...]:
+    """Each judgement as (index of case a, index of case b, 1 when a was chosen)."""
+    column = pd.Index(items)
+    first = column.get_indexer(rows.case_a.to_numpy())
+    second = column.get_indexer(rows.case_b.to_numpy())
+    return first, second, (rows.chosen.to_numpy() == rows.case_a.to_numpy()).astype(float)
+
+
+def strength_scores(rows: pd.DataFrame, items: list[int]) -> pd.Series:
+    """Bradley-Terry strength of each message from the judgements ``rows`` (NaN for one
+    never compared), for an adaptive inbox."""
+    first, second, won = _pairs_as_indices(rows, items)
+    theta = bradley_terry(len(items), first, second, won)
+    met = np.zeros(len(items), dtype=bool)
+    met[first] = met[second] = True
+    return pd.Series(np.where(met, theta, np.nan), index=items, dtype=float)
+
+
+def outcome_resamples(
+    rows: pd.DataFrame, items: list[int], s: Settings, stream: tuple[int, ...]
+) -> dict[str, np.ndarray] | None:
+    """Strengths on each outcome resample of an adaptive inbox's judgements (see the module
+    docstring): every judgement kept, its outcome drawn from the fitted probability that case
+    a is chosen, the strengths fitted again; ``None`` when intervals are off.
+
+    Draws: ``numpy.random.default_rng([seed, *stream]).random((n_resamples, n_answers))``,
+    an outcome "a chosen" where the draw is below the fitted probability."""
+    if s.n_resamples == 0 or rows.empty:
+        return None
+    first, second, won = _pairs_as_indices(rows, items)
+    theta = bradley_terry(len(items), first, second, won)
+    p_first = 1.0 / (1.0 + np.exp(-(theta[first] - theta[second])))
+    draws = np.random.default_rng([s.seed, *stream]).random((s.n_resamples, len(first)))
+    refit = bradley_terry(len(items), first, second, (draws < p_first).astype(float))
+    met = np.zeros(len(items), dtype=bool)
+    met[first] = met[second] = True
+    return {"scores": np.where(met[None, :], refit, np.nan)}
+
+
 #: One scorer's inbox figures and resampled scores (:func:`_score`), kept for the process.
 #: Why: the inbox tables sort every inbox again for the pooled scorer and each annotator, with
 #: 1000 judgement resamples and an enumeration of tied orders each; an urgency answer changes
@@ -241,6 +292,7 @@ def _scorer(
     s: Settings,
     stream: tuple[int, ...],
     resampled: dict[str, np.ndarray | None] | None = None,
+    adaptive: bool = False,
 ) -> dict:
     """One scorer's inbox: win rates, the sorted order's NDCG / T-NDCG and expected T-NDCG,
     with intervals over judgement resamples (:func:`judgement_resamples`). When
@@ -252,6 +304,7 @@ def _scorer(
         + [rows[c].to_numpy(dtype=np.int64) for c in ("case_a", "case_b")]
     )
     key = (
+        adaptive,
         tuple(items),
         tuple(int(levels[c]) for c in items),
         s.seed,
@@ -261,7 +314,7 @@ def _scorer(
     )
     found = _SCORED.get(key)
     if found is None:
-        found = _SCORED.put(key, _score(rows, items, levels, s, stream))
+        found = _SCORED.put(key, _score(rows, items, levels, s, stream, adaptive))
     out, draws = found
     if resampled is not None:
         resampled.update(draws)
@@ -269,21 +322,21 @@ def _scorer(
 
 
 def _score(
-    rows: pd.DataFrame, items: list[int], levels: pd.Series, s: Settings, stream: tuple[int, ...]
+    rows: pd.DataFrame,
+    items: list[int],
+    levels: pd.Series,
+    s: Settings,
+    stream: tuple[int, ...],
+    adaptive: bool = False,
 ) -> tuple[dict, dict[str, np.ndarray | None]]:
     """:func:`_scorer`'s figures and each NDCG / T-NDCG on every resample (read-only)."""
     resampled: dict[str, np.ndarray | None] = {}
-    outcomes = [
-        (w, b if w == a else a)
-        for w, a, b in zip(
-            rows.chosen.tolist(), rows.case_a.tolist(), rows.case_b.tolist(), strict=True
-        )
-    ]
-    scores = win_rate_scores(items, outcomes)
+    scores = strength_scores(rows, items) if adaptive else win_rate_scores(items, _outcomes(rows))
     relevance = relevance_from_levels([int(levels[c]) for c in items])
     by_item = pd.Series(relevance, index=items)
     ordered = by_item.loc[sort_by_score(scores)].to_numpy()
-    sums = judgement_resamples(rows, items, s, stream)
+    resample = outcome_resamples if adaptive else judgement_resamples
+    sums = resample(rows, items, s, stream)
     n_pairs = int(rows.unit_id.nunique())
     finite = scores.fillna(scores.min() - 1 if scores.notna().any() else 0.0)
     out: dict[str, Any] = {"n_pairs": n_pairs, "n_answers": len(rows)}
@@ -308,14 +361,22 @@ def _score(
     return out, resampled
 
 
-def _inbox_order(rows: pd.DataFrame, items: list[int], frames: StudyFrames) -> list[dict]:
-    outcomes = [
+def _outcomes(rows: pd.DataFrame) -> list[tuple[int, int]]:
+    """(winner, loser) of each judgement."""
+    return [
         (w, b if w == a else a)
         for w, a, b in zip(
             rows.chosen.tolist(), rows.case_a.tolist(), rows.case_b.tolist(), strict=True
         )
     ]
-    scores = win_rate_scores(items, outcomes)
+
+
+def _inbox_order(
+    rows: pd.DataFrame, items: list[int], frames: StudyFrames, adaptive: bool = False
+) -> list[dict]:
+    """The inbox sorted by its score (win rate; strength for an adaptive inbox)."""
+    rates = win_rate_scores(items, _outcomes(rows))
+    scores = strength_scores(rows, items) if adaptive else rates
     cases = frames.cases.set_index("case_id")
     wins = rows.chosen.value_counts()
     played = pd.concat([rows.case_a, rows.case_b]).value_counts()
@@ -326,7 +387,8 @@ def _inbox_order(rows: pd.DataFrame, items: list[int], frames: StudyFrames) -> l
             "level": int(cases.urgency_level[c]),
             "wins": int(wins.get(c, 0)),
             "comparisons": int(played.get(c, 0)),
-            "win_rate": scores[c],
+            "win_rate": rates[c],
+            **({"strength": scores[c]} if adaptive else {}),
         }
         for c in sort_by_score(scores)
     ]
@@ -358,27 +420,45 @@ def inbox(
     levels = frames.cases.set_index("case_id").urgency_level
     items = [c for c in members if pd.notna(levels.get(c))]
     inside = rows[rows.case_a.isin(items) & rows.case_b.isin(items)]
+    adaptive = bool(inside.adaptive.any()) if "adaptive" in inside else False
     out: dict[str, Any] = {
         "inbox": name,
         "n_messages": len(items),
         "n_messages_without_level": len(members) - len(items),
         "relevance": "6 - level",
-        "score": "win_rate",
+        "score": "bradley_terry" if adaptive else "win_rate",
         "margin_weighted": None,
     }
+    if adaptive:
+        out["adaptive"] = _adaptive_summary(inside, len(items))
     if len(items) < 2 or inside.empty:
         return {**out, "all": None, "by_annotator": [], "order": []}
-    out["all"] = _scorer(inside, items, levels, s, (index, 0), resampled)
+    out["all"] = _scorer(inside, items, levels, s, (index, 0), resampled, adaptive)
     out["unit_ids"] = sorted(inside.unit_id.unique().tolist())
     out["by_annotator"] = [
         {
             "annotator": who,
-            **_scorer(inside[inside.annotator == who], items, levels, s, (index, j + 1)),
+            **_scorer(
+                inside[inside.annotator == who], items, levels, s, (index, j + 1), None, adaptive
+            ),
         }
         for j, who in enumerate(ordered_names(inside.annotator))
     ]
-    out["order"] = _inbox_order(inside, items, frames)
+    out["order"] = _inbox_order(inside, items, frames, adaptive)
     return out
+
+
+def _adaptive_summary(rows: pd.DataFrame, n_messages: int) -> dict[str, Any]:
+    """Which sets of an adaptive inbox, its pairs, and the judgements made (per annotator)."""
+    chosen = rows[rows.adaptive.astype(bool)]
+    return {
+        "unit_sets": sorted(chosen.unit_set.unique().tolist()),
+        "n_pairs": n_messages * (n_messages - 1) // 2,
+        "n_judgements": len(chosen),
+        "judgements_by_annotator": {
+            who: int((chosen.annotator == who).sum()) for who in ordered_names(chosen.annotator)
+        },
+    }
 
 
 def _inbox_summary(inboxes: list[dict], resampled: list[dict]) -> dict[str, Any]:

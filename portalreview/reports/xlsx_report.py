@@ -1038,6 +1038,38 @@ def _rank(r: _Reader) -> Sheet:
     )
 
 
+_SORTED_BY = {"win_rate": "win rate", "bradley_terry": "Bradley-Terry strength (adaptive)"}
+
+
+def _adaptive_inboxes(r: _Reader) -> Table | None:
+    """The inboxes sorted adaptively, and with how many judgements (issue 19)."""
+    rows = []
+    for inbox in r.get("urgency", "inboxes") or []:
+        adaptive = inbox.get("adaptive")
+        if not adaptive:
+            continue
+        by = ", ".join(f"{who} {n}" for who, n in adaptive["judgements_by_annotator"].items())
+        rows.append(
+            [
+                _c(inbox["inbox"]),
+                _c("; ".join(adaptive["unit_sets"])),
+                _c(adaptive["n_pairs"], INT),
+                _c(adaptive["n_judgements"], INT),
+                _c(by),
+            ]
+        )
+    if not rows:
+        return None
+    return Table(
+        "urgency_adaptive_inboxes",
+        "Inboxes sorted adaptively (pairs chosen from each clinician's answers)",
+        ["Inbox", "Unit sets", "Pairs in the inbox", "Judgements made", "Judgements by person"],
+        rows,
+        note="Each clinician judged only some pairs, each chosen after their previous answer "
+        "(a Bradley-Terry fit; benchmarks/bench_adaptive_pairs.py measures the saving).",
+    )
+
+
 def _ndcg_curve(r: _Reader, i: int) -> Table:
     inbox = r.get("urgency", "inboxes", i)
     mapping = r.get("urgency", "relevance_mapping") or {}
@@ -1050,7 +1082,8 @@ def _ndcg_curve(r: _Reader, i: int) -> Table:
     ]
     return Table(
         f"urgency_ndcg_curve_{i + 1}",
-        f"NDCG@k of inbox {inbox['inbox']} sorted by win rate (002 Sec. 4.2)",
+        f"NDCG@k of inbox {inbox['inbox']} sorted by "
+        f"{_SORTED_BY.get(inbox.get('score'), 'win rate')} (002 Sec. 4.2)",
         ["k", "NDCG@k", "T-NDCG@k"],
         rows,
         note="The pooled order (all people's answers); relevance = 6 - level. k = 10 and 30 "
@@ -1178,11 +1211,13 @@ def _urgency(r: _Reader) -> Sheet:
             (row["annotator"], ("urgency", "inboxes", i, "by_annotator", j))
             for j, row in enumerate(inbox["by_annotator"])
         ]
+        sorted_by = _SORTED_BY.get(inbox.get("score"), inbox.get("score"))
         for name, base in who:
             for k in (10, 30):
                 scorers.append(
                     [
                         _c(inbox["inbox"]),
+                        _c(sorted_by),
                         _c(name),
                         _c(k, INT),
                         r.cell(*base, "n_pairs"),
@@ -1194,9 +1229,10 @@ def _urgency(r: _Reader) -> Sheet:
                 )
     t_inbox = Table(
         "urgency_inboxes",
-        "Inboxes sorted by win rate: NDCG@k and T-NDCG@k (002 Sec. 4.2-4.3)",
+        "Inboxes sorted: NDCG@k and T-NDCG@k (002 Sec. 4.2-4.3)",
         [
             "Inbox",
+            "Sorted by",
             "Answers of",
             "k",
             "Pairs",
@@ -1206,9 +1242,15 @@ def _urgency(r: _Reader) -> Sheet:
             "Expected T-NDCG@k",
         ],
         scorers,
-        note="Expected T-NDCG: the mean over the random orders of messages with equal win rates.",
+        note="Expected T-NDCG: the mean over the random orders of messages with equal scores. "
+        "An adaptive inbox (each clinician judged pairs chosen from their answers so far) is "
+        "sorted by Bradley-Terry strengths, not win rates; its intervals redraw each "
+        "judgement's outcome from the fitted model and fit again.",
     )
     tables = [t2, t4, t_bias, t_inbox]
+    adaptive = _adaptive_inboxes(r)
+    if adaptive is not None:
+        tables.append(adaptive)
     for i, _ in enumerate(r.get("urgency", "inboxes") or []):
         tables.append(_ndcg_curve(r, i))
     return Sheet(

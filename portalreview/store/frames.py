@@ -29,10 +29,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Boolean, Float, Select, String, and_, func, literal_column, select
+from sqlalchemy import (
+    Boolean,
+    Float,
+    Select,
+    String,
+    and_,
+    cast,
+    func,
+    literal,
+    literal_column,
+    select,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from portalreview.store.adaptive import KEY_PREFIX as ADAPTIVE_PREFIX
 from portalreview.store.models import (
     Annotator,
     Answer,
@@ -46,6 +58,7 @@ from portalreview.store.models import (
     FactCheck,
     MatchDecision,
     MatchSpan,
+    ProjectMeta,
     RankCriterion,
     RankEntry,
     RespondAnswer,
@@ -65,7 +78,7 @@ class StudyFrames:
     """Every table the analysis layer needs, read in one consistent snapshot."""
 
     answers: pd.DataFrame  # one row per answer: answer_id, unit_id, kind, annotator, ...
-    units: pd.DataFrame  # one row per unit: unit_id, kind, unit_set, case_id, ...
+    units: pd.DataFrame  # one row per unit: unit_id, kind, unit_set, case_id, ..., adaptive
     cases: pd.DataFrame  # case_id, external_id, urgency_level, tags (dict)
     responses: pd.DataFrame  # response_id, case_id, external_id, author_kind, author, ...
     sentences: pd.DataFrame  # sentence_id, owner response/case, position, start, end, text
@@ -325,8 +338,13 @@ def _units(session: Session) -> pd.DataFrame:
             Unit.response_id,
             Unit.response_b_id,
             Unit.sentence_id,
+            ProjectMeta.key,
         )
         .join(UnitSet, UnitSet.id == Unit.unit_set_id)
+        .outerjoin(  # an adaptive set's mark (store/adaptive.py)
+            ProjectMeta,
+            ProjectMeta.key == literal(ADAPTIVE_PREFIX) + cast(Unit.unit_set_id, String),
+        )
         .order_by(Unit.id),
         [
             "unit_id",
@@ -339,7 +357,9 @@ def _units(session: Session) -> pd.DataFrame:
             "response_id",
             "response_b_id",
             "sentence_id",
+            "adaptive",
         ],
+        convert={"adaptive": lambda keys: np.array([k is not None for k in keys], dtype=bool)},
     )
 
 
