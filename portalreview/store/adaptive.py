@@ -122,23 +122,36 @@ def next_unit(
     pairs = _pairs(s, unit_set_id)
     n = len(pairs.items)
     index = {case_id: i for i, case_id in enumerate(pairs.items)}
-    asked = np.ones((n, n), dtype=bool)
+    open_pairs = np.zeros((n, n), dtype=bool)
     for i, j in pairs.unit_of:
-        asked[i, j] = asked[j, i] = False  # only pairs with a unit can be asked
-    first, second, won = [], [], []
-    for a, b, _status, chosen in answers:
-        i, j = index[a], index[b]
-        asked[i, j] = asked[j, i] = True
-        first.append(i)
-        second.append(j)
-        won.append(1 if chosen == a else 0)
-    chain = np.random.default_rng([unit_set_id, annotator_id]).permutation(n)
+        open_pairs[i, j] = open_pairs[j, i] = True  # only pairs with a unit can be asked
+    first = np.array([index[a] for a, _, _, _ in answers], dtype=np.int64)
+    second = np.array([index[b] for _, b, _, _ in answers], dtype=np.int64)
+    won = np.array([1.0 if chosen == a else 0.0 for a, _, _, chosen in answers])
+    open_pairs[first, second] = open_pairs[second, first] = False
+    pair = choose_pair(first, second, won, open_pairs, (unit_set_id, annotator_id))
+    return None if pair is None else pairs.unit_of[pair]
+
+
+def choose_pair(
+    first: np.ndarray,
+    second: np.ndarray,
+    won: np.ndarray,
+    open_pairs: np.ndarray,
+    seed: tuple[int, ...],
+) -> tuple[int, int] | None:
+    """The next pair (i < j, item indices) for one clinician from their judgements so far
+    (``first[k]`` against ``second[k]``, ``won[k]`` 1 when the first was chosen), among
+    ``open_pairs`` (a symmetric n x n mask of the pairs that may still be asked); None when
+    none is left. ``seed`` makes the start's chain and the tie-breaks reproducible. Pure, so
+    that ``benchmarks/bench_adaptive_pairs.py`` replays exactly what the app does."""
+    n = open_pairs.shape[0]
+    chain = np.random.default_rng(list(seed)).permutation(n)
     for i, j in itertools.pairwise(chain.tolist()):  # 1. every message met once
-        if not asked[i, j]:
-            return pairs.unit_of[(min(i, j), max(i, j))]
+        if open_pairs[i, j]:
+            return min(i, j), max(i, j)
     from portalreview.metrics.bradley_terry import bradley_terry, most_informative_pair
 
-    theta = bradley_terry(n, np.array(first), np.array(second), np.array(won))  # 2.
-    rng = np.random.default_rng([unit_set_id, annotator_id, len(answers)])
-    pair = most_informative_pair(theta, asked, rng)
-    return None if pair is None else pairs.unit_of[pair]
+    theta = bradley_terry(n, first, second, won)  # 2. the most informative open pair
+    rng = np.random.default_rng([*seed, len(first)])
+    return most_informative_pair(theta, ~open_pairs, rng)

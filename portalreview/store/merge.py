@@ -228,10 +228,11 @@ def _restrict(path: Path, annotator_id: int) -> None:
                 conn.execute(statement)
             conn.execute("DELETE FROM answers WHERE annotator_id != ?", (annotator_id,))
             conn.execute("DELETE FROM assignments WHERE annotator_id != ?", (annotator_id,))
-            conn.execute(
+            conn.execute(  # (a suggestion made for someone else holds their replies)
                 "DELETE FROM suggestions WHERE unit_id NOT IN "
-                "(SELECT unit_id FROM assignments WHERE annotator_id = ?)",
-                (annotator_id,),
+                "(SELECT unit_id FROM assignments WHERE annotator_id = ?) "
+                "OR for_annotator_id != ?",
+                (annotator_id, annotator_id),
             )
             conn.execute(
                 "UPDATE responses SET author = '', source = '', author_kind = 'imported', "

@@ -17,13 +17,14 @@ triggers from ``schema_sql`` if a table they touch changed).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from portalreview.store.schema_sql import V3_GUARDS, guard_statements
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -155,11 +156,68 @@ def _v3_to_v4(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
+_SUGGESTION_LAST_V4 = "refused_reason TEXT, "
+_SUGGESTION_FK_V4 = "FOREIGN KEY(unit_id) REFERENCES units (id)"
+
+
+def _v4_to_v5(conn: sqlite3.Connection) -> None:
+    """Version 5 adds ``suggestions.for_annotator_id``: a suggestion made for one clinician
+    (from their own earlier replies), shown to them alone. Rebuilt as in :func:`_v3_to_v4`,
+    so that the column and its foreign key stand where a new file has them."""
+    (create,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'suggestions'"
+    ).fetchone()
+    if (
+        create.count(_SUGGESTION_LAST_V4) != 1
+        or create.count(_SUGGESTION_FK_V4) != 1
+        or "for_annotator_id" in create
+    ):
+        raise MigrationError(
+            "the suggestions table is not in the expected shape (without for_annotator_id)"
+        )
+    _rebuild(
+        conn,
+        "suggestions",
+        create.replace(_SUGGESTION_LAST_V4, _SUGGESTION_LAST_V4 + "\n\tfor_annotator_id INTEGER, ")
+        .replace(
+            _SUGGESTION_FK_V4,
+            _SUGGESTION_FK_V4 + ", \n\tFOREIGN KEY(for_annotator_id) REFERENCES annotators (id)",
+        ),
+    )
+
+
+def _rebuild(conn: sqlite3.Connection, table: str, create: str) -> None:
+    """Replace ``table`` by one made with ``create`` (its new CREATE TABLE), keeping its rows,
+    indexes and triggers (SQLite's create, copy, drop, rename procedure)."""
+    extras = [
+        sql
+        for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = ? "
+            "AND type IN ('index', 'trigger') AND sql IS NOT NULL",
+            (table,),
+        )
+    ]
+    columns = ", ".join(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+    # (a table renamed by an earlier step is stored as CREATE TABLE "name")
+    header = re.compile(rf'^CREATE TABLE "?{table}"?')
+    if not header.match(create):
+        raise MigrationError(f"the {table} table's definition does not start as expected")
+    conn.execute(header.sub(f"CREATE TABLE {table}_new", create, count=1))
+    conn.execute(f"INSERT INTO {table}_new ({columns}) SELECT {columns} FROM {table}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute("PRAGMA legacy_alter_table = ON")
+    conn.execute(f"ALTER TABLE {table}_new RENAME TO {table}")
+    conn.execute("PRAGMA legacy_alter_table = OFF")
+    for sql in extras:
+        conn.execute(sql)
+
+
 # STEPS[v] upgrades a file from version v to v + 1.
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 
 

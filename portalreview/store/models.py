@@ -644,6 +644,11 @@ class Suggestion(Base):
     # Why the quality gates (portalreview.llm.gates) refused it; a refused suggestion is kept
     # for the PI and never offered to a clinician nor saved as a model annotator's answer.
     refused_reason: Mapped[str | None] = mapped_column(Text, nullable=True, default=None)
+    # Made for one clinician (a prompt holding their own earlier replies, llm/own_examples.py):
+    # shown to them alone, and readable on a server by them and the PI alone. NULL: anyone's.
+    for_annotator_id: Mapped[int | None] = mapped_column(
+        ForeignKey("annotators.id"), nullable=True, default=None
+    )
     __table_args__ = (
         CheckConstraint(_in("kind", KINDS), name="kind_known"),
         CheckConstraint("json_valid(payload_json)", name="payload_is_json"),

@@ -567,12 +567,14 @@ class StudyService:
         seed: int | None = None,
         seconds: float = 0.0,
         refused_reason: str | None = None,
+        for_annotator_id: int | None = None,
         session: Session | None = None,
     ) -> int:
         """Store a model's proposal for a unit, apart from human answers, with its
         provenance (model file and hash, prompt template, parameters, seed, time taken).
         ``refused_reason``: why the quality gates refused it (``llm/gates.py``); a refused
-        suggestion is kept for the PI and never offered nor used as an answer."""
+        suggestion is kept for the PI and never offered nor used as an answer.
+        ``for_annotator_id``: made for that clinician alone (from their own replies)."""
         self._require_admin("store model suggestions")
 
         def insert(s: Session) -> int:
@@ -591,6 +593,7 @@ class StudyService:
                 seed=seed,
                 seconds=seconds,
                 refused_reason=refused_reason or None,
+                for_annotator_id=for_annotator_id,
             )
             s.add(row)
             s.flush()

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from portalreview.store.models import (
     Assignment,
@@ -134,9 +134,14 @@ def unit_ids(service: StudyService, kind: str | None, unit_set: str | None = Non
 
 
 def suggestions_by(
-    service: StudyService, units: list[int], model_sha256: str, template_id: str
+    service: StudyService,
+    units: list[int],
+    model_sha256: str,
+    template_id: str,
+    for_annotator: int | None = None,
 ) -> dict[int, int]:
-    """unit id -> id of the newest suggestion made for it by this model file and template."""
+    """unit id -> id of the newest suggestion made for it by this model file and template
+    (for anyone; with ``for_annotator``, the ones made for that clinician alone)."""
     service._require_admin("read model suggestions")
     out: dict[int, int] = {}
     with service.project.read() as s:
@@ -146,6 +151,9 @@ def suggestions_by(
                 Suggestion.model_sha256 == model_sha256,
                 Suggestion.template_id == template_id,
                 Suggestion.unit_id.in_(units),
+                Suggestion.for_annotator_id.is_(None)
+                if for_annotator is None
+                else Suggestion.for_annotator_id == for_annotator,
             )
             .order_by(Suggestion.id)
         )
@@ -198,14 +206,18 @@ def latest_suggestion(
     service: StudyService, unit_id: int, template_id: str | None = None
 ) -> SuggestionView | None:
     """The newest suggestion for a unit (optionally from one template set) that may be offered:
-    one the quality gates refused is never returned. A clinician may read it only for a unit
-    assigned to them; the PI and the system read any."""
+    one the quality gates refused is never returned, nor one made for another person (from
+    their own replies). A clinician may read it only for a unit assigned to them; the PI and
+    the system read any."""
     with service.project.read() as s:
         viewer = service.viewer
         if not viewer.sees_all and s.get(Assignment, (unit_id, viewer.annotator_id)) is None:
             raise AccessError("this unit is not assigned to you")
+        for_whom = Suggestion.for_annotator_id.is_(None)
+        if viewer.annotator_id is not None:
+            for_whom = or_(for_whom, Suggestion.for_annotator_id == viewer.annotator_id)
         query = select(Suggestion).where(
-            Suggestion.unit_id == unit_id, Suggestion.refused_reason.is_(None)
+            Suggestion.unit_id == unit_id, Suggestion.refused_reason.is_(None), for_whom
         )
         if template_id is not None:
             query = query.where(Suggestion.template_id == template_id)

@@ -55,8 +55,9 @@ def test_a_version_2_file_is_upgraded_with_nothing_lost(upgraded):
     conn = sqlite3.connect(upgraded)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION >= 3
     rows = conn.execute("SELECT * FROM suggestions").fetchall()
-    assert [row[:-1] for row in rows] == old_rows  # the same values, refused_reason last
-    assert [row[-1] for row in rows] == [None]
+    # the same values, then refused_reason and (format 5) for_annotator_id, both empty
+    assert [row[:-2] for row in rows] == old_rows
+    assert [row[-2:] for row in rows] == [(None, None)]
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     conn.close()
     assert any(backup_dir(upgraded).iterdir())

@@ -15,6 +15,7 @@ from portalreview.cli import main
 from portalreview.store.backends import Project, ServerProject, open_project, server_migrations
 from portalreview.store.backends.postgres import ServerError
 from portalreview.store.models import Base
+from portalreview.store.migrations import SCHEMA_VERSION
 from tests.store.test_transfer import _same_export
 
 V1_FILE = Path(__file__).parent / "data" / "v1-small.prproj"
@@ -112,7 +113,7 @@ def test_a_new_study_is_at_the_newest_revision(postgres_server):
     ServerProject.create(address).close()
     engine = create_engine(address)
     with engine.connect() as conn:
-        assert server_migrations.revision(conn) == server_migrations.HEAD == "v4"
+        assert server_migrations.revision(conn) == server_migrations.HEAD == "v5"
     engine.dispose()
 
 
@@ -121,11 +122,11 @@ def test_an_older_server_study_is_refused_until_it_is_upgraded(v1_server_study, 
         open_project(v1_server_study)
     address = v1_server_study.replace("postgresql+psycopg://", "postgresql://")
     assert main(["upgrade", address]) == 0
-    assert "from format 1 to 4" in capsys.readouterr().out
+    assert "from format 1 to 5" in capsys.readouterr().out
     assert main(["upgrade", address]) == 0
-    assert "already in format 4" in capsys.readouterr().out
+    assert "already in format 5" in capsys.readouterr().out
     with open_project(address) as study:
-        assert study.meta("schema_version") == "4"
+        assert study.meta("schema_version") == str(SCHEMA_VERSION) == "5"
 
 
 def test_an_upgraded_study_has_a_new_studys_schema_and_the_files_content(

@@ -71,7 +71,12 @@ _CLINICIAN_ROWS = {
     # leave no audit entry)
     "answers": ("annotator_id = portalreview_me() AND NOT is_gold", "SAVE"),
     "audit_log": ("actor_id = portalreview_me()", "INSERT"),
-    "suggestions": ("unit_id IN (SELECT portalreview_my_units())", "INSERT"),
+    # a suggestion made for another clinician holds their replies in its prompt
+    "suggestions": (
+        "unit_id IN (SELECT portalreview_my_units()) "
+        "AND (for_annotator_id IS NULL OR for_annotator_id = portalreview_me())",
+        "INSERT",
+    ),
     "sentences": (
         "case_id IN (SELECT portalreview_my_cases()) "
         "OR response_id IN (SELECT portalreview_my_responses())",
