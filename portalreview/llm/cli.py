@@ -71,6 +71,45 @@ def add_suggest_parser(verbs: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_suggest)
     add_prompt_parser(verbs)
     add_model_server_parser(verbs)
+    add_own_examples_parser(verbs)
+
+
+def add_own_examples_parser(verbs: argparse._SubParsersAction) -> None:
+    """Register the ``own-examples`` verb: drafts from a clinician's own replies (PI only)."""
+    p = verbs.add_parser(
+        "own-examples",
+        help="let respond suggestions show the model the clinician's own similar replies",
+        description="Without options: say what the study does. With --examples N (1-5), a "
+        "respond suggestion for a clinician puts their N earlier replies to the most similar "
+        "messages into the prompt (TF-IDF over the messages), made for them alone; 0 turns it "
+        "off. See docs/llm.md.",
+    )
+    p.add_argument("path", help="the project file, or a server study's address")
+    p.add_argument("--examples", type=int, metavar="N", help="1-5 replies; 0: off")
+    p.set_defaults(func=cmd_own_examples)
+
+
+def cmd_own_examples(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from portalreview.store.backends import open_project, project_target
+    from portalreview.store.project import ProjectError
+    from portalreview.store.service import StoreError, StudyService
+
+    out = out or sys.stdout
+    try:
+        with open_project(project_target(args.path), read_only=args.examples is None) as project:
+            service = StudyService(project)
+            if args.examples is not None:
+                service.set_own_examples(args.examples)
+            count = service.own_examples()
+    except (StoreError, ProjectError) as exc:
+        print(f"portalreview own-examples: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if count:
+        print(f"Respond suggestions for a clinician show the model their {count} most similar "
+              "earlier replies (made for them alone).", file=out)
+    else:
+        print("Respond suggestions show the model no clinician's own replies (off).", file=out)
+    return 0
 
 
 def add_model_server_parser(verbs: argparse._SubParsersAction) -> None:

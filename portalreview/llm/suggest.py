@@ -49,6 +49,7 @@ from portalreview.llm.errors import (
     TemplateError,
 )
 from portalreview.llm.grammars import GrammarLimits
+from portalreview.llm.own_examples import OwnExample, examples_text
 from portalreview.llm.templates import (
     PromptLibrary,
     PromptTemplate,
@@ -110,6 +111,10 @@ class SuggestContext:
     limits: GrammarLimits = field(default_factory=GrammarLimits)
     cancel: threading.Event | None = None
     match_themes: bool = True
+    # A respond suggestion for one clinician, with their own earlier replies as examples
+    # (llm/own_examples.py; the "respond_own_examples" template): who, and which replies.
+    for_annotator: int | None = None
+    own_examples: tuple[OwnExample, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,7 @@ class ModelAnswer:
     seed: int
     seconds: float
     refused: str | None = None
+    for_annotator: int | None = None  # made from this clinician's own replies: theirs alone
 
     @property
     def template_id(self) -> str:
@@ -144,13 +150,17 @@ def template_text(templates: Sequence[PromptTemplate]) -> str:
 
 
 def resolve_templates(
-    library: PromptLibrary, kind: str, match_themes: bool = True
+    library: PromptLibrary, kind: str, match_themes: bool = True, own_examples: bool = False
 ) -> dict[str, PromptTemplate]:
+    """The templates a kind's suggestion uses; ``own_examples``: a respond suggestion with the
+    clinician's own earlier replies (``respond_own_examples`` instead of ``respond_boxes``)."""
     names = TEMPLATES_FOR_KIND.get(kind)
     if names is None:
         raise LlmError(f"no model suggestions for the kind {kind!r}")
     if kind == "match" and not match_themes:
         names = names[:1]
+    if kind == "respond" and own_examples:
+        names = ("respond_own_examples",)
     return {n: library.template(n) for n in names}
 
 
@@ -259,7 +269,11 @@ def suggest_respond(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
         "chart": case.chart_text,
         "message": case.message,
     }
-    raw = _generate(ctx, "respond_boxes", values, grammars.respond_boxes(ctx.catalogs, ctx.limits))
+    name = "respond_boxes"
+    if "respond_own_examples" in ctx.templates:
+        name = "respond_own_examples"
+        values["examples"] = examples_text(list(ctx.own_examples))
+    raw = _generate(ctx, name, values, grammars.respond_boxes(ctx.catalogs, ctx.limits))
     return answers.respond_payload(raw, ctx.catalogs), {}
 
 
@@ -487,6 +501,9 @@ def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
     origin = getattr(ctx.engine, "origin", None)  # a model server: its address and file
     if origin:
         params["model_origin"] = origin
+    personal = "respond_own_examples" in ctx.templates
+    if personal:
+        params["own_examples"] = [e.provenance() for e in ctx.own_examples]
     return ModelAnswer(
         unit.unit_id,
         unit.kind,
@@ -495,6 +512,7 @@ def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
         params,
         ctx.params.seed,
         time.perf_counter() - started,
+        for_annotator=ctx.for_annotator if personal else None,
     )
 
 
@@ -520,6 +538,7 @@ def store(service: StudyService, engine: Engine, answer: ModelAnswer) -> int:
         seed=answer.seed,
         seconds=answer.seconds,
         refused_reason=answer.refused,
+        for_annotator_id=answer.for_annotator,
     )
 
 

@@ -87,6 +87,15 @@ TEMPLATE_KINDS: dict[str, TemplateKind] = {
             source="seed 000, Appendix G form and Appendix H thematic prompt",
         ),
         TemplateKind(
+            "respond_own_examples",
+            "Theme-guided reply form, with the clinician's own earlier replies",
+            "respond",
+            ("themes", "examples", "chart", "message"),
+            "json",
+            source="seed 000, Section 4.1.2 (RAG prompting), with the clinician's own replies",
+            optional=True,
+        ),
+        TemplateKind(
             "rank_judge",
             "Rank and check candidate replies",
             "rank",

@@ -231,6 +231,8 @@ def _readable_postgres(error: Exception) -> str:
 
 
 MODEL_SERVER_KEY = "model_server"  # project_meta key (portalreview.llm.model_server)
+OWN_EXAMPLES_KEY = "own_examples"  # project_meta key (portalreview.llm.own_examples)
+MAX_OWN_EXAMPLES = 5  # seed 000's RAG prompts held five examples
 
 
 def _adaptive_queue(
@@ -553,6 +555,34 @@ class StudyService:
                 s.merge(ProjectMeta(key=MODEL_SERVER_KEY, value=setting_json))
             after = None if setting_json is None else {"setting": setting_json}
             self._audit(s, "model_server", None, None, before, after)
+
+    def set_own_examples(self, examples: int) -> None:
+        """Let the model's respond suggestions for a clinician include that clinician's own
+        ``examples`` most similar earlier replies (0: off; ``llm/own_examples.py``). PI only,
+        recorded in the audit log."""
+        self._require_admin("choose the model's examples")
+        if not 0 <= examples <= MAX_OWN_EXAMPLES:
+            raise StoreError(f"the examples must be between 0 (off) and {MAX_OWN_EXAMPLES}")
+        with self._write() as s:
+            old = s.get(ProjectMeta, OWN_EXAMPLES_KEY)
+            before = int(old.value) if old is not None else 0
+            if before == examples:
+                return
+            if examples:
+                s.merge(ProjectMeta(key=OWN_EXAMPLES_KEY, value=str(examples)))
+            else:
+                s.delete(old)
+            self._audit(s, "own_examples", None, None, {"examples": before}, {"examples": examples})
+
+    def own_examples(self) -> int:
+        """How many of a clinician's own earlier replies a respond suggestion may show the
+        model (0: the study has not chosen this)."""
+        with self.project.read() as s:
+            row = s.get(ProjectMeta, OWN_EXAMPLES_KEY)
+        try:
+            return min(max(int(row.value), 0), MAX_OWN_EXAMPLES) if row is not None else 0
+        except ValueError:
+            return 0
 
     def add_suggestion(
         self,

@@ -18,12 +18,13 @@ and the model is not asked again for that unit.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy
 
+from portalreview.llm import own_examples
 from portalreview.llm import suggest as sg
 from portalreview.llm.engine import GenerationParams
 from portalreview.llm.errors import AnswerError, Cancelled, EngineClosedError, LlmError
@@ -38,6 +39,11 @@ from portalreview.ui.screen import fit_to_screen
 
 ACCEPT_KEY = "Ctrl+Shift+A"
 DISMISS_KEY = "Ctrl+Shift+D"
+
+
+def _template_id(templates: dict) -> str:
+    return "+".join(t.key for t in templates.values())
+
 
 class SuggestionBanner(QFrame):
     """The strip at the top of an editor that marks a suggestion."""
@@ -201,8 +207,18 @@ class SuggestionController(QObject):
             return
         if unit.kind not in sg.TEMPLATES_FOR_KIND or not editor.can_suggest(unit):
             return
+        person = self._personal_for(session, unit)
         try:
-            stored = latest_suggestion(self.window.service, unit.unit_id)
+            library = PromptLibrary(self.window.admin)
+            templates = sg.resolve_templates(library, unit.kind, own_examples=person is not None)
+            generic = sg.resolve_templates(library, unit.kind) if person is not None else templates
+        except LlmError as exc:
+            self.window.statusBar().showMessage(f"No suggestion: {exc}", 8000)
+            return
+        try:  # with own examples on, only one made for this person (from their replies)
+            stored = latest_suggestion(
+                self.window.service, unit.unit_id, _template_id(templates) if person else None
+            )
         except (StoreError, PermissionError):
             stored = None
         if stored is not None:
@@ -211,13 +227,7 @@ class SuggestionController(QObject):
         engine = self.host.engine
         if engine is None or engine.closed:
             return
-        try:
-            library = PromptLibrary(self.window.admin)
-            templates = sg.resolve_templates(library, unit.kind)
-        except LlmError as exc:
-            self.window.statusBar().showMessage(f"No suggestion: {exc}", 8000)
-            return
-        if self._refused_before(unit.unit_id, engine, templates):
+        if self._refused_before(unit.unit_id, engine, templates, person):
             self.banner(editor).show_state("note", self._refused_note(engine.info.file_name))
             return
         cancel = threading.Event()
@@ -225,17 +235,28 @@ class SuggestionController(QObject):
             engine, self.window.admin.catalogs, templates, self.params, self.limits, cancel
         )
         job = self.job = _Job(unit.unit_id, cancel, engine.info.file_name)
+        service = self.window.service
 
         def work():
             if cancel.is_set():
                 return None
+            run = ctx
+            if person is not None:  # their most similar earlier replies (none yet: generic)
+                case = unit.cases[0]
+                examples = own_examples.examples_for(service, person, case.message, case.id)
+                run = replace(ctx, for_annotator=person, own_examples=tuple(examples))
+                if not examples:
+                    run = replace(run, templates=generic)
             try:
-                return sg.gated(sg.suggest(ctx, unit), unit, ctx.catalogs)
+                return sg.gated(sg.suggest(run, unit), unit, ctx.catalogs)
             except Cancelled:  # moved on, or the window is closing
                 return None
 
         self.banner(editor).show_state(
-            "working", f"Asking {engine.info.file_name} for a suggestion…"
+            "working",
+            f"Asking {engine.info.file_name} for a suggestion"
+            + (" with your own earlier replies as examples" if person is not None else "")
+            + "…",
         )
         self.host.submit(
             work,
@@ -243,12 +264,28 @@ class SuggestionController(QObject):
             on_error=lambda message, exc: self._failed(job, message, exc),
         )
 
-    def _refused_before(self, unit_id: int, engine, templates: dict) -> bool:
-        """Did the quality gates refuse this model's suggestion for the unit (same templates)?
-        Asking again would give the same answer (greedy decoding, a fixed seed)."""
-        template_id = "+".join(t.key for t in templates.values())
+    def _personal_for(self, session, unit) -> int | None:
+        """The clinician a respond suggestion is made for, from their own earlier replies, when
+        the study asks for that (``llm/own_examples.py``); None otherwise."""
+        person = session.service.viewer.annotator_id
+        if unit.kind != "respond" or person is None or not unit.cases:
+            return None
         try:
-            found = suggestions_by(self.window.admin, [unit_id], engine.sha256, template_id)
+            return person if self.window.service.own_examples() else None
+        except (StoreError, PermissionError):
+            return None
+
+    def _refused_before(
+        self, unit_id: int, engine, templates: dict, person: int | None = None
+    ) -> bool:
+        """Did the quality gates refuse this model's suggestion for the unit (same templates,
+        made for the same person)? Asking again would give the same answer (greedy decoding,
+        a fixed seed)."""
+        template_id = _template_id(templates)
+        try:
+            found = suggestions_by(
+                self.window.admin, [unit_id], engine.sha256, template_id, for_annotator=person
+            )
             return bool(found) and bool(refused_reasons(self.window.admin, list(found.values())))
         except (StoreError, PermissionError):
             return False
@@ -308,7 +345,8 @@ class SuggestionController(QObject):
                 "stored for the PI and not shown.",
             )
             return
-        self._present(editor, suggestion_id, job.model_file, answer.payload)
+        used = len(answer.params.get("own_examples", [])) if answer.for_annotator else 0
+        self._present(editor, suggestion_id, job.model_file, answer.payload, used)
 
     def _failed(self, job: _Job, message: str, exc: Exception) -> None:
         current = self._current(job)
@@ -324,7 +362,9 @@ class SuggestionController(QObject):
         if editor is not None:
             self.banner(editor).show_state("note", text)
 
-    def _present(self, editor: Editor, suggestion_id: int, model_file: str, payload) -> None:
+    def _present(
+        self, editor: Editor, suggestion_id: int, model_file: str, payload, examples: int = 0
+    ) -> None:
         try:
             editor.show_suggestion(payload)
         except (KeyError, TypeError, ValueError) as exc:  # a payload this editor cannot show
@@ -333,11 +373,14 @@ class SuggestionController(QObject):
             return
         self.window.session.offer_suggestion(suggestion_id)
         self.shown_file = model_file
+        mine = (
+            f" {own_examples.describe_count(examples)}" if examples else ""
+        )  # (shown to this clinician alone)
         self.banner(editor).show_state(
             "offered",
-            f"<b>Suggested by {model_file}</b> — press {ACCEPT_KEY} to accept, or edit it",
-            f"Suggested by {model_file}. Nothing is saved until you accept ({ACCEPT_KEY}) or "
-            f"edit it; {DISMISS_KEY} sets it aside.",
+            f"<b>Suggested by {model_file}</b>{mine} — press {ACCEPT_KEY} to accept, or edit it",
+            f"Suggested by {model_file}{mine}. Nothing is saved until you accept ({ACCEPT_KEY}) "
+            f"or edit it; {DISMISS_KEY} sets it aside.",
         )
 
     # --- what the model read (the PI only) ------------------------------------------------------

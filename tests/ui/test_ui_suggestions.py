@@ -387,3 +387,42 @@ def test_a_live_answer_the_gates_refuse_is_stored_for_the_pi_only(
         row = s.query(Suggestion).one()
         assert (row.unit_id, row.refused_reason) == (gui.ids.units["rank"], gate_verdict["reason"])
     assert stored_answer(gui.path, gui.ids.units["rank"], "ava") is None
+
+
+def test_with_own_examples_on_the_suggestion_is_made_from_her_replies(qtbot, gui, model, tmp_path):
+    """The PI turned own examples on; ava answered a similar message before: the model's
+    prompt holds her reply, the banner says so, and the suggestion is stored as hers alone."""
+    from portalreview.store.service import StudyService
+
+    unit = gui.ids.units["respond"]
+    with Project.open(gui.path) as project:
+        service = StudyService(project)
+        service.set_own_examples(2)
+        message = service.read_unit(unit).cases[0].message
+        earlier = service.add_case("earlier", message + " Again today.")
+        set_id = service.create_unit_set("Earlier replies", "respond")
+        earlier_unit = service.add_unit(set_id, earlier)
+        ava_id = next(a.id for a in service.annotators() if a.name == "ava")
+        service.assign(earlier_unit, ava_id)
+        reply = "Thank you for writing; I will call you this afternoon. Ava"
+        service.as_viewer("ava").save_answer(
+            earlier_unit, {"mode": "theme_guided", "parts": {"empathy": reply}}, status="submitted"
+        )
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    ctl = window.suggestions
+    ctl.host.load_options = {"gpu": False, "hash_cache": False}
+    ctl.params, ctl.limits = PARAMS, SMALL_LIMITS
+    show_kind(window, "respond")
+    window.queue.select_unit(unit)
+    assert window.session.unit.unit_id == unit
+    load_model(qtbot, window, model)
+    wait_offered(qtbot, window)
+    assert "with your 1 most similar earlier reply as examples" in banner(window).text.text()
+    suggestion_id = window.session.suggestion_id
+    row = suggestion_row(gui.path, suggestion_id)
+    assert row["template_id"] == "respond_own_examples@default"
+    assert any(reply in prompt for prompt in row["params"]["prompts"])
+    assert [e["case_id"] for e in row["params"]["own_examples"]] == [earlier]
+    with Project.open(gui.path, read_only=True) as project, project.read() as s:
+        assert s.get(Suggestion, suggestion_id).for_annotator_id == ava_id
+    window.close()
