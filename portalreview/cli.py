@@ -100,8 +100,10 @@ def cmd_member(args: argparse.Namespace) -> int:
     with open_project(args.path) as project:
         assert isinstance(project, ServerProject)
         study_role = project.add_member(args.role, args.annotator)
-    kind = "the PI: reads and writes everything" if study_role == "pi" else (
-        "a clinician: reads only their own units and answers, blinded"
+    kind = (
+        "the PI: reads and writes everything"
+        if study_role == "pi"
+        else ("a clinician: reads only their own units and answers, blinded")
     )
     print(f"Database role {args.role} now works as {args.annotator} ({kind}).")
     return 0
@@ -206,7 +208,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     with open_project(_project_path(args.path), read_only=True) as project:
         if external:
             written = export_external(
-                project, args.format, Path(args.output), unit_sets=args.unit_set,
+                project,
+                args.format,
+                Path(args.output),
+                unit_sets=args.unit_set,
                 annotator=args.annotator,
             )
         else:
@@ -473,6 +478,8 @@ def cmd_evaluate_model(args: argparse.Namespace) -> int:
         raise CliError(f"--limit must be a positive number of units, not {args.limit}")
     if args.model is None and args.limit is not None:
         raise CliError("--limit needs --model (the model to run over that many units)")
+    if args.own_examples is not None:
+        return _compare_own_examples(path, args)
     name = args.as_annotator
     if args.model is not None:
         name = name or Path(args.model).stem
@@ -498,6 +505,89 @@ def cmd_evaluate_model(args: argparse.Namespace) -> int:
     else:
         print(format_model_evaluation(evaluation))
     return 0
+
+
+def _compare_own_examples(path: Path, args: argparse.Namespace) -> int:
+    """``evaluate-model --own-examples K``: drafts with and without the clinician's own replies
+    (``llm/own_examples.compare_drafts``), printed with their intervals; nothing is stored."""
+    import threading
+
+    from portalreview.llm import own_examples
+    from portalreview.llm.cli import EXIT_STOPPED, _CtrlC
+    from portalreview.llm.engine import GenerationParams
+    from portalreview.llm.engines import load_engine
+    from portalreview.llm.templates import PromptLibrary
+    from portalreview.store.service import MAX_OWN_EXAMPLES
+
+    if args.model is None:
+        raise CliError("--own-examples needs --model (the model that drafts and judges)")
+    if not 1 <= args.own_examples <= MAX_OWN_EXAMPLES:
+        raise CliError(f"--own-examples must be between 1 and {MAX_OWN_EXAMPLES}")
+    params = GenerationParams(max_tokens=args.max_tokens, temperature=0.0, seed=args.seed)
+    cancel = threading.Event()
+    with open_project(path, read_only=True) as project:
+        service = StudyService(project)
+        print(f"Loading {Path(args.model).name}...", file=sys.stderr)
+        with (
+            load_engine(
+                args.model, n_ctx=args.ctx, n_threads=args.threads, gpu=False if args.cpu else None
+            ) as engine,
+            _CtrlC(cancel),
+        ):
+            comparison = own_examples.compare_drafts(
+                service,
+                engine,
+                PromptLibrary(service),
+                examples=args.own_examples,
+                limit=args.limit,
+                params=params,
+                cancel=cancel,
+                progress=lambda done, total: print(
+                    f"  {done}/{total} replies drafted twice and judged", file=sys.stderr
+                ),
+            )
+    figures = comparison.figures(args.resamples, args.seed)
+    if args.json:
+        print(json.dumps({"figures": figures, "skipped": comparison.skipped}, indent=2))
+    else:
+        print(format_own_examples(figures, comparison, Path(args.model).name))
+    return EXIT_STOPPED if comparison.cancelled else 0
+
+
+def format_own_examples(figures: dict, comparison, model: str) -> str:
+    """The comparison as a person reads it: each figure with its interval and n."""
+    n = figures["n_replies"]
+    lines = [
+        f"Respond drafts by {model}, without and with the clinician's {figures['examples']} most "
+        "similar own replies as examples: content-level Edit-F1 against the held-out reply "
+        "(seed 000 Sec. 3.1, Algorithm 1; the model judges the content matches). "
+        f"95% bootstrap intervals over the {n} replies.",
+    ]
+    if not n and not comparison.failed:
+        lines.append(
+            "No reply could be compared: no clinician has two replies to similar messages."
+        )
+    for key, label in (
+        ("without", "without examples"),
+        ("with", "with own examples"),
+        ("difference", "difference (with - without)"),
+    ):
+        if key in figures:
+            ci = figures[key]["ci"]
+            interval = "[no interval]" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+            lines.append(f"  {label:<28} {figures[key]['f1']:.3f} {interval} n={n}")
+    if comparison.failed:
+        first = next(iter(comparison.failed.values()))
+        lines.append(
+            f"  {len(comparison.failed)} repl{'y' if len(comparison.failed) == 1 else 'ies'} "
+            f"left out: a draft or a judgement did not fit (first: {first})"
+        )
+    for who, count in comparison.skipped.items():
+        lines.append(
+            f"  {who}: {count} repl{'y' if count == 1 else 'ies'} left out (no similar "
+            "earlier reply of theirs)"
+        )
+    return "\n".join(lines)
 
 
 def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> int:
@@ -738,6 +828,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--threads", type=int, help="CPU threads (default: one per physical core)")
     ev.add_argument("--ctx", type=int, help="context size in tokens (default: from the model)")
     ev.add_argument("--cpu", action="store_true", help="do not offload to a GPU")
+    ev.add_argument(
+        "--own-examples",
+        type=int,
+        metavar="K",
+        help="with --model: instead, compare respond drafts made with each clinician's K most "
+        "similar own replies against drafts made without (content Edit-F1 against the "
+        "held-out reply; --limit replies per clinician)",
+    )
     ev.set_defaults(func=cmd_evaluate_model)
 
     from portalreview.llm.cli import add_suggest_parser
@@ -760,9 +858,7 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     setup.add_argument("--add-pi", metavar="NAME", help="add a PI")
     setup.add_argument("--name", help="the unit set's name")
     setup.add_argument("--description", help="what the annotators are asked")
-    setup.add_argument(
-        "--inbox", help="urgency, adaptive-inbox: pair the cases tagged inbox=NAME"
-    )
+    setup.add_argument("--inbox", help="urgency, adaptive-inbox: pair the cases tagged inbox=NAME")
     setup.add_argument("--tag", action="append", metavar="KEY=VALUE", help="only cases tagged so")
     setup.add_argument("--case", action="append", metavar="ID", help="only these cases")
     setup.add_argument(

@@ -18,10 +18,12 @@ against the clinician's own reply, the model itself as the content-match judge.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 from sqlalchemy import and_, select
 
+from portalreview.llm.errors import LlmError, ModelProcessDied, ModelServerError
 from portalreview.store.kinds.respond import compose
 from portalreview.store.models import Answer, Case, RespondAnswer, RespondPart, Unit
 from portalreview.store.service import AccessError, StudyService
@@ -35,6 +37,7 @@ class OwnReply:
     """One submitted reply of a clinician: the case's message and what they sent."""
 
     answer_id: int
+    unit_id: int
     case_id: int
     message: str
     reply: str
@@ -63,7 +66,12 @@ def own_replies(service: StudyService, annotator_id: int) -> list[OwnReply]:
     with service.project.read() as s:
         rows = s.execute(
             select(
-                Answer.id, Unit.case_id, Case.message, RespondAnswer.mode, RespondAnswer.final_text
+                Answer.id,
+                Unit.id,
+                Unit.case_id,
+                Case.message,
+                RespondAnswer.mode,
+                RespondAnswer.final_text,
             )
             .join(Unit, Unit.id == Answer.unit_id)
             .join(Case, Case.id == Unit.case_id)
@@ -87,11 +95,11 @@ def own_replies(service: StudyService, annotator_id: int) -> list[OwnReply]:
         ):
             parts.setdefault(answer_id, {})[theme] = text
     out = []
-    for answer_id, case_id, message, mode, final_text in rows:
+    for answer_id, unit_id, case_id, message, mode, final_text in rows:
         payload = {"mode": mode, "final_text": final_text, "parts": parts.get(answer_id, {})}
         reply = compose(payload, theme_order).strip()
         if reply:
-            out.append(OwnReply(answer_id, case_id, message, reply))
+            out.append(OwnReply(answer_id, unit_id, case_id, message, reply))
     return out
 
 
@@ -142,3 +150,165 @@ def examples_for(
 def describe_count(n: int) -> str:
     """What the suggestion banner adds: how many of the person's replies the model saw."""
     return f"with your {n} most similar earlier repl{'y' if n == 1 else 'ies'} as examples"
+
+
+# --- what the examples change, measured ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DraftScore:
+    """One held-out reply: the content-level counts of the draft made without examples and of
+    the one made with the clinician's own (seed 000, Algorithm 1: EM, EA, ED)."""
+
+    annotator: str
+    answer_id: int
+    case_id: int
+    n_examples: int
+    without: tuple[int, int, int]
+    with_examples: tuple[int, int, int]
+    refused: tuple[bool, bool]  # the quality gates' verdict on each draft
+
+
+@dataclass
+class DraftComparison:
+    scores: list[DraftScore]
+    skipped: dict[str, int]  # clinician -> replies with no similar earlier reply to show
+    examples: int
+    cancelled: bool = False
+    failed: dict[int, str] = field(default_factory=dict)  # held-out answer -> why (no draft)
+
+    def figures(self, n_resamples: int = 1000, seed: int = 0) -> dict:
+        """Micro content Edit-F1 without and with examples and their difference, each with a
+        percentile bootstrap interval over the held-out replies (``metrics.bootstrap_ci``)."""
+        from portalreview.metrics.bootstrap import bootstrap_ci
+        from portalreview.metrics.edit_f1 import edit_f1_from_counts
+
+        def f1(rows: list[DraftScore], side: str) -> float:
+            counts = np.array([getattr(r, side) for r in rows]).sum(axis=0)
+            return edit_f1_from_counts(*(int(c) for c in counts)).f1
+
+        out: dict = {"n_replies": len(self.scores), "examples": self.examples}
+        if not self.scores:
+            return out
+        statistics = {
+            "without": lambda rows: f1(rows, "without"),
+            "with": lambda rows: f1(rows, "with_examples"),
+            "difference": lambda rows: f1(rows, "with_examples") - f1(rows, "without"),
+        }
+        for name, statistic in statistics.items():
+            value = statistic(self.scores)
+            interval = (
+                bootstrap_ci(self.scores, statistic, n_resamples, seed)
+                if len(self.scores) > 1
+                else None
+            )
+            out[name] = {"f1": value, "ci": interval}
+        return out
+
+
+def compare_drafts(
+    service: StudyService,
+    engine,
+    library,
+    *,
+    examples: int = 3,
+    limit: int | None = None,
+    params=None,
+    limits=None,
+    cancel=None,
+    progress=None,
+) -> DraftComparison:
+    """Leave one reply out at a time: for each clinician's submitted reply (at most ``limit``
+    per clinician), draft the reply form for its message without examples and with the
+    clinician's ``examples`` most similar *other* replies, and count each draft's content
+    matches against the held-out reply with the model as the content-level judge (seed 000,
+    Section 3.1 and Algorithm 1; the ``content_match`` template, as match suggestions do).
+    ``progress(done, total)`` after each reply. Nothing is stored."""
+    from portalreview.llm import suggest as sg
+
+    people = [a for a in service.annotators() if not a.is_model]
+    plan = []
+    skipped: dict[str, int] = {}
+    for person in people:
+        replies = own_replies(service, person.id)
+        for held_out in replies[: limit if limit else None]:
+            chosen = most_similar(held_out.message, replies, examples, held_out.case_id)
+            if chosen:
+                plan.append((person.name, held_out, chosen))
+            else:
+                skipped[person.name] = skipped.get(person.name, 0) + 1
+    comparison = DraftComparison([], skipped, examples)
+    base = sg.SuggestContext(
+        engine,
+        service.catalogs,
+        {
+            **sg.resolve_templates(library, "respond"),
+            **sg.resolve_templates(library, "respond", own_examples=True),
+            "content_match": library.template("content_match"),
+        },
+        **({"params": params} if params is not None else {}),
+        **({"limits": limits} if limits is not None else {}),
+        cancel=cancel,
+    )
+    for done, (name, held_out, chosen) in enumerate(plan):
+        try:
+            plain = _draft_counts(base, service, held_out, ())
+            personal = _draft_counts(base, service, held_out, tuple(chosen))
+        except sg.Cancelled:
+            comparison.cancelled = True
+            break
+        except (ModelProcessDied, ModelServerError):  # the model is gone: nothing more to do
+            raise
+        except LlmError as exc:  # an answer that did not fit: this reply is not compared
+            comparison.failed[held_out.answer_id] = str(exc)
+            if progress is not None:
+                progress(done + 1, len(plan))
+            continue
+        comparison.scores.append(
+            DraftScore(
+                name,
+                held_out.answer_id,
+                held_out.case_id,
+                len(chosen),
+                plain[0],
+                personal[0],
+                (plain[1], personal[1]),
+            )
+        )
+        if progress is not None:
+            progress(done + 1, len(plan))
+    return comparison
+
+
+def _draft_counts(
+    base, service: StudyService, held_out: OwnReply, chosen: tuple[OwnExample, ...]
+) -> tuple[tuple[int, int, int], bool]:
+    """(EM, EA, ED) of one draft against the held-out reply, and whether the gates refuse it."""
+    from portalreview.domain.segmenter import split_sentences
+    from portalreview.llm import answers, gates, grammars
+    from portalreview.llm import suggest as sg
+    from portalreview.metrics.edit_f1 import content_edit_f1
+
+    keep = "respond_own_examples" if chosen else "respond_boxes"
+    templates = {k: v for k, v in base.templates.items() if k in (keep, "content_match")}
+    ctx = replace(base, templates=templates, own_examples=chosen)
+    unit = service.read_unit(held_out.unit_id)
+    payload, _ = sg.suggest_respond(ctx, unit)
+    draft = compose(payload, [t.id for t in service.catalogs.themes])
+    refused = (
+        gates.check(
+            "respond", payload, gates.unit_texts(unit), service.catalogs, templates[keep].text
+        )
+        is not None
+    )
+    decisions = []
+    for sentence in split_sentences(held_out.reply):
+        raw = sg._generate(  # the content-level judge: the matching draft text, or NO MATCH
+            ctx,
+            "content_match",
+            {"draft": draft, "sentence": sentence.text},
+            grammars.content_match(draft),
+        )
+        decisions.append(answers.match_decision(raw, draft))
+    result = content_edit_f1(draft, decisions)
+    return (result.em, result.ea, result.ed), refused
