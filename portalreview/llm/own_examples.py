@@ -309,6 +309,6 @@ def _draft_counts(
             {"draft": draft, "sentence": sentence.text},
             grammars.content_match(draft),
         )
-        decisions.append(answers.match_decision(raw, draft))
+        decisions.append(answers.match_decision(raw, draft) or None)  # [] = NO MATCH
     result = content_edit_f1(draft, decisions)
     return (result.em, result.ea, result.ed), refused

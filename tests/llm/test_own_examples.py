@@ -259,3 +259,44 @@ def test_evaluate_model_compares_own_examples_from_the_command_line(
     assert main(["evaluate-model", path, "--own-examples", "2"]) == 2
     assert "--own-examples needs --model" in capsys.readouterr().err
     study.project = Project.open(path)
+
+
+def test_a_judge_that_finds_no_match_counts_every_sentence_as_an_addition(
+    study,
+    engine,  # noqa: F811
+    monkeypatch,
+):
+    """NO MATCH for every sentence of her reply (the judge's answer forced): EM = 0, EA = the
+    reply's sentences, ED = the draft's sentences (Algorithm 1), so Edit-F1 is 0."""
+    from portalreview.domain.segmenter import split_sentences
+
+    real = sg._generate
+    drafts = []
+
+    def judge_says_no_match(ctx, name, values, grammar):
+        if name == "content_match":
+            drafts.append(values["draft"])
+            return "NO MATCH"
+        return real(ctx, name, values, grammar)
+
+    monkeypatch.setattr(sg, "_generate", judge_says_no_match)
+    comparison = oe.compare_drafts(
+        study.service,
+        engine,
+        PromptLibrary(study.service),
+        examples=2,
+        params=PARAMS,
+        limits=SMALL_LIMITS,
+    )
+    assert comparison.scores and not comparison.failed
+    for score in comparison.scores:
+        name = next(n for n, c in study.cases.items() if c == score.case_id)
+        sentences = len(split_sentences(REPLIES[name]))
+        for em, ea, ed in (score.without, score.with_examples):
+            assert (em, ea) == (0, sentences) and ed >= 1
+    assert comparison.figures(n_resamples=50)["with"]["f1"] == 0.0
+    assert len(drafts) == sum(  # the judge was asked once per sentence of each draft's reply
+        2 * len(split_sentences(REPLIES[n]))
+        for n, c in study.cases.items()
+        if c in {score.case_id for score in comparison.scores}
+    )
