@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressDialog,
     QPushButton,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -47,7 +48,7 @@ from portalreview.llm.engines.server import ServerEngine
 from portalreview.llm.errors import Cancelled, LlmError, ModelProcessDied
 from portalreview.llm.model_file import scan_models, small_model_path
 from portalreview.llm.model_server import ServerSetting, configured_setting, looks_like_address
-from portalreview.store.service import StoreError
+from portalreview.store.service import MAX_OWN_EXAMPLES, StoreError
 from portalreview.store.templates import refused_suggestions, suggestion_counts
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.workers import Worker
@@ -373,6 +374,24 @@ class ModelDialog(QDialog):
         self.name_server_button.clicked.connect(self.name_server)
         server_row.addWidget(self.name_server_button)
         layout.addLayout(server_row)
+        examples_row = QHBoxLayout()
+        self.examples_label = QLabel()
+        self.examples_label.setWordWrap(True)
+        self.examples_label.setObjectName("ownExamplesLabel")
+        examples_row.addWidget(self.examples_label, 1)
+        self.examples_spin = QSpinBox()
+        self.examples_spin.setObjectName("ownExamples")
+        self.examples_spin.setRange(0, MAX_OWN_EXAMPLES)
+        self.examples_spin.setSpecialValueText("off")
+        self.examples_spin.setAccessibleName("Own replies shown to the model")
+        self.examples_spin.setAccessibleDescription(
+            "PI: how many of a clinician's own most similar earlier replies a respond "
+            "suggestion for them shows the model (0: off)"
+        )
+        self.examples_spin.editingFinished.connect(self.set_own_examples)
+        self.examples_spin.installEventFilter(self)  # Enter there saves, and loads no model
+        examples_row.addWidget(self.examples_spin)
+        layout.addLayout(examples_row)
         note = QLabel(
             "Models run on this computer (on the GPU when there is one), or on the study's "
             "model server when the PI or IT named one. Suggestions "
@@ -403,8 +422,60 @@ class ModelDialog(QDialog):
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         host.engine_changed.connect(lambda _e: self.refresh())
+        # Enter loads the model chosen in the list (not the first button: the folder chooser)
+        for button in self.findChildren(QPushButton):
+            button.setAutoDefault(False)
+        self.load_button.setDefault(True)
         self.refresh()
         self.refresh_gates()
+        self.refresh_own_examples()
+
+    def eventFilter(self, watched, event) -> bool:
+        if (
+            watched is self.examples_spin
+            and event.type() == QEvent.Type.KeyPress
+            and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        ):
+            self.examples_spin.interpretText()
+            self.set_own_examples()
+            return True
+        return super().eventFilter(watched, event)
+
+    def refresh_own_examples(self) -> None:
+        """The study's own-examples setting; the PI changes it here (llm/own_examples.py)."""
+        service = getattr(self.parent(), "service", None)
+        try:
+            count = service.own_examples() if service is not None else 0
+        except (StoreError, PermissionError):
+            count = 0
+        self.examples_spin.blockSignals(True)
+        self.examples_spin.setValue(count)
+        self.examples_spin.blockSignals(False)
+        self.examples_spin.setVisible(self._is_pi())
+        said = (
+            f"a clinician's respond suggestions show the model their {count} most similar "
+            "earlier replies (made for them alone)"
+            if count
+            else "respond suggestions show the model no one's own replies"
+        )
+        self.examples_label.setText(
+            f"Own replies as examples: {said}."
+            + (
+                " Measure it first: portalreview evaluate-model --own-examples."
+                if self._is_pi()
+                else ""
+            )
+        )
+
+    def set_own_examples(self) -> None:
+        service = getattr(self.parent(), "service", None)
+        if service is None or not self._is_pi():
+            return
+        try:
+            service.set_own_examples(self.examples_spin.value())
+        except (StoreError, PermissionError) as exc:
+            QMessageBox.warning(self, "PortalReview", f"The setting was not saved: {exc}")
+        self.refresh_own_examples()
 
     def refresh_gates(self) -> None:
         """The counts of offered and refused suggestions; the refused ones, for the PI."""
@@ -594,8 +665,10 @@ class ServerForm(QDialog):
         form.addRow("&Address:", self.url)
         form.addRow("Model file &SHA-256:", self.sha)
         form.addRow("&Certificate authority (PEM, optional):", self.ca)
-        note = QLabel("Leave the address empty to forget the server. PortalReview reaches this "
-                      "address and no other (docs/deployment.md).")
+        note = QLabel(
+            "Leave the address empty to forget the server. PortalReview reaches this "
+            "address and no other (docs/deployment.md)."
+        )
         note.setWordWrap(True)
         form.addRow(note)
         self.error = QLabel()
@@ -616,8 +689,11 @@ class ServerForm(QDialog):
             return
         try:
             self.setting = ServerSetting.from_dict(
-                {"url": self.url.text(), "sha256": self.sha.text().strip(),
-                 "ca_file": self.ca.text().strip() or None},
+                {
+                    "url": self.url.text(),
+                    "sha256": self.sha.text().strip(),
+                    "ca_file": self.ca.text().strip() or None,
+                },
                 "this form",
             )
         except LlmError as exc:

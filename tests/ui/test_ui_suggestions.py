@@ -426,3 +426,35 @@ def test_with_own_examples_on_the_suggestion_is_made_from_her_replies(qtbot, gui
     with Project.open(gui.path, read_only=True) as project, project.read() as s:
         assert s.get(Suggestion, suggestion_id).for_annotator_id == ava_id
     window.close()
+
+
+def test_the_pi_turns_own_examples_on_in_the_models_dialog(qtbot, gui, tmp_path):
+    from PySide6.QtWidgets import QLabel, QSpinBox
+
+    from portalreview.store.service import StudyService
+    from portalreview.ui.model_panel import ModelDialog
+
+    clinician = open_window(qtbot, preferences(tmp_path / "ava"), gui.path, "ava")
+    dialog = ModelDialog(clinician.suggestions.host, clinician)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert not dialog.findChild(QSpinBox, "ownExamples").isVisible()
+    assert "no one's own replies" in dialog.findChild(QLabel, "ownExamplesLabel").text()
+    clinician.close()
+
+    window = open_window(qtbot, preferences(tmp_path / "pat"), gui.path, "pat")
+    dialog = ModelDialog(window.suggestions.host, window)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    spin = dialog.findChild(QSpinBox, "ownExamples")
+    assert spin.isVisible() and spin.text() == "off"
+    spin.setFocus()
+    spin.selectAll()
+    qtbot.keyClicks(spin, "3")
+    qtbot.keyClick(spin, Qt.Key.Key_Return)
+    assert "their 3 most similar earlier replies" in dialog.findChild(
+        QLabel, "ownExamplesLabel"
+    ).text()
+    window.close()
+    with Project.open(gui.path, read_only=True) as project:
+        assert StudyService(project).own_examples() == 3
