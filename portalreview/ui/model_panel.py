@@ -461,7 +461,7 @@ class ModelDialog(QDialog):
         self.examples_label.setText(
             f"Own replies as examples: {said}."
             + (
-                " Measure it first: portalreview evaluate-model --own-examples."
+                " Measure it first (evaluate-model --own-examples)."
                 if self._is_pi()
                 else ""
             )
