@@ -697,6 +697,14 @@ def _summary_html(result: InboxResult) -> str:
             "the judgements again."
         )
     compared = sum(r.comparisons > 0 for r in result.rows)
+    if result.adaptive:
+        return (
+            f"<b>{n} messages</b> in {result.inbox}, an adaptive inbox sorted by Bradley-Terry "
+            f"strength as judged by <b>{_whom(result.judge)}</b>: {result.n_judgements} "
+            f"judgements over {result.n_pairs} pairs chosen from the answers so far, "
+            f"{compared} of {n} messages compared. Win rates are shown but not comparable "
+            "here (a message met by close rivals wins about half its pairs)."
+        )
     return (
         f"<b>{n} messages</b> in {result.inbox}, sorted by win rate as judged by "
         f"<b>{_whom(result.judge)}</b>: {result.n_judgements} judgements over "

@@ -145,3 +145,31 @@ def test_the_workbook_says_which_inbox_was_sorted_adaptively(judged, tmp_path):
     ]
     sorted_by = {r[1] for r in rows if r[:1] == ["ward-3"] and r[2] in ("all people", "ava")}
     assert sorted_by == {"Bradley-Terry strength (adaptive)"}
+
+
+def test_the_inbox_view_sorts_an_adaptive_inbox_as_the_report_does(judged):
+    from portalreview.tasks.urgency.inbox import judges, load_inbox
+
+    pi = StudyService(judged)  # the system sees as the PI does
+    everyone = next(j for j in judges(pi) if j.key == "all")
+    result = load_inbox(pi, "ward-3", everyone)
+    assert result.adaptive and result.n_judgements == 60
+    report = urgency.analyse(read_frames(judged), **SETTINGS)
+    (box,) = report["inboxes"]
+    assert [row.case_id for row in result.rows] == [row["case_id"] for row in box["order"]]
+    assert result.scores["ndcg@10"] == pytest.approx(box["all"]["ndcg@10"]["value"])
+
+
+def test_the_inbox_view_keeps_win_rates_for_an_inbox_of_all_pairs(tmp_path):
+    from portalreview.tasks.urgency.inbox import judges, load_inbox
+
+    project = fill_inbox(Project.create(tmp_path / "d.prproj", name="All pairs"))
+    made = create_unit_set(project, plan_units(project, "urgency", inbox="ward-3"))
+    assign_units(project, plan_assignment(project, made.name, ["ava"]))
+    work_through(project, "ava", levels_of(project), limit=10)
+    service = StudyService(project)
+    result = load_inbox(service, "ward-3", next(j for j in judges(service) if j.key == "all"))
+    assert not result.adaptive
+    rates = [row.win_rate for row in result.rows if row.comparisons]
+    assert rates == sorted(rates, reverse=True)
+    project.close()

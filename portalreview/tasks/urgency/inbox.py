@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
 
 from portalreview.llm.urgency import InboxScores, Patient
+from portalreview.metrics.bradley_terry import bradley_terry
 from portalreview.metrics.urgency import (
     DEFAULT_RELEVANCE,
     ndcg_at_k,
@@ -88,6 +92,7 @@ class InboxResult:
     scores: dict[str, float] = field(default_factory=dict)
     n_scored: int = 0  # messages with a reference level (what the scores rest on)
     model: ModelRun | None = None  # set when the loaded model sorted the inbox
+    adaptive: bool = False  # pairs chosen adaptively: sorted by Bradley-Terry strength
 
 
 def judges(service: StudyService) -> list[Judge]:
@@ -126,8 +131,12 @@ def load_inbox(
     cases = service.inboxes().get(inbox, ())
     members = {c.id for c in cases}
     units: set[int] = set()
+    adaptive_units: set[int] = set()
     for annotator_id in judge.annotator_ids:
-        units |= {item.unit_id for item in service.queue(KIND, annotator_id=annotator_id)}
+        for item in service.queue(KIND, annotator_id=annotator_id):
+            units.add(item.unit_id)
+            if item.adaptive:
+                adaptive_units.add(item.unit_id)
     wanted = set(judge.annotator_ids)
     outcomes: list[tuple[int, int]] = []
     pairs: set[int] = set()
@@ -147,7 +156,13 @@ def load_inbox(
         if progress is not None:
             progress(done, len(ordered))
     return sort_inbox(
-        inbox, judge, cases, outcomes, n_pairs=len(pairs), reference_visible=_sees_levels(service)
+        inbox,
+        judge,
+        cases,
+        outcomes,
+        n_pairs=len(pairs),
+        reference_visible=_sees_levels(service),
+        adaptive=bool(pairs & adaptive_units),
     )
 
 
@@ -174,23 +189,40 @@ def sort_inbox(
     *,
     n_pairs: int,
     reference_visible: bool,
+    adaptive: bool = False,
 ) -> InboxResult:
     """The inbox sorted by win rate (highest first; ties in case-id order; never-compared
     messages last; ``metrics.urgency.sort_by_score``), with NDCG@k / T-NDCG@k over the
-    messages that have a reference level (relevance = 6 - level, ``DEFAULT_RELEVANCE``)."""
+    messages that have a reference level (relevance = 6 - level, ``DEFAULT_RELEVANCE``).
+    An ``adaptive`` inbox (pairs chosen from the answers so far, ``store/adaptive.py``) is
+    sorted by Bradley-Terry strength instead, as the report sorts it."""
     cases = sorted(cases, key=lambda c: c.id)
     if not cases:
         return InboxResult(inbox, judge, (), 0, 0, reference_visible)
-    rates = win_rate_scores([c.id for c in cases], outcomes)
-    return _result(
+    ids = [c.id for c in cases]
+    scores = strengths(ids, outcomes) if adaptive else win_rate_scores(ids, outcomes)
+    result = _result(
         inbox,
         judge,
         cases,
-        sort_by_score(rates),
+        sort_by_score(scores),
         outcomes,
         n_pairs=n_pairs,
         reference_visible=reference_visible,
     )
+    return replace(result, adaptive=adaptive)
+
+
+def strengths(items: Sequence[int], outcomes: Sequence[tuple[int, int]]) -> pd.Series:
+    """Bradley-Terry strength of each message from (winner, loser) outcomes; NaN for a
+    message never compared (``metrics/bradley_terry.py``)."""
+    index = {c: i for i, c in enumerate(items)}
+    winners = np.array([index[w] for w, _ in outcomes], dtype=np.int64)
+    losers = np.array([index[lo] for _, lo in outcomes], dtype=np.int64)
+    theta = bradley_terry(len(items), winners, losers, np.ones(len(outcomes)))
+    met = np.zeros(len(items), dtype=bool)
+    met[winners] = met[losers] = True
+    return pd.Series(np.where(met, theta, np.nan), index=list(items), dtype=float)
 
 
 def inbox_patients(cases: Sequence[CaseView]) -> list[Patient]:
