@@ -14,8 +14,8 @@ from sqlalchemy import create_engine, inspect, text
 from portalreview.cli import main
 from portalreview.store.backends import Project, ServerProject, open_project, server_migrations
 from portalreview.store.backends.postgres import ServerError
-from portalreview.store.models import Base
 from portalreview.store.migrations import SCHEMA_VERSION
+from portalreview.store.models import Base
 from tests.store.test_transfer import _same_export
 
 V1_FILE = Path(__file__).parent / "data" / "v1-small.prproj"
