@@ -262,20 +262,26 @@ def _adaptive_progress(
         select(Unit.unit_set_id, func.count(), func.count(Answer.id))
         .select_from(Assignment)
         .join(Unit, Unit.id == Assignment.unit_id)
-        .outerjoin(
-            Answer,
-            and_(
-                Answer.unit_id == Assignment.unit_id,
-                Answer.annotator_id == Assignment.annotator_id,
-                Answer.is_gold.is_(False),
-            ),
+        .outerjoin(Answer, _own_answer())
+        .where(
+            Assignment.annotator_id == annotator_id,
+            Unit.unit_set_id.in_(adaptive),
+            _not_gold_holder(),
         )
-        .where(Assignment.annotator_id == annotator_id, Unit.unit_set_id.in_(adaptive))
         .group_by(Unit.unit_set_id)
     )
     for set_id, assigned, answered in rows:
         total += max(adaptive[set_id].judgements, answered) - assigned
     return done, total
+
+
+def _own_answer():
+    """The join of an assignment to its annotator's own (not gold) answer."""
+    return and_(
+        Answer.unit_id == Assignment.unit_id,
+        Answer.annotator_id == Assignment.annotator_id,
+        Answer.is_gold.is_(False),
+    )
 
 
 def _not_gold_holder():
@@ -662,14 +668,7 @@ class StudyService:
                 Answer.id,
             )
             .join(Unit, Unit.id == Assignment.unit_id)
-            .outerjoin(
-                Answer,
-                and_(
-                    Answer.unit_id == Assignment.unit_id,
-                    Answer.annotator_id == Assignment.annotator_id,
-                    Answer.is_gold.is_(False),
-                ),
-            )
+            .outerjoin(Answer, _own_answer())
             .where(Assignment.annotator_id == annotator_id, Unit.kind == kind, _not_gold_holder())
             .order_by(Unit.unit_set_id, Assignment.position, Assignment.unit_id)
         )
@@ -700,14 +699,7 @@ class StudyService:
             select(Unit.kind, submitted, func.count())
             .select_from(Assignment)
             .join(Unit, Unit.id == Assignment.unit_id)
-            .outerjoin(
-                Answer,
-                and_(
-                    Answer.unit_id == Assignment.unit_id,
-                    Answer.annotator_id == Assignment.annotator_id,
-                    Answer.is_gold.is_(False),
-                ),
-            )
+            .outerjoin(Answer, _own_answer())
             .where(Assignment.annotator_id == annotator_id, _not_gold_holder())
             .group_by(Unit.kind)
         )
