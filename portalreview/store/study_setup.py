@@ -944,9 +944,16 @@ class ProgressRow:
 
 def study_progress(project: Project) -> list[ProgressRow]:
     """Progress per unit set and annotator (assignments made only to hold the PI's gold answer
-    left out), in set and name order."""
+    left out), in set and name order. In an adaptive set a person is assigned the judgements
+    asked of them, and shares the pairs someone else answered too."""
     with project.read() as s:
         gold = _gold_only(s)
+        settings = adaptive_settings(s)
+        adaptive = {
+            name: settings[set_id].judgements
+            for set_id, name in s.execute(select(UnitSet.id, UnitSet.name))
+            if set_id in settings
+        }
         rows = [
             (u, a, name, set_name, kind)
             for u, a, name, set_name, kind in s.execute(
@@ -975,16 +982,22 @@ def study_progress(project: Project) -> list[ProgressRow]:
             n: i for i, n in enumerate(s.scalars(select(UnitSet.name).order_by(UnitSet.id)))
         }
     raters: dict[int, int] = {}
-    for u, *_ in rows:
-        raters[u] = raters.get(u, 0) + 1
+    for u, a, _name, set_name, _kind in rows:
+        if set_name not in adaptive or (u, a) in status:  # an adaptive pair: when answered
+            raters[u] = raters.get(u, 0) + 1
     table: dict[tuple[str, str, str], list[int]] = {}
     for u, a, name, set_name, kind in rows:
         counts = table.setdefault((set_name, kind, name), [0, 0, 0, 0])
-        counts[0] += 1
-        counts[1] += raters[u] > 1
         st = status.get((u, a))
+        if set_name in adaptive and st is None:
+            continue  # a pair not asked (yet): not this person's work
+        counts[0] += 1
+        counts[1] += raters.get(u, 0) > 1
         counts[2] += st == "draft"
         counts[3] += st == "submitted"
+    for (set_name, _kind, _name), counts in table.items():
+        if set_name in adaptive:
+            counts[0] = max(counts[0], adaptive[set_name])
     return [
         ProgressRow(set_name, kind, name, *counts)
         for (set_name, kind, name), counts in sorted(

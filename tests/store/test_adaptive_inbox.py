@@ -230,3 +230,24 @@ def test_a_clinician_on_a_server_works_through_an_adaptive_inbox(postgres_server
             judge(ava, project, unit_id, truth)  # (the levels: read by the PI's connection)
         assert ava.progress("urgency").done == 15
     project.close()
+
+
+def test_the_study_progress_counts_the_judgements_asked(study):
+    from portalreview.store.study_setup import study_progress
+
+    make_adaptive(study, judgements=10)
+    truth = levels_of(study)
+    svc = StudyService(study)
+    for who, count in (("ava", 4), ("ben", 2)):
+        person = svc.as_viewer(who)
+        for _ in range(count):
+            judge(person, study, todo(person)[0], truth)
+    rows = {r.annotator: r for r in study_progress(study)}
+    assert (rows["ava"].assigned, rows["ava"].submitted, rows["ava"].todo) == (10, 4, 6)
+    assert (rows["ben"].assigned, rows["ben"].submitted) == (10, 2)
+    answered = {}
+    for who in ("ava", "ben"):
+        items = svc.as_viewer(who).queue("urgency")
+        answered[who] = {q.unit_id for q in items if q.status == "submitted"}
+    both = len(answered["ava"] & answered["ben"])
+    assert rows["ava"].shared == rows["ben"].shared == both
