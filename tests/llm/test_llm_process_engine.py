@@ -116,6 +116,32 @@ def test_greedy_text_pieces_and_token_ids_equal_in_process(isolated, engine):
     assert mine.seconds > 0
 
 
+def test_a_generation_cut_off_inside_a_character_ends_as_in_process(isolated, engine):
+    """The token limit falls inside a character: those tokens give no piece of their own.
+    The child still hands them out, so the generation ends "length" with every token, as in
+    process (it used to end "cancelled", short of two tokens, and a suggestion was lost)."""
+    from portalreview.domain.catalogs import DEFAULT_CATALOGS
+    from portalreview.llm import grammars
+    from portalreview.llm.templates import themes_text
+
+    values = {
+        "themes": themes_text(DEFAULT_CATALOGS, with_ids=True, include_other=True),
+        "chart": "",
+        "message": "My chest hurts when I climb the stairs since this morning.",
+    }
+    prompt = default_template("respond_boxes").render(values)
+    grammar = grammars.respond_boxes(DEFAULT_CATALOGS, grammars.GrammarLimits())
+    params = GenerationParams(max_tokens=16)  # (found: tokens 15-16 are one character's)
+    ours = engine.complete(prompt, params, grammar=grammar)
+    assert ours.finish_reason == "length" and ours.text.endswith("\ufffd")
+    theirs = isolated.complete(prompt, params, grammar=grammar)
+    assert (theirs.finish_reason, theirs.token_ids, theirs.text) == (
+        ours.finish_reason,
+        ours.token_ids,
+        ours.text,
+    )
+
+
 def test_seeded_sampling_and_grammars_equal_in_process(isolated, engine):
     sampled = GenerationParams(max_tokens=20, temperature=1.2, seed=5, min_p=0.0, top_p=1.0)
     a = isolated.complete(PROMPT, sampled)

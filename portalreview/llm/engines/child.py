@@ -127,12 +127,12 @@ def _generate(
 
     gen = Generation(engine, tokens, params, grammar, cancel)
     batch: list[tuple[str, list[int]]] = []
-    sent_ids = 0
+    sent_ids = sent_chars = 0
     last_flush = 0.0
     try:
         for text in gen:
             batch.append((text, gen.token_ids[sent_ids:]))
-            sent_ids = len(gen.token_ids)
+            sent_ids, sent_chars = len(gen.token_ids), sent_chars + len(text)
             now = time.perf_counter()
             if now - last_flush >= FLUSH_SECONDS:
                 conn.send(("pieces", batch))
@@ -140,6 +140,10 @@ def _generate(
     except Exception as exc:
         conn.send(("error", _portable(exc), engine.cached_tokens))
         return
+    if sent_ids < len(gen.token_ids) or sent_chars < len(gen.text):
+        # tokens that ended inside a character gave no piece of their own: hand them out
+        # with what the decoder made of their bytes, so that the parent has every token
+        batch.append((gen.text[sent_chars:], gen.token_ids[sent_ids:]))
     reason = gen.finish_reason
     if reason == "cancelled" and flags[CLOSING]:
         reason = "closed"
