@@ -576,6 +576,12 @@ def format_own_examples(figures: dict, comparison, model: str) -> str:
             ci = figures[key]["ci"]
             interval = "[no interval]" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
             lines.append(f"  {label:<28} {figures[key]['f1']:.3f} {interval} n={n}")
+    if n:
+        refused = figures["refused_by_gates"]
+        lines.append(
+            f"  drafts the quality gates would refuse: {refused['without']} of {n} without "
+            f"examples, {refused['with']} of {n} with"
+        )
     if comparison.failed:
         first = next(iter(comparison.failed.values()))
         lines.append(

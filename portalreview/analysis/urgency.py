@@ -74,7 +74,7 @@ from portalreview.metrics import (
     t_ndcg_at_k,
     win_rate_scores,
 )
-from portalreview.metrics.bradley_terry import bradley_terry
+from portalreview.metrics.bradley_terry import bradley_terry, strengths
 from portalreview.store.frames import StudyFrames
 
 KIND = "urgency"
@@ -247,10 +247,7 @@ def strength_scores(rows: pd.DataFrame, items: list[int]) -> pd.Series:
     """Bradley-Terry strength of each message from the judgements ``rows`` (NaN for one
     never compared), for an adaptive inbox."""
     first, second, won = _pairs_as_indices(rows, items)
-    theta = bradley_terry(len(items), first, second, won)
-    met = np.zeros(len(items), dtype=bool)
-    met[first] = met[second] = True
-    return pd.Series(np.where(met, theta, np.nan), index=items, dtype=float)
+    return pd.Series(strengths(len(items), first, second, won), index=items, dtype=float)
 
 
 def outcome_resamples(
@@ -268,10 +265,7 @@ def outcome_resamples(
     theta = bradley_terry(len(items), first, second, won)
     p_first = 1.0 / (1.0 + np.exp(-(theta[first] - theta[second])))
     draws = np.random.default_rng([s.seed, *stream]).random((s.n_resamples, len(first)))
-    refit = bradley_terry(len(items), first, second, (draws < p_first).astype(float))
-    met = np.zeros(len(items), dtype=bool)
-    met[first] = met[second] = True
-    return {"scores": np.where(met[None, :], refit, np.nan)}
+    return {"scores": strengths(len(items), first, second, (draws < p_first).astype(float))}
 
 
 #: One scorer's inbox figures and resampled scores (:func:`_score`), kept for the process.

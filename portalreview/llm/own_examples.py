@@ -28,7 +28,7 @@ from portalreview.store.kinds.respond import compose
 from portalreview.store.models import Answer, Case, RespondAnswer, RespondPart, Unit
 from portalreview.store.service import AccessError, StudyService
 
-#: The examples' heading inside the prompt (the template's ``{{examples}}``).
+#: The template's ``{{examples}}`` when there is none (a suggestion then uses respond_boxes).
 NONE_YET = "(none yet)"
 
 
@@ -119,7 +119,7 @@ def most_similar(
         (
             (float(value), index)
             for index, value in enumerate(similarity)
-            if value == value and value > 0  # (NaN: a message without a word)
+            if value > 0  # (NaN, a message without a word, is not)
         ),
         key=lambda pair: (-pair[0], pair[1]),
     )
@@ -166,7 +166,7 @@ class DraftScore:
     n_examples: int
     without: tuple[int, int, int]
     with_examples: tuple[int, int, int]
-    refused: tuple[bool, bool]  # the quality gates' verdict on each draft
+    refused: tuple[bool, bool]  # whether the quality gates refuse each draft
 
 
 @dataclass
@@ -187,7 +187,14 @@ class DraftComparison:
             counts = np.array([getattr(r, side) for r in rows]).sum(axis=0)
             return edit_f1_from_counts(*(int(c) for c in counts)).f1
 
-        out: dict = {"n_replies": len(self.scores), "examples": self.examples}
+        out: dict = {
+            "n_replies": len(self.scores),
+            "examples": self.examples,
+            "refused_by_gates": {
+                "without": sum(r.refused[0] for r in self.scores),
+                "with": sum(r.refused[1] for r in self.scores),
+            },
+        }
         if not self.scores:
             return out
         statistics = {
@@ -251,9 +258,10 @@ def compare_drafts(
         cancel=cancel,
     )
     for done, (name, held_out, chosen) in enumerate(plan):
+        unit = service.read_unit(held_out.unit_id)
         try:
-            plain = _draft_counts(base, service, held_out, ())
-            personal = _draft_counts(base, service, held_out, tuple(chosen))
+            plain = _draft_counts(base, service, unit, held_out.reply, ())
+            personal = _draft_counts(base, service, unit, held_out.reply, tuple(chosen))
         except sg.Cancelled:
             comparison.cancelled = True
             break
@@ -261,38 +269,36 @@ def compare_drafts(
             raise
         except LlmError as exc:  # an answer that did not fit: this reply is not compared
             comparison.failed[held_out.answer_id] = str(exc)
-            if progress is not None:
-                progress(done + 1, len(plan))
-            continue
-        comparison.scores.append(
-            DraftScore(
-                name,
-                held_out.answer_id,
-                held_out.case_id,
-                len(chosen),
-                plain[0],
-                personal[0],
-                (plain[1], personal[1]),
+        else:
+            comparison.scores.append(
+                DraftScore(
+                    name,
+                    held_out.answer_id,
+                    held_out.case_id,
+                    len(chosen),
+                    plain[0],
+                    personal[0],
+                    (plain[1], personal[1]),
+                )
             )
-        )
         if progress is not None:
             progress(done + 1, len(plan))
     return comparison
 
 
 def _draft_counts(
-    base, service: StudyService, held_out: OwnReply, chosen: tuple[OwnExample, ...]
+    base, service: StudyService, unit, reply: str, chosen: tuple[OwnExample, ...]
 ) -> tuple[tuple[int, int, int], bool]:
-    """(EM, EA, ED) of one draft against the held-out reply, and whether the gates refuse it."""
+    """(EM, EA, ED) of one draft for ``unit`` against the held-out ``reply``, and whether the
+    quality gates refuse the draft."""
     from portalreview.domain.segmenter import split_sentences
-    from portalreview.llm import answers, gates, grammars
+    from portalreview.llm import gates
     from portalreview.llm import suggest as sg
     from portalreview.metrics.edit_f1 import content_edit_f1
 
     keep = "respond_own_examples" if chosen else "respond_boxes"
     templates = {k: v for k, v in base.templates.items() if k in (keep, "content_match")}
     ctx = replace(base, templates=templates, own_examples=chosen)
-    unit = service.read_unit(held_out.unit_id)
     payload, _ = sg.suggest_respond(ctx, unit)
     draft = compose(payload, [t.id for t in service.catalogs.themes])
     refused = (
@@ -301,14 +307,6 @@ def _draft_counts(
         )
         is not None
     )
-    decisions = []
-    for sentence in split_sentences(held_out.reply):
-        raw = sg._generate(  # the content-level judge: the matching draft text, or NO MATCH
-            ctx,
-            "content_match",
-            {"draft": draft, "sentence": sentence.text},
-            grammars.content_match(draft),
-        )
-        decisions.append(answers.match_decision(raw, draft) or None)  # [] = NO MATCH
-    result = content_edit_f1(draft, decisions)
+    spans = sg.content_matches(ctx, draft, [s.text for s in split_sentences(reply)])
+    result = content_edit_f1(draft, [found or None for found in spans])  # None: NO MATCH
     return (result.em, result.ea, result.ed), refused

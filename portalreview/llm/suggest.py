@@ -297,19 +297,27 @@ def suggest_rank(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
 
 def suggest_match(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
     reference, draft = _labelled(unit, "Reference"), _labelled(unit, "Draft")
-    grammar = grammars.content_match(draft.text)
-    decisions = []
-    for sentence in reference.sentences:
-        raw = _generate(
-            ctx, "content_match", {"draft": draft.text, "sentence": sentence.text}, grammar
-        )
-        decisions.append(
-            {"sentence_id": sentence.id, "spans": answers.match_decision(raw, draft.text)}
-        )
+    spans = content_matches(ctx, draft.text, [s.text for s in reference.sentences])
+    decisions = [
+        {"sentence_id": sentence.id, "spans": found}
+        for sentence, found in zip(reference.sentences, spans, strict=True)
+    ]
     payload: dict[str, Any] = {"decisions": decisions, "themes": []}
     if "sentence_theme" in ctx.templates:
         payload["themes"] = _theme_labels(ctx, (reference, draft))
     return payload, {}
+
+
+def content_matches(ctx: SuggestContext, draft: str, sentences: Sequence[str]) -> list[list]:
+    """The content-level judge (seed 000, Algorithm 1; the ``content_match`` template): for
+    each reference sentence, the span of ``draft`` that matches it, or ``[]`` for NO MATCH."""
+    grammar = grammars.content_match(draft)
+    return [
+        answers.match_decision(
+            _generate(ctx, "content_match", {"draft": draft, "sentence": text}, grammar), draft
+        )
+        for text in sentences
+    ]
 
 
 def _theme_labels(ctx: SuggestContext, responses: Sequence[Any]) -> list[dict]:

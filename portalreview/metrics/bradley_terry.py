@@ -74,6 +74,22 @@ def bradley_terry(
     return theta[0] if single else theta
 
 
+def strengths(
+    n: int,
+    first: np.ndarray,
+    second: np.ndarray,
+    first_won: np.ndarray,
+    ridge: float = RIDGE,
+) -> np.ndarray:
+    """:func:`bradley_terry`, with NaN for an item never compared (it sorts last, as a
+    never-compared message does by win rate in ``metrics.urgency.sort_by_score``)."""
+    theta = bradley_terry(n, first, second, first_won, ridge)
+    met = np.zeros(n, dtype=bool)
+    met[np.asarray(first, dtype=np.int64)] = True
+    met[np.asarray(second, dtype=np.int64)] = True
+    return np.where(met, theta, np.nan)
+
+
 def _scatter(values: np.ndarray, index: np.ndarray, n: int) -> np.ndarray:
     """Per row, the sum of ``values`` falling on each of the ``n`` items."""
     rows = values.shape[0]

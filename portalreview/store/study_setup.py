@@ -754,8 +754,6 @@ def plan_assignment(
     not have it yet (:func:`_plan_adaptive`)."""
     with project.read() as s:
         row = _unit_set_row(s, unit_set)
-        if row.id in adaptive_settings(s):
-            return _plan_adaptive(s, row, annotators, seed)
         people = {a.name: a for a in s.scalars(select(Annotator))}
         unknown = [n for n in annotators if n not in people]
         if unknown:
@@ -763,6 +761,8 @@ def plan_assignment(
                 f"there is no annotator called {unknown[0]!r}; add them first "
                 f"(the annotators are: {', '.join(sorted(people)) or 'none'})"
             )
+        if row.id in adaptive_settings(s):
+            return _plan_adaptive(s, row, [people[n].id for n in annotators], annotators, seed)
         units = list(
             s.scalars(select(Unit.id).where(Unit.unit_set_id == row.id).order_by(Unit.position))
         )
@@ -801,14 +801,10 @@ def plan_assignment(
 
 
 def _plan_adaptive(
-    s: Session, row: UnitSet, annotators: Sequence[str], seed: int
+    s: Session, row: UnitSet, ids: Sequence[int], annotators: Sequence[str], seed: int
 ) -> AssignmentPlan:
-    """Every unit of an adaptive set to each person named (each judges some of the pairs,
-    chosen for them as they go); people who have the set already are refused."""
-    ids = {name: id_ for name, id_ in s.execute(select(Annotator.name, Annotator.id))}
-    unknown = [n for n in annotators if n not in ids]
-    if unknown:
-        raise SetupError(f"there is no annotator called {unknown[0]!r}; add them first")
+    """Every unit of an adaptive set to each person named (``ids``: theirs; each judges some
+    of the pairs, chosen for them as they go); people who have the set already are refused."""
     units = tuple(
         s.scalars(select(Unit.id).where(Unit.unit_set_id == row.id).order_by(Unit.position))
     )
@@ -819,7 +815,7 @@ def _plan_adaptive(
             .where(Unit.unit_set_id == row.id)
         )
     )
-    already = [n for n in annotators if ids[n] in having]
+    already = [n for n, id_ in zip(annotators, ids, strict=True) if id_ in having]
     if already:
         raise SetupError(f"{already[0]} already has the adaptive set {row.name!r}")
     if not units:

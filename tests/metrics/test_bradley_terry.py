@@ -15,6 +15,7 @@ from portalreview.metrics.bradley_terry import (
     end_weights,
     most_informative_pair,
     pair_values,
+    strengths,
 )
 
 
@@ -78,6 +79,9 @@ def test_batched_rows_equal_one_fit_each():
     for row, outcome in zip(batched, won, strict=True):
         assert row == pytest.approx(bradley_terry(5, first, second, outcome), abs=1e-12)
     assert batched[:, 4] == pytest.approx(0.0)  # never compared: the ridge's zero
+    marked = strengths(5, first, second, won)  # ... which strengths() says is no strength
+    assert np.isnan(marked[:, 4]).all()
+    assert marked[:, :4] == pytest.approx(batched[:, :4])
 
 
 def test_bad_input_is_refused():

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from portalreview.llm.urgency import InboxScores, Patient
-from portalreview.metrics.bradley_terry import bradley_terry
+from portalreview.metrics.bradley_terry import strengths as bt_strengths
 from portalreview.metrics.urgency import (
     DEFAULT_RELEVANCE,
     ndcg_at_k,
@@ -219,10 +219,8 @@ def strengths(items: Sequence[int], outcomes: Sequence[tuple[int, int]]) -> pd.S
     index = {c: i for i, c in enumerate(items)}
     winners = np.array([index[w] for w, _ in outcomes], dtype=np.int64)
     losers = np.array([index[lo] for _, lo in outcomes], dtype=np.int64)
-    theta = bradley_terry(len(items), winners, losers, np.ones(len(outcomes)))
-    met = np.zeros(len(items), dtype=bool)
-    met[winners] = met[losers] = True
-    return pd.Series(np.where(met, theta, np.nan), index=list(items), dtype=float)
+    fitted = bt_strengths(len(items), winners, losers, np.ones(len(outcomes)))
+    return pd.Series(fitted, index=list(items), dtype=float)
 
 
 def inbox_patients(cases: Sequence[CaseView]) -> list[Patient]:
