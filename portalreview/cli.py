@@ -225,7 +225,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     workbook (docs/pi-guide.md) or a folder of CSV files."""
     from portalreview.reports.json_report import write_json_report
 
-    options = {"seed": args.seed, "n_resamples": args.resamples}
+    options = {"seed": args.seed, "n_resamples": args.resamples, "use_cache": not args.fresh}
     with open_project(_project_path(args.path), read_only=True) as project:
         if args.format == "xlsx":
             from portalreview.reports.xlsx_report import write_xlsx_report
@@ -784,6 +784,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rep.add_argument(
         "--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)"
+    )
+    rep.add_argument(
+        "--fresh",
+        action="store_true",
+        help="compute every figure, not taking those the project keeps from an earlier "
+        "computation with the same settings and answers (docs/report.md)",
     )
     rep.set_defaults(func=cmd_report)
 

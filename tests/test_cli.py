@@ -163,3 +163,31 @@ def test_report_json_on_a_small_study(tmp_path):
     accuracy = report["urgency"]["accuracy"]["total"]
     # Both annotators chose case 1 (level 1) over case 2 (level 6): 2 of 2 correct.
     assert accuracy["n"] == 2 and accuracy["correct"] == 2
+
+
+def test_report_takes_the_figures_the_dashboard_kept(tmp_path, monkeypatch):
+    """After the dashboard computed the report (LiveReport keeps it in the project), the
+    command writes the same file without reading the study; --fresh computes it all."""
+    from portalreview.reports import json_report
+    from portalreview.reports.live_report import LiveReport
+    from portalreview.store import frames
+
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        study = build_small_study(p)
+        study.service.as_viewer("ava").save_answer(
+            study.units["urgency"], {"more_urgent_case_id": study.case1}, status="submitted"
+        )
+        LiveReport().refresh(p, seed=0, n_resamples=50)
+    fresh, kept = tmp_path / "fresh.json", tmp_path / "kept.json"
+    assert main(["report", str(path), "-o", str(fresh), "--resamples", "50", "--fresh"]) == 0
+
+    def no_reading(*_args, **_kwargs):
+        raise AssertionError("the study was read")
+
+    monkeypatch.setattr(json_report, "read_all", no_reading)
+    assert main(["report", str(path), "-o", str(kept), "--resamples", "50"]) == 0
+    assert kept.read_bytes() == fresh.read_bytes()
+    monkeypatch.setattr(frames, "read_all", no_reading)
+    with pytest.raises(AssertionError, match="the study was read"):
+        main(["report", str(path), "-o", str(kept), "--resamples", "50", "--fresh"])

@@ -12,6 +12,7 @@ fractions can move in the 8th digit with the BLAS thread count, see docs/report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -22,12 +23,19 @@ from typing import Any
 from sqlalchemy import func, select
 
 from portalreview import __version__
-from portalreview.analysis import analyse_all
+from portalreview.analysis import KINDS, analyse_all
 from portalreview.analysis._common import CONFIDENCE, jsonable
 from portalreview.domain.catalogs import Catalogs
+from portalreview.reports import report_cache
 from portalreview.store.backends import AnyProject, open_project
 from portalreview.store.catalog_store import read_catalogs
-from portalreview.store.frames import StudyFrames, read_frames
+from portalreview.store.frames import (
+    StudyFrames,
+    only_listed_answers,
+    paused_gc,
+    read_all,
+    read_frames,
+)
 from portalreview.store.models import Case, Response
 from portalreview.store.project import Project
 
@@ -84,6 +92,7 @@ def build_report(
     frames: StudyFrames | None = None,
     timings: dict[str, float] | None = None,
     before_each: Callable[[str], None] | None = None,
+    use_cache: bool = False,
 ) -> dict[str, Any]:
     """Every measure of the study as one JSON-ready dict (see docs/report.md).
 
@@ -92,13 +101,47 @@ def build_report(
     leaves every CI null, for a quick look). ``include_drafts`` also counts unsubmitted
     answers. ``frames`` may be passed when already read; ``timings`` receives seconds per
     analysis; ``before_each(kind)`` is called before each analysis (a caller stops the report
-    by raising there).
+    by raising there). ``use_cache`` (without ``frames``) takes each part the project keeps
+    valid from its report cache (``reports/report_cache``) instead of computing it, and reads
+    the study only when some part is not kept.
     """
+    return report_and_frames(
+        project,
+        seed=seed,
+        n_resamples=n_resamples,
+        include_drafts=include_drafts,
+        frames=frames,
+        timings=timings,
+        before_each=before_each,
+        use_cache=use_cache,
+    )[0]
+
+
+def report_and_frames(
+    project: Project | str | os.PathLike,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    include_drafts: bool = False,
+    frames: StudyFrames | None = None,
+    timings: dict[str, float] | None = None,
+    before_each: Callable[[str], None] | None = None,
+    use_cache: bool = False,
+    need_frames: bool = False,
+) -> tuple[dict[str, Any], StudyFrames | None]:
+    """:func:`build_report`, and the frames it rests on (None when every part came from the
+    cache and ``need_frames`` is false)."""
     opened, close = _open(project)
     try:
-        if frames is None:
-            frames = read_frames(opened, include_drafts=include_drafts)
-        catalogs = read_project_catalogs(opened)
+        kept: dict[str, dict[str, Any]] = {}
+        if frames is None and use_cache:
+            frames, catalogs, kept = _read_with_cache(
+                opened, seed, n_resamples, include_drafts, need_frames
+            )
+        else:
+            if frames is None:
+                frames = read_frames(opened, include_drafts=include_drafts)
+            catalogs = read_project_catalogs(opened)
         header = report_header(
             opened,
             frames,
@@ -106,32 +149,67 @@ def build_report(
             seed=seed,
             n_resamples=n_resamples,
             include_drafts=include_drafts,
+            study=kept.get(report_cache.STUDY),
         )
-        results = analyse_all(
-            frames,
-            seed=seed,
-            n_resamples=n_resamples,
-            catalogs=catalogs,
-            timings=timings,
-            before_each=before_each,
-        )
+        missing = [kind for kind in KINDS if kind not in kept]
+        results = {}
+        if missing:
+            results = analyse_all(
+                frames,
+                seed=seed,
+                n_resamples=n_resamples,
+                catalogs=catalogs,
+                timings=timings,
+                before_each=before_each,
+                kinds=missing,
+            )
     finally:
         if close:
             opened.close()
-    return {**header, **results}
+    return {
+        **header,
+        **{kind: kept[kind] if kind in kept else results[kind] for kind in KINDS},
+    }, frames
+
+
+def _read_with_cache(
+    project: Project, seed: int, n_resamples: int, include_drafts: bool, need_frames: bool
+) -> tuple[StudyFrames | None, Catalogs, dict[str, dict[str, Any]]]:
+    """In one snapshot: the catalogs, the parts the report cache keeps valid (parsed), and
+    the frames unless every part is kept (and ``need_frames`` is false)."""
+    from portalreview.analysis.filters import FrameFilter
+
+    with paused_gc(), project.read() as s:
+        catalogs = read_catalogs(s)
+        settings = report_cache.CacheSettings.of(
+            seed, n_resamples, FrameFilter(), include_drafts, catalogs
+        )
+        snapshot = report_cache.read_snapshot(s)
+        stored = report_cache.stored_parts(s, settings, snapshot)
+        kept = {}
+        for part, entry in stored.items():
+            if entry.valid:
+                with contextlib.suppress(ValueError):  # a damaged entry: computed instead
+                    kept[part] = entry.result()
+        frames = None
+        if need_frames or any(part not in kept for part in report_cache.PARTS):
+            frames = only_listed_answers(*read_all(s, include_drafts))
+    return frames, catalogs, kept
 
 
 def report_header(
     project: Project,
-    frames: StudyFrames,
+    frames: StudyFrames | None,
     catalogs: Catalogs,
     *,
     seed: int,
     n_resamples: int,
     include_drafts: bool,
+    study: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report's keys before the analyses (report, project, settings, study), JSON-ready:
-    what the figures were computed from and how."""
+    what the figures were computed from and how. ``study``: the study's counts when known
+    (kept by the report cache); ``frames`` may then be None."""
     header = {
         "report": {"format": FORMAT, "version": FORMAT_VERSION, "portalreview": __version__},
         "project": {
@@ -147,7 +225,7 @@ def report_header(
             "ci_method": "percentile bootstrap over units",
             "include_drafts": bool(include_drafts),
         },
-        "study": _study(project, frames),
+        "study": study if study is not None else _study(project, frames),
     }
     return jsonable(header)
 
@@ -169,6 +247,7 @@ __all__ = [
     "FORMAT_VERSION",
     "build_report",
     "read_project_catalogs",
+    "report_and_frames",
     "report_header",
     "write_json_report",
 ]

@@ -16,20 +16,32 @@ The report it returns equals ``build_report`` on the same project and settings (
 filter applied to the frames first), key for key: the tests check that after every kind of
 write. A refresh that is cancelled (``before_each`` raises) leaves the analyses it did not
 reach marked stale, so the next refresh computes them.
+
+With ``use_cache`` (the default), the results also outlive the program: an analysis out of date
+here whose result the project keeps, valid for the same snapshot of the study
+(``reports/report_cache``), is taken from there instead of computed; and what a refresh
+computes is written there (where the project may be written) for the next start.
+:func:`stored_report` gives the last report kept, without reading the study, for a window to
+show at once.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from portalreview.analysis import DEPENDS_ON, KINDS, analyse_all
 from portalreview.analysis.filters import FrameFilter
-from portalreview.reports.json_report import read_project_catalogs, report_header
+from portalreview.domain.catalogs import Catalogs
+from portalreview.reports import report_cache
+from portalreview.reports.json_report import report_header
+from portalreview.reports.report_cache import STUDY, CacheSettings, Snapshot, StoredPart
+from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.frames import StudyFrames
 from portalreview.store.live_frames import FrameChange, LiveFrames
 from portalreview.store.project import Project
@@ -45,14 +57,7 @@ class LiveResult:
     change: FrameChange  # what the frames' refresh found
     recomputed: tuple[str, ...]  # the analyses computed in this refresh, in report order
     timings: dict[str, float] = field(default_factory=dict)  # seconds: read, each analysis
-
-
-@dataclass(frozen=True)
-class _Settings:
-    seed: int
-    n_resamples: int
-    choice: str  # the filter as sorted JSON
-    catalogs_version: Any
+    from_cache: tuple[str, ...] = ()  # the analyses taken from the project's report cache
 
 
 class LiveReport:
@@ -62,12 +67,13 @@ class LiveReport:
     may run on a worker thread; concurrent refreshes run one after the other.
     """
 
-    def __init__(self, include_drafts: bool = False) -> None:
+    def __init__(self, include_drafts: bool = False, use_cache: bool = True) -> None:
         self.include_drafts = include_drafts
+        self.use_cache = use_cache
         self._frames = LiveFrames(include_drafts=include_drafts)
         self._results: dict[str, dict[str, Any]] = {}
         self._stale: set[str] = set(KINDS)
-        self._settings: _Settings | None = None
+        self._settings: CacheSettings | None = None
         self._project: Project | None = None  # the project the frames were read from
         self._lock = threading.Lock()
 
@@ -108,15 +114,11 @@ class LiveReport:
         if project is not self._project:  # another project, or the same file opened again
             self._forget()
             self._project = project
-        change = self._frames.refresh(project)
-        catalogs = read_project_catalogs(project)
-        settings = _Settings(
-            int(seed),
-            int(n_resamples),
-            json.dumps(choice.as_json(), sort_keys=True),
-            catalogs.version,
-        )
+        opened = _Opened(self, seed, n_resamples, choice)
+        change = self._frames.refresh(project, first=opened.read)
+        catalogs, settings = opened.catalogs, opened.settings
         self._mark_stale(change, settings)
+        from_cache = self._take_from_cache(opened.stored)
         filtered = choice.apply(change.frames) if choice.active else change.frames
         timings = {"read": time.perf_counter() - started}
         recomputed = [kind for kind in KINDS if kind in self._stale]
@@ -140,10 +142,37 @@ class LiveReport:
             include_drafts=self.include_drafts,
         )
         report = {**header, **{kind: self._results[kind] for kind in KINDS}}
+        if recomputed and opened.snapshot is not None:
+            kept = time.perf_counter()
+            parts = {STUDY: header[STUDY], **{k: self._results[k] for k in recomputed}}
+            report_cache.store(project, settings, opened.snapshot, parts)
+            timings["cache"] = time.perf_counter() - kept
         timings["total"] = time.perf_counter() - started
-        return LiveResult(report, change.frames, filtered, change, tuple(recomputed), timings)
+        return LiveResult(
+            report,
+            change.frames,
+            filtered,
+            change,
+            tuple(recomputed),
+            timings,
+            tuple(from_cache),
+        )
 
-    def _mark_stale(self, change: FrameChange, settings: _Settings) -> None:
+    def _take_from_cache(self, stored: dict[str, StoredPart]) -> list[str]:
+        """Take each stale analysis that the project keeps, valid now, from there."""
+        taken = []
+        for kind in KINDS:
+            part = stored.get(kind)
+            if kind in self._stale and part is not None and part.valid:
+                try:
+                    self._results[kind] = part.result()
+                except ValueError:  # a damaged entry: computed instead
+                    continue
+                self._stale.discard(kind)
+                taken.append(kind)
+        return taken
+
+    def _mark_stale(self, change: FrameChange, settings: CacheSettings) -> None:
         """Add to the stale analyses those the change or new settings make out of date."""
         if change.full or settings != self._settings:
             self._stale = set(KINDS)
@@ -152,4 +181,72 @@ class LiveReport:
         self._settings = settings
 
 
-__all__ = ["LiveReport", "LiveResult"]
+@dataclass(frozen=True)
+class StoredReport:
+    """The last report the project keeps for some settings (see :func:`stored_report`)."""
+
+    report: dict[str, Any]
+    stale: tuple[str, ...]  # the parts (analyses, "study") that answers saved since change
+    computed_at: str  # the newest part's time (UTC, ISO 8601)
+
+
+def stored_report(
+    project: Project,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    choice: FrameFilter | None = None,
+    include_drafts: bool = False,
+) -> StoredReport | None:
+    """The report last computed with these settings, as the project keeps it, without reading
+    the study: for a window to show at once while it brings the figures up to date. None when
+    the project keeps no whole report for them (or an entry cannot be read)."""
+    with project.read() as s:
+        catalogs = read_catalogs(s)
+        settings = CacheSettings.of(
+            seed, n_resamples, choice or FrameFilter(), include_drafts, catalogs
+        )
+        snapshot = report_cache.read_snapshot(s)
+        parts = report_cache.stored_parts(s, settings, snapshot)
+    if any(part not in parts for part in report_cache.PARTS):
+        return None
+    try:
+        results = {part: parts[part].result() for part in report_cache.PARTS}
+    except ValueError:
+        return None
+    header = report_header(
+        project,
+        None,
+        catalogs,
+        seed=seed,
+        n_resamples=n_resamples,
+        include_drafts=include_drafts,
+        study=results[STUDY],
+    )
+    report = {**header, **{kind: results[kind] for kind in KINDS}}
+    stale = tuple(part for part in report_cache.PARTS if not parts[part].valid)
+    return StoredReport(report, stale, max(part.computed_at for part in parts.values()))
+
+
+class _Opened:
+    """What a refresh reads first, in the frames' own snapshot: the catalogs, the settings
+    and, with the cache on, where the study stands and the results the project keeps."""
+
+    def __init__(self, live: LiveReport, seed: int, n_resamples: int, choice: FrameFilter) -> None:
+        self.live, self.seed, self.n_resamples, self.choice = live, seed, n_resamples, choice
+        self.catalogs: Catalogs | None = None
+        self.settings: CacheSettings | None = None
+        self.snapshot: Snapshot | None = None
+        self.stored: dict[str, StoredPart] = {}
+
+    def read(self, s: Session) -> None:
+        self.catalogs = read_catalogs(s)
+        self.settings = CacheSettings.of(
+            self.seed, self.n_resamples, self.choice, self.live.include_drafts, self.catalogs
+        )
+        if self.live.use_cache:
+            self.snapshot = report_cache.read_snapshot(s)
+            self.stored = report_cache.stored_parts(s, self.settings, self.snapshot)
+
+
+__all__ = ["LiveReport", "LiveResult", "StoredReport", "stored_report"]

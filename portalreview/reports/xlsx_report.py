@@ -34,7 +34,7 @@ from sqlalchemy import text as sql
 
 from portalreview import __version__
 from portalreview.metrics.urgency import ndcg_at_k, t_ndcg_at_k
-from portalreview.reports.json_report import build_report
+from portalreview.reports.json_report import build_report, report_and_frames
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.models import Answer, AuditEntry, Suggestion
@@ -2435,8 +2435,22 @@ def _prepare(
     report: dict[str, Any] | None,
     frames: StudyFrames | None,
     steps: Steps,
+    use_cache: bool = False,
 ) -> tuple[dict[str, Any], StudyFrames]:
     steps.start()
+    if report is None and frames is None and use_cache:  # one snapshot for both
+        report, frames = report_and_frames(
+            project,
+            seed=seed,
+            n_resamples=n_resamples,
+            include_drafts=include_drafts,
+            use_cache=True,
+            need_frames=True,
+        )
+        assert frames is not None  # need_frames
+        steps.step()
+        steps.step()
+        return report, frames
     if frames is None:
         frames = read_frames(project, include_drafts=include_drafts)
     steps.step()
@@ -2468,16 +2482,19 @@ def write_xlsx_report(
     frames: StudyFrames | None = None,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    use_cache: bool = False,
 ) -> Path:
     """Compute the report (or use ``report``, from :func:`build_report` with the same
-    settings) and write the workbook to ``out``."""
+    settings) and write the workbook to ``out``. ``use_cache``: as :func:`build_report`'s."""
     from portalreview.store.models import utc_now
 
     out = Path(out)
     if not out.suffix:
         out = out.with_suffix(".xlsx")
     steps = Steps(_n_steps(), progress, cancel)
-    report, frames = _prepare(project, seed, n_resamples, include_drafts, report, frames, steps)
+    report, frames = _prepare(
+        project, seed, n_resamples, include_drafts, report, frames, steps, use_cache
+    )
     sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
     steps.total = steps.done + len(sheets)
     write_workbook(sheets, out, steps)
@@ -2496,6 +2513,7 @@ def write_csv_report(
     frames: StudyFrames | None = None,
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    use_cache: bool = False,
 ) -> list[Path]:
     """The same tables as the workbook, one CSV file per table in the folder ``out_dir``
     (UTF-8 with a byte-order mark, so that Excel reads accents), plus ``report.json``. Texts
@@ -2508,7 +2526,9 @@ def write_csv_report(
         raise ValueError(f"{folder} is a file; the CSV report needs a folder")
     folder.mkdir(parents=True, exist_ok=True)
     steps = Steps(_n_steps(), progress, cancel)
-    report, frames = _prepare(project, seed, n_resamples, include_drafts, report, frames, steps)
+    report, frames = _prepare(
+        project, seed, n_resamples, include_drafts, report, frames, steps, use_cache
+    )
     sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
     tables = [t for sheet in sheets for t in sheet.tables]
     steps.total = steps.done + len(tables) + 1

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -162,6 +163,8 @@ class FrameChange:
     n_answers_reread: int
     #: Seconds the refresh took.
     seconds: float
+    #: What ``refresh(..., first=...)`` returned, read in the same snapshot as the frames.
+    first: Any = None
 
 
 @dataclass(frozen=True)
@@ -207,11 +210,18 @@ class LiveFrames:
         with self._lock:
             self._state = None
 
-    def refresh(self, project: Project) -> FrameChange:
-        """The frames of ``project`` now, re-reading what changed since the last refresh."""
+    def refresh(
+        self, project: Project, first: Callable[[Session], Any] | None = None
+    ) -> FrameChange:
+        """The frames of ``project`` now, re-reading what changed since the last refresh.
+        ``first(session)``, when given, runs first in the same read transaction (one snapshot
+        with the frames); the change carries what it returned."""
         started = time.perf_counter()
+        before = None
         with self._lock:
             with paused_gc(), project.read() as s:
+                if first is not None:
+                    before = first(s)
                 mark = _watermark(s)
                 ids = self._changed_answers(s, mark)
                 if ids is None:
@@ -222,7 +232,7 @@ class LiveFrames:
             self._state = state
         n_reread = 0 if ids is None else len(ids)
         seconds = time.perf_counter() - started
-        return FrameChange(state.frames, ids is None, kinds, n_reread, seconds)
+        return FrameChange(state.frames, ids is None, kinds, n_reread, seconds, before)
 
     def _changed_answers(self, s: Session, mark: _Mark) -> set[int] | None:
         """The answers to re-read since the last refresh; None: read everything."""
@@ -234,7 +244,7 @@ class LiveFrames:
             return None
         if not _only_assignments_added(s, last.assignments, mark.assignments):
             return None
-        if last.audit_id and _audit_hash(s, last.audit_id) != last.audit_hash:
+        if last.audit_id and audit_hash(s, last.audit_id) != last.audit_hash:
             return None
         ids: set[int] = set()
         if mark.audit_id > last.audit_id:
@@ -270,15 +280,31 @@ def _sql(s: Session, sql: str, params: tuple = ()) -> list[tuple]:
 
 
 def _watermark(s: Session) -> _Mark:
-    audit_id = _sql(s, "SELECT coalesce(max(id), 0) FROM audit_log")[0][0]
-    fingerprint = (
+    audit_id = last_audit_id(s)
+    assignments = _sql(s, _ASSIGNMENTS_SQL)[0]
+    sums = np.array([row[0] for row in _sql(s, _BLOCK_SUMS_SQL)], dtype=float)
+    return _Mark(audit_id, audit_hash(s, audit_id), fingerprint(s), assignments, sums)
+
+
+def last_audit_id(s: Session) -> int:
+    """The newest audit entry's id (0: none)."""
+    return _sql(s, "SELECT coalesce(max(id), 0) FROM audit_log")[0][0]
+
+
+def fingerprint(s: Session) -> tuple:
+    """What changes when anything the frames read besides the answers changes (the module
+    docstring lists it): counts and largest rowids, the short tables, ``project_meta``, the
+    schema's version numbers."""
+    return (
         _sql(s, _COUNTS_SQL)[0],
         *(tuple(_sql(s, sql)) for sql in _SMALL_TABLES_SQL),
         *(tuple(_sql(s, sql)) for sql in _SCHEMA_SQL[s.get_bind().dialect.name]),
     )
-    assignments = _sql(s, _ASSIGNMENTS_SQL)[0]
-    sums = np.array([row[0] for row in _sql(s, _BLOCK_SUMS_SQL)], dtype=float)
-    return _Mark(audit_id, _audit_hash(s, audit_id), fingerprint, assignments, sums)
+
+
+def assignment_counts(s: Session) -> tuple[int, int | None]:
+    """The assignments' count and largest rowid."""
+    return tuple(_sql(s, _ASSIGNMENTS_SQL)[0])
 
 
 def _only_assignments_added(s: Session, last: tuple[int, int], now: tuple[int, int]) -> bool:
@@ -296,7 +322,8 @@ def _only_assignments_added(s: Session, last: tuple[int, int], now: tuple[int, i
     return count_now == count + added
 
 
-def _audit_hash(s: Session, audit_id: int) -> str | None:
+def audit_hash(s: Session, audit_id: int) -> str | None:
+    """The hash of the audit entry ``audit_id`` (None: no such entry)."""
     rows = _sql(s, "SELECT hash FROM audit_log WHERE id = ?", (audit_id,))
     return rows[0][0] if rows else None
 

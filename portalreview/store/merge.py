@@ -226,6 +226,7 @@ def _restrict(path: Path, annotator_id: int) -> None:
             conn.execute("DELETE FROM audit_log")
             for statement in freezes.values():
                 conn.execute(statement)
+            conn.execute("DELETE FROM report_cache")  # figures of everyone's answers
             conn.execute("DELETE FROM answers WHERE annotator_id != ?", (annotator_id,))
             conn.execute("DELETE FROM assignments WHERE annotator_id != ?", (annotator_id,))
             conn.execute(  # (a suggestion made for someone else holds their replies)

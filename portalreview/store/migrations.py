@@ -24,7 +24,7 @@ from pathlib import Path
 
 from portalreview.store.schema_sql import V3_GUARDS, guard_statements
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -212,12 +212,33 @@ def _rebuild(conn: sqlite3.Connection, table: str, create: str) -> None:
         conn.execute(sql)
 
 
+def _v5_to_v6(conn: sqlite3.Connection) -> None:
+    """Version 6 adds ``report_cache``: the agreement report's per-analysis results, kept so
+    that a restart does not compute again what no answer changed (``reports/report_cache``)."""
+    conn.execute(
+        """
+        CREATE TABLE report_cache (
+            settings_key VARCHAR NOT NULL,
+            part VARCHAR NOT NULL,
+            settings_json TEXT NOT NULL,
+            audit_id INTEGER NOT NULL,
+            audit_hash VARCHAR,
+            state_json TEXT NOT NULL,
+            result_json TEXT NOT NULL,
+            computed_at VARCHAR NOT NULL,
+            PRIMARY KEY (settings_key, part)
+        )
+        """
+    )
+
+
 # STEPS[v] upgrades a file from version v to v + 1.
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
     4: _v4_to_v5,
+    5: _v5_to_v6,
 }
 
 

@@ -700,3 +700,26 @@ class PromptTemplate(Base):
         CheckConstraint("length(trim(text)) > 0", name="template_text_not_blank"),
         CheckConstraint("version >= 1", name="template_version_positive"),
     )
+
+
+# --- the report cache (schema version 6) ----------------------------------------------------------
+
+
+class ReportCacheEntry(Base):
+    """One analysis's result of the agreement report, kept so that a restart need not compute
+    again what nothing changed (``reports/report_cache``). ``part`` is an analysis kind or
+    "study" (the report's counts); ``settings_key`` the digest of the settings and code the
+    result was computed with; ``audit_id`` / ``audit_hash`` the audit log's position then and
+    ``state`` the rest of what the result rests on (JSON), checked before the result is used.
+    The PI's alone: it sums every person's answers (no clinician reads it on a server; an
+    offline copy has none)."""
+
+    __tablename__ = "report_cache"
+    settings_key: Mapped[str] = mapped_column(String, primary_key=True)
+    part: Mapped[str] = mapped_column(String, primary_key=True)
+    settings_json: Mapped[str] = mapped_column(Text)
+    audit_id: Mapped[int] = mapped_column(Integer)
+    audit_hash: Mapped[str | None] = mapped_column(String, nullable=True)
+    state_json: Mapped[str] = mapped_column(Text)
+    result_json: Mapped[str] = mapped_column(Text)
+    computed_at: Mapped[str] = mapped_column(String, default=utc_now)

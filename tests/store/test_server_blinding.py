@@ -129,6 +129,28 @@ def test_the_pi_reads_everything(team):
         assert "llama-8b" in _column(conn, "SELECT author FROM responses")
 
 
+def test_the_report_cache_is_the_pis_alone(team):
+    """The figures the dashboard keeps sum everyone's answers: the PI writes and reads them, a
+    clinician can neither read nor add one."""
+    from portalreview.reports.live_report import LiveReport
+
+    server, database, _project, _study, roles = team
+    role, password = roles["pat"]
+    with ServerProject.open(server.url(database, role, password)) as as_pat:
+        LiveReport().refresh(as_pat, seed=0, n_resamples=20)
+        again = LiveReport().refresh(as_pat, seed=0, n_resamples=20)
+    assert again.recomputed == () and again.from_cache
+    with _connect(team, "pat") as conn:
+        assert _column(conn, "SELECT count(*) FROM report_cache")[0] > 0
+    with _connect(team, "ava") as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT count(*) FROM report_cache")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO report_cache VALUES ('k', 'rank', '{}', 0, NULL, '{}', '{}', '')"
+            )
+
+
 def test_our_service_works_as_the_clinician(team):
     server, database, project, study, roles = team
     role, password = roles["ben"]

@@ -83,6 +83,8 @@ _CLINICIAN_ROWS = {
         None,
     ),
     "rank_members": ("unit_id IN (SELECT portalreview_my_units())", None),
+    # the report's figures sum every person's answers: the PI's alone
+    "report_cache": ("false", None),
 }
 
 _FUNCTIONS = [
@@ -208,9 +210,10 @@ def _clinician_grants(metadata: MetaData, role: str, existing: set[str]) -> list
         "INSERT": "SELECT, INSERT",
     }
     for table in metadata.sorted_tables:
-        if table.name in BLINDED or table.name not in existing:
-            continue
-        grants.append(f"GRANT {verbs[_clinician_rows(table)[1]]} ON {table.name} TO {role}")
+        rows, writes = _clinician_rows(table)
+        if table.name in BLINDED or table.name not in existing or rows == "false":
+            continue  # (a table of the PI's alone is not granted at all)
+        grants.append(f"GRANT {verbs[writes]} ON {table.name} TO {role}")
     return grants
 
 

@@ -1,0 +1,310 @@
+"""The agreement report's results kept in the project (table ``report_cache``, format 6), so
+that opening the dashboard again, a restart or ``portalreview report`` run again does not
+compute what no answer changed.
+
+Each *part* of the report - one analysis (``analysis.KINDS``) or ``study`` (the counts in the
+report's header) - is stored with
+
+* ``settings_key``: a digest of everything the figures rest on besides the study's rows: seed,
+  resamples, filter, whether drafts count, the catalogs' version, and the code that computes
+  them (:func:`code_digest`);
+* the audit log's position when it was computed (the newest entry's id and hash) and a
+  :class:`Snapshot` of the rest: a digest of the live frames' fingerprint (every table the
+  frames read besides the answers, ``project_meta``, the schema, the assignments' count and
+  largest rowid) and, per answer kind, the answers' count and summed time on task.
+
+A stored part is **valid** now, and used instead of computing it, when:
+
+1. the fingerprint digest is the same;
+2. the audit log still holds the entry at the stored position (same hash), and each entry
+   after it names an answer or is one of ``live_frames.SAFE_ACTIONS``;
+3. no answer those entries name, and no answer kind whose count or time on task changed, is a
+   kind the part reads: ``analysis.DEPENDS_ON`` (``study`` reads every kind).
+
+That is the live report's own rule (``store/live_frames.py`` and ``analysis.DEPENDS_ON``)
+carried across restarts: a part is used only where the live report would have kept it. A part
+is read in the same snapshot as the frames it joins, and written with the snapshot read
+*before* its frames (never a later one), so a save landing in between makes it stale, never
+wrong.
+
+Writing the cache never stops a report: a project open read-only, a clinician's session, a
+server that refuses or went away - the report is returned all the same and the failure logged.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from portalreview import __version__
+from portalreview.analysis import DEPENDS_ON, KINDS
+from portalreview.store.live_frames import (
+    SAFE_ACTIONS,
+    _sql,
+    assignment_counts,
+    audit_hash,
+    fingerprint,
+    last_audit_id,
+)
+from portalreview.store.models import utc_now
+
+if TYPE_CHECKING:
+    from portalreview.analysis.filters import FrameFilter
+    from portalreview.domain.catalogs import Catalogs
+
+log = logging.getLogger(__name__)
+
+#: The report's parts: the analyses, and the study's counts.
+STUDY = "study"
+PARTS = (STUDY, *KINDS)
+#: The answer kinds each part reads.
+PART_DEPENDS_ON: dict[str, frozenset[str]] = {STUDY: frozenset(KINDS), **DEPENDS_ON}
+#: Settings kept per project (the most recently computed); older ones are dropped.
+MAX_SETTINGS = 8
+
+_ANSWER_STATE_SQL = (
+    "SELECT kind, count(*), coalesce(sum(active_seconds), 0.0) FROM answers "
+    "GROUP BY kind ORDER BY kind"
+)
+_LATER_ENTRIES_SQL = (
+    "SELECT l.action, l.answer_id, a.kind FROM audit_log l "
+    "LEFT JOIN answers a ON a.id = l.answer_id WHERE l.id > ?"
+)
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of the program's own source (every ``.py`` file of the package), so that a
+    result computed by other code is never taken for this code's; the version alone where
+    the source is not on disk (a frozen installer's build: one version, one code)."""
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(root.rglob("*.py"))
+    if not files:
+        return f"portalreview {__version__}"
+    digest = hashlib.sha256(__version__.encode())
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """What the figures rest on besides the study's rows."""
+
+    seed: int
+    n_resamples: int
+    choice: str  # the filter as sorted JSON ("{}"-like for none)
+    include_drafts: bool
+    catalogs_version: Any
+
+    @classmethod
+    def of(
+        cls,
+        seed: int,
+        n_resamples: int,
+        choice: FrameFilter,
+        include_drafts: bool,
+        catalogs: Catalogs,
+    ) -> CacheSettings:
+        """The settings a report with these options is kept under."""
+        return cls(
+            int(seed),
+            int(n_resamples),
+            json.dumps(choice.as_json(), sort_keys=True),
+            bool(include_drafts),
+            catalogs.version,
+        )
+
+    def as_json(self) -> str:
+        return json.dumps({**asdict(self), "code": code_digest()}, sort_keys=True)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(self.as_json().encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where the study stands, as the cache compares it (see the module docstring)."""
+
+    audit_id: int
+    audit_hash: str | None
+    fingerprint: str  # digest
+    answers: dict[str, list]  # answer kind -> [count, summed time on task]
+
+    def state_json(self) -> str:
+        return json.dumps({"fingerprint": self.fingerprint, "answers": self.answers})
+
+
+def read_snapshot(s: Session) -> Snapshot:
+    """The study's :class:`Snapshot` in the session's transaction."""
+    audit_id = last_audit_id(s)
+    seen = repr((fingerprint(s), assignment_counts(s)))
+    answers = {kind: [int(n), float(t)] for kind, n, t in _sql(s, _ANSWER_STATE_SQL)}
+    return Snapshot(
+        audit_id, audit_hash(s, audit_id), hashlib.sha256(seen.encode()).hexdigest(), answers
+    )
+
+
+def changed_kinds(s: Session, stored: Snapshot, now: Snapshot) -> frozenset[str]:
+    """The answer kinds that may have changed between ``stored`` and ``now`` (every kind
+    when anything else may have: see the module docstring)."""
+    everything = frozenset(KINDS)
+    if stored.fingerprint != now.fingerprint or now.audit_id < stored.audit_id:
+        return everything
+    if stored.audit_id and audit_hash(s, stored.audit_id) != stored.audit_hash:
+        return everything
+    changed = {
+        kind
+        for kind in set(stored.answers) | set(now.answers)
+        if stored.answers.get(kind) != now.answers.get(kind)
+    }
+    if now.audit_id > stored.audit_id:
+        for action, answer_id, kind in _sql(s, _LATER_ENTRIES_SQL, (stored.audit_id,)):
+            if answer_id is None and action in SAFE_ACTIONS:
+                continue
+            if kind is None:  # an entry without an answer, or an answer no longer there
+                return everything
+            changed.add(kind)
+    return frozenset(changed)
+
+
+@dataclass(frozen=True)
+class StoredPart:
+    """One part as stored: its result's JSON text, when it was computed, and whether it is
+    valid now."""
+
+    text: str
+    computed_at: str
+    valid: bool
+
+    def result(self) -> dict[str, Any]:
+        return json.loads(self.text)
+
+
+def stored_parts(s: Session, settings: CacheSettings, now: Snapshot) -> dict[str, StoredPart]:
+    """Every part stored for ``settings``, each marked valid or not at ``now`` (read in the
+    session's transaction)."""
+    rows = _sql(
+        s,
+        "SELECT part, audit_id, audit_hash, state_json, result_json, computed_at "
+        "FROM report_cache WHERE settings_key = ?",
+        (settings.key,),
+    )
+    changed_by_state: dict[tuple, frozenset[str] | None] = {}
+    out = {}
+    for part, audit_id, hash_, state_json, result_json, computed_at in rows:
+        if part not in PART_DEPENDS_ON:
+            continue
+        state = (audit_id, hash_, state_json)
+        if state not in changed_by_state:
+            changed_by_state[state] = _changed_since(s, state, now)
+        changed = changed_by_state[state]
+        valid = changed is not None and not (PART_DEPENDS_ON[part] & changed)
+        out[part] = StoredPart(result_json, computed_at, valid)
+    return out
+
+
+def _changed_since(s: Session, state: tuple, now: Snapshot) -> frozenset[str] | None:
+    """:func:`changed_kinds` since a stored state; None when the state cannot be read."""
+    audit_id, hash_, state_json = state
+    try:
+        fields = json.loads(state_json)
+        stored = Snapshot(int(audit_id), hash_, str(fields["fingerprint"]), dict(fields["answers"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return changed_kinds(s, stored, now)
+
+
+def store(
+    project: Any, settings: CacheSettings, snapshot: Snapshot, parts: Mapping[str, Any]
+) -> bool:
+    """Keep ``parts`` (part -> JSON-ready result) computed at ``snapshot``; False (and a
+    warning in the log) when they could not be written. Keeps the ``MAX_SETTINGS`` most
+    recently written settings."""
+    if not parts or getattr(project, "read_only", False):
+        return False
+    computed_at = utc_now()
+    rows = [
+        {
+            "settings_key": settings.key,
+            "part": part,
+            "settings_json": settings.as_json(),
+            "audit_id": snapshot.audit_id,
+            "audit_hash": snapshot.audit_hash,
+            "state_json": snapshot.state_json(),
+            "result_json": json.dumps(result, allow_nan=False),
+            "computed_at": computed_at,
+        }
+        for part, result in parts.items()
+    ]
+    try:
+        with project.write() as s:
+            _write_rows(s, rows)
+            _drop_old_settings(s)
+    except Exception as exc:  # a cache that cannot be written must not stop the report
+        log.warning("the report's results were not kept in the project: %s", exc)
+        return False
+    return True
+
+
+_UPSERT = text(
+    "INSERT INTO report_cache (settings_key, part, settings_json, audit_id, audit_hash, "
+    "state_json, result_json, computed_at) VALUES (:settings_key, :part, :settings_json, "
+    ":audit_id, :audit_hash, :state_json, :result_json, :computed_at) "
+    "ON CONFLICT (settings_key, part) DO UPDATE SET settings_json = excluded.settings_json, "
+    "audit_id = excluded.audit_id, audit_hash = excluded.audit_hash, "
+    "state_json = excluded.state_json, result_json = excluded.result_json, "
+    "computed_at = excluded.computed_at"
+)
+
+
+def _write_rows(s: Session, rows: list[dict[str, Any]]) -> None:
+    s.execute(_UPSERT, rows)
+
+
+def _drop_old_settings(s: Session) -> None:
+    keys = (
+        s.execute(
+            text(
+                "SELECT settings_key FROM report_cache GROUP BY settings_key "
+                "ORDER BY max(computed_at) DESC, settings_key"
+            )
+        )
+        .scalars()
+        .all()
+    )
+    for key in keys[MAX_SETTINGS:]:
+        s.execute(text("DELETE FROM report_cache WHERE settings_key = :key"), {"key": key})
+
+
+def clear(project: Any) -> None:
+    """Forget every stored result (``portalreview report --fresh`` does not need this: it
+    only leaves the cache unread)."""
+    with project.write() as s:
+        s.execute(text("DELETE FROM report_cache"))
+
+
+__all__ = [
+    "PARTS",
+    "STUDY",
+    "CacheSettings",
+    "Snapshot",
+    "StoredPart",
+    "changed_kinds",
+    "clear",
+    "code_digest",
+    "read_snapshot",
+    "store",
+    "stored_parts",
+]

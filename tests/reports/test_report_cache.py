@@ -1,0 +1,173 @@
+"""The report cache (reports/report_cache.py): results kept in the project are taken only where
+the live report would have kept them (analysis.DEPENDS_ON), and a report made with them equals
+one computed from scratch, bit for bit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import text
+
+from portalreview.analysis import DEPENDS_ON, KINDS
+from portalreview.reports import json_report, report_cache
+from portalreview.reports.json_report import build_report
+from portalreview.reports.live_report import LiveReport, stored_report
+from portalreview.store.backends import open_project
+from portalreview.store.frames import read_frames
+from portalreview.store.service import StudyService
+from tests.reports.test_live_report import SETTINGS, _flag_one_answer
+
+pytestmark = pytest.mark.both_backends
+
+
+@pytest.fixture
+def demo(fresh_demo):
+    return fresh_demo
+
+
+def _same(report: dict, project) -> bool:
+    """Whether ``report`` is, byte for byte as JSON, the one computed from scratch now."""
+    fresh = build_report(project, **SETTINGS)
+    return json.dumps(report, allow_nan=False) == json.dumps(fresh, allow_nan=False)
+
+
+def _kept_rows(project) -> int:
+    with project.read() as s:
+        return s.execute(text("SELECT count(*) FROM report_cache")).scalar_one()
+
+
+def test_a_restart_takes_every_analysis_from_the_project(demo):
+    first = LiveReport().refresh(demo, **SETTINGS)
+    assert first.recomputed == KINDS and first.from_cache == ()
+    assert _kept_rows(demo) == len(KINDS) + 1  # and the study's counts
+
+    again = LiveReport().refresh(demo, **SETTINGS)
+    assert again.recomputed == ()
+    assert again.from_cache == KINDS
+    assert _same(again.report, demo)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_saved_answer_leaves_only_the_analyses_it_does_not_feed(demo, kind):
+    LiveReport().refresh(demo, **SETTINGS)
+    _flag_one_answer(demo, kind)
+    result = LiveReport().refresh(demo, **SETTINGS)
+    fed = tuple(k for k in KINDS if kind in DEPENDS_ON[k])
+    assert result.recomputed == fed
+    assert result.from_cache == tuple(k for k in KINDS if k not in fed)
+    assert _same(result.report, demo)
+
+
+def test_time_on_task_alone_makes_its_kind_stale(demo):
+    """A save that changes nothing but the time on task writes no audit entry: the answers'
+    summed time per kind still shows it."""
+    LiveReport().refresh(demo, **SETTINGS)
+    service = StudyService(demo)
+    answers = read_frames(demo).answers
+    row = answers[(answers.kind == "eppc") & ~answers.is_gold.astype(bool)].iloc[0]
+    annotator = next(a for a in service.annotators() if a.name == row.annotator)
+    view = service.get_answer(int(row.unit_id), annotator.id)
+    with demo.read() as s:
+        entries = s.execute(text("SELECT count(*) FROM audit_log")).scalar_one()
+    service.save_answer(
+        view.unit_id,
+        view.payload,
+        status="submitted",
+        active_seconds=float(row.active_seconds) + 7.5,
+        annotator_id=annotator.id,
+    )
+    with demo.read() as s:
+        assert s.execute(text("SELECT count(*) FROM audit_log")).scalar_one() == entries
+    result = LiveReport().refresh(demo, **SETTINGS)
+    assert result.recomputed == ("eppc",)
+    assert _same(result.report, demo)
+
+
+def test_a_new_case_or_other_settings_take_nothing(demo):
+    LiveReport().refresh(demo, **SETTINGS)
+    other = LiveReport().refresh(demo, seed=SETTINGS["seed"] + 1, n_resamples=50)
+    assert other.from_cache == () and other.recomputed == KINDS
+    service = StudyService(demo)
+    service.add_case("cache-test-case", "A new message arrived.")
+    result = LiveReport().refresh(demo, **SETTINGS)
+    assert result.from_cache == ()
+    assert _same(result.report, demo)
+
+
+def test_the_stored_report_is_shown_with_what_is_out_of_date(demo):
+    assert stored_report(demo, **SETTINGS) is None  # nothing computed yet
+    computed = LiveReport().refresh(demo, **SETTINGS)
+    stored = stored_report(demo, **SETTINGS)
+    assert stored is not None and stored.stale == ()
+    assert stored.report == computed.report
+    _flag_one_answer(demo, "match")
+    stored = stored_report(demo, **SETTINGS)
+    assert set(stored.stale) == {"study", "respond", "match"}
+    assert stored.report == computed.report  # the figures as they were, marked out of date
+    assert stored_report(demo, seed=99, n_resamples=50) is None
+
+
+def test_build_report_with_the_cache_reads_no_answers_when_all_is_kept(demo, monkeypatch):
+    LiveReport().refresh(demo, **SETTINGS)
+
+    def no_reading(*_args, **_kwargs):
+        raise AssertionError("the study was read although every part is kept")
+
+    monkeypatch.setattr(json_report, "read_all", no_reading)
+    cached = build_report(demo, use_cache=True, **SETTINGS)
+    monkeypatch.undo()
+    assert _same(cached, demo)
+    _flag_one_answer(demo, "rank")
+    assert _same(build_report(demo, use_cache=True, **SETTINGS), demo)
+
+
+def test_a_damaged_entry_is_computed_again(demo):
+    LiveReport().refresh(demo, **SETTINGS)
+    with demo.write() as s:
+        s.execute(text("UPDATE report_cache SET result_json = '{not json' WHERE part = 'rank'"))
+    result = LiveReport().refresh(demo, **SETTINGS)
+    assert result.recomputed == ("rank",)
+    assert _same(result.report, demo)
+    assert _same(build_report(demo, use_cache=True, **SETTINGS), demo)
+
+
+def test_a_rewritten_audit_log_takes_nothing(demo):
+    """An audit entry at the stored position with another hash (another copy of the study, a
+    file restored from a backup): nothing stored is used."""
+    with demo.read() as s:
+        now = report_cache.read_snapshot(s)
+        moved = report_cache.Snapshot(now.audit_id, "another hash", now.fingerprint, now.answers)
+        assert report_cache.changed_kinds(s, now, now) == frozenset()
+        assert report_cache.changed_kinds(s, moved, now) == frozenset(KINDS)
+
+
+def test_other_code_is_another_key(monkeypatch):
+    settings = report_cache.CacheSettings(0, 10, "{}", False, "1")
+    key = settings.key
+    monkeypatch.setattr(report_cache, "code_digest", lambda: "other code")
+    assert settings.key != key
+
+
+def test_a_project_open_read_only_is_not_written(demo):
+    where = demo.path or demo.url.render_as_string(hide_password=False)
+    reader = open_project(where, read_only=True)
+    try:
+        result = LiveReport().refresh(reader, **SETTINGS)
+    finally:
+        reader.close()
+    assert result.recomputed == KINDS
+    assert _kept_rows(demo) == 0
+
+
+@pytest.mark.file_only
+def test_a_clinicians_offline_copy_keeps_no_figures(demo, tmp_path):
+    from portalreview.store.merge import make_copy
+    from portalreview.store.project import Project
+
+    LiveReport().refresh(demo, **SETTINGS)
+    assert _kept_rows(demo) > 0
+    person = next(a.name for a in StudyService(demo).annotators() if a.role != "pi")
+    copy = make_copy(demo, tmp_path / "copy.prproj", annotator=person, only_assigned=True)
+    with Project.open(copy.path, read_only=True) as opened:
+        assert _kept_rows(opened) == 0
