@@ -32,6 +32,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ from PySide6.QtWidgets import (
 
 from portalreview.analysis import KINDS
 from portalreview.analysis.filters import FilterChoices, FrameFilter, filter_choices
-from portalreview.reports.live_report import LiveReport
+from portalreview.reports.live_report import LiveReport, stored_report
 from portalreview.reports.xlsx_report import (
     KIND_SHEETS,
     Cell,
@@ -93,6 +94,8 @@ from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import Worker, run_in_background, run_with_progress
+
+log = logging.getLogger(__name__)
 
 AUTO_REFRESH_MS = 1500  # after the last saved answer: a burst of saves computes once
 SETTINGS_DELAY_MS = 300  # after the last change of a filter or setting
@@ -127,6 +130,7 @@ class Computed:
     recomputed: tuple[str, ...] = ()  # the analyses computed afresh (the others were kept)
     seconds: float = 0.0  # reading and computing
     models: Sheet | None = None  # the Models tab: each model beside the clinicians
+    from_cache: tuple[str, ...] = ()  # the analyses taken from the results the project keeps
 
 
 class _Stopped(Exception):
@@ -179,6 +183,7 @@ def compute(
         result.recomputed,
         result.timings.get("total", 0.0),
         models,
+        result.from_cache,
     )
 
 
@@ -707,7 +712,8 @@ class Dashboard(QWidget):
         self._generation += 1
         generation = self._generation
         self.loading = True
-        self.status.setText("Computing…")
+        shown = self.computed is None and self._show_stored()
+        self.status.setText("Bringing the kept figures up to date…" if shown else "Computing…")
         self.progress.setValue(0)
         self.progress.setFormat(STEPS[0])
         self.progress.setVisible(True)
@@ -722,6 +728,50 @@ class Dashboard(QWidget):
             on_done=lambda computed: self._computed(generation, computed),
             on_error=lambda message, exc: self._failed(generation, message),
             on_progress=lambda done, total: self._progress(generation, done, total),
+        )
+
+    def _show_stored(self) -> bool:
+        """Show at once the figures the project keeps for these settings (``stored_report``),
+        until the computation under way replaces them; False when it keeps none. Export
+        stays off: it writes the figures computed now."""
+        try:
+            stored = stored_report(
+                self.window_.project,
+                seed=self.seed.value(),
+                n_resamples=self.resamples.value(),
+                choice=self.choice(),
+            )
+        except Exception as exc:  # a convenience only: the computation follows all the same
+            log.warning("the kept figures could not be shown: %s", exc)
+            return False
+        if stored is None:
+            return False
+        people = stored.report["study"]["annotators"]
+        n_answers = sum(person["n_answers"] for person in people)
+        view = Computed(
+            stored.report,
+            None,
+            workbook_model(stored.report),
+            FilterChoices([], [], {}),
+            self.choice(),
+            n_answers,
+            n_answers,
+            _local_time(stored.computed_at),
+        )
+        self._fill_tabs(view)
+        self.info.setText(self._stored_html(view, stored.stale))
+        return True
+
+    def _stored_html(self, view: Computed, stale: tuple[str, ...]) -> str:
+        if stale:
+            changed = ", ".join(part for part in stale if part in KINDS) or "the study's counts"
+            since = f"Answers were saved since; out of date until the new figures come: {changed}."
+        else:
+            since = "No answer was saved since."
+        return (
+            f"<b>Kept figures</b>, computed at <b>{view.computed_at}</b> on "
+            f"{view.n_answers:,} submitted answers. {_html(since)} "
+            "<span style='color:gray'>(the figures of now are being computed)</span>"
         )
 
     def refresh_everything(self) -> None:
@@ -1040,11 +1090,27 @@ def _recomputed_text(computed: Computed) -> str:
     done = computed.recomputed
     if len(done) == len(KINDS):
         what = "every figure computed"
+    elif computed.from_cache and not done:
+        what = "every figure as the project kept it: no answer changed since"
+    elif computed.from_cache:
+        what = (
+            f"computed again for the answers saved since the project kept them: "
+            f"{', '.join(done)}"
+        )
     elif not done:
         what = "no answer changed: nothing computed again"
     else:
         what = f"computed again for the changed answers: {', '.join(done)}"
     return f"<span style='color:gray'>({what} in {computed.seconds:.1f} s)</span>"
+
+
+def _local_time(utc_iso: str) -> str:
+    """A stored UTC time as the local date and time, to the minute."""
+    try:
+        when = datetime.fromisoformat(utc_iso)
+    except ValueError:
+        return utc_iso
+    return when.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def _note(text: str) -> QLabel:

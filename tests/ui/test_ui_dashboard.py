@@ -10,6 +10,7 @@ import json
 import math
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -215,6 +216,46 @@ def test_a_saved_answer_updates_the_figures(qtbot, demo, prefs):
     # Only the urgency analysis was computed again: the other kinds' answers did not change.
     assert dashboard.computed.recomputed == ("urgency",)
     assert "computed again for the changed answers: urgency" in dashboard.info.text()
+
+
+def test_a_dashboard_opened_again_shows_the_kept_figures_at_once(qtbot, demo, prefs, monkeypatch):
+    """The figures computed before (kept in the project, reports/report_cache.py) are shown
+    as soon as the dashboard opens, said to be kept and what is out of date; the computation
+    that follows replaces them, computing only the analyses whose answers changed."""
+    window = open_window(qtbot, prefs, demo, PI)
+    kept = open_dashboard(qtbot, window).computed.report
+    window.close_project()
+    with Project.open(demo) as project:  # a rank answer saved since, elsewhere
+        svc = StudyService(project)
+        answers = read_frames(project).answers
+        row = answers[(answers.kind == "rank") & ~answers.is_gold.astype(bool)].iloc[0]
+        who = next(a.id for a in svc.annotators() if a.name == row.annotator)
+        view = svc.get_answer(int(row.unit_id), who)
+        svc.save_answer(
+            view.unit_id, view.payload, status="submitted", flagged=True, annotator_id=who
+        )
+    release = threading.Event()
+    compute = dashboard_module.compute
+
+    def held_compute(*args, **kwargs):  # the computation waits until the test has looked
+        release.wait(COMPUTE_MS / 1000)
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(dashboard_module, "compute", held_compute)
+    window.open_project(demo, annotator=PI)
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+    dashboard = window.findChild(Dashboard)
+    dashboard.refresh()
+    assert dashboard.loading and dashboard.computed is None
+    assert assert_figures_are(dashboard, kept) > 1500
+    info = dashboard.info.text()
+    assert "Kept figures" in info and "out of date until the new figures come: rank" in info
+    assert not dashboard.export_button.isEnabled()
+    release.set()
+    wait_computed(qtbot, dashboard)
+    assert assert_figures_are(dashboard, expected_report(demo)) > 1500
+    assert dashboard.computed.recomputed == ("rank",)
+    assert "since the project kept them: rank" in dashboard.info.text()
 
 
 def test_a_filter_shows_the_filtered_reports_figures(qtbot, demo, prefs):
