@@ -52,7 +52,7 @@ from sqlalchemy import insert, select
 
 from portalreview.domain.catalogs import DEFAULT_CATALOGS
 from portalreview.reports.json_report import build_report
-from portalreview.reports.live_report import LiveReport
+from portalreview.reports.live_report import LiveReport, stored_report
 from portalreview.store.frames import read_frames
 from portalreview.store.models import Answer, Base
 from portalreview.store.project import Project
@@ -639,6 +639,25 @@ def time_live(path: Path, n_resamples: int, seed: int = 0) -> dict[str, Any]:
                 out[f"one {kind} answer saved"] = _timed(live.refresh, project, **settings)
         finally:
             project.close()
+        out.update(time_restart(copy, settings))
+    return out
+
+
+def time_restart(path: Path, settings: dict[str, int]) -> dict[str, tuple[float, Any]]:
+    """A restart on a study whose report the project keeps (``reports/report_cache``): the
+    kept report shown at once (``stored_report``), then the first refresh of a new
+    ``LiveReport`` (reads the study, takes what is kept); then the same after one match
+    answer saved (respond and match computed again)."""
+    out: dict[str, tuple[float, Any]] = {}
+    for label, change in (("restart", None), ("restart, one match saved", "match")):
+        project = Project.open(path, automatic_backup=False)
+        try:
+            if change is not None:
+                _flag_an_answer(project, change)
+            out[f"{label}: kept report shown"] = _timed(stored_report, project, **settings)
+            out[f"{label}: first refresh"] = _timed(LiveReport().refresh, project, **settings)
+        finally:
+            project.close()
     return out
 
 
@@ -693,11 +712,20 @@ def _print_live(live: dict[str, tuple[float, Any]], full: float) -> None:
     read and computed again."""
     print(f"        live refresh (LiveReport), against the full report's {full:.2f} s:")
     for what, (seconds, result) in live.items():
+        if not hasattr(result, "timings"):  # the kept report, shown without reading
+            stale = ", ".join(result.stale) if result is not None else "none kept"
+            print(
+                f"          {what:<42} {seconds:6.2f} s ({seconds / full:5.1%} of full;"
+                f" out of date: {stale or 'nothing'})"
+            )
+            continue
         read = result.timings.get("read", 0.0)
+        kept = result.timings.get("cache", 0.0)
         done = ", ".join(result.recomputed) or "nothing"
+        taken = f"; taken from the project: {len(result.from_cache)}" if result.from_cache else ""
         print(
-            f"          {what:<26} {seconds:6.2f} s ({seconds / full:5.1%} of full;"
-            f" reading {read:.2f} s; computed: {done})"
+            f"          {what:<42} {seconds:6.2f} s ({seconds / full:5.1%} of full;"
+            f" reading {read:.2f} s; computed: {done}; keeping {kept:.2f} s{taken})"
         )
 
 

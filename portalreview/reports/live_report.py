@@ -74,6 +74,8 @@ class LiveReport:
         self._results: dict[str, dict[str, Any]] = {}
         self._stale: set[str] = set(KINDS)
         self._settings: CacheSettings | None = None
+        # results computed but not yet written to the project: (settings, snapshot, parts)
+        self._pending: list[tuple[CacheSettings, Snapshot, dict[str, Any]]] = []
         self._project: Project | None = None  # the project the frames were read from
         self._lock = threading.Lock()
 
@@ -83,6 +85,7 @@ class LiveReport:
             self._forget()
 
     def _forget(self) -> None:
+        self._pending = []
         self._frames.reset()
         self._results.clear()
         self._stale = set(KINDS)
@@ -97,10 +100,29 @@ class LiveReport:
         n_resamples: int = 1000,
         choice: FrameFilter | None = None,
         before_each: Callable[[str], None] | None = None,
+        keep: bool = True,
     ) -> LiveResult:
-        """The report now: re-read what changed, recompute the analyses it touches."""
+        """The report now: re-read what changed, recompute the analyses it touches. With the
+        cache on, what it computed is written to the project before it returns, or, with
+        ``keep=False``, when :meth:`keep_pending` is called (a window shows the figures
+        first)."""
         with self._lock:
-            return self._refresh(project, seed, n_resamples, choice or FrameFilter(), before_each)
+            result = self._refresh(project, seed, n_resamples, choice or FrameFilter(), before_each)
+        if keep:
+            started = time.perf_counter()
+            self.keep_pending(project)
+            result.timings["cache"] = time.perf_counter() - started
+        return result
+
+    def keep_pending(self, project: Project) -> bool:
+        """Write to the project the results computed since the last write (each with the
+        snapshot of the study it was computed on); False when nothing was written."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        written = False
+        for settings, snapshot, parts in pending:
+            written = report_cache.store(project, settings, snapshot, parts) or written
+        return written
 
     def _refresh(
         self,
@@ -143,10 +165,8 @@ class LiveReport:
         )
         report = {**header, **{kind: self._results[kind] for kind in KINDS}}
         if recomputed and opened.snapshot is not None:
-            kept = time.perf_counter()
             parts = {STUDY: header[STUDY], **{k: self._results[k] for k in recomputed}}
-            report_cache.store(project, settings, opened.snapshot, parts)
-            timings["cache"] = time.perf_counter() - kept
+            self._add_pending(settings, opened.snapshot, parts)
         timings["total"] = time.perf_counter() - started
         return LiveResult(
             report,
@@ -157,6 +177,17 @@ class LiveReport:
             timings,
             tuple(from_cache),
         )
+
+    def _add_pending(
+        self, settings: CacheSettings, snapshot: Snapshot, parts: dict[str, Any]
+    ) -> None:
+        """Remember ``parts`` to write; an older pending copy of a part is dropped."""
+        for _settings, _snapshot, older in self._pending:
+            if _settings == settings:
+                for part in parts:
+                    older.pop(part, None)
+        self._pending = [entry for entry in self._pending if entry[2]]
+        self._pending.append((settings, snapshot, dict(parts)))
 
     def _take_from_cache(self, stored: dict[str, StoredPart]) -> list[str]:
         """Take each stale analysis that the project keeps, valid now, from there."""
@@ -246,7 +277,9 @@ class _Opened:
         )
         if self.live.use_cache:
             self.snapshot = report_cache.read_snapshot(s)
-            self.stored = report_cache.stored_parts(s, self.settings, self.snapshot)
+            live = self.live
+            if not live._results or self.settings != live._settings:  # else: kept here
+                self.stored = report_cache.stored_parts(s, self.settings, self.snapshot)
 
 
 __all__ = ["LiveReport", "LiveResult", "StoredReport", "stored_report"]

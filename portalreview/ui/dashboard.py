@@ -164,6 +164,7 @@ def compute(
             n_resamples=n_resamples,
             choice=choice,
             before_each=lambda _kind: step(1),  # a cancel stops between two analyses
+            keep=False,  # written to the project once shown (Dashboard._keep)
         )
         step(2)
         sheets = workbook_model(result.report)
@@ -816,10 +817,22 @@ class Dashboard(QWidget):
         else:
             self._offer_choices(computed.choices)
             self.show_computed(computed)
+            self._keep()
         self.finished.emit()
         if self._again:
             self._again = False
             self._auto_timer.start()
+
+    def _keep(self) -> None:
+        """Write the figures just computed to the project, in the background, for the next
+        time the dashboard opens (reports/report_cache.py; a failure is only logged)."""
+        project = self.window_.project
+        if project is not None and not project.read_only:
+            run_in_background(
+                self.live.keep_pending,
+                project,
+                on_error=lambda message, _exc: log.warning("figures not kept: %s", message),
+            )
 
     def _show_nothing(self, text: str) -> None:
         self._finish()

@@ -224,6 +224,12 @@ def test_a_dashboard_opened_again_shows_the_kept_figures_at_once(qtbot, demo, pr
     that follows replaces them, computing only the analyses whose answers changed."""
     window = open_window(qtbot, prefs, demo, PI)
     kept = open_dashboard(qtbot, window).computed.report
+
+    def rows_kept() -> int:
+        with sqlite3.connect(demo) as conn:
+            return conn.execute("SELECT count(*) FROM report_cache").fetchone()[0]
+
+    qtbot.waitUntil(lambda: rows_kept() == 8, timeout=COMPUTE_MS)  # written once shown
     window.close_project()
     with Project.open(demo) as project:  # a rank answer saved since, elsewhere
         svc = StudyService(project)
