@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import sqlite3
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +33,7 @@ import pandas as pd
 from sqlalchemy import (
     Boolean,
     Float,
+    Integer,
     Select,
     String,
     and_,
@@ -42,7 +44,9 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.sqltypes import NullType
 
 from portalreview.store.adaptive import KEY_PREFIX as ADAPTIVE_PREFIX
 from portalreview.store.models import (
@@ -138,6 +142,163 @@ def _rows(session: Session, query: Select, only: Only = None) -> list[tuple]:
     return rows
 
 
+# --- reading column-wise (SQLite) -----------------------------------------------------------------
+
+#: Stands for NULL in an integer column read column-wise (checked against the column's count of
+#: values, so that a stored value equal to it is never taken for a NULL).
+_NULL_INT = -(2**63)
+
+
+class _NotColumnar(Exception):
+    """This query cannot be read column-wise here: read it row by row."""
+
+
+def _columnar(session: Session, query: Select) -> list[Any] | None:
+    """Each column of ``query``'s rows, in order, read column-wise; None when that cannot be
+    done here (then the caller reads the rows).
+
+    Why: fetching a large table row by row builds a Python tuple and an object per value,
+    most of the time of reading a study. SQLite can hand each column over as one text made in
+    C instead: integers and Booleans as one ``group_concat`` (parsed by numpy, NULLs written
+    as ``_NULL_INT``), text as one ``json_group_array`` (parsed by ``json.loads``). Real
+    numbers are fetched as their own column, row by row: SQLite writes a real number as text
+    with 15 digits, which would not give back the same value. The aggregates read the query as
+    a subquery; SQLite keeps its ORDER BY for an aggregate over it (such a subquery is never
+    flattened), and the order of the first sort key is checked all the same.
+
+    The values are those the rows would give: integers as int64 (float64 with NaN where
+    NULL), Booleans as bool (object True / False / None where NULL), text as a list of str
+    (None where NULL), a column of only NULLs as a tuple of None.
+    """
+    if session.get_bind().dialect.name != "sqlite":
+        return None
+    try:
+        return _ColumnarRead(session, query).run()
+    except (_NotColumnar, sqlite3.Error, ValueError):
+        return None
+
+
+class _ColumnarRead:
+    """One :func:`_columnar` read: the aggregate query and the parsing of its texts."""
+
+    def __init__(self, session: Session, query: Select) -> None:
+        self.session = session
+        columns = list(query.selected_columns)
+        self.types = [c.type for c in columns]
+        labelled = query.with_only_columns(
+            *(c.label(f"c{i}") for i, c in enumerate(columns)), maintain_column_froms=True
+        )
+        order = list(query._order_by_clauses)
+        self.descending = False
+        if order:  # the first sort key (an integer or a rowid), to check the order kept
+            key = order[0]
+            if getattr(key, "modifier", None) is operators.desc_op:
+                key, self.descending = key.element, True
+            if not isinstance(key.type, Integer | NullType):
+                raise _NotColumnar("the first sort key is not a number")
+            labelled = labelled.add_columns(key.label("sort_key"))
+        self.inner = _compiled(session, labelled)
+        self.check_order = bool(order)
+        self.kinds = [_read_as(t) for t in self.types]
+
+    def run(self) -> list[Any]:
+        aggregates = ["count(*)"]
+        for i, kind in enumerate(self.kinds):
+            if kind in ("int", "bool"):
+                aggregates += [f"group_concat(ifnull(c{i}, {_NULL_INT}))", f"count(c{i})"]
+            elif kind == "text":
+                aggregates.append(f"json_group_array(c{i})")
+        if self.check_order:
+            aggregates.append(f"group_concat(ifnull(sort_key, {_NULL_INT}))")
+        cursor = _cursor(self.session)
+        try:
+            row = cursor.execute(f"SELECT {', '.join(aggregates)} FROM ({self.inner})").fetchone()
+        finally:
+            cursor.close()
+        n, values = row[0], list(row[1:])
+        if n == 0:
+            return []
+        out = []
+        for i, kind in enumerate(self.kinds):
+            if kind in ("int", "bool"):
+                text, count = values.pop(0), values.pop(0)
+                out.append(_parsed_ints(text, n, n - count, kind))
+            elif kind == "text":
+                out.append(_parsed_texts(values.pop(0), n))
+            else:
+                out.append(self._fetched(i, n))
+        if self.check_order and not _in_order(values.pop(0), n, self.descending):
+            raise _NotColumnar("the rows did not come in the query's order")
+        return out
+
+    def _fetched(self, i: int, n: int) -> Any:
+        """A real-number column, fetched row by row (exact), as the rows would give it."""
+        cursor = _cursor(self.session)
+        try:
+            values = tuple(v for (v,) in cursor.execute(f"SELECT c{i} FROM ({self.inner})"))
+        finally:
+            cursor.close()
+        if len(values) != n:
+            raise _NotColumnar("the query gave another number of rows")
+        return _column(values, self.types[i])
+
+
+def _read_as(sql_type: Any) -> str:
+    """How a column of ``sql_type`` is read column-wise: "int", "bool", "text" or "real"."""
+    if isinstance(sql_type, Boolean):
+        return "bool"
+    if isinstance(sql_type, Integer):
+        return "int"
+    if isinstance(sql_type, String):
+        return "text"
+    if isinstance(sql_type, Float):
+        return "real"
+    raise _NotColumnar(f"no column-wise reading of {sql_type!r}")
+
+
+def _parsed_ints(text: str, n: int, nulls: int, kind: str) -> Any:
+    if nulls == n:
+        return (None,) * n
+    values = np.fromstring(text, dtype=np.int64, sep=",")
+    if len(values) != n:
+        raise _NotColumnar("an integer column did not parse")
+    if not nulls:
+        return values.astype(bool) if kind == "bool" else values
+    missing = values == _NULL_INT
+    if int(missing.sum()) != nulls:
+        raise _NotColumnar("a stored value equals the NULL stand-in")
+    if kind == "bool":
+        out = values.astype(bool).astype(object)
+        out[missing] = None
+        return out
+    out = values.astype(float)
+    out[missing] = np.nan
+    return out
+
+
+def _parsed_texts(text: str, n: int) -> list[str | None]:
+    # (a text column holds text or NULL: SQLite stores what is written to a column of text
+    # affinity as text, and json_group_array refuses a BLOB)
+    values = json.loads(text)
+    if len(values) != n:
+        raise _NotColumnar("a text column did not parse")
+    return values
+
+
+def _in_order(text: str, n: int, descending: bool) -> bool:
+    keys = np.fromstring(text, dtype=np.int64, sep=",")
+    steps = np.diff(keys)
+    return len(keys) == n and bool(np.all(steps <= 0 if descending else steps >= 0))
+
+
+def _compiled(session: Session, query: Select) -> str:
+    return str(query.compile(dialect=session.get_bind().dialect, compile_kwargs=_LITERAL))
+
+
+def _cursor(session: Session) -> Any:
+    return session.connection().connection.dbapi_connection.cursor()
+
+
 def _column(values: tuple, sql_type: Any) -> Any:
     """One column of driver values as the array pandas would infer from the same Python
     values (a frame built from row tuples), but built column-wise at C speed.
@@ -226,16 +387,33 @@ def _frame(
     # Plain tuples from the driver, turned into typed columns: building a frame from
     # SQLAlchemy Row objects, or letting pandas infer every column from row tuples, is
     # several times slower on 10,000-case studies.
-    rows = _rows(session, query, only)
     convert = convert or {}
+    types = [c.type for c in query.selected_columns]
+    read = _columnar(session, query) if only is None else None
+    if read is not None:  # each column already as the rows would give it
+        if not read:
+            return _empty_frame(columns, convert)
+        data = {
+            name: convert[name](values) if name in convert else _typed(values, sql_type)
+            for name, values, sql_type in zip(columns, read, types, strict=True)
+        }
+        return pd.DataFrame(data)
+    rows = _rows(session, query, only)
     if not rows:
         return _empty_frame(columns, convert)
-    types = [c.type for c in query.selected_columns]
     data = {
         name: convert[name](values) if name in convert else _column(values, sql_type)
         for name, values, sql_type in zip(columns, zip(*rows, strict=True), types, strict=True)
     }
     return pd.DataFrame(data)
+
+
+def _typed(values: Any, sql_type: Any) -> Any:
+    """A column read column-wise, as :func:`_column` makes it from the rows' values (numbers
+    and Booleans come made; text and all-NULL columns go through :func:`_column`)."""
+    if isinstance(values, np.ndarray):
+        return values
+    return _column(values, sql_type)
 
 
 def _by_answer(frame: pd.DataFrame) -> pd.DataFrame:
