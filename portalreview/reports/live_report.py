@@ -43,7 +43,7 @@ from portalreview.reports.json_report import report_header
 from portalreview.reports.report_cache import STUDY, CacheSettings, Snapshot, StoredPart
 from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.frames import StudyFrames
-from portalreview.store.live_frames import FrameChange, LiveFrames
+from portalreview.store.live_frames import FrameChange, LiveFrames, Mark
 from portalreview.store.project import Project
 
 
@@ -270,13 +270,13 @@ class _Opened:
         self.snapshot: Snapshot | None = None
         self.stored: dict[str, StoredPart] = {}
 
-    def read(self, s: Session) -> None:
+    def read(self, s: Session, mark: Mark) -> None:
         self.catalogs = read_catalogs(s)
         self.settings = CacheSettings.of(
             self.seed, self.n_resamples, self.choice, self.live.include_drafts, self.catalogs
         )
         if self.live.use_cache:
-            self.snapshot = report_cache.read_snapshot(s)
+            self.snapshot = Snapshot.of(mark)
             live = self.live
             if not live._results or self.settings != live._settings:  # else: kept here
                 self.stored = report_cache.stored_parts(s, self.settings, self.snapshot)

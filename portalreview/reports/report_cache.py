@@ -9,17 +9,20 @@ report's header) - is stored with
   resamples, filter, whether drafts count, the catalogs' version, and the code that computes
   them (:func:`code_digest`);
 * the audit log's position when it was computed (the newest entry's id and hash) and a
-  :class:`Snapshot` of the rest: a digest of the live frames' fingerprint (every table the
-  frames read besides the answers, ``project_meta``, the schema, the assignments' count and
-  largest rowid) and, per answer kind, the answers' count and summed time on task.
+  :class:`Snapshot` of the rest, made of the live frames' watermark (``live_frames.Mark``): a
+  digest of their fingerprint (every table the frames read besides the answers,
+  ``project_meta``, the schema, the assignments' count and largest rowid) and, per block of
+  256 answer ids, the answers' count and summed time on task.
 
 A stored part is **valid** now, and used instead of computing it, when:
 
 1. the fingerprint digest is the same;
 2. the audit log still holds the entry at the stored position (same hash), and each entry
    after it names an answer or is one of ``live_frames.SAFE_ACTIONS``;
-3. no answer those entries name, and no answer kind whose count or time on task changed, is a
-   kind the part reads: ``analysis.DEPENDS_ON`` (``study`` reads every kind).
+3. no answer those entries name, and no answer in a block whose count or time on task
+   changed (a save of the time on task alone writes no audit entry), is of a kind the part
+   reads: ``analysis.DEPENDS_ON`` (``study`` reads every kind); a block with fewer answers
+   than before makes every part stale.
 
 That is the live report's own rule (``store/live_frames.py`` and ``analysis.DEPENDS_ON``)
 carried across restarts: a part is used only where the live report would have kept it. A part
@@ -48,12 +51,12 @@ from sqlalchemy.orm import Session
 from portalreview import __version__
 from portalreview.analysis import DEPENDS_ON, KINDS
 from portalreview.store.live_frames import (
+    BLOCK_BITS,
     SAFE_ACTIONS,
+    Mark,
     _sql,
-    assignment_counts,
     audit_hash,
-    fingerprint,
-    last_audit_id,
+    watermark,
 )
 from portalreview.store.models import utc_now
 
@@ -71,10 +74,6 @@ PART_DEPENDS_ON: dict[str, frozenset[str]] = {STUDY: frozenset(KINDS), **DEPENDS
 #: Settings kept per project (the most recently computed); older ones are dropped.
 MAX_SETTINGS = 8
 
-_ANSWER_STATE_SQL = (
-    "SELECT kind, count(*), coalesce(sum(active_seconds), 0.0) FROM answers "
-    "GROUP BY kind ORDER BY kind"
-)
 _LATER_ENTRIES_SQL = (
     "SELECT l.action, l.answer_id, a.kind FROM audit_log l "
     "LEFT JOIN answers a ON a.id = l.answer_id WHERE l.id > ?"
@@ -135,25 +134,35 @@ class CacheSettings:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Where the study stands, as the cache compares it (see the module docstring)."""
+    """Where the study stands, as the cache compares it (see the module docstring): the
+    live frames' watermark (``live_frames.Mark``) in a form that can be stored."""
 
     audit_id: int
     audit_hash: str | None
-    fingerprint: str  # digest
-    answers: dict[str, list]  # answer kind -> [count, summed time on task]
+    fingerprint: str  # digest of the fingerprint and the assignments' count and rowid
+    blocks: list[list]  # per block of answer ids (live_frames.BLOCK_BITS): [count, seconds]
+
+    @classmethod
+    def of(cls, mark: Mark) -> Snapshot:
+        seen = repr((mark.fingerprint, tuple(mark.assignments)))
+        blocks = [
+            [int(n), float(t)] for n, t in zip(mark.block_counts, mark.time_sums, strict=True)
+        ]
+        return cls(
+            mark.audit_id, mark.audit_hash, hashlib.sha256(seen.encode()).hexdigest(), blocks
+        )
 
     def state_json(self) -> str:
-        return json.dumps({"fingerprint": self.fingerprint, "answers": self.answers})
+        return json.dumps({"fingerprint": self.fingerprint, "blocks": self.blocks})
 
 
 def read_snapshot(s: Session) -> Snapshot:
     """The study's :class:`Snapshot` in the session's transaction."""
-    audit_id = last_audit_id(s)
-    seen = repr((fingerprint(s), assignment_counts(s)))
-    answers = {kind: [int(n), float(t)] for kind, n, t in _sql(s, _ANSWER_STATE_SQL)}
-    return Snapshot(
-        audit_id, audit_hash(s, audit_id), hashlib.sha256(seen.encode()).hexdigest(), answers
-    )
+    return Snapshot.of(watermark(s))
+
+
+#: More changed blocks than this: the kinds of every answer from the first changed one on.
+MAX_BLOCKS = 64
 
 
 def changed_kinds(s: Session, stored: Snapshot, now: Snapshot) -> frozenset[str]:
@@ -164,11 +173,10 @@ def changed_kinds(s: Session, stored: Snapshot, now: Snapshot) -> frozenset[str]
         return everything
     if stored.audit_id and audit_hash(s, stored.audit_id) != stored.audit_hash:
         return everything
-    changed = {
-        kind
-        for kind in set(stored.answers) | set(now.answers)
-        if stored.answers.get(kind) != now.answers.get(kind)
-    }
+    timed = _timed_kinds(s, stored.blocks, now.blocks)
+    if timed is None:
+        return everything
+    changed = set(timed)
     if now.audit_id > stored.audit_id:
         for action, answer_id, kind in _sql(s, _LATER_ENTRIES_SQL, (stored.audit_id,)):
             if answer_id is None and action in SAFE_ACTIONS:
@@ -177,6 +185,32 @@ def changed_kinds(s: Session, stored: Snapshot, now: Snapshot) -> frozenset[str]
                 return everything
             changed.add(kind)
     return frozenset(changed)
+
+
+def _timed_kinds(s: Session, old: list[list], new: list[list]) -> set[str] | None:
+    """The kinds of the answers in the blocks whose count or time on task changed (a save
+    that changes only the time on task writes no audit entry); None when answers went
+    missing (read everything)."""
+    if len(new) < len(old):
+        return None
+    changed = [b for b in range(len(new)) if b >= len(old) or old[b] != new[b]]
+    if any(b < len(old) and new[b][0] < old[b][0] for b in changed):
+        return None
+    if not changed:
+        return set()
+    if len(changed) > MAX_BLOCKS:
+        ranges = [(changed[0], len(new))]
+    else:
+        ranges = [(b, b + 1) for b in changed]
+    kinds: set[str] = set()
+    for low, high in ranges:
+        rows = _sql(
+            s,
+            "SELECT DISTINCT kind FROM answers WHERE id >= ? AND id < ?",
+            (low << BLOCK_BITS, high << BLOCK_BITS),
+        )
+        kinds |= {kind for (kind,) in rows}
+    return kinds
 
 
 @dataclass(frozen=True)
@@ -220,7 +254,8 @@ def _changed_since(s: Session, state: tuple, now: Snapshot) -> frozenset[str] | 
     audit_id, hash_, state_json = state
     try:
         fields = json.loads(state_json)
-        stored = Snapshot(int(audit_id), hash_, str(fields["fingerprint"]), dict(fields["answers"]))
+        blocks = [[int(n), float(t)] for n, t in fields["blocks"]]
+        stored = Snapshot(int(audit_id), hash_, str(fields["fingerprint"]), blocks)
     except (ValueError, KeyError, TypeError):
         return None
     return changed_kinds(s, stored, now)

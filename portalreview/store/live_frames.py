@@ -136,16 +136,25 @@ _SCHEMA_SQL = {
         "WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped",
     ),
 }
-_BLOCK_SUMS_SQL = f"""
+_BLOCK_SUMS_SQL = """
 WITH RECURSIVE block(b) AS (
     SELECT 0
     UNION ALL
-    SELECT b + 1 FROM block WHERE b < (SELECT coalesce(max(id), 0) FROM answers) >> {BLOCK_BITS}
+    SELECT b + 1 FROM block WHERE b < (SELECT coalesce(max(id), 0) FROM answers) >> {bits}
 )
-SELECT (SELECT coalesce(sum(active_seconds), 0.0) FROM answers
-        WHERE id >= b << {BLOCK_BITS} AND id < (b + 1) << {BLOCK_BITS})
+SELECT (SELECT coalesce(sum(active_seconds{order}), 0.0) FROM answers
+        WHERE id >= b << {bits} AND id < (b + 1) << {bits}),
+       (SELECT count(*) FROM answers
+        WHERE id >= b << {bits} AND id < (b + 1) << {bits})
 FROM block ORDER BY b
 """
+# Each block's sum in id order, so that it does not move when nothing changed: SQLite reads a
+# range of ids in that order; PostgreSQL in the rows' physical order, which an update of any
+# of them changes (and with it the last bits of a floating-point sum).
+_BLOCK_SUMS = {
+    "sqlite": _BLOCK_SUMS_SQL.format(bits=BLOCK_BITS, order=""),
+    "postgresql": _BLOCK_SUMS_SQL.format(bits=BLOCK_BITS, order=" ORDER BY id"),
+}
 
 
 @dataclass(frozen=True)
@@ -168,7 +177,7 @@ class FrameChange:
 
 
 @dataclass(frozen=True)
-class _Mark:
+class Mark:
     """The watermark of one refresh (see the module docstring)."""
 
     audit_id: int
@@ -176,6 +185,7 @@ class _Mark:
     fingerprint: tuple
     assignments: tuple[int, int]  # count, largest rowid
     time_sums: np.ndarray = field(compare=False)
+    block_counts: np.ndarray = field(compare=False)  # answers per block, drafts too
 
 
 @dataclass
@@ -186,7 +196,7 @@ class _State:
     ``hidden``: per detail table, the same per answer for stored answers not listed."""
 
     frames: StudyFrames
-    mark: _Mark
+    mark: Mark
     stored: dict[str, np.ndarray]
     hidden: dict[str, dict[int, np.ndarray]]
 
@@ -211,18 +221,19 @@ class LiveFrames:
             self._state = None
 
     def refresh(
-        self, project: Project, first: Callable[[Session], Any] | None = None
+        self, project: Project, first: Callable[[Session, Mark], Any] | None = None
     ) -> FrameChange:
         """The frames of ``project`` now, re-reading what changed since the last refresh.
-        ``first(session)``, when given, runs first in the same read transaction (one snapshot
-        with the frames); the change carries what it returned."""
+        ``first(session, mark)``, when given, runs first in the same read transaction (one
+        snapshot with the frames), with the refresh's :class:`Mark`; the change carries what
+        it returned."""
         started = time.perf_counter()
         before = None
         with self._lock:
             with paused_gc(), project.read() as s:
+                mark = watermark(s)
                 if first is not None:
-                    before = first(s)
-                mark = _watermark(s)
+                    before = first(s, mark)
                 ids = self._changed_answers(s, mark)
                 if ids is None:
                     state, kinds = _full_state(s, self.include_drafts, mark), frozenset(KINDS)
@@ -234,7 +245,7 @@ class LiveFrames:
         seconds = time.perf_counter() - started
         return FrameChange(state.frames, ids is None, kinds, n_reread, seconds, before)
 
-    def _changed_answers(self, s: Session, mark: _Mark) -> set[int] | None:
+    def _changed_answers(self, s: Session, mark: Mark) -> set[int] | None:
         """The answers to re-read since the last refresh; None: read everything."""
         state = self._state
         if state is None:
@@ -279,11 +290,14 @@ def _sql(s: Session, sql: str, params: tuple = ()) -> list[tuple]:
         cursor.close()
 
 
-def _watermark(s: Session) -> _Mark:
+def watermark(s: Session) -> Mark:
+    """Where the study stands, as a refresh compares it (see the module docstring)."""
     audit_id = last_audit_id(s)
     assignments = _sql(s, _ASSIGNMENTS_SQL)[0]
-    sums = np.array([row[0] for row in _sql(s, _BLOCK_SUMS_SQL)], dtype=float)
-    return _Mark(audit_id, audit_hash(s, audit_id), fingerprint(s), assignments, sums)
+    blocks = _sql(s, _BLOCK_SUMS[s.get_bind().dialect.name])
+    sums = np.array([row[0] for row in blocks], dtype=float)
+    counts = np.array([row[1] for row in blocks], dtype=np.int64)
+    return Mark(audit_id, audit_hash(s, audit_id), fingerprint(s), assignments, sums, counts)
 
 
 def last_audit_id(s: Session) -> int:
@@ -390,7 +404,7 @@ def _counts_by_answer(frame: pd.DataFrame, name: str) -> dict[int, np.ndarray]:
     return {int(a): row for a, row in zip(sums.index, sums.to_numpy(), strict=True)}
 
 
-def _full_state(s: Session, include_drafts: bool, mark: _Mark) -> _State:
+def _full_state(s: Session, include_drafts: bool, mark: Mark) -> _State:
     """Everything read from scratch (as ``read_frames``), with the counts a splice needs:
     of the listed answers' rows, and of every stored detail row."""
     every, n_stored = read_all(s, include_drafts)
@@ -598,7 +612,7 @@ class _Splice:
         self.kind_of: dict[int, str] = {}  # re-read answers: their kind (stored or listed)
         self.stored_kind: dict[int, str] = {}  # re-read answers still stored: their kind
 
-    def run(self, mark: _Mark) -> _State:
+    def run(self, mark: Mark) -> _State:
         """The new state (its frames the same object when nothing in them changed)."""
         old = self.state.frames
         changes: dict[str, pd.DataFrame] = {}

@@ -80,7 +80,17 @@ def test_time_on_task_alone_makes_its_kind_stale(demo):
     with demo.read() as s:
         assert s.execute(text("SELECT count(*) FROM audit_log")).scalar_one() == entries
     result = LiveReport().refresh(demo, **SETTINGS)
-    assert result.recomputed == ("eppc",)
+    # every kind with an answer among those 256 ids (live_frames.BLOCK_BITS) is computed again
+    with demo.read() as s:
+        block = int(row.answer_id) >> 8
+        near = set(
+            s.execute(
+                text("SELECT DISTINCT kind FROM answers WHERE id >= :low AND id < :high"),
+                {"low": block << 8, "high": (block + 1) << 8},
+            ).scalars()
+        )
+        fed = {k for k in KINDS if DEPENDS_ON[k] & near}
+    assert "eppc" in fed and set(result.recomputed) == fed
     assert _same(result.report, demo)
 
 
@@ -137,9 +147,25 @@ def test_a_rewritten_audit_log_takes_nothing(demo):
     file restored from a backup): nothing stored is used."""
     with demo.read() as s:
         now = report_cache.read_snapshot(s)
-        moved = report_cache.Snapshot(now.audit_id, "another hash", now.fingerprint, now.answers)
+        moved = report_cache.Snapshot(now.audit_id, "another hash", now.fingerprint, now.blocks)
         assert report_cache.changed_kinds(s, now, now) == frozenset()
         assert report_cache.changed_kinds(s, moved, now) == frozenset(KINDS)
+        # a block that held more answers before: answers went missing, every kind
+        fewer = [list(b) for b in now.blocks]
+        fewer[0][0] += 1
+        lost = report_cache.Snapshot(now.audit_id, now.audit_hash, now.fingerprint, fewer)
+        assert report_cache.changed_kinds(s, lost, now) == frozenset(KINDS)
+        # a block added since (new answers without audit entries): the kinds found in it
+        earlier = report_cache.Snapshot(
+            now.audit_id, now.audit_hash, now.fingerprint, now.blocks[:-1]
+        )
+        last = len(now.blocks) - 1
+        found = set(
+            s.execute(
+                text("SELECT DISTINCT kind FROM answers WHERE id >= :low"), {"low": last << 8}
+            ).scalars()
+        )
+        assert found and report_cache.changed_kinds(s, earlier, now) == frozenset(found)
 
 
 def test_other_code_is_another_key(monkeypatch):
