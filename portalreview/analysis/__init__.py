@@ -73,6 +73,41 @@ DEPENDS_ON: dict[str, frozenset[str]] = {
 }
 
 
+#: analysis kind -> the keys of its result that read answer kinds the rest of it does not,
+#: with the kinds each reads: a long-running program recomputes such a key alone
+#: (:func:`analyse_piece`) when only those other kinds changed. respond's ``editing_load``
+#: reads the match answers (its Edit-F1 estimate); the rest of respond reads respond answers
+#: only. tests/analysis/test_analysis_depends_on.py checks that each piece equals the key
+#: of the whole analysis, and that the rest does not change with the other kinds.
+PIECES: dict[str, dict[str, frozenset[str]]] = {
+    "respond": {"editing_load": frozenset({"respond", "match"})},
+}
+#: analysis kind -> the answer kinds the result reads outside its ``PIECES``.
+OWN_DEPENDS_ON: dict[str, frozenset[str]] = {
+    "respond": frozenset({"respond"}),
+}
+
+
+def analyse_piece(
+    frames: StudyFrames,
+    kind: str,
+    key: str,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    catalogs: Catalogs | None = None,
+) -> Any:
+    """The value of ``key`` (one of ``PIECES[kind]``) of ``kind``'s analysis, alone: equal to
+    ``analyse_all(frames, ...)[kind][key]``."""
+    from portalreview.store.frames import paused_gc
+
+    module = importlib.import_module(f"{__name__}.{kind}")
+    with paused_gc():
+        return module.analyse_piece(
+            frames, key, seed=seed, n_resamples=n_resamples, catalogs=catalogs
+        )
+
+
 def _analyses() -> dict[str, Analysis]:
     """kind -> analysis function, in the order the report lists them."""
     return {kind: importlib.import_module(f"{__name__}.{kind}").analyse for kind in KINDS}
@@ -117,4 +152,14 @@ def analyse_all(
     return out
 
 
-__all__ = ["ANALYSES", "DEPENDS_ON", "KINDS", "analyse_all", "cache_stats", "clear_caches"]
+__all__ = [
+    "ANALYSES",
+    "DEPENDS_ON",
+    "KINDS",
+    "OWN_DEPENDS_ON",
+    "PIECES",
+    "analyse_all",
+    "analyse_piece",
+    "cache_stats",
+    "clear_caches",
+]

@@ -383,7 +383,7 @@ def analyse(
     catalogs: Catalogs | None = None,
 ) -> dict[str, Any]:
     """The respond tables of seed 000 computed from the project's respond answers."""
-    s = Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
+    s = _settings(frames, seed, n_resamples, catalogs)
     themes = [t.id for t in s.catalogs.themes]
     answers = respond_answers(frames)
     if answers.empty:
@@ -404,3 +404,29 @@ def analyse(
             "time_on_task": time_on_task(answers),
         }
     )
+
+
+def _settings(
+    frames: StudyFrames, seed: int, n_resamples: int, catalogs: Catalogs | None
+) -> Settings:
+    return Settings.of(catalogs, seed, n_resamples).for_units(answered_units(frames, KIND))
+
+
+def analyse_piece(
+    frames: StudyFrames,
+    key: str,
+    *,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    catalogs: Catalogs | None = None,
+) -> Any:
+    """``analyse(frames, ...)[key]`` alone, for a key of ``analysis.PIECES["respond"]`` (the
+    editing load, which also reads the match answers): the same value, computed without the
+    rest (a live report recomputes it alone after a match answer)."""
+    if key != "editing_load":
+        raise KeyError(f"respond has no piece {key!r}")
+    answers = respond_answers(frames)
+    if answers.empty:
+        return jsonable(EMPTY[key])
+    s = _settings(frames, seed, n_resamples, catalogs)
+    return jsonable(edits.editing(answers, frames, s))

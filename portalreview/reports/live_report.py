@@ -10,7 +10,9 @@ refreshes:
   read everything again);
 * each analysis's last result, recomputed only when the answer kinds it reads
   (``analysis.DEPENDS_ON``) changed, or when the settings (seed, resamples, filter, catalogs)
-  did.
+  did; a key of a result that reads more kinds than the rest of it (``analysis.PIECES``:
+  respond's editing load reads the match answers) is recomputed alone when only those
+  other kinds changed.
 
 The report it returns equals ``build_report`` on the same project and settings (with the
 filter applied to the frames first), key for key: the tests check that after every kind of
@@ -35,7 +37,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from portalreview.analysis import DEPENDS_ON, KINDS, analyse_all
+from portalreview.analysis import (
+    DEPENDS_ON,
+    KINDS,
+    OWN_DEPENDS_ON,
+    PIECES,
+    analyse_all,
+    analyse_piece,
+)
 from portalreview.analysis.filters import FrameFilter
 from portalreview.domain.catalogs import Catalogs
 from portalreview.reports import report_cache
@@ -73,6 +82,8 @@ class LiveReport:
         self._frames = LiveFrames(include_drafts=include_drafts)
         self._results: dict[str, dict[str, Any]] = {}
         self._stale: set[str] = set(KINDS)
+        # kind -> keys of its kept result to compute again alone (analysis.PIECES)
+        self._stale_pieces: dict[str, set[str]] = {}
         self._settings: CacheSettings | None = None
         # results computed but not yet written to the project: (settings, snapshot, parts)
         self._pending: list[tuple[CacheSettings, Snapshot, dict[str, Any]]] = []
@@ -89,6 +100,7 @@ class LiveReport:
         self._frames.reset()
         self._results.clear()
         self._stale = set(KINDS)
+        self._stale_pieces = {}
         self._settings = None
         self._project = None
 
@@ -143,8 +155,13 @@ class LiveReport:
         from_cache = self._take_from_cache(opened.stored)
         filtered = choice.apply(change.frames) if choice.active else change.frames
         timings = {"read": time.perf_counter() - started}
-        recomputed = [kind for kind in KINDS if kind in self._stale]
+        recomputed = [k for k in KINDS if k in self._stale or k in self._stale_pieces]
         for kind in recomputed:  # one at a time: a cancel keeps the results done before it
+            if kind not in self._stale:  # only pieces of it: the rest is kept
+                self._recompute_pieces(
+                    kind, filtered, seed, n_resamples, catalogs, timings, before_each
+                )
+                continue
             self._results[kind] = analyse_all(
                 filtered,
                 seed=seed,
@@ -155,6 +172,7 @@ class LiveReport:
                 kinds=(kind,),
             )[kind]
             self._stale.discard(kind)
+            self._stale_pieces.pop(kind, None)
         header = report_header(
             project,
             filtered,
@@ -178,6 +196,41 @@ class LiveReport:
             tuple(from_cache),
         )
 
+    def _only_pieces_changed(self, kind: str, changed: frozenset[str]) -> bool:
+        """Whether the answer kinds ``changed`` leave ``kind``'s kept result whole but for
+        pieces of it (``analysis.PIECES``)."""
+        own = OWN_DEPENDS_ON.get(kind)
+        return (
+            own is not None
+            and not own & changed
+            and kind in self._results
+            and kind not in self._stale
+        )
+
+    def _recompute_pieces(
+        self,
+        kind: str,
+        frames: StudyFrames,
+        seed: int,
+        n_resamples: int,
+        catalogs: Catalogs,
+        timings: dict[str, float],
+        before_each: Callable[[str], None] | None,
+    ) -> None:
+        """Compute again the stale pieces of ``kind``'s kept result (``analysis.PIECES``)."""
+        if before_each is not None:
+            before_each(kind)
+        started = time.perf_counter()
+        fresh = {
+            key: analyse_piece(
+                frames, kind, key, seed=seed, n_resamples=n_resamples, catalogs=catalogs
+            )
+            for key in sorted(self._stale_pieces[kind])
+        }
+        self._results[kind] = {**self._results[kind], **fresh}  # (the keys keep their order)
+        del self._stale_pieces[kind]
+        timings[kind] = time.perf_counter() - started
+
     def _add_pending(
         self, settings: CacheSettings, snapshot: Snapshot, parts: dict[str, Any]
     ) -> None:
@@ -200,6 +253,7 @@ class LiveReport:
                 except ValueError:  # a damaged entry: computed instead
                     continue
                 self._stale.discard(kind)
+                self._stale_pieces.pop(kind, None)
                 taken.append(kind)
         return taken
 
@@ -207,8 +261,17 @@ class LiveReport:
         """Add to the stale analyses those the change or new settings make out of date."""
         if change.full or settings != self._settings:
             self._stale = set(KINDS)
+            self._stale_pieces = {}
         else:
-            self._stale |= {k for k in KINDS if DEPENDS_ON[k] & change.changed_kinds}
+            changed = change.changed_kinds
+            for kind in KINDS:
+                if not DEPENDS_ON[kind] & changed:
+                    continue
+                if self._only_pieces_changed(kind, changed):  # the rest of the result holds
+                    pieces = {k for k, kinds in PIECES[kind].items() if kinds & changed}
+                    self._stale_pieces.setdefault(kind, set()).update(pieces)
+                else:
+                    self._stale.add(kind)
         self._settings = settings
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from portalreview.analysis import ANALYSES, DEPENDS_ON, KINDS
+from portalreview.analysis import ANALYSES, DEPENDS_ON, KINDS, OWN_DEPENDS_ON, PIECES, analyse_piece
 from portalreview.analysis.filters import DETAIL_TABLES
 from portalreview.demo import build_demo
 from portalreview.domain.catalogs import DEFAULT_CATALOGS
@@ -118,3 +118,22 @@ def test_a_memo_filled_by_the_other_analyses_does_not_change_a_result(studies, k
     assert shared.memo  # the other analyses did fill it
     fresh = dataclasses.replace(frames)
     assert ANALYSES[kind](shared, **SETTINGS) == ANALYSES[kind](fresh, **SETTINGS)
+
+
+@pytest.mark.parametrize("study", ["demo", "synthetic"])
+@pytest.mark.parametrize(("kind", "key"), [(k, p) for k, ps in PIECES.items() for p in ps])
+def test_a_piece_alone_equals_its_key_and_the_rest_reads_its_own_kinds_only(
+    studies, study, kind, key
+):
+    """``PIECES``: the piece computed alone is the whole analysis's key; on frames holding only
+    the kinds of ``OWN_DEPENDS_ON`` every other key is the same, and the piece's kinds are
+    those of DEPENDS_ON (the whole analysis's)."""
+    frames = studies[study]
+    whole = ANALYSES[kind](frames, **SETTINGS)
+    assert analyse_piece(dataclasses.replace(frames), kind, key, **SETTINGS) == whole[key]
+    assert OWN_DEPENDS_ON[kind] | PIECES[kind][key] == DEPENDS_ON[kind]
+    own = ANALYSES[kind](only_kinds(frames, OWN_DEPENDS_ON[kind]), **SETTINGS)
+    assert own[key] != whole[key]  # the piece reads more than the rest
+    assert {k: v for k, v in own.items() if k not in PIECES[kind]} == {
+        k: v for k, v in whole.items() if k not in PIECES[kind]
+    }

@@ -144,3 +144,29 @@ def test_another_project_object_starts_afresh(demo, tmp_path):
     finally:
         other.close()
     assert result.change.full and result.recomputed == KINDS
+
+
+def test_a_match_answer_recomputes_respond_s_editing_load_alone(demo, monkeypatch):
+    """respond reads the match answers in its editing load only (analysis.PIECES): after a
+    match answer the rest of the respond result is kept and that key computed again alone."""
+    from portalreview import analysis
+
+    live = LiveReport(use_cache=False)
+    live.refresh(demo, **SETTINGS)
+    _flag_one_answer(demo, "match")
+
+    def respond_whole(*_args, **_kwargs):
+        raise AssertionError("the respond analysis was computed whole")
+
+    monkeypatch.setitem(analysis.ANALYSES, "respond", respond_whole)
+    result = live.refresh(demo, **SETTINGS)
+    assert result.recomputed == ("respond", "match")
+    monkeypatch.undo()
+    assert result.report == _fresh(demo)
+
+    _flag_one_answer(demo, "respond")  # a respond answer: respond computed whole
+    monkeypatch.setitem(analysis.ANALYSES, "respond", respond_whole)
+    with pytest.raises(AssertionError, match="computed whole"):
+        live.refresh(demo, **SETTINGS)
+    monkeypatch.undo()
+    assert live.refresh(demo, **SETTINGS).report == _fresh(demo)
