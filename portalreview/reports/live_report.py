@@ -243,18 +243,26 @@ class LiveReport:
         self._pending.append((settings, snapshot, dict(parts)))
 
     def _take_from_cache(self, stored: dict[str, StoredPart]) -> list[str]:
-        """Take each stale analysis that the project keeps, valid now, from there."""
+        """Take each stale analysis that the project keeps, valid now, from there; or one
+        whose answers changed in its pieces only (``analysis.PIECES``), those pieces then
+        marked to be computed again."""
         taken = []
         for kind in KINDS:
             part = stored.get(kind)
-            if kind in self._stale and part is not None and part.valid:
-                try:
-                    self._results[kind] = part.result()
-                except ValueError:  # a damaged entry: computed instead
-                    continue
-                self._stale.discard(kind)
-                self._stale_pieces.pop(kind, None)
-                taken.append(kind)
+            if kind not in self._stale or part is None:
+                continue
+            pieces = _stale_pieces_of(kind, part)
+            if pieces is None:
+                continue
+            try:
+                self._results[kind] = part.result()
+            except ValueError:  # a damaged entry: computed instead
+                continue
+            self._stale.discard(kind)
+            self._stale_pieces.pop(kind, None)
+            if pieces:
+                self._stale_pieces[kind] = pieces
+            taken.append(kind)
         return taken
 
     def _mark_stale(self, change: FrameChange, settings: CacheSettings) -> None:
@@ -273,6 +281,17 @@ class LiveReport:
                 else:
                     self._stale.add(kind)
         self._settings = settings
+
+
+def _stale_pieces_of(kind: str, part: StoredPart) -> set[str] | None:
+    """The pieces of a kept result of ``kind`` that answers saved since make stale (empty:
+    valid whole); None when more than pieces of it changed."""
+    if part.valid:
+        return set()
+    own = OWN_DEPENDS_ON.get(kind)
+    if part.changed is None or own is None or own & part.changed:
+        return None
+    return {key for key, kinds in PIECES[kind].items() if kinds & part.changed}
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,8 @@ class StoredPart:
     text: str
     computed_at: str
     valid: bool
+    #: The answer kinds that may have changed since it was computed (None: anything may have).
+    changed: frozenset[str] | None = None
 
     def result(self) -> dict[str, Any]:
         return json.loads(self.text)
@@ -245,7 +247,7 @@ def stored_parts(s: Session, settings: CacheSettings, now: Snapshot) -> dict[str
             changed_by_state[state] = _changed_since(s, state, now)
         changed = changed_by_state[state]
         valid = changed is not None and not (PART_DEPENDS_ON[part] & changed)
-        out[part] = StoredPart(result_json, computed_at, valid)
+        out[part] = StoredPart(result_json, computed_at, valid, changed)
     return out
 
 
