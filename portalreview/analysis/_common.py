@@ -233,6 +233,54 @@ def sources_of(frames: StudyFrames) -> pd.Series:
     return labels
 
 
+def carry_memo(old: StudyFrames, new: StudyFrames, changed_kinds: frozenset[str]) -> int:
+    """Copy into ``new.memo`` the entries of ``old.memo`` that ``new`` would make the same,
+    because nothing they are made from changed; returns how many were copied.
+
+    For a live report: ``new`` is ``old`` refreshed after answers of ``changed_kinds``
+    changed (``store.live_frames``: frames that did not change are the same objects). An
+    entry is copied only when every frame it is made from is the same object in both and no
+    answer of a kind it reads changed:
+
+    * ``("people", kind)``: that kind's rows of ``answers`` (``kind`` not changed) and
+      ``units`` (merged, so the rows' positions in ``answers`` do not matter);
+    * ``"sources"``: ``responses``;
+    * ``"match_pair_counts"``: the match rows of ``answers``, ``units``, ``match_decisions``,
+      ``responses``; ``"match_theme_recall"``: ``match_decisions``, ``sentence_themes``.
+
+    Entries made from the whole ``answers`` frame (``answers_of_kind`` and the kind codes:
+    their rows keep the frame's positions) are never copied; nor any made from rows of
+    ``answers`` when its column types changed (a column's type follows every row: another
+    kind's answer can turn it).
+    """
+    made_from = {
+        "sources": ("responses",),
+        "match_pair_counts": ("units", "match_decisions", "responses"),
+        "match_theme_recall": ("match_decisions", "sentence_themes"),
+    }
+    reads_kind = {"match_pair_counts": "match", "match_theme_recall": "match"}
+    same_types = old.answers.dtypes.equals(new.answers.dtypes)
+    copied = 0
+    for key, value in old.memo.items():
+        if key in new.memo:
+            continue
+        if isinstance(key, tuple) and key[0] == "people":
+            frames_used, kind = ("units",), key[1]
+        elif key in made_from:
+            frames_used, kind = made_from[key], reads_kind.get(key)
+        else:
+            continue
+        reads_answers = kind is not None or key == "match_pair_counts"
+        if kind is not None and kind in changed_kinds:
+            continue
+        if reads_answers and not same_types:
+            continue
+        if all(getattr(old, name) is getattr(new, name) for name in frames_used):
+            new.memo[key] = value
+            copied += 1
+    return copied
+
+
 class JsonRows(list):
     """A list of rows already JSON-ready (:func:`jsonable` passes it through untouched)."""
 

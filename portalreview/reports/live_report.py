@@ -45,6 +45,7 @@ from portalreview.analysis import (
     analyse_all,
     analyse_piece,
 )
+from portalreview.analysis._common import carry_memo
 from portalreview.analysis.filters import FrameFilter
 from portalreview.domain.catalogs import Catalogs
 from portalreview.reports import report_cache
@@ -82,6 +83,7 @@ class LiveReport:
         self._frames = LiveFrames(include_drafts=include_drafts)
         self._results: dict[str, dict[str, Any]] = {}
         self._stale: set[str] = set(KINDS)
+        self._last_frames: StudyFrames | None = None  # the frames of the last refresh
         # kind -> keys of its kept result to compute again alone (analysis.PIECES)
         self._stale_pieces: dict[str, set[str]] = {}
         self._settings: CacheSettings | None = None
@@ -99,6 +101,7 @@ class LiveReport:
         self._pending = []
         self._frames.reset()
         self._results.clear()
+        self._last_frames = None
         self._stale = set(KINDS)
         self._stale_pieces = {}
         self._settings = None
@@ -154,6 +157,9 @@ class LiveReport:
         self._mark_stale(change, settings)
         from_cache = self._take_from_cache(opened.stored)
         filtered = choice.apply(change.frames) if choice.active else change.frames
+        last, self._last_frames = self._last_frames, filtered
+        if last is not None and not change.full and not choice.active and last is not filtered:
+            carry_memo(last, filtered, change.changed_kinds)  # what the kept answers made
         timings = {"read": time.perf_counter() - started}
         recomputed = [k for k in KINDS if k in self._stale or k in self._stale_pieces]
         for kind in recomputed:  # one at a time: a cancel keeps the results done before it

@@ -170,3 +170,43 @@ def test_a_match_answer_recomputes_respond_s_editing_load_alone(demo, monkeypatc
         live.refresh(demo, **SETTINGS)
     monkeypatch.undo()
     assert live.refresh(demo, **SETTINGS).report == _fresh(demo)
+
+
+def test_what_unchanged_answers_made_is_carried_to_the_next_refresh(demo, monkeypatch):
+    """After a respond answer the match answers' pair counts (read by respond's editing load)
+    are taken from the last refresh's frames (analysis._common.carry_memo), not made again;
+    after a match answer they are made again. The report equals a fresh one each time."""
+    from portalreview.analysis import match
+
+    live = LiveReport(use_cache=False)
+    live.refresh(demo, **SETTINGS)
+    made = []
+    pair_counts = match.pair_counts
+    monkeypatch.setattr(match, "pair_counts", lambda *a: made.append(1) or pair_counts(*a))
+    _flag_one_answer(demo, "respond")
+    result = live.refresh(demo, **SETTINGS)
+    assert result.recomputed == ("respond",) and made == []
+    assert "match_pair_counts" in result.filtered.memo
+    assert result.report == _fresh(demo)
+    _flag_one_answer(demo, "match")
+    made.clear()
+    result = live.refresh(demo, **SETTINGS)
+    assert made == [1]  # made once, shared by match and respond's editing load
+    assert result.report == _fresh(demo)
+
+
+def test_nothing_is_carried_when_the_answers_column_types_changed(demo):
+    from dataclasses import replace
+
+    from portalreview.analysis._common import carry_memo, people, sources_of
+
+    frames = read_frames(demo)
+    people(frames, "rank")
+    sources_of(frames)
+    same = replace(frames)
+    assert carry_memo(frames, same, frozenset({"eppc"})) == 2
+    assert carry_memo(frames, replace(frames), frozenset({"rank"})) == 1  # only the sources
+    retyped = replace(frames, answers=frames.answers.astype({"active_seconds": object}))
+    assert carry_memo(frames, retyped, frozenset({"eppc"})) == 1  # only the sources
+    other_units = replace(frames, units=frames.units.copy())
+    assert carry_memo(frames, other_units, frozenset({"eppc"})) == 1  # only the sources
