@@ -54,8 +54,8 @@ from portalreview.store.live_frames import (
     BLOCK_BITS,
     SAFE_ACTIONS,
     Mark,
-    _sql,
     audit_hash,
+    sql_rows,
     watermark,
 )
 from portalreview.store.models import utc_now
@@ -178,7 +178,7 @@ def changed_kinds(s: Session, stored: Snapshot, now: Snapshot) -> frozenset[str]
         return everything
     changed = set(timed)
     if now.audit_id > stored.audit_id:
-        for action, answer_id, kind in _sql(s, _LATER_ENTRIES_SQL, (stored.audit_id,)):
+        for action, answer_id, kind in sql_rows(s, _LATER_ENTRIES_SQL, (stored.audit_id,)):
             if answer_id is None and action in SAFE_ACTIONS:
                 continue
             if kind is None:  # an entry without an answer, or an answer no longer there
@@ -204,7 +204,7 @@ def _timed_kinds(s: Session, old: list[list], new: list[list]) -> set[str] | Non
         ranges = [(b, b + 1) for b in changed]
     kinds: set[str] = set()
     for low, high in ranges:
-        rows = _sql(
+        rows = sql_rows(
             s,
             "SELECT DISTINCT kind FROM answers WHERE id >= ? AND id < ?",
             (low << BLOCK_BITS, high << BLOCK_BITS),
@@ -231,7 +231,7 @@ class StoredPart:
 def stored_parts(s: Session, settings: CacheSettings, now: Snapshot) -> dict[str, StoredPart]:
     """Every part stored for ``settings``, each marked valid or not at ``now`` (read in the
     session's transaction)."""
-    rows = _sql(
+    rows = sql_rows(
         s,
         "SELECT part, audit_id, audit_hash, state_json, result_json, computed_at "
         "FROM report_cache WHERE settings_key = ?",
@@ -325,13 +325,6 @@ def _drop_old_settings(s: Session) -> None:
         s.execute(text("DELETE FROM report_cache WHERE settings_key = :key"), {"key": key})
 
 
-def clear(project: Any) -> None:
-    """Forget every stored result (``portalreview report --fresh`` does not need this: it
-    only leaves the cache unread)."""
-    with project.write() as s:
-        s.execute(text("DELETE FROM report_cache"))
-
-
 __all__ = [
     "PARTS",
     "STUDY",
@@ -339,7 +332,6 @@ __all__ = [
     "Snapshot",
     "StoredPart",
     "changed_kinds",
-    "clear",
     "code_digest",
     "read_snapshot",
     "store",

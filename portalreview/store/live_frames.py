@@ -260,7 +260,7 @@ class LiveFrames:
         ids: set[int] = set()
         if mark.audit_id > last.audit_id:
             query = "SELECT action, answer_id FROM audit_log WHERE id > ? ORDER BY id"
-            for action, answer_id in _sql(s, query, (last.audit_id,)):
+            for action, answer_id in sql_rows(s, query, (last.audit_id,)):
                 if answer_id is not None:
                     ids.add(answer_id)
                 elif action not in SAFE_ACTIONS:
@@ -278,7 +278,7 @@ class LiveFrames:
 # --- the watermark --------------------------------------------------------------------------------
 
 
-def _sql(s: Session, sql: str, params: tuple = ()) -> list[tuple]:
+def sql_rows(s: Session, sql: str, params: tuple = ()) -> list[tuple]:
     """Rows of ``sql`` in the session's transaction, through the driver's own cursor.
     Parameters are written ``?`` (SQLite's style) and given to psycopg as ``%s``."""
     if s.get_bind().dialect.name == "postgresql":
@@ -293,8 +293,8 @@ def _sql(s: Session, sql: str, params: tuple = ()) -> list[tuple]:
 def watermark(s: Session) -> Mark:
     """Where the study stands, as a refresh compares it (see the module docstring)."""
     audit_id = last_audit_id(s)
-    assignments = _sql(s, _ASSIGNMENTS_SQL)[0]
-    blocks = _sql(s, _BLOCK_SUMS[s.get_bind().dialect.name])
+    assignments = sql_rows(s, _ASSIGNMENTS_SQL)[0]
+    blocks = sql_rows(s, _BLOCK_SUMS[s.get_bind().dialect.name])
     sums = np.array([row[0] for row in blocks], dtype=float)
     counts = np.array([row[1] for row in blocks], dtype=np.int64)
     return Mark(audit_id, audit_hash(s, audit_id), fingerprint(s), assignments, sums, counts)
@@ -302,7 +302,7 @@ def watermark(s: Session) -> Mark:
 
 def last_audit_id(s: Session) -> int:
     """The newest audit entry's id (0: none)."""
-    return _sql(s, "SELECT coalesce(max(id), 0) FROM audit_log")[0][0]
+    return sql_rows(s, "SELECT coalesce(max(id), 0) FROM audit_log")[0][0]
 
 
 def fingerprint(s: Session) -> tuple:
@@ -310,15 +310,15 @@ def fingerprint(s: Session) -> tuple:
     docstring lists it): counts and largest rowids, the short tables, ``project_meta``, the
     schema's version numbers."""
     return (
-        _sql(s, _COUNTS_SQL)[0],
-        *(tuple(_sql(s, sql)) for sql in _SMALL_TABLES_SQL),
-        *(tuple(_sql(s, sql)) for sql in _SCHEMA_SQL[s.get_bind().dialect.name]),
+        sql_rows(s, _COUNTS_SQL)[0],
+        *(tuple(sql_rows(s, sql)) for sql in _SMALL_TABLES_SQL),
+        *(tuple(sql_rows(s, sql)) for sql in _SCHEMA_SQL[s.get_bind().dialect.name]),
     )
 
 
 def assignment_counts(s: Session) -> tuple[int, int | None]:
     """The assignments' count and largest rowid."""
-    return tuple(_sql(s, _ASSIGNMENTS_SQL)[0])
+    return tuple(sql_rows(s, _ASSIGNMENTS_SQL)[0])
 
 
 def _only_assignments_added(s: Session, last: tuple[int, int], now: tuple[int, int]) -> bool:
@@ -332,13 +332,13 @@ def _only_assignments_added(s: Session, last: tuple[int, int], now: tuple[int, i
         return True
     if largest_now is None or (largest is not None and largest_now < largest):
         return False
-    added = _sql(s, "SELECT count(*) FROM assignments WHERE rowid > ?", (largest or 0,))[0][0]
+    added = sql_rows(s, "SELECT count(*) FROM assignments WHERE rowid > ?", (largest or 0,))[0][0]
     return count_now == count + added
 
 
 def audit_hash(s: Session, audit_id: int) -> str | None:
     """The hash of the audit entry ``audit_id`` (None: no such entry)."""
-    rows = _sql(s, "SELECT hash FROM audit_log WHERE id = ?", (audit_id,))
+    rows = sql_rows(s, "SELECT hash FROM audit_log WHERE id = ?", (audit_id,))
     return rows[0][0] if rows else None
 
 
@@ -356,12 +356,13 @@ def _time_changes(
     keys = answers.answer_id.to_numpy().astype(np.int64)
     seconds = answers.active_seconds.to_numpy().astype(float)
     if len(changed) > MAX_BLOCKS_ONE_BY_ONE:
-        rows = _sql(s, f"SELECT id, active_seconds FROM answers WHERE true{submitted} ORDER BY id")
+        query = f"SELECT id, active_seconds FROM answers WHERE true{submitted} ORDER BY id"
+        rows = sql_rows(s, query)
         return _differing(rows, keys, seconds)
     found: set[int] = set()
     for block in changed:
         low, high = block << BLOCK_BITS, (block + 1) << BLOCK_BITS
-        rows = _sql(
+        rows = sql_rows(
             s,
             f"SELECT id, active_seconds FROM answers WHERE id >= ? AND id < ?{submitted} "
             "ORDER BY id",
