@@ -91,6 +91,7 @@ def main() -> None:
         _wait(lambda: window.session is not None)
         dashboard.resize(1200, 820)
         dashboard.refresh()
+        _wait(lambda: "Kept figures" in dashboard.info.text())
         QTest.qWait(300)
         dashboard.grab().save(str(HERE / "dashboard-7-kept.png"))
         release.set()

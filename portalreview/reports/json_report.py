@@ -177,17 +177,11 @@ def _read_with_cache(
 ) -> tuple[StudyFrames | None, Catalogs, dict[str, dict[str, Any]]]:
     """In one snapshot: the catalogs, the parts the report cache keeps valid (parsed), and
     the frames unless every part is kept (and ``need_frames`` is false)."""
-    from portalreview.analysis.filters import FrameFilter
-
     with paused_gc(), project.read() as s:
-        catalogs = read_catalogs(s)
-        settings = report_cache.CacheSettings.of(
-            seed, n_resamples, FrameFilter(), include_drafts, catalogs
-        )
-        snapshot = report_cache.read_snapshot(s)
-        stored = report_cache.stored_parts(s, settings, snapshot)
+        found = report_cache.read_kept(s, seed, n_resamples, None, include_drafts)
+        catalogs = found.catalogs
         kept = {}
-        for part, entry in stored.items():
+        for part, entry in found.parts.items():
             if entry.valid:
                 with contextlib.suppress(ValueError):  # a damaged entry: computed instead
                     kept[part] = entry.result()

@@ -321,12 +321,8 @@ def stored_report(
     the study: for a window to show at once while it brings the figures up to date. None when
     the project keeps no whole report for them (or an entry cannot be read)."""
     with project.read() as s:
-        catalogs = read_catalogs(s)
-        settings = CacheSettings.of(
-            seed, n_resamples, choice or FrameFilter(), include_drafts, catalogs
-        )
-        snapshot = report_cache.read_snapshot(s)
-        parts = report_cache.stored_parts(s, settings, snapshot)
+        kept = report_cache.read_kept(s, seed, n_resamples, choice, include_drafts)
+    parts = kept.parts
     if any(part not in parts for part in report_cache.PARTS):
         return None
     try:
@@ -336,7 +332,7 @@ def stored_report(
     header = report_header(
         project,
         None,
-        catalogs,
+        kept.catalogs,
         seed=seed,
         n_resamples=n_resamples,
         include_drafts=include_drafts,

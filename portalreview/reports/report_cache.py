@@ -50,6 +50,7 @@ from sqlalchemy.orm import Session
 
 from portalreview import __version__
 from portalreview.analysis import DEPENDS_ON, KINDS
+from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.live_frames import (
     BLOCK_BITS,
     SAFE_ACTIONS,
@@ -215,14 +216,18 @@ def _timed_kinds(s: Session, old: list[list], new: list[list]) -> set[str] | Non
 
 @dataclass(frozen=True)
 class StoredPart:
-    """One part as stored: its result's JSON text, when it was computed, and whether it is
-    valid now."""
+    """One part as stored: its name, its result's JSON text, when it was computed, and the
+    answer kinds that may have changed since (None: anything may have)."""
 
+    part: str
     text: str
     computed_at: str
-    valid: bool
-    #: The answer kinds that may have changed since it was computed (None: anything may have).
-    changed: frozenset[str] | None = None
+    changed: frozenset[str] | None
+
+    @property
+    def valid(self) -> bool:
+        """Whether it holds now: no kind it reads changed since it was computed."""
+        return self.changed is not None and not PART_DEPENDS_ON[self.part] & self.changed
 
     def result(self) -> dict[str, Any]:
         return json.loads(self.text)
@@ -245,10 +250,37 @@ def stored_parts(s: Session, settings: CacheSettings, now: Snapshot) -> dict[str
         state = (audit_id, hash_, state_json)
         if state not in changed_by_state:
             changed_by_state[state] = _changed_since(s, state, now)
-        changed = changed_by_state[state]
-        valid = changed is not None and not (PART_DEPENDS_ON[part] & changed)
-        out[part] = StoredPart(result_json, computed_at, valid, changed)
+        out[part] = StoredPart(part, result_json, computed_at, changed_by_state[state])
     return out
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What the project keeps for some report settings, read in one transaction."""
+
+    catalogs: Catalogs
+    settings: CacheSettings
+    snapshot: Snapshot
+    parts: dict[str, StoredPart]
+
+
+def read_kept(
+    s: Session,
+    seed: int,
+    n_resamples: int,
+    choice: FrameFilter | None,
+    include_drafts: bool,
+) -> Kept:
+    """The catalogs, the settings these options are kept under, where the study stands and
+    every part kept for them (each valid or not now), in the session's transaction."""
+    from portalreview.analysis.filters import FrameFilter
+
+    catalogs = read_catalogs(s)
+    settings = CacheSettings.of(
+        seed, n_resamples, choice or FrameFilter(), include_drafts, catalogs
+    )
+    snapshot = read_snapshot(s)
+    return Kept(catalogs, settings, snapshot, stored_parts(s, settings, snapshot))
 
 
 def _changed_since(s: Session, state: tuple, now: Snapshot) -> frozenset[str] | None:
@@ -329,10 +361,12 @@ __all__ = [
     "PARTS",
     "STUDY",
     "CacheSettings",
+    "Kept",
     "Snapshot",
     "StoredPart",
     "changed_kinds",
     "code_digest",
+    "read_kept",
     "read_snapshot",
     "store",
     "stored_parts",

@@ -68,7 +68,7 @@ from PySide6.QtWidgets import (
 
 from portalreview.analysis import KINDS
 from portalreview.analysis.filters import FilterChoices, FrameFilter, filter_choices
-from portalreview.reports.live_report import LiveReport, stored_report
+from portalreview.reports.live_report import LiveReport, StoredReport, stored_report
 from portalreview.reports.xlsx_report import (
     KIND_SHEETS,
     Cell,
@@ -713,8 +713,9 @@ class Dashboard(QWidget):
         self._generation += 1
         generation = self._generation
         self.loading = True
-        shown = self.computed is None and self._show_stored()
-        self.status.setText("Bringing the kept figures up to date…" if shown else "Computing…")
+        if self.computed is None:  # nothing on screen yet: the kept figures meanwhile
+            self._show_stored(generation)
+        self.status.setText("Computing…")
         self.progress.setValue(0)
         self.progress.setFormat(STEPS[0])
         self.progress.setVisible(True)
@@ -731,22 +732,25 @@ class Dashboard(QWidget):
             on_progress=lambda done, total: self._progress(generation, done, total),
         )
 
-    def _show_stored(self) -> bool:
-        """Show at once the figures the project keeps for these settings (``stored_report``),
-        until the computation under way replaces them; False when it keeps none. Export
-        stays off: it writes the figures computed now."""
-        try:
-            stored = stored_report(
-                self.window_.project,
-                seed=self.seed.value(),
-                n_resamples=self.resamples.value(),
-                choice=self.choice(),
-            )
-        except Exception as exc:  # a convenience only: the computation follows all the same
-            log.warning("the kept figures could not be shown: %s", exc)
-            return False
-        if stored is None:
-            return False
+    def _show_stored(self, generation: int) -> None:
+        """Read in the background the figures the project keeps for these settings
+        (``stored_report``) and show them, unless the computation under way came first."""
+        run_in_background(
+            stored_report,
+            self.window_.project,
+            seed=self.seed.value(),
+            n_resamples=self.resamples.value(),
+            choice=self.choice(),
+            on_done=lambda stored: self._stored_ready(generation, stored),
+            on_error=lambda message, _exc: log.warning("kept figures not shown: %s", message),
+        )
+
+    def _stored_ready(self, generation: int, stored: StoredReport | None) -> None:
+        """Show the kept figures until the figures of now replace them. Export stays off: it
+        writes the figures computed now."""
+        showing_now = self.computed is not None or not self.loading
+        if stored is None or generation != self._generation or showing_now:
+            return
         people = stored.report["study"]["annotators"]
         n_answers = sum(person["n_answers"] for person in people)
         view = Computed(
@@ -761,7 +765,7 @@ class Dashboard(QWidget):
         )
         self._fill_tabs(view)
         self.info.setText(self._stored_html(view, stored.stale))
-        return True
+        self.status.setText("Bringing the kept figures up to date…")
 
     def _stored_html(self, view: Computed, stale: tuple[str, ...]) -> str:
         if stale:

@@ -22,6 +22,7 @@ from ui_support import open_window, show_kind, wait_saved
 from portalreview.analysis.filters import filter_frames
 from portalreview.demo import build_demo
 from portalreview.reports.json_report import build_report
+from portalreview.reports.live_report import StoredReport
 from portalreview.reports.xlsx_report import path_text, resolve, workbook_model
 from portalreview.store.frames import read_frames
 from portalreview.store.project import Project
@@ -253,12 +254,20 @@ def test_a_dashboard_opened_again_shows_the_kept_figures_at_once(qtbot, demo, pr
     dashboard = window.findChild(Dashboard)
     dashboard.refresh()
     assert dashboard.loading and dashboard.computed is None
+    # read in the background, shown while the computation has not come back
+    qtbot.waitUntil(lambda: "Kept figures" in dashboard.info.text(), timeout=COMPUTE_MS)
+    assert dashboard.loading and dashboard.computed is None
     assert assert_figures_are(dashboard, kept) > 1500
     info = dashboard.info.text()
     assert "Kept figures" in info and "out of date until the new figures come: rank" in info
     assert not dashboard.export_button.isEnabled()
     release.set()
     wait_computed(qtbot, dashboard)
+    assert assert_figures_are(dashboard, expected_report(demo)) > 1500
+    # kept figures read late (after the computation came back) are not shown over them
+    late = StoredReport(kept, ("study", "rank"), "2026-01-01T00:00:00+00:00")
+    dashboard._stored_ready(dashboard._generation, late)
+    assert "Kept figures" not in dashboard.info.text()
     assert assert_figures_are(dashboard, expected_report(demo)) > 1500
     # rank computed again, the rest taken from the project (the window's own refresh on
     # signing in may have computed rank first: then nothing is left to compute)
