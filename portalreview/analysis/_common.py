@@ -233,52 +233,101 @@ def sources_of(frames: StudyFrames) -> pd.Series:
     return labels
 
 
-def carry_memo(old: StudyFrames, new: StudyFrames, changed_kinds: frozenset[str]) -> int:
+#: Memo entries made of rows per answer (every row of an answer made from that answer's rows
+#: alone), which :func:`carry_memo` hands on for :func:`spliced`: the key, the frames besides
+#: the answers' own that they are made from, and the kind of answers they read.
+PER_ANSWER = {
+    "match_pair_counts": (("units", "responses"), "match"),
+    "match_theme_recall": ((), "match"),
+    "match_theme_presence": (("units", "sentences"), "match"),
+}
+
+
+def carry_memo(
+    old: StudyFrames,
+    new: StudyFrames,
+    changed_kinds: frozenset[str],
+    reread: frozenset[int] = frozenset(),
+) -> int:
     """Copy into ``new.memo`` the entries of ``old.memo`` that ``new`` would make the same,
     because nothing they are made from changed; returns how many were copied.
 
     For a live report: ``new`` is ``old`` refreshed after answers of ``changed_kinds``
-    changed (``store.live_frames``: frames that did not change are the same objects). An
-    entry is copied only when every frame it is made from is the same object in both and no
-    answer of a kind it reads changed:
+    changed, the answers ``reread`` re-read (``store.live_frames``: frames that did not change
+    are the same objects, and an answer not re-read has the same rows). An entry is copied
+    only when every frame it is made from is the same object in both and no answer of a kind
+    it reads changed:
 
     * ``("people", kind)``: that kind's rows of ``answers`` (``kind`` not changed) and
       ``units`` (merged, so the rows' positions in ``answers`` do not matter);
     * ``"sources"``: ``responses``;
-    * ``"match_pair_counts"``: the match rows of ``answers``, ``units``, ``match_decisions``,
-      ``responses``; ``"match_theme_recall"``: ``match_decisions``, ``sentence_themes``.
+    * the :data:`PER_ANSWER` tables: the match rows of ``answers`` and the frames listed
+      there, with ``match_decisions`` and ``sentence_themes``.
+
+    A :data:`PER_ANSWER` table whose answers changed, but nothing else it is made from, is
+    handed on as ``("previous", key)``: (the old table, ``reread``), for :func:`spliced`.
 
     Entries made from the whole ``answers`` frame (``answers_of_kind`` and the kind codes:
     their rows keep the frame's positions) are never copied; nor any made from rows of
     ``answers`` when its column types changed (a column's type follows every row: another
     kind's answer can turn it).
     """
-    made_from = {
-        "sources": ("responses",),
-        "match_pair_counts": ("units", "match_decisions", "responses"),
-        "match_theme_recall": ("match_decisions", "sentence_themes"),
-    }
-    reads_kind = {"match_pair_counts": "match", "match_theme_recall": "match"}
     same_types = old.answers.dtypes.equals(new.answers.dtypes)
+    answer_rows = ("match_decisions", "sentence_themes")
     copied = 0
     for key, value in old.memo.items():
         if key in new.memo:
             continue
         if isinstance(key, tuple) and key[0] == "people":
             frames_used, kind = ("units",), key[1]
-        elif key in made_from:
-            frames_used, kind = made_from[key], reads_kind.get(key)
+        elif key == "sources":
+            frames_used, kind = ("responses",), None
+        elif key in PER_ANSWER:
+            frames_used, kind = PER_ANSWER[key]
+            if not same_types or not _same(old, new, frames_used):
+                continue
+            if kind in changed_kinds or not _same(old, new, answer_rows):
+                new.memo[("previous", key)] = (value, reread)
+                continue
+            new.memo[key] = value
+            copied += 1
+            continue
         else:
             continue
-        reads_answers = kind is not None or key == "match_pair_counts"
-        if kind is not None and kind in changed_kinds:
+        if kind is not None and (kind in changed_kinds or not same_types):
             continue
-        if reads_answers and not same_types:
-            continue
-        if all(getattr(old, name) is getattr(new, name) for name in frames_used):
+        if _same(old, new, frames_used):
             new.memo[key] = value
             copied += 1
     return copied
+
+
+def _same(old: StudyFrames, new: StudyFrames, names: tuple[str, ...]) -> bool:
+    return all(getattr(old, name) is getattr(new, name) for name in names)
+
+
+def spliced(frames: StudyFrames, key: str, answer_ids: pd.Series, make: Any) -> pd.DataFrame | None:
+    """The :data:`PER_ANSWER` table ``key`` of the frames that ``frames`` were refreshed from,
+    brought up to date (None where :func:`carry_memo` left none, or the types differ).
+
+    ``answer_ids``: the answers the table covers now, in ``frames.answers`` order (answer id
+    order); ``make(ids)``: the table of those answers alone, as made from scratch. The old
+    rows of answers not re-read are kept, those of the re-read ones made again, and the rows
+    put in answer id order, each answer's rows in the order ``make`` gives them: the table
+    ``make`` gives for every answer at once, row for row (tested)."""
+    previous = frames.memo.pop(("previous", key), None)
+    if previous is None:
+        return None
+    old, reread = previous
+    covered = answer_ids.isin(reread).to_numpy()
+    kept = old[old.answer_id.isin(answer_ids[~covered]).to_numpy()]
+    if covered.any():
+        fresh = make(answer_ids[covered])
+        if not fresh.dtypes.equals(old.dtypes):
+            return None
+        kept = pd.concat([kept, fresh], ignore_index=True)
+    order = np.argsort(kept.answer_id.to_numpy(), kind="stable")
+    return kept.take(order).reset_index(drop=True)
 
 
 class JsonRows(list):

@@ -39,6 +39,7 @@ from portalreview.analysis._common import (
     records,
     safe_ratio,
     sources_of,
+    spliced,
 )
 from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
@@ -181,7 +182,33 @@ def people_pair_counts(frames: StudyFrames) -> pd.DataFrame:
     never change it in place."""
     found = frames.memo.get("match_pair_counts")
     if found is None:
-        found = frames.memo["match_pair_counts"] = pair_counts(humans(people(frames, KIND)), frames)
+        answers = humans(people(frames, KIND))
+
+        def make(ids: pd.Series) -> pd.DataFrame:
+            return pair_counts(answers[answers.answer_id.isin(ids)], frames)
+
+        found = spliced(frames, "match_pair_counts", answers.answer_id, make)
+        if found is None:
+            found = pair_counts(answers, frames)
+        frames.memo["match_pair_counts"] = found
+    return found
+
+
+def people_theme_presence(frames: StudyFrames) -> pd.DataFrame:
+    """:func:`theme_presence` of the people's match answers, made once per frames (and, in a
+    live report, only for the answers saved since: ``analysis._common.spliced``). Read it,
+    never change it in place."""
+    found = frames.memo.get("match_theme_presence")
+    if found is None:
+        answers = humans(people(frames, KIND))
+
+        def make(ids: pd.Series) -> pd.DataFrame:
+            return theme_presence(answers[answers.answer_id.isin(ids)], frames)
+
+        found = spliced(frames, "match_theme_presence", answers.answer_id, make)
+        if found is None:
+            found = theme_presence(answers, frames)
+        frames.memo["match_theme_presence"] = found
     return found
 
 
@@ -305,7 +332,16 @@ def theme_recall_counts(frames: StudyFrames) -> pd.DataFrame:
     once per frames and summed per group by :func:`per_theme_recall`."""
     found = frames.memo.get("match_theme_recall")
     if found is None:
-        found = _recall_counts(frames.match_decisions, frames.sentence_themes)
+        decisions, labels = frames.match_decisions, frames.sentence_themes
+
+        def make(ids: pd.Series) -> pd.DataFrame:
+            mine = labels[labels.answer_id.isin(ids)]
+            return _recall_counts(decisions[decisions.answer_id.isin(ids)], mine)
+
+        answer_ids = pd.Series(np.unique(labels.answer_id.to_numpy()))
+        found = spliced(frames, "match_theme_recall", answer_ids, make)
+        if found is None:
+            found = _recall_counts(decisions, labels)
         frames.memo["match_theme_recall"] = found
     return found
 
@@ -597,7 +633,7 @@ def analyse(
     if people_answers.empty:
         return jsonable({**answer_counts(people_answers), **_empty(answers, s)})
     pairs = _with_labels(people_pair_counts(frames), people_answers, frames)
-    presence = theme_presence(people_answers, frames)
+    presence = people_theme_presence(frames)
     kinds = frames.responses.set_index("response_id").author_kind
     drafts = pairs[
         ~(

@@ -159,7 +159,7 @@ class LiveReport:
         filtered = choice.apply(change.frames) if choice.active else change.frames
         last, self._last_frames = self._last_frames, filtered
         if last is not None and not change.full and not choice.active and last is not filtered:
-            carry_memo(last, filtered, change.changed_kinds)  # what the kept answers made
+            carry_memo(last, filtered, change.changed_kinds, change.reread)  # kept answers
         timings = {"read": time.perf_counter() - started}
         recomputed = [k for k in KINDS if k in self._stale or k in self._stale_pieces]
         for kind in recomputed:  # one at a time: a cancel keeps the results done before it

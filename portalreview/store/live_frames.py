@@ -174,6 +174,9 @@ class FrameChange:
     seconds: float
     #: What ``refresh(..., first=...)`` returned, read in the same snapshot as the frames.
     first: Any = None
+    #: The answers re-read incrementally (empty when full): every answer whose rows in any
+    #: frame may differ from the last refresh's; an answer not listed has the same rows.
+    reread: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -241,9 +244,9 @@ class LiveFrames:
                     splice = _Splice(s, self._state, ids, self.include_drafts)
                     state, kinds = splice.run(mark), frozenset(splice.changed_kinds)
             self._state = state
-        n_reread = 0 if ids is None else len(ids)
+        reread = frozenset() if ids is None else frozenset(ids)
         seconds = time.perf_counter() - started
-        return FrameChange(state.frames, ids is None, kinds, n_reread, seconds, before)
+        return FrameChange(state.frames, ids is None, kinds, len(reread), seconds, before, reread)
 
     def _changed_answers(self, s: Session, mark: Mark) -> set[int] | None:
         """The answers to re-read since the last refresh; None: read everything."""

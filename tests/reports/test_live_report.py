@@ -210,3 +210,78 @@ def test_nothing_is_carried_when_the_answers_column_types_changed(demo):
     assert carry_memo(frames, retyped, frozenset({"eppc"})) == 1  # only the sources
     other_units = replace(frames, units=frames.units.copy())
     assert carry_memo(frames, other_units, frozenset({"eppc"})) == 1  # only the sources
+
+
+def _per_answer_tables(frames) -> dict:
+    from portalreview.analysis import match
+
+    return {
+        "match_pair_counts": match.people_pair_counts(frames),
+        "match_theme_recall": match.theme_recall_counts(frames),
+        "match_theme_presence": match.people_theme_presence(frames),
+    }
+
+
+def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, monkeypatch):
+    """After match answers change (a new one, other spans and themes, one taken back to a
+    draft), the per-answer tables (analysis._common.PER_ANSWER) are the last refresh's with
+    only the saved answers' rows made again (analysis._common.spliced): each equals the table
+    made from scratch, row for row and type for type, and the report equals a fresh one."""
+    import random
+
+    import pandas as pd
+
+    from portalreview.analysis import match
+    from tests.store.test_store_live_frames import payload, resave, stored, todo
+
+    svc = StudyService(demo)
+    live = LiveReport(use_cache=False)
+    live.refresh(demo, **SETTINGS)
+    sizes: list[int] = []
+    pair_counts = match.pair_counts
+    monkeypatch.setattr(
+        match, "pair_counts", lambda a, f: sizes.append(len(a)) or pair_counts(a, f)
+    )
+    rng = random.Random(7)
+    first, second = stored(demo, "match", "submitted")[:2]
+    unit, person = todo(demo, "match")
+
+    def new_answer() -> None:
+        svc.save_answer(unit, payload(svc, unit, rng), status="submitted", annotator_id=person)
+
+    def other_spans_and_themes() -> None:
+        resave(svc, first, payload(svc, first[1], rng))
+
+    def back_to_draft() -> None:
+        resave(svc, second, status="draft")
+
+    for write in (new_answer, other_spans_and_themes, back_to_draft):
+        write()
+        sizes.clear()
+        result = live.refresh(demo, **SETTINGS)
+        assert result.change.changed_kinds == {"match"}
+        assert sizes in ([1], [])  # only the saved answer's pair (none when it left)
+        fresh = read_frames(demo)
+        for key, table in _per_answer_tables(result.filtered).items():
+            pd.testing.assert_frame_equal(table, _per_answer_tables(fresh)[key], obj=key)
+        assert result.report == _fresh(demo)
+
+
+def test_a_per_answer_table_is_made_whole_when_its_types_changed(demo):
+    """spliced gives up (None: made from scratch) when the re-read rows' column types are not
+    the old table's, rather than mix two types in one column."""
+    from dataclasses import replace
+
+    import pandas as pd
+
+    from portalreview.analysis._common import spliced
+
+    frames = read_frames(demo)
+    table = frames.match_decisions[["answer_id"]].assign(n=1)
+    ids = pd.Series(sorted(set(table.answer_id.tolist())))
+    later = replace(frames)
+    later.memo[("previous", "t")] = (table, frozenset(ids[:1]))
+    assert spliced(later, "t", ids, lambda i: table[table.answer_id.isin(i)].astype(float)) is None
+    later.memo[("previous", "t")] = (table, frozenset(ids[:1]))
+    same = spliced(later, "t", ids, lambda i: table[table.answer_id.isin(i)])
+    assert same.equals(table.reset_index(drop=True))
