@@ -240,6 +240,7 @@ PER_ANSWER = {
     "match_pair_counts": (("units", "responses"), "match"),
     "match_theme_recall": ((), "match"),
     "match_theme_presence": (("units", "sentences"), "match"),
+    "match_span_columns": ((), "match"),
 }
 
 

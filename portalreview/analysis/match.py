@@ -479,38 +479,102 @@ def _overlap(a: tuple, b: tuple) -> bool:
     return any(max(s1, s2) < min(e1, e2) for s1, e1 in a for s2, e2 in b)
 
 
+def span_columns(frames: StudyFrames) -> pd.DataFrame:
+    """Each match decision's answer, span count, and first span's start and end (-1 without a
+    span), row for row with ``frames.match_decisions``; made once per frames (and, in a live
+    report, only for the answers saved since: ``analysis._common.spliced``)."""
+    found = frames.memo.get("match_span_columns")
+    if found is None:
+        decisions = frames.match_decisions
+
+        def make(ids: pd.Series) -> pd.DataFrame:
+            return _span_columns(decisions[decisions.answer_id.isin(ids)])
+
+        answer_ids = pd.Series(np.unique(decisions.answer_id.to_numpy()))
+        found = spliced(frames, "match_span_columns", answer_ids, make)
+        if found is None:
+            found = _span_columns(decisions)
+        frames.memo["match_span_columns"] = found
+    return found
+
+
+def _span_columns(decisions: pd.DataFrame) -> pd.DataFrame:
+    spans = decisions.spans.tolist()
+    return pd.DataFrame({"answer_id": decisions.answer_id.to_numpy(), **_span_arrays(spans)})
+
+
+def _span_arrays(spans: list[tuple]) -> dict[str, np.ndarray]:
+    return {
+        "n_spans": np.fromiter(map(len, spans), np.int64, len(spans)),
+        "start": np.array([x[0][0] if x else -1 for x in spans], dtype=np.int64),
+        "end": np.array([x[0][1] if x else -1 for x in spans], dtype=np.int64),
+    }
+
+
 def _with_span_columns(decided: pd.DataFrame) -> pd.DataFrame:
     """Decisions with their span count and first span's start and end (``spans``: each
     decision's spans, sorted, as stored)."""
-    spans = decided.spans.tolist()
-    return decided.assign(
-        n_spans=np.fromiter(map(len, spans), np.int64, len(spans)),
-        start=[x[0][0] if x else -1 for x in spans],
-        end=[x[0][1] if x else -1 for x in spans],
+    return decided.assign(**_span_arrays(decided.spans.tolist()))
+
+
+def _decided_by_name(answers: pd.DataFrame, frames: StudyFrames) -> dict[str, pd.DataFrame]:
+    """The decisions of ``answers`` (one row per answer) per annotator: unit, reference
+    sentence, spans and the span columns."""
+    decisions, made = frames.match_decisions, span_columns(frames)
+    row = pd.Index(answers.answer_id).get_indexer(decisions.answer_id)
+    code, names = pd.factorize(answers.annotator)
+    owner = np.where(row >= 0, code[row], -1)
+    decided = pd.DataFrame(
+        {
+            "unit_id": answers.unit_id.to_numpy()[row],
+            "sentence_id": decisions.sentence_id.to_numpy(),
+            "spans": decisions.spans.to_numpy(),
+            **{c: made[c].to_numpy() for c in ("n_spans", "start", "end")},
+        }
     )
+    mine = {name: np.flatnonzero(owner == i) for i, name in enumerate(names)}
+    return {name: decided.take(rows) for name, rows in mine.items() if len(rows)}
 
 
 def _agreement_rows(ref: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
-    """Per (unit, reference sentence) decided by both: the Table 8 indicators (exact = the
-    same merged spans; overlap = a character in common). Two single spans are compared as
-    numbers; a side with several spans is merged first (``_merged``: touching or overlapping
-    spans become one), so several spans that merge into one compare as that one."""
-    both = ref.merge(judged, on=["unit_id", "sentence_id"], suffixes=_SIDES)
-    n_ref, n_got = both.n_spansref.to_numpy(), both.n_spansdraft.to_numpy()
-    ref_match, got_match = n_ref > 0, n_got > 0
-    single = (n_ref == 1) & (n_got == 1)
+    """Per (unit, reference sentence) decided by both: the Table 8 indicators with ``ref`` as
+    the reference (:func:`_agreement_pair`)."""
+    return _agreement_pair(ref, judged)[0]
+
+
+def _agreement_pair(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per (unit, reference sentence) decided by both ``a`` and ``b``: the Table 8 indicators
+    (exact = the same merged spans; overlap = a character in common) with ``a`` as the
+    reference, then with ``b`` as the reference. Exact, overlap and agreement do not depend on
+    which side is the reference, so one join serves both directions. Two single spans are
+    compared as numbers; a side with several spans is merged first (``_merged``: touching or
+    overlapping spans become one), so several spans that merge into one compare as that one."""
+    both = a.merge(b, on=["unit_id", "sentence_id"], suffixes=_SIDES)
+    n_a, n_b = both.n_spansref.to_numpy(), both.n_spansdraft.to_numpy()
+    a_match, b_match = n_a > 0, n_b > 0
+    single = (n_a == 1) & (n_b == 1)
     s1, e1 = both.startref.to_numpy(), both.endref.to_numpy()
     s2, e2 = both.startdraft.to_numpy(), both.enddraft.to_numpy()
     exact = single & (s1 == s2) & (e1 == e2)
     overlap = single & (np.maximum(s1, s2) < np.minimum(e1, e2))
-    several = np.flatnonzero(ref_match & got_match & ~single)
+    several = np.flatnonzero(a_match & b_match & ~single)
     for i in several:
-        a, b = _merged(both.spansref.iat[i]), _merged(both.spansdraft.iat[i])
-        exact[i] = a == b
-        overlap[i] = _overlap(a, b)
+        x, y = _merged(both.spansref.iat[i]), _merged(both.spansdraft.iat[i])
+        exact[i] = x == y
+        overlap[i] = _overlap(x, y)
+    units = both.unit_id
+    return (
+        _indicators(units, a_match, b_match, exact, overlap),
+        _indicators(units, b_match, a_match, exact, overlap),
+    )
+
+
+def _indicators(
+    units: pd.Series, ref_match: np.ndarray, got_match: np.ndarray, exact: Any, overlap: Any
+) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "unit_id": both.unit_id,
+            "unit_id": units,
             "n": 1,
             "same": ref_match == got_match,
             "ref_non_match": ~ref_match,
@@ -546,19 +610,18 @@ def judge_agreement_table(answers: pd.DataFrame, frames: StudyFrames, s: Setting
     """Table 8 measures for every ordered pair (reference annotator, judged annotator) sharing
     match units: people with each other, and each model pseudo-annotator judged against each
     person. The reference's decisions are the denominators (see metrics.judge_agreement)."""
-    decided = frames.match_decisions.merge(
-        answers[["answer_id", "unit_id", "annotator", "is_model"]], on="answer_id"
-    )
-    decided = _with_span_columns(decided)
-    columns = ["unit_id", "sentence_id", "spans", "n_spans", "start", "end"]
-    by_name = {name: group[columns] for name, group in decided.groupby("annotator")}
+    by_name = _decided_by_name(answers, frames)
     people_names = ordered_names(humans(answers).annotator)
     model_names = ordered_names(models(answers).annotator)
     pairs = list(itertools.permutations(people_names, 2))
     pairs += [(p, m) for m in model_names for p in people_names]
-    out = []
+    out, other_way = [], {}
     for ref_name, judged_name in pairs:
-        rows = _agreement_rows(by_name[ref_name], by_name[judged_name])
+        rows = other_way.pop((ref_name, judged_name), None)
+        if rows is None:
+            rows, other_way[judged_name, ref_name] = _agreement_pair(
+                by_name[ref_name], by_name[judged_name]
+            )
         if rows.empty:
             continue
         entry = {

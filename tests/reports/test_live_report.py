@@ -219,6 +219,7 @@ def _per_answer_tables(frames) -> dict:
         "match_pair_counts": match.people_pair_counts(frames),
         "match_theme_recall": match.theme_recall_counts(frames),
         "match_theme_presence": match.people_theme_presence(frames),
+        "match_span_columns": match.span_columns(frames),
     }
 
 
@@ -231,7 +232,7 @@ def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, monke
 
     import pandas as pd
 
-    from portalreview.analysis import match
+    from portalreview.analysis import _common, match
     from tests.store.test_store_live_frames import payload, resave, stored, todo
 
     svc = StudyService(demo)
@@ -262,7 +263,9 @@ def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, monke
         assert result.change.changed_kinds == {"match"}
         assert sizes in ([1], [])  # only the saved answer's pair (none when it left)
         fresh = read_frames(demo)
-        for key, table in _per_answer_tables(result.filtered).items():
+        tables = _per_answer_tables(result.filtered)
+        assert set(tables) == set(_common.PER_ANSWER)
+        for key, table in tables.items():
             pd.testing.assert_frame_equal(table, _per_answer_tables(fresh)[key], obj=key)
         assert result.report == _fresh(demo)
 
