@@ -234,13 +234,15 @@ def sources_of(frames: StudyFrames) -> pd.Series:
 
 
 #: Memo entries made of rows per answer (every row of an answer made from that answer's rows
-#: alone), which :func:`carry_memo` hands on for :func:`spliced`: the key, the frames besides
-#: the answers' own that they are made from, and the kind of answers they read.
+#: alone), which :func:`carry_memo` hands on for :func:`spliced`. Per key (a memo key, or the
+#: first item of a tuple key): the frames other than the answers' that they are made from,
+#: the frames of the answers' own detail rows, and the kind of answers they read.
 PER_ANSWER = {
-    "match_pair_counts": (("units", "responses"), "match"),
-    "match_theme_recall": ((), "match"),
-    "match_theme_presence": (("units", "sentences"), "match"),
-    "match_span_columns": ((), "match"),
+    "match_pair_counts": (("units", "responses"), ("match_decisions",), "match"),
+    "match_theme_recall": ((), ("match_decisions", "sentence_themes"), "match"),
+    "match_theme_presence": (("units", "sentences"), ("sentence_themes",), "match"),
+    "match_span_columns": ((), ("match_decisions",), "match"),
+    "respond_composed_texts": ((), ("respond_answers", "respond_parts"), "respond"),
 }
 
 
@@ -260,10 +262,11 @@ def carry_memo(
     it reads changed:
 
     * ``("people", kind)``: that kind's rows of ``answers`` (``kind`` not changed) and
-      ``units`` (merged, so the rows' positions in ``answers`` do not matter);
+      ``units`` (merged, so the rows' positions in ``answers`` do not matter); the same for
+      ``("people_counts", kind)``, counted from it (``reports.json_report``);
     * ``"sources"``: ``responses``;
-    * the :data:`PER_ANSWER` tables: the match rows of ``answers`` and the frames listed
-      there, with ``match_decisions`` and ``sentence_themes``.
+    * the :data:`PER_ANSWER` tables: their kind's rows of ``answers`` and the frames listed
+      there.
 
     A :data:`PER_ANSWER` table whose answers changed, but nothing else it is made from, is
     handed on as ``("previous", key)``: (the old table, ``reread``), for :func:`spliced`.
@@ -274,17 +277,16 @@ def carry_memo(
     kind's answer can turn it).
     """
     same_types = old.answers.dtypes.equals(new.answers.dtypes)
-    answer_rows = ("match_decisions", "sentence_themes")
     copied = 0
     for key, value in old.memo.items():
         if key in new.memo:
             continue
-        if isinstance(key, tuple) and key[0] == "people":
+        if isinstance(key, tuple) and key[0] in ("people", "people_counts"):
             frames_used, kind = ("units",), key[1]
         elif key == "sources":
             frames_used, kind = ("responses",), None
-        elif key in PER_ANSWER:
-            frames_used, kind = PER_ANSWER[key]
+        elif _per_answer(key) is not None:
+            frames_used, answer_rows, kind = _per_answer(key)
             if not same_types or not _same(old, new, frames_used):
                 continue
             if kind in changed_kinds or not _same(old, new, answer_rows):
@@ -303,11 +305,18 @@ def carry_memo(
     return copied
 
 
+def _per_answer(key: Any) -> tuple | None:
+    name = key[0] if isinstance(key, tuple) and key else key
+    return PER_ANSWER.get(name) if isinstance(name, str) else None
+
+
 def _same(old: StudyFrames, new: StudyFrames, names: tuple[str, ...]) -> bool:
     return all(getattr(old, name) is getattr(new, name) for name in names)
 
 
-def spliced(frames: StudyFrames, key: str, answer_ids: pd.Series, make: Any) -> pd.DataFrame | None:
+def spliced(
+    frames: StudyFrames, key: str | tuple, answer_ids: pd.Series, make: Any
+) -> pd.DataFrame | None:
     """The :data:`PER_ANSWER` table ``key`` of the frames that ``frames`` were refreshed from,
     brought up to date (None where :func:`carry_memo` left none, or the types differ).
 

@@ -36,6 +36,7 @@ from portalreview.analysis._common import (
     jsonable,
     people,
     safe_ratio,
+    spliced,
 )
 from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
@@ -138,6 +139,26 @@ def theme_iaa(guided: pd.DataFrame, table: pd.DataFrame, themes: list[str], s: S
 # --------------------------------------------------------------------------------------------
 # Table 11 (TF-IDF cosine stand-in)
 # --------------------------------------------------------------------------------------------
+
+
+def people_composed_texts(frames: StudyFrames, themes: list[str]) -> pd.Series:
+    """:func:`composed_texts` of the people's respond answers (``respond_answers``), made once
+    per frames and themes (and, in a live report, only for the answers saved since:
+    ``analysis._common.spliced``)."""
+    key = ("respond_composed_texts", tuple(themes))
+    found = frames.memo.get(key)
+    if found is None:
+        answers = respond_answers(frames)
+
+        def make(ids: pd.Series) -> pd.DataFrame:
+            mine = composed_texts(answers[answers.answer_id.isin(ids)], frames, themes)
+            return pd.DataFrame({"answer_id": mine.index, "text": mine.to_numpy()})
+
+        found = spliced(frames, key, answers.answer_id, make)
+        if found is None:
+            found = make(answers.answer_id)
+        frames.memo[key] = found
+    return pd.Series(found.text.to_numpy(), index=found.answer_id.to_numpy())
 
 
 def composed_texts(answers: pd.DataFrame, frames: StudyFrames, themes: list[str]) -> pd.Series:
@@ -390,7 +411,7 @@ def analyse(
         return jsonable({**answer_counts(answers), **EMPTY})
     guided = answers[answers["mode"] == "theme_guided"]
     table = theme_counts(answers, frames, themes)
-    texts = composed_texts(answers, frames, themes)
+    texts = people_composed_texts(frames, themes)
     modes = answers["mode"].value_counts()
     return jsonable(
         {

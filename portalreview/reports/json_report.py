@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 
 from portalreview import __version__
 from portalreview.analysis import KINDS, analyse_all
-from portalreview.analysis._common import CONFIDENCE, jsonable
+from portalreview.analysis._common import CONFIDENCE, jsonable, people
 from portalreview.domain.catalogs import Catalogs
 from portalreview.reports import report_cache
 from portalreview.store.backends import AnyProject, open_project
@@ -55,26 +55,61 @@ def _study(project: Project, frames: StudyFrames) -> dict[str, Any]:
     with project.read() as s:
         n_cases = s.scalar(select(func.count()).select_from(Case))
         n_responses = s.scalar(select(func.count()).select_from(Response))
-    answers = frames.answers
-    per_person = answers.groupby(["annotator", "is_model"]).size().reset_index(name="n")
-    per_kind = answers.groupby(["kind", "is_gold"]).size()
+    per_person, per_kind = _answer_counts(frames)
     kinds = frames.units.kind.value_counts()
     return {
         "n_cases": n_cases,
         "n_responses": n_responses,
         "annotators": [
-            {"name": r.annotator, "is_model": bool(r.is_model), "n_answers": r.n}
-            for r in per_person.itertuples()
+            {"name": name, "is_model": bool(is_model), "n_answers": n}
+            for (name, is_model), n in sorted(per_person.items())
         ],
         "kinds": {
             kind: {
                 "n_units": int(kinds.get(kind, 0)),
-                "n_answers": int(per_kind.get((kind, False), 0)),
-                "n_gold_answers": int(per_kind.get((kind, True), 0)),
+                "n_answers": per_kind.get((kind, False), 0),
+                "n_gold_answers": per_kind.get((kind, True), 0),
             }
             for kind in ("respond", "match", "rank", "urgency", "eppc", "empathy", "facts")
         },
     }
+
+
+def _answer_counts(frames: StudyFrames) -> tuple[dict[tuple, int], dict[tuple, int]]:
+    """Answers per (annotator, is_model) and per (kind, is_gold), counted kind by kind on each
+    kind's answers (``analysis._common.people``: made once per frames, and a live report
+    carries the kinds that did not change), not by grouping every answer by two text columns
+    again at each refresh."""
+    per_person: dict[tuple, int] = {}
+    per_kind: dict[tuple, int] = {}
+    counted = 0
+    for kind in KINDS:
+        n, gold, who = _kind_counts(frames, kind)
+        counted += n
+        for key, count in who.items():
+            per_person[key] = per_person.get(key, 0) + count
+        per_kind[kind, True], per_kind[kind, False] = gold, n - gold
+    if counted != len(frames.answers):  # answers of a kind no analysis reads
+        answers = frames.answers
+        who = answers.groupby(["annotator", "is_model"]).size()
+        per_person = dict(zip(who.index.tolist(), who.tolist(), strict=True))
+        grouped = answers.groupby(["kind", "is_gold"]).size()
+        per_kind = dict(zip(grouped.index.tolist(), grouped.tolist(), strict=True))
+    return per_person, per_kind
+
+
+def _kind_counts(frames: StudyFrames, kind: str) -> tuple[int, int, dict[tuple, int]]:
+    """A kind's answers, gold answers, and answers per (annotator, is_model); once per frames
+    (``analysis._common.carry_memo`` carries it, as the kind's ``people``)."""
+    key = ("people_counts", kind)
+    found = frames.memo.get(key)
+    if found is None:
+        answers = people(frames, kind)
+        who = answers.groupby(["annotator", "is_model"]).size()
+        gold = int(answers.is_gold.astype(bool).sum())
+        found = len(answers), gold, dict(zip(who.index.tolist(), who.tolist(), strict=True))
+        frames.memo[key] = found
+    return found
 
 
 def read_project_catalogs(project: Project) -> Catalogs:

@@ -212,61 +212,67 @@ def test_nothing_is_carried_when_the_answers_column_types_changed(demo):
     assert carry_memo(frames, other_units, frozenset({"eppc"})) == 1  # only the sources
 
 
-def _per_answer_tables(frames) -> dict:
-    from portalreview.analysis import match
+def _per_answer_tables(frames, project) -> dict:
+    """Every :data:`analysis._common.PER_ANSWER` table of ``frames``, by its key's name."""
+    from portalreview.analysis import match, respond
+    from portalreview.reports.json_report import read_project_catalogs
 
+    themes = [t.id for t in read_project_catalogs(project).themes]
+    texts = respond.people_composed_texts(frames, themes)
     return {
         "match_pair_counts": match.people_pair_counts(frames),
         "match_theme_recall": match.theme_recall_counts(frames),
         "match_theme_presence": match.people_theme_presence(frames),
         "match_span_columns": match.span_columns(frames),
+        "respond_composed_texts": texts.rename_axis("answer_id").reset_index(name="text"),
     }
 
 
-def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, monkeypatch):
-    """After match answers change (a new one, other spans and themes, one taken back to a
-    draft), the per-answer tables (analysis._common.PER_ANSWER) are the last refresh's with
-    only the saved answers' rows made again (analysis._common.spliced): each equals the table
-    made from scratch, row for row and type for type, and the report equals a fresh one."""
+@pytest.mark.parametrize("kind", ["match", "respond"])
+def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, kind, monkeypatch):
+    """After answers of a kind change (a new one, another answer saved over one, one taken
+    back to a draft), its per-answer tables (analysis._common.PER_ANSWER) are the last
+    refresh's with only the saved answers' rows made again (analysis._common.spliced): each
+    equals the table made from scratch, row for row and type for type, and the report equals
+    a fresh one."""
     import random
 
     import pandas as pd
 
-    from portalreview.analysis import _common, match
+    from portalreview.analysis import _common, match, respond
     from tests.store.test_store_live_frames import payload, resave, stored, todo
 
     svc = StudyService(demo)
     live = LiveReport(use_cache=False)
     live.refresh(demo, **SETTINGS)
     sizes: list[int] = []
-    pair_counts = match.pair_counts
-    monkeypatch.setattr(
-        match, "pair_counts", lambda a, f: sizes.append(len(a)) or pair_counts(a, f)
-    )
+    module, name = (match, "pair_counts") if kind == "match" else (respond, "composed_texts")
+    made = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda a, *rest: sizes.append(len(a)) or made(a, *rest))
     rng = random.Random(7)
-    first, second = stored(demo, "match", "submitted")[:2]
-    unit, person = todo(demo, "match")
+    first, second = stored(demo, kind, "submitted")[:2]
+    unit, person = todo(demo, kind)
 
     def new_answer() -> None:
         svc.save_answer(unit, payload(svc, unit, rng), status="submitted", annotator_id=person)
 
-    def other_spans_and_themes() -> None:
+    def another_answer() -> None:
         resave(svc, first, payload(svc, first[1], rng))
 
     def back_to_draft() -> None:
         resave(svc, second, status="draft")
 
-    for write in (new_answer, other_spans_and_themes, back_to_draft):
+    for write in (new_answer, another_answer, back_to_draft):
         write()
         sizes.clear()
         result = live.refresh(demo, **SETTINGS)
-        assert result.change.changed_kinds == {"match"}
-        assert sizes in ([1], [])  # only the saved answer's pair (none when it left)
-        fresh = read_frames(demo)
-        tables = _per_answer_tables(result.filtered)
+        assert result.change.changed_kinds == {kind}
+        assert sizes in ([1], [])  # only the saved answer's rows (none when it left)
+        tables = _per_answer_tables(result.filtered, demo)
         assert set(tables) == set(_common.PER_ANSWER)
+        fresh = _per_answer_tables(read_frames(demo), demo)
         for key, table in tables.items():
-            pd.testing.assert_frame_equal(table, _per_answer_tables(fresh)[key], obj=key)
+            pd.testing.assert_frame_equal(table, fresh[key], obj=key)
         assert result.report == _fresh(demo)
 
 
