@@ -264,7 +264,8 @@ def carry_memo(
     * ``("people", kind)``: that kind's rows of ``answers`` (``kind`` not changed) and
       ``units`` (merged, so the rows' positions in ``answers`` do not matter); the same for
       ``("people_counts", kind)``, counted from it (``reports.json_report``);
-    * ``"sources"``: ``responses``;
+    * the :data:`_NO_ANSWERS` entries (``"sources"``, ``"eppc_batches"``): the frames listed
+      there;
     * the :data:`PER_ANSWER` tables: their kind's rows of ``answers`` and the frames listed
       there.
 
@@ -283,8 +284,8 @@ def carry_memo(
             continue
         if isinstance(key, tuple) and key[0] in ("people", "people_counts"):
             frames_used, kind = ("units",), key[1]
-        elif key == "sources":
-            frames_used, kind = ("responses",), None
+        elif key in _NO_ANSWERS:
+            frames_used, kind = _NO_ANSWERS[key], None
         elif _per_answer(key) is not None:
             frames_used, answer_rows, kind = _per_answer(key)
             if not same_types or not _same(old, new, frames_used):
@@ -303,6 +304,10 @@ def carry_memo(
             new.memo[key] = value
             copied += 1
     return copied
+
+
+#: Memo entries made from no answer: the frames each is made from.
+_NO_ANSWERS = {"sources": ("responses",), "eppc_batches": ("units",)}
 
 
 def _per_answer(key: Any) -> tuple | None:

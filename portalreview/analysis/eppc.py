@@ -19,6 +19,7 @@ the same sentence's gold spans, whatever their labels.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ from portalreview.analysis._bootstrap import (
     presence_alpha_blocks,
 )
 from portalreview.analysis._common import (
+    JsonRows,
     Settings,
     answer_counts,
     answered_units,
@@ -356,9 +358,10 @@ def between_annotators(c: Coding, coders: list[str], codes: list[str], s: Settin
 
 
 def presence(mine: pd.DataFrame, units: pd.Index, codes: list[str]) -> np.ndarray:
-    """Units x codes 0/1 table of one coder's label rows ``mine`` on ``units``."""
+    """Units x codes 0/1 table of one coder's label rows ``mine`` (``label_rows`` made with
+    ``codes``) on ``units``."""
     r = units.get_indexer(mine.unit_id)
-    c = pd.Index(codes).get_indexer(mine.code)
+    c = mine.code_id.to_numpy()  # label_rows: the code's position in ``codes``, -1 if none
     keep = (r >= 0) & (c >= 0)
     table = np.zeros((len(units), len(codes)))
     table[r[keep], c[keep]] = 1.0
@@ -368,11 +371,20 @@ def presence(mine: pd.DataFrame, units: pd.Index, codes: list[str]) -> np.ndarra
 def batches(frames: StudyFrames, units: pd.Index) -> pd.DataFrame:
     """Each unit's batch, in unit order: ``units.batch`` when set, else blocks of 50 units by
     position within the unit set ("#1" = positions 0-49)."""
-    info = frames.units.set_index("unit_id").loc[units, ["unit_set", "position", "batch"]]
+    every = frames.memo.get("eppc_batches")  # every unit's, once per frames
+    if every is None:
+        every = frames.memo["eppc_batches"] = _batches(frames.units.set_index("unit_id"))
+    return every[every.index.isin(units)]
+
+
+def _batches(info: pd.DataFrame) -> pd.DataFrame:
+    """The units ``info`` (indexed by unit id) with their batch ``label``, sorted by unit set
+    and position (units of one set have distinct positions, so the order is one)."""
+    info = info[["unit_set", "position", "batch"]]
     label = info.batch.fillna("").astype(str)
     fallback = "#" + (info.position // BATCH_SIZE + 1).astype(str)
     info = info.assign(label=label.where(label != "", fallback))
-    return info.sort_values(["unit_set", "position"])
+    return info.sort_values(["unit_set", "position"], kind="stable")
 
 
 def _batch_sums(
@@ -403,27 +415,32 @@ def _kappa_batches(
     """Per batch: Cohen's kappa pooled over the batch's (unit, code) items, and per code over
     the batch's units with each coder's yes count (no CI: a batch is small)."""
     keys, sizes, sums = _batch_sums(info, blocks, units)
-    pooled = kappa_statistic({k: v.sum(axis=1) for k, v in sums.items()})
+    pooled = _finite(kappa_statistic({k: v.sum(axis=1) for k, v in sums.items()}))
     per_code = kappa_statistic(sums)
     yes_a, yes_b = sums["n10"] + sums["n11"], sums["n01"] + sums["n11"]
-    return [
+    # Made JSON-ready here (Python numbers, None for an undefined kappa): a large study has
+    # thousands of batch x code entries, too many to walk again in ``jsonable``.
+    kappas = [_finite(row) for row in np.asarray(per_code, dtype=float).tolist()]
+    counts_a = yes_a.astype(np.int64).tolist()
+    counts_b = yes_b.astype(np.int64).tolist()
+    return JsonRows(
         {
-            "unit_set": unit_set,
-            "batch": label,
+            "unit_set": jsonable(unit_set),
+            "batch": jsonable(label),
             "n_units": int(sizes[j]),
             "kappa": pooled[j],
             "per_code": [
-                {
-                    "code": code,
-                    "n_yes_a": int(yes_a[j, i]),
-                    "n_yes_b": int(yes_b[j, i]),
-                    "kappa": per_code[j, i],
-                }
-                for i, code in enumerate(codes)
+                {"code": code, "n_yes_a": a, "n_yes_b": b, "kappa": k}
+                for code, a, b, k in zip(codes, counts_a[j], counts_b[j], kappas[j], strict=True)
             ],
         }
         for j, (unit_set, label) in enumerate(keys)
-    ]
+    )
+
+
+def _finite(values: Any) -> list[float | None]:
+    """Python floats, None where not finite (as :func:`jsonable` makes them)."""
+    return [v if math.isfinite(v) else None for v in np.asarray(values, dtype=float).tolist()]
 
 
 def _pooled(stat):
