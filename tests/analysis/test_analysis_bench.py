@@ -40,3 +40,17 @@ def test_builder_writes_a_valid_study_and_the_report_runs(tmp_path):
         assert report[kind]["n_annotators"] == 4, kind
     assert len(report["urgency"]["inboxes"]) == 1
     json.dumps(report, allow_nan=False)
+
+
+def test_the_benchmark_runs_and_holds_its_figures_against_the_aims(tmp_path, capsys):
+    """The whole benchmark on a tiny study: every line it prints is there, the live refresh
+    after one saved answer of each kind, and the aims line naming the slowest of them."""
+    bench = _bench()
+    bench.main(["--sizes", "30", "--n-resamples", "20", "--keep", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "30 cases, n_resamples=20: reading frames" in out
+    for kind in ("respond", "match", "rank", "urgency", "eppc", "empathy", "facts"):
+        assert f"one {kind} answer saved" in out
+    aims = [line for line in out.splitlines() if "aims at 30 cases" in line]
+    assert len(aims) == 1 and "against 2.0 s" in aims[0] and "against 0.5 s" in aims[0]
+    assert "answer saved)" in aims[0]
