@@ -319,6 +319,18 @@ def _same(old: StudyFrames, new: StudyFrames, names: tuple[str, ...]) -> bool:
     return all(getattr(old, name) is getattr(new, name) for name in names)
 
 
+def spliced_or_whole(
+    frames: StudyFrames, key: str | tuple, answer_ids: pd.Series, make: Any
+) -> pd.DataFrame:
+    """The :data:`PER_ANSWER` table ``key`` of ``frames``, kept in its memo: :func:`spliced`
+    from the last refresh's where there is one, else ``make(answer_ids)``, every answer's."""
+    found = spliced(frames, key, answer_ids, make)
+    if found is None:
+        found = make(answer_ids)
+    frames.memo[key] = found
+    return found
+
+
 def spliced(
     frames: StudyFrames, key: str | tuple, answer_ids: pd.Series, make: Any
 ) -> pd.DataFrame | None:

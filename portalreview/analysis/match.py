@@ -17,6 +17,7 @@ theme of every sentence on both sides. From these answers:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping
 from typing import Any
@@ -39,7 +40,7 @@ from portalreview.analysis._common import (
     records,
     safe_ratio,
     sources_of,
-    spliced,
+    spliced_or_whole,
 )
 from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
@@ -180,36 +181,30 @@ def people_pair_counts(frames: StudyFrames) -> pd.DataFrame:
     """:func:`pair_counts` of the people's match answers, made once per frames: the match
     tables and the editing load's Edit-F1 estimate (``analysis.editing``) share it. Read it,
     never change it in place."""
-    found = frames.memo.get("match_pair_counts")
-    if found is None:
-        answers = humans(people(frames, KIND))
-
-        def make(ids: pd.Series) -> pd.DataFrame:
-            return pair_counts(answers[answers.answer_id.isin(ids)], frames)
-
-        found = spliced(frames, "match_pair_counts", answers.answer_id, make)
-        if found is None:
-            found = pair_counts(answers, frames)
-        frames.memo["match_pair_counts"] = found
-    return found
+    return _people_table(frames, "match_pair_counts", pair_counts)
 
 
 def people_theme_presence(frames: StudyFrames) -> pd.DataFrame:
-    """:func:`theme_presence` of the people's match answers, made once per frames (and, in a
-    live report, only for the answers saved since: ``analysis._common.spliced``). Read it,
+    """:func:`theme_presence` of the people's match answers, made once per frames. Read it,
     never change it in place."""
-    found = frames.memo.get("match_theme_presence")
+    return _people_table(frames, "match_theme_presence", theme_presence)
+
+
+def _people_table(frames: StudyFrames, key: str, table: Any) -> pd.DataFrame:
+    """``table(answers, frames)`` of the people's match answers, kept in the frames' memo
+    under ``key`` (a live report makes only the rows of the answers saved since:
+    ``analysis._common.spliced``)."""
+    found = frames.memo.get(key)
     if found is None:
         answers = humans(people(frames, KIND))
-
-        def make(ids: pd.Series) -> pd.DataFrame:
-            return theme_presence(answers[answers.answer_id.isin(ids)], frames)
-
-        found = spliced(frames, "match_theme_presence", answers.answer_id, make)
-        if found is None:
-            found = theme_presence(answers, frames)
-        frames.memo["match_theme_presence"] = found
+        make = functools.partial(_of_answers, table, answers, frames)
+        found = spliced_or_whole(frames, key, answers.answer_id, make)
     return found
+
+
+def _of_answers(table: Any, answers: pd.DataFrame, frames: StudyFrames, ids: pd.Series):
+    """``table(answers, frames)`` of the answers ``ids`` (every answer: the same rows)."""
+    return table(answers[answers.answer_id.isin(ids)], frames)
 
 
 def theme_presence(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
@@ -334,15 +329,12 @@ def theme_recall_counts(frames: StudyFrames) -> pd.DataFrame:
     if found is None:
         decisions, labels = frames.match_decisions, frames.sentence_themes
 
-        def make(ids: pd.Series) -> pd.DataFrame:
+        def make(ids: pd.Series) -> pd.DataFrame:  # every answer with a label: all rows
             mine = labels[labels.answer_id.isin(ids)]
             return _recall_counts(decisions[decisions.answer_id.isin(ids)], mine)
 
         answer_ids = pd.Series(np.unique(labels.answer_id.to_numpy()))
-        found = spliced(frames, "match_theme_recall", answer_ids, make)
-        if found is None:
-            found = _recall_counts(decisions, labels)
-        frames.memo["match_theme_recall"] = found
+        found = spliced_or_whole(frames, "match_theme_recall", answer_ids, make)
     return found
 
 
@@ -491,10 +483,7 @@ def span_columns(frames: StudyFrames) -> pd.DataFrame:
             return _span_columns(decisions[decisions.answer_id.isin(ids)])
 
         answer_ids = pd.Series(np.unique(decisions.answer_id.to_numpy()))
-        found = spliced(frames, "match_span_columns", answer_ids, make)
-        if found is None:
-            found = _span_columns(decisions)
-        frames.memo["match_span_columns"] = found
+        found = spliced_or_whole(frames, "match_span_columns", answer_ids, make)
     return found
 
 

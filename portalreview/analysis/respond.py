@@ -36,7 +36,7 @@ from portalreview.analysis._common import (
     jsonable,
     people,
     safe_ratio,
-    spliced,
+    spliced_or_whole,
 )
 from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
@@ -154,10 +154,7 @@ def people_composed_texts(frames: StudyFrames, themes: list[str]) -> pd.Series:
             mine = composed_texts(answers[answers.answer_id.isin(ids)], frames, themes)
             return pd.DataFrame({"answer_id": mine.index, "text": mine.to_numpy()})
 
-        found = spliced(frames, key, answers.answer_id, make)
-        if found is None:
-            found = make(answers.answer_id)
-        frames.memo[key] = found
+        found = spliced_or_whole(frames, key, answers.answer_id, make)
     return pd.Series(found.text.to_numpy(), index=found.answer_id.to_numpy())
 
 
