@@ -266,6 +266,8 @@ def carry_memo(
       ``("people_counts", kind)``, counted from it (``reports.json_report``);
     * the :data:`_NO_ANSWERS` entries (``"sources"``, ``"eppc_batches"``): the frames listed
       there;
+    * ``"eppc_evidence"`` (``analysis.eppc.EvidenceTexts``): always, while not too large (it
+      holds evidence texts and what was decided of them, whatever frames they came from);
     * the :data:`PER_ANSWER` tables: their kind's rows of ``answers`` and the frames listed
       there.
 
@@ -286,6 +288,11 @@ def carry_memo(
             frames_used, kind = ("units",), key[1]
         elif key in _NO_ANSWERS:
             frames_used, kind = _NO_ANSWERS[key], None
+        elif key == "eppc_evidence":  # texts and decisions by content: valid for any frames
+            if len(value) < value.MAX_TEXTS:
+                new.memo[key] = value
+                copied += 1
+            continue
         elif _per_answer(key) is not None:
             frames_used, answer_rows, kind = _per_answer(key)
             if not same_types or not _same(old, new, frames_used):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,8 +74,8 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
         else " ".join(text[a:b] for a, b in spans)
         for text, spans in zip(sentence.tolist(), labels.spans.tolist(), strict=True)
     ]
-    evidence_id, distinct = pd.factorize(pd.Series(evidence, dtype=object))
-    tokens = _tokens_of(distinct.tolist())  # each distinct evidence text once
+    numbering = evidence_texts(frames)
+    evidence_id = numbering.numbered(evidence)
     subcode = labels.subcode.fillna("").astype(str)
     # The (code, subcode) pairs numbered as they are first met: each part numbered on its own,
     # the pair of numbers numbered again (the pairs of numbers match the pairs of texts).
@@ -90,7 +91,7 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
             "evidence": evidence,
             "has_evidence": [text != "" for text in evidence],
             "evidence_id": evidence_id,
-            "tokens": [tokens[i] for i in evidence_id],
+            "tokens": numbering.tokens_of(evidence_id),
             "code_id": pd.Index(codes).get_indexer(labels.code),
             "pair_id": pair_id,
         }
@@ -181,12 +182,16 @@ class RelaxedMatcher:
     (``label_rows``' ``evidence_id``), each distinct pair decided once for the whole analysis
     (every comparison of two coders meets mostly the same pairs of texts)."""
 
-    def __init__(self, rows: pd.DataFrame) -> None:
-        ids, first = np.unique(rows.evidence_id.to_numpy(), return_index=True)
-        self.tokens = dict(zip(ids.tolist(), rows.tokens.to_numpy()[first].tolist(), strict=True))
+    def __init__(self, rows: pd.DataFrame | None = None) -> None:
+        self.tokens: dict[int, frozenset[str]] = {}
+        if rows is not None:
+            ids, first = np.unique(rows.evidence_id.to_numpy(), return_index=True)
+            tokens = rows.tokens.to_numpy()[first].tolist()
+            self.tokens = dict(zip(ids.tolist(), tokens, strict=True))
         # Pairs decided so far: their keys (sorted) and decisions, looked up with numpy.
         self._keys = np.zeros(0, dtype=np.int64)
         self._decided = np.zeros(0, dtype=bool)
+        self._lock = threading.RLock()
 
     def _decide(self, key: int) -> bool:
         predicted, gold = key >> 32, key & 0xFFFFFFFF
@@ -196,6 +201,10 @@ class RelaxedMatcher:
 
     def __call__(self, predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
         """Whether each (predicted, gold) evidence pair matches."""
+        with self._lock:
+            return self._matches(predicted, gold)
+
+    def _matches(self, predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
         keys = predicted.astype(np.int64) * (1 << 32) + gold.astype(np.int64)
         distinct, inverse = np.unique(keys, return_inverse=True)
         where = np.searchsorted(self._keys, distinct)
@@ -209,6 +218,52 @@ class RelaxedMatcher:
             self._decided = np.concatenate([self._decided, decided])[order]
             where = np.searchsorted(self._keys, distinct)
         return self._decided[where][inverse.reshape(-1)]
+
+
+class EvidenceTexts(RelaxedMatcher):
+    """The evidence texts of a study's label rows numbered as first met (``label_rows``'
+    ``evidence_id``), with their token sets, and the relaxed match of each pair of them
+    decided so far (:class:`RelaxedMatcher`). One lives in a frames' memo
+    (:func:`evidence_texts`), and a live report carries it to the next refresh's frames
+    (``analysis._common.carry_memo``), numbers and decisions alike: a refresh after one eppc
+    answer meets the same texts and pairs again (on 10,000 cases, 38,000 pairs took 0.05 s to
+    decide anew). Numbers stand for texts only within one object; it is carried while it
+    holds fewer than ``MAX_TEXTS`` texts."""
+
+    MAX_TEXTS = 200_000
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ids: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def numbered(self, texts: list[str]) -> np.ndarray:
+        """Each text's number (texts met for the first time numbered in order)."""
+        codes, distinct = pd.factorize(pd.Series(texts, dtype=object))
+        distinct = distinct.tolist()
+        with self._lock:
+            ids = self._ids
+            new = [text for text in distinct if text not in ids]
+            for text, tokens in zip(new, _tokens_of(new), strict=True):
+                self.tokens[len(ids)] = tokens
+                ids[text] = len(ids)
+            numbers = np.array([ids[text] for text in distinct], dtype=np.int64)
+        return numbers[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+
+    def tokens_of(self, numbers: np.ndarray) -> list[frozenset[str]]:
+        """The token set of each numbered text."""
+        tokens = self.tokens
+        return [tokens[i] for i in numbers.tolist()]
+
+
+def evidence_texts(frames: StudyFrames) -> EvidenceTexts:
+    """The frames' :class:`EvidenceTexts` (made on first use)."""
+    found = frames.memo.get("eppc_evidence")
+    if found is None:
+        found = frames.memo.setdefault("eppc_evidence", EvidenceTexts())
+    return found
 
 
 def _with_evidence(rows: pd.DataFrame, units: pd.Index, name: str) -> pd.DataFrame:
@@ -310,10 +365,13 @@ class Coding:
     rows_of: dict[str, pd.DataFrame] = field(default_factory=dict)
     is_model: dict[str, bool] = field(default_factory=dict)
 
-    matcher: RelaxedMatcher = field(init=False)
+    #: Decides the relaxed match of the rows' evidence texts: the :class:`EvidenceTexts` that
+    #: numbered them (``label_rows``), or one made of the rows alone.
+    matcher: RelaxedMatcher | None = None
 
     def __post_init__(self) -> None:
-        self.matcher = RelaxedMatcher(self.rows)
+        if self.matcher is None:
+            self.matcher = RelaxedMatcher(self.rows)
         gold = self.answers.is_gold.astype(bool)
         for name, group in self.answers[~gold].groupby("annotator"):
             self._add(str(name), group)
@@ -532,7 +590,7 @@ def analyse(
     codes = [c.id for c in s.catalogs.eppc_codes]
     if answers.empty:
         return jsonable({**answer_counts(answers), **_empty(codes)})
-    coding = Coding(answers, label_rows(answers, frames, codes))
+    coding = Coding(answers, label_rows(answers, frames, codes), matcher=evidence_texts(frames))
     coders = ordered_names(humans(answers).annotator)
     gold = answers[answers.is_gold.astype(bool)]
     return jsonable(

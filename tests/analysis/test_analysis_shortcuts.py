@@ -120,13 +120,20 @@ def test_edit_f1_estimate_uses_the_match_pairs_as_pair_counts_gives_them(study):
     )
 
 
-def test_relaxed_matcher_decides_each_pair_as_metrics_spans_match(study):
+@pytest.mark.parametrize("made_of", ["rows", "the frames' evidence texts"])
+def test_relaxed_matcher_decides_each_pair_as_metrics_spans_match(study, made_of):
     _, frames = study
     answers = people(frames, "eppc")
     codes = [c.id for c in Settings.of(None, 0, 0).catalogs.eppc_codes]
     rows = eppc.label_rows(answers, frames, codes)
+    numbering = eppc.evidence_texts(frames)
+    again = eppc.label_rows(answers, frames, codes)  # the same texts: the same numbers
+    assert again.evidence_id.tolist() == rows.evidence_id.tolist()
+    assert numbering.tokens_of(rows.evidence_id.to_numpy()) == [
+        metrics.span_tokens(text) for text in rows.evidence.tolist()
+    ]
     rows = rows[rows.has_evidence]
-    matcher = eppc.RelaxedMatcher(rows)
+    matcher = eppc.RelaxedMatcher(rows) if made_of == "rows" else numbering
     texts = dict(zip(rows.evidence_id.tolist(), rows.evidence.tolist(), strict=False))
     ids = np.array(sorted(texts))
     rng = np.random.default_rng(0)

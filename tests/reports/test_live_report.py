@@ -294,3 +294,20 @@ def test_a_per_answer_table_is_made_whole_when_its_types_changed(demo):
     later.memo[("previous", "t")] = (table, frozenset(ids[:1]))
     same = spliced(later, "t", ids, lambda i: table[table.answer_id.isin(i)])
     assert same.equals(table.reset_index(drop=True))
+
+
+def test_the_evidence_texts_and_their_decisions_are_carried(demo):
+    """The eppc evidence texts' numbers and the relaxed-match decisions made of them
+    (analysis.eppc.EvidenceTexts) are carried to the next refresh after an eppc answer; the
+    report equals a fresh one."""
+    live = LiveReport(use_cache=False)
+    first = live.refresh(demo, **SETTINGS)
+    evidence = first.filtered.memo["eppc_evidence"]
+    decided = len(evidence._keys)
+    assert decided > 0 and len(evidence) > 0
+    _flag_one_answer(demo, "eppc")
+    result = live.refresh(demo, **SETTINGS)
+    assert result.recomputed == ("eppc",)
+    assert result.filtered.memo["eppc_evidence"] is evidence
+    assert len(evidence._keys) == decided  # a flag changes no text: no pair to decide again
+    assert result.report == _fresh(demo)
