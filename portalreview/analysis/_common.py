@@ -242,7 +242,9 @@ PER_ANSWER = {
     "match_theme_recall": ((), ("match_decisions", "sentence_themes"), "match"),
     "match_theme_presence": (("units", "sentences"), ("sentence_themes",), "match"),
     "match_span_columns": ((), ("match_decisions",), "match"),
+    "match_pair_records": (("units", "responses"), ("match_decisions",), "match"),
     "respond_composed_texts": ((), ("respond_answers", "respond_parts"), "respond"),
+    "respond_edit_rows": (("responses",), ("respond_answers",), "respond"),
 }
 
 

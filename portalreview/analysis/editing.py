@@ -32,6 +32,7 @@ from portalreview.analysis._common import (
     records,
     safe_ratio,
     sources_of,
+    spliced_or_whole,
 )
 from portalreview.analysis._memo import Memo
 from portalreview.metrics.editing import DraftEdits, draft_edits, with_active_seconds
@@ -51,21 +52,50 @@ EMPTY: dict[str, Any] = {
 
 def edit_rows(edited: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     """One row per edit_draft answer: answer_id, unit_id, annotator, draft_id, source, the
-    word counts and scores of ``metrics.draft_edits`` and active_seconds."""
-    texts = dict(
-        zip(frames.responses.response_id.tolist(), frames.responses.text.tolist(), strict=True)
-    )
+    word counts and scores of ``metrics.draft_edits`` and active_seconds; sorted by unit and
+    annotator."""
+    return _by_unit(_answer_rows(edited, frames))
+
+
+def _by_unit(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.sort_values(["unit_id", "annotator"], kind="stable").reset_index(drop=True)
+
+
+def _kept_edit_rows(edited: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
+    """:func:`edit_rows` of the people's edited answers ``edited``, each answer's row made once
+    per frames (and, in a live report, only for the answers saved since:
+    ``analysis._common.spliced``; a match answer changes none of them)."""
+    found = frames.memo.get("respond_edit_rows")
+    if found is None:
+        found = spliced_or_whole(
+            frames,
+            "respond_edit_rows",
+            edited.answer_id,
+            lambda ids: _answer_rows(edited[edited.answer_id.isin(ids)], frames),
+        )
+    if not np.array_equal(found.answer_id.to_numpy(), edited.answer_id.to_numpy()):
+        found = _answer_rows(edited, frames)  # other answers than the memo's (not kept)
+    return _by_unit(found)
+
+
+def _answer_rows(edited: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
+    """:func:`edit_rows` in the answers' order."""
     drafts = edited.base_response_id.astype(int).tolist()
+    responses = frames.responses
+    where = pd.Index(responses.response_id).get_indexer(drafts)
+    if (where < 0).any():
+        raise KeyError(f"edited drafts not among the responses: {np.asarray(drafts)[where < 0]}")
+    texts = responses.text.to_numpy(dtype=object)[where].tolist()
     pairs = [
-        (texts[draft], final if isinstance(final, str) else "")
-        for draft, final in zip(drafts, edited.final_text.tolist(), strict=True)
+        (text, final if isinstance(final, str) else "")
+        for text, final in zip(texts, edited.final_text.tolist(), strict=True)
     ]
     edits = [
         with_active_seconds(words, float(seconds))
         for words, seconds in zip(_word_edits(pairs), edited.active_seconds.tolist(), strict=True)
     ]
     fields = (*_WORDS, "precision", "recall", "f1", "active_seconds")
-    rows = pd.DataFrame(
+    return pd.DataFrame(
         {
             "answer_id": edited.answer_id.to_numpy(),
             "unit_id": edited.unit_id.to_numpy(),
@@ -75,7 +105,6 @@ def edit_rows(edited: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
             **{f: [getattr(e, f) for e in edits] for f in fields},
         }
     )
-    return rows.sort_values(["unit_id", "annotator"], kind="stable").reset_index(drop=True)
 
 
 #: Word-level edits of a draft into a final text, kept for the process. Why: aligning the
@@ -182,7 +211,7 @@ def editing(answers: pd.DataFrame, frames: StudyFrames, s: Settings) -> dict[str
     edited = answers[answers["mode"] == MODE]
     if edited.empty:
         return dict(EMPTY)
-    rows = edit_rows(edited, frames)
+    rows = _kept_edit_rows(edited, frames)
     return {
         "n_answers": len(rows),
         "pooled": load_figures(rows, s),

@@ -27,6 +27,7 @@ import pandas as pd
 
 from portalreview.analysis._bootstrap import Population
 from portalreview.analysis._common import (
+    JsonRows,
     Settings,
     answer_counts,
     answered_units,
@@ -639,7 +640,27 @@ def _with_labels(pairs: pd.DataFrame, answers: pd.DataFrame, frames: StudyFrames
     )
 
 
-def _pair_records(pairs: pd.DataFrame) -> list[dict]:
+def _pair_records(pairs: pd.DataFrame, frames: StudyFrames) -> JsonRows:
+    """The pairs (one per answer, in answer id order) as JSON-ready rows sorted by unit and
+    annotator; each answer's row made once per frames (and, in a live report, only for the
+    answers saved since: ``analysis._common.spliced``)."""
+    found = frames.memo.get("match_pair_records")
+    if found is None:
+        found = spliced_or_whole(
+            frames,
+            "match_pair_records",
+            pairs.answer_id,
+            lambda ids: _record_table(pairs[pairs.answer_id.isin(ids)]),
+        )
+    if not np.array_equal(found.answer_id.to_numpy(), pairs.answer_id.to_numpy()):
+        found = _record_table(pairs)  # other pairs than the people's (not kept)
+    made = found.record.tolist()
+    order = pairs.reset_index(drop=True).sort_values(["unit_id", "annotator"]).index
+    return JsonRows(made[i] for i in order.tolist())
+
+
+def _record_table(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Each pair's JSON-ready row, beside its answer id, in the pairs' order."""
     columns = [
         "unit_id",
         "unit_set",
@@ -657,7 +678,9 @@ def _pair_records(pairs: pd.DataFrame) -> list[dict]:
     frame = pairs[columns].rename(
         columns={"response_id": "reference_id", "response_b_id": "draft_id"}
     )
-    return records(frame.sort_values(["unit_id", "annotator"]))
+    made = np.empty(len(frame), dtype=object)
+    made[:] = records(frame)
+    return pd.DataFrame({"answer_id": pairs.answer_id.to_numpy(), "record": made})
 
 
 def _empty(answers: pd.DataFrame, s: Settings) -> dict[str, Any]:
@@ -701,6 +724,6 @@ def analyse(
             "by_source": _groups(drafts, presence, frames, ["unit_set", "source"], s),
             "iap": iap(pairs, presence, frames, s),
             "judge_agreement": judge_agreement_table(answers, frames, s),
-            "pairs": _pair_records(pairs),
+            "pairs": _pair_records(pairs, frames),
         }
     )

@@ -225,7 +225,29 @@ def _per_answer_tables(frames, project) -> dict:
         "match_theme_presence": match.people_theme_presence(frames),
         "match_span_columns": match.span_columns(frames),
         "respond_composed_texts": texts.rename_axis("answer_id").reset_index(name="text"),
+        "match_pair_records": _pair_records(frames),
+        "respond_edit_rows": _edit_rows(frames),
     }
+
+
+def _edit_rows(frames):
+    """The table behind respond's editing load (kept in the frames' memo)."""
+    from portalreview.analysis import editing, respond
+
+    answers = respond.respond_answers(frames)
+    editing._kept_edit_rows(answers[answers["mode"] == editing.MODE], frames)
+    return frames.memo["respond_edit_rows"]
+
+
+def _pair_records(frames):
+    """The table behind the match result's ``pairs`` (kept in the frames' memo)."""
+    from portalreview.analysis import _common, match
+
+    answers = _common.humans(_common.people(frames, "match"))
+    match._pair_records(
+        match._with_labels(match.people_pair_counts(frames), answers, frames), frames
+    )
+    return frames.memo["match_pair_records"]
 
 
 @pytest.mark.parametrize("kind", ["match", "respond"])
