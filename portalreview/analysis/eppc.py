@@ -372,15 +372,21 @@ class Coding:
     def __post_init__(self) -> None:
         if self.matcher is None:
             self.matcher = RelaxedMatcher(self.rows)
-        gold = self.answers.is_gold.astype(bool)
-        for name, group in self.answers[~gold].groupby("annotator"):
-            self._add(str(name), group)
-            self.is_model[str(name)] = bool(group.is_model.astype(bool).any())
-        self._add("", self.answers[gold])  # "" = the gold answers
-
-    def _add(self, name: str, answers: pd.DataFrame) -> None:
-        self.units_of[name] = pd.Index(sorted(answers.unit_id.unique()), name="unit_id")
-        self.rows_of[name] = self.rows[self.rows.answer_id.isin(answers.answer_id)]
+        # Each answer's coder as a number (the gold answers last), each label row's by its
+        # answer: one split of the rows, not one look-up of every row per coder.
+        answers = self.answers
+        gold = answers.is_gold.astype(bool).to_numpy()
+        code, names = pd.factorize(answers.annotator.to_numpy(dtype=object)[~gold])
+        coder = np.full(len(answers), len(names), dtype=np.int64)  # "" = the gold answers
+        coder[~gold] = code  # -1: no name, no coder
+        where = pd.Index(answers.answer_id).get_indexer(self.rows.answer_id)
+        row_coder = np.where(where >= 0, coder[where], -2)
+        for i, name in enumerate([*map(str, names), ""]):
+            mine = answers[coder == i]
+            self.units_of[name] = pd.Index(sorted(mine.unit_id.unique()), name="unit_id")
+            self.rows_of[name] = self.rows.take(np.flatnonzero(row_coder == i))
+            if name:
+                self.is_model[name] = bool(mine.is_model.astype(bool).any())
 
     def shared(self, a: str, b: str) -> pd.Index:
         return self.units_of[a].intersection(self.units_of[b])
