@@ -6,6 +6,8 @@ list holds every shortcut of the window's actions."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
@@ -36,11 +38,18 @@ class Keyboard:
             self.check_focus_shown()
 
     def check_focus_shown(self) -> None:
-        """Whatever has the focus is on the screen (not hidden, not scrolled wholly away)."""
+        """Whatever has the focus is on the screen (not hidden, not scrolled wholly away),
+        once the window has laid it out: after a submit the next unit's widgets get their
+        place a moment after they get the focus (on a busy machine, more than the 20 ms a
+        key press waits), so this waits up to a second for it."""
         focused = QApplication.focusWidget()
-        if focused is not None:
-            assert focused.isVisible(), focused
-            assert not focused.visibleRegion().isEmpty(), (focused, focused.objectName())
+        if focused is None:
+            return
+        deadline = time.monotonic() + 1.0
+        while focused.visibleRegion().isEmpty() and time.monotonic() < deadline:
+            QTest.qWait(10)
+        assert focused.isVisible(), focused
+        assert not focused.visibleRegion().isEmpty(), (focused, focused.objectName())
 
     def type(self, text: str) -> None:
         QTest.keyClicks(self.focus(), text)
