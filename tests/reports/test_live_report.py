@@ -333,3 +333,24 @@ def test_the_evidence_texts_and_their_decisions_are_carried(demo):
     assert result.filtered.memo["eppc_evidence"] is evidence
     assert len(evidence._keys) == decided  # a flag changes no text: no pair to decide again
     assert result.report == _fresh(demo)
+
+
+@pytest.mark.parametrize("kind", ["match", "respond", "eppc"])
+def test_drafts_included_the_spliced_tables_follow_a_draft_and_its_submission(demo, kind):
+    """With drafts in the report, a new draft and then its submission are spliced into the
+    per-answer tables like any other save: the report equals a fresh one with drafts."""
+    import random
+
+    from tests.store.test_store_live_frames import payload, todo
+
+    svc = StudyService(demo)
+    live = LiveReport(include_drafts=True, use_cache=False)
+    live.refresh(demo, **SETTINGS)
+    unit, person = todo(demo, kind)
+    answer = payload(svc, unit, random.Random(3))
+    for status in ("draft", "submitted"):
+        svc.save_answer(unit, answer, status=status, annotator_id=person)
+        result = live.refresh(demo, **SETTINGS)
+        assert not result.change.full and result.change.changed_kinds == {kind}
+        fresh = build_report(demo, include_drafts=True, **SETTINGS)
+        assert result.report == fresh
