@@ -31,6 +31,7 @@ from portalreview.ui import dashboard as dashboard_module
 from portalreview.ui.charts import ChartView, HeatMapView
 from portalreview.ui.dashboard import PATH_ROLE, QUICK_RESAMPLES, VALUE_ROLE, Dashboard
 from portalreview.ui.tools import TOOLS
+from tests.reports.test_live_report import _flag_one_answer
 
 PI = "dr_pi"
 COMPUTE_MS = 60_000
@@ -233,14 +234,7 @@ def test_a_dashboard_opened_again_shows_the_kept_figures_at_once(qtbot, demo, pr
     qtbot.waitUntil(lambda: rows_kept() == 8, timeout=COMPUTE_MS)  # written once shown
     window.close_project()
     with Project.open(demo) as project:  # a rank answer saved since, elsewhere
-        svc = StudyService(project)
-        answers = read_frames(project).answers
-        row = answers[(answers.kind == "rank") & ~answers.is_gold.astype(bool)].iloc[0]
-        who = next(a.id for a in svc.annotators() if a.name == row.annotator)
-        view = svc.get_answer(int(row.unit_id), who)
-        svc.save_answer(
-            view.unit_id, view.payload, status="submitted", flagged=True, annotator_id=who
-        )
+        _flag_one_answer(project, "rank")
     release = threading.Event()
     compute = dashboard_module.compute
 
