@@ -340,6 +340,20 @@ def spliced_or_whole(
     return found
 
 
+def one_row_per_answer(
+    frames: StudyFrames, key: str, answer_ids: pd.Series, make: Any
+) -> pd.DataFrame:
+    """A :data:`PER_ANSWER` table with one row per answer, for the answers ``answer_ids``:
+    kept in the frames' memo (:func:`spliced_or_whole`), or, when the memo holds it for other
+    answers, ``make(answer_ids)`` made and not kept."""
+    found = frames.memo.get(key)
+    if found is None:
+        found = spliced_or_whole(frames, key, answer_ids, make)
+    if not np.array_equal(found.answer_id.to_numpy(), answer_ids.to_numpy()):
+        found = make(answer_ids)
+    return found
+
+
 def spliced(
     frames: StudyFrames, key: str | tuple, answer_ids: pd.Series, make: Any
 ) -> pd.DataFrame | None:

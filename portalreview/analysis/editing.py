@@ -28,11 +28,11 @@ from portalreview.analysis import match
 from portalreview.analysis._common import (
     Settings,
     answered_units,
+    one_row_per_answer,
     prf_columns,
     records,
     safe_ratio,
     sources_of,
-    spliced_or_whole,
 )
 from portalreview.analysis._memo import Memo
 from portalreview.metrics.editing import DraftEdits, draft_edits, with_active_seconds
@@ -65,16 +65,11 @@ def _kept_edit_rows(edited: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     """:func:`edit_rows` of the people's edited answers ``edited``, each answer's row made once
     per frames (and, in a live report, only for the answers saved since:
     ``analysis._common.spliced``; a match answer changes none of them)."""
-    found = frames.memo.get("respond_edit_rows")
-    if found is None:
-        found = spliced_or_whole(
-            frames,
-            "respond_edit_rows",
-            edited.answer_id,
-            lambda ids: _answer_rows(edited[edited.answer_id.isin(ids)], frames),
-        )
-    if not np.array_equal(found.answer_id.to_numpy(), edited.answer_id.to_numpy()):
-        found = _answer_rows(edited, frames)  # other answers than the memo's (not kept)
+
+    def make(ids: pd.Series) -> pd.DataFrame:
+        return _answer_rows(edited[edited.answer_id.isin(ids)], frames)
+
+    found = one_row_per_answer(frames, "respond_edit_rows", edited.answer_id, make)
     return _by_unit(found)
 
 

@@ -35,6 +35,7 @@ from portalreview.analysis._common import (
     humans,
     jsonable,
     models,
+    one_row_per_answer,
     ordered_names,
     people,
     prf_columns,
@@ -644,16 +645,11 @@ def _pair_records(pairs: pd.DataFrame, frames: StudyFrames) -> JsonRows:
     """The pairs (one per answer, in answer id order) as JSON-ready rows sorted by unit and
     annotator; each answer's row made once per frames (and, in a live report, only for the
     answers saved since: ``analysis._common.spliced``)."""
-    found = frames.memo.get("match_pair_records")
-    if found is None:
-        found = spliced_or_whole(
-            frames,
-            "match_pair_records",
-            pairs.answer_id,
-            lambda ids: _record_table(pairs[pairs.answer_id.isin(ids)]),
-        )
-    if not np.array_equal(found.answer_id.to_numpy(), pairs.answer_id.to_numpy()):
-        found = _record_table(pairs)  # other pairs than the people's (not kept)
+
+    def make(ids: pd.Series) -> pd.DataFrame:
+        return _record_table(pairs[pairs.answer_id.isin(ids)])
+
+    found = one_row_per_answer(frames, "match_pair_records", pairs.answer_id, make)
     made = found.record.tolist()
     order = pairs.reset_index(drop=True).sort_values(["unit_id", "annotator"]).index
     return JsonRows(made[i] for i in order.tolist())

@@ -79,22 +79,15 @@ def _answer_counts(frames: StudyFrames) -> tuple[dict[tuple, int], dict[tuple, i
     """Answers per (annotator, is_model) and per (kind, is_gold), counted kind by kind on each
     kind's answers (``analysis._common.people``: made once per frames, and a live report
     carries the kinds that did not change), not by grouping every answer by two text columns
-    again at each refresh."""
+    again at each refresh. Every answer is of one of ``KINDS``: the schema allows no other
+    (an answer's kind is its unit's, and its unit set's, checked against ``store.models.KINDS``)."""
     per_person: dict[tuple, int] = {}
     per_kind: dict[tuple, int] = {}
-    counted = 0
     for kind in KINDS:
         n, gold, who = _kind_counts(frames, kind)
-        counted += n
         for key, count in who.items():
             per_person[key] = per_person.get(key, 0) + count
         per_kind[kind, True], per_kind[kind, False] = gold, n - gold
-    if counted != len(frames.answers):  # answers of a kind no analysis reads
-        answers = frames.answers
-        who = answers.groupby(["annotator", "is_model"]).size()
-        per_person = dict(zip(who.index.tolist(), who.tolist(), strict=True))
-        grouped = answers.groupby(["kind", "is_gold"]).size()
-        per_kind = dict(zip(grouped.index.tolist(), grouped.tolist(), strict=True))
     return per_person, per_kind
 
 
