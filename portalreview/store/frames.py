@@ -21,12 +21,14 @@ the live frames can keep to it without reading the table again.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -77,6 +79,36 @@ from portalreview.store.models import (
 from portalreview.store.project import Project
 
 
+class Reading(Protocol):
+    """What the readers here use of a session: its bind (for the dialect) and its connection
+    (for the driver's cursor). A :class:`Session`, or a :class:`SharedConnection` for reader
+    threads."""
+
+    def get_bind(self) -> Any: ...
+
+    def connection(self) -> Any: ...
+
+
+class SharedConnection:
+    """A session's bind and connection, taken once, for readers running in threads.
+
+    Why: a ``Session`` must not be used by two threads at once (its transaction tracks its
+    own state changes), while the connection it holds may be: Python's sqlite3 shares a
+    connection between threads (``check_same_thread=False``, threadsafety 3) and SQLite
+    runs one of its statements at a time. Taking the connection here begins the session's
+    transaction, so every reader reads its one snapshot."""
+
+    def __init__(self, session: Session) -> None:
+        self._bind = session.get_bind()
+        self._connection = session.connection()
+
+    def get_bind(self) -> Any:
+        return self._bind
+
+    def connection(self) -> Any:
+        return self._connection
+
+
 @dataclass(frozen=True)
 class StudyFrames:
     """Every table the analysis layer needs, read in one consistent snapshot."""
@@ -109,7 +141,7 @@ ID_CHUNK = 500
 Only = tuple[ColumnElement, Collection[int]] | None
 
 
-def _raw_rows(session: Session, query: Select) -> list[tuple]:
+def _raw_rows(session: Reading, query: Select) -> list[tuple]:
     """The rows of ``query`` as plain tuples, fetched through the driver's own cursor.
 
     The query runs inside the session's transaction (the same snapshot as every other read of
@@ -128,7 +160,7 @@ def _raw_rows(session: Session, query: Select) -> list[tuple]:
 _LITERAL = {"literal_binds": True}
 
 
-def _rows(session: Session, query: Select, only: Only = None) -> list[tuple]:
+def _rows(session: Reading, query: Select, only: Only = None) -> list[tuple]:
     """The rows of ``query``; with ``only``, those whose column is one of the ids (read
     ``ID_CHUNK`` ids at a time, in id order, each chunk in the query's own order)."""
     if only is None:
@@ -153,22 +185,23 @@ class _NotColumnar(Exception):
     """This query cannot be read column-wise here: read it row by row."""
 
 
-def _columnar(session: Session, query: Select) -> list[Any] | None:
+def _columnar(session: Reading, query: Select) -> list[Any] | None:
     """Each column of ``query``'s rows, in order, read column-wise; None when that cannot be
     done here (then the caller reads the rows).
 
     Why: fetching a large table row by row builds a Python tuple and an object per value,
     most of the time of reading a study. SQLite can hand each column over as one text made in
     C instead: integers and Booleans as one ``group_concat`` (parsed by numpy, NULLs written
-    as ``_NULL_INT``), text as one ``json_group_array`` (parsed by ``json.loads``). Real
-    numbers are fetched as their own column, row by row: SQLite writes a real number as text
-    with 15 digits, which would not give back the same value. The aggregates read the query as
+    as ``_NULL_INT``), text as one ``json_group_array`` (parsed by ``json.loads``), real
+    numbers as two integer columns that give them back exactly (:func:`_real_aggregates`;
+    SQLite's own text for a real keeps only 15 digits). The aggregates read the query as
     a subquery; SQLite keeps its ORDER BY for an aggregate over it (such a subquery is never
     flattened), and the order of the first sort key is checked all the same.
 
     The values are those the rows would give: integers as int64 (float64 with NaN where
-    NULL), Booleans as bool (object True / False / None where NULL), text as a list of str
-    (None where NULL), a column of only NULLs as a tuple of None.
+    NULL), real numbers as float64 (NaN where NULL), Booleans as bool (object True / False /
+    None where NULL), text as a list of str (None where NULL), a column of only NULLs as a
+    tuple of None.
     """
     if session.get_bind().dialect.name != "sqlite":
         return None
@@ -181,7 +214,7 @@ def _columnar(session: Session, query: Select) -> list[Any] | None:
 class _ColumnarRead:
     """One :func:`_columnar` read: the aggregate query and the parsing of its texts."""
 
-    def __init__(self, session: Session, query: Select) -> None:
+    def __init__(self, session: Reading, query: Select) -> None:
         self.session = session
         columns = list(query.selected_columns)
         self.types = [c.type for c in columns]
@@ -208,6 +241,8 @@ class _ColumnarRead:
                 aggregates += [f"group_concat(ifnull(c{i}, {_NULL_INT}))", f"count(c{i})"]
             elif kind == "text":
                 aggregates.append(f"json_group_array(c{i})")
+            else:
+                aggregates += _real_aggregates(f"c{i}")
         if self.check_order:
             aggregates.append(f"group_concat(ifnull(sort_key, {_NULL_INT}))")
         cursor = _cursor(self.session)
@@ -219,28 +254,17 @@ class _ColumnarRead:
         if n == 0:
             return []
         out = []
-        for i, kind in enumerate(self.kinds):
+        for kind in self.kinds:
             if kind in ("int", "bool"):
                 text, count = values.pop(0), values.pop(0)
                 out.append(_parsed_ints(text, n, n - count, kind))
             elif kind == "text":
                 out.append(_parsed_texts(values.pop(0), n))
             else:
-                out.append(self._fetched(i, n))
+                out.append(_parsed_reals(*(values.pop(0) for _ in range(4)), n))
         if self.check_order and not _in_order(values.pop(0), n, self.descending):
             raise _NotColumnar("the rows did not come in the query's order")
         return out
-
-    def _fetched(self, i: int, n: int) -> Any:
-        """A real-number column, fetched row by row (exact), as the rows would give it."""
-        cursor = _cursor(self.session)
-        try:
-            values = tuple(v for (v,) in cursor.execute(f"SELECT c{i} FROM ({self.inner})"))
-        finally:
-            cursor.close()
-        if len(values) != n:
-            raise _NotColumnar("the query gave another number of rows")
-        return _column(values, self.types[i])
 
 
 def _read_as(sql_type: Any) -> str:
@@ -276,6 +300,47 @@ def _parsed_ints(text: str, n: int, nulls: int, kind: str) -> Any:
     return out
 
 
+#: A real number x is read as two integers, its whole part and its fraction times this scale
+#: (2**62; see :func:`_real_aggregates`).
+_REAL_SCALE = 4611686018427387904.0
+
+
+def _real_aggregates(column: str) -> list[str]:
+    """The aggregates that carry a real column exactly: each x as ``CAST(x AS INTEGER)`` (its
+    whole part) and ``CAST((x - whole) * 2**62 AS INTEGER)`` (its fraction), the count of
+    values, and how many x the two do not give back (an x with bits below 2**-62, such as
+    0.001, or beyond the integers' range). Scaling by a power of two and taking the whole part
+    are exact, so when SQLite finds ``whole + fraction / 2**62`` equal to every x, numpy's same
+    IEEE arithmetic on the two integers gives every x bit for bit (SQLite's own text for a real
+    keeps only 15 digits)."""
+    whole = f"CAST({column} AS INTEGER)"
+    fraction = f"CAST(({column} - {whole}) * {_REAL_SCALE!r} AS INTEGER)"
+    return [
+        f"group_concat(ifnull({whole}, {_NULL_INT}))",
+        f"group_concat(ifnull({fraction}, {_NULL_INT}))",
+        f"count({column})",
+        f"total({column} != {whole} + {fraction} / {_REAL_SCALE!r})",
+    ]
+
+
+def _parsed_reals(wholes: str, fractions: str, count: int, lost: float, n: int) -> Any:
+    """A real column from :func:`_real_aggregates`' texts: float64 (NaN where NULL)."""
+    if count == 0:
+        return (None,) * n
+    if lost:
+        raise _NotColumnar("a real number has bits two integers do not carry")
+    whole = np.fromstring(wholes, dtype=np.int64, sep=",")
+    fraction = np.fromstring(fractions, dtype=np.int64, sep=",")
+    if len(whole) != n or len(fraction) != n:
+        raise _NotColumnar("a real column did not parse")
+    values = whole.astype(float) + fraction.astype(float) / _REAL_SCALE
+    missing = whole == _NULL_INT
+    if int(missing.sum()) != n - count or not np.array_equal(missing, fraction == _NULL_INT):
+        raise _NotColumnar("a stored value equals the NULL stand-in")
+    values[missing] = np.nan
+    return values
+
+
 def _parsed_texts(text: str, n: int) -> list[str | None]:
     # (a text column holds text or NULL: SQLite stores what is written to a column of text
     # affinity as text, and json_group_array refuses a BLOB)
@@ -291,11 +356,11 @@ def _in_order(text: str, n: int, descending: bool) -> bool:
     return len(keys) == n and bool(np.all(steps <= 0 if descending else steps >= 0))
 
 
-def _compiled(session: Session, query: Select) -> str:
+def _compiled(session: Reading, query: Select) -> str:
     return str(query.compile(dialect=session.get_bind().dialect, compile_kwargs=_LITERAL))
 
 
-def _cursor(session: Session) -> Any:
+def _cursor(session: Reading) -> Any:
     return session.connection().connection.dbapi_connection.cursor()
 
 
@@ -375,7 +440,7 @@ def _empty_frame(columns: Sequence[str], convert: Mapping[str, Any]) -> pd.DataF
 
 
 def _frame(
-    session: Session,
+    session: Reading,
     query: Select,
     columns: Sequence[str],
     convert: Mapping[str, Callable[[tuple], Any]] | None = None,
@@ -479,7 +544,7 @@ ANSWER_COLUMNS = (
 
 
 def read_answers(
-    session: Session, include_drafts: bool, ids: Collection[int] | None = None
+    session: Reading, include_drafts: bool, ids: Collection[int] | None = None
 ) -> pd.DataFrame:
     """The ``answers`` frame; with ``ids``, only those answers (in id order)."""
     return _frame(
@@ -502,7 +567,7 @@ def _parsed_json(texts: tuple[str, ...]) -> np.ndarray:
     return parsed[codes]
 
 
-def _units(session: Session) -> pd.DataFrame:
+def _units(session: Reading) -> pd.DataFrame:
     return _frame(
         session,
         select(
@@ -541,7 +606,7 @@ def _units(session: Session) -> pd.DataFrame:
     )
 
 
-def _cases(session: Session) -> pd.DataFrame:
+def _cases(session: Reading) -> pd.DataFrame:
     cases = _frame(
         session,
         select(
@@ -562,7 +627,7 @@ def _cases(session: Session) -> pd.DataFrame:
     return cases
 
 
-def _responses(session: Session) -> pd.DataFrame:
+def _responses(session: Reading) -> pd.DataFrame:
     return _frame(
         session,
         select(
@@ -588,7 +653,7 @@ def _responses(session: Session) -> pd.DataFrame:
     )
 
 
-def _sentences(session: Session) -> pd.DataFrame:
+def _sentences(session: Reading) -> pd.DataFrame:
     return _frame(
         session,
         select(
@@ -604,11 +669,28 @@ def _sentences(session: Session) -> pd.DataFrame:
     )
 
 
-def _grouped_spans(session: Session, query: Select, only: Only) -> dict[tuple, tuple]:
+def _plain_rows(session: Reading, query: Select, only: Only) -> Iterable[tuple]:
+    """The rows of ``query`` (restricted by ``only``) as tuples of the driver's values, read
+    column-wise where that can be done (:func:`_columnar`: several times faster on a whole
+    table, and its query runs without Python's lock, so it does not wait on other readers'
+    threads as fetching row by row does)."""
+    read = _columnar(session, query) if only is None else None
+    if read is None or any(_nulls_changed(values) for values in read):
+        return _rows(session, query, only)
+    return zip(*(v.tolist() if isinstance(v, np.ndarray) else v for v in read), strict=True)
+
+
+def _nulls_changed(values: Any) -> bool:
+    """Whether a column :func:`_columnar` read no longer holds the driver's values as they
+    are: NULLs in a number column became NaN, Booleans became bool."""
+    return isinstance(values, np.ndarray) and values.dtype != np.int64
+
+
+def _grouped_spans(session: Reading, query: Select, only: Only) -> dict[tuple, tuple]:
     """{(answer_id, key): ((start, end), ...)} from rows (answer_id, key, start, end), each
     group's spans sorted."""
     out: dict[tuple, tuple] = {}
-    for answer, key, start, end in _rows(session, query, only):
+    for answer, key, start, end in _plain_rows(session, query, only):
         got = out.get((answer, key))
         out[(answer, key)] = ((start, end),) if got is None else (*got, (start, end))
     return {k: v if len(v) == 1 else tuple(sorted(v)) for k, v in out.items()}
@@ -627,18 +709,18 @@ class _Detail:
     query: Select
     columns: tuple[str, ...]
     derived: tuple[str, ...] = ()
-    add: Callable[[Session, pd.DataFrame, Only], None] | None = None
+    add: Callable[[Reading, pd.DataFrame, Only], None] | None = None
 
     @property
     def answer_column(self) -> ColumnElement:
         return self.query.selected_columns[0]
 
 
-def _add_criteria(session: Session, rank: pd.DataFrame, only: Only) -> None:
+def _add_criteria(session: Reading, rank: pd.DataFrame, only: Only) -> None:
     ids = None if only is None else (RankCriterion.answer_id, only[1])
     criteria: dict[tuple[int, int], list[str]] = {}
     query = select(RankCriterion.answer_id, RankCriterion.response_id, RankCriterion.criterion_id)
-    for answer_id, response_id, criterion in _rows(session, query, ids):
+    for answer_id, response_id, criterion in _plain_rows(session, query, ids):
         criteria.setdefault((answer_id, response_id), []).append(criterion)
     rank["criteria"] = [
         tuple(sorted(criteria.get((a, r), ())))
@@ -646,7 +728,7 @@ def _add_criteria(session: Session, rank: pd.DataFrame, only: Only) -> None:
     ]
 
 
-def _add_match_spans(session: Session, decisions: pd.DataFrame, only: Only) -> None:
+def _add_match_spans(session: Reading, decisions: pd.DataFrame, only: Only) -> None:
     ids = None if only is None else (MatchSpan.answer_id, only[1])
     spans = _grouped_spans(
         session,
@@ -659,7 +741,7 @@ def _add_match_spans(session: Session, decisions: pd.DataFrame, only: Only) -> N
     ]
 
 
-def _add_eppc_spans(session: Session, eppc: pd.DataFrame, only: Only) -> None:
+def _add_eppc_spans(session: Reading, eppc: pd.DataFrame, only: Only) -> None:
     ids = None if only is None else (EppcSpan.answer_id, only[1])
     spans = _grouped_spans(
         session, select(EppcSpan.answer_id, EppcSpan.code_id, EppcSpan.start, EppcSpan.end), ids
@@ -758,7 +840,7 @@ DETAILS: dict[str, _Detail] = {
 DETAIL_TABLES = tuple(DETAILS)
 
 
-def read_detail(session: Session, name: str, ids: Collection[int] | None = None) -> pd.DataFrame:
+def read_detail(session: Reading, name: str, ids: Collection[int] | None = None) -> pd.DataFrame:
     """The detail frame ``name`` of every stored answer (drafts too), or of the answers
     ``ids`` only, in answer order."""
     detail = DETAILS[name]
@@ -813,18 +895,48 @@ def read_all(session: Session, include_drafts: bool) -> tuple[StudyFrames, int]:
     """Every frame, in the session's snapshot, with the detail tables still holding every
     stored answer's rows (see :func:`only_listed_answers`), and the number of stored
     answers."""
-    details = {name: read_detail(session, name) for name in DETAILS}
-    answers = read_answers(session, include_drafts)
-    n_stored = _raw_rows(session, select(func.count()).select_from(Answer))[0][0]
-    frames = StudyFrames(
-        answers=answers,
-        units=_units(session),
-        cases=_cases(session),
-        responses=_responses(session),
-        sentences=_sentences(session),
-        **details,
-    )
-    return frames, n_stored
+    read = _run_readers(session, functools.partial(_readers, include_drafts=include_drafts))
+    n_stored = read.pop("n_stored")
+    return StudyFrames(**read), n_stored
+
+
+def _readers(session: Reading, include_drafts: bool) -> dict[str, Callable[[], Any]]:
+    """Each frame's reader (and the count of stored answers'), by :class:`StudyFrames`
+    field, the longest first."""
+    count = select(func.count()).select_from(Answer)
+    return {
+        "answers": functools.partial(read_answers, session, include_drafts),
+        **{name: functools.partial(read_detail, session, name) for name in DETAILS},
+        "units": functools.partial(_units, session),
+        "cases": functools.partial(_cases, session),
+        "responses": functools.partial(_responses, session),
+        "sentences": functools.partial(_sentences, session),
+        "n_stored": lambda: _raw_rows(session, count)[0][0],
+    }
+
+
+#: Threads reading the frames of a SQLite project side by side (see :func:`_run_readers`).
+READER_THREADS = 2
+
+
+def _run_readers(
+    session: Session, readers_of: Callable[[Reading], dict[str, Callable[[], Any]]]
+) -> dict[str, Any]:
+    """Each reader's result, by name; on SQLite, ``READER_THREADS`` readers at a time.
+
+    Why: SQLite works out a query without holding Python's lock, so one reader's query runs
+    on one core while another reader turns the text of its columns into a frame on the
+    other (reading a 10,000-case study: about 2.1 s one after the other, 1.85 s side by
+    side, on 2 cores). The threads share the session's connection (see
+    :class:`SharedConnection`), so all read one snapshot. Other back ends, and a driver that
+    does not share connections between threads, read one frame after the other."""
+    shared = session.get_bind().dialect.name == "sqlite" and sqlite3.threadsafety == 3
+    if not shared or READER_THREADS < 2:
+        return {name: reader() for name, reader in readers_of(session).items()}
+    readers = readers_of(SharedConnection(session))
+    with ThreadPoolExecutor(READER_THREADS, thread_name_prefix="read-frames") as pool:
+        futures = {name: pool.submit(reader) for name, reader in readers.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def only_listed_answers(

@@ -48,7 +48,10 @@ AWKWARD = [
     "\\ backslash \\\\",
     None,
 ]
-SECONDS = [0.1 + 0.2, 1 / 3, 5e-324, 1.7976931348623157e308, 123.456, None, -0.0, 2.5]
+SECONDS = [0.1 + 0.2, 1 / 3, 2.0**52 + 0.5, -1e15 - 0.25, 123.456, None, -0.0, 2.5, 0.001]
+#: Real numbers the two integers of ``frames._real_aggregates`` cannot carry: bits below 2**-62,
+#: beyond the integers' range, infinity.
+UNCARRIED = [5e-324, 1e-5, 1.7976931348623157e308, -(2.0**63) - 2048.0, float("inf")]
 
 
 def _session(rows: list[dict]) -> Session:
@@ -104,6 +107,7 @@ def test_awkward_values_read_the_same_both_ways():
     assert columnar.label.tolist()[::-1][: len(AWKWARD) - 1] == AWKWARD[:-1]
     seconds = columnar.seconds.to_numpy()[::-1][: len(SECONDS)]
     assert [float(v) for v in seconds[:5]] == SECONDS[:5]  # real numbers exactly
+    assert float(seconds[-1]) == SECONDS[-1]
     assert columnar.always_null.tolist() == [None] * 40
 
 
@@ -128,6 +132,35 @@ def test_a_value_equal_to_the_null_stand_in_is_read_row_by_row():
     columnar, by_rows = _both(session, query)
     _assert_same(columnar, by_rows)
     assert columnar.n[2] == frames._NULL_INT
+
+
+def test_random_real_numbers_read_column_wise_bit_for_bit():
+    rng = np.random.default_rng(3)
+    values = np.concatenate(
+        [rng.uniform(0, 1e5, 3000), rng.exponential(30, 3000), rng.uniform(-1, 1, 3000) * 1e12]
+    )
+    rows = [{**row, "seconds": None} for row in _rows()]
+    blank = dict.fromkeys(COLUMNS)
+    rows += [{**blank, "id": 100 + i, "seconds": float(v)} for i, v in enumerate(values)]
+    session = _session(rows)
+    query = select(*things.c).order_by(things.c.id)
+    assert frames._columnar(session, query) is not None
+    columnar, by_rows = _both(session, query)
+    _assert_same(columnar, by_rows)
+    read = columnar.seconds.to_numpy()[40:]
+    assert read.tobytes() == values.tobytes()  # the same bits
+
+
+@pytest.mark.parametrize("value", UNCARRIED)
+def test_a_real_number_two_integers_cannot_carry_is_read_row_by_row(value):
+    rows = _rows()
+    rows[4]["seconds"] = value
+    session = _session(rows)
+    query = select(*things.c).order_by(things.c.id)
+    assert frames._columnar(session, query) is None
+    columnar, by_rows = _both(session, query)
+    _assert_same(columnar, by_rows)
+    assert columnar.seconds[4] == value
 
 
 def test_rows_out_of_the_querys_order_are_read_row_by_row(monkeypatch):
