@@ -8,6 +8,7 @@ import dataclasses
 import threading
 
 import pandas as pd
+import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
@@ -76,3 +77,16 @@ def test_a_write_after_the_snapshot_began_is_not_read(fresh_demo, monkeypatch):
     monkeypatch.setattr(frames, "_units", original_units)
     after = read_frames(fresh_demo).answers
     assert after.flagged.tolist() == [not f for f in before.answers.flagged.tolist()]
+
+
+def test_a_reader_that_fails_fails_the_whole_read(fresh_demo, monkeypatch):
+    # One reader's error (a damaged table, a server gone) reaches the caller as it is, after
+    # the other readers have stopped: no frames are returned half read.
+    def broken(session):
+        raise frames.sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(frames, "_cases", broken)
+    with pytest.raises(frames.sqlite3.DatabaseError, match="malformed"):
+        read_frames(fresh_demo)
+    monkeypatch.undo()
+    assert len(read_frames(fresh_demo).cases) > 0
