@@ -902,7 +902,7 @@ def read_all(session: Session, include_drafts: bool) -> tuple[StudyFrames, int]:
 
 def _readers(session: Reading, include_drafts: bool) -> dict[str, Callable[[], Any]]:
     """Each frame's reader (and the count of stored answers'), by :class:`StudyFrames`
-    field, the longest first."""
+    field (the answers, the longest, first)."""
     count = select(func.count()).select_from(Answer)
     return {
         "answers": functools.partial(read_answers, session, include_drafts),
