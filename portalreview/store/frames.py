@@ -254,17 +254,30 @@ class _ColumnarRead:
         if n == 0:
             return []
         out = []
-        for kind in self.kinds:
+        for i, kind in enumerate(self.kinds):
             if kind in ("int", "bool"):
                 text, count = values.pop(0), values.pop(0)
                 out.append(_parsed_ints(text, n, n - count, kind))
             elif kind == "text":
                 out.append(_parsed_texts(values.pop(0), n))
             else:
-                out.append(_parsed_reals(*(values.pop(0) for _ in range(4)), n))
+                reals = _parsed_reals(*(values.pop(0) for _ in range(4)), n)
+                out.append(self._fetched(i, n) if reals is None else reals)
         if self.check_order and not _in_order(values.pop(0), n, self.descending):
             raise _NotColumnar("the rows did not come in the query's order")
         return out
+
+    def _fetched(self, i: int, n: int) -> Any:
+        """A real-number column the two integers cannot carry (see :func:`_real_aggregates`),
+        fetched row by row (exact), as the rows would give it."""
+        cursor = _cursor(self.session)
+        try:
+            values = tuple(v for (v,) in cursor.execute(f"SELECT c{i} FROM ({self.inner})"))
+        finally:
+            cursor.close()
+        if len(values) != n:
+            raise _NotColumnar("the query gave another number of rows")
+        return _column(values, self.types[i])
 
 
 def _read_as(sql_type: Any) -> str:
@@ -309,7 +322,7 @@ def _real_aggregates(column: str) -> list[str]:
     """The aggregates that carry a real column exactly: each x as ``CAST(x AS INTEGER)`` (its
     whole part) and ``CAST((x - whole) * 2**62 AS INTEGER)`` (its fraction), the count of
     values, and how many x the two do not give back (an x with bits below 2**-62, such as
-    0.001, or beyond the integers' range). Scaling by a power of two and taking the whole part
+    1e-5, or beyond the integers' range). Scaling by a power of two and taking the whole part
     are exact, so when SQLite finds ``whole + fraction / 2**62`` equal to every x, numpy's same
     IEEE arithmetic on the two integers gives every x bit for bit (SQLite's own text for a real
     keeps only 15 digits)."""
@@ -324,11 +337,13 @@ def _real_aggregates(column: str) -> list[str]:
 
 
 def _parsed_reals(wholes: str, fractions: str, count: int, lost: float, n: int) -> Any:
-    """A real column from :func:`_real_aggregates`' texts: float64 (NaN where NULL)."""
+    """A real column from :func:`_real_aggregates`' texts: float64 (NaN where NULL); None
+    when some value has bits the two integers do not carry (the column is then fetched row
+    by row: a time on task under a millisecond, say)."""
     if count == 0:
         return (None,) * n
     if lost:
-        raise _NotColumnar("a real number has bits two integers do not carry")
+        return None
     whole = np.fromstring(wholes, dtype=np.int64, sep=",")
     fraction = np.fromstring(fractions, dtype=np.int64, sep=",")
     if len(whole) != n or len(fraction) != n:

@@ -134,7 +134,11 @@ def test_a_value_equal_to_the_null_stand_in_is_read_row_by_row():
     assert columnar.n[2] == frames._NULL_INT
 
 
-def test_random_real_numbers_read_column_wise_bit_for_bit():
+def test_random_real_numbers_read_column_wise_bit_for_bit(monkeypatch):
+    def no_fetch(*_args):
+        raise AssertionError("the real column was fetched row by row")
+
+    monkeypatch.setattr(frames._ColumnarRead, "_fetched", no_fetch)
     rng = np.random.default_rng(3)
     values = np.concatenate(
         [rng.uniform(0, 1e5, 3000), rng.exponential(30, 3000), rng.uniform(-1, 1, 3000) * 1e12]
@@ -144,7 +148,7 @@ def test_random_real_numbers_read_column_wise_bit_for_bit():
     rows += [{**blank, "id": 100 + i, "seconds": float(v)} for i, v in enumerate(values)]
     session = _session(rows)
     query = select(*things.c).order_by(things.c.id)
-    assert frames._columnar(session, query) is not None
+    assert frames._columnar(session, query) is not None  # and the reals not fetched
     columnar, by_rows = _both(session, query)
     _assert_same(columnar, by_rows)
     read = columnar.seconds.to_numpy()[40:]
@@ -152,12 +156,20 @@ def test_random_real_numbers_read_column_wise_bit_for_bit():
 
 
 @pytest.mark.parametrize("value", UNCARRIED)
-def test_a_real_number_two_integers_cannot_carry_is_read_row_by_row(value):
+def test_a_real_number_two_integers_cannot_carry_is_fetched_row_by_row(value, monkeypatch):
     rows = _rows()
     rows[4]["seconds"] = value
     session = _session(rows)
     query = select(*things.c).order_by(things.c.id)
-    assert frames._columnar(session, query) is None
+    fetched = []
+    original = frames._ColumnarRead._fetched
+    monkeypatch.setattr(
+        frames._ColumnarRead,
+        "_fetched",
+        lambda self, i, n: fetched.append(i) or original(self, i, n),
+    )
+    assert frames._columnar(session, query) is not None  # the other columns column-wise
+    assert fetched == [COLUMNS.index("seconds")]  # that column alone row by row
     columnar, by_rows = _both(session, query)
     _assert_same(columnar, by_rows)
     assert columnar.seconds[4] == value
