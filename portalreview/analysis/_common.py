@@ -286,33 +286,45 @@ def carry_memo(
     for key, value in old.memo.items():
         if key in new.memo:
             continue
-        if isinstance(key, tuple) and key[0] in ("people", "people_counts"):
-            frames_used, kind = ("units",), key[1]
-        elif key in _NO_ANSWERS:
-            frames_used, kind = _NO_ANSWERS[key], None
-        elif key == "eppc_evidence":  # texts and decisions by content: valid for any frames
-            if len(value) < value.MAX_TEXTS:
-                new.memo[key] = value
-                copied += 1
-            continue
-        elif _per_answer(key) is not None:
-            frames_used, answer_rows, kind = _per_answer(key)
-            if not same_types or not _same(old, new, frames_used):
-                continue
-            if kind in changed_kinds or not _same(old, new, answer_rows):
-                new.memo[("previous", key)] = (value, reread)
-                continue
+        how = _how_carried(key, value, old, new, changed_kinds, same_types)
+        if how == "copy":
             new.memo[key] = value
             copied += 1
-            continue
-        else:
-            continue
-        if kind is not None and (kind in changed_kinds or not same_types):
-            continue
-        if _same(old, new, frames_used):
-            new.memo[key] = value
-            copied += 1
+        elif how == "previous":
+            new.memo[("previous", key)] = (value, reread)
     return copied
+
+
+def _how_carried(
+    key: Any,
+    value: Any,
+    old: StudyFrames,
+    new: StudyFrames,
+    changed_kinds: frozenset[str],
+    same_types: bool,
+) -> str | None:
+    """How :func:`carry_memo` hands on the entry ``key``: "copy" (``new`` would make it the
+    same), "previous" (a :data:`PER_ANSWER` table whose answers changed, for
+    :func:`spliced`), or None (not at all)."""
+    if key == "eppc_evidence":  # texts and decisions by content: valid for any frames
+        return "copy" if len(value) < value.MAX_TEXTS else None
+    per_answer = _per_answer(key)
+    if per_answer is not None:
+        frames_used, answer_rows, kind = per_answer
+        if not same_types or not _same(old, new, frames_used):
+            return None
+        if kind in changed_kinds or not _same(old, new, answer_rows):
+            return "previous"
+        return "copy"
+    if isinstance(key, tuple) and key[0] in ("people", "people_counts"):
+        if key[1] in changed_kinds or not same_types:
+            return None
+        frames_used = ("units",)
+    elif key in _NO_ANSWERS:
+        frames_used = _NO_ANSWERS[key]
+    else:
+        return None
+    return "copy" if _same(old, new, frames_used) else None
 
 
 #: Memo entries made from no answer: the frames each is made from.

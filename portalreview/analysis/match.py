@@ -502,12 +502,6 @@ def _span_arrays(spans: list[tuple]) -> dict[str, np.ndarray]:
     }
 
 
-def _with_span_columns(decided: pd.DataFrame) -> pd.DataFrame:
-    """Decisions with their span count and first span's start and end (``spans``: each
-    decision's spans, sorted, as stored)."""
-    return decided.assign(**_span_arrays(decided.spans.tolist()))
-
-
 def _decided_by_name(answers: pd.DataFrame, frames: StudyFrames) -> dict[str, pd.DataFrame]:
     """The decisions of ``answers`` (one row per answer) per annotator: unit, reference
     sentence, spans and the span columns."""
@@ -525,12 +519,6 @@ def _decided_by_name(answers: pd.DataFrame, frames: StudyFrames) -> dict[str, pd
     )
     mine = {name: np.flatnonzero(owner == i) for i, name in enumerate(names)}
     return {name: decided.take(rows) for name, rows in mine.items() if len(rows)}
-
-
-def _agreement_rows(ref: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
-    """Per (unit, reference sentence) decided by both: the Table 8 indicators with ``ref`` as
-    the reference (:func:`_agreement_pair`)."""
-    return _agreement_pair(ref, judged)[0]
 
 
 def _agreement_pair(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

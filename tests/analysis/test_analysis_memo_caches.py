@@ -411,13 +411,16 @@ def test_judge_agreement_merges_a_side_with_several_spans():
                 "spans": pd.Series([c[k] for c in cases], dtype=object),
             }
         )
-        columns = ["unit_id", "sentence_id", "spans", "n_spans", "start", "end"]
-        return match._with_span_columns(decided)[columns]
+        return decided.assign(**match._span_arrays(decided.spans.tolist()))
 
-    rows = match._agreement_rows(side(0), side(1))
+    rows, other_way = match._agreement_pair(side(0), side(1))
     assert rows.exact.tolist() == [c[2] for c in cases]
     assert rows.overlap.tolist() == [c[3] for c in cases]
     assert rows.ref_match.tolist() == [bool(c[0]) for c in cases]
+    # The other direction: the same exact / overlap, the other side as the reference.
+    assert other_way.exact.tolist() == [c[2] for c in cases]
+    assert other_way.overlap.tolist() == [c[3] for c in cases]
+    assert other_way.ref_match.tolist() == [bool(c[1]) for c in cases]
 
 
 def test_answers_of_kind_are_the_rows_of_the_kind(frames):
