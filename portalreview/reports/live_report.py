@@ -83,7 +83,8 @@ class LiveReport:
         self._frames = LiveFrames(include_drafts=include_drafts)
         self._results: dict[str, dict[str, Any]] = {}
         self._stale: set[str] = set(KINDS)
-        self._last_frames: StudyFrames | None = None  # the frames of the last refresh
+        # the frames of the last refresh, when it was unfiltered (what carry_memo reads)
+        self._last_frames: StudyFrames | None = None
         # kind -> keys of its kept result to compute again alone (analysis.PIECES)
         self._stale_pieces: dict[str, set[str]] = {}
         self._settings: CacheSettings | None = None
@@ -157,7 +158,9 @@ class LiveReport:
         self._mark_stale(change, settings)
         from_cache = self._take_from_cache(opened.stored)
         filtered = choice.apply(change.frames) if choice.active else change.frames
-        last, self._last_frames = self._last_frames, filtered
+        # What a filtered refresh made holds only the answers the filter kept: carry nothing
+        # from it, nor into it (the next unfiltered refresh makes its tables whole).
+        last, self._last_frames = self._last_frames, None if choice.active else filtered
         if last is not None and not change.full and not choice.active and last is not filtered:
             carry_memo(last, filtered, change.changed_kinds, change.reread)  # kept answers
         timings = {"read": time.perf_counter() - started}

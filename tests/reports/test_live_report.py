@@ -105,6 +105,20 @@ def test_a_filtered_report_follows_saved_answers(demo):
     assert result.report == _fresh(demo, choice)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_filter_taken_off_after_a_save_gives_the_whole_report(demo, kind):
+    """Unfiltered, filtered, an answer saved, unfiltered again: nothing the filtered refresh
+    made (from the two annotators' answers only) is carried into the whole report. It was:
+    the refresh failed ("All arrays must be of the same length") or its tables held the
+    filtered answers only."""
+    people = filter_choices(read_frames(demo)).annotators[:2]
+    live = LiveReport(use_cache=False)
+    live.refresh(demo, **SETTINGS)
+    live.refresh(demo, choice=FrameFilter.of(annotators=people), **SETTINGS)
+    _flag_one_answer(demo, kind)
+    assert live.refresh(demo, **SETTINGS).report == _fresh(demo)
+
+
 def test_a_cancelled_refresh_leaves_the_rest_for_the_next(demo):
     """Cancel (``before_each`` raising) after two analyses: the next refresh computes the
     analyses the cancelled one did not reach, though no answer changed since."""

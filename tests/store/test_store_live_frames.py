@@ -702,43 +702,55 @@ def test_live_frames_refresh_on_a_worker_thread(demo):
 # --- many random saves ----------------------------------------------------------------------------
 
 
+class RandomSaves:
+    """Random saves of every kind on a study: new answers, drafts, submissions, answers saved
+    over, gold answers, flags, and the time on task alone."""
+
+    def __init__(self, project: Project, svc: StudyService) -> None:
+        self.project, self.svc = project, svc
+        self.pi = next(a.id for a in svc.annotators() if a.role == "pi")
+        with project.read() as s:
+            assignments = s.execute(
+                select(Assignment.unit_id, Assignment.annotator_id, Unit.kind).join(
+                    Unit, Unit.id == Assignment.unit_id
+                )
+            ).all()
+        self.by_kind: dict[str, list] = {}
+        for unit, person, kind in assignments:
+            self.by_kind.setdefault(kind, []).append((unit, person))
+
+    def one(self, rng: random.Random) -> None:
+        """One random save."""
+        kind = rng.choice(KINDS)
+        unit, person = rng.choice(self.by_kind[kind])
+        gold = rng.random() < 0.1
+        if rng.random() < 0.2:  # the time on task alone, of an answer of this kind
+            answer = rng.choice(stored(self.project, kind))
+            resave(self.svc, answer, active_seconds=round(rng.uniform(1, 500), 1))
+            return
+        complete = rng.random() < 0.75
+        self.svc.save_answer(
+            unit,
+            payload(self.svc, unit, rng, complete=complete),
+            status="submitted" if complete and rng.random() < 0.8 else "draft",
+            annotator_id=self.pi if gold else person,
+            gold=gold,
+            flagged=rng.random() < 0.1,
+            active_seconds=round(rng.uniform(1, 300), 1),
+        )
+
+
 def random_saves(project: Project, svc: StudyService, seed: int, steps: int) -> set[str]:
-    """Random saves of every kind (new answers, drafts, submissions, gold answers, time on
-    task alone), checked after most saves by two live frames (with and without drafts);
-    the kinds they saw change."""
+    """Random saves (:class:`RandomSaves`), checked after most saves by two live frames (with
+    and without drafts); the kinds they saw change."""
     rng = random.Random(seed)
-    pi = next(a.id for a in svc.annotators() if a.role == "pi")
+    saves = RandomSaves(project, svc)
     lives = [LiveFrames(), LiveFrames(include_drafts=True)]
     for live in lives:
         check(live, project, full=True)
-    with project.read() as s:
-        assignments = s.execute(
-            select(Assignment.unit_id, Assignment.annotator_id, Unit.kind).join(
-                Unit, Unit.id == Assignment.unit_id
-            )
-        ).all()
-    by_kind: dict[str, list] = {}
-    for unit, person, kind in assignments:
-        by_kind.setdefault(kind, []).append((unit, person))
     seen = set()
     for _ in range(steps):
-        kind = rng.choice(KINDS)
-        unit, person = rng.choice(by_kind[kind])
-        gold = rng.random() < 0.1
-        if rng.random() < 0.2:  # the time on task alone, of an answer of this kind
-            answer = rng.choice(stored(project, kind))
-            resave(svc, answer, active_seconds=round(rng.uniform(1, 500), 1))
-        else:
-            complete = rng.random() < 0.75
-            svc.save_answer(
-                unit,
-                payload(svc, unit, rng, complete=complete),
-                status="submitted" if complete and rng.random() < 0.8 else "draft",
-                annotator_id=pi if gold else person,
-                gold=gold,
-                flagged=rng.random() < 0.1,
-                active_seconds=round(rng.uniform(1, 300), 1),
-            )
+        saves.one(rng)
         if rng.random() < 0.7:  # else two saves between refreshes
             for live in lives:
                 seen |= check(live, project, full=False).changed_kinds

@@ -1,0 +1,60 @@
+"""A long run of random saves: after each refresh, the live report - whatever it carried from
+the last refresh (spliced per-answer tables, kept memos, results of the kinds that did not
+change) or took from the project after a restart - equals, byte for byte as JSON, the report
+computed from scratch."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from portalreview.analysis.filters import FrameFilter, filter_choices
+from portalreview.reports.json_report import build_report
+from portalreview.reports.live_report import LiveReport
+from portalreview.store.frames import read_frames
+from portalreview.store.service import StudyService
+from tests.reports.test_live_report import SETTINGS
+from tests.store.test_store_live_frames import RandomSaves
+
+pytestmark = pytest.mark.both_backends
+
+STEPS = 16
+
+
+def _json(report: dict) -> str:
+    return json.dumps(report, allow_nan=False)
+
+
+def _fresh(project, include_drafts: bool, choice: FrameFilter) -> dict:
+    frames = read_frames(project, include_drafts=include_drafts)
+    if choice.active:
+        frames = choice.apply(frames)
+    return build_report(project, frames=frames, include_drafts=include_drafts, **SETTINGS)
+
+
+@pytest.mark.parametrize("include_drafts", [False, True], ids=["submitted", "with-drafts"])
+def test_random_saves_the_live_report_equals_a_fresh_one_after_every_refresh(
+    fresh_demo, include_drafts
+):
+    project = fresh_demo
+    rng = random.Random(20261127 + include_drafts)
+    saves = RandomSaves(project, StudyService(project))
+    people = filter_choices(read_frames(project)).annotators
+    live = LiveReport(include_drafts=include_drafts)
+    recomputed, restarts, filtered = set(), 0, 0
+    for step in range(STEPS):
+        saves.one(rng)
+        if rng.random() < 0.3:  # two saves between refreshes
+            saves.one(rng)
+        if rng.random() < 0.2:  # the program started again: the project's kept results
+            live, restarts = LiveReport(include_drafts=include_drafts), restarts + 1
+        choice = FrameFilter()
+        if rng.random() < 0.15:  # the dashboard filtered to two annotators for a while
+            choice, filtered = FrameFilter.of(annotators=rng.sample(people, 2)), filtered + 1
+        result = live.refresh(project, choice=choice, **SETTINGS)
+        recomputed |= set(result.recomputed)
+        assert _json(result.report) == _json(_fresh(project, include_drafts, choice)), step
+    # the run went through the paths it is meant to: partial refreshes, restarts, filters
+    assert recomputed and restarts and filtered
