@@ -1,7 +1,7 @@
 """A long run of random saves: after each refresh, the live report - whatever it carried from
 the last refresh (spliced per-answer tables, kept memos, results of the kinds that did not
-change) or took from the project after a restart - equals, byte for byte as JSON, the report
-computed from scratch."""
+change), took from the project after a restart, or left after a cancelled refresh - equals,
+byte for byte as JSON, the report computed from scratch."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from portalreview.analysis import KINDS
 from portalreview.analysis.filters import FrameFilter, filter_choices
 from portalreview.reports.json_report import build_report
 from portalreview.reports.live_report import LiveReport
@@ -25,6 +26,25 @@ STEPS = 16
 
 def _json(report: dict) -> str:
     return json.dumps(report, allow_nan=False)
+
+
+class _Stop(Exception):
+    """Raised by a refresh's ``before_each``: the dashboard's cancel."""
+
+
+def _cancelled(live: LiveReport, project, choice: FrameFilter, at: str) -> bool:
+    """A refresh cancelled as it reaches the analysis ``at``; False when it computed no
+    ``at`` (then it ran to the end)."""
+
+    def stop(kind: str) -> None:
+        if kind == at:
+            raise _Stop
+
+    try:
+        live.refresh(project, choice=choice, before_each=stop, **SETTINGS)
+    except _Stop:
+        return True
+    return False
 
 
 def _fresh(project, include_drafts: bool, choice: FrameFilter) -> dict:
@@ -43,7 +63,7 @@ def test_random_saves_the_live_report_equals_a_fresh_one_after_every_refresh(
     saves = RandomSaves(project, StudyService(project))
     people = filter_choices(read_frames(project)).annotators
     live = LiveReport(include_drafts=include_drafts)
-    recomputed, restarts, filtered = set(), 0, 0
+    recomputed, restarts, filtered, cancels = set(), 0, 0, 0
     for step in range(STEPS):
         saves.one(rng)
         if rng.random() < 0.3:  # two saves between refreshes
@@ -53,8 +73,13 @@ def test_random_saves_the_live_report_equals_a_fresh_one_after_every_refresh(
         choice = FrameFilter()
         if rng.random() < 0.15:  # the dashboard filtered to two annotators for a while
             choice, filtered = FrameFilter.of(annotators=rng.sample(people, 2)), filtered + 1
+        if rng.random() < 0.2:  # a refresh cancelled part way, perhaps a save after it
+            cancels += _cancelled(live, project, choice, rng.choice(KINDS))
+            if rng.random() < 0.5:
+                saves.one(rng)
         result = live.refresh(project, choice=choice, **SETTINGS)
         recomputed |= set(result.recomputed)
         assert _json(result.report) == _json(_fresh(project, include_drafts, choice)), step
-    # the run went through the paths it is meant to: partial refreshes, restarts, filters
-    assert recomputed and restarts and filtered
+    # the run went through the paths it is meant to: partial refreshes, restarts, filters,
+    # cancels
+    assert recomputed and restarts and filtered and cancels
