@@ -17,6 +17,7 @@ from portalreview.store.backends import open_project
 from portalreview.store.frames import read_frames
 from portalreview.store.service import StudyService
 from tests.reports.test_live_report import SETTINGS, _flag_one_answer
+from tests.store.test_store_live_frames import NOT_ANSWERS, _write_of
 
 pytestmark = pytest.mark.both_backends
 
@@ -200,3 +201,15 @@ def test_a_clinicians_offline_copy_keeps_no_figures(demo, tmp_path):
     copy = make_copy(demo, tmp_path / "copy.prproj", annotator=person, only_assigned=True)
     with Project.open(copy.path, read_only=True) as opened:
         assert _kept_rows(opened) == 0
+
+
+@pytest.mark.parametrize("write", NOT_ANSWERS)
+def test_a_restart_after_a_write_other_than_an_answer_takes_nothing(demo, tmp_path, write):
+    """A case, response, unit, set, annotator, catalog entry or imported answer added, or rows
+    changed in place behind the program's back (the frames' fingerprint sees them): nothing
+    kept before is taken, and the report equals one computed from scratch."""
+    LiveReport().refresh(demo, **SETTINGS)
+    _write_of(write, demo, StudyService(demo), tmp_path)
+    result = LiveReport().refresh(demo, **SETTINGS)
+    assert result.from_cache == () and result.recomputed == KINDS
+    assert _same(result.report, demo)
