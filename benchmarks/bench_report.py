@@ -13,7 +13,9 @@ analyses it computed again, then the seconds the dashboard spends afterwards, in
 background, writing what it computed to the project's report cache ("keeping"). Last, a
 restart: the report the project keeps shown at once (``stored_report``) and the first refresh
 of a new ``LiveReport``, which takes from the project what no answer changed - with nothing
-saved, and after one match answer saved (``--no-live`` skips all this).
+saved, and after one match answer saved. The live reports after the last save and after each
+restart are compared with the report computed from scratch (not timed; printed "yes" or
+"NO"). ``--no-live`` skips all this.
 
 "Cold" (the first line per size): a new study, nothing kept in the project, the analyses'
 in-process caches empty of its answers; only the imports are done beforehand.
@@ -644,17 +646,37 @@ def time_live(path: Path, n_resamples: int, seed: int = 0) -> dict[str, Any]:
             for kind in KINDS:
                 _flag_an_answer(project, kind)
                 out[f"one {kind} answer saved"] = _timed_kept(live, project, settings)
+            checks = {
+                "after the saves": _same_as_fresh(
+                    project, out[f"one {KINDS[-1]} answer saved"][1], settings
+                )
+            }
         finally:
             project.close()
-        out.update(time_restart(copy, settings))
-    return out
+        out.update(time_restart(copy, settings, checks))
+    return {**out, CHECKS: checks}
 
 
-def time_restart(path: Path, settings: dict[str, int]) -> dict[str, tuple[float, Any]]:
+#: The key of :func:`time_live`'s result holding its checks: whether a live report equals
+#: one computed from scratch (label -> bool), on the study of the benchmark's size.
+CHECKS = "equals a report computed from scratch"
+
+
+def _same_as_fresh(project: Project, result: Any, settings: dict[str, int]) -> bool:
+    """Whether the live refresh's report is, byte for byte as JSON, the report computed from
+    scratch now (not timed)."""
+    fresh = build_report(project, **settings)
+    return json.dumps(result.report, allow_nan=False) == json.dumps(fresh, allow_nan=False)
+
+
+def time_restart(
+    path: Path, settings: dict[str, int], checks: dict[str, bool]
+) -> dict[str, tuple[float, Any]]:
     """A restart on a study whose report the project keeps (``reports/report_cache``): the
     kept report shown at once (``stored_report``), then the first refresh of a new
     ``LiveReport`` (reads the study, takes what is kept); then the same after one match
-    answer saved (respond and match computed again)."""
+    answer saved (respond and match computed again). Each first refresh's report is compared
+    with one computed from scratch (into ``checks``)."""
     out: dict[str, tuple[float, Any]] = {}
     for label, change in (("restart", None), ("restart, one match saved", "match")):
         project = Project.open(path, automatic_backup=False)
@@ -663,6 +685,7 @@ def time_restart(path: Path, settings: dict[str, int]) -> dict[str, tuple[float,
                 _flag_an_answer(project, change)
             out[f"{label}: kept report shown"] = _timed(stored_report, project, **settings)
             out[f"{label}: first refresh"] = _timed_kept(LiveReport(), project, settings)
+            checks[label] = _same_as_fresh(project, out[f"{label}: first refresh"][1], settings)
         finally:
             project.close()
     return out
@@ -731,7 +754,10 @@ def _print_live(live: dict[str, tuple[float, Any]], full: float) -> None:
     """Each live refresh's seconds, its ratio to the full report of the same run, and what it
     read and computed again."""
     print(f"        live refresh (LiveReport), against the full report's {full:.2f} s:")
-    for what, (seconds, result) in live.items():
+    for what, timed in live.items():
+        if what == CHECKS:
+            continue
+        seconds, result = timed
         if not hasattr(result, "timings"):  # the kept report, shown without reading
             stale = ", ".join(result.stale) if result is not None else "none kept"
             print(
@@ -747,6 +773,8 @@ def _print_live(live: dict[str, tuple[float, Any]], full: float) -> None:
             f"          {what:<42} {seconds:6.2f} s ({seconds / full:5.1%} of full;"
             f" reading {read:.2f} s; computed: {done}{taken}; then keeping {kept:.2f} s)"
         )
+    checked = "; ".join(f"{k}: {'yes' if same else 'NO'}" for k, same in live[CHECKS].items())
+    print(f"        live report {CHECKS}: {checked}")
 
 
 #: The aims the figures are held against (cold report, live refresh after one saved answer), in

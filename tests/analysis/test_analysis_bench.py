@@ -54,3 +54,5 @@ def test_the_benchmark_runs_and_holds_its_figures_against_the_aims(tmp_path, cap
     aims = [line for line in out.splitlines() if "aims at 30 cases" in line]
     assert len(aims) == 1 and "against 2.0 s" in aims[0] and "against 0.5 s" in aims[0]
     assert "answer saved)" in aims[0]
+    checked = "live report equals a report computed from scratch: after the saves: yes; "
+    assert checked + "restart: yes; restart, one match saved: yes" in out
