@@ -497,6 +497,7 @@ class MergeReport:
     unchanged: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
     new_conflicts: int = 0
+    settled: int = 0  # conflicts an earlier merge of this copy found that it no longer finds
     skipped: list[str] = field(default_factory=list)  # why an answer could not be merged
     recorded: bool = False  # a merge entry was written to the audit log
 
@@ -513,7 +514,12 @@ class MergeReport:
             f"{self.unchanged} unchanged, {len(self.conflicts)} conflict(s)"
             + (f" ({self.new_conflicts} new)" if self.conflicts else "")
         ]
-        if not self.changed and not self.new_conflicts and not self.dry_run:
+        if self.settled:
+            lines.append(
+                f"  {self.settled} conflict(s) found by an earlier merge of this copy "
+                f"{'would be' if self.dry_run else 'are'} settled: the copy's answer changed since"
+            )
+        if not self.changed and not self.new_conflicts and not self.settled and not self.dry_run:
             lines.append(
                 "  nothing new: merged before, its conflicts are already on record"
                 if self.conflicts
@@ -784,6 +790,7 @@ def _merge(
         for c in rec.get("conflicts", []):
             on_record.add((c["key"], c["copy_hash"], c["master_hash"]))
     master_rows = _rows(s, set(copy.rows))
+    open_before = _open_of_copy(records, master_rows, copy_id)
     master_people = dict(s.execute(select(Annotator.name, Annotator.id)).all())
     master_signatures = _unit_signature(
         s, {r.unit_id for r in copy.rows.values()}, copy.blinded
@@ -865,7 +872,8 @@ def _merge(
             merged[text_key] = _digest(_normal(_state_of(s, c.unit_id, c)))
         steps.step()
     steps.check()
-    if not dry_run and (report.changed or report.new_conflicts):
+    report.settled = len(open_before - {(c.key, c.copy_hash) for c in report.conflicts})
+    if not dry_run and (report.changed or report.new_conflicts or report.settled):
         recorder.record(
             s,
             "merge",
@@ -893,6 +901,22 @@ def _merge(
         )
         report.recorded = True
     return report
+
+
+def _open_of_copy(
+    records: list[dict], master_rows: dict[tuple, _Row], copy_id: str
+) -> set[tuple[str, str]]:
+    """(answer key, copy's digest) of the open conflicts an earlier merge of this copy found
+    (none for a plain file copy): a merge that no longer finds one is recorded, to settle
+    it."""
+    if not copy_id:
+        return set()
+    current = {_key_text(*k): _digest(r.state) for k, r in master_rows.items()}
+    return {
+        (c["key"], c["copy_hash"])
+        for c in _open_conflict_records(records, current)
+        if c.get("copy_id") == copy_id
+    }
 
 
 def _conflict(s: Session, c: _Row, m: _Row, b: dict | None, copy: _Copy) -> Conflict:
@@ -1017,24 +1041,46 @@ def open_conflicts(project: Project) -> list[Conflict]:
     with project.read() as s:
         _, _, records = _history(s, 0)
         current = {_key_text(*k): _digest(r.state) for k, r in _rows(s).items()}
-    resolved = {
-        (r["key"], r["copy_hash"], r["master_hash"]) for r in records if r["action"] == "resolve"
-    }
-    latest: dict[str, dict] = {}
-    for rec in records:
-        if rec["action"] == "merge":
-            for c in rec.get("conflicts", []):
-                latest[(c["key"], c["copy_hash"])] = c
     out = []
-    for c in latest.values():
-        if (c["key"], c["copy_hash"], c["master_hash"]) in resolved:
-            continue
-        now = current.get(c["key"])
-        if now != c["master_hash"] or now == c["copy_hash"]:
-            continue
+    for c in _open_conflict_records(records, current):
         fields = {k: v for k, v in c.items() if k not in ("key", "copy_hash", "master_hash")}
         out.append(Conflict(**fields))
     return sorted(out, key=lambda c: (c.unit_set, c.position, c.annotator, c.copy_file))
+
+
+def _open_conflict_records(records: list[dict], current: dict[str, str]) -> list[dict]:
+    """The recorded conflicts still open, given the master's answers now (key -> digest).
+
+    A merge of a copy lists every conflict that copy has then, so a later merge of the same
+    copy (same ``copy_id``) replaces the conflicts of the earlier ones: the clinician may have
+    changed the answer again in the copy, or made it the master's. A conflict is settled when
+    the PI resolved it, the master's answer changed since, or now equals the copy's. Of
+    conflicts offering the same version of the same answer, the latest is kept."""
+    resolved = {
+        (r["key"], r["copy_hash"], r["master_hash"]) for r in records if r["action"] == "resolve"
+    }
+    # copy_id -> (answer key, copy's digest) -> (the merge's place in the log, conflict)
+    by_copy: dict[str, dict[tuple[str, str], tuple[int, dict]]] = {}
+    for i, rec in enumerate(records):
+        if rec["action"] != "merge":
+            continue
+        copy_id = rec.get("copy_id") or ""
+        listed = {(c["key"], c["copy_hash"]): (i, c) for c in rec.get("conflicts", [])}
+        if copy_id:
+            by_copy[copy_id] = listed
+        else:  # a plain file copy: no id tells its merges apart, each adds its conflicts
+            by_copy.setdefault("", {}).update(listed)
+    latest: dict[tuple[str, str], tuple[int, dict]] = {}
+    for listed in by_copy.values():
+        for pair, (i, c) in listed.items():
+            if pair not in latest or latest[pair][0] < i:
+                latest[pair] = (i, c)
+    return [
+        c
+        for _, c in sorted(latest.values(), key=lambda found: found[0])
+        if (c["key"], c["copy_hash"], c["master_hash"]) not in resolved
+        and current.get(c["key"]) == c["master_hash"] != c["copy_hash"]
+    ]
 
 
 def resolve_conflict(

@@ -164,6 +164,36 @@ def test_a_copy_that_keeps_only_one_clinicians_work(master, tmp_path):
     assert study.service.get_answer(study.units["rank"], study.ben).status == "submitted"
 
 
+@pytest.mark.both_backends
+def test_a_copy_merged_again_replaces_its_own_older_conflicts(master, tmp_path):
+    """The clinician changed an answer again in the same copy after a merge found it in
+    conflict: the PI is offered the copy's latest version only (taking the older one would put
+    back what she changed since), and once the copy agrees with the master nothing is left to
+    settle."""
+    project, study = master
+    unit, ava = study.units["urgency"], study.service.as_viewer("ava")
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    _edit(copy, "ava", unit, _urgent(study.case2))  # in the copy
+    ava.save_answer(unit, _urgent(study.case2), status="draft")  # and otherwise in the master
+    (first,) = merge_copies(project, [copy])
+    assert len(first.conflicts) == 1 and len(open_conflicts(project)) == 1
+
+    _edit(copy, "ava", unit, _urgent(study.case1), status="draft")  # changed again in the copy
+    (second,) = merge_copies(project, [copy])
+    assert len(second.conflicts) == 1 and second.recorded
+    (latest,) = open_conflicts(project)
+    assert latest.copy["payload"]["more_urgent_case_id"] == study.case1
+    assert latest.copy["status"] == "draft"
+
+    _edit(copy, "ava", unit, _urgent(study.case2), status="draft")  # now as in the master
+    (third,) = merge_copies(project, [copy])
+    assert not third.conflicts and third.recorded  # recorded: it settles a conflict
+    assert open_conflicts(project) == []
+    before = _snapshot(project)
+    (again,) = merge_copies(project, [copy])
+    assert not again.recorded and _snapshot(project) == before
+
+
 def _rank(study) -> dict:
     return {
         "entries": [
