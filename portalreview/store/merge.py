@@ -780,15 +780,14 @@ def _merge(
         unchanged=copy.n_same,
     )
     at_base, changed_after, records = _history(s, base)
-    last_merged: dict[str, str] = {}
-    on_record: set[tuple[str, str, str]] = set()
-    for rec in records:
-        if rec["action"] != "merge":
-            continue
-        if copy_id and rec.get("copy_id") == copy_id:
-            last_merged.update(rec.get("merged", {}))
-        for c in rec.get("conflicts", []):
-            on_record.add((c["key"], c["copy_hash"], c["master_hash"]))
+    last_merged = _last_agreed(records, copy_id)
+    on_record = {
+        (c["key"], c["copy_hash"], c["master_hash"])
+        for rec in records
+        if rec["action"] == "merge"
+        for c in rec.get("conflicts", [])
+    }
+    agreed: dict[str, str] = {}  # answers the copy and the master came to alike, since
     master_rows = _rows(s, set(copy.rows))
     open_before = _open_of_copy(records, master_rows, copy_id)
     master_people = dict(s.execute(select(Annotator.name, Annotator.id)).all())
@@ -840,16 +839,20 @@ def _merge(
             state["suggestion_id"] = _master_suggestion(s, c.suggestion)
         c_digest = _digest(state)
         b = base_state(m)
+        # what the copy's answer is measured from: what the master last took in or settled
+        # of it, else its state when the copy was made (the same text back is a change too)
+        reference = last_merged.get(text_key) or _digest(b)
         if m is not None and _digest(m.state) == c_digest:
             report.unchanged += 1
+            if copy_id and c_digest != reference:
+                agreed[text_key] = c_digest  # the copy's next change starts from here
             continue
-        if m is not None and (c_digest == _digest(b) or last_merged.get(text_key) == c_digest):
-            report.unchanged += 1  # not changed in the copy, or merged already
+        if m is not None and c_digest == reference:
+            report.unchanged += 1  # not changed in the copy since, or merged already
             continue
         if m is None:
             todo.append(("add", c, None))
             continue
-        reference = last_merged.get(text_key) or _digest(b)
         if _digest(m.state) == reference:
             todo.append(("update", c, m))
             continue
@@ -873,7 +876,7 @@ def _merge(
         steps.step()
     steps.check()
     report.settled = len(open_before - {(c.key, c.copy_hash) for c in report.conflicts})
-    if not dry_run and (report.changed or report.new_conflicts or report.settled):
+    if not dry_run and (report.changed or report.new_conflicts or report.settled or agreed):
         recorder.record(
             s,
             "merge",
@@ -887,7 +890,7 @@ def _merge(
                 "updated": len(report.updated),
                 "unchanged": report.unchanged,
                 "skipped": report.skipped,
-                "merged": merged,
+                "merged": {**agreed, **merged},
                 "conflicts": [
                     {
                         **c.to_dict(),
@@ -901,6 +904,24 @@ def _merge(
         )
         report.recorded = True
     return report
+
+
+def _last_agreed(records: list[dict], copy_id: str) -> dict[str, str]:
+    """Answer key -> the digest of the copy's answer the master last took in or settled: the
+    state the copy's next change is measured from (merges of this copy: answers added,
+    updated or found alike; conflicts of it the PI resolved, either way). None for a plain
+    file copy (no id): its changes are measured from the copy's base."""
+    agreed: dict[str, str] = {}
+    if not copy_id:
+        return agreed
+    for rec in records:
+        if rec.get("copy_id") != copy_id:
+            continue
+        if rec["action"] == "merge":
+            agreed.update(rec.get("merged", {}))
+        elif rec["action"] == "resolve":
+            agreed[rec["key"]] = rec["copy_hash"]
+    return agreed
 
 
 def _open_of_copy(

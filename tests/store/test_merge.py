@@ -194,6 +194,85 @@ def test_a_copy_merged_again_replaces_its_own_older_conflicts(master, tmp_path):
     assert not again.recorded and _snapshot(project) == before
 
 
+@pytest.mark.both_backends
+def test_after_a_conflict_is_settled_the_copys_next_change_is_merged(master, tmp_path):
+    """The PI took the copy's answer; the clinician went on changing it in her copy: the next
+    merge updates the master, with no conflict (the master holds what the copy last gave)."""
+    project, study = master
+    unit, ava = study.units["urgency"], study.service.as_viewer("ava")
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    _edit(copy, "ava", unit, _urgent(study.case2))
+    ava.save_answer(unit, _urgent(study.case2), status="draft")
+    merge_copies(project, [copy])
+    (conflict,) = open_conflicts(project)
+    resolve_conflict(project, conflict, "copy")
+    _edit(copy, "ava", unit, _urgent(study.case1), status="draft")
+    (report,) = merge_copies(project, [copy])
+    assert not report.conflicts and len(report.updated) == 1
+    now = study.service.get_answer(unit, study.ava)
+    assert now.payload["more_urgent_case_id"] == study.case1 and now.status == "draft"
+
+
+@pytest.mark.both_backends
+def test_after_a_conflict_kept_the_masters_the_copys_next_change_is_a_conflict(master, tmp_path):
+    """The PI kept the master's answer: merged again unchanged, the copy raises nothing; changed
+    again in the copy, it is a conflict again (the clinician never saw the master's)."""
+    project, study = master
+    unit, ava = study.units["urgency"], study.service.as_viewer("ava")
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    _edit(copy, "ava", unit, _urgent(study.case2))
+    ava.save_answer(unit, _urgent(study.case2), status="draft")
+    merge_copies(project, [copy])
+    (conflict,) = open_conflicts(project)
+    resolve_conflict(project, conflict, "master")
+    (again,) = merge_copies(project, [copy])
+    assert not again.conflicts and not again.recorded and open_conflicts(project) == []
+    _edit(copy, "ava", unit, _urgent(study.case1), status="draft")
+    (report,) = merge_copies(project, [copy])
+    assert len(report.conflicts) == 1 and not report.updated
+    assert study.service.get_answer(unit, study.ava).status == "draft"  # the master's, kept
+    assert open_conflicts(project)[0].copy["payload"]["more_urgent_case_id"] == study.case1
+
+
+@pytest.mark.both_backends
+def test_an_answer_changed_alike_in_both_then_in_the_master_keeps_the_masters(master, tmp_path):
+    """The copy and the master came to the same answer; then it changed in the master alone:
+    merging the unchanged copy again keeps the master's, with no conflict."""
+    project, study = master
+    unit, ava = study.units["urgency"], study.service.as_viewer("ava")
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    _edit(copy, "ava", unit, _urgent(study.case2))
+    ava.save_answer(unit, _urgent(study.case2), status="submitted")
+    (alike,) = merge_copies(project, [copy])
+    assert not alike.conflicts and not alike.changed
+    ava.save_answer(unit, _urgent(study.case1), status="draft")
+    (report,) = merge_copies(project, [copy])
+    assert not report.conflicts and not report.changed
+    now = study.service.get_answer(unit, study.ava)
+    assert now.payload["more_urgent_case_id"] == study.case1 and now.status == "draft"
+
+
+@pytest.mark.both_backends
+def test_an_answer_changed_back_in_the_copy_after_a_merge_is_merged(master, tmp_path):
+    """Merged once, then changed back in the copy to what it was when the copy was made: the
+    change back is the clinician's latest answer and reaches the master (it was taken for no
+    change, and the master kept the answer she had replaced)."""
+    project, study = master
+    unit = study.units["urgency"]
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    _edit(copy, "ava", unit, _urgent(study.case2))
+    (first,) = merge_copies(project, [copy])
+    assert len(first.updated) == 1
+    _edit(copy, "ava", unit, _urgent(study.case1))  # as it was in the master at the copy
+    (back,) = merge_copies(project, [copy])
+    assert len(back.updated) == 1 and not back.conflicts
+    assert study.service.get_answer(unit, study.ava).payload["more_urgent_case_id"] == study.case1
+    study.service.as_viewer("ava").save_answer(unit, _urgent(study.case2), status="draft")
+    _edit(copy, "ava", unit, _urgent(study.case2))  # then both changed, differently
+    (both,) = merge_copies(project, [copy])
+    assert len(both.conflicts) == 1 and not both.changed
+
+
 def _rank(study) -> dict:
     return {
         "entries": [
