@@ -33,12 +33,19 @@ audit logs):
   resolves them (:func:`resolve_conflict`, keeping either version);
 * everything else (unchanged in the copy, or the same answer in both) is left alone.
 
+An answer of a copy merged before is measured from what the master last took in of it, found
+alike in both, or settled of it (a resolved conflict, either way), not from the base: an answer
+changed back in the copy to its base state is a change (:func:`_last_agreed`). A later merge of
+the same copy lists all of its conflicts again and replaces the earlier ones
+(:func:`_open_conflict_records`).
+
 A merge is one transaction, recorded in the audit log (action ``merge``) with the copy's
 identity and counts; the answers it saves add their own ``create``/``update`` entries, and keep
 the copy's times. Merging the same copy again changes nothing and records nothing: what it
-brought is already there, and its conflicts are already on record. A copy of another project
-is refused, and so is a copy whose starting point is not in this file's history (a master
-restored from an older backup); refusals change nothing.
+brought is already there, and its conflicts are already on record (it is recorded when it
+settles earlier conflicts of the copy or finds answers now alike, to keep that starting
+point). A copy of another project is refused, and so is a copy whose starting point is not in
+this file's history (a master restored from an older backup); refusals change nothing.
 """
 
 from __future__ import annotations
