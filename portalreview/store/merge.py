@@ -849,12 +849,14 @@ def _merge(
         # what the copy's answer is measured from: what the master last took in or settled
         # of it, else its state when the copy was made (the same text back is a change too)
         reference = last_merged.get(text_key) or _digest(b)
+        # (a settled conflict recorded the copy's answer with the copy's own suggestion id)
+        unchanged_in_copy = reference in (c_digest, _digest(c.state))
         if m is not None and _digest(m.state) == c_digest:
             report.unchanged += 1
-            if copy_id and c_digest != reference:
+            if copy_id and not unchanged_in_copy:
                 agreed[text_key] = c_digest  # the copy's next change starts from here
             continue
-        if m is not None and c_digest == reference:
+        if m is not None and unchanged_in_copy:
             report.unchanged += 1  # not changed in the copy since, or merged already
             continue
         if m is None:

@@ -273,6 +273,33 @@ def test_an_answer_changed_back_in_the_copy_after_a_merge_is_merged(master, tmp_
     assert len(both.conflicts) == 1 and not both.changed
 
 
+def test_a_settled_conflict_about_an_answer_from_an_offline_suggestion_stays_settled(
+    master, tmp_path
+):
+    """The answer took up a model suggestion made in the copy (a suggestion id the master does
+    not have): once the PI kept the master's answer, merging the unchanged copy again finds
+    no conflict."""
+    project, study = master
+    unit = study.units["urgency"]
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    with Project.open(copy) as offline:
+        service = StudyService(offline)
+        made = service.add_suggestion(
+            unit, _urgent(study.case2), model_file="m.gguf", model_sha256="0" * 64,
+            template_id="urgency-v1",
+        )  # fmt: skip
+        service.as_viewer("ava").save_answer(
+            unit, _urgent(study.case2), status="submitted", suggestion_id=made,
+            suggestion_use="accepted",
+        )  # fmt: skip
+    study.service.as_viewer("ava").save_answer(unit, _urgent(study.case2), status="draft")
+    (first,) = merge_copies(project, [copy])
+    assert len(first.conflicts) == 1
+    resolve_conflict(project, open_conflicts(project)[0], "master")
+    (again,) = merge_copies(project, [copy])
+    assert not again.conflicts and not again.recorded and open_conflicts(project) == []
+
+
 def _rank(study) -> dict:
     return {
         "entries": [
