@@ -327,3 +327,16 @@ def test_a_copy_holds_only_their_work_unless_the_whole_study_is_confirmed(
     assert len(asked) == 2 and not whole.exists()
     dialog.for_box.setCurrentIndex(dialog.for_box.findData("ben"))  # back to a person: safe again
     assert dialog.whole_study_box.isEnabled() and not dialog.whole_study_box.isChecked()
+
+
+def test_a_merge_that_only_settles_earlier_conflicts_says_so():
+    from portalreview.store.merge import MergeReport
+    from portalreview.ui.copies_dialog import MergeOutcome
+
+    report = MergeReport("ava.prproj", "id", "ava", 5, settled=2)
+    assert MergeOutcome(Path("ava.prproj"), report).result() == (
+        "settled 2 earlier conflict(s): the copy's answer changed since"
+    )
+    assert MergeOutcome(Path("ava.prproj"), MergeReport("a", "i", "a", 5)).result() == (
+        "nothing new"
+    )
