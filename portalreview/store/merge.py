@@ -918,7 +918,7 @@ def _merge(
 def _last_agreed(records: list[dict], copy_id: str) -> dict[str, str]:
     """Answer key -> the digest of the copy's answer the master last took in or settled: the
     state the copy's next change is measured from (merges of this copy: answers added,
-    updated or found alike; conflicts of it the PI resolved, either way). None for a plain
+    updated or found alike; conflicts of it the PI resolved, either way). Empty for a plain
     file copy (no id): its changes are measured from the copy's base."""
     agreed: dict[str, str] = {}
     if not copy_id:
