@@ -164,6 +164,19 @@ def test_a_copy_that_keeps_only_one_clinicians_work(master, tmp_path):
     assert study.service.get_answer(study.units["rank"], study.ben).status == "submitted"
 
 
+def _conflicted(project, study, tmp_path) -> tuple:
+    """A copy for ava whose urgency answer was changed differently in the copy (case 2,
+    submitted) and in the master (case 2, a draft), merged: (the copy's path, the conflict)."""
+    unit = study.units["urgency"]
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    _edit(copy, "ava", unit, _urgent(study.case2))
+    study.service.as_viewer("ava").save_answer(unit, _urgent(study.case2), status="draft")
+    (first,) = merge_copies(project, [copy])
+    (conflict,) = first.conflicts
+    assert open_conflicts(project) == [conflict]
+    return copy, conflict
+
+
 @pytest.mark.both_backends
 def test_a_copy_merged_again_replaces_its_own_older_conflicts(master, tmp_path):
     """The clinician changed an answer again in the same copy after a merge found it in
@@ -171,12 +184,8 @@ def test_a_copy_merged_again_replaces_its_own_older_conflicts(master, tmp_path):
     back what she changed since), and once the copy agrees with the master nothing is left to
     settle."""
     project, study = master
-    unit, ava = study.units["urgency"], study.service.as_viewer("ava")
-    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
-    _edit(copy, "ava", unit, _urgent(study.case2))  # in the copy
-    ava.save_answer(unit, _urgent(study.case2), status="draft")  # and otherwise in the master
-    (first,) = merge_copies(project, [copy])
-    assert len(first.conflicts) == 1 and len(open_conflicts(project)) == 1
+    copy, conflict = _conflicted(project, study, tmp_path)
+    unit = conflict.unit_id
 
     _edit(copy, "ava", unit, _urgent(study.case1), status="draft")  # changed again in the copy
     (second,) = merge_copies(project, [copy])
@@ -199,12 +208,8 @@ def test_after_a_conflict_is_settled_the_copys_next_change_is_merged(master, tmp
     """The PI took the copy's answer; the clinician went on changing it in her copy: the next
     merge updates the master, with no conflict (the master holds what the copy last gave)."""
     project, study = master
-    unit, ava = study.units["urgency"], study.service.as_viewer("ava")
-    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
-    _edit(copy, "ava", unit, _urgent(study.case2))
-    ava.save_answer(unit, _urgent(study.case2), status="draft")
-    merge_copies(project, [copy])
-    (conflict,) = open_conflicts(project)
+    copy, conflict = _conflicted(project, study, tmp_path)
+    unit = conflict.unit_id
     resolve_conflict(project, conflict, "copy")
     _edit(copy, "ava", unit, _urgent(study.case1), status="draft")
     (report,) = merge_copies(project, [copy])
@@ -218,12 +223,8 @@ def test_after_a_conflict_kept_the_masters_the_copys_next_change_is_a_conflict(m
     """The PI kept the master's answer: merged again unchanged, the copy raises nothing; changed
     again in the copy, it is a conflict again (the clinician never saw the master's)."""
     project, study = master
-    unit, ava = study.units["urgency"], study.service.as_viewer("ava")
-    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
-    _edit(copy, "ava", unit, _urgent(study.case2))
-    ava.save_answer(unit, _urgent(study.case2), status="draft")
-    merge_copies(project, [copy])
-    (conflict,) = open_conflicts(project)
+    copy, conflict = _conflicted(project, study, tmp_path)
+    unit = conflict.unit_id
     resolve_conflict(project, conflict, "master")
     (again,) = merge_copies(project, [copy])
     assert not again.conflicts and not again.recorded and open_conflicts(project) == []
