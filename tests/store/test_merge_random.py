@@ -129,9 +129,13 @@ def test_random_rounds_of_merges_follow_the_three_way_model(fresh_demo, tmp_path
             want, conflict = _expected(agreed.get(key), state, before.get(key))
             assert after.get(key) == want, (round_, key)
             assert (offered.get(key) == state) == conflict, (round_, key)
-            if not conflict:
+            if conflict:
+                seen["conflict"] += 1
+            elif state != agreed.get(key):  # changed in the copy: the master took it
+                seen["took"] += 1
                 agreed[key] = state
-            seen["conflict" if conflict else "took" if want == state else "kept"] += 1
+            elif want != state:  # changed in the master only: kept
+                seen["kept"] += 1
         assert len(offered) == len(open_conflicts(master))  # one per answer
         for conflict in open_conflicts(master):
             if rng.random() < 0.5:  # the PI settles it, either way
