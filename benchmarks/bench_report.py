@@ -630,10 +630,13 @@ def _flag_an_answer(project: Project, kind: str) -> None:
     )
 
 
-def time_live(path: Path, n_resamples: int, seed: int = 0) -> dict[str, Any]:
+def time_live(
+    path: Path, n_resamples: int, seed: int = 0
+) -> tuple[dict[str, tuple[float, Any]], dict[str, bool]]:
     """The dashboard's refresh (``LiveReport``) on a copy of the study: the first refresh (reads
     and computes everything), one with nothing saved, and one after one saved answer of each
-    kind; seconds and the analyses each recomputed."""
+    kind, then :func:`time_restart`; (seconds and result of each, whether each checked live
+    report equals one computed from scratch)."""
     with tempfile.TemporaryDirectory(prefix="portalreview-live-") as folder:
         copy = Path(folder) / path.name
         shutil.copy(path, copy)
@@ -653,13 +656,8 @@ def time_live(path: Path, n_resamples: int, seed: int = 0) -> dict[str, Any]:
             }
         finally:
             project.close()
-        out.update(time_restart(copy, settings, checks))
-    return {**out, CHECKS: checks}
-
-
-#: The key of :func:`time_live`'s result holding its checks: whether a live report equals
-#: one computed from scratch (label -> bool), on the study of the benchmark's size.
-CHECKS = "equals a report computed from scratch"
+        restarts, restart_checks = time_restart(copy, settings)
+    return {**out, **restarts}, {**checks, **restart_checks}
 
 
 def _same_as_fresh(project: Project, result: Any, settings: dict[str, int]) -> bool:
@@ -670,14 +668,15 @@ def _same_as_fresh(project: Project, result: Any, settings: dict[str, int]) -> b
 
 
 def time_restart(
-    path: Path, settings: dict[str, int], checks: dict[str, bool]
-) -> dict[str, tuple[float, Any]]:
+    path: Path, settings: dict[str, int]
+) -> tuple[dict[str, tuple[float, Any]], dict[str, bool]]:
     """A restart on a study whose report the project keeps (``reports/report_cache``): the
     kept report shown at once (``stored_report``), then the first refresh of a new
     ``LiveReport`` (reads the study, takes what is kept); then the same after one match
     answer saved (respond and match computed again). Each first refresh's report is compared
-    with one computed from scratch (into ``checks``)."""
+    with one computed from scratch (the second dict)."""
     out: dict[str, tuple[float, Any]] = {}
+    checks: dict[str, bool] = {}
     for label, change in (("restart", None), ("restart, one match saved", "match")):
         project = Project.open(path, automatic_backup=False)
         try:
@@ -688,7 +687,7 @@ def time_restart(
             checks[label] = _same_as_fresh(project, out[f"{label}: first refresh"][1], settings)
         finally:
             project.close()
-    return out
+    return out, checks
 
 
 def _timed_kept(live: LiveReport, project: Project, settings: dict) -> tuple[float, Any]:
@@ -734,8 +733,10 @@ def main(argv: list[str] | None = None) -> None:
         results[n] = time_report(path, args.n_resamples)
         _print_result(n, results[n], args.n_resamples)
         if not args.no_live:
-            live = time_live(path, args.n_resamples)
+            live, checks = time_live(path, args.n_resamples)
             _print_live(live, results[n]["total"])
+            checked = "; ".join(f"{k}: {'yes' if same else 'NO'}" for k, same in checks.items())
+            print(f"        live report equals a report computed from scratch: {checked}")
             _print_aims(n, results[n]["total"], live)
     _print_ratios(results)
 
@@ -754,10 +755,7 @@ def _print_live(live: dict[str, tuple[float, Any]], full: float) -> None:
     """Each live refresh's seconds, its ratio to the full report of the same run, and what it
     read and computed again."""
     print(f"        live refresh (LiveReport), against the full report's {full:.2f} s:")
-    for what, timed in live.items():
-        if what == CHECKS:
-            continue
-        seconds, result = timed
+    for what, (seconds, result) in live.items():
         if not hasattr(result, "timings"):  # the kept report, shown without reading
             stale = ", ".join(result.stale) if result is not None else "none kept"
             print(
@@ -773,8 +771,6 @@ def _print_live(live: dict[str, tuple[float, Any]], full: float) -> None:
             f"          {what:<42} {seconds:6.2f} s ({seconds / full:5.1%} of full;"
             f" reading {read:.2f} s; computed: {done}{taken}; then keeping {kept:.2f} s)"
         )
-    checked = "; ".join(f"{k}: {'yes' if same else 'NO'}" for k, same in live[CHECKS].items())
-    print(f"        live report {CHECKS}: {checked}")
 
 
 #: The aims the figures are held against (cold report, live refresh after one saved answer), in

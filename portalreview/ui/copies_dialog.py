@@ -130,9 +130,11 @@ class MergeOutcome:
         report = self.report
         if report.dry_run:
             return "preview only: nothing saved"
-        if not report.changed and not report.new_conflicts and report.settled:
-            return f"settled {report.settled} earlier conflict(s): the copy's answer changed since"
         if not report.changed and not report.new_conflicts:
+            if report.settled:
+                return (
+                    f"settled {report.settled} earlier conflict(s): the copy's answer changed since"
+                )
             on_record = ": its conflicts are already on record" if report.conflicts else ""
             return "nothing new" + on_record
         skipped = f", {len(report.skipped)} answer(s) skipped" if report.skipped else ""
