@@ -796,7 +796,8 @@ def _merge(
     }
     agreed: dict[str, str] = {}  # answers the copy and the master came to alike, since
     master_rows = _rows(s, set(copy.rows))
-    open_before = _open_of_copy(records, master_rows, copy_id)
+    master_digests = {_key_text(*k): _digest(r.state) for k, r in master_rows.items()}
+    open_before = _open_of_copy(records, master_digests, copy_id)
     master_people = dict(s.execute(select(Annotator.name, Annotator.id)).all())
     master_signatures = _unit_signature(
         s, {r.unit_id for r in copy.rows.values()}, copy.blinded
@@ -851,7 +852,8 @@ def _merge(
         reference = last_merged.get(text_key) or _digest(b)
         # (a settled conflict recorded the copy's answer with the copy's own suggestion id)
         unchanged_in_copy = reference in (c_digest, _digest(c.state))
-        if m is not None and _digest(m.state) == c_digest:
+        m_digest = master_digests.get(text_key)
+        if m is not None and m_digest == c_digest:
             report.unchanged += 1
             if copy_id and not unchanged_in_copy:
                 agreed[text_key] = c_digest  # the copy's next change starts from here
@@ -862,7 +864,7 @@ def _merge(
         if m is None:
             todo.append(("add", c, None))
             continue
-        if _digest(m.state) == reference:
+        if m_digest == reference:
             todo.append(("update", c, m))
             continue
         conflict = _conflict(s, c, m, b, copy)
@@ -934,14 +936,13 @@ def _last_agreed(records: list[dict], copy_id: str) -> dict[str, str]:
 
 
 def _open_of_copy(
-    records: list[dict], master_rows: dict[tuple, _Row], copy_id: str
+    records: list[dict], current: dict[str, str], copy_id: str
 ) -> set[tuple[str, str]]:
-    """(answer key, copy's digest) of the open conflicts an earlier merge of this copy found
-    (none for a plain file copy): a merge that no longer finds one is recorded, to settle
-    it."""
+    """(answer key, copy's digest) of the open conflicts an earlier merge of this copy found,
+    given the master's answers now (``current``: key -> digest); none for a plain file copy.
+    A merge that no longer finds one is recorded, to settle it."""
     if not copy_id:
         return set()
-    current = {_key_text(*k): _digest(r.state) for k, r in master_rows.items()}
     return {
         (c["key"], c["copy_hash"])
         for c in _open_conflict_records(records, current)
