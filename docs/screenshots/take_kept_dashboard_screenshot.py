@@ -11,15 +11,13 @@ figures of now are computed (held back here until the picture is taken). Saves
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
+import desktop_screen  # noqa: F401  (a 1920 x 1080 offscreen screen, before PySide6)
 from PySide6.QtCore import QSettings
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication

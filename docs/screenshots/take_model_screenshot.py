@@ -15,13 +15,11 @@ after running it.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
+import desktop_screen  # noqa: F401  (a 1920 x 1080 offscreen screen, before PySide6)
 from PySide6.QtCore import QEventLoop, QPoint, QSettings
 from PySide6.QtTest import QTest
 

@@ -8,13 +8,11 @@ do, and saves one PNG per screen next to this script. Look at every image after 
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
+import desktop_screen  # noqa: F401  (a 1920 x 1080 offscreen screen, before PySide6)
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
