@@ -320,6 +320,7 @@ def _suggestions(session: Session, names: Names) -> Iterator[Row]:
             "seconds": s.seconds,
             "created_at": s.created_at,
             "refused_reason": s.refused_reason,
+            "for_annotator": names.annotators.get(s.for_annotator_id),
         }
 
 

@@ -13,7 +13,7 @@ from portalreview.store.exporters import ExportFailed, export_project
 from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.project import Project
 from portalreview.store.service import GENESIS_HASH, StudyService
-from portalreview.store.templates import refused_suggestions, suggestion_counts
+from portalreview.store.templates import latest_suggestion, refused_suggestions, suggestion_counts
 
 TABLES = (
     "annotators",
@@ -202,4 +202,30 @@ def test_a_smaller_codebook_is_refused(project, tmp_path):
     fresh = Project.create(tmp_path / "copy.prproj")
     with pytest.raises(ImportFailed, match=r"project\.json: its catalogs lack entries"):
         import_files(fresh, [first])
+    fresh.close()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "xlsx"])
+def test_a_suggestion_made_for_one_clinician_stays_theirs(project, tmp_path, fmt):
+    """A suggestion made from ava's own replies (its prompt holds them) is ava's alone after
+    an export and import too: never offered to ben."""
+    study = full_study(project)
+    study.service.add_suggestion(
+        study.units["respond"],
+        {"mode": "theme_guided", "parts": {"empathy": "In ava's own words"}, "notes": ""},
+        model_file="tiny.gguf",
+        model_sha256="ab" * 32,
+        template_id="respond@own",
+        template_text="Replies ava wrote before: ...",
+        for_annotator_id=study.ava,
+    )
+    out = tmp_path / ("study.xlsx" if fmt == "xlsx" else "export1")
+    export_project(project, fmt, out)
+    fresh = _reimport(tmp_path, out, "copy")
+    service = StudyService(fresh)
+    unit = service.as_viewer("ava").queue("respond")[0].unit_id
+    offered_to_ava = latest_suggestion(service.as_viewer("ava"), unit)
+    assert offered_to_ava is not None and offered_to_ava.template_id == "respond@own"
+    offered_to_ben = latest_suggestion(service.as_viewer("ben"), unit)
+    assert offered_to_ben is None or offered_to_ben.template_id != "respond@own"
     fresh.close()

@@ -82,6 +82,7 @@ SUGGESTION_COLUMNS = (
     "seconds",
     "created_at",
     "refused_reason",
+    "for_annotator",
 )
 AUDIT_COLUMNS = (
     "id",
@@ -375,10 +376,18 @@ def _add_suggestion(ctx: ImportContext, rec: Record, untranslated: list[str]) ->
         seed=rec.integer("seed", -(2**62), 2**62),
         seconds=rec.number("seconds") or 0.0,
         refused_reason=rec.text("refused_reason").strip() or None,
+        for_annotator_id=_for_annotator(ctx, rec),
         session=ctx.session,
     )
     row = ctx.session.get(Suggestion, suggestion_id)
     ctx.set_times(row, rec, created_at="created_at")
+
+
+def _for_annotator(ctx: ImportContext, rec: Record) -> int | None:
+    """The clinician a suggestion was made for alone (from their own replies), or None."""
+    if not rec.text("for_annotator").strip():
+        return None
+    return ctx.annotator(rec, "for_annotator")
 
 
 # --- answers ----------------------------------------------------------------------------------
