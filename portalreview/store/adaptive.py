@@ -19,7 +19,7 @@ the assignment (randomised per clinician), and a pair once answered is never off
 
 The setting lives in ``project_meta`` under ``adaptive_set:<unit set id>`` (JSON), written with
 the set (``study_setup.create_unit_set``); the report reads it to say which inboxes were sorted
-adaptively.
+adaptively. An export carries it as the unit set's ``adaptive_judgements``.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from portalreview import __version__
+from portalreview.store.adaptive import adaptive_settings
 from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
@@ -62,7 +63,7 @@ from portalreview.store.models import (
     UnitSet,
 )
 from portalreview.store.project import Project
-from portalreview.store.service import CHART_SECTIONS, chart_text_of
+from portalreview.store.service import CHART_SECTIONS, StudyService, chart_text_of
 
 log = logging.getLogger(__name__)
 FORMATS = ("jsonl", "csv", "xlsx")
@@ -146,6 +147,12 @@ class Names:
         return {"set": name, "position": position}
 
 
+def study_settings(session: Session) -> dict[str, Any]:
+    """The study's design settings kept in ``project_meta`` that travel with an export (the
+    adaptive sets travel with their unit sets): the own-examples count (0: off)."""
+    return {"own_examples": StudyService.own_examples_in(session)}
+
+
 def read_tables(session: Session) -> tuple[dict, dict[str, Table]]:
     """(project.json content, table name -> (columns, rows)), all from one session."""
     names = Names(session)
@@ -155,6 +162,7 @@ def read_tables(session: Session) -> tuple[dict, dict[str, Table]]:
         "exported_by": f"PortalReview {__version__}",
         "schema_version": SCHEMA_VERSION,
         "catalogs": read_catalogs(session).to_dict(),
+        "settings": study_settings(session),
     }
     tables: dict[str, Table] = {
         "annotators": (ANNOTATOR_COLUMNS, list(_annotators(session))),
@@ -232,12 +240,15 @@ def _responses(session: Session) -> Iterator[Row]:
 
 
 def _unit_sets(session: Session) -> Iterator[Row]:
+    adaptive = adaptive_settings(session)
     for s in session.scalars(select(UnitSet).order_by(UnitSet.id)):
+        setting = adaptive.get(s.id)
         yield {
             "name": s.name,
             "kind": s.kind,
             "description": s.description,
             "created_at": s.created_at,
+            "adaptive_judgements": None if setting is None else setting.judgements,
         }
 
 
@@ -425,7 +436,7 @@ def _write_xlsx(path: Path, meta: dict, tables: dict[str, Table]) -> Path:
     from openpyxl import Workbook
     from openpyxl.cell import WriteOnlyCell
 
-    sheets = {"project": (("name", "catalogs"), [meta]), **tables}
+    sheets = {"project": (("name", "catalogs", "settings"), [meta]), **tables}
     values = {
         name: [
             [_excel_value(name, number, c, row[c]) for c in columns]

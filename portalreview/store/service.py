@@ -562,14 +562,15 @@ class StudyService:
             after = None if setting_json is None else {"setting": setting_json}
             self._audit(s, "model_server", None, None, before, after)
 
-    def set_own_examples(self, examples: int) -> None:
+    def set_own_examples(self, examples: int, session: Session | None = None) -> None:
         """Let the model's respond suggestions for a clinician include that clinician's own
         ``examples`` most similar earlier replies (0: off; ``llm/own_examples.py``). PI only,
         recorded in the audit log."""
         self._require_admin("choose the model's examples")
         if not 0 <= examples <= MAX_OWN_EXAMPLES:
             raise StoreError(f"the examples must be between 0 (off) and {MAX_OWN_EXAMPLES}")
-        with self._write() as s:
+
+        def write(s: Session) -> None:
             old = s.get(ProjectMeta, OWN_EXAMPLES_KEY)
             before = int(old.value) if old is not None else 0
             if before == examples:
@@ -580,11 +581,18 @@ class StudyService:
                 s.delete(old)
             self._audit(s, "own_examples", None, None, {"examples": before}, {"examples": examples})
 
+        self._in_session(session, write)
+
     def own_examples(self) -> int:
         """How many of a clinician's own earlier replies a respond suggestion may show the
         model (0: the study has not chosen this)."""
         with self.project.read() as s:
-            row = s.get(ProjectMeta, OWN_EXAMPLES_KEY)
+            return self.own_examples_in(s)
+
+    @staticmethod
+    def own_examples_in(s: Session) -> int:
+        """:meth:`own_examples`, read in session ``s``."""
+        row = s.get(ProjectMeta, OWN_EXAMPLES_KEY)
         try:
             return min(max(int(row.value), 0), MAX_OWN_EXAMPLES) if row is not None else 0
         except ValueError:

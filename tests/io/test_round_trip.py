@@ -9,10 +9,17 @@ import json
 import pytest
 from io_support import fingerprint, full_study
 
+from portalreview.store.adaptive import adaptive_settings
 from portalreview.store.exporters import ExportFailed, export_project
 from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.project import Project
 from portalreview.store.service import GENESIS_HASH, StudyService
+from portalreview.store.study_setup import (
+    assign_units,
+    create_unit_set,
+    plan_assignment,
+    plan_units,
+)
 from portalreview.store.templates import latest_suggestion, refused_suggestions, suggestion_counts
 
 TABLES = (
@@ -228,4 +235,65 @@ def test_a_suggestion_made_for_one_clinician_stays_theirs(project, tmp_path, fmt
     assert offered_to_ava is not None and offered_to_ava.template_id == "respond@own"
     offered_to_ben = latest_suggestion(service.as_viewer("ben"), unit)
     assert offered_to_ben is None or offered_to_ben.template_id != "respond@own"
+    fresh.close()
+
+
+def _adaptive_inbox(project: Project, judgements: int) -> None:
+    """Six messages of an inbox as an adaptive set of ``judgements`` judgements, handed to
+    ava and ben."""
+    service = StudyService(project)
+    for i in range(6):
+        service.add_case(f"m{i}", f"Message {i}.", urgency_level=1 + i, tags={"inbox": "ward"})
+    plan = plan_units(project, "adaptive-inbox", inbox="ward", judgements=judgements)
+    made = create_unit_set(project, plan)
+    assign_units(project, plan_assignment(project, made.name, ["ava", "ben"]))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "xlsx"])
+def test_study_settings_travel_with_the_export(project, tmp_path, fmt):
+    """An adaptive inbox stays adaptive (one pair at a time, the same number of judgements)
+    and the PI's own-examples setting is kept."""
+    study = full_study(project)
+    _adaptive_inbox(project, judgements=7)
+    study.service.set_own_examples(3)
+    out = tmp_path / ("study.xlsx" if fmt == "xlsx" else "export1")
+    export_project(project, fmt, out)
+    fresh = _reimport(tmp_path, out, "copy")
+    service = StudyService(fresh)
+    with fresh.read() as s:
+        (setting,) = adaptive_settings(s).values()
+    assert setting.judgements == 7
+    ava = service.as_viewer("ava")
+    assert len(ava.queue("urgency")) == 1 + 1  # the small study's pair and the adaptive one
+    assert ava.progress("urgency").total == 1 + 7
+    assert service.own_examples() == 3
+    fresh.close()
+
+
+def test_a_setting_the_project_has_otherwise_is_kept_and_said(project, tmp_path):
+    full_study(project)
+    StudyService(project).set_own_examples(3)
+    out = tmp_path / "export1"
+    export_project(project, "jsonl", out)
+    fresh = Project.create(tmp_path / "other.prproj", name="Other")
+    StudyService(fresh).set_own_examples(5)
+    report = import_files(fresh, [out])
+    assert StudyService(fresh).own_examples() == 5
+    assert any("own examples" in note and "5" in note for note in report.notes)
+    fresh.close()
+
+
+def test_adaptive_judgements_only_for_an_urgency_set(project, tmp_path):
+    full_study(project)
+    out = tmp_path / "export1"
+    export_project(project, "jsonl", out)
+    rows = [json.loads(line) for line in (out / "unit_sets.jsonl").open()]
+    respond = next(r for r in rows if r["kind"] == "respond")
+    respond["adaptive_judgements"] = 5
+    (out / "unit_sets.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fresh = Project.create(tmp_path / "copy.prproj")
+    before = fingerprint(fresh)
+    with pytest.raises(ImportFailed, match="adaptive_judgements"):
+        import_files(fresh, [out])
+    assert fingerprint(fresh) == before
     fresh.close()

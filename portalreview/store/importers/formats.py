@@ -65,6 +65,7 @@ def _formats() -> list[Format]:
     case_req = ("case_id", "message")
     resp_req = ("response_id", "case_id", "text")
     pair_req = ("chosen", "chosen_level", "rejected", "rejected_level")
+    set_req = ("name", "kind")
     unit_req = ("set", "case_id")
     ans_req = ("kind", "unit", "annotator", "answer")
     sug_req = ("unit", "kind", "payload", "model_file", "model_sha256", "template_id")
@@ -82,7 +83,7 @@ def _formats() -> list[Format]:
                pmr.load_pairs),
         Format("responses", "responses", resp_req, _rest(cases.RESPONSE_COLUMNS, resp_req), 5,
                cases.load_responses),
-        Format("unit_sets", "unit sets", ("name", "kind"), ("description", "created_at"), 6,
+        Format("unit_sets", "unit sets", set_req, _rest(study.UNIT_SET_COLUMNS, set_req), 6,
                study.load_unit_sets),
         Format("units", "units", unit_req, _rest(study.UNIT_COLUMNS, unit_req), 7,
                study.load_units),

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from portalreview.domain.catalogs import CatalogError, Catalogs
+from portalreview.store.adaptive import AdaptiveSetting, meta_key
 from portalreview.store.catalog_store import write_catalogs
 from portalreview.store.importers.context import ImportContext
 from portalreview.store.importers.errors import ImportFailed
@@ -32,13 +33,15 @@ from portalreview.store.models import (
     Annotator,
     Answer,
     Assignment,
+    ProjectMeta,
     Suggestion,
     Unit,
     UnitSet,
 )
+from portalreview.store.service import MAX_OWN_EXAMPLES
 
 ANNOTATOR_COLUMNS = ("name", "display_name", "role", "is_model", "created_at")
-UNIT_SET_COLUMNS = ("name", "kind", "description", "created_at")
+UNIT_SET_COLUMNS = ("name", "kind", "description", "created_at", "adaptive_judgements")
 UNIT_COLUMNS = (
     "set",
     "kind",
@@ -113,8 +116,18 @@ def each(ctx: ImportContext, part: Part, add) -> None:
 
 
 def load_project(ctx: ImportContext, part: Part) -> None:
-    """Check the exported catalogs against the project's; a superset extends them."""
-    data = part.obj if part.obj is not None else {"catalogs": part.records[0].obj("catalogs")}
+    """Check the exported catalogs against the project's (a superset extends them), and take
+    the study's settings where the project has not chosen its own."""
+    if part.obj is not None:
+        data = part.obj
+    else:  # a workbook's project sheet: one row
+        record = part.records[0]
+        data = {"catalogs": record.obj("catalogs"), "settings": record.obj("settings")}
+    _load_catalogs(ctx, part, data)
+    _load_settings(ctx, part, data.get("settings"))
+
+
+def _load_catalogs(ctx: ImportContext, part: Part, data: dict) -> None:
     try:
         theirs = Catalogs.from_dict(data.get("catalogs"))
     except (CatalogError, TypeError, AttributeError) as exc:
@@ -133,6 +146,33 @@ def load_project(ctx: ImportContext, part: Part) -> None:
     write_catalogs(ctx.session, theirs)
     ctx.svc.use_catalogs(theirs)
     ctx.report.note(f"{part.label}: the project's catalogs were extended to {theirs.version}")
+
+
+def _load_settings(ctx: ImportContext, part: Part, settings: Any) -> None:
+    """The own-examples count (exporters.study_settings): taken when this project has none;
+    a project that chose its own keeps it, and the report says so."""
+    if settings is None:  # an export written before settings travelled
+        return
+    theirs = settings.get("own_examples", 0) if isinstance(settings, dict) else None
+    if not isinstance(theirs, int) or isinstance(theirs, bool):
+        raise ImportFailed(
+            f"settings.own_examples must be a whole number, not {theirs!r}", file=part.label
+        )
+    if not 0 <= theirs <= MAX_OWN_EXAMPLES:
+        raise ImportFailed(
+            f"settings.own_examples must be between 0 and {MAX_OWN_EXAMPLES}, not {theirs}",
+            file=part.label,
+        )
+    ours = ctx.svc.own_examples_in(ctx.session)
+    if ours == theirs or theirs == 0:
+        return
+    if ours:
+        ctx.report.note(
+            f"{part.label}: kept this project's own examples ({ours}); the export's study "
+            f"used {theirs}"
+        )
+        return
+    ctx.svc.set_own_examples(theirs, session=ctx.session)
 
 
 def _catalog_ids(c: Catalogs) -> set[str]:
@@ -192,8 +232,14 @@ def _add_unit_set(ctx: ImportContext, rec: Record) -> None:
     name = rec.ident("name")
     kind = rec.choice("kind", KINDS)
     ctx.claim("unit set", name, rec, "name", ctx.unit_set(name) is not None)
+    judgements = rec.integer("adaptive_judgements", 1, _MAX_POSITION)
+    if judgements is not None and kind != "urgency":
+        rec.fail("adaptive_judgements", f"only an urgency set can be adaptive, not a {kind} set")
     set_id = ctx.ensure_unit_set(name, kind, rec, rec.text("description"))
     ctx.set_times(ctx.session.get(UnitSet, set_id), rec, created_at="created_at")
+    if judgements is not None:
+        setting = AdaptiveSetting(judgements).to_json()
+        ctx.session.add(ProjectMeta(key=meta_key(set_id), value=setting))
 
 
 # --- units -------------------------------------------------------------------------------------
