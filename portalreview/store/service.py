@@ -438,9 +438,14 @@ class StudyService:
     def create_unit_set(
         self, name: str, kind: str, description: str = "", session: Session | None = None
     ) -> int:
+        """A new, empty unit set; its name is trimmed (an outer space would make two sets
+        that read the same)."""
         self._require_admin("create unit sets")
         if kind not in KINDS:
             raise StoreError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
+        name = name.strip()
+        if not name:
+            raise StoreError("a unit set needs a name")
 
         def insert(s: Session) -> int:
             row = UnitSet(name=name, kind=kind, description=description)

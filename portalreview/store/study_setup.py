@@ -453,7 +453,7 @@ def plan_units(
     return UnitPlan(
         recipe=recipe,
         kind=RECIPE_KIND[recipe],
-        name=name or default_name,
+        name=(name or "").strip() or default_name,
         description=description if description is not None else _DESCRIPTIONS[recipe],
         units=tuple(units),
         options=options,

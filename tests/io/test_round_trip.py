@@ -8,12 +8,14 @@ import json
 
 import pytest
 from io_support import fingerprint, full_study
+from sqlalchemy import select, update
 
 from portalreview.store.adaptive import adaptive_settings
 from portalreview.store.exporters import ExportFailed, export_project
 from portalreview.store.importers import ImportFailed, import_files
+from portalreview.store.models import UnitSet
 from portalreview.store.project import Project
-from portalreview.store.service import GENESIS_HASH, StudyService
+from portalreview.store.service import GENESIS_HASH, StoreError, StudyService
 from portalreview.store.study_setup import (
     assign_units,
     create_unit_set,
@@ -297,3 +299,28 @@ def test_adaptive_judgements_only_for_an_urgency_set(project, tmp_path):
         import_files(fresh, [out])
     assert fingerprint(fresh) == before
     fresh.close()
+
+
+def test_a_set_name_with_outer_spaces_imports_back(project, tmp_path):
+    """A project made before names were trimmed may hold "Respond set " (a name typed with a
+    trailing space): its export imports back, the name trimmed."""
+    full_study(project)
+    with project.write() as s:
+        s.execute(
+            update(UnitSet).where(UnitSet.kind == "respond").values(name="Respond set ")
+        )
+    out = tmp_path / "export1"
+    export_project(project, "jsonl", out)
+    fresh = _reimport(tmp_path, out, "copy")
+    with fresh.read() as s:
+        assert s.scalar(select(UnitSet.name).where(UnitSet.kind == "respond")) == "Respond set"
+    assert StudyService(fresh).as_viewer("ava").progress("respond").done == 1
+    fresh.close()
+
+
+def test_a_new_set_name_is_trimmed(project):
+    full_study(project)
+    plan = plan_units(project, "respond", name="  Round 2 ")
+    assert create_unit_set(project, plan).name == "Round 2"
+    with pytest.raises(StoreError, match="needs a name"):
+        StudyService(project).create_unit_set("   ", "respond")

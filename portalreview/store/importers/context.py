@@ -208,14 +208,15 @@ class ImportContext:
         return found
 
     def unit_set(self, name: str) -> tuple[int, str] | None:
-        """(id, kind) of the unit set called ``name``, or None."""
+        """(id, kind) of the unit set called ``name`` (trimmed, as names are stored), or None."""
         row = self.session.execute(
-            select(UnitSet.id, UnitSet.kind).where(UnitSet.name == name)
+            select(UnitSet.id, UnitSet.kind).where(UnitSet.name == name.strip())
         ).first()
         return None if row is None else (row[0], row[1])
 
     def ensure_unit_set(self, name: str, kind: str, rec: Record, description: str = "") -> int:
         """The id of unit set ``name`` of ``kind``, created when missing."""
+        name = name.strip()
         found = self.unit_set(name)
         if found is None:
             set_id = self.svc.create_unit_set(name, kind, description, session=self.session)
@@ -232,10 +233,10 @@ class ImportContext:
         position = whole_number(ref["position"])
         if not isinstance(ref["set"], str) or position is None:
             rec.fail(name, 'expected {"set": "<unit set name>", "position": n}')
-        unit = self.session.scalar(
+        unit = self.session.scalar(  # set names are stored trimmed, as ``Record.ident`` reads them
             select(Unit)
             .join(UnitSet, UnitSet.id == Unit.unit_set_id)
-            .where(UnitSet.name == ref["set"], Unit.position == position)
+            .where(UnitSet.name == ref["set"].strip(), Unit.position == position)
         )
         if unit is None:
             rec.fail(name, f"there is no unit {position} in unit set {ref['set']!r}")
