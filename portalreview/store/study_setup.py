@@ -731,7 +731,7 @@ def _unit_set_row(s: Session, unit_set: str | int) -> UnitSet:
     query = (
         select(UnitSet).where(UnitSet.id == unit_set)
         if isinstance(unit_set, int)
-        else select(UnitSet).where(UnitSet.name == unit_set)
+        else select(UnitSet).where(UnitSet.name == unit_set.strip())  # names are trimmed
     )
     row = s.scalar(query)
     if row is None:

@@ -322,5 +322,7 @@ def test_a_new_set_name_is_trimmed(project):
     full_study(project)
     plan = plan_units(project, "respond", name="  Round 2 ")
     assert create_unit_set(project, plan).name == "Round 2"
+    handed = assign_units(project, plan_assignment(project, "Round 2 ", ["ava"]))
+    assert handed.unit_set == "Round 2"
     with pytest.raises(StoreError, match="needs a name"):
         StudyService(project).create_unit_set("   ", "respond")
