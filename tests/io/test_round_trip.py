@@ -326,3 +326,25 @@ def test_a_new_set_name_is_trimmed(project):
     assert handed.unit_set == "Round 2"
     with pytest.raises(StoreError, match="needs a name"):
         StudyService(project).create_unit_set("   ", "respond")
+
+
+def test_an_export_that_words_a_code_differently_is_refused(project, tmp_path):
+    """Site A's codebook has InfoSeek/Billing "Asks about a bill."; site B's export has the
+    same subcode worded otherwise (and one more): importing it would silently reword what
+    A's annotators coded with, so it is refused and nothing changes."""
+    ours = {"version": "site-a", "eppc_codes": [{"id": "InfoSeek", "subcodes": [
+        {"id": "Billing", "name": "Billing", "definition": "Asks about a bill."}]}]}  # fmt: skip
+    theirs = {"version": "site-b", "eppc_codes": [{"id": "InfoSeek", "subcodes": [
+        {"id": "Billing", "name": "Billing", "definition": "Any money question."},
+        {"id": "Parking", "name": "Parking", "definition": "Asks where to park."}]}]}  # fmt: skip
+    full_study(project)
+    StudyService(project).extend_catalogs(theirs)
+    out = tmp_path / "export1"
+    export_project(project, "jsonl", out)
+    site_a = Project.create(tmp_path / "site-a.prproj")
+    StudyService(site_a).extend_catalogs(ours)
+    before = fingerprint(site_a)
+    with pytest.raises(ImportFailed, match=r"differently \(subcode InfoSeek/Billing\)"):
+        import_files(site_a, [out])
+    assert fingerprint(site_a) == before
+    site_a.close()

@@ -135,12 +135,22 @@ def _load_catalogs(ctx: ImportContext, part: Part, data: dict) -> None:
     ours = ctx.catalogs
     if theirs == ours:
         return
-    missing = sorted(_catalog_ids(ours) - _catalog_ids(theirs))
+    our_entries, their_entries = _catalog_entries(ours), _catalog_entries(theirs)
+    missing = sorted(set(our_entries) - set(their_entries))
     if missing:
         raise ImportFailed(
             "its catalogs lack entries this project has ("
             + ", ".join(missing[:10])
             + "); import into a project created with these catalogs",
+            file=part.label,
+        )
+    changed = sorted(k for k, entry in our_entries.items() if their_entries[k] != entry)
+    if changed:
+        raise ImportFailed(
+            "its catalogs word entries this project has differently ("
+            + ", ".join(changed[:10])
+            + "); the annotators of this project answered with its own wording, so it is not "
+            "replaced: import into a project created with these catalogs",
             file=part.label,
         )
     write_catalogs(ctx.session, theirs)
@@ -175,15 +185,19 @@ def _load_settings(ctx: ImportContext, part: Part, settings: Any) -> None:
     ctx.svc.set_own_examples(theirs, session=ctx.session)
 
 
-def _catalog_ids(c: Catalogs) -> set[str]:
-    return (
-        {f"theme {t.id}" for t in c.themes}
-        | {f"level {lv.level}" for lv in c.urgency_levels}
-        | {f"code {code.id}" for code in c.eppc_codes}
-        | {f"subcode {code.id}/{s.id}" for code in c.eppc_codes for s in code.subcodes}
-        | {f"criterion {x.id}" for x in c.criteria}
-        | {f"error category {e.id}" for e in c.error_categories}
-    )
+def _catalog_entries(c: Catalogs) -> dict[str, dict]:
+    """Every entry of the catalogs a project's answers refer to, by a readable name ("code
+    InfoSeek", "subcode InfoSeek/Billing"), with its content (a code without its subcodes,
+    which count as entries of their own, so that an extension may add some)."""
+    d = c.to_dict()
+    entries = {f"theme {t['id']}": t for t in d["themes"]}
+    entries |= {f"level {lv['level']}": lv for lv in d["urgency_levels"]}
+    for code in d["eppc_codes"]:
+        entries[f"code {code['id']}"] = {k: v for k, v in code.items() if k != "subcodes"}
+        entries |= {f"subcode {code['id']}/{s['id']}": s for s in code["subcodes"]}
+    entries |= {f"criterion {x['id']}": x for x in d["criteria"]}
+    entries |= {f"error category {e['id']}": e for e in d["error_categories"]}
+    return entries
 
 
 def skip_audit(ctx: ImportContext, part: Part) -> None:
