@@ -48,7 +48,7 @@ INT = "0"
 PCT = "0.0"  # percent_correct is already 0-100
 EXCEL_CELL_LIMIT = 32_767
 CHART_ROWS = 19  # rows of 15 points kept free below a table for its 9 cm chart
-_ILLEGAL = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
+_ILLEGAL = re.compile("[\000-\010\013\014\016-\037\ufffe\uffff]")  # what XML 1.0 cannot hold
 _SHEET_CHARS = re.compile(r"[\[\]:*?/\\]")
 
 log = logging.getLogger(__name__)

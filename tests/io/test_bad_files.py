@@ -69,6 +69,7 @@ EXPECTED: dict[str, list[str]] = {
         "Closest: PMR-Bench inbox / message pool, which also needs level",
     ],
     "not_really.xlsx": ["not an Excel workbook"],
+    "cases_broken_xml.xlsx": ["is not a readable Excel workbook"],
     "notes.txt": ["unknown file type .txt"],
     "old_excel.xls": ["old Excel .xls"],
     "pairs_conflicting_levels.csv": ["row 3, field 'chosen_level'", "level 2 here but 1"],

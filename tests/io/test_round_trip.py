@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 from portalreview.store.adaptive import adaptive_settings
 from portalreview.store.exporters import ExportFailed, export_project
 from portalreview.store.importers import ImportFailed, import_files
-from portalreview.store.models import UnitSet
+from portalreview.store.models import Case, UnitSet
 from portalreview.store.project import Project
 from portalreview.store.service import GENESIS_HASH, StoreError, StudyService
 from portalreview.store.study_setup import (
@@ -348,3 +348,17 @@ def test_an_export_that_words_a_code_differently_is_refused(project, tmp_path):
         import_files(site_a, [out])
     assert fingerprint(site_a) == before
     site_a.close()
+
+
+def test_xlsx_keeps_a_noncharacter(project, tmp_path):
+    """U+FFFE / U+FFFF (mis-decoded pasted text) are not allowed in XML: the workbook keeps
+    them as OOXML escapes and the import reads them back."""
+    study = full_study(project)
+    text = "Copied from the portal \ufffe and \uffff it looks odd."
+    study.service.add_case("c-odd", text)
+    out = tmp_path / "study.xlsx"
+    export_project(project, "xlsx", out)
+    fresh = _reimport(tmp_path, out, "copy")
+    with fresh.read() as s:
+        assert s.scalar(select(Case.message).where(Case.external_id == "c-odd")) == text
+    fresh.close()

@@ -370,3 +370,23 @@ def test_no_table_has_two_columns_of_the_same_name(demo):
     for sheet in workbook_model(report):
         for table in sheet.tables:
             assert len(set(table.headers)) == len(table.headers), (sheet.name, table.title)
+
+
+def test_a_text_xml_cannot_hold_leaves_a_workbook_excel_opens(tmp_path):
+    """A reply holding U+FFFE (mis-decoded pasted text) used to make a workbook no XML reader
+    could open; such characters are left out of the report, as control characters are."""
+    from tests.conftest import build_small_study
+
+    with Project.create(tmp_path / "s.prproj", name="Small") as project:
+        study = build_small_study(project)
+        study.service.save_answer(
+            study.units["respond"],
+            {"mode": "theme_guided", "parts": {"empathy": "So sorry \ufffe\uffff to hear."}},
+            status="submitted",
+            annotator_id=study.ava,
+        )
+        out = write_xlsx_report(project, tmp_path / "small", n_resamples=0)
+    book = load_workbook(out, read_only=True)
+    texts = [v for row in book["Raw respond"].iter_rows(values_only=True) for v in row]
+    assert any(isinstance(v, str) and "So sorry  to hear." in v for v in texts)
+    book.close()

@@ -12,12 +12,17 @@ import re
 
 _LITERAL = re.compile(r"_(?=x[0-9A-Fa-f]{4}_)")
 _ESCAPED = re.compile(r"_x([0-9A-Fa-f]{4})_")
+# Characters XML 1.0 does not allow that a database text may hold: the noncharacters U+FFFE and
+# U+FFFF (mis-decoded pasted text). A workbook holding them raw is unreadable.
+_NOT_XML = re.compile("[\ufffe\uffff]")
 
 
 def ooxml_escape(text: str) -> str:
-    """``text`` as a workbook cell keeps it: ``_xHHHH_`` protected, carriage returns escaped."""
+    """``text`` as a workbook cell keeps it: ``_xHHHH_`` protected, carriage returns and the
+    characters XML cannot hold escaped."""
     if "_x" in text:
         text = _LITERAL.sub("_x005F_", text)
+    text = _NOT_XML.sub(lambda m: f"_x{ord(m.group()):04X}_", text)
     return text.replace("\r", "_x000D_")
 
 

@@ -13,6 +13,7 @@ import re
 import zipfile
 from pathlib import Path
 from typing import Any
+from xml.etree.ElementTree import ParseError
 
 from portalreview.store.csv_cells import unescape_formula
 from portalreview.store.importers.errors import EmptyTable, ImportFailed, json_type
@@ -151,8 +152,10 @@ def _read_xlsx(path: Path) -> list[Part]:
         book = load_workbook(path, read_only=True, data_only=True)
     except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
-    try:
+    try:  # a read-only workbook parses each sheet only now, while its rows are read
         parts = [_sheet_part(path, book, name) for name in book.sheetnames]
+    except (ParseError, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+        raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
     finally:
         book.close()
     parts = [p for p in parts if p is not None]
