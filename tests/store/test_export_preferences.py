@@ -134,3 +134,19 @@ def test_an_unknown_clinician_or_another_format_is_refused_and_nothing_written(
     with pytest.raises(ExportFailed, match="preferences"):
         export_external(study.service.project, "prodigy", tmp_path / "y", annotator="ava")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_the_pi_s_gold_answers_are_not_preferences(answered, tmp_path) -> None:
+    """An adjudicated ranking or verdict copies a clinician's answer: counted as the PI's own
+    preference it would enter the training data twice."""
+    study, _ = answered
+    svc = study.service
+    ranked = svc.get_answer(study.units["rank"], annotator_id=study.ava).payload
+    svc.save_answer(study.units["rank"], ranked, status="submitted", gold=True,
+                    annotator_id=study.pi)
+    written = export_external(svc.project, "preferences", tmp_path / "out")
+    assert "preferences-pat.jsonl" not in {p.name for p in written}
+    pooled = _read(tmp_path / "out", "preferences-pooled.jsonl")
+    assert {r["annotator"] for r in pooled} == {"ava"} and len(pooled) == 3
+    summary = json.loads((tmp_path / "out" / "preferences-summary.json").read_text())
+    assert summary["left_out"]["gold (adjudicated) answers"] == 1

@@ -122,6 +122,9 @@ def preference_records(
         if snapshot.annotators[answer["annotator"]]["is_model"]:
             left_out["answers of a model pseudo annotator"] += 1
             continue
+        if answer.get("gold"):  # the PI's decision copies a clinician's answer: counted once
+            left_out["gold (adjudicated) answers"] += 1
+            continue
         if answer["status"] != "submitted":
             left_out["answers not submitted yet"] += 1
             continue
