@@ -350,7 +350,8 @@ class AdjudicationDialog(QDialog):
         self.editors: dict[str, Editor] = {}
         self.editor: Editor | None = None
         self.dirty = False
-        self.default_note = ""
+        self.default_note = ""  # what the next decision is noted as unless the PI writes a note
+        self.note_written = False  # the note box holds words the PI typed for this decision
         self.columns: list[AnswerColumn] = []
         self._build()
         self._actions()
@@ -450,6 +451,7 @@ class AdjudicationDialog(QDialog):
         self.note.setPlaceholderText("Why this decision (kept with the gold answer)")
         self.note.setAccessibleName("Note on the decision")
         note_label.setBuddy(self.note)
+        self.note.textEdited.connect(self._note_written)  # typing, not setText
         self.save_button = QPushButton("Save as gold (Ctrl+S)")
         self.save_button.setObjectName("saveGold")
         self.save_button.clicked.connect(self.save_gold)
@@ -628,7 +630,8 @@ class AdjudicationDialog(QDialog):
         self._set_editor(self.kind)
         start = report.gold
         self._load(start, "The current gold answer" if start else None)
-        self.note.setText(report.gold.comment if report.gold else "")
+        self._show_note(report.gold.comment if report.gold else "")
+        self.default_note = ""
 
     def _header(self, unit: UnitView, report: UnitAnswers) -> str:
         n = len(report.answers)
@@ -752,12 +755,24 @@ class AdjudicationDialog(QDialog):
         self.default_note = f"Edited from {name}'s answer"
         self.editor.focus_first()
 
+    def _note_written(self, _text: str) -> None:
+        self.note_written = True
+
+    def _show_note(self, note: str) -> None:
+        """Show the saved gold answer's note; the next decision gets its own note unless the
+        PI writes one (a note left from the last decision would name the wrong answer)."""
+        self.note.setText(note)
+        self.note_written = False
+
+    def _typed_note(self) -> str:
+        return self.note.text().strip() if self.note_written else ""
+
     def take_as_gold(self, answer: AnswerView) -> bool:
         """Save one annotator's answer, as it is, as the gold answer."""
         if self.report is None or self.read_only:
             return False
         name = self._name_of(answer)
-        note = self.note.text().strip() or f"Took {name}'s answer"
+        note = self._typed_note() or f"Took {name}'s answer"
         saved = self._save(answer.payload, note)
         if saved and self.editor is not None:
             self._load(saved, f"the gold answer, taken from {name}")
@@ -767,7 +782,7 @@ class AdjudicationDialog(QDialog):
         """Save the editor's answer as the gold answer, with the note."""
         if self.report is None or self.editor is None or self.read_only:
             return False
-        note = self.note.text().strip() or self.default_note or "Adjudicated"
+        note = self._typed_note() or self.default_note or "Adjudicated"
         saved = self._save(self.editor.payload(), note)
         if saved is not None:
             self.dirty = False
@@ -795,7 +810,7 @@ class AdjudicationDialog(QDialog):
             )
             return None
         self.report.gold = view
-        self.note.setText(note)
+        self._show_note(note)
         stamp = time.strftime("%H:%M:%S")
         text = f"✓ Gold answer saved {stamp}."
         if incomplete:

@@ -191,6 +191,33 @@ def test_ctrl_number_loads_an_answer_and_ctrl_s_saves_it(qtbot, study, tmp_path)
     assert gold.comment == "Edited from Ava (RN)'s answer"
 
 
+def test_each_decision_gets_its_own_note_unless_the_pi_writes_one(qtbot, study, tmp_path):
+    """The note names the answer the gold came from: taking Ben's after Ava's was taken, or
+    editing Ben's, does not keep "Took Ava (RN)'s answer"; a note the PI typed is kept."""
+    units = study.ids.units
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    dialog.set_kind("facts")
+    qtbot.mouseClick(dialog.columns[0].take, Qt.MouseButton.LeftButton)
+    assert gold_of(study.path, units["facts"]).comment == "Took Ava (RN)'s answer"
+    qtbot.mouseClick(dialog.columns[1].take, Qt.MouseButton.LeftButton)
+    assert gold_of(study.path, units["facts"]).comment == "Took Dr. Ben's answer"
+    qtbot.mouseClick(dialog.columns[0].load, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    assert gold_of(study.path, units["facts"]).comment == "Edited from Ava (RN)'s answer"
+    dialog.note.selectAll()  # typing replaces the last decision's note
+    qtbot.keyClicks(dialog.note, "Ben missed the dose")
+    qtbot.mouseClick(dialog.columns[0].take, Qt.MouseButton.LeftButton)
+    assert gold_of(study.path, units["facts"]).comment == "Ben missed the dose"
+
+    # a decision made from scratch on another unit is not "Edited from" the last one's
+    dialog.set_kind("eppc")
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    assert gold_of(study.path, units["eppc"]).comment == "Adjudicated"
+    dialog.close()
+    window.close()
+
+
 def test_only_the_pi_can_adjudicate(qtbot, study, tmp_path, monkeypatch):
     told = []
     monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: told.append(a[2])))
