@@ -234,7 +234,9 @@ def _restrict(path: Path, annotator_id: int) -> None:
             for statement in freezes.values():
                 conn.execute(statement)
             conn.execute("DELETE FROM report_cache")  # figures of everyone's answers
-            conn.execute("DELETE FROM answers WHERE annotator_id != ?", (annotator_id,))
+            conn.execute(  # gold is the PI's, whatever name it is stored under
+                "DELETE FROM answers WHERE annotator_id != ? OR is_gold", (annotator_id,)
+            )
             conn.execute("DELETE FROM assignments WHERE annotator_id != ?", (annotator_id,))
             conn.execute(  # (a suggestion made for someone else holds their replies)
                 "DELETE FROM suggestions WHERE unit_id NOT IN "

@@ -226,3 +226,22 @@ def test_whole_study_and_only_assigned_exclude_each_other(master, tmp_path, caps
         main(["copy", str(master), "-o", str(copy), "--for", "ava", "--whole-study",
               "--only-assigned"])  # fmt: skip
     assert "not allowed with argument" in capsys.readouterr().err and not copy.exists()
+
+
+def test_a_gold_answer_under_a_clinician_s_name_stays_out_of_her_copy(master, tmp_path):
+    """Gold answers are the PI's; one stored under ava's name (an import before that was
+    refused) must not reach ava's copy with the adjudication in it."""
+    conn = sqlite3.connect(master)
+    with conn:
+        conn.execute(
+            "UPDATE answers SET annotator_id = (SELECT id FROM annotators WHERE name = 'ava') "
+            "WHERE is_gold"
+        )
+    conn.close()
+    copy = tmp_path / "for-ava.prproj"
+    assert main(["copy", str(master), "-o", str(copy), "--for", "ava"]) == 0
+    conn = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+    gold = conn.execute("SELECT count(*) FROM answers WHERE is_gold").fetchone()[0]
+    conn.close()
+    assert gold == 0
+    assert THEIRS["the PI's adjudication"].encode() not in _raw(copy)
