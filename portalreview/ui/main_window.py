@@ -567,11 +567,14 @@ class MainWindow(QMainWindow):
 
     def close_project(self) -> bool:
         """Save everything and close the project; False if the person chose to stay."""
-        self.suggestions.stop()
         if self.session is not None:
-            self.session.close()
+            # asked before the session is closed: staying (Cancel) must leave it as it was,
+            # its unit open and still saving
+            self.session.leave()
             if self.session.pending and not self._confirm_unsaved():
                 return False
+            self.session.close()
+        self.suggestions.stop()
         if self._listener is not None:
             self._listener.stop()
             self._listener = None

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 from ui_support import open_window, show_kind, stored_answer, wait_saved
 
+from portalreview.store.backends.postgres import ServerUnavailable
 from portalreview.tasks.common.editor_base import TextBox
 from tests.store.test_file_save_failures import LONG, full_disk
 
@@ -57,9 +58,9 @@ def test_a_full_disk_is_said_and_the_text_kept_until_it_saves(qtbot, gui, prefs,
         assert not window.close()  # asks; Cancel keeps the window and the text
         assert "Close anyway and lose it?" in asked[-1]
         assert window.isVisible() and box.toPlainText() == "First part." + LONG
-    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"] == "First part."
-    asked.answer = QMessageBox.StandardButton.Discard
-    window.close_project()
+    window.save_now()  # room again: Ctrl+S saves it
+    assert not window.session.pending and window.save_label.text().startswith("✓ Saved")
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"].endswith(LONG)
 
 
 def test_an_unexpected_error_in_a_save_is_a_failed_save(qtbot, gui, prefs, monkeypatch, caplog):
@@ -82,6 +83,48 @@ def test_an_unexpected_error_in_a_save_is_a_failed_save(qtbot, gui, prefs, monke
     monkeypatch.undo()  # mended: it saves
     window.save_now()
     assert not window.session.pending
+
+
+def test_staying_after_close_anyway_keeps_saving(qtbot, gui, prefs, asked, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+    unit = window.session.unit.unit_id
+    service = window.session.service
+    real_save = service.save_answer
+
+    def server_away(*_args, **_kwargs):
+        raise ServerUnavailable("The study server did not answer. Nothing was saved.")
+
+    monkeypatch.setattr(service, "save_answer", server_away)
+    qtbot.keyClicks(box, " Typed while it was away.")
+    window.save_now()
+    assert not window.close()  # "Close anyway and lose it?" -> Cancel
+    assert window.session is not None and window.session.unit.unit_id == unit
+    qtbot.keyClicks(box, " And after staying.")
+    window.act_next.trigger()  # still not saved: the unit stays
+    assert window.session.unit.unit_id == unit
+    monkeypatch.setattr(service, "save_answer", real_save)  # the server is back
+    window._heard_from_study("study")
+    assert not window.session.pending and window.save_label.text().startswith("✓ Saved")
+    held = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
+    assert held == "First part. Typed while it was away. And after staying."
+    qtbot.keyClicks(box, " Typing still saves.")
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"].endswith("saves.")
+
+
+def test_discarding_on_close_closes(qtbot, gui, prefs, asked, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+
+    def server_away(*_args, **_kwargs):
+        raise ServerUnavailable("The study server did not answer. Nothing was saved.")
+
+    monkeypatch.setattr(window.session.service, "save_answer", server_away)
+    qtbot.keyClicks(box, " Lost.")
+    asked.answer = QMessageBox.StandardButton.Discard
+    assert window.close()
+    assert window.project is None and window.session is None
 
 
 def test_an_error_while_closing_never_closes_over_unsaved_text(qtbot, gui, prefs, asked):
