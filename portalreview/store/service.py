@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import and_, case, func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, aliased
 
 from portalreview.domain.catalogs import Catalogs
@@ -59,6 +60,11 @@ GENESIS_HASH = "0" * 64
 class StoreError(ValueError):
     """A request the project refuses (unknown id, duplicate, broken rule); the message says
     what is wrong in words a person can act on."""
+
+
+class SaveFailed(StoreError):
+    """A project file that cannot take a save (the disk full or failing, the file gone
+    read-only or damaged): the transaction was rolled back, nothing of it was kept."""
 
 
 class AccessError(PermissionError):
@@ -1252,19 +1258,65 @@ def audit_hash(entry: AuditEntry) -> str:
 
 
 class _TranslatingWrite:
-    """``project.write()`` that turns database integrity errors into StoreError."""
+    """``project.write()`` that turns the database's refusals into StoreError: a broken
+    integrity rule, or a project file that cannot be written (:class:`SaveFailed`)."""
 
     def __init__(self, project: Project) -> None:
+        self._label = project.label
         self._cm = project.write()
 
     def __enter__(self) -> Session:
-        return self._cm.__enter__()
+        try:
+            return self._cm.__enter__()
+        except DBAPIError as err:
+            translated = self._translated(err)
+            if translated is None:
+                raise
+            raise translated from err
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         try:
             self._cm.__exit__(exc_type, exc, tb)
-        except IntegrityError as err:
-            raise StoreError(f"not saved: {readable_integrity(err)}") from err
-        if isinstance(exc, IntegrityError):
-            raise StoreError(f"not saved: {readable_integrity(exc)}") from exc
+        except DBAPIError as err:  # the commit, or the rollback after an error, failed
+            translated = self._translated(err)
+            if translated is None:
+                raise
+            raise translated from err
+        translated = self._translated(exc) if isinstance(exc, DBAPIError) else None
+        if translated is not None:
+            raise translated from exc
         return False
+
+    def _translated(self, err: DBAPIError) -> StoreError | None:
+        if isinstance(err, IntegrityError):
+            return StoreError(f"not saved: {readable_integrity(err)}")
+        if isinstance(err.orig, sqlite3.Error):  # a server's errors are postgres.py's to word
+            return SaveFailed(readable_file_error(self._label, err.orig))
+        return None
+
+
+def readable_file_error(label: str, error: sqlite3.Error) -> str:
+    """Why SQLite could not write the project file ``label``, for the person who was saving.
+    SQLite's own message names no data, only the trouble ("disk I/O error")."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    reason = str(error)
+    if name.startswith("SQLITE_FULL"):
+        return (
+            f"The disk holding {label} is full ({reason}). Nothing was saved. "
+            "Make room on that disk, then save again."
+        )
+    if name.startswith("SQLITE_IOERR"):
+        return (
+            f"{label} could not be written: the disk or network drive reported an I/O error "
+            f"({reason}). Nothing was saved. Check that the drive is there, then save again."
+        )
+    if name.startswith(("SQLITE_READONLY", "SQLITE_PERM", "SQLITE_CANTOPEN", "SQLITE_AUTH")):
+        return (
+            f"{label} cannot be written any more: the file or its folder became read-only or "
+            f"went away ({reason}). Nothing was saved."
+        )
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return f"{label} is busy in another program ({reason}). Nothing was saved; try again."
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return f"{label} is damaged ({reason}). Nothing was saved."
+    return f"{label} could not be written ({reason}). Nothing was saved."

@@ -3,6 +3,7 @@ edit the current unit in that kind's editor (``tasks/<kind>/editor.py``)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -63,6 +64,7 @@ from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
 from portalreview.ui.workers import run_with_progress
 
+log = logging.getLogger(__name__)
 APP_NAME = "PortalReview"
 ZOOM_STEP = 1.0
 
@@ -565,11 +567,14 @@ class MainWindow(QMainWindow):
 
     def close_project(self) -> bool:
         """Save everything and close the project; False if the person chose to stay."""
-        self.suggestions.stop()
         if self.session is not None:
-            self.session.close()
+            # asked before the session is closed: staying (Cancel) must leave it as it was,
+            # its unit open and still saving
+            self.session.leave()
             if self.session.pending and not self._confirm_unsaved():
                 return False
+            self.session.close()
+        self.suggestions.stop()
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
@@ -772,6 +777,8 @@ class MainWindow(QMainWindow):
             self.session.open_unit(editor, unit_id, annotator_id=others)
         except (ProjectError, ValueError, PermissionError) as exc:
             QMessageBox.warning(self, APP_NAME, f"Could not show this unit:\n{exc}")
+            if self.session.unit is not None:  # the list shows the unit still on screen
+                self.queue.select_unit(self.session.unit.unit_id, emit=False)
             return
         editor.setEnabled(True)
         self.suggestions.unit_shown(editor)
@@ -943,13 +950,24 @@ class MainWindow(QMainWindow):
     # === closing ============================================================================
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self.close_project():
+        if not self._close_project_for_good():
             event.ignore()
             return
         self.prefs.qs.setValue("window/geometry", self.saveGeometry())
         self.prefs.sync()
         self.suggestions.shutdown()  # the model is freed here, never left to the GC
         event.accept()
+
+    def _close_project_for_good(self) -> bool:
+        """:meth:`close_project` for closing the window: an error in it is logged, never let
+        out, and the window then closes only if nothing typed is unsaved or the person says
+        to lose it."""
+        try:
+            return self.close_project()
+        except Exception:
+            log.exception("closing the project failed")
+            unsaved = self.session is not None and self.session.pending
+            return not unsaved or self._confirm_unsaved()
 
 
 EDITOR_KEYS = {

@@ -227,6 +227,8 @@ class AnnotationSession(QObject):
             )
             self.save_failed.emit(f"Not saved: {exc}")
             return None
+        except Exception as exc:  # a bug, or an error no one put in words: the text is kept
+            return self._unexpected_failure(unit_id, exc)
         # ids, kind, status and time only: never the answer's text
         log.info(
             "answer saved: unit %s (%s), answer %s, %s%s in %.0f ms",
@@ -247,6 +249,17 @@ class AnnotationSession(QObject):
         if refused:
             self.notice.emit(f"Saved as a draft, not submitted: {refused}")
         return view
+
+    def _unexpected_failure(self, unit_id: int, exc: Exception) -> None:
+        """A save that failed in a way no one foresaw is still a failed save: "⚠ Not saved",
+        the text stays, and the unit cannot be left until a save succeeds."""
+        log.exception("answer not saved: unit %s (%s): unexpected error", unit_id, self.unit.kind)
+        self.last_failure = f"an unexpected error, {type(exc).__name__}"
+        self.save_failed.emit(
+            f"Not saved: an unexpected error ({type(exc).__name__}); your text is kept on "
+            "screen. Try again (Ctrl+S); Help > Open log folder has the details for support."
+        )
+        return None
 
     # --- model suggestions ------------------------------------------------------------------
 

@@ -1,0 +1,143 @@
+"""When a save fails, the clinician is told and keeps their text: the status bar says
+"⚠ Not saved", the unit cannot be left, closing the window asks before losing it, and staying
+(Cancel) leaves everything as it was, saving again as soon as it can."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from PySide6.QtWidgets import QMessageBox
+from ui_support import open_window, show_kind, stored_answer, wait_saved
+
+from portalreview.store.backends.postgres import ServerUnavailable
+from portalreview.tasks.common.editor_base import TextBox
+from tests.store.test_file_save_failures import LONG, full_disk
+
+
+class Asked(list):
+    """The warnings shown; each is answered with ``answer``."""
+
+    answer = QMessageBox.StandardButton.Cancel
+
+
+@pytest.fixture
+def asked(monkeypatch) -> Asked:
+    shown = Asked()
+
+    def warning(*args, **_kwargs):
+        shown.append(args[2])
+        return shown.answer
+
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(warning))
+    return shown
+
+
+def _respond_box(qtbot, window) -> TextBox:
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(box, "First part.")
+    wait_saved(qtbot, window)
+    return box
+
+
+def test_a_full_disk_is_said_and_the_text_kept_until_it_saves(qtbot, gui, prefs, asked):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+    unit = window.session.unit.unit_id
+    with full_disk(window.project):
+        box.insertPlainText(LONG)
+        window.save_now()
+        assert window.session.pending and window.save_label.text() == "⚠ Not saved"
+        assert "is full" in window.statusBar().currentMessage()
+        window.act_next.trigger()  # leaving would drop the text: refused, and said
+        assert window.session.unit.unit_id == unit
+        assert window.queue.current_unit() == unit
+        assert asked and "not saved yet, so it stays on screen" in asked[-1]
+        assert not window.close()  # asks; Cancel keeps the window and the text
+        assert "Close anyway and lose it?" in asked[-1]
+        assert window.isVisible() and box.toPlainText() == "First part." + LONG
+    window.save_now()  # room again: Ctrl+S saves it
+    assert not window.session.pending and window.save_label.text().startswith("✓ Saved")
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"].endswith(LONG)
+
+
+def test_an_unexpected_error_in_a_save_is_a_failed_save(qtbot, gui, prefs, monkeypatch, caplog):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("a bug in the save")
+
+    monkeypatch.setattr(window.session.service, "save_answer", broken)
+    failures = []
+    window.session.save_failed.connect(failures.append)
+    qtbot.keyClicks(box, " More.")
+    with caplog.at_level(logging.WARNING, logger="portalreview.ui.session"):
+        window.save_now()
+    assert failures and window.session.pending and window.session.last_failure
+    assert window.save_label.text() == "⚠ Not saved"
+    assert any(r.exc_info and r.exc_info[0] is RuntimeError for r in caplog.records)
+    assert box.toPlainText() == "First part. More."
+    monkeypatch.undo()  # mended: it saves
+    window.save_now()
+    assert not window.session.pending
+
+
+def test_staying_after_close_anyway_keeps_saving(qtbot, gui, prefs, asked, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+    unit = window.session.unit.unit_id
+    service = window.session.service
+    real_save = service.save_answer
+
+    def server_away(*_args, **_kwargs):
+        raise ServerUnavailable("The study server did not answer. Nothing was saved.")
+
+    monkeypatch.setattr(service, "save_answer", server_away)
+    qtbot.keyClicks(box, " Typed while it was away.")
+    window.save_now()
+    assert not window.close()  # "Close anyway and lose it?" -> Cancel
+    assert window.session is not None and window.session.unit.unit_id == unit
+    qtbot.keyClicks(box, " And after staying.")
+    window.act_next.trigger()  # still not saved: the unit stays
+    assert window.session.unit.unit_id == unit
+    monkeypatch.setattr(service, "save_answer", real_save)  # the server is back
+    window._heard_from_study("study")
+    assert not window.session.pending and window.save_label.text().startswith("✓ Saved")
+    held = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
+    assert held == "First part. Typed while it was away. And after staying."
+    qtbot.keyClicks(box, " Typing still saves.")
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"].endswith("saves.")
+
+
+def test_discarding_on_close_closes(qtbot, gui, prefs, asked, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+
+    def server_away(*_args, **_kwargs):
+        raise ServerUnavailable("The study server did not answer. Nothing was saved.")
+
+    monkeypatch.setattr(window.session.service, "save_answer", server_away)
+    qtbot.keyClicks(box, " Lost.")
+    asked.answer = QMessageBox.StandardButton.Discard
+    assert window.close()
+    assert window.project is None and window.session is None
+
+
+def test_an_error_while_closing_never_closes_over_unsaved_text(qtbot, gui, prefs, asked):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+    qtbot.keyClicks(box, " Not saved yet.")  # pending: the autosave has not run
+
+    def broken() -> None:
+        raise RuntimeError("a bug while closing")
+
+    window.session.leave = broken
+    assert not window.close()  # no exception out of closeEvent, and the person is asked
+    assert "Close anyway and lose it?" in asked[-1]
+    assert window.isVisible() and window.session.pending
+    del window.session.leave  # mended: the autosave saves it
+    wait_saved(qtbot, window)
