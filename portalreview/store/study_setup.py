@@ -728,12 +728,13 @@ def _gold_only(s: Session) -> set[tuple[int, int]]:
 
 
 def _unit_set_row(s: Session, unit_set: str | int) -> UnitSet:
-    query = (
-        select(UnitSet).where(UnitSet.id == unit_set)
-        if isinstance(unit_set, int)
-        else select(UnitSet).where(UnitSet.name == unit_set)
-    )
-    row = s.scalar(query)
+    """The set ``unit_set`` names; an int is an id, and so is a string of digits that is no
+    set's name (a set may be named "1": its name wins over the id)."""
+    row = None
+    if isinstance(unit_set, str):
+        row = s.scalar(select(UnitSet).where(UnitSet.name == unit_set))
+    if row is None and (isinstance(unit_set, int) or unit_set.isdigit()):
+        row = s.get(UnitSet, int(unit_set))
     if row is None:
         names = ", ".join(repr(n) for n in s.scalars(select(UnitSet.name).order_by(UnitSet.id)))
         raise SetupError(f"there is no unit set {unit_set!r}; the sets are: {names or 'none'}")

@@ -272,3 +272,19 @@ def test_an_inbox_sample_with_four_comparisons_per_message(tmp_path, capsys):
     argv = ["setup", str(tmp_path / "s.prproj"), "urgency", "--inbox", "ward-3"]
     assert main([*argv, "--comparisons-per-message", "4", "--dry-run"]) == 0
     assert "24" in capsys.readouterr().out
+
+
+def test_assign_reads_a_set_name_made_of_digits_as_the_name(tmp_path, capsys):
+    """A set named "1" is handed out by `assign 1`, not the set whose id is 1; an id still
+    works where no set has that name."""
+    path = tmp_path / "a.prproj"
+    with _inbox_project(path) as project:
+        for name in ["Pilot", "1", "Later"]:  # ids 1, 2, 3
+            create_unit_set(project, plan_units(project, "urgency", inbox="ward-3", name=name))
+    assert main(["assign", str(path), "1", "--annotator", "ava"]) == 0
+    assert main(["assign", str(path), "3", "--annotator", "ben"]) == 0  # no set "3": id 3
+    with Project.open(path) as project:
+        handed = {(r.unit_set, r.annotator) for r in study_progress(project) if r.assigned}
+    assert handed == {("1", "ava"), ("Later", "ben")}
+    assert main(["assign", str(path), "4", "--annotator", "cy"]) == 2
+    assert "there is no unit set '4'" in capsys.readouterr().err
