@@ -721,9 +721,14 @@ class AssignmentPlan:
 
 
 def _gold_only(s: Session) -> set[tuple[int, int]]:
-    """(unit, annotator) assignments made only to hold the PI's gold answer."""
+    """(unit, annotator) assignments made only to hold the PI's gold answer: no one's work,
+    and handed out as any free unit (a holder planned for its PI becomes their work)."""
     return set(
-        s.execute(select(Answer.unit_id, Answer.annotator_id).where(Answer.is_gold.is_(True)))
+        s.execute(
+            select(Assignment.unit_id, Assignment.annotator_id).where(
+                Assignment.is_gold_holder.is_(True)
+            )
+        )
     )
 
 
@@ -813,7 +818,7 @@ def _plan_adaptive(
         s.scalars(
             select(Assignment.annotator_id)
             .join(Unit, Unit.id == Assignment.unit_id)
-            .where(Unit.unit_set_id == row.id)
+            .where(Unit.unit_set_id == row.id, Assignment.is_gold_holder.is_(False))
         )
     )
     already = [n for n, id_ in zip(annotators, ids, strict=True) if id_ in having]
@@ -878,10 +883,7 @@ def assign_units(
             if shuffle_order:
                 random.Random(f"portalreview-queue:{plan.seed}:{name}").shuffle(order)
             for position, unit_id in enumerate(order):
-                if (unit_id, ids[name]) in gold:
-                    steps.step()
-                    continue
-                recorder.assign(
+                recorder.assign(  # (a gold holder of this person's becomes their work)
                     unit_id, ids[name], position=position if shuffle_order else None, session=s
                 )
                 steps.step()
