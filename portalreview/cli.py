@@ -289,11 +289,10 @@ def cmd_assign(args: argparse.Namespace) -> int:
     """Hand out a unit set's unassigned units with an overlap, reproducibly from a seed."""
     from portalreview.store import study_setup as setup
 
-    unit_set = int(args.unit_set) if args.unit_set.isdigit() else args.unit_set
     with open_project(_project_path(args.path), read_only=args.dry_run) as project:
         plan = setup.plan_assignment(
             project,
-            unit_set,
+            args.unit_set,  # a name, or an id where no set has that name
             args.annotator,
             overlap=args.overlap,
             raters_per_unit=args.raters_per_unit,
@@ -904,7 +903,9 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
 
     assign = verbs.add_parser("assign", help="hand out a unit set with an overlap")
     assign.add_argument("path", help=STUDY_HELP)
-    assign.add_argument("unit_set", help="the unit set's name (or id)")
+    assign.add_argument(
+        "unit_set", help="the unit set's name (or its id, where no set has that name)"
+    )
     assign.add_argument(
         "--annotator", action="append", required=True, metavar="NAME", help="repeatable"
     )

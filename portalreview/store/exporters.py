@@ -296,6 +296,7 @@ def _assignments(session: Session, names: Names) -> Iterator[Row]:
                 to_portable(shown, presentation_refs(kinds[a.unit_id]), names)
             ),
             "assigned_at": a.assigned_at,
+            "gold_holder": bool(a.is_gold_holder),
         }
 
 

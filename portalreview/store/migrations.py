@@ -24,7 +24,7 @@ from pathlib import Path
 
 from portalreview.store.schema_sql import V3_GUARDS, guard_statements
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -186,9 +186,12 @@ def _v4_to_v5(conn: sqlite3.Connection) -> None:
     )
 
 
-def _rebuild(conn: sqlite3.Connection, table: str, create: str) -> None:
+def _rebuild(
+    conn: sqlite3.Connection, table: str, create: str, fill: dict[str, str] | None = None
+) -> None:
     """Replace ``table`` by one made with ``create`` (its new CREATE TABLE), keeping its rows,
-    indexes and triggers (SQLite's create, copy, drop, rename procedure)."""
+    indexes and triggers (SQLite's create, copy, drop, rename procedure). ``fill``: a new
+    column -> the SQL expression that gives it its value in each copied row."""
     extras = [
         sql
         for (sql,) in conn.execute(
@@ -203,7 +206,10 @@ def _rebuild(conn: sqlite3.Connection, table: str, create: str) -> None:
     if not header.match(create):
         raise MigrationError(f"the {table} table's definition does not start as expected")
     conn.execute(header.sub(f"CREATE TABLE {table}_new", create, count=1))
-    conn.execute(f"INSERT INTO {table}_new ({columns}) SELECT {columns} FROM {table}")
+    fill = fill or {}
+    into = ", ".join([columns, *fill])
+    values = ", ".join([columns, *fill.values()])
+    conn.execute(f"INSERT INTO {table}_new ({into}) SELECT {values} FROM {table}")
     conn.execute(f"DROP TABLE {table}")
     conn.execute("PRAGMA legacy_alter_table = ON")
     conn.execute(f"ALTER TABLE {table}_new RENAME TO {table}")
@@ -232,6 +238,36 @@ def _v5_to_v6(conn: sqlite3.Connection) -> None:
     )
 
 
+_ASSIGNMENT_LAST_V6 = "assigned_at VARCHAR NOT NULL, "
+# An assignment that holds a gold answer of its person and no answer of their own: the best
+# the format-6 data allows (a unit given to the PI and adjudicated before they answered it
+# cannot be told from a holder).
+HOLDER_SQL = (
+    "EXISTS (SELECT 1 FROM answers g WHERE g.unit_id = assignments.unit_id "
+    "AND g.annotator_id = assignments.annotator_id AND g.is_gold) "
+    "AND NOT EXISTS (SELECT 1 FROM answers o WHERE o.unit_id = assignments.unit_id "
+    "AND o.annotator_id = assignments.annotator_id AND NOT o.is_gold)"
+)
+
+
+def _v6_to_v7(conn: sqlite3.Connection) -> None:
+    """Version 7 adds ``assignments.is_gold_holder``: the row exists only to hold the PI's
+    gold answer, and is no work of theirs (before, that was read from the gold answer, which a
+    unit the PI was given and adjudicated has too). Existing rows are marked by
+    :data:`HOLDER_SQL`. Rebuilt as in :func:`_v3_to_v4`."""
+    (create,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'assignments'"
+    ).fetchone()
+    if create.count(_ASSIGNMENT_LAST_V6) != 1 or "is_gold_holder" in create:
+        raise MigrationError(
+            "the assignments table is not in the expected shape (without is_gold_holder)"
+        )
+    new = create.replace(
+        _ASSIGNMENT_LAST_V6, _ASSIGNMENT_LAST_V6 + "\n\tis_gold_holder BOOLEAN NOT NULL, "
+    )
+    _rebuild(conn, "assignments", new, fill={"is_gold_holder": f"({HOLDER_SQL})"})
+
+
 # STEPS[v] upgrades a file from version v to v + 1.
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _v1_to_v2,
@@ -239,6 +275,7 @@ STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _v3_to_v4,
     4: _v4_to_v5,
     5: _v5_to_v6,
+    6: _v6_to_v7,
 }
 
 

@@ -325,6 +325,10 @@ class Assignment(Base):
 
     For a rank unit it is the shuffled order of responses; for a pair it says whether the
     sides were swapped. It is decided once, at assignment, from a seed, and never changes.
+
+    ``is_gold_holder``: the row exists only because the PI saved a gold answer on a unit not
+    given to them (an answer needs an assignment); it is no work of theirs, and handing the
+    unit to them later turns it into work (format 7).
     """
 
     __tablename__ = "assignments"
@@ -333,6 +337,7 @@ class Assignment(Base):
     position: Mapped[int] = mapped_column(Integer, default=0)
     presentation_json: Mapped[str] = mapped_column(Text, default="{}")
     assigned_at: Mapped[str] = mapped_column(String, default=utc_now)
+    is_gold_holder: Mapped[bool] = mapped_column(Boolean, default=False)
     __table_args__ = (
         CheckConstraint("json_valid(presentation_json)", name="presentation_is_json"),
         Index("ix_assignments_annotator", "annotator_id", "position"),

@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.domain.segmenter import split_sentences
@@ -292,17 +292,9 @@ def _own_answer():
 
 def _not_gold_holder():
     """Leaves out an assignment made only to hold the PI's gold answer (adjudication is not
-    annotation work; ``info`` counts the same way)."""
-    gold = aliased(Answer)
-    return ~(
-        select(gold.id)
-        .where(
-            gold.unit_id == Assignment.unit_id,
-            gold.annotator_id == Assignment.annotator_id,
-            gold.is_gold.is_(True),
-        )
-        .exists()
-    )
+    annotation work; ``info`` counts the same way). A unit given to the PI stays their work
+    when they adjudicate it too."""
+    return Assignment.is_gold_holder.is_(False)
 
 
 class StudyService:
@@ -518,13 +510,18 @@ class StudyService:
             if unit is None:
                 raise StoreError(f"there is no unit {unit_id}")
             pos = unit.position if position is None else position
-            presentation = self._presentation(s, unit, annotator_id)
+            presentation = json.dumps(self._presentation(s, unit, annotator_id))
+            holder = s.get(Assignment, (unit_id, annotator_id))
+            if holder is not None and holder.is_gold_holder:  # the PI's gold stays; now work
+                holder.is_gold_holder = False
+                holder.position, holder.presentation_json = pos, presentation
+                return
             s.add(
                 Assignment(
                     unit_id=unit_id,
                     annotator_id=annotator_id,
                     position=pos,
-                    presentation_json=json.dumps(presentation),
+                    presentation_json=presentation,
                 )
             )
 
@@ -1056,7 +1053,14 @@ class StudyService:
         codec = CODECS[unit.kind]
         ctx = self._context(s, unit)
         if gold and s.get(Assignment, (unit_id, annotator_id)) is None:
-            s.add(Assignment(unit_id=unit_id, annotator_id=annotator_id, position=unit.position))
+            s.add(
+                Assignment(
+                    unit_id=unit_id,
+                    annotator_id=annotator_id,
+                    position=unit.position,
+                    is_gold_holder=True,
+                )
+            )
             s.flush()
         answer = s.scalar(
             select(Answer).where(

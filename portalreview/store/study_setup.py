@@ -721,19 +721,25 @@ class AssignmentPlan:
 
 
 def _gold_only(s: Session) -> set[tuple[int, int]]:
-    """(unit, annotator) assignments made only to hold the PI's gold answer."""
+    """(unit, annotator) assignments made only to hold the PI's gold answer: no one's work,
+    and handed out as any free unit (a holder planned for its PI becomes their work)."""
     return set(
-        s.execute(select(Answer.unit_id, Answer.annotator_id).where(Answer.is_gold.is_(True)))
+        s.execute(
+            select(Assignment.unit_id, Assignment.annotator_id).where(
+                Assignment.is_gold_holder.is_(True)
+            )
+        )
     )
 
 
 def _unit_set_row(s: Session, unit_set: str | int) -> UnitSet:
-    query = (
-        select(UnitSet).where(UnitSet.id == unit_set)
-        if isinstance(unit_set, int)
-        else select(UnitSet).where(UnitSet.name == unit_set.strip())  # names are trimmed
-    )
-    row = s.scalar(query)
+    """The set ``unit_set`` names (trimmed, as names are stored); an int is an id, and so
+    is a string of digits that is no set's name (a set may be named "1": its name wins)."""
+    row = None
+    if isinstance(unit_set, str):
+        row = s.scalar(select(UnitSet).where(UnitSet.name == unit_set.strip()))
+    if row is None and (isinstance(unit_set, int) or unit_set.strip().isdigit()):
+        row = s.get(UnitSet, int(unit_set))
     if row is None:
         names = ", ".join(repr(n) for n in s.scalars(select(UnitSet.name).order_by(UnitSet.id)))
         raise SetupError(f"there is no unit set {unit_set!r}; the sets are: {names or 'none'}")
@@ -812,7 +818,7 @@ def _plan_adaptive(
         s.scalars(
             select(Assignment.annotator_id)
             .join(Unit, Unit.id == Assignment.unit_id)
-            .where(Unit.unit_set_id == row.id)
+            .where(Unit.unit_set_id == row.id, Assignment.is_gold_holder.is_(False))
         )
     )
     already = [n for n, id_ in zip(annotators, ids, strict=True) if id_ in having]
@@ -877,10 +883,7 @@ def assign_units(
             if shuffle_order:
                 random.Random(f"portalreview-queue:{plan.seed}:{name}").shuffle(order)
             for position, unit_id in enumerate(order):
-                if (unit_id, ids[name]) in gold:
-                    steps.step()
-                    continue
-                recorder.assign(
+                recorder.assign(  # (a gold holder of this person's becomes their work)
                     unit_id, ids[name], position=position if shuffle_order else None, session=s
                 )
                 steps.step()

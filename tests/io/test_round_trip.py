@@ -5,9 +5,10 @@ from __future__ import annotations
 import filecmp
 import itertools
 import json
+import shutil
 
 import pytest
-from io_support import fingerprint, full_study
+from io_support import fingerprint, full_study, payloads
 from sqlalchemy import select, update
 
 from portalreview.store.adaptive import adaptive_settings
@@ -362,3 +363,35 @@ def test_xlsx_keeps_a_noncharacter(project, tmp_path):
     with fresh.read() as s:
         assert s.scalar(select(Case.message).where(Case.external_id == "c-odd")) == text
     fresh.close()
+
+
+def _pis_work(project: Project) -> dict[str, list[int]]:
+    pat = StudyService(project).as_viewer("pat")
+    return {kind: [q.unit_id for q in pat.queue(kind)] for kind in ("respond", "eppc")}
+
+
+def test_a_gold_holder_stays_one_and_the_pis_own_unit_stays_work(project, tmp_path):
+    """The PI's gold answer on a unit not given to them sits on a holder (no work of theirs);
+    a unit given to them that they answered and adjudicated is their work. An export and
+    import keeps each as it was, and so does an export older than format 7 (no
+    ``gold_holder``), read as the migration reads an old file."""
+    study = full_study(project)  # the PI's gold eppc answer: a holder
+    svc, respond = study.service, study.units["respond"]
+    svc.assign(respond, study.pi)
+    for gold in (False, True):
+        payload = payloads(study)["respond"]
+        svc.save_answer(respond, payload, status="submitted", annotator_id=study.pi, gold=gold)
+    assert _pis_work(project) == {"respond": [respond], "eppc": []}
+    out = tmp_path / "export"
+    export_project(project, "jsonl", out)
+    rows = [json.loads(line) for line in (out / "assignments.jsonl").open()]
+    assert [r["unit"]["set"] for r in rows if r["gold_holder"]] == ["eppc set"]
+    with _reimport(tmp_path, out, "copy") as fresh:
+        assert _pis_work(fresh) == _pis_work(project)
+    old = tmp_path / "old-export"
+    shutil.copytree(out, old)
+    with (old / "assignments.jsonl").open("w") as f:
+        for r in rows:
+            f.write(json.dumps({k: v for k, v in r.items() if k != "gold_holder"}) + "\n")
+    with _reimport(tmp_path, old, "old") as fresh:
+        assert _pis_work(fresh) == _pis_work(project)

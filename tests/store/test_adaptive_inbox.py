@@ -254,3 +254,33 @@ def test_the_study_progress_counts_the_judgements_asked(study):
         answered[who] = {q.unit_id for q in items if q.status == "submitted"}
     both = len(answered["ava"] & answered["ben"])
     assert rows["ava"].shared == rows["ben"].shared == both
+
+
+def test_a_pi_who_takes_part_and_adjudicates_is_not_stuck(study):
+    """The PI judges an adaptive inbox too: adjudicating the pair offered to them leaves it
+    offered (gold is not their judgement), and a PI who adjudicated a pair before taking part
+    is given the set all the same."""
+    from portalreview.store.study_setup import study_progress
+
+    svc = StudyService(study)
+    svc.add_annotator("pat", role="pi")
+    pat = svc.as_viewer("pat")
+    plan = plan_units(study, "adaptive-inbox", inbox="ward-3", judgements=10)
+    made = create_unit_set(study, plan)
+    first = min(u.id for u in _units_of_set(study, made.unit_set_id))
+    pat.save_answer(first, {"more_urgent_case_id": pair_of(study, first)[0]}, gold=True)
+    assign_units(study, plan_assignment(study, made.name, ["ava", "pat"]))
+    offered = todo(pat)
+    assert len(offered) == 1 and str(pat.progress("urgency")) == "0 of 10 done"
+    chosen = pair_of(study, offered[0])[0]
+    pat.save_answer(offered[0], {"more_urgent_case_id": chosen}, status="submitted", gold=True)
+    assert todo(pat) == offered and str(pat.progress("urgency")) == "0 of 10 done"
+    judge(pat, study, offered[0], levels_of(study))
+    assert len(todo(pat)) == 1 and str(pat.progress("urgency")) == "1 of 10 done"
+    rows = {r.annotator: r for r in study_progress(study)}
+    assert (rows["pat"].assigned, rows["pat"].submitted) == (10, 1)
+
+
+def _units_of_set(project, set_id: int) -> list[Unit]:
+    with project.read() as s:
+        return list(s.scalars(select(Unit).where(Unit.unit_set_id == set_id)))

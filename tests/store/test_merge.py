@@ -386,3 +386,28 @@ def test_copy_and_merge_from_the_command_line(master, tmp_path, capsys):
     assert json.loads(conflicts.read_text()) == []
     assert main(["merge", str(path), str(tmp_path / "missing.prproj")]) == 2
     assert "there is no file" in capsys.readouterr().err
+
+
+@pytest.mark.both_backends
+def test_the_pis_adjudication_in_a_copy_merges_as_work_or_holder(master, tmp_path):
+    """The PI given a unit answers and adjudicates it in their copy, and adjudicates a unit
+    not given to them: merged, the first stays their work, the second holds only the gold."""
+    from portalreview.store.study_setup import study_progress
+
+    project, study = master
+    urgency, empathy = study.units["urgency"], study.units["empathy"]
+    study.service.assign(urgency, study.pi)
+    path = make_copy(project, tmp_path / "pat.prproj", annotator="pat").path
+    with Project.open(path) as copy:
+        pat = StudyService(copy).as_viewer("pat")
+        pat.save_answer(urgency, _urgent(study.case1), status="submitted")
+        pat.save_answer(urgency, _urgent(study.case1), status="submitted", gold=True)
+        pat.save_answer(empathy, {"equal": True}, status="submitted", gold=True)
+    merge_copy(project, path)
+    pat = study.service.as_viewer("pat")
+    assert [q.unit_id for q in pat.queue("urgency")] == [urgency]
+    assert pat.queue("empathy") == [] and pat.get_answer(empathy, gold=True) is not None
+    rows = study_progress(project)
+    assert {(r.kind, r.assigned, r.submitted) for r in rows if r.annotator == "pat"} == {
+        ("urgency", 1, 1)
+    }

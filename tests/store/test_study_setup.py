@@ -272,3 +272,79 @@ def test_an_inbox_sample_with_four_comparisons_per_message(tmp_path, capsys):
     argv = ["setup", str(tmp_path / "s.prproj"), "urgency", "--inbox", "ward-3"]
     assert main([*argv, "--comparisons-per-message", "4", "--dry-run"]) == 0
     assert "24" in capsys.readouterr().out
+
+
+def test_assign_reads_a_set_name_made_of_digits_as_the_name(tmp_path, capsys):
+    """A set named "1" is handed out by `assign 1`, not the set whose id is 1; an id still
+    works where no set has that name."""
+    path = tmp_path / "a.prproj"
+    with _inbox_project(path) as project:
+        for name in ["Pilot", "1", "Later"]:  # ids 1, 2, 3
+            create_unit_set(project, plan_units(project, "urgency", inbox="ward-3", name=name))
+    assert main(["assign", str(path), "1", "--annotator", "ava"]) == 0
+    assert main(["assign", str(path), "3", "--annotator", "ben"]) == 0  # no set "3": id 3
+    with Project.open(path) as project:
+        handed = {(r.unit_set, r.annotator) for r in study_progress(project) if r.assigned}
+    assert handed == {("1", "ava"), ("Later", "ben")}
+    assert main(["assign", str(path), "4", "--annotator", "cy"]) == 2
+    assert "there is no unit set '4'" in capsys.readouterr().err
+
+
+def _respond_study(project: Project, n_cases: int = 6) -> tuple[StudyService, str]:
+    """ava, ben and the PI pat; a respond set "R" of ``n_cases`` units; (service, a theme id)."""
+    svc = StudyService(project)
+    for name in ["ava", "ben"]:
+        svc.add_annotator(name)
+    svc.add_annotator("pat", role="pi")
+    for i in range(n_cases):
+        svc.add_case(f"m{i}", f"Message {i}. Please help.")
+    create_unit_set(project, plan_units(project, "respond", name="R"))
+    return svc, svc.catalogs.themes[0].id
+
+
+def _counts(project: Project) -> dict[str, tuple[int, int]]:
+    return {r.annotator: (r.assigned, r.submitted) for r in study_progress(project)}
+
+
+def test_a_pi_who_adjudicates_their_own_unit_keeps_it(new_project):
+    """A unit handed to the PI stays their work when they also save a gold answer on it: in
+    their queue and progress, in the study's progress, and not free to hand out again."""
+    project = new_project()
+    svc, theme = _respond_study(project, n_cases=4)
+    assign_units(project, plan_assignment(project, "R", ["ava", "pat"], seed=1))
+    pat = svc.as_viewer("pat")
+    mine = [q.unit_id for q in pat.queue("respond")]
+    pat.save_answer(mine[0], {"parts": {theme: "mine"}}, status="submitted")
+    before = _counts(project)
+    assert str(pat.progress("respond")) == "1 of 2 done" and before["pat"] == (2, 1)
+    pat.save_answer(mine[0], {"parts": {theme: "gold"}}, status="submitted", gold=True)
+    assert [q.unit_id for q in pat.queue("respond")] == mine
+    assert str(pat.progress("respond")) == "1 of 2 done" and _counts(project) == before
+    with pytest.raises(SetupError, match="already assigned"):
+        plan_assignment(project, "R", ["ben"])
+
+
+def test_gold_saved_before_the_hand_out_becomes_the_pis_work(new_project):
+    """Units the PI adjudicated before handing the set out with themself included are given
+    to them as planned (the gold answer's holder becomes their work), none to nobody."""
+    project = new_project()
+    svc, theme = _respond_study(project)
+    pat = svc.as_viewer("pat")
+    for unit_id in (1, 2):
+        pat.save_answer(unit_id, {"parts": {theme: "gold"}}, status="submitted", gold=True)
+    assert pat.queue("respond") == [] and _counts(project) == {}
+    plan = plan_assignment(project, "R", ["ava", "ben", "pat"], overlap=6)
+    assert plan.counts() == {"ava": 6, "ben": 6, "pat": 6}
+    assign_units(project, plan)
+    assert len(pat.queue("respond")) == 6 and _counts(project)["pat"] == (6, 0)
+    assert pat.get_answer(1, gold=True) is not None  # the gold answers stay as they were
+
+    other = new_project()
+    svc, theme = _respond_study(other)
+    pat = svc.as_viewer("pat")
+    for unit_id in range(1, 7):
+        pat.save_answer(unit_id, {"parts": {theme: "gold"}}, status="submitted", gold=True)
+    plan = plan_assignment(other, "R", ["ava", "pat"])
+    assign_units(other, plan)
+    assert sorted(q.unit_id for q in pat.queue("respond")) == sorted(plan.by_annotator["pat"])
+    assert sum(n for n, _ in _counts(other).values()) == 6  # every unit to someone

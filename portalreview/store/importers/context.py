@@ -88,6 +88,8 @@ class ImportContext:
         self.first_seen: dict[tuple[str, str], str] = {}
         self.redcap_mapping: dict | None = None
         self._ids: dict[str, dict[str, int]] = {}
+        # (unit, annotator) assignments imported without saying whether they hold gold only
+        self.unmarked: set[tuple[int, int]] = set()
 
     @property
     def catalogs(self) -> Catalogs:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
+from portalreview.store.importers import study
 from portalreview.store.importers.context import ImportContext, count_rows
 from portalreview.store.importers.errors import EmptyTable, ImportFailed
 from portalreview.store.importers.formats import FORMATS, Format, detect
@@ -65,6 +66,7 @@ def _load(ctx: ImportContext, plan: list[tuple[Part, Format]]) -> None:
     before = count_rows(ctx.session)
     for part, fmt in plan:
         fmt.load(ctx, part)
+    study.mark_old_holders(ctx)
     ctx.session.flush()
     _audit(ctx, plan, before)
     after = count_rows(ctx.session)

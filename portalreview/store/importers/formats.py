@@ -96,7 +96,7 @@ def _formats() -> list[Format]:
                eppc.load_eppc,
                shown="case_id (or message_id or response_id), sentence, annotator, results"),
         Format("assignments", "assignments", ("unit", "annotator", "position"),
-               ("presentation", "assigned_at"), 11, study.load_assignments),
+               ("presentation", "assigned_at", "gold_holder"), 11, study.load_assignments),
         Format("suggestions", "suggestions", sug_req, _rest(study.SUGGESTION_COLUMNS, sug_req),
                12, study.load_suggestions),
         Format("answers", "answers", ans_req, _rest(study.ANSWER_COLUMNS, ans_req), 13,

@@ -54,7 +54,14 @@ UNIT_COLUMNS = (
     "members",
     "batch",
 )
-ASSIGNMENT_COLUMNS = ("unit", "annotator", "position", "presentation", "assigned_at")
+ASSIGNMENT_COLUMNS = (
+    "unit",
+    "annotator",
+    "position",
+    "presentation",
+    "assigned_at",
+    "gold_holder",
+)
 ANSWER_COLUMNS = (
     "kind",
     "unit",
@@ -349,6 +356,22 @@ def _add_assignment(ctx: ImportContext, rec: Record) -> None:
         _check_presentation(rec, json.loads(row.presentation_json), shown)
         row.presentation_json = json.dumps(shown)
     ctx.set_times(row, rec, assigned_at="assigned_at")
+    if rec.has("gold_holder"):
+        row.is_gold_holder = rec.boolean("gold_holder")
+    else:  # an export older than format 7: told once the answers are in
+        ctx.unmarked.add((unit.id, person))
+
+
+def mark_old_holders(ctx: ImportContext) -> None:
+    """Mark as gold holders the assignments imported without ``gold_holder`` (an export
+    older than format 7) that hold their person's gold answer and no answer of their own: what
+    ``migrations.HOLDER_SQL`` does to an old file, the best the old data allows."""
+    for unit_id, person in ctx.unmarked:
+        answers = ctx.session.scalars(
+            select(Answer.is_gold).where(Answer.unit_id == unit_id, Answer.annotator_id == person)
+        ).all()
+        if any(answers) and all(answers):
+            ctx.session.get(Assignment, (unit_id, person)).is_gold_holder = True
 
 
 def _check_presentation(rec: Record, made: dict, given: dict) -> None:
