@@ -290,6 +290,19 @@ def _own_answer():
     )
 
 
+def _check_gold_holder(s: Session, annotator_id: int) -> None:
+    """A gold answer is the PI's decision, stored under a PI (under a clinician's name it
+    would count as her work, and travel with her offline copy)."""
+    person = s.get(Annotator, annotator_id)
+    if person is None:
+        raise StoreError(f"there is no annotator {annotator_id}")
+    if person.role != "pi" or person.is_model:
+        what = "a model pseudo annotator" if person.is_model else f"a {person.role}"
+        raise StoreError(
+            f"a gold answer is the PI's decision; {person.name} is {what}, not a PI"
+        )
+
+
 def _not_gold_holder():
     """Leaves out an assignment made only to hold the PI's gold answer (adjudication is not
     annotation work; ``info`` counts the same way). A unit given to the PI stays their work
@@ -1050,6 +1063,8 @@ class StudyService:
         if status not in ("draft", "submitted"):
             raise StoreError(f"status must be 'draft' or 'submitted', not {status!r}")
         self._check_suggestion(s, fields.get("suggestion_id"))
+        if gold:
+            _check_gold_holder(s, annotator_id)
         codec = CODECS[unit.kind]
         ctx = self._context(s, unit)
         if gold and s.get(Assignment, (unit_id, annotator_id)) is None:

@@ -395,3 +395,17 @@ def test_a_gold_holder_stays_one_and_the_pis_own_unit_stays_work(project, tmp_pa
             f.write(json.dumps({k: v for k, v in r.items() if k != "gold_holder"}) + "\n")
     with _reimport(tmp_path, old, "old") as fresh:
         assert _pis_work(fresh) == _pis_work(project)
+
+
+def test_a_gold_answer_under_a_clinician_s_name_is_refused(exported, tmp_path):
+    rows = [json.loads(line) for line in (exported / "answers.jsonl").open()]
+    for row in rows:
+        if row["gold"]:
+            row["annotator"] = "ben"
+    (exported / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fresh = Project.create(tmp_path / "copy.prproj", name="Test study")
+    before = fingerprint(fresh)
+    with pytest.raises(ImportFailed, match="gold answer is the PI's decision; ben is a clinician"):
+        import_files(fresh, [exported])
+    assert fingerprint(fresh) == before
+    fresh.close()

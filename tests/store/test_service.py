@@ -343,3 +343,19 @@ def test_adjudicating_does_not_put_the_unit_in_the_pis_queue(study):
     ava = study.service.as_viewer("ava")
     assert [i.unit_id for i in ava.queue("urgency")] == [unit]
     assert ava.progress_by_kind()["urgency"].total == 1
+
+
+def test_a_gold_answer_is_saved_under_a_pi_only(study):
+    """Gold is the PI's decision: stored under a clinician's name it would leave her queue
+    (a gold holder) and travel with her offline copy. Refused, nothing saved."""
+    payload = {"more_urgent_case_id": study.case1}
+    with pytest.raises(StoreError, match="gold answer is the PI's decision; ava is a clinician"):
+        study.service.save_answer(study.units["urgency"], payload, gold=True,
+                                  annotator_id=study.ava)
+    assert study.service.get_answer(study.units["urgency"], study.ava, gold=True) is None
+    assert [u.unit_id for u in study.service.as_viewer("ava").queue("urgency")] == [
+        study.units["urgency"]
+    ]
+    saved = study.service.save_answer(study.units["urgency"], payload, gold=True,
+                                      annotator_id=study.pi)
+    assert saved.is_gold
