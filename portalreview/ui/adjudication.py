@@ -594,6 +594,8 @@ class AdjudicationDialog(QDialog):
 
     def _may_leave(self) -> bool:
         """Ask before dropping edits in the editor that are not saved as gold."""
+        if self.editor is not None and not self.read_only:
+            self.editor.finish_editing()  # what is typed without Enter is an edit too
         if not self.dirty or self.read_only:
             return True
         answer = QMessageBox.question(
@@ -783,6 +785,7 @@ class AdjudicationDialog(QDialog):
         if self.report is None or self.editor is None or self.read_only:
             return False
         note = self._typed_note() or self.default_note or "Adjudicated"
+        self.editor.finish_editing()
         saved = self._save(self.editor.payload(), note)
         if saved is not None:
             self.dirty = False

@@ -141,6 +141,7 @@ class AnnotationSession(QObject):
         """Save pending changes and the time spent on the unit being left."""
         if self.unit is None:
             return
+        self.editor.finish_editing()
         if self.pending:
             self.save()
         elif self.answer is not None and self.clock.seconds >= 1 and not self.read_only:
@@ -177,9 +178,10 @@ class AnnotationSession(QObject):
         return self._store(status)
 
     def submit(self) -> AnswerView | None:
-        self._timer.stop()
         if self.unit is None or self.read_only:
             return None
+        self.editor.finish_editing()  # first: what it enters starts the autosave timer
+        self._timer.stop()
         return self._store("submitted")
 
     def set_flag(self, flagged: bool, note: str) -> AnswerView | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox, QTextBrowser
+from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox, QTextBrowser
 from ui_support import make_gui_study, open_window, preferences
 
 from portalreview.analysis import eppc as eppc_analysis
@@ -216,6 +216,32 @@ def test_each_decision_gets_its_own_note_unless_the_pi_writes_one(qtbot, study, 
     assert gold_of(study.path, units["eppc"]).comment == "Adjudicated"
     dialog.close()
     window.close()
+
+
+def test_ctrl_s_saves_a_fact_typed_without_enter_as_gold(qtbot, study, tmp_path):
+    """A new fact typed in its box, and a fact reworded in its cell (F2), neither entered."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    dialog.set_kind("facts")
+    dialog.activateWindow()
+    qtbot.waitUntil(lambda: dialog.isActiveWindow())
+    qtbot.keyClick(dialog.units, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    original, edited = dialog.editor.sides["original"], dialog.editor.sides["edited"]
+    qtbot.keyClicks(edited.entry, "Call 911")
+    original.table.setFocus()
+    original.table.setCurrentCell(0, 1)
+    qtbot.keyClick(original.table, Qt.Key.Key_F2)
+    cell = QApplication.focusWidget()
+    assert isinstance(cell, QLineEdit) and cell is not original.entry
+    cell.selectAll()
+    qtbot.keyClicks(cell, "Go to the ER now, do not drive")
+    qtbot.keyClick(cell, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+    gold = gold_of(study.path, study.ids.units["facts"])
+    assert [(f["side"], f["text"]) for f in gold.payload["facts"]] == [
+        ("original", "Go to the ER now, do not drive"),
+        ("edited", "You will be fine"),
+        ("edited", "Call 911"),
+    ]
 
 
 def test_only_the_pi_can_adjudicate(qtbot, study, tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ from portalreview.domain.spans import merge_spans
 from portalreview.store.kinds.base import PayloadError
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
-from portalreview.tasks.eppc.offsets import TextOffsets, trim_span
+from portalreview.tasks.common.offsets import TextOffsets, trim_span
 
 SENTENCE = "I have had crushing chest pain since this morning."
 EMOJI_MESSAGE = "Café 😀 naïve: my stomach 🤢 hurts after the pills. Thanks!"

@@ -3,8 +3,8 @@ history per editor, and a text box whose typing goes into that history.
 
 The shell (``portalreview.ui``) knows editors only through :class:`Editor`: it calls
 :meth:`Editor.load` with a unit and the stored answer, reads :meth:`Editor.payload` when
-:attr:`Editor.changed` fires (debounced autosave), and routes Edit > Undo/Redo to
-:attr:`Editor.undo_stack`.
+:attr:`Editor.changed` fires (debounced autosave), calls :meth:`Editor.finish_editing` before
+it submits or leaves a unit, and routes Edit > Undo/Redo to :attr:`Editor.undo_stack`.
 """
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ class Editor(QWidget):
 
     def show_unit(self, unit: UnitView, answer: AnswerView | None) -> None:
         raise NotImplementedError
+
+    def finish_editing(self) -> None:
+        """Take what is typed but not yet entered (an open cell editor, a box whose text is
+        added with Enter) into the answer. The session calls this before it submits and before
+        it leaves the unit (next unit, other kind, closing), never from the autosave timer,
+        which must not end an edit under the typist's fingers; the adjudication window before
+        it saves gold or drops the editor's answer. Default: nothing to finish."""
 
     def comment_text(self) -> str | None:
         """The answer's free comment, for editors that have a comment box (None: no box)."""

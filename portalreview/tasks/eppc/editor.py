@@ -15,7 +15,7 @@ Keys (anywhere in the editor but the comment box):
 
 The codebook (definitions of every code and subcode) is on the right, scrolled to the current
 code; each code and subcode also has its definition as a tooltip. Offsets are stored as
-Python character offsets into the sentence (see :mod:`portalreview.tasks.eppc.offsets`).
+Python character offsets into the sentence (see :mod:`portalreview.tasks.common.offsets`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from portalreview.domain.catalogs import Catalogs, EppcCode
 from portalreview.domain.spans import merge_spans
 from portalreview.store.service import AnswerView, SentenceView, UnitView
 from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_selection_keys
-from portalreview.tasks.eppc.offsets import TextOffsets, trim_span
+from portalreview.tasks.common.offsets import TextOffsets, trim_span
 from portalreview.ui import colours
 
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(1, 10)}

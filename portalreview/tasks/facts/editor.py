@@ -9,11 +9,12 @@ Supplementary Table 3. Fact-Recall (kept / facts of the original) and Fact-Preci
 Keys: in a response, select text and press F to list it as a fact of that response; in the
 box under a fact list, type a fact and press Enter. In a fact list: Y the other text entails
 the fact, N it does not, 0 not judged yet, 1-6 the error category (and "not entailed"),
-F2 edits the fact's wording, Delete removes it. When neither response holds a medical fact
-(a two-line "thank you, see you Friday" reply), tick "No medical facts on either side" (or press
-X in a response or a fact list): the answer can then be submitted with no facts, and the report
-scores the pair 1.0 for recall and precision (seed 004's empty-set rule). Listing a fact unticks
-it; it cannot be ticked while facts are listed.
+F2 edits the fact's wording, Delete removes it. A wording or a new fact typed without Enter is
+entered when the unit is submitted or left (:meth:`FactsEditor.finish_editing`). When neither
+response holds a medical fact (a two-line "thank you, see you Friday" reply), tick "No medical
+facts on either side" (or press X in a response or a fact list): the answer can then be
+submitted with no facts, and the report scores the pair 1.0 for recall and precision (seed
+004's empty-set rule). Listing a fact unticks it; it cannot be ticked while facts are listed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QAbstractItemDelegate,
     QAbstractItemView,
     QCheckBox,
     QComboBox,
@@ -138,6 +140,16 @@ class FactSide(QWidget):
         self.category_boxes: list[QComboBox] = []
         self._filling = False
 
+    def finish_editing(self) -> None:
+        """Enter an open cell editor's wording (F2) and a fact typed in the box (no Enter)."""
+        index = self.table.currentIndex()  # the cell being edited (F2 or a double-click)
+        editing = self.table.state() == QAbstractItemView.State.EditingState
+        cell = self.table.indexWidget(index) if editing and index.column() == 1 else None
+        if cell is not None:
+            self.table.commitData(cell)  # itemChanged -> editor.edit_fact, as Enter does
+            self.table.closeEditor(cell, QAbstractItemDelegate.EndEditHint.NoHint)
+        self._add_typed()
+
     def _add_typed(self) -> None:
         text = " ".join(self.entry.text().split())
         if text:
@@ -240,6 +252,7 @@ class FactsEditor(Editor):
         super().__init__(catalogs, parent)
         # the facts of each side, and "no_facts": the pair said to hold no medical fact at all
         self.state: dict[str, Any] = _empty_state()
+        self._pair: int | None = None  # the unit shown (a suggestion shown keeps the boxes)
         self.sides = {side: FactSide(self, side) for side in SIDES}
         self.scores = LiveFigure()
         self.scores.setObjectName("factScores")
@@ -296,6 +309,9 @@ class FactsEditor(Editor):
                 f"against the {other} response"
             )
             view.text_view.setPlainText(response.text)
+            if unit.unit_id != self._pair:  # typed for another pair: never filed under this
+                view.entry.clear()
+        self._pair = unit.unit_id
         state = _empty_state()
         payload = answer.payload if answer else {}
         state["no_facts"] = bool(payload.get("no_facts"))
@@ -328,6 +344,10 @@ class FactsEditor(Editor):
         if self.state["no_facts"]:
             out["no_facts"] = True  # only when said, as the store reads it back
         return out
+
+    def finish_editing(self) -> None:
+        for side in SIDES:
+            self.sides[side].finish_editing()
 
     def comment_text(self) -> str | None:
         return self.comment.text()

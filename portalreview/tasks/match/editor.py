@@ -38,6 +38,7 @@ from portalreview.metrics.edit_f1 import content_edit_f1, theme_edit_f1
 from portalreview.store.service import AnswerView, ResponseView, SentenceView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import Editor, LiveFigure, keep_selection_keys
+from portalreview.tasks.common.offsets import TextOffsets
 from portalreview.ui import colours
 
 NO_THEME = "—"
@@ -119,6 +120,8 @@ class MatchEditor(Editor):
         super().__init__(catalogs, parent)
         self.reference: ResponseView | None = None
         self.draft: ResponseView | None = None
+        # spans are stored as Python offsets into the draft; the view counts UTF-16 units
+        self.offsets = TextOffsets("")
         self.state: dict[str, Any] = {"decisions": {}, "themes": {}}
         self.current: int | None = None
 
@@ -254,6 +257,7 @@ class MatchEditor(Editor):
         self.state = {"decisions": decisions, "themes": themes}
         self.ref_table.fill(self.reference.sentences, self.set_theme)
         self.draft_table.fill(self.draft.sentences, self.set_theme)
+        self.offsets = TextOffsets(self.draft.text)
         self.draft_view.setPlainText(self.draft.text)
         undecided = [s.id for s in self.reference.sentences if s.id not in decisions]
         first = (
@@ -296,7 +300,7 @@ class MatchEditor(Editor):
 
     def match_selection(self) -> None:
         cursor = self.draft_view.textCursor()
-        start, end = cursor.selectionStart(), cursor.selectionEnd()
+        start, end = self.offsets.span_from_qt(cursor.selectionStart(), cursor.selectionEnd())
         if self.current is None or end <= start or not self.draft.text[start:end].strip():
             self.current_label.setText(
                 self.current_label.text().split("<br>")[0]
@@ -340,12 +344,13 @@ class MatchEditor(Editor):
         """Select the draft sentence that holds the text cursor (keyboard users)."""
         if self.draft is None:
             return
-        position = self.draft_view.textCursor().position()
+        position = self.offsets.from_qt(self.draft_view.textCursor().position())
         for sentence in self.draft.sentences:
             if sentence.start <= position <= sentence.end:
+                start, end = self.offsets.span_to_qt(sentence.start, sentence.end)
                 cursor = self.draft_view.textCursor()
-                cursor.setPosition(sentence.start)
-                cursor.setPosition(sentence.end, QTextCursor.MoveMode.KeepAnchor)
+                cursor.setPosition(start)
+                cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
                 self.draft_view.setTextCursor(cursor)
                 return
 
@@ -413,8 +418,8 @@ class MatchEditor(Editor):
     ) -> QTextEdit.ExtraSelection:
         selection = QTextEdit.ExtraSelection()
         cursor = QTextCursor(self.draft_view.document())
-        cursor.setPosition(start)
-        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        cursor.setPosition(self.offsets.to_qt(start))
+        cursor.setPosition(self.offsets.to_qt(end), QTextCursor.MoveMode.KeepAnchor)
         selection.cursor = cursor
         fmt = QTextCharFormat()
         if background is not None:  # matched text: tinted and underlined (not colour alone)

@@ -1,10 +1,11 @@
 """Character offsets between Python strings and Qt text documents.
 
-The store keeps evidence spans as offsets into the sentence's Python ``str`` (code points).
-A ``QTextDocument`` counts positions in UTF-16 code units, so every character outside the
-Basic Multilingual Plane (most emoji: "😀" is one code point, two UTF-16 units) shifts Qt's
-positions by one; and ``setPlainText`` turns a "\\r\\n" line break into one paragraph
-separator. :class:`TextOffsets` converts both ways for one text. No widgets here.
+The store keeps spans as offsets into a Python ``str`` (code points): EPPC evidence into its
+sentence, match spans into the draft. A ``QTextDocument`` counts positions in UTF-16 code
+units, so every character outside the Basic Multilingual Plane (most emoji: "😀" is one code
+point, two UTF-16 units) shifts Qt's positions by one; and ``setPlainText`` turns a "\\r\\n"
+line break into one paragraph separator. :class:`TextOffsets` converts both ways for one
+text. No widgets here.
 """
 
 from __future__ import annotations

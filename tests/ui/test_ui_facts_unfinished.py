@@ -1,0 +1,120 @@
+"""Fact checks left in the middle of typing, done like a person: a fact's wording corrected in
+its cell (F2) without Enter, or a new fact typed in the box without Enter, when the clinician
+submits (Ctrl+Enter), goes to the next unit (Alt+Right) or closes the window. What was typed is
+saved with the unit it was typed for, never with the next one, and never lost."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QLineEdit
+from ui_support import open_window, show_kind, stored_answer, wait_saved
+
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+
+NEW = "Go to the ER now, do not drive"
+TYPED = "ER visit advised today"
+
+
+def add_second_facts_unit(gui) -> int:
+    with Project.open(gui.path) as project:
+        svc = StudyService(project)
+        ids = gui.ids
+        unit_set = svc.create_unit_set("facts 2", "facts")
+        unit = svc.add_unit(unit_set, ids.case1, response_id=ids.original, response_b_id=ids.edited)
+        svc.assign(unit, ids.ava)
+    return unit
+
+
+def open_first_facts_unit(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "facts")
+    assert window.queue.select_unit(gui.ids.units["facts"])
+    return window, window.editors["facts"]
+
+
+def leave(qtbot, window, widget, how: str) -> None:
+    """Submit, go on or close the way a person does, the focus still in ``widget``."""
+    if how == "submit":
+        qtbot.keyClick(widget, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    elif how == "next unit":
+        qtbot.keyClick(widget, Qt.Key.Key_Right, Qt.KeyboardModifier.AltModifier)
+    else:
+        window.close()
+
+
+@pytest.mark.parametrize("how", ["submit", "next unit", "close"])
+def test_a_fact_reworded_in_its_cell_is_saved_without_enter(qtbot, gui, prefs, how):
+    add_second_facts_unit(gui)
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    qtbot.keyClicks(side.entry, "Go to the ER")
+    qtbot.keyClick(side.entry, Qt.Key.Key_Return)
+    editor.set_entailed("original", 0, True)
+    wait_saved(qtbot, window)
+    side.table.setFocus()
+    side.table.setCurrentCell(0, 1)
+    qtbot.keyClick(side.table, Qt.Key.Key_F2)
+    cell = QApplication.focusWidget()
+    assert isinstance(cell, QLineEdit) and cell is not side.entry  # the cell's editor
+    cell.selectAll()
+    qtbot.keyClicks(cell, NEW)  # and no Enter
+
+    leave(qtbot, window, cell, how)
+    if how == "next unit":
+        assert window.session.unit.unit_id != gui.ids.units["facts"]
+    window.close()
+    answer = stored_answer(gui.path, gui.ids.units["facts"], "ava")
+    assert [f["text"] for f in answer.payload["facts"]] == [NEW]
+    assert answer.status == ("submitted" if how == "submit" else "draft")
+
+
+@pytest.mark.parametrize("how", ["next unit", "close"])
+def test_a_new_fact_typed_without_enter_stays_with_its_unit(qtbot, gui, prefs, how):
+    second = add_second_facts_unit(gui)
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    qtbot.keyClicks(side.entry, TYPED)  # and no Enter
+
+    leave(qtbot, window, side.entry, how)
+    if how == "next unit":
+        assert window.session.unit.unit_id == second
+        assert side.entry.text() == "" and editor.sides["edited"].entry.text() == ""
+        qtbot.keyClick(side.entry, Qt.Key.Key_Return)  # an empty box adds nothing
+        assert editor.payload()["facts"] == []
+    window.close()
+    first = stored_answer(gui.path, gui.ids.units["facts"], "ava")
+    assert [f["text"] for f in first.payload["facts"]] == [TYPED]
+    assert first.status == "draft"  # the typed fact is not judged yet
+    assert stored_answer(gui.path, second, "ava") is None
+
+
+def test_submitting_with_a_new_fact_typed_keeps_the_unit_to_judge_it(qtbot, gui, prefs):
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    qtbot.keyClicks(side.entry, "Go to the ER")
+    qtbot.keyClick(side.entry, Qt.Key.Key_Return)
+    editor.set_entailed("original", 0, True)
+    qtbot.keyClicks(side.entry, TYPED)  # a second fact, no Enter
+
+    leave(qtbot, window, side.entry, "submit")
+    assert "1 fact(s) not yet judged" in window.statusBar().currentMessage()
+    assert window.session.unit.unit_id == gui.ids.units["facts"]
+    assert side.table.rowCount() == 2 and side.entry.text() == ""
+    wait_saved(qtbot, window)
+    window.close()
+    answer = stored_answer(gui.path, gui.ids.units["facts"], "ava")
+    assert [f["text"] for f in answer.payload["facts"]] == ["Go to the ER", TYPED]
+    assert answer.status == "draft"
+
+
+def test_a_suggestion_shown_for_the_pair_keeps_the_fact_being_typed(qtbot, gui, prefs):
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["edited"]
+    qtbot.keyClicks(side.entry, TYPED)
+    fact = {"side": "original", "text": "Go to the ER", "entailed": True}
+    editor.show_suggestion({"facts": [fact]})  # a model's answer arriving meanwhile
+    assert side.entry.text() == TYPED
+    assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER"]
+    window.close()
