@@ -176,7 +176,10 @@ class SuggestionController(QObject):
         self.window.statusBar().showMessage(f"Model loaded: {engine.info.describe()}", 10000)
         session = self.window.session
         editor = self._editor()
-        if session is not None and editor is not None and session.unit is not None:
+        if session is None or editor is None or session.unit is None:
+            return
+        # the unit is already on screen: never put a suggestion over what the person did
+        if not self._started(session, editor) and session.suggestion_state is None:
             self.unit_shown(editor)
 
     def _on_model_stopped(self, message: str) -> None:
@@ -337,8 +340,7 @@ class SuggestionController(QObject):
         if answer.refused is not None:  # stored for the PI, never offered
             self.banner(editor).show_state("note", self._refused_note(job.model_file))
             return
-        if session.answer is not None or session.pending or editor.undo_stack.count():
-            # the person started meanwhile: their work is never replaced
+        if self._started(session, editor):  # meanwhile: their work is never replaced
             self.banner(editor).show_state(
                 "note",
                 f"{job.model_file} made a suggestion, but you had already started; it is "
@@ -347,6 +349,12 @@ class SuggestionController(QObject):
             return
         used = len(answer.params.get("own_examples", [])) if answer.for_annotator else 0
         self._present(editor, suggestion_id, job.model_file, answer.payload, used)
+
+    @staticmethod
+    def _started(session, editor: Editor) -> bool:
+        """Has the person begun answering the unit on screen (saved, typing not yet saved, or
+        anything in the editor's undo history)?"""
+        return session.answer is not None or session.pending or editor.undo_stack.count() > 0
 
     def _failed(self, job: _Job, message: str, exc: Exception) -> None:
         current = self._current(job)
