@@ -210,15 +210,15 @@ class SuggestionController(QObject):
             return
         if unit.kind not in sg.TEMPLATES_FOR_KIND or not editor.can_suggest(unit):
             return
-        person = self._personal_for(session, unit)
+        # the examples decide the templates, hence which stored suggestions are this one's
+        person, examples = self._examples(session, unit)
         try:
             library = PromptLibrary(self.window.admin)
             templates = sg.resolve_templates(library, unit.kind, own_examples=person is not None)
-            generic = sg.resolve_templates(library, unit.kind) if person is not None else templates
         except LlmError as exc:
             self.window.statusBar().showMessage(f"No suggestion: {exc}", 8000)
             return
-        try:  # with own examples on, only one made for this person (from their replies)
+        try:  # with own examples, only one made for this person (from their replies)
             stored = latest_suggestion(
                 self.window.service, unit.unit_id, _template_id(templates) if person else None
             )
@@ -237,21 +237,15 @@ class SuggestionController(QObject):
         ctx = sg.SuggestContext(
             engine, self.window.admin.catalogs, templates, self.params, self.limits, cancel
         )
+        if person is not None:
+            ctx = replace(ctx, for_annotator=person, own_examples=examples)
         job = self.job = _Job(unit.unit_id, cancel, engine.info.file_name)
-        service = self.window.service
 
         def work():
             if cancel.is_set():
                 return None
-            run = ctx
-            if person is not None:  # their most similar earlier replies (none yet: generic)
-                case = unit.cases[0]
-                examples = own_examples.examples_for(service, person, case.message, case.id)
-                run = replace(ctx, for_annotator=person, own_examples=tuple(examples))
-                if not examples:
-                    run = replace(run, templates=generic)
             try:
-                return sg.gated(sg.suggest(run, unit), unit, ctx.catalogs)
+                return sg.gated(sg.suggest(ctx, unit), unit, ctx.catalogs)
             except Cancelled:  # moved on, or the window is closing
                 return None
 
@@ -277,6 +271,21 @@ class SuggestionController(QObject):
             return person if self.window.service.own_examples() else None
         except (StoreError, PermissionError):
             return None
+
+    def _examples(self, session, unit) -> tuple[int | None, tuple]:
+        """The clinician a suggestion is made for and their most similar earlier replies, or
+        (None, ()) for the generic suggestion: own examples off, or no similar reply yet."""
+        person = self._personal_for(session, unit)
+        if person is None:
+            return None, ()
+        case = unit.cases[0]
+        try:
+            examples = own_examples.examples_for(
+                self.window.service, person, case.message, case.id
+            )
+        except (StoreError, PermissionError):
+            examples = []
+        return (person, tuple(examples)) if examples else (None, ())
 
     def _refused_before(
         self, unit_id: int, engine, templates: dict, person: int | None = None
