@@ -31,7 +31,12 @@ from portalreview.llm.errors import AnswerError, Cancelled, EngineClosedError, L
 from portalreview.llm.grammars import GrammarLimits
 from portalreview.llm.templates import PromptLibrary
 from portalreview.store.service import AnswerView, StoreError
-from portalreview.store.templates import latest_suggestion, refused_reasons, suggestions_by
+from portalreview.store.templates import (
+    latest_suggestion,
+    refused_reasons,
+    suggestion_payload,
+    suggestions_by,
+)
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.ui import colours
 from portalreview.ui.model_panel import ModelHost
@@ -206,6 +211,8 @@ class SuggestionController(QObject):
         self.banner(editor).show_state("hidden", "")
         session = self.window.session
         unit = session.unit if session else None
+        if unit is not None and not session.read_only and session.suggestion_state == "edited":
+            self._recall(editor, session)
         if unit is None or session.read_only or session.answer is not None:
             return
         if unit.kind not in sg.TEMPLATES_FOR_KIND or not editor.can_suggest(unit):
@@ -260,6 +267,20 @@ class SuggestionController(QObject):
             on_done=lambda answer: self._answered(job, engine, answer),
             on_error=lambda message, exc: self._failed(job, message, exc),
         )
+
+    def _recall(self, editor: Editor, session) -> None:
+        """Give the session the suggestion behind a reopened edited answer as the editor shows
+        it (pre-filled for a moment, then the answer again), so that an answer changed back to
+        it is recorded as accepted."""
+        try:
+            payload = suggestion_payload(self.window.admin, session.suggestion_id)
+            editor.show_suggestion(payload)
+            shown = editor.payload()
+        except (StoreError, PermissionError, KeyError, TypeError, ValueError):
+            shown = None  # compared with nothing: the answer stays "edited"
+        editor.load(session.unit, session.answer)
+        if shown is not None:
+            session.recall_suggestion(shown)
 
     def _personal_for(self, session, unit) -> int | None:
         """The clinician a respond suggestion is made for, from their own earlier replies, when
@@ -441,7 +462,10 @@ class SuggestionController(QObject):
 
     def accept(self) -> None:
         session, editor = self.window.session, self._editor()
-        if session is None or editor is None or session.suggestion_state != "offered":
+        acceptable = session is not None and (
+            session.suggestion_state == "offered" or session.matches_suggestion()
+        )
+        if editor is None or not acceptable:
             self.window.statusBar().showMessage("There is no suggestion to accept here.", 4000)
             return
         view = session.accept_suggestion()

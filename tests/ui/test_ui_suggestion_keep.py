@@ -1,6 +1,8 @@
-"""A model that finishes loading (load at start, a server reconnect) while a unit is on screen
-never puts a suggestion over what the person already did with that unit: a dismissed
-suggestion stays dismissed, and typing not yet autosaved stays on screen and is saved."""
+"""What the person did with a suggestion is kept. A model that finishes loading (load at start,
+a server reconnect) while a unit is on screen never puts a suggestion over what the person
+already did with that unit: a dismissed suggestion stays dismissed, and typing not yet
+autosaved stays on screen and is saved. An answer is recorded "accepted" when it is the
+suggestion unchanged and "edited" when it differs, whichever way it got there."""
 
 from __future__ import annotations
 
@@ -91,3 +93,60 @@ def test_an_offered_suggestion_stays_as_it_is_when_a_model_loads(qtbot, offered)
     qtbot.keyClick(box, Qt.Key.Key_X)
     wait_saved(qtbot, offered)
     assert offered.session.suggestion_state == "edited"
+
+
+def stored_use(gui) -> tuple[str, dict]:
+    answer = stored_answer(gui.path, gui.ids.units["respond"], "ava")
+    return answer.suggestion_use, answer.payload["parts"]
+
+
+def type_x(qtbot, window) -> None:
+    box = window.editors["respond"].boxes["symptom_questions"]
+    box.setFocus()
+    qtbot.keyClick(box, Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(box, Qt.Key.Key_X)
+    wait_saved(qtbot, window)
+
+
+def delete_x(qtbot, window) -> None:
+    box = window.editors["respond"].boxes["symptom_questions"]
+    assert box.toPlainText() == "x"
+    box.setFocus()
+    qtbot.keyClick(box, Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(box, Qt.Key.Key_Backspace)
+    wait_saved(qtbot, window)
+
+
+def reopen(window, gui) -> None:
+    show_kind(window, "rank")
+    show_kind(window, "respond")
+    window.show_unit(gui.ids.units["respond"])
+
+
+def test_an_edit_undone_back_to_the_suggestion_is_accepted(qtbot, offered, gui):
+    suggested = offered.editors["respond"].payload()["parts"]
+    type_x(qtbot, offered)
+    assert stored_use(gui)[0] == "edited"
+    offered.act_undo.trigger()
+    wait_saved(qtbot, offered)
+    assert stored_use(gui) == ("accepted", suggested)
+    assert offered.session.suggestion_state == "accepted"
+    offered.act_accept.trigger()  # the answer is still the suggestion: Accept is not refused
+    assert "no suggestion to accept" not in offered.statusBar().currentMessage()
+    assert stored_use(gui) == ("accepted", suggested)
+
+
+@pytest.mark.parametrize("accept_first", [True, False])
+def test_edited_then_changed_back_after_reopening_is_accepted(qtbot, offered, gui, accept_first):
+    suggested = offered.editors["respond"].payload()["parts"]
+    if accept_first:
+        offered.act_accept.trigger()
+        assert stored_use(gui)[0] == "accepted"
+    type_x(qtbot, offered)
+    assert stored_use(gui)[0] == "edited"
+    reopen(offered, gui)
+    assert offered.session.suggestion_state == "edited"
+    delete_x(qtbot, offered)
+    assert stored_use(gui) == ("accepted", suggested)
+    type_x(qtbot, offered)  # and away from it again
+    assert stored_use(gui)[0] == "edited"
