@@ -415,8 +415,13 @@ def _summary(report) -> int:
     )
     _listing("Did not fit", report.failed)
     _listing("Refused by the quality gates (stored for the PI, not offered)", refused)
-    if report.cancelled:
-        print("Stopped. Run the same command again to continue where it stopped.", file=sys.stderr)
+    stopped = report.stopped  # the model went away (drafts)
+    if report.cancelled or stopped:
+        why = f" {stopped}" if stopped else ""
+        print(
+            f"Stopped.{why} Run the same command again to continue where it stopped.",
+            file=sys.stderr,
+        )
         return EXIT_STOPPED
     return EXIT_REFUSED if report.failed or refused else 0
 

@@ -607,6 +607,9 @@ class BatchReport:
     cancelled: bool = False
     seconds: float = 0.0
     refused: dict[int, str] = field(default_factory=dict)
+    # why a drafting run stopped early because the model went away (its process died, the
+    # server stopped answering); what was stored before is kept
+    stopped: str | None = None
 
     @property
     def done(self) -> int:
@@ -826,7 +829,9 @@ def run_drafts(
     ``on_start(case)`` is called when a case's draft begins and ``on_piece(case, text)`` with
     each piece as it is generated (the pieces of a case join to exactly its generated text),
     so that a window can show the draft being written. Cancelling stops within one token and
-    keeps the drafts already stored; the case in progress is dropped."""
+    keeps the drafts already stored; the case in progress is dropped. A model that goes away
+    (:class:`ModelProcessDied`, :class:`ModelServerError`) stops the run the same way, and
+    ``report.stopped`` says why."""
     if template.kind not in DRAFT_KINDS:
         raise LlmError(f"{template.kind} is not a drafting template")
     params = params or GenerationParams()
@@ -839,9 +844,13 @@ def run_drafts(
         if has_draft(service, engine, template, case):
             report.skipped.append(case.id)
         else:
-            gen = _generate_draft(
-                service, engine, template, case, params, cancel, on_start, on_piece
-            )
+            try:
+                gen = _generate_draft(
+                    service, engine, template, case, params, cancel, on_start, on_piece
+                )
+            except (ModelProcessDied, ModelServerError) as exc:  # every next case would fail
+                report.stopped = str(exc)
+                break
             if gen.finish_reason in ("cancelled", "closed"):
                 report.cancelled = True
                 break

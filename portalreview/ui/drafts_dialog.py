@@ -46,7 +46,7 @@ from shiboken6 import isValid
 
 from portalreview.llm import suggest as sg
 from portalreview.llm.engine import GenerationParams
-from portalreview.llm.errors import LlmError, ModelProcessDied
+from portalreview.llm.errors import LlmError, ModelProcessDied, ModelServerError
 from portalreview.llm.templates import PromptTemplate
 from portalreview.store.service import StoreError
 from portalreview.ui.screen import fit_to_screen
@@ -402,7 +402,7 @@ class DraftsDialog(QDialog):
             self.current.setText("No case needed a draft." if report.total else "No case.")
             return
         name = f"<b>{_escape(self._case_name)}</b>"
-        if not report.cancelled:
+        if not (report.cancelled or report.stopped):
             self.current.setText(f"Finished. The last draft written, for case {name}, is below.")
         elif self._case_id in report.stored:
             self.current.setText(f"Stopped after case {name}; its draft (below) is stored.")
@@ -419,7 +419,7 @@ class DraftsDialog(QDialog):
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.current.clear()
-        if isinstance(exc, ModelProcessDied):  # drafts stored before it stopped are kept
+        if isinstance(exc, (ModelProcessDied, ModelServerError)):  # stored drafts are kept
             self._say(
                 f"<b>The run stopped.</b> {_escape(message)} The drafts already stored are "
                 "kept; Run again after loading the model continues where it stopped."
@@ -436,6 +436,11 @@ class DraftsDialog(QDialog):
             f"{len(report.stored)} drafts stored, {len(report.skipped)} already there, "
             f"{len(report.failed)} refused, in {report.seconds:.0f} s."
         )
+        if report.stopped:  # the model went away
+            return (
+                f"<b>The run stopped.</b> {_escape(report.stopped)} {head} The drafts stored "
+                "are kept; Run again once the model is back continues where it stopped."
+            )
         if report.cancelled:
             return (
                 f"<b>Stopped.</b> {head} The drafts stored are kept; Run again to continue "

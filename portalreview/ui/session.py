@@ -243,8 +243,8 @@ class AnnotationSession(QObject):
         )
         self.answer = view
         self.last_failure = None
-        if self.suggestion_state == "offered":
-            self.suggestion_state = "edited"
+        if self.suggestion_id is not None:  # what this save recorded
+            self.suggestion_state = view.suggestion_use or self.suggestion_state
         self.clock.start()  # the time so far is now stored in the answer
         self._set_pending(False)
         self.saved.emit(view)
@@ -266,8 +266,10 @@ class AnnotationSession(QObject):
     # --- model suggestions ------------------------------------------------------------------
 
     def _reset_suggestion(self, answer: AnswerView | None) -> None:
-        """Take up the suggestion a stored answer records (an accepted one that is changed
-        later becomes "edited")."""
+        """Take up the suggestion a stored answer records. Each save compares the answer with
+        the suggestion as shown (:attr:`_suggestion_base`): the same is "accepted", different
+        "edited". For an edited answer the controller recalls it with
+        :meth:`recall_suggestion`."""
         self.suggestion_id = answer.suggestion_id if answer else None
         self.suggestion_state = answer.suggestion_use if self.suggestion_id else None
         if self.suggestion_id is not None and self.suggestion_state is None:
@@ -282,6 +284,19 @@ class AnnotationSession(QObject):
         self.suggestion_id = suggestion_id
         self.suggestion_state = "offered"
         self._suggestion_base = self.editor.payload()
+
+    def recall_suggestion(self, shown: dict) -> None:
+        """The suggestion behind the reopened answer, as the editor shows it."""
+        if self.suggestion_state in ("accepted", "edited"):
+            self._suggestion_base = shown
+
+    def matches_suggestion(self) -> bool:
+        """Is the answer on screen the suggestion unchanged (not dismissed)?"""
+        return (
+            self.suggestion_state in ("offered", "accepted", "edited")
+            and self._suggestion_base is not None
+            and self.editor.payload() == self._suggestion_base
+        )
 
     def accept_suggestion(self) -> AnswerView | None:
         """The person accepts the suggestion on screen: saved now, recorded as accepted (or as
@@ -304,11 +319,11 @@ class AnnotationSession(QObject):
         state = self.suggestion_state
         if state is None or self.suggestion_id is None:
             return {}
-        if state == "offered" and payload == self._suggestion_base:
-            return None
         if state == "ignored":
             use = "ignored"
-        elif state == "accepted" and payload == self._suggestion_base:
+        elif payload == self._suggestion_base:  # the suggestion unchanged, however reached
+            if state == "offered":  # neither accepted nor changed yet: not an answer
+                return None
             use = "accepted"
         else:
             use = "edited"

@@ -31,7 +31,12 @@ from portalreview.llm.errors import AnswerError, Cancelled, EngineClosedError, L
 from portalreview.llm.grammars import GrammarLimits
 from portalreview.llm.templates import PromptLibrary
 from portalreview.store.service import AnswerView, StoreError
-from portalreview.store.templates import latest_suggestion, refused_reasons, suggestions_by
+from portalreview.store.templates import (
+    latest_suggestion,
+    refused_reasons,
+    suggestion_payload,
+    suggestions_by,
+)
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.ui import colours
 from portalreview.ui.model_panel import ModelHost
@@ -176,7 +181,10 @@ class SuggestionController(QObject):
         self.window.statusBar().showMessage(f"Model loaded: {engine.info.describe()}", 10000)
         session = self.window.session
         editor = self._editor()
-        if session is not None and editor is not None and session.unit is not None:
+        if session is None or editor is None or session.unit is None:
+            return
+        # the unit is already on screen: never put a suggestion over what the person did
+        if not self._started(session, editor) and session.suggestion_state is None:
             self.unit_shown(editor)
 
     def _on_model_stopped(self, message: str) -> None:
@@ -203,19 +211,21 @@ class SuggestionController(QObject):
         self.banner(editor).show_state("hidden", "")
         session = self.window.session
         unit = session.unit if session else None
+        if unit is not None and not session.read_only and session.suggestion_state == "edited":
+            self._recall(editor, session)
         if unit is None or session.read_only or session.answer is not None:
             return
         if unit.kind not in sg.TEMPLATES_FOR_KIND or not editor.can_suggest(unit):
             return
-        person = self._personal_for(session, unit)
+        # the examples decide the templates, hence which stored suggestions are this one's
+        person, examples = self._examples(session, unit)
         try:
             library = PromptLibrary(self.window.admin)
             templates = sg.resolve_templates(library, unit.kind, own_examples=person is not None)
-            generic = sg.resolve_templates(library, unit.kind) if person is not None else templates
         except LlmError as exc:
             self.window.statusBar().showMessage(f"No suggestion: {exc}", 8000)
             return
-        try:  # with own examples on, only one made for this person (from their replies)
+        try:  # with own examples, only one made for this person (from their replies)
             stored = latest_suggestion(
                 self.window.service, unit.unit_id, _template_id(templates) if person else None
             )
@@ -234,21 +244,15 @@ class SuggestionController(QObject):
         ctx = sg.SuggestContext(
             engine, self.window.admin.catalogs, templates, self.params, self.limits, cancel
         )
+        if person is not None:
+            ctx = replace(ctx, for_annotator=person, own_examples=examples)
         job = self.job = _Job(unit.unit_id, cancel, engine.info.file_name)
-        service = self.window.service
 
         def work():
             if cancel.is_set():
                 return None
-            run = ctx
-            if person is not None:  # their most similar earlier replies (none yet: generic)
-                case = unit.cases[0]
-                examples = own_examples.examples_for(service, person, case.message, case.id)
-                run = replace(ctx, for_annotator=person, own_examples=tuple(examples))
-                if not examples:
-                    run = replace(run, templates=generic)
             try:
-                return sg.gated(sg.suggest(run, unit), unit, ctx.catalogs)
+                return sg.gated(sg.suggest(ctx, unit), unit, ctx.catalogs)
             except Cancelled:  # moved on, or the window is closing
                 return None
 
@@ -264,6 +268,20 @@ class SuggestionController(QObject):
             on_error=lambda message, exc: self._failed(job, message, exc),
         )
 
+    def _recall(self, editor: Editor, session) -> None:
+        """Give the session the suggestion behind a reopened edited answer as the editor shows
+        it (pre-filled for a moment, then the answer again), so that an answer changed back to
+        it is recorded as accepted."""
+        try:
+            payload = suggestion_payload(self.window.admin, session.suggestion_id)
+            editor.show_suggestion(payload)
+            shown = editor.payload()
+        except (StoreError, PermissionError, KeyError, TypeError, ValueError):
+            shown = None  # compared with nothing: the answer stays "edited"
+        editor.load(session.unit, session.answer)
+        if shown is not None:
+            session.recall_suggestion(shown)
+
     def _personal_for(self, session, unit) -> int | None:
         """The clinician a respond suggestion is made for, from their own earlier replies, when
         the study asks for that (``llm/own_examples.py``); None otherwise."""
@@ -274,6 +292,21 @@ class SuggestionController(QObject):
             return person if self.window.service.own_examples() else None
         except (StoreError, PermissionError):
             return None
+
+    def _examples(self, session, unit) -> tuple[int | None, tuple]:
+        """The clinician a suggestion is made for and their most similar earlier replies, or
+        (None, ()) for the generic suggestion: own examples off, or no similar reply yet."""
+        person = self._personal_for(session, unit)
+        if person is None:
+            return None, ()
+        case = unit.cases[0]
+        try:
+            examples = own_examples.examples_for(
+                self.window.service, person, case.message, case.id
+            )
+        except (StoreError, PermissionError):
+            examples = []
+        return (person, tuple(examples)) if examples else (None, ())
 
     def _refused_before(
         self, unit_id: int, engine, templates: dict, person: int | None = None
@@ -337,8 +370,7 @@ class SuggestionController(QObject):
         if answer.refused is not None:  # stored for the PI, never offered
             self.banner(editor).show_state("note", self._refused_note(job.model_file))
             return
-        if session.answer is not None or session.pending or editor.undo_stack.count():
-            # the person started meanwhile: their work is never replaced
+        if self._started(session, editor):  # meanwhile: their work is never replaced
             self.banner(editor).show_state(
                 "note",
                 f"{job.model_file} made a suggestion, but you had already started; it is "
@@ -347,6 +379,12 @@ class SuggestionController(QObject):
             return
         used = len(answer.params.get("own_examples", [])) if answer.for_annotator else 0
         self._present(editor, suggestion_id, job.model_file, answer.payload, used)
+
+    @staticmethod
+    def _started(session, editor: Editor) -> bool:
+        """Has the person begun answering the unit on screen (saved, typing not yet saved, or
+        anything in the editor's undo history)?"""
+        return session.answer is not None or session.pending or editor.undo_stack.count() > 0
 
     def _failed(self, job: _Job, message: str, exc: Exception) -> None:
         current = self._current(job)
@@ -424,7 +462,10 @@ class SuggestionController(QObject):
 
     def accept(self) -> None:
         session, editor = self.window.session, self._editor()
-        if session is None or editor is None or session.suggestion_state != "offered":
+        acceptable = session is not None and (
+            session.suggestion_state == "offered" or session.matches_suggestion()
+        )
+        if editor is None or not acceptable:
             self.window.statusBar().showMessage("There is no suggestion to accept here.", 4000)
             return
         view = session.accept_suggestion()

@@ -14,7 +14,7 @@ from llm_testkit import PARAMS, SMALL_LIMITS, engine, tiny_model_file  # noqa: F
 
 from portalreview.llm import suggest as sg
 from portalreview.llm import urgency
-from portalreview.llm.errors import Cancelled
+from portalreview.llm.errors import Cancelled, ModelProcessDied, ModelServerError
 from portalreview.llm.templates import PromptLibrary, default_template
 from portalreview.store.models import Suggestion
 from portalreview.store.service import StoreError
@@ -233,6 +233,34 @@ def test_drafts_are_stored_once_per_case_and_template(engine, study):  # noqa: F
         engine, template, sg.draft_values(template, cases[0], service.catalogs), params
     )
     assert "".join(gen) == gen.text and len(gen.token_ids) <= 8
+
+
+@pytest.mark.parametrize("error", [ModelServerError, ModelProcessDied])
+def test_drafts_stop_with_the_reason_when_the_model_goes_away(
+    engine,  # noqa: F811
+    study,
+    monkeypatch,
+    error,
+):
+    """The model server going away (or the model process dying) at the 2nd case stops the
+    run; the report keeps the draft stored before and says why it stopped."""
+    service = study.service
+    cases = service.read_unit(study.units["urgency"]).cases  # two cases
+    real_stream = sg.stream_draft
+
+    def lost_at_second(engine, template, values, params=None, cancel=None):
+        if lost_at_second.calls:
+            raise error("the model server went away during the request")
+        lost_at_second.calls += 1
+        return real_stream(engine, template, values, params, cancel)
+
+    lost_at_second.calls = 0
+    monkeypatch.setattr(sg, "stream_draft", lost_at_second)
+    template = default_template("draft_zero_shot")
+    report = sg.run_drafts(service, engine, cases, template, params=PARAMS.__class__(max_tokens=8))
+    assert report.stored == [cases[0].id]
+    assert report.stopped == "the model server went away during the request"
+    assert not report.cancelled and report.done == 1
 
 
 def test_an_editor_reads_the_latest_suggestion_of_an_assigned_unit(engine, study):  # noqa: F811

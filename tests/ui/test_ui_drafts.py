@@ -16,6 +16,7 @@ from ui_support import open_window
 
 from portalreview.llm import suggest as sg
 from portalreview.llm.engine import GenerationParams
+from portalreview.llm.errors import ModelServerError
 from portalreview.llm.templates import default_text
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
@@ -298,6 +299,36 @@ def test_cancel_stops_a_draft_within_one_token(qtbot, prefs, study, model, monke
     assert len(gen.token_ids) == at_cancel[0] >= 3  # not one token more after the cancel
     assert model_drafts(path) == {}
     assert "k1" in dialog.current.text()
+    window.close()
+
+
+def test_a_model_server_lost_mid_run_keeps_the_counts_and_says_why(
+    qtbot, prefs, study, model, monkeypatch
+):
+    """The model server goes away at the 2nd case: the dialog keeps the first draft's counts
+    and says the run stopped and why, not that nothing was generated."""
+    path, cases = study
+    window = open_as(qtbot, prefs, path, "pat")
+    load_model(qtbot, window, model)
+    dialog = open_dialog(qtbot, window)
+    real_stream, calls = sg.stream_draft, []
+
+    def lost_at_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ModelServerError("the model server http://gpu:8080 went away (reset).")
+        return real_stream(*args, **kwargs)
+
+    monkeypatch.setattr(sg, "stream_draft", lost_at_second)
+    report = run_and_wait(qtbot, dialog)  # the rank set's cases: k1, k2
+    assert report is not None and report.stored == [cases["k1"]]
+    assert sorted(model_drafts(path)) == [cases["k1"]]
+    status = dialog.status.text()
+    assert "Nothing was generated" not in status
+    assert "The run stopped." in status and "went away" in status and "1 drafts stored" in status
+    assert dialog.counts.text() == "1 new, 0 already drafted, 0 refused"
+    assert (dialog.progress.value(), dialog.progress.maximum()) == (1, 2)
+    assert "k2" in dialog.current.text() and "not stored" in dialog.current.text()
     window.close()
 
 

@@ -428,6 +428,38 @@ def test_with_own_examples_on_the_suggestion_is_made_from_her_replies(qtbot, gui
     window.close()
 
 
+@pytest.mark.parametrize("refused", [True, False])
+def test_with_own_examples_on_and_none_yet_the_model_is_asked_once(
+    qtbot, gui, model, tmp_path, gate_verdict, refused
+):
+    """Own examples on, but ava has no earlier reply: her suggestion is the generic one. Coming
+    back to the unit offers it again (or, refused by the gates, says so) without asking the
+    model again and storing one more suggestion each visit."""
+    from portalreview.store.service import StudyService
+
+    with Project.open(gui.path) as project:
+        StudyService(project).set_own_examples(2)
+    gate_verdict["reason"] = "same text: the same text in every box" if refused else None
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    ctl = window.suggestions
+    ctl.host.load_options = {"gpu": False, "hash_cache": False}
+    ctl.params, ctl.limits = PARAMS, SMALL_LIMITS
+    load_model(qtbot, window, model)
+    unit = gui.ids.units["respond"]
+    for _visit in range(3):
+        show_kind(window, "rank")
+        show_kind(window, "respond")
+        window.show_unit(unit)
+        qtbot.waitUntil(lambda: ctl.job is None, timeout=ANSWER_WAIT_MS)
+        assert banner(window).state == ("note" if refused else "offered")
+    with Project.open(gui.path, read_only=True) as project, project.read() as s:
+        rows = s.query(Suggestion).filter(Suggestion.unit_id == unit).all()
+        assert [(r.template_id, r.for_annotator_id) for r in rows] == [
+            ("respond_boxes@default", None)
+        ]
+    window.close()
+
+
 def test_the_pi_turns_own_examples_on_in_the_models_dialog(qtbot, gui, tmp_path):
     from PySide6.QtWidgets import QLabel, QSpinBox
 
