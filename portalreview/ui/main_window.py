@@ -833,6 +833,7 @@ class MainWindow(QMainWindow):
 
     def save_now(self) -> None:
         if self.session is not None and self.session.unit is not None:
+            self.session.editor.finish_editing()  # what is typed, entered as Enter would
             self.session.save()
 
     def submit(self) -> None:

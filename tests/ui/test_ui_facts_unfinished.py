@@ -118,3 +118,23 @@ def test_a_suggestion_shown_for_the_pair_keeps_the_fact_being_typed(qtbot, gui, 
     assert side.entry.text() == TYPED
     assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER"]
     window.close()
+
+
+def test_save_now_saves_the_wording_being_typed(qtbot, gui, prefs):
+    """Ctrl+S ("Save now") enters a cell being edited, as Enter would, and saves it at once:
+    it said "Saved" over the old wording."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    qtbot.keyClicks(side.entry, "Go to the ER")
+    qtbot.keyClick(side.entry, Qt.Key.Key_Return)
+    wait_saved(qtbot, window)
+    side.table.setFocus()
+    side.table.setCurrentCell(0, 1)
+    qtbot.keyClick(side.table, Qt.Key.Key_F2)
+    cell = QApplication.focusWidget()
+    cell.selectAll()
+    qtbot.keyClicks(cell, NEW)
+    qtbot.keyClick(cell, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+    answer = stored_answer(gui.path, gui.ids.units["facts"], "ava")
+    assert [f["text"] for f in answer.payload["facts"]] == [NEW]
+    window.close()

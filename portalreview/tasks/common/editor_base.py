@@ -65,8 +65,9 @@ class Editor(QWidget):
     def finish_editing(self) -> None:
         """Take what is typed but not yet entered (an open cell editor, a box whose text is
         added with Enter) into the answer. The session calls this before it submits and before
-        it leaves the unit (next unit, other kind, closing), never from the autosave timer,
-        which must not end an edit under the typist's fingers; the adjudication window before
+        it leaves the unit (next unit, other kind, closing), and Save now (Ctrl+S) does; never
+        the autosave timer, which must not end an edit under the typist's fingers; the
+        adjudication window before
         it saves gold or drops the editor's answer. Default: nothing to finish."""
 
     def comment_text(self) -> str | None:
