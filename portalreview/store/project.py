@@ -317,6 +317,14 @@ def _refuse_if_not_writable(path: Path) -> None:
             )
 
 
+def _real_path(path: str | os.PathLike) -> Path:
+    """The file itself, whatever name it was given by: a symbolic link (or ``..``) leads to
+    the same lock file and backups folder as the real name, so two programs cannot both write
+    it. A second hard link is another name of one file that nothing can trace back: opened by
+    both names at once, it would be written twice (the lock cannot see that; don't make them)."""
+    return Path(path).resolve()
+
+
 def backup_dir(path: Path) -> Path:
     return path.with_name(path.stem + ".backups")
 
@@ -375,7 +383,7 @@ class Project:
     def create_empty(cls, path: str | os.PathLike) -> Project:
         """A new project file with the schema and nothing in it, not even its identity (for
         :func:`portalreview.store.transfer.copy_study`, which fills it)."""
-        path = Path(path)
+        path = _real_path(path)
         if path.exists():
             raise ProjectError(f"{path} already exists; choose another name.")
         if not path.parent.is_dir():
@@ -431,6 +439,7 @@ class Project:
         automatic_backup: bool,
         progress: Progress | None = None,
     ) -> Project:
+        path = _real_path(path)
         _, version = _probe(path)
         if read_only:
             if version < migrations.SCHEMA_VERSION:

@@ -194,6 +194,21 @@ def test_two_opens_in_one_process_are_refused_too(tmp_path):
         Project.open(path)
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="symbolic links")
+def test_a_symbolic_link_leads_to_the_same_lock_and_backups(tmp_path):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    (tmp_path / "shortcuts").mkdir()
+    link = tmp_path / "shortcuts" / "s.prproj"
+    link.symlink_to(path)
+    with Project.open(path), pytest.raises(ProjectLockedError):
+        Project.open(link)  # one writer only, whatever name the file is opened by
+    with Project.open(link) as p:
+        assert p.path == path.resolve()
+        assert p.backup().parent == backup_dir(path).resolve()
+    assert sorted(os.listdir(link.parent)) == ["s.prproj"]  # no lock, no backups beside it
+
+
 def test_migration_runs_after_a_backup(tmp_path, monkeypatch):
     """A file of the current format is upgraded by a registered next step: the backup holds
     the old file, the step ran, the version moved on."""
