@@ -294,6 +294,11 @@ def upgrade(path: Path, from_version: int, backup: Path) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA foreign_keys = OFF")  # steps may rebuild tables
+        # In WAL mode (as the program writes projects) an upgrade cut short leaves its work in
+        # a WAL that nobody sees, not half in the file with a -journal beside it that only a
+        # writer can undo. Older files and offline copies are in rollback-journal mode.
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
         conn.execute("BEGIN IMMEDIATE")
         try:
             for version in range(from_version, SCHEMA_VERSION):

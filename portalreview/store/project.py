@@ -181,22 +181,7 @@ def _probe(path: Path) -> tuple[int, int]:
 
     Raises ProjectError without writing anything to the file.
     """
-    if not path.exists():
-        raise ProjectError(f"There is no file {path}.")
-    if not path.is_file():
-        raise ProjectError(f"{path} is a folder, not a PortalReview project file.")
-    try:
-        with path.open("rb") as fh:
-            header = fh.read(_HEADER_SIZE)
-            size = os.fstat(fh.fileno()).st_size
-    except OSError as exc:
-        raise ProjectError(f"{path} cannot be read: {exc.strerror}.") from exc
-    if not header:
-        raise ProjectError(f"{path.name} is empty (0 bytes): it is not a PortalReview project.")
-    if header[: len(_SQLITE_HEADER)] != _SQLITE_HEADER:
-        raise ProjectError(
-            f"{path.name} is not a PortalReview project (it is not an SQLite database file)."
-        )
+    header, size = _read_header(path)
     _check_size(path, header, size)
     _check_wal_readable(path)
     try:
@@ -226,6 +211,27 @@ def _probe(path: Path) -> tuple[int, int]:
     if version < 1:
         raise ProjectError(f"{path.name} has no project format version: it is not usable.")
     return app_id, version
+
+
+def _read_header(path: Path) -> tuple[bytes, int]:
+    """The first bytes of an SQLite database file, and its size; ProjectError if it is none."""
+    if not path.exists():
+        raise ProjectError(f"There is no file {path}.")
+    if not path.is_file():
+        raise ProjectError(f"{path} is a folder, not a PortalReview project file.")
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(_HEADER_SIZE)
+            size = os.fstat(fh.fileno()).st_size
+    except OSError as exc:
+        raise ProjectError(f"{path} cannot be read: {exc.strerror}.") from exc
+    if not header:
+        raise ProjectError(f"{path.name} is empty (0 bytes): it is not a PortalReview project.")
+    if header[: len(_SQLITE_HEADER)] != _SQLITE_HEADER:
+        raise ProjectError(
+            f"{path.name} is not a PortalReview project (it is not an SQLite database file)."
+        )
+    return header, size
 
 
 def _check_result(rows) -> str:
@@ -293,6 +299,13 @@ def _classify(path: Path, exc: sqlite3.DatabaseError) -> ProjectError:
     name = getattr(exc, "sqlite_errorname", "")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return ProjectError(f"{path.name} is busy in another program ({exc}); try again.")
+    if name == "SQLITE_READONLY_ROLLBACK":  # a hot -journal that only a writer can undo
+        return ProjectError(
+            f"A save of {path.name} was interrupted (its program stopped or the computer went "
+            f"off), and {path.name}-journal beside it holds what is needed to undo it. Open it "
+            "for writing, in a folder you can write to, and it is put right. Keep "
+            f"{path.name}-journal with it: never copy or move {path.name} without it."
+        )
     if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")):
         return ProjectError(
             f"{path.name} cannot be opened here ({exc}). If you cannot write to its folder, "
@@ -315,6 +328,40 @@ def _refuse_if_not_writable(path: Path) -> None:
                 f"{path.name} is read-only for you (you may not write {part.name}): open it "
                 "read-only, or copy it to a folder of yours."
             )
+
+
+def _lock_for_writing(path: Path) -> ProjectLock:
+    """The project's lock, taken; ProjectError if it cannot be written or someone holds it."""
+    _refuse_if_not_writable(path)
+    lock = ProjectLock(path)
+    try:
+        holder = lock.acquire()
+    except PermissionError as exc:  # another person's lock file, private to them
+        raise ProjectNotWritableError(
+            f"{path.name} cannot be locked for writing: {lock.path.name} belongs to another "
+            "person (their PortalReview has it open, or stopped without closing it). Open it "
+            "read-only, or ask them to open and close it."
+        ) from exc
+    if holder is not None:
+        raise ProjectLockedError(path, holder)
+    return lock
+
+
+def _undo_interrupted_save(path: Path) -> None:
+    """Undo a save cut short in rollback-journal mode (an older file, an offline copy, an
+    upgrade): ``<file>-journal`` holds the pages as they were before it, and only a connection
+    that may write puts them back (a read-only one refuses the file). The caller holds the
+    lock. The committed state comes back: what SQLite itself does on opening such a file."""
+    _read_header(path)  # never let SQLite write into a file that is no database
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # rolls it back
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise _classify(path, exc) from exc
 
 
 def _real_path(path: str | os.PathLike) -> Path:
@@ -440,27 +487,17 @@ class Project:
         progress: Progress | None = None,
     ) -> Project:
         path = _real_path(path)
-        _, version = _probe(path)
         if read_only:
-            if version < migrations.SCHEMA_VERSION:
-                raise ProjectError(
-                    f"{path.name} is in an older project format ({version}); open it once "
-                    "for writing so that it is upgraded (a backup is made first)."
-                )
-            return cls(path, _make_engine(path, read_only=True), None, read_only=True)
-        _refuse_if_not_writable(path)
-        lock = ProjectLock(path)
+            return cls._open_read_only(path)
+        lock = None
+        if _beside(path, "-journal").exists():
+            lock = _lock_for_writing(path)  # nobody else may write while the save is undone
         try:
-            holder = lock.acquire()
-        except PermissionError as exc:  # another person's lock file, private to them
-            raise ProjectNotWritableError(
-                f"{path.name} cannot be locked for writing: {lock.path.name} belongs to another "
-                "person (their PortalReview has it open, or stopped without closing it). Open it "
-                "read-only, or ask them to open and close it."
-            ) from exc
-        if holder is not None:
-            raise ProjectLockedError(path, holder)
-        try:
+            if lock is not None:
+                _undo_interrupted_save(path)
+            _, version = _probe(path)
+            if lock is None:
+                lock = _lock_for_writing(path)
             upgraded = version < migrations.SCHEMA_VERSION
             if upgraded:
                 backup = make_backup(path, reason=f"{UPGRADE_BACKUP}-from-v{version}")
@@ -471,11 +508,22 @@ class Project:
             project = cls(path, _make_engine(path, read_only=False), lock, read_only=False)
             project.upgraded_from = version if upgraded else None
         except BaseException:
-            lock.release()
+            if lock is not None:
+                lock.release()
             raise
         if automatic_backup and not upgraded:  # an upgrade has just made its own
             project._back_up_automatically(progress)
         return project
+
+    @classmethod
+    def _open_read_only(cls, path: Path) -> Project:
+        _, version = _probe(path)
+        if version < migrations.SCHEMA_VERSION:
+            raise ProjectError(
+                f"{path.name} is in an older project format ({version}); open it once "
+                "for writing so that it is upgraded (a backup is made first)."
+            )
+        return cls(path, _make_engine(path, read_only=True), None, read_only=True)
 
     def _back_up_automatically(self, progress: Progress | None) -> None:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -253,6 +254,64 @@ def test_failed_migration_leaves_the_file_unchanged(tmp_path, monkeypatch):
     assert "email" not in columns
     conn.close()
     assert not path.with_name("s.prproj.lock").exists()
+
+
+def _interrupt_a_save(path: Path) -> None:
+    """Leave ``path`` as a program killed during a save in rollback-journal mode (an older
+    file, an offline copy) leaves it: changed pages in the file, the old ones in a hot
+    ``-journal`` beside it (copies of both taken while the save is under way)."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    work = path.with_name("work.prproj")
+    shutil.copy(path, work)
+    conn = sqlite3.connect(work, isolation_level=None)
+    conn.execute("PRAGMA cache_size = 1")  # changed pages spill into the file at once
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE annotators SET name = 'half-saved'")
+    conn.execute("CREATE TABLE filler (x)")
+    conn.execute("INSERT INTO filler SELECT randomblob(500) FROM annotators, pragma_table_list")
+    shutil.copy(work, path)
+    shutil.copy(work.with_name("work.prproj-journal"), path.with_name(path.name + "-journal"))
+    conn.execute("ROLLBACK")
+    conn.close()
+    work.unlink()
+
+
+def test_a_save_interrupted_in_rollback_journal_mode_is_undone_on_opening(tmp_path):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    _interrupt_a_save(path)
+    with pytest.raises(ProjectError) as refused:
+        Project.open(path, read_only=True)  # only a writer can undo it
+    message = str(refused.value)
+    assert "A save of s.prproj was interrupted" in message and "Open it for writing" in message
+    assert "never copy or move s.prproj without it" in message
+    with Project.open(path) as p:
+        assert p.integrity_check() == "ok"
+        assert [a.name for a in StudyService(p).annotators()] == ["ava"]
+    assert not path.with_name("s.prproj-journal").exists()
+
+
+def test_an_upgrade_runs_in_wal_mode(tmp_path, monkeypatch):
+    """Killed during an upgrade, a file leaves its half-done work in a WAL nobody reads, not in
+    the file with a -journal beside it that only a writer can undo."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = DELETE")  # as an offline copy is
+    conn.close()
+    modes = []
+    old_version = migrations.SCHEMA_VERSION
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old_version + 1)
+    monkeypatch.setitem(
+        migrations.STEPS,
+        old_version,
+        lambda conn: modes.append(conn.execute("PRAGMA journal_mode").fetchone()[0]),
+    )
+    Project.open(path).close()
+    assert modes == ["wal"]
 
 
 def test_older_file_opened_read_only_asks_for_an_upgrade(tmp_path, monkeypatch):
