@@ -294,8 +294,13 @@ def _check_wal_readable(path: Path) -> None:
         )
 
 
+# I/O errors that say the file itself is bad, not that nothing could be written beside it.
+_DAMAGE_IOERRS = ("SQLITE_IOERR_READ", "SQLITE_IOERR_SHORT_READ", "SQLITE_IOERR_CORRUPTFS")
+
+
 def _classify(path: Path, exc: sqlite3.DatabaseError) -> ProjectError:
-    """SQLite's refusal of the read-only connection, for a person: damage, or access."""
+    """SQLite's refusal of the read-only connection, for a person: damage, access, or a full
+    disk."""
     name = getattr(exc, "sqlite_errorname", "")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return ProjectError(f"{path.name} is busy in another program ({exc}); try again.")
@@ -311,6 +316,10 @@ def _classify(path: Path, exc: sqlite3.DatabaseError) -> ProjectError:
             f"{path.name} cannot be opened here ({exc}). If you cannot write to its folder, "
             "copy it to a folder of yours."
         )
+    if name == "SQLITE_FULL" or (
+        name.startswith("SQLITE_IOERR") and name not in _DAMAGE_IOERRS
+    ):  # e.g. no room for the -shm SQLite makes beside the file
+        return _disk_problem(path, f"its working files ({path.name}-wal, -shm)", exc)
     return ProjectDamagedError(path, f"{path.name} is damaged and cannot be opened ({exc}).")
 
 
@@ -342,9 +351,20 @@ def _lock_for_writing(path: Path) -> ProjectLock:
             "person (their PortalReview has it open, or stopped without closing it). Open it "
             "read-only, or ask them to open and close it."
         ) from exc
+    except OSError as exc:
+        raise _disk_problem(path, lock.path.name, exc) from exc
     if holder is not None:
         raise ProjectLockedError(path, holder)
     return lock
+
+
+def _disk_problem(path: Path, beside: str, exc: Exception) -> ProjectError:
+    """Something beside the project could not be written: the project itself is intact."""
+    why = getattr(exc, "strerror", None) or str(exc)
+    return ProjectError(
+        f"{path.name} cannot be opened: {beside} could not be written beside it ({why}; is the "
+        "disk full?). The project was not changed: free some space and open it again."
+    )
 
 
 def _undo_interrupted_save(path: Path) -> None:

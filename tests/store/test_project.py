@@ -3,6 +3,7 @@ backups (made by hand, before an upgrade, and automatically when a project is op
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from portalreview.store import lock as lock_module
 from portalreview.store import migrations
 from portalreview.store import project as project_module
 from portalreview.store.project import (
@@ -208,6 +210,40 @@ def test_a_symbolic_link_leads_to_the_same_lock_and_backups(tmp_path):
         assert p.path == path.resolve()
         assert p.backup().parent == backup_dir(path).resolve()
     assert sorted(os.listdir(link.parent)) == ["s.prproj"]  # no lock, no backups beside it
+
+
+def test_a_full_disk_when_locking_is_named_and_leaves_no_lock_behind(tmp_path, monkeypatch):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    before = _digest(path)
+
+    def disk_full(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(lock_module.os, "write", disk_full)
+    with pytest.raises(ProjectError, match=r"s.prproj.lock could not be written .*disk full"):
+        Project.open(path)
+    monkeypatch.undo()  # space freed: the same program opens it
+    assert _digest(path) == before
+    with Project.open(path) as p:
+        assert p.integrity_check() == "ok"
+
+
+def test_no_room_beside_the_file_is_not_called_damage(tmp_path, monkeypatch):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    make_backup(path, "manual")
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"  # SQLite could not make the -shm
+
+    def no_room(path: Path, read_only: bool) -> sqlite3.Connection:
+        raise error
+
+    monkeypatch.setattr(project_module, "_connect", no_room)
+    with pytest.raises(ProjectError, match="disk full") as refused:
+        Project.open(path)
+    assert not isinstance(refused.value, ProjectDamagedError)
+    assert "was not changed" in str(refused.value)
 
 
 def test_migration_runs_after_a_backup(tmp_path, monkeypatch):
