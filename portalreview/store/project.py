@@ -226,12 +226,18 @@ def _read_header(path: Path) -> tuple[bytes, int]:
     except OSError as exc:
         raise ProjectError(f"{path} cannot be read: {exc.strerror}.") from exc
     if not header:
-        raise ProjectError(f"{path.name} is empty (0 bytes): it is not a PortalReview project.")
+        raise _not_a_project(path, "is empty (0 bytes)")
     if header[: len(_SQLITE_HEADER)] != _SQLITE_HEADER:
-        raise ProjectError(
-            f"{path.name} is not a PortalReview project (it is not an SQLite database file)."
-        )
+        raise _not_a_project(path, "is not an SQLite database file")
     return header, size
+
+
+def _not_a_project(path: Path, what: str) -> ProjectError:
+    """A file that is no SQLite file: a project whose start was lost (a crash, a sync tool)
+    if the program has backed it up (then its newest backup is named), else a foreign file."""
+    if latest_backup(path) is not None:
+        return ProjectDamagedError(path, f"{path.name} is damaged: it {what}.")
+    return ProjectError(f"{path.name} {what}: it is not a PortalReview project.")
 
 
 def _check_result(rows) -> str:

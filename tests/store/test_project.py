@@ -115,6 +115,31 @@ def test_truncated_project_is_refused_with_the_backup_folder_named(tmp_path):
     assert _digest(path) == before
 
 
+@pytest.mark.parametrize(
+    ("damage", "what"),
+    [
+        (lambda data: b"", "is empty (0 bytes)"),
+        (lambda data: b"\0" * 4096 + data[4096:], "is not an SQLite database file"),
+    ],
+    ids=["cut-to-nothing", "start-zeroed"],
+)
+def test_a_project_whose_start_was_lost_names_its_backup(tmp_path, damage, what):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    backup = make_backup(path, "manual")
+    path.write_bytes(damage(path.read_bytes()))
+    before = _digest(path)
+    with pytest.raises(ProjectDamagedError) as refused:
+        Project.open(path)
+    assert refused.value.latest_backup == backup
+    assert str(refused.value) == (
+        f"s.prproj is damaged: it {what}. Restore the latest backup from s.backups/: "
+        f"{backup.name}."
+    )
+    assert _digest(path) == before
+
+
 def test_missing_file_and_folder(tmp_path):
     with pytest.raises(ProjectError, match="no file"):
         Project.open(tmp_path / "nope.prproj")
