@@ -39,6 +39,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
 
@@ -390,6 +391,43 @@ def _undo_interrupted_save(path: Path) -> None:
         raise _classify(path, exc) from exc
 
 
+def _write_schema(path: Path) -> None:
+    """The tables and triggers of the current format, into the new, empty file ``path``."""
+    conn = _connect(path, read_only=False)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.close()
+    engine = _make_engine(path, read_only=False)
+    try:
+        with engine.begin() as sa_conn:
+            Base.metadata.create_all(sa_conn)
+            for statement in trigger_statements():
+                sa_conn.exec_driver_sql(statement)
+            sa_conn.exec_driver_sql(f"PRAGMA user_version = {migrations.SCHEMA_VERSION}")
+    finally:
+        engine.dispose()
+
+
+def _remove_new_file(path: Path) -> None:
+    """Remove a project file this program created (never one it opened), and its companions."""
+    for ending in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            _beside(path, ending).unlink(missing_ok=True)
+
+
+def _not_created(path: Path, exc: BaseException) -> ProjectError | None:
+    """A failure of the disk to create ``path`` (the file is already removed), for a person;
+    None for any other failure (raised as it is)."""
+    if isinstance(exc, ProjectError) and exc.__cause__ is not None:
+        exc = exc.__cause__  # e.g. the lock file could not be written
+    if not isinstance(exc, (OSError, sqlite3.Error, DBAPIError)):
+        return None
+    why = str(getattr(exc, "strerror", None) or getattr(exc, "orig", None) or exc)
+    hint = "" if "full" in why else "; is the disk full?"
+    return ProjectError(
+        f"{path.name} could not be created ({why}{hint}). Nothing was left behind."
+    )
+
+
 def _real_path(path: str | os.PathLike) -> Path:
     """The file itself, whatever name it was given by: a symbolic link (or ``..``) leads to
     the same lock file and backups folder as the real name, so two programs cannot both write
@@ -447,37 +485,47 @@ class Project:
     def create(
         cls, path: str | os.PathLike, name: str | None = None, catalogs: Catalogs | None = None
     ) -> Project:
-        """Create a new, empty project file (readable and writable by its owner only)."""
+        """Create a new, empty project file (readable and writable by its owner only). On any
+        failure (a full disk) nothing is left behind."""
         project = cls.create_empty(path)
-        start_study(project, name or Path(path).stem, catalogs)
+        try:
+            start_study(project, name or Path(path).stem, catalogs)
+        except BaseException as exc:
+            project.discard_new()
+            if (error := _not_created(project.path, exc)) is None:
+                raise
+            raise error from exc
         return project
 
     @classmethod
     def create_empty(cls, path: str | os.PathLike) -> Project:
         """A new project file with the schema and nothing in it, not even its identity (for
-        :func:`portalreview.store.transfer.copy_study`, which fills it)."""
+        :func:`portalreview.store.transfer.copy_study`, which fills it). On any failure
+        nothing is left behind."""
         path = _real_path(path)
         if path.exists():
             raise ProjectError(f"{path} already exists; choose another name.")
         if not path.parent.is_dir():
             raise ProjectError(f"The folder {path.parent} does not exist.")
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except OSError as exc:
+            raise ProjectError(f"{path.name} could not be created ({exc.strerror}).") from exc
         os.close(fd)
         try:
-            conn = _connect(path, read_only=False)
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.close()
-            engine = _make_engine(path, read_only=False)
-            with engine.begin() as sa_conn:
-                Base.metadata.create_all(sa_conn)
-                for statement in trigger_statements():
-                    sa_conn.exec_driver_sql(statement)
-                sa_conn.exec_driver_sql(f"PRAGMA user_version = {migrations.SCHEMA_VERSION}")
-            engine.dispose()
-        except Exception:
-            path.unlink(missing_ok=True)
-            raise
-        return cls._open(path, read_only=False, automatic_backup=False)  # nothing to keep
+            _write_schema(path)
+            return cls._open(path, read_only=False, automatic_backup=False)  # nothing to keep
+        except BaseException as exc:
+            _remove_new_file(path)
+            if (error := _not_created(path, exc)) is None:
+                raise
+            raise error from exc
+
+    def discard_new(self) -> None:
+        """Close a project file this program has just created and remove it, with what SQLite
+        made beside it: a half-made project (no identity, no catalogs) is no use to anyone."""
+        self.close()
+        _remove_new_file(self.path)
 
     @classmethod
     def open(

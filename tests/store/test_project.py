@@ -48,6 +48,20 @@ def test_create_then_open(tmp_path):
         assert p.integrity_check() == "ok"
 
 
+@pytest.mark.parametrize("step", ["trigger_statements", "start_study"])
+def test_a_project_that_cannot_be_made_leaves_nothing_behind(tmp_path, monkeypatch, step):
+    def disk_full(*args, **kwargs) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(project_module, step, disk_full)
+    with pytest.raises(ProjectError, match=r"could not be created \(database or disk is full\)"):
+        Project.create(tmp_path / "s.prproj")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()  # space freed: the same name can be used
+    with Project.create(tmp_path / "s.prproj") as p:
+        assert p.meta("name") == "s"
+
+
 def test_new_file_is_private_to_its_owner(tmp_path):
     path = tmp_path / "s.prproj"
     Project.create(path).close()
