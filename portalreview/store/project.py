@@ -428,6 +428,23 @@ def _not_created(path: Path, exc: BaseException) -> ProjectError | None:
     )
 
 
+def _back_up_before_upgrade(path: Path, version: int) -> Path:
+    """The backup an upgrade needs first (the only copy the older version reads): without
+    it, no upgrade."""
+    try:
+        return make_backup(path, reason=f"{UPGRADE_BACKUP}-from-v{version}")
+    except (OSError, sqlite3.Error) as exc:
+        folder = backup_dir(path)
+        if folder.exists() and not folder.is_dir():
+            advice = f"{folder.name} is a file, not a folder: move it away"
+        else:
+            advice = "Free some space on the disk (is it full?)"
+        raise ProjectError(
+            f"{path.name} could not be backed up into {folder.name}/ before upgrading it "
+            f"({exc}); nothing was changed. {advice} and open it again."
+        ) from exc
+
+
 def _real_path(path: str | os.PathLike) -> Path:
     """The file itself, whatever name it was given by: a symbolic link (or ``..``) leads to
     the same lock file and backups folder as the real name, so two programs cannot both write
@@ -574,7 +591,7 @@ class Project:
                 lock = _lock_for_writing(path)
             upgraded = version < migrations.SCHEMA_VERSION
             if upgraded:
-                backup = make_backup(path, reason=f"{UPGRADE_BACKUP}-from-v{version}")
+                backup = _back_up_before_upgrade(path, version)
                 try:
                     migrations.upgrade(path, version, backup)
                 except migrations.MigrationError as exc:

@@ -389,6 +389,42 @@ def test_an_upgrade_runs_in_wal_mode(tmp_path, monkeypatch):
     assert modes == ["wal"]
 
 
+def _file_in_the_way(path: Path, monkeypatch) -> None:
+    backup_dir(path).write_text("a file where the backups folder should be")
+
+
+def _disk_full(path: Path, monkeypatch) -> None:
+    def no_room(*args) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(project_module, "_copy_database", no_room)
+
+
+@pytest.mark.parametrize(
+    ("obstacle", "advice"),
+    [
+        (_file_in_the_way, "s.backups is a file, not a folder: move it away"),
+        (_disk_full, "Free some space on the disk"),
+    ],
+    ids=["file-in-the-way", "disk-full"],
+)
+def test_no_upgrade_without_its_backup(tmp_path, monkeypatch, obstacle, advice):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    before = _digest(path)
+    old_version = migrations.SCHEMA_VERSION
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old_version + 1)
+    monkeypatch.setitem(migrations.STEPS, old_version, lambda conn: None)
+    obstacle(path, monkeypatch)
+    with pytest.raises(ProjectError) as refused:
+        Project.open(path)
+    message = str(refused.value)
+    assert message.startswith("s.prproj could not be backed up into s.backups/ before upgrading")
+    assert "nothing was changed" in message and advice in message
+    assert _digest(path) == before
+    assert not path.with_name("s.prproj.lock").exists()
+
+
 def test_older_file_opened_read_only_asks_for_an_upgrade(tmp_path, monkeypatch):
     path = tmp_path / "s.prproj"
     Project.create(path).close()
