@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from sqlalchemy.exc import DBAPIError
+
 from portalreview import __version__
 from portalreview.applog import setup_logging
 from portalreview.store.backends import (
@@ -24,7 +26,7 @@ from portalreview.store.backends import (
     shown_target,
     target_name,
 )
-from portalreview.store.project import SUFFIX, ProjectError
+from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StudyService
 
 EXIT_USAGE = 2
@@ -53,11 +55,20 @@ def _project_path(value: str) -> Path | str:
 def cmd_new(args: argparse.Namespace) -> int:
     path = _project_path(args.path)
     with create_project(path, name=args.name) as project:
-        service = StudyService(project)
-        for name in args.annotator or []:
-            service.add_annotator(name)
-        if args.pi:
-            service.add_annotator(args.pi, role="pi")
+        try:
+            service = StudyService(project)
+            for name in args.annotator or []:
+                service.add_annotator(name)
+            if args.pi:
+                service.add_annotator(args.pi, role="pi")
+        except (OSError, DBAPIError) as exc:  # a full disk: leave no half-made file behind
+            if not isinstance(project, Project):
+                raise
+            project.discard_new()
+            raise ProjectError(
+                f"{project.label} could not be made ({getattr(exc, 'orig', exc)}). "
+                "Nothing was left behind."
+            ) from exc
     print(f"Created {shown_target(path)}")
     return 0
 

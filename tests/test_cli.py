@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -11,6 +12,27 @@ import pytest
 from portalreview.cli import main
 from portalreview.store.project import Project
 from tests.conftest import build_small_study
+
+
+def test_new_on_a_full_disk_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    from portalreview.store.service import StudyService
+
+    def disk_full(*args, **kwargs) -> None:
+        raise OperationalError("INSERT", {}, sqlite3.OperationalError("database or disk is full"))
+
+    monkeypatch.setattr(StudyService, "add_annotator", disk_full)
+    assert main(["new", str(tmp_path / "s.prproj"), "--annotator", "ava"]) == 2
+    assert "s.prproj could not be made (database or disk is full" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_half_made_project_left_by_an_older_version_is_named_so(tmp_path, capsys):
+    path = tmp_path / "s.prproj"
+    Project.create_empty(path).close()  # what an interrupted `new` used to leave
+    assert main(["info", str(path)]) == 2
+    assert "making it was cut short" in capsys.readouterr().err
 
 
 def test_new_then_info(tmp_path, capsys):

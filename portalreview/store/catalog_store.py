@@ -23,6 +23,7 @@ from portalreview.store.models import (
     ThemeRow,
     UrgencyLevelRow,
 )
+from portalreview.store.project import ProjectError
 
 CATALOGS_KEY = "catalogs"
 
@@ -77,10 +78,17 @@ def write_catalogs(session: Session, catalogs: Catalogs) -> None:
     session.merge(ProjectMeta(key=CATALOGS_KEY, value=json.dumps(catalogs.to_dict())))
 
 
+class NoCatalogsError(ProjectError, LookupError):
+    """A project file whose making was cut short (by a version that left it behind)."""
+
+
 def read_catalogs(session: Session) -> Catalogs:
     row = session.get(ProjectMeta, CATALOGS_KEY)
     if row is None:
-        raise LookupError("the project has no catalogs")
+        raise NoCatalogsError(
+            "the project has no catalogs: making it was cut short (a full disk?), so it holds "
+            "no work. Delete it and make it again."
+        )
     return Catalogs.from_dict(json.loads(row.value))
 
 

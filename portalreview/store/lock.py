@@ -76,7 +76,8 @@ class ProjectLock:
         self._fd: int | None = None
 
     def acquire(self) -> LockHolder | None:
-        """Take the lock. Returns None on success, else who holds it."""
+        """Take the lock. Returns None on success, else who holds it. OSError (a full disk)
+        leaves it not taken."""
         for _ in range(3):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             if not _try_lock(fd):
@@ -90,7 +91,11 @@ class ProjectLock:
                 same_file = False
             if same_file:
                 self._fd = fd
-                self._write_holder()
+                try:
+                    self._write_holder()
+                except BaseException:  # a full disk: never keep a lock nobody will release
+                    self.release()
+                    raise
                 return None
             _unlock(fd)
             os.close(fd)

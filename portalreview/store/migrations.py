@@ -283,6 +283,27 @@ class MigrationError(Exception):
     pass
 
 
+def _begin(path: Path, backup: Path) -> sqlite3.Connection:
+    """A connection to ``path`` in its upgrade's transaction; MigrationError (the file
+    unchanged) if it cannot start, e.g. on a full disk."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys = OFF")  # steps may rebuild tables
+        # In WAL mode (as the program writes projects) an upgrade cut short leaves its work in
+        # a WAL that nobody sees, not half in the file with a -journal beside it that only a
+        # writer can undo. Older files and offline copies are in rollback-journal mode.
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise MigrationError(
+            f"Upgrading {path.name} could not start ({exc}); the file is unchanged and a copy "
+            f"was saved as {backup.name}."
+        ) from exc
+    return conn
+
+
 def upgrade(path: Path, from_version: int, backup: Path) -> None:
     """Upgrade the file at ``path`` to SCHEMA_VERSION, all steps in one transaction."""
     missing = [v for v in range(from_version, SCHEMA_VERSION) if v not in STEPS]
@@ -291,23 +312,20 @@ def upgrade(path: Path, from_version: int, backup: Path) -> None:
             f"{path.name} is in project format {from_version} and this version has no upgrade "
             f"step from format {missing[0]}. The file is unchanged."
         )
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = _begin(path, backup)
     try:
-        conn.execute("PRAGMA foreign_keys = OFF")  # steps may rebuild tables
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for version in range(from_version, SCHEMA_VERSION):
-                STEPS[version](conn)
-                conn.execute(f"PRAGMA user_version = {version + 1}")
-            problems = conn.execute("PRAGMA foreign_key_check").fetchall()
-            if problems:
-                raise MigrationError(f"the upgraded file breaks foreign keys: {problems[:3]}")
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            conn.execute("ROLLBACK")
-            raise MigrationError(
-                f"Upgrading {path.name} failed ({exc}); the file is unchanged and a copy was "
-                f"saved as {backup.name}."
-            ) from exc
+        for version in range(from_version, SCHEMA_VERSION):
+            STEPS[version](conn)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+        problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if problems:
+            raise MigrationError(f"the upgraded file breaks foreign keys: {problems[:3]}")
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        conn.execute("ROLLBACK")
+        raise MigrationError(
+            f"Upgrading {path.name} failed ({exc}); the file is unchanged and a copy was "
+            f"saved as {backup.name}."
+        ) from exc
     finally:
         conn.close()

@@ -39,6 +39,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
 
@@ -181,22 +182,7 @@ def _probe(path: Path) -> tuple[int, int]:
 
     Raises ProjectError without writing anything to the file.
     """
-    if not path.exists():
-        raise ProjectError(f"There is no file {path}.")
-    if not path.is_file():
-        raise ProjectError(f"{path} is a folder, not a PortalReview project file.")
-    try:
-        with path.open("rb") as fh:
-            header = fh.read(_HEADER_SIZE)
-            size = os.fstat(fh.fileno()).st_size
-    except OSError as exc:
-        raise ProjectError(f"{path} cannot be read: {exc.strerror}.") from exc
-    if not header:
-        raise ProjectError(f"{path.name} is empty (0 bytes): it is not a PortalReview project.")
-    if header[: len(_SQLITE_HEADER)] != _SQLITE_HEADER:
-        raise ProjectError(
-            f"{path.name} is not a PortalReview project (it is not an SQLite database file)."
-        )
+    header, size = _read_header(path)
     _check_size(path, header, size)
     _check_wal_readable(path)
     try:
@@ -226,6 +212,33 @@ def _probe(path: Path) -> tuple[int, int]:
     if version < 1:
         raise ProjectError(f"{path.name} has no project format version: it is not usable.")
     return app_id, version
+
+
+def _read_header(path: Path) -> tuple[bytes, int]:
+    """The first bytes of an SQLite database file, and its size; ProjectError if it is none."""
+    if not path.exists():
+        raise ProjectError(f"There is no file {path}.")
+    if not path.is_file():
+        raise ProjectError(f"{path} is a folder, not a PortalReview project file.")
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(_HEADER_SIZE)
+            size = os.fstat(fh.fileno()).st_size
+    except OSError as exc:
+        raise ProjectError(f"{path} cannot be read: {exc.strerror}.") from exc
+    if not header:
+        raise _not_a_project(path, "is empty (0 bytes)")
+    if header[: len(_SQLITE_HEADER)] != _SQLITE_HEADER:
+        raise _not_a_project(path, "is not an SQLite database file")
+    return header, size
+
+
+def _not_a_project(path: Path, what: str) -> ProjectError:
+    """A file that is no SQLite file: a project whose start was lost (a crash, a sync tool)
+    if the program has backed it up (then its newest backup is named), else a foreign file."""
+    if latest_backup(path) is not None:
+        return ProjectDamagedError(path, f"{path.name} is damaged: it {what}.")
+    return ProjectError(f"{path.name} {what}: it is not a PortalReview project.")
 
 
 def _check_result(rows) -> str:
@@ -288,16 +301,32 @@ def _check_wal_readable(path: Path) -> None:
         )
 
 
+# I/O errors that say the file itself is bad, not that nothing could be written beside it.
+_DAMAGE_IOERRS = ("SQLITE_IOERR_READ", "SQLITE_IOERR_SHORT_READ", "SQLITE_IOERR_CORRUPTFS")
+
+
 def _classify(path: Path, exc: sqlite3.DatabaseError) -> ProjectError:
-    """SQLite's refusal of the read-only connection, for a person: damage, or access."""
+    """SQLite's refusal of the read-only connection, for a person: damage, access, or a full
+    disk."""
     name = getattr(exc, "sqlite_errorname", "")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return ProjectError(f"{path.name} is busy in another program ({exc}); try again.")
+    if name == "SQLITE_READONLY_ROLLBACK":  # a hot -journal that only a writer can undo
+        return ProjectError(
+            f"A save of {path.name} was interrupted (its program stopped or the computer went "
+            f"off), and {path.name}-journal beside it holds what is needed to undo it. Open it "
+            "for writing, in a folder you can write to, and it is put right. Keep "
+            f"{path.name}-journal with it: never copy or move {path.name} without it."
+        )
     if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")):
         return ProjectError(
             f"{path.name} cannot be opened here ({exc}). If you cannot write to its folder, "
             "copy it to a folder of yours."
         )
+    if name == "SQLITE_FULL" or (
+        name.startswith("SQLITE_IOERR") and name not in _DAMAGE_IOERRS
+    ):  # e.g. no room for the -shm SQLite makes beside the file
+        return _disk_problem(path, f"its working files ({path.name}-wal, -shm)", exc)
     return ProjectDamagedError(path, f"{path.name} is damaged and cannot be opened ({exc}).")
 
 
@@ -315,6 +344,113 @@ def _refuse_if_not_writable(path: Path) -> None:
                 f"{path.name} is read-only for you (you may not write {part.name}): open it "
                 "read-only, or copy it to a folder of yours."
             )
+
+
+def _lock_for_writing(path: Path) -> ProjectLock:
+    """The project's lock, taken; ProjectError if it cannot be written or someone holds it."""
+    _refuse_if_not_writable(path)
+    lock = ProjectLock(path)
+    try:
+        holder = lock.acquire()
+    except PermissionError as exc:  # another person's lock file, private to them
+        raise ProjectNotWritableError(
+            f"{path.name} cannot be locked for writing: {lock.path.name} belongs to another "
+            "person (their PortalReview has it open, or stopped without closing it). Open it "
+            "read-only, or ask them to open and close it."
+        ) from exc
+    except OSError as exc:
+        raise _disk_problem(path, lock.path.name, exc) from exc
+    if holder is not None:
+        raise ProjectLockedError(path, holder)
+    return lock
+
+
+def _disk_problem(path: Path, beside: str, exc: Exception) -> ProjectError:
+    """Something beside the project could not be written: the project itself is intact."""
+    why = getattr(exc, "strerror", None) or str(exc)
+    return ProjectError(
+        f"{path.name} cannot be opened: {beside} could not be written beside it ({why}; is the "
+        "disk full?). The project was not changed: free some space and open it again."
+    )
+
+
+def _undo_interrupted_save(path: Path) -> None:
+    """Undo a save cut short in rollback-journal mode (an older file, an offline copy, an
+    upgrade): ``<file>-journal`` holds the pages as they were before it, and only a connection
+    that may write puts them back (a read-only one refuses the file). The caller holds the
+    lock. The committed state comes back: what SQLite itself does on opening such a file."""
+    _read_header(path)  # never let SQLite write into a file that is no database
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # rolls it back
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise _classify(path, exc) from exc
+
+
+def _write_schema(path: Path) -> None:
+    """The tables and triggers of the current format, into the new, empty file ``path``."""
+    conn = _connect(path, read_only=False)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.close()
+    engine = _make_engine(path, read_only=False)
+    try:
+        with engine.begin() as sa_conn:
+            Base.metadata.create_all(sa_conn)
+            for statement in trigger_statements():
+                sa_conn.exec_driver_sql(statement)
+            sa_conn.exec_driver_sql(f"PRAGMA user_version = {migrations.SCHEMA_VERSION}")
+    finally:
+        engine.dispose()
+
+
+def _remove_new_file(path: Path) -> None:
+    """Remove a project file this program created (never one it opened), and its companions."""
+    for ending in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            _beside(path, ending).unlink(missing_ok=True)
+
+
+def _not_created(path: Path, exc: BaseException) -> ProjectError | None:
+    """A failure of the disk to create ``path`` (the file is already removed), for a person;
+    None for any other failure (raised as it is)."""
+    if isinstance(exc, ProjectError) and exc.__cause__ is not None:
+        exc = exc.__cause__  # e.g. the lock file could not be written
+    if not isinstance(exc, (OSError, sqlite3.Error, DBAPIError)):
+        return None
+    why = str(getattr(exc, "strerror", None) or getattr(exc, "orig", None) or exc)
+    hint = "" if "full" in why else "; is the disk full?"
+    return ProjectError(
+        f"{path.name} could not be created ({why}{hint}). Nothing was left behind."
+    )
+
+
+def _back_up_before_upgrade(path: Path, version: int) -> Path:
+    """The backup an upgrade needs first (the only copy the older version reads): without
+    it, no upgrade."""
+    try:
+        return make_backup(path, reason=f"{UPGRADE_BACKUP}-from-v{version}")
+    except (OSError, sqlite3.Error) as exc:
+        folder = backup_dir(path)
+        if folder.exists() and not folder.is_dir():
+            advice = f"{folder.name} is a file, not a folder: move it away"
+        else:
+            advice = "Free some space on the disk (is it full?)"
+        raise ProjectError(
+            f"{path.name} could not be backed up into {folder.name}/ before upgrading it "
+            f"({exc}); nothing was changed. {advice} and open it again."
+        ) from exc
+
+
+def _real_path(path: str | os.PathLike) -> Path:
+    """The file itself, whatever name it was given by: a symbolic link (or ``..``) leads to
+    the same lock file and backups folder as the real name, so two programs cannot both write
+    it. A second hard link is another name of one file that nothing can trace back: opened by
+    both names at once, it would be written twice (the lock cannot see that; don't make them)."""
+    return Path(path).resolve()
 
 
 def backup_dir(path: Path) -> Path:
@@ -366,37 +502,47 @@ class Project:
     def create(
         cls, path: str | os.PathLike, name: str | None = None, catalogs: Catalogs | None = None
     ) -> Project:
-        """Create a new, empty project file (readable and writable by its owner only)."""
+        """Create a new, empty project file (readable and writable by its owner only). On any
+        failure (a full disk) nothing is left behind."""
         project = cls.create_empty(path)
-        start_study(project, name or Path(path).stem, catalogs)
+        try:
+            start_study(project, name or Path(path).stem, catalogs)
+        except BaseException as exc:
+            project.discard_new()
+            if (error := _not_created(project.path, exc)) is None:
+                raise
+            raise error from exc
         return project
 
     @classmethod
     def create_empty(cls, path: str | os.PathLike) -> Project:
         """A new project file with the schema and nothing in it, not even its identity (for
-        :func:`portalreview.store.transfer.copy_study`, which fills it)."""
-        path = Path(path)
+        :func:`portalreview.store.transfer.copy_study`, which fills it). On any failure
+        nothing is left behind."""
+        path = _real_path(path)
         if path.exists():
             raise ProjectError(f"{path} already exists; choose another name.")
         if not path.parent.is_dir():
             raise ProjectError(f"The folder {path.parent} does not exist.")
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except OSError as exc:
+            raise ProjectError(f"{path.name} could not be created ({exc.strerror}).") from exc
         os.close(fd)
         try:
-            conn = _connect(path, read_only=False)
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.close()
-            engine = _make_engine(path, read_only=False)
-            with engine.begin() as sa_conn:
-                Base.metadata.create_all(sa_conn)
-                for statement in trigger_statements():
-                    sa_conn.exec_driver_sql(statement)
-                sa_conn.exec_driver_sql(f"PRAGMA user_version = {migrations.SCHEMA_VERSION}")
-            engine.dispose()
-        except Exception:
-            path.unlink(missing_ok=True)
-            raise
-        return cls._open(path, read_only=False, automatic_backup=False)  # nothing to keep
+            _write_schema(path)
+            return cls._open(path, read_only=False, automatic_backup=False)  # nothing to keep
+        except BaseException as exc:
+            _remove_new_file(path)
+            if (error := _not_created(path, exc)) is None:
+                raise
+            raise error from exc
+
+    def discard_new(self) -> None:
+        """Close a project file this program has just created and remove it, with what SQLite
+        made beside it: a half-made project (no identity, no catalogs) is no use to anyone."""
+        self.close()
+        _remove_new_file(self.path)
 
     @classmethod
     def open(
@@ -431,30 +577,21 @@ class Project:
         automatic_backup: bool,
         progress: Progress | None = None,
     ) -> Project:
-        _, version = _probe(path)
+        path = _real_path(path)
         if read_only:
-            if version < migrations.SCHEMA_VERSION:
-                raise ProjectError(
-                    f"{path.name} is in an older project format ({version}); open it once "
-                    "for writing so that it is upgraded (a backup is made first)."
-                )
-            return cls(path, _make_engine(path, read_only=True), None, read_only=True)
-        _refuse_if_not_writable(path)
-        lock = ProjectLock(path)
+            return cls._open_read_only(path)
+        lock = None
+        if _beside(path, "-journal").exists():
+            lock = _lock_for_writing(path)  # nobody else may write while the save is undone
         try:
-            holder = lock.acquire()
-        except PermissionError as exc:  # another person's lock file, private to them
-            raise ProjectNotWritableError(
-                f"{path.name} cannot be locked for writing: {lock.path.name} belongs to another "
-                "person (their PortalReview has it open, or stopped without closing it). Open it "
-                "read-only, or ask them to open and close it."
-            ) from exc
-        if holder is not None:
-            raise ProjectLockedError(path, holder)
-        try:
+            if lock is not None:
+                _undo_interrupted_save(path)
+            _, version = _probe(path)
+            if lock is None:
+                lock = _lock_for_writing(path)
             upgraded = version < migrations.SCHEMA_VERSION
             if upgraded:
-                backup = make_backup(path, reason=f"{UPGRADE_BACKUP}-from-v{version}")
+                backup = _back_up_before_upgrade(path, version)
                 try:
                     migrations.upgrade(path, version, backup)
                 except migrations.MigrationError as exc:
@@ -462,11 +599,22 @@ class Project:
             project = cls(path, _make_engine(path, read_only=False), lock, read_only=False)
             project.upgraded_from = version if upgraded else None
         except BaseException:
-            lock.release()
+            if lock is not None:
+                lock.release()
             raise
         if automatic_backup and not upgraded:  # an upgrade has just made its own
             project._back_up_automatically(progress)
         return project
+
+    @classmethod
+    def _open_read_only(cls, path: Path) -> Project:
+        _, version = _probe(path)
+        if version < migrations.SCHEMA_VERSION:
+            raise ProjectError(
+                f"{path.name} is in an older project format ({version}); open it once "
+                "for writing so that it is upgraded (a backup is made first)."
+            )
+        return cls(path, _make_engine(path, read_only=True), None, read_only=True)
 
     def _back_up_automatically(self, progress: Progress | None) -> None:
         try:

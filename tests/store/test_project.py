@@ -3,8 +3,10 @@ backups (made by hand, before an upgrade, and automatically when a project is op
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from portalreview.store import lock as lock_module
 from portalreview.store import migrations
 from portalreview.store import project as project_module
 from portalreview.store.project import (
@@ -43,6 +46,20 @@ def test_create_then_open(tmp_path):
         assert p.meta("name") == "Pilot"
         assert [a.name for a in StudyService(p).annotators()] == ["ava"]
         assert p.integrity_check() == "ok"
+
+
+@pytest.mark.parametrize("step", ["trigger_statements", "start_study"])
+def test_a_project_that_cannot_be_made_leaves_nothing_behind(tmp_path, monkeypatch, step):
+    def disk_full(*args, **kwargs) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(project_module, step, disk_full)
+    with pytest.raises(ProjectError, match=r"could not be created \(database or disk is full\)"):
+        Project.create(tmp_path / "s.prproj")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()  # space freed: the same name can be used
+    with Project.create(tmp_path / "s.prproj") as p:
+        assert p.meta("name") == "s"
 
 
 def test_new_file_is_private_to_its_owner(tmp_path):
@@ -109,6 +126,31 @@ def test_truncated_project_is_refused_with_the_backup_folder_named(tmp_path):
     before = _digest(path)
     with pytest.raises(ProjectError, match=r"damaged|integrity check|s\.backups"):
         Project.open(path)
+    assert _digest(path) == before
+
+
+@pytest.mark.parametrize(
+    ("damage", "what"),
+    [
+        (lambda data: b"", "is empty (0 bytes)"),
+        (lambda data: b"\0" * 4096 + data[4096:], "is not an SQLite database file"),
+    ],
+    ids=["cut-to-nothing", "start-zeroed"],
+)
+def test_a_project_whose_start_was_lost_names_its_backup(tmp_path, damage, what):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    backup = make_backup(path, "manual")
+    path.write_bytes(damage(path.read_bytes()))
+    before = _digest(path)
+    with pytest.raises(ProjectDamagedError) as refused:
+        Project.open(path)
+    assert refused.value.latest_backup == backup
+    assert str(refused.value) == (
+        f"s.prproj is damaged: it {what}. Restore the latest backup from s.backups/: "
+        f"{backup.name}."
+    )
     assert _digest(path) == before
 
 
@@ -194,6 +236,55 @@ def test_two_opens_in_one_process_are_refused_too(tmp_path):
         Project.open(path)
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="symbolic links")
+def test_a_symbolic_link_leads_to_the_same_lock_and_backups(tmp_path):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    (tmp_path / "shortcuts").mkdir()
+    link = tmp_path / "shortcuts" / "s.prproj"
+    link.symlink_to(path)
+    with Project.open(path), pytest.raises(ProjectLockedError):
+        Project.open(link)  # one writer only, whatever name the file is opened by
+    with Project.open(link) as p:
+        assert p.path == path.resolve()
+        assert p.backup().parent == backup_dir(path).resolve()
+    assert sorted(os.listdir(link.parent)) == ["s.prproj"]  # no lock, no backups beside it
+
+
+def test_a_full_disk_when_locking_is_named_and_leaves_no_lock_behind(tmp_path, monkeypatch):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    before = _digest(path)
+
+    def disk_full(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(lock_module.os, "write", disk_full)
+    with pytest.raises(ProjectError, match=r"s.prproj.lock could not be written .*disk full"):
+        Project.open(path)
+    monkeypatch.undo()  # space freed: the same program opens it
+    assert _digest(path) == before
+    with Project.open(path) as p:
+        assert p.integrity_check() == "ok"
+
+
+def test_no_room_beside_the_file_is_not_called_damage(tmp_path, monkeypatch):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    make_backup(path, "manual")
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"  # SQLite could not make the -shm
+
+    def no_room(path: Path, read_only: bool) -> sqlite3.Connection:
+        raise error
+
+    monkeypatch.setattr(project_module, "_connect", no_room)
+    with pytest.raises(ProjectError, match="disk full") as refused:
+        Project.open(path)
+    assert not isinstance(refused.value, ProjectDamagedError)
+    assert "was not changed" in str(refused.value)
+
+
 def test_migration_runs_after_a_backup(tmp_path, monkeypatch):
     """A file of the current format is upgraded by a registered next step: the backup holds
     the old file, the step ran, the version moved on."""
@@ -237,6 +328,100 @@ def test_failed_migration_leaves_the_file_unchanged(tmp_path, monkeypatch):
     columns = [r[1] for r in conn.execute("PRAGMA table_info(annotators)")]
     assert "email" not in columns
     conn.close()
+    assert not path.with_name("s.prproj.lock").exists()
+
+
+def _interrupt_a_save(path: Path) -> None:
+    """Leave ``path`` as a program killed during a save in rollback-journal mode (an older
+    file, an offline copy) leaves it: changed pages in the file, the old ones in a hot
+    ``-journal`` beside it (copies of both taken while the save is under way)."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    work = path.with_name("work.prproj")
+    shutil.copy(path, work)
+    conn = sqlite3.connect(work, isolation_level=None)
+    conn.execute("PRAGMA cache_size = 1")  # changed pages spill into the file at once
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE annotators SET name = 'half-saved'")
+    conn.execute("CREATE TABLE filler (x)")
+    conn.execute("INSERT INTO filler SELECT randomblob(500) FROM annotators, pragma_table_list")
+    shutil.copy(work, path)
+    shutil.copy(work.with_name("work.prproj-journal"), path.with_name(path.name + "-journal"))
+    conn.execute("ROLLBACK")
+    conn.close()
+    work.unlink()
+
+
+def test_a_save_interrupted_in_rollback_journal_mode_is_undone_on_opening(tmp_path):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    _interrupt_a_save(path)
+    with pytest.raises(ProjectError) as refused:
+        Project.open(path, read_only=True)  # only a writer can undo it
+    message = str(refused.value)
+    assert "A save of s.prproj was interrupted" in message and "Open it for writing" in message
+    assert "never copy or move s.prproj without it" in message
+    with Project.open(path) as p:
+        assert p.integrity_check() == "ok"
+        assert [a.name for a in StudyService(p).annotators()] == ["ava"]
+    assert not path.with_name("s.prproj-journal").exists()
+
+
+def test_an_upgrade_runs_in_wal_mode(tmp_path, monkeypatch):
+    """Killed during an upgrade, a file leaves its half-done work in a WAL nobody reads, not in
+    the file with a -journal beside it that only a writer can undo."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = DELETE")  # as an offline copy is
+    conn.close()
+    modes = []
+    old_version = migrations.SCHEMA_VERSION
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old_version + 1)
+    monkeypatch.setitem(
+        migrations.STEPS,
+        old_version,
+        lambda conn: modes.append(conn.execute("PRAGMA journal_mode").fetchone()[0]),
+    )
+    Project.open(path).close()
+    assert modes == ["wal"]
+
+
+def _file_in_the_way(path: Path, monkeypatch) -> None:
+    backup_dir(path).write_text("a file where the backups folder should be")
+
+
+def _disk_full(path: Path, monkeypatch) -> None:
+    def no_room(*args) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(project_module, "_copy_database", no_room)
+
+
+@pytest.mark.parametrize(
+    ("obstacle", "advice"),
+    [
+        (_file_in_the_way, "s.backups is a file, not a folder: move it away"),
+        (_disk_full, "Free some space on the disk"),
+    ],
+    ids=["file-in-the-way", "disk-full"],
+)
+def test_no_upgrade_without_its_backup(tmp_path, monkeypatch, obstacle, advice):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    before = _digest(path)
+    old_version = migrations.SCHEMA_VERSION
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old_version + 1)
+    monkeypatch.setitem(migrations.STEPS, old_version, lambda conn: None)
+    obstacle(path, monkeypatch)
+    with pytest.raises(ProjectError) as refused:
+        Project.open(path)
+    message = str(refused.value)
+    assert message.startswith("s.prproj could not be backed up into s.backups/ before upgrading")
+    assert "nothing was changed" in message and advice in message
+    assert _digest(path) == before
     assert not path.with_name("s.prproj.lock").exists()
 
 
