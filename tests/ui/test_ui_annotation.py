@@ -5,12 +5,11 @@ a restart shows them again, and another clinician sees none of them."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QTextCursor
-from PySide6.QtTest import QTest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QInputDialog
 from ui_support import (
     answer_sign_in_dialog,
+    drag_select,
     make_gui_study,
     open_window,
     preferences,
@@ -55,21 +54,7 @@ def rank_by_keyboard(qtbot, window) -> list[int]:
 
 def select_in_draft(qtbot, view, start: int, end: int) -> None:
     """Drag the mouse over the draft's characters ``start`` to ``end``."""
-
-    def point(position: int) -> QPoint:
-        cursor = QTextCursor(view.document())
-        cursor.setPosition(position)
-        rect = view.cursorRect(cursor)
-        return QPoint(rect.left() + 1, rect.center().y())
-
-    viewport = view.viewport()
-    QTest.mousePress(
-        viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(start)
-    )
-    QTest.mouseMove(viewport, point(end))
-    QTest.mouseRelease(
-        viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(end)
-    )
+    drag_select(view, start, end)
 
 
 def match_by_selection(qtbot, window, draft_text: str) -> tuple[int, int]:

@@ -6,10 +6,9 @@ selection, judged with Y/N and given an error category; then the file holds exac
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QTextCursor
-from PySide6.QtTest import QTest
+from PySide6.QtCore import Qt
 from ui_support import (
+    drag_select,
     open_window,
     show_kind,
     stored_answer,
@@ -30,25 +29,6 @@ EMOJI_SENTENCE = "Café 😀 naïve: my stomach 🤢 hurts after the pills."
 def utf16(text: str, index: int) -> int:
     """Qt's position of Python index ``index`` (counted here independently of the app)."""
     return len(text[:index].encode("utf-16-le")) // 2
-
-
-def drag_select(view, start: int, end: int) -> None:
-    """Drag the mouse over the document positions ``start`` to ``end`` of a text view."""
-
-    def point(position: int) -> QPoint:
-        cursor = QTextCursor(view.document())
-        cursor.setPosition(position)
-        rect = view.cursorRect(cursor)
-        return QPoint(rect.left() + 1, rect.center().y())
-
-    viewport = view.viewport()
-    QTest.mousePress(
-        viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(start)
-    )
-    QTest.mouseMove(viewport, point(end))
-    QTest.mouseRelease(
-        viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(end)
-    )
 
 
 def select_words(view, text: str, words: str) -> tuple[int, int]:

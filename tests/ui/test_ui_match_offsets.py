@@ -5,10 +5,8 @@ stored spans highlight the same words again."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QTextCursor
-from PySide6.QtTest import QTest
-from ui_support import open_window, show_kind, stored_answer, wait_saved
+from PySide6.QtCore import Qt
+from ui_support import drag_select, open_window, show_kind, stored_answer, wait_saved
 
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
@@ -37,18 +35,7 @@ def mouse_select(view, words: str) -> None:
     """Drag the mouse over ``words`` where the document shows them (Qt's own positions)."""
     found = view.document().find(words)
     assert found.selectedText() == words
-
-    def point(position: int) -> QPoint:
-        cursor = QTextCursor(view.document())
-        cursor.setPosition(position)
-        rect = view.cursorRect(cursor)
-        return QPoint(rect.left() + 1, rect.center().y())
-
-    viewport = view.viewport()
-    start, end = point(found.selectionStart()), point(found.selectionEnd())
-    QTest.mousePress(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, start)
-    QTest.mouseMove(viewport, end)
-    QTest.mouseRelease(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, end)
+    drag_select(view, found.selectionStart(), found.selectionEnd())
     assert view.textCursor().selectedText() == words
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QPoint, QSettings, Qt, QTimer
+from PySide6.QtGui import QTextCursor
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
 from portalreview.store.project import Project
@@ -106,3 +108,23 @@ def show_kind(window: MainWindow, kind: str) -> None:
 
 def wait_saved(qtbot, window: MainWindow) -> None:
     qtbot.waitUntil(lambda: not window.session.pending, timeout=5000)
+
+
+def drag_select(view, start: int, end: int) -> None:
+    """Drag the mouse over the document positions ``start`` to ``end`` of a text view (Qt's
+    own positions: an emoji counts two)."""
+
+    def point(position: int) -> QPoint:
+        cursor = QTextCursor(view.document())
+        cursor.setPosition(position)
+        rect = view.cursorRect(cursor)
+        return QPoint(rect.left() + 1, rect.center().y())
+
+    viewport = view.viewport()
+    QTest.mousePress(
+        viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(start)
+    )
+    QTest.mouseMove(viewport, point(end))
+    QTest.mouseRelease(
+        viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(end)
+    )
