@@ -662,7 +662,13 @@ class Dashboard(QWidget):
         QShortcut(QKeySequence("Ctrl+Shift+E"), self, self.export_json)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.cancel)
         QShortcut(QKeySequence("Ctrl+W"), self, self.close)
+        # window-wide: the tab bar alone takes them only from a widget inside its pages
+        QShortcut(QKeySequence("Ctrl+Tab"), self, lambda: self._next_tab(1))
+        QShortcut(QKeySequence("Ctrl+Shift+Tab"), self, lambda: self._next_tab(-1))
         self._set_export_enabled(False)
+
+    def _next_tab(self, step: int) -> None:
+        self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
     # --- the filter and settings ---------------------------------------------------------
 
@@ -773,9 +779,12 @@ class Dashboard(QWidget):
             since = f"Answers were saved since; out of date until the new figures come: {changed}."
         else:
             since = "No answer was saved since."
+        answers = f"{view.n_answers:,} submitted answers"
+        if view.choice.active:  # the kept figures are the filter's, as the live ones are
+            answers += f"; <b>filtered</b>: {_html(view.choice.describe())}"
         return (
             f"<b>Kept figures</b>, computed at <b>{view.computed_at}</b> on "
-            f"{view.n_answers:,} submitted answers. {_html(since)} "
+            f"{answers}. {_html(since)} "
             "<span style='color:gray'>(the figures of now are being computed)</span>"
         )
 

@@ -269,6 +269,64 @@ def test_a_dashboard_opened_again_shows_the_kept_figures_at_once(qtbot, demo, pr
     assert dashboard.computed.recomputed in (("rank",), ())
 
 
+def test_kept_figures_of_a_filter_say_so(qtbot, demo, prefs, monkeypatch):
+    """Reopened with a filter ticked, the kept figures (the filter's) say they are filtered,
+    as the live ones do."""
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    whole = dashboard.computed
+    tick(dashboard.annotator_button, "nurse_ava")
+    qtbot.waitUntil(
+        lambda: dashboard.computed is not whole and not dashboard.loading, timeout=COMPUTE_MS
+    )
+
+    def kept_rows() -> int:
+        with sqlite3.connect(demo) as conn:
+            return conn.execute("SELECT count(*) FROM report_cache").fetchone()[0]
+
+    qtbot.waitUntil(lambda: kept_rows() >= 16, timeout=COMPUTE_MS)  # the filter's kept too
+    window.close_project()
+    release = threading.Event()
+    compute = dashboard_module.compute
+
+    def held_compute(*args, **kwargs):
+        release.wait(COMPUTE_MS / 1000)
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(dashboard_module, "compute", held_compute)
+    window.open_project(demo, annotator=PI)
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+    dashboard.refresh()
+    qtbot.waitUntil(lambda: "Kept figures" in dashboard.info.text(), timeout=COMPUTE_MS)
+    info = dashboard.info.text()
+    release.set()
+    assert "filtered" in info and "nurse_ava" in info
+    wait_computed(qtbot, dashboard)
+    dashboard.clear_filters()
+    window.close()
+
+
+def test_ctrl_tab_changes_tabs_from_anywhere_in_the_window(qtbot, demo, prefs):
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    dashboard.activateWindow()
+    qtbot.waitUntil(dashboard.isActiveWindow, timeout=5000)
+    dashboard.export_button.setFocus()  # a button above the tabs, where it opens
+    qtbot.keyClick(dashboard.export_button, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)
+    assert dashboard.tabs.currentIndex() == 1
+    qtbot.keyClick(
+        dashboard.export_button,
+        Qt.Key.Key_Backtab,
+        Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+    )
+    assert dashboard.tabs.currentIndex() == 0
+    inside = dashboard.tabs.currentWidget()
+    inside.setFocus()  # from inside a page too, one tab a press (not two)
+    qtbot.keyClick(inside, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)
+    assert dashboard.tabs.currentIndex() == 1
+    window.close()
+
+
 def test_a_filter_shows_the_filtered_reports_figures(qtbot, demo, prefs):
     window = open_window(qtbot, prefs, demo, PI)
     dashboard = open_dashboard(qtbot, window)
