@@ -106,7 +106,7 @@ def test_one_gold_answer_per_unit(study, ids):
     with project.write() as s:
         s.execute(text("UPDATE answers SET is_gold = true WHERE id = :a"), {"a": ids["rank"]})
         s.execute(
-            text("INSERT INTO assignments VALUES (:u, :p, 0, '{}', '')"),
+            text("INSERT INTO assignments VALUES (:u, :p, 0, '{}', '', true)"),
             {"u": study.units["rank"], "p": study.pi},
         )
     _refused(

@@ -290,10 +290,12 @@ def test_killed_while_a_draft_streams_the_stored_drafts_are_kept(
     dialog._relay.piece.connect(on_piece, Qt.ConnectionType.DirectConnection)
     with qtbot.waitSignal(dialog.run_finished, timeout=WAIT_MS) as finished:
         dialog.run_button.click()
-    assert finished.args[0] is None and killed == [engine.pid]
+    report = finished.args[0]  # the run's report is kept, with why it stopped
+    assert killed == [engine.pid] and "SIGKILL" in report.stopped
+    assert report.stored == [started[0]]
     status = dialog.status.text()
     assert "The run stopped." in status and "SIGKILL" in status
-    assert "drafts already stored are kept" in status
+    assert "drafts stored are kept" in status
     box = stopped_box(qtbot, window)
     dialog._relay.piece.disconnect(on_piece)
 
