@@ -187,16 +187,13 @@ def format_import_report(report) -> str:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Import files into a project, in one transaction (nothing changes on an error)."""
-    from portalreview.store.importers import import_files, propose_redcap_mapping
+    from portalreview.store.importers import import_files
 
     path = _project_path(args.path)
     files = [Path(f) for f in args.files]
+    if args.show_mapping:
+        return _show_mapping(path, files, args.redcap_dictionary)
     with open_project(path) as project:
-        if args.redcap_dictionary and args.show_mapping:
-            records = next(f for f in files if f != Path(args.redcap_dictionary))
-            mapping = propose_redcap_mapping(project, records, Path(args.redcap_dictionary))
-            print(mapping.describe())
-            return 0
         mapping = json.loads(Path(args.redcap_mapping).read_text()) if args.redcap_mapping else None
         if args.redcap_dictionary and Path(args.redcap_dictionary) not in files:
             files.append(Path(args.redcap_dictionary))
@@ -204,6 +201,22 @@ def cmd_import(args: argparse.Namespace) -> int:
             project, files, kind=args.kind, redcap_mapping=mapping, dry_run=args.dry_run
         )
     print(format_import_report(report))
+    return 0
+
+
+def _show_mapping(path: Path | str, files: list[Path], dictionary: str | None) -> int:
+    """--show-mapping: print the proposed REDCap mapping and stop; nothing is imported."""
+    from portalreview.store.importers.core import read_all
+    from portalreview.store.importers.redcap import propose_mapping_for_files
+
+    if dictionary and Path(dictionary) not in files:
+        files.append(Path(dictionary))
+    parts, _ = read_all(files)
+    with open_project(path, read_only=True) as project:
+        mapping = propose_mapping_for_files(
+            project, parts, Path(dictionary) if dictionary else None
+        )
+    print(mapping.describe())
     return 0
 
 
