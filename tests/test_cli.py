@@ -242,3 +242,33 @@ def test_show_mapping_only_shows_even_without_the_dictionary_option(tmp_path, ca
     assert "none of the files is a REDCap data dictionary" in capsys.readouterr().err
     with Project.open(path, read_only=True) as p:
         assert fingerprint(p) == before
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["import", "{p}", "cases.csv", "--redcap-mapping", "missing.json"], "missing.json"),
+        (["import", "{p}", "cases.csv", "--redcap-mapping", "copies"], "copies"),
+        (["import", "{p}", "cases.csv", "--redcap-mapping", "bad.json"], "bad.json"),
+        (["import", "{p}", "dict.csv", "--redcap-dictionary", "dict.csv", "--show-mapping"],
+         "dict.csv"),
+        (["report", "{p}", "-o", "copies"], "copies"),
+        (["merge", "{p}", "copies"], "copies"),
+    ],
+)  # fmt: skip
+def test_bad_paths_get_a_clear_message_naming_them(tmp_path, capsys, monkeypatch, args, named):
+    from tests.io.io_support import fingerprint
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    _redcap_files(tmp_path)
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "copies").mkdir()
+    with Project.open(path, read_only=True) as p:
+        before = fingerprint(p)
+    assert main([a.format(p=path) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err and "Errno" not in err
+    with Project.open(path, read_only=True) as p:
+        assert fingerprint(p) == before
