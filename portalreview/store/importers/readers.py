@@ -69,8 +69,13 @@ def decode(label: str, data: bytes) -> tuple[str, str | None]:
         )
     if b"\x00" in data:
         raise ImportFailed("is a binary file, not text (it contains NUL bytes)", file=label)
-    if not data.strip():
+    text, note = _decoded(label, data)
+    if not text.strip():  # after decoding: a lone byte-order mark or Unicode spaces are empty
         raise EmptyTable("is empty", file=label)
+    return text, note
+
+
+def _decoded(label: str, data: bytes) -> tuple[str, str | None]:
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
