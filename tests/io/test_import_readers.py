@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import zipfile
 from pathlib import Path
 
 import pytest
 from io_support import fingerprint
+from openpyxl import Workbook
 
 from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.project import Project
@@ -37,3 +40,61 @@ def test_a_file_of_only_a_bom_or_unicode_spaces_is_empty(empty_project, tmp_path
     report = import_files(empty_project, [folder])
     assert report.added["cases"] == 1
     assert "empty files skipped: notes.jsonl" in report.notes
+
+
+def _book(path: Path, rows: list[list], merge: str | None = None) -> Path:
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "cases"
+    for row in rows:
+        sheet.append(row)
+    if merge:
+        sheet.merge_cells(merge)
+    book.save(path)
+    return path
+
+
+def _cache(path: Path, cell: str, value: str, kind: str = "e") -> None:
+    """Give the formula in ``cell`` the saved result ``value`` of type ``kind`` (``e``: an
+    error), as Excel saves it."""
+    with zipfile.ZipFile(path) as zin:
+        items = [(item, zin.read(item.filename)) for item in zin.infolist()]
+    with zipfile.ZipFile(path, "w") as zout:
+        for item, data in items:
+            if item.filename == "xl/worksheets/sheet1.xml":
+                text, n = re.subn(
+                    rf'<c r="{cell}"([^>]*)><f>(.*?)</f><v\s*/?>(</v>)?</c>',
+                    rf'<c r="{cell}"\1 t="{kind}"><f>\2</f><v>{value}</v></c>',
+                    data.decode(),
+                )
+                assert n == 1
+                data = text.encode()
+            zout.writestr(item, data)
+
+
+@pytest.mark.parametrize("error", ["#N/A", "#REF!", "#DIV/0!"])
+def test_an_excel_error_is_refused_naming_its_cell(empty_project, tmp_path, error):
+    path = _book(tmp_path / "a.xlsx", [["case_id", "message"], ["c1", "=VLOOKUP(A2,B:C,2,0)"]])
+    _cache(path, "B2", error)
+    message = _refused(empty_project, [path])
+    assert "a.xlsx, sheet 'cases', row 2, field 'message'" in message
+    assert f"cell B2 holds the Excel error {error}" in message
+
+
+@pytest.mark.parametrize("column", ["message", "source"])
+def test_a_formula_without_a_saved_value_is_refused(empty_project, tmp_path, column):
+    row = ["c1", "Hello.", "web"]
+    row[1 if column == "message" else 2] = '=CONCAT("a","b")'
+    path = _book(tmp_path / "b.xlsx", [["case_id", "message", "source"], row])
+    message = _refused(empty_project, [path])
+    assert f"row 2, field '{column}'" in message
+    assert "a formula without a saved value; open and save the workbook in Excel" in message
+
+
+def test_a_formula_with_a_saved_value_imports_the_value(empty_project, tmp_path):
+    path = _book(tmp_path / "c.xlsx", [["case_id", "message"], ["c1", '=CONCAT("Hel","lo.")']])
+    _cache(path, "B2", "Hello.", kind="str")
+    assert import_files(empty_project, [path]).added["cases"] == 1
+    path = _book(tmp_path / "d.xlsx", [["case_id", "message", "source"], ["c2", "Hi.", "=A1"]])
+    _cache(path, "C2", "", kind="str")  # a formula whose saved result is empty text
+    assert import_files(empty_project, [path]).added["cases"] == 1

@@ -13,6 +13,7 @@ import re
 import zipfile
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 from xml.etree.ElementTree import ParseError
 
 from portalreview.store.csv_cells import unescape_formula
@@ -159,6 +160,8 @@ def _read_xlsx(path: Path) -> list[Part]:
         raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
     try:  # a read-only workbook parses each sheet only now, while its rows are read
         parts = [_sheet_part(path, book, name) for name in book.sheetnames]
+    except ImportFailed:
+        raise
     except (ParseError, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
     finally:
@@ -169,6 +172,52 @@ def _read_xlsx(path: Path) -> list[Part]:
     if len(parts) == 1:
         parts[0].stem = path.stem
     return parts
+
+
+_CELL_RE = re.compile(r"([A-Z]+)(\d+)")
+_NO_SAVED_VALUE = "is a formula without a saved value; open and save the workbook in Excel first"
+
+
+def _sheet_flaws(book: Any, sheet: Any) -> list[tuple[str, str]]:
+    """(cell reference, problem) for the cells whose value cannot be imported as it reads: an
+    Excel error, a formula without a saved value (openpyxl reads both as plain values). Read
+    from the sheet's XML, which openpyxl's read-only sheets do not expose."""
+    with book._archive.open(sheet._worksheet_path) as fh:
+        xml = fh.read()
+    if b't="e"' not in xml and not re.search(rb"<(\w+:)?f[ >/]", xml):
+        return []  # no error cell and no formula: the usual case, no second parse
+    flaws: list[tuple[str, str]] = []
+    for _, element in ElementTree.iterparse(io.BytesIO(xml)):
+        if element.tag.rpartition("}")[2] != "c":
+            continue
+        parts = {child.tag.rpartition("}")[2]: child for child in element}
+        value = parts["v"].text if "v" in parts else None
+        kind = element.get("t")
+        if kind == "e" and value:
+            flaws.append((element.get("r", ""), f"holds the Excel error {value}"))
+        elif "f" in parts and not value and not (kind == "str" and "v" in parts):
+            flaws.append((element.get("r", ""), _NO_SAVED_VALUE))  # "str" + <v/>: saved ""
+        element.clear()
+    return flaws
+
+
+def _refuse_flaws(label: str, flaws: list[tuple[str, str]], header: tuple[int, list]) -> None:
+    """Refuse the first flaw at or below the header row, naming its row and column."""
+    from openpyxl.utils import column_index_from_string
+
+    header_number, names = header
+    for ref, problem in flaws:
+        found = _CELL_RE.fullmatch(ref)
+        if not found or int(found[2]) < header_number:
+            continue
+        index = column_index_from_string(found[1]) - 1
+        name = str(names[index]).strip() if index < len(names) else ""
+        raise ImportFailed(
+            f"cell {ref} {problem}",
+            file=label,
+            place=f"row {found[2]}",
+            field=name or f"column {found[1]}",
+        )
 
 
 def _cell(value: Any) -> Any:
@@ -187,6 +236,7 @@ def _sheet_part(path: Path, book: Any, name: str) -> Part | None:
             rows.append((number, values))
     if not rows:
         return None
+    _refuse_flaws(label, _sheet_flaws(book, book[name]), rows[0])
     if len(rows) == 1:
         return None  # a header and nothing else: an empty table of an exported workbook
     return _table_part(path, label, "xlsx", rows, stem=f"{path.stem}-{name}")
