@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from io_support import fingerprint
 from openpyxl import Workbook
+from sqlalchemy import select
 
 from portalreview.store.importers import ImportFailed, import_files
+from portalreview.store.models import Case
 from portalreview.store.project import Project
 
 
@@ -98,3 +100,20 @@ def test_a_formula_with_a_saved_value_imports_the_value(empty_project, tmp_path)
     path = _book(tmp_path / "d.xlsx", [["case_id", "message", "source"], ["c2", "Hi.", "=A1"]])
     _cache(path, "C2", "", kind="str")  # a formula whose saved result is empty text
     assert import_files(empty_project, [path]).added["cases"] == 1
+
+
+def test_windows_1252_french_that_looks_like_utf8_by_chance(empty_project, tmp_path):
+    """The bytes of "é", a no-break space and "»" (E9 A0 BB) also read as one UTF-8 character."""
+    path = tmp_path / "cas.csv"
+    text = "case_id,message\nc1,« J’ai mal au côté\u00a0» depuis hier\n"
+    path.write_bytes(text.encode("cp1252"))
+    report = import_files(empty_project, [path])
+    assert "cas.csv: not UTF-8; read as Windows-1252 (cp1252)" in report.notes
+    with empty_project.read() as session:
+        assert session.scalar(select(Case.message)) == "« J’ai mal au côté\u00a0» depuis hier"
+
+
+def test_utf8_with_a_stray_windows_1252_byte_is_still_mixed(empty_project, tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_bytes("case_id,message\nc1,Café « ok »\nc2,Caf".encode() + b"\xe9 again\n")
+    assert "mixed encodings: line 3 has byte 0xE9" in _refused(empty_project, [path])

@@ -27,6 +27,7 @@ SUFFIXES = (*TEXT_SUFFIXES, *XLSX_SUFFIXES)
 _UTF8_SEQUENCE = re.compile(
     rb"[\xC2-\xDF][\x80-\xBF]|[\xE0-\xEF][\x80-\xBF]{2}|[\xF0-\xF4][\x80-\xBF]{3}"
 )
+_ASCII = bytes(range(128))
 CSV_CELL_LIMIT = 16 * 1024 * 1024  # characters in one CSV cell (texts are checked to 100,000)
 _OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
 
@@ -82,7 +83,7 @@ def _decoded(label: str, data: bytes) -> tuple[str, str | None]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         byte = data[exc.start]
-        if _UTF8_SEQUENCE.search(data):
+        if _looks_mixed(data):
             raise ImportFailed(
                 f"mixed encodings: line {line} has byte 0x{byte:02X}, which is not UTF-8, "
                 "while other characters are UTF-8; save the whole file as UTF-8",
@@ -97,6 +98,29 @@ def _decoded(label: str, data: bytes) -> tuple[str, str | None]:
             "text; save the file as UTF-8",
             file=label,
         ) from None
+
+
+def _looks_mixed(data: bytes) -> bool:
+    """Whether text that is not all UTF-8 is UTF-8 with some other bytes (refused) rather than
+    Windows-1252: its UTF-8-looking sequences decode to characters a text plausibly holds and
+    make up at least half its non-ASCII bytes. Windows-1252 text can look like UTF-8 by chance
+    ("é" + no-break space + "»" reads as one CJK character)."""
+    found = (m[0] for m in _UTF8_SEQUENCE.finditer(data))
+    plausible = sum(len(seq) for seq in found if _plausible(seq.decode("utf-8", "replace")))
+    high = len(data.translate(None, _ASCII))  # the bytes 0x80-0xFF
+    return plausible > 0 and plausible * 2 >= high
+
+
+def _plausible(char: str) -> bool:
+    """Latin letters and symbols, Greek, Cyrillic, typographic punctuation, €, ™, emoji."""
+    cp = ord(char)
+    return (
+        0xA0 <= cp <= 0x24F
+        or 0x370 <= cp <= 0x4FF
+        or 0x2010 <= cp <= 0x206F
+        or cp in (0x20AC, 0x2122)
+        or 0x1F300 <= cp <= 0x1FAFF
+    )
 
 
 # --- CSV -----------------------------------------------------------------------------------
