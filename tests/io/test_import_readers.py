@@ -117,3 +117,14 @@ def test_utf8_with_a_stray_windows_1252_byte_is_still_mixed(empty_project, tmp_p
     path = tmp_path / "mixed.csv"
     path.write_bytes("case_id,message\nc1,Café « ok »\nc2,Caf".encode() + b"\xe9 again\n")
     assert "mixed encodings: line 3 has byte 0xE9" in _refused(empty_project, [path])
+
+
+def test_merged_cells_in_the_data_are_refused_naming_the_range(empty_project, tmp_path):
+    rows = [["case_id", "message", "source"], ["m1", "One.", "A"], ["m2", "Two.", None]]
+    path = _book(tmp_path / "m.xlsx", [*rows, ["m3", "Three.", None]], merge="C2:C4")
+    message = _refused(empty_project, [path])
+    assert "m.xlsx, sheet 'cases', row 2, field 'source'" in message
+    assert "unmerge cells C2:C4" in message
+    rows = [["case_id", "message", None], ["m1", "One."], ["m2", "Two."]]
+    path = _book(tmp_path / "title.xlsx", rows, merge="B1:C1")
+    assert import_files(empty_project, [path]).added["cases"] == 2  # only the header merged

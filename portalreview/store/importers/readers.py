@@ -199,48 +199,52 @@ def _read_xlsx(path: Path) -> list[Part]:
 
 
 _CELL_RE = re.compile(r"([A-Z]+)(\d+)")
+_MERGE_RE = re.compile(rb"<(?:\w+:)?mergeCell\b[^>]*\bref=\"([A-Z]+\d+:[A-Z]+\d+)\"")
 _NO_SAVED_VALUE = "is a formula without a saved value; open and save the workbook in Excel first"
 
 
 def _sheet_flaws(book: Any, sheet: Any) -> list[tuple[str, str]]:
-    """(cell reference, problem) for the cells whose value cannot be imported as it reads: an
-    Excel error, a formula without a saved value (openpyxl reads both as plain values). Read
-    from the sheet's XML, which openpyxl's read-only sheets do not expose."""
+    """(cell or range, problem) for what cannot be imported as it reads: an Excel error, a
+    formula without a saved value (openpyxl reads both as plain values), merged cells (openpyxl
+    gives the value to the first cell only). Read from the sheet's XML, which openpyxl's
+    read-only sheets do not expose."""
     with book._archive.open(sheet._worksheet_path) as fh:
         xml = fh.read()
+    flaws = [
+        (ref, f"cells {ref} are merged (the value is in the first only); unmerge cells {ref}")
+        for ref in (found.decode() for found in _MERGE_RE.findall(xml))
+    ]
     if b't="e"' not in xml and not re.search(rb"<(\w+:)?f[ >/]", xml):
-        return []  # no error cell and no formula: the usual case, no second parse
-    flaws: list[tuple[str, str]] = []
+        return flaws  # no error cell and no formula: the usual case, no second parse
     for _, element in ElementTree.iterparse(io.BytesIO(xml)):
         if element.tag.rpartition("}")[2] != "c":
             continue
         parts = {child.tag.rpartition("}")[2]: child for child in element}
         value = parts["v"].text if "v" in parts else None
-        kind = element.get("t")
+        kind, ref = element.get("t"), element.get("r", "")
         if kind == "e" and value:
-            flaws.append((element.get("r", ""), f"holds the Excel error {value}"))
+            flaws.append((ref, f"cell {ref} holds the Excel error {value}"))
         elif "f" in parts and not value and not (kind == "str" and "v" in parts):
-            flaws.append((element.get("r", ""), _NO_SAVED_VALUE))  # "str" + <v/>: saved ""
+            flaws.append((ref, f"cell {ref} {_NO_SAVED_VALUE}"))  # "str" + <v/>: saved ""
         element.clear()
     return flaws
 
 
 def _refuse_flaws(label: str, flaws: list[tuple[str, str]], header: tuple[int, list]) -> None:
-    """Refuse the first flaw at or below the header row, naming its row and column."""
+    """Refuse the first flaw in the table (a cell at or below the header row, a merged range
+    reaching below it), naming its row and column."""
     from openpyxl.utils import column_index_from_string
 
     header_number, names = header
     for ref, problem in flaws:
-        found = _CELL_RE.fullmatch(ref)
-        if not found or int(found[2]) < header_number:
+        first, _, last = ref.partition(":")
+        start, end = _CELL_RE.fullmatch(first), _CELL_RE.fullmatch(last or first)
+        if not start or not end or int(end[2]) < header_number + (1 if last else 0):
             continue
-        index = column_index_from_string(found[1]) - 1
+        index = column_index_from_string(start[1]) - 1
         name = str(names[index]).strip() if index < len(names) else ""
         raise ImportFailed(
-            f"cell {ref} {problem}",
-            file=label,
-            place=f"row {found[2]}",
-            field=name or f"column {found[1]}",
+            problem, file=label, place=f"row {start[2]}", field=name or f"column {start[1]}"
         )
 
 
