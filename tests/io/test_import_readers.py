@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 import zipfile
 from pathlib import Path
@@ -12,7 +13,7 @@ from openpyxl import Workbook
 from sqlalchemy import select
 
 from portalreview.store.importers import ImportFailed, import_files
-from portalreview.store.models import Case
+from portalreview.store.models import Case, CaseTag
 from portalreview.store.project import Project
 
 
@@ -128,3 +129,12 @@ def test_merged_cells_in_the_data_are_refused_naming_the_range(empty_project, tm
     rows = [["case_id", "message", None], ["m1", "One."], ["m2", "Two."]]
     path = _book(tmp_path / "title.xlsx", rows, merge="B1:C1")
     assert import_files(empty_project, [path]).added["cases"] == 2  # only the header merged
+
+
+def test_a_date_cell_in_a_text_field_is_the_date(empty_project, tmp_path):
+    seen = datetime.datetime(2024, 1, 3, 14, 30)
+    rows = [["case_id", "message", "tag_visit", "tag_seen"], ["e1", "Hi.", seen.date(), seen]]
+    import_files(empty_project, [_book(tmp_path / "d.xlsx", rows)])
+    with empty_project.read() as session:
+        tags = dict(session.execute(select(CaseTag.key, CaseTag.value)).all())
+    assert tags == {"visit": "2024-01-03", "seen": "2024-01-03T14:30:00"}
