@@ -138,3 +138,24 @@ def test_a_date_cell_in_a_text_field_is_the_date(empty_project, tmp_path):
     with empty_project.read() as session:
         tags = dict(session.execute(select(CaseTag.key, CaseTag.value)).all())
     assert tags == {"visit": "2024-01-03", "seen": "2024-01-03T14:30:00"}
+
+
+def test_hidden_sheets_are_skipped_with_a_note(empty_project, tmp_path):
+    book = Workbook()
+    book.active.title = "cases"
+    book.active.append(["case_id", "message", "urgency_level"])
+    book.active.append(["c1", "Hello there.", 2])
+    lists = book.create_sheet("lists")  # a drop-down list: no format fits it
+    lists.append(["levels"])
+    for level in range(1, 7):
+        lists.append([level])
+    old = book.create_sheet("excluded")
+    old.append(["case_id", "message"])
+    old.append(["x1", "Set aside by the PI."])
+    lists.sheet_state, old.sheet_state = "hidden", "veryHidden"
+    book.save(tmp_path / "study.xlsx")
+    report = import_files(empty_project, [tmp_path / "study.xlsx"])
+    assert list(report.files) == ["study.xlsx, sheet 'cases'"]
+    assert "study.xlsx: hidden sheets skipped: 'lists', 'excluded'" in report.notes
+    with empty_project.read() as session:
+        assert session.scalars(select(Case.external_id)).all() == ["c1"]

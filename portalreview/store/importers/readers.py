@@ -182,8 +182,10 @@ def _read_xlsx(path: Path) -> list[Part]:
         book = load_workbook(path, read_only=True, data_only=True)
     except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
+    # hidden sheets (drop-down lists, set-aside rows) are not part of what the user sees
+    hidden = [name for name in book.sheetnames if book[name].sheet_state != "visible"]
     try:  # a read-only workbook parses each sheet only now, while its rows are read
-        parts = [_sheet_part(path, book, name) for name in book.sheetnames]
+        parts = [_sheet_part(path, book, n) for n in book.sheetnames if n not in hidden]
     except ImportFailed:
         raise
     except (ParseError, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
@@ -191,10 +193,14 @@ def _read_xlsx(path: Path) -> list[Part]:
     finally:
         book.close()
     parts = [p for p in parts if p is not None]
+    skipped = f"hidden sheets skipped: {', '.join(map(repr, hidden))}" if hidden else ""
     if not parts:
-        raise EmptyTable("has no data rows in any sheet", file=label)
+        where = f"any visible sheet ({skipped})" if hidden else "any sheet"
+        raise EmptyTable(f"has no data rows in {where}", file=label)
     if len(parts) == 1:
         parts[0].stem = path.stem
+    if hidden:
+        parts[0].note = f"{label}: {skipped}"
     return parts
 
 
