@@ -45,6 +45,8 @@ EXPECTED: dict[str, list[str]] = {
     "cases_non_object.jsonl": ["line 2", "expected a JSON object", "a list"],
     "cases_ragged_row.csv": ["row 3", "4 values but the header has 3 columns"],
     "cases_semicolon.csv": ["row 1", "semicolons"],
+    "cases_semicolon_quoted.csv": ["row 1", "separates columns with semicolons"],
+    "cases_tabs_quoted.csv": ["row 1", "separates columns with tabs"],
     "cases_surrogate.jsonl": ["line 1, field 'message'", "surrogate"],
     "cases_truncated.jsonl": ["line 2", "not valid JSON", "Unterminated string", "cut short"],
     "cases_unclosed_quote.csv": ["row 3", "cannot be read as CSV"],

@@ -147,12 +147,34 @@ def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
             if any(c.strip() for c in cells):
                 rows.append((number, [unescape_formula(c) for c in cells]))
     except csv.Error as exc:
+        if number == 0:  # quoted header cells with another separator: "a";"b" fails at once
+            _refuse_other_separator(label, text.split("\n", 1)[0])
         raise ImportFailed(
             f"the file cannot be read as CSV: {_csv_reason(exc)}",
             file=label,
             place=f"row {number + 1}",
         ) from None
     return rows
+
+
+def _refuse_other_separator(label: str, line: str) -> None:
+    """Refuse a header row that is several columns when split at ; tab or |."""
+    for mark, name in _OTHER_DELIMITERS.items():
+        try:
+            cells = next(csv.reader([line.rstrip("\r")], delimiter=mark, strict=True))
+        except csv.Error:
+            continue
+        if len(cells) > 1:
+            raise _separator_error(label, name, line)
+
+
+def _separator_error(label: str, name: str, header: str, place: str = "row 1") -> ImportFailed:
+    return ImportFailed(
+        f"the header is a single column {header[:80]!r}: the file separates "
+        f"columns with {name}; save it as comma-separated CSV",
+        file=label,
+        place=place,
+    )
 
 
 def _csv_reason(exc: csv.Error) -> str:
@@ -300,12 +322,7 @@ def _header(label: str, columns: list[str], place: str) -> list[str]:
     if len(columns) == 1:
         for mark, name in _OTHER_DELIMITERS.items():
             if mark in columns[0]:
-                raise ImportFailed(
-                    f"the header is a single column {columns[0][:80]!r}: the file separates "
-                    f"columns with {name}; save it as comma-separated CSV",
-                    file=label,
-                    place=place,
-                )
+                raise _separator_error(label, name, columns[0], place)
     named = [c for c in columns if c]
     for name in named:
         if named.count(name) > 1:
