@@ -250,7 +250,10 @@ def load_records(ctx: ImportContext, part: Part) -> None:
     complete_column = _complete_column(part.columns, _form(fields, mapping))
     if complete_column not in part.columns:
         ctx.report.note(f"{part.label}: no column {complete_column}; every answer is a draft")
-    ignored = [c for c in part.columns[1:] if c not in mapping and c != complete_column]
+    used = {*mapping, complete_column}
+    if "annotator" not in mapping.values():
+        used.add(SURVEY_ID)  # it names each answer's annotator
+    ignored = [c for c in part.columns[1:] if c not in used]
     if ignored:
         ctx.report.ignored_columns[part.label] = ignored
     units: dict[int, int] | None = None
