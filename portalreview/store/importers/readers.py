@@ -159,9 +159,10 @@ def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
 
 def _refuse_other_separator(label: str, line: str) -> None:
     """Refuse a header row that is several columns when split at ; tab or |."""
+    line = line.rstrip("\r")
     for mark, name in _OTHER_DELIMITERS.items():
         try:
-            cells = next(csv.reader([line.rstrip("\r")], delimiter=mark, strict=True))
+            cells = next(csv.reader([line], delimiter=mark, strict=True))
         except csv.Error:
             continue
         if len(cells) > 1:
