@@ -187,23 +187,48 @@ def format_import_report(report) -> str:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Import files into a project, in one transaction (nothing changes on an error)."""
-    from portalreview.store.importers import import_files, propose_redcap_mapping
+    from portalreview.store.importers import import_files
 
     path = _project_path(args.path)
     files = [Path(f) for f in args.files]
+    if args.show_mapping:
+        return _show_mapping(path, files, args.redcap_dictionary)
+    mapping = _load_mapping(args.redcap_mapping) if args.redcap_mapping else None
     with open_project(path) as project:
-        if args.redcap_dictionary and args.show_mapping:
-            records = next(f for f in files if f != Path(args.redcap_dictionary))
-            mapping = propose_redcap_mapping(project, records, Path(args.redcap_dictionary))
-            print(mapping.describe())
-            return 0
-        mapping = json.loads(Path(args.redcap_mapping).read_text()) if args.redcap_mapping else None
         if args.redcap_dictionary and Path(args.redcap_dictionary) not in files:
             files.append(Path(args.redcap_dictionary))
         report = import_files(
             project, files, kind=args.kind, redcap_mapping=mapping, dry_run=args.dry_run
         )
     print(format_import_report(report))
+    return 0
+
+
+def _load_mapping(value: str) -> dict:
+    """A confirmed REDCap mapping from a JSON file (its shape is checked by the import)."""
+    path = Path(value)
+    if not path.is_file():
+        what = "is a folder, not a JSON file" if path.is_dir() else "does not exist"
+        raise CliError(f"the REDCap mapping {value} {what}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # bad JSON or not UTF-8
+        raise CliError(f"the REDCap mapping {value} is not valid JSON: {exc}") from exc
+
+
+def _show_mapping(path: Path | str, files: list[Path], dictionary: str | None) -> int:
+    """--show-mapping: print the proposed REDCap mapping and stop; nothing is imported."""
+    from portalreview.store.importers.core import read_all
+    from portalreview.store.importers.redcap import propose_mapping_for_files
+
+    if dictionary and Path(dictionary) not in files:
+        files.append(Path(dictionary))
+    parts, _ = read_all(files)
+    with open_project(path, read_only=True) as project:
+        mapping = propose_mapping_for_files(
+            project, parts, Path(dictionary) if dictionary else None
+        )
+    print(mapping.describe())
     return 0
 
 
@@ -236,6 +261,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     workbook (docs/pi-guide.md) or a folder of CSV files."""
     from portalreview.reports.json_report import write_json_report
 
+    if args.format != "csv" and Path(args.output).is_dir():
+        raise CliError(f"{args.output} is a folder; give the report a file name (-o FILE)")
     options = {"seed": args.seed, "n_resamples": args.resamples, "use_cache": not args.fresh}
     with open_project(_project_path(args.path), read_only=True) as project:
         if args.format == "xlsx":
@@ -1021,12 +1048,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("command %s", args.verb)  # only the verb: arguments may name patient files
     try:
         status = args.func(args)
-    except (ProjectError, CliError, ValueError, PermissionError) as exc:
-        print(f"portalreview {args.verb}: {exc}", file=sys.stderr)
+    except (ProjectError, CliError, ValueError, OSError) as exc:
+        print(f"portalreview {args.verb}: {_worded(exc)}", file=sys.stderr)
         log.warning("command %s failed: %s: %s", args.verb, type(exc).__name__, exc)
         return EXIT_USAGE
     log.info("command %s done (status %s) in %.3f s", args.verb, status, _since(started))
     return status
+
+
+def _worded(exc: Exception) -> str:
+    """The message for the terminal; a file error (the last resort) names its file in words
+    rather than as "[Errno 21] Is a directory: 'x'"."""
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{exc.filename}: {exc.strerror[:1].lower()}{exc.strerror[1:]}"
+    return str(exc)
 
 
 def _since(started: float) -> float:

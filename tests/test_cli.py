@@ -213,3 +213,62 @@ def test_report_takes_the_figures_the_dashboard_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(frames, "read_all", no_reading)
     with pytest.raises(AssertionError, match="the study was read"):
         main(["report", str(path), "-o", str(kept), "--resamples", "50", "--fresh"])
+
+
+def _redcap_files(folder):
+    (folder / "cases.csv").write_text("case_id,message\nc1,hello there.\n")
+    (folder / "dict.csv").write_text(
+        "Variable / Field Name,Form Name,Field Type,Field Label\n"
+        "record_id,f,text,Record ID\ncase_id,f,text,Case ID\nempathy,f,notes,Empathy\n"
+    )
+    (folder / "rec.csv").write_text(
+        "record_id,redcap_survey_identifier,case_id,empathy,f_complete\n1,ava,c1,So sorry,2\n"
+    )
+    return [str(folder / n) for n in ("cases.csv", "rec.csv", "dict.csv")]
+
+
+def test_show_mapping_only_shows_even_without_the_dictionary_option(tmp_path, capsys):
+    from tests.io.io_support import fingerprint
+
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    files = _redcap_files(tmp_path)
+    with Project.open(path, read_only=True) as p:
+        before = fingerprint(p)
+    assert main(["import", str(path), *files, "--show-mapping"]) == 0
+    out = capsys.readouterr().out
+    assert "REDCap form 'f'" in out and "case_id" in out and "Imported." not in out
+    assert main(["import", str(path), files[0], files[1], "--show-mapping"]) == 2
+    assert "none of the files is a REDCap data dictionary" in capsys.readouterr().err
+    with Project.open(path, read_only=True) as p:
+        assert fingerprint(p) == before
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["import", "{p}", "cases.csv", "--redcap-mapping", "missing.json"], "missing.json"),
+        (["import", "{p}", "cases.csv", "--redcap-mapping", "copies"], "copies"),
+        (["import", "{p}", "cases.csv", "--redcap-mapping", "bad.json"], "bad.json"),
+        (["import", "{p}", "dict.csv", "--redcap-dictionary", "dict.csv", "--show-mapping"],
+         "dict.csv"),
+        (["report", "{p}", "-o", "copies"], "copies"),
+        (["merge", "{p}", "copies"], "copies"),
+    ],
+)  # fmt: skip
+def test_bad_paths_get_a_clear_message_naming_them(tmp_path, capsys, monkeypatch, args, named):
+    from tests.io.io_support import fingerprint
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    _redcap_files(tmp_path)
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "copies").mkdir()
+    with Project.open(path, read_only=True) as p:
+        before = fingerprint(p)
+    assert main([a.format(p=path) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err and "Errno" not in err
+    with Project.open(path, read_only=True) as p:
+        assert fingerprint(p) == before

@@ -408,6 +408,20 @@ def _copy_details(info: CopyInfo, file_name: str) -> dict[str, Any]:
     }
 
 
+def _user_version(path: Path) -> int:
+    """The file's project format; the current one when SQLite cannot read it."""
+    try:
+        conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return SCHEMA_VERSION
+    try:
+        return conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError:
+        return SCHEMA_VERSION
+    finally:
+        conn.close()
+
+
 @contextlib.contextmanager
 def _open_copy(path: Path) -> Iterator[Project]:
     """The copy, read-only; a copy in an older project format is upgraded in a temporary
@@ -415,14 +429,8 @@ def _open_copy(path: Path) -> Iterator[Project]:
     try:
         project = Project.open(path, read_only=True)
     except ProjectError:
-        conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError:
-            version = SCHEMA_VERSION
-        finally:
-            conn.close()
-        if not 1 <= version < SCHEMA_VERSION:
+        # a folder or a missing file: the ProjectError already says so
+        if not path.is_file() or not 1 <= _user_version(path) < SCHEMA_VERSION:
             raise
         work = Path(tempfile.mkdtemp(prefix=".portalreview-merge-"))
         try:

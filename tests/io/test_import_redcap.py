@@ -85,6 +85,8 @@ def test_records_become_respond_answers(project, study, tmp_path):
     assert report.files["survey_records.csv"] == "redcap_records"
     assert report.added["answers"] == 2 and report.added["annotators"] == 2
     assert any("proposed mapping" in note for note in report.notes)
+    # the survey identifier named the annotators: it is not ignored
+    assert report.ignored_columns["survey_records.csv"] == [f"{FORM}_timestamp"]
     svc = StudyService(project)
     people = {a.name: a.id for a in svc.annotators()}
     [item] = svc.queue("respond", annotator_id=people["nurse1"])

@@ -41,7 +41,7 @@ def import_files(
     """
     if kind is not None and kind not in FORMATS:
         raise ImportFailed(f"unknown kind {kind!r}; the formats are {', '.join(FORMATS)}")
-    parts, skipped = _read_all(paths)
+    parts, skipped = read_all(paths)
     report = ImportReport(dry_run=dry_run)
     if skipped:
         report.note(f"empty files skipped: {', '.join(skipped)}")
@@ -73,7 +73,7 @@ def _load(ctx: ImportContext, plan: list[tuple[Part, Format]]) -> None:
     ctx.report.added = {t: after[t] - before[t] for t in after if after[t] > before[t]}
 
 
-def _read_all(paths: Sequence[Path | str]) -> tuple[list[Part], list[str]]:
+def read_all(paths: Sequence[Path | str]) -> tuple[list[Part], list[str]]:
     """Every table of every file, and the names of a folder's empty files (skipped)."""
     if isinstance(paths, str | Path):
         paths = [paths]

@@ -13,6 +13,7 @@ import re
 import zipfile
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 from xml.etree.ElementTree import ParseError
 
 from portalreview.store.csv_cells import unescape_formula
@@ -26,6 +27,7 @@ SUFFIXES = (*TEXT_SUFFIXES, *XLSX_SUFFIXES)
 _UTF8_SEQUENCE = re.compile(
     rb"[\xC2-\xDF][\x80-\xBF]|[\xE0-\xEF][\x80-\xBF]{2}|[\xF0-\xF4][\x80-\xBF]{3}"
 )
+_ASCII = bytes(range(128))
 CSV_CELL_LIMIT = 16 * 1024 * 1024  # characters in one CSV cell (texts are checked to 100,000)
 _OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
 
@@ -69,14 +71,19 @@ def decode(label: str, data: bytes) -> tuple[str, str | None]:
         )
     if b"\x00" in data:
         raise ImportFailed("is a binary file, not text (it contains NUL bytes)", file=label)
-    if not data.strip():
+    text, note = _decoded(label, data)
+    if not text.strip():  # after decoding: a lone byte-order mark or Unicode spaces are empty
         raise EmptyTable("is empty", file=label)
+    return text, note
+
+
+def _decoded(label: str, data: bytes) -> tuple[str, str | None]:
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         byte = data[exc.start]
-        if _UTF8_SEQUENCE.search(data):
+        if _looks_mixed(data):
             raise ImportFailed(
                 f"mixed encodings: line {line} has byte 0x{byte:02X}, which is not UTF-8, "
                 "while other characters are UTF-8; save the whole file as UTF-8",
@@ -91,6 +98,29 @@ def decode(label: str, data: bytes) -> tuple[str, str | None]:
             "text; save the file as UTF-8",
             file=label,
         ) from None
+
+
+def _looks_mixed(data: bytes) -> bool:
+    """Whether text that is not all UTF-8 is UTF-8 with some other bytes (refused) rather than
+    Windows-1252: its UTF-8-looking sequences decode to characters a text plausibly holds and
+    make up at least half its non-ASCII bytes. Windows-1252 text can look like UTF-8 by chance
+    ("é" + no-break space + "»" reads as one CJK character)."""
+    found = (m[0] for m in _UTF8_SEQUENCE.finditer(data))
+    plausible = sum(len(seq) for seq in found if _plausible(seq.decode("utf-8", "replace")))
+    high = len(data.translate(None, _ASCII))  # the bytes 0x80-0xFF
+    return plausible > 0 and plausible * 2 >= high
+
+
+def _plausible(char: str) -> bool:
+    """Latin letters and symbols, Greek, Cyrillic, typographic punctuation, €, ™, emoji."""
+    cp = ord(char)
+    return (
+        0xA0 <= cp <= 0x24F
+        or 0x370 <= cp <= 0x4FF
+        or 0x2010 <= cp <= 0x206F
+        or cp in (0x20AC, 0x2122)
+        or 0x1F300 <= cp <= 0x1FAFF
+    )
 
 
 # --- CSV -----------------------------------------------------------------------------------
@@ -117,12 +147,35 @@ def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
             if any(c.strip() for c in cells):
                 rows.append((number, [unescape_formula(c) for c in cells]))
     except csv.Error as exc:
+        if number == 0:  # quoted header cells with another separator: "a";"b" fails at once
+            _refuse_other_separator(label, text.split("\n", 1)[0])
         raise ImportFailed(
             f"the file cannot be read as CSV: {_csv_reason(exc)}",
             file=label,
             place=f"row {number + 1}",
         ) from None
     return rows
+
+
+def _refuse_other_separator(label: str, line: str) -> None:
+    """Refuse a header row that is several columns when split at ; tab or |."""
+    line = line.rstrip("\r")
+    for mark, name in _OTHER_DELIMITERS.items():
+        try:
+            cells = next(csv.reader([line], delimiter=mark, strict=True))
+        except csv.Error:
+            continue
+        if len(cells) > 1:
+            raise _separator_error(label, name, line)
+
+
+def _separator_error(label: str, name: str, header: str, place: str = "row 1") -> ImportFailed:
+    return ImportFailed(
+        f"the header is a single column {header[:80]!r}: the file separates "
+        f"columns with {name}; save it as comma-separated CSV",
+        file=label,
+        place=place,
+    )
 
 
 def _csv_reason(exc: csv.Error) -> str:
@@ -152,18 +205,76 @@ def _read_xlsx(path: Path) -> list[Part]:
         book = load_workbook(path, read_only=True, data_only=True)
     except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
+    # hidden sheets (drop-down lists, set-aside rows) are not part of what the user sees
+    hidden = [name for name in book.sheetnames if book[name].sheet_state != "visible"]
     try:  # a read-only workbook parses each sheet only now, while its rows are read
-        parts = [_sheet_part(path, book, name) for name in book.sheetnames]
+        parts = [_sheet_part(path, book, n) for n in book.sheetnames if n not in hidden]
+    except ImportFailed:
+        raise
     except (ParseError, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
     finally:
         book.close()
     parts = [p for p in parts if p is not None]
+    skipped = f"hidden sheets skipped: {', '.join(map(repr, hidden))}" if hidden else ""
     if not parts:
-        raise EmptyTable("has no data rows in any sheet", file=label)
+        where = f"any visible sheet ({skipped})" if hidden else "any sheet"
+        raise EmptyTable(f"has no data rows in {where}", file=label)
     if len(parts) == 1:
         parts[0].stem = path.stem
+    if hidden:
+        parts[0].note = f"{label}: {skipped}"
     return parts
+
+
+_CELL_RE = re.compile(r"([A-Z]+)(\d+)")
+_MERGE_RE = re.compile(rb"<(?:\w+:)?mergeCell\b[^>]*\bref=\"([A-Z]+\d+:[A-Z]+\d+)\"")
+_NO_SAVED_VALUE = "is a formula without a saved value; open and save the workbook in Excel first"
+
+
+def _sheet_flaws(book: Any, sheet: Any) -> list[tuple[str, str]]:
+    """(cell or range, problem) for what cannot be imported as it reads: an Excel error, a
+    formula without a saved value (openpyxl reads both as plain values), merged cells (openpyxl
+    gives the value to the first cell only). Read from the sheet's XML, which openpyxl's
+    read-only sheets do not expose."""
+    with book._archive.open(sheet._worksheet_path) as fh:
+        xml = fh.read()
+    flaws = [
+        (ref, f"cells {ref} are merged (the value is in the first only); unmerge cells {ref}")
+        for ref in (found.decode() for found in _MERGE_RE.findall(xml))
+    ]
+    if b't="e"' not in xml and not re.search(rb"<(\w+:)?f[ >/]", xml):
+        return flaws  # no error cell and no formula: the usual case, no second parse
+    for _, element in ElementTree.iterparse(io.BytesIO(xml)):
+        if element.tag.rpartition("}")[2] != "c":
+            continue
+        parts = {child.tag.rpartition("}")[2]: child for child in element}
+        value = parts["v"].text if "v" in parts else None
+        kind, ref = element.get("t"), element.get("r", "")
+        if kind == "e" and value:
+            flaws.append((ref, f"cell {ref} holds the Excel error {value}"))
+        elif "f" in parts and not value and not (kind == "str" and "v" in parts):
+            flaws.append((ref, f"cell {ref} {_NO_SAVED_VALUE}"))  # "str" + <v/>: saved ""
+        element.clear()
+    return flaws
+
+
+def _refuse_flaws(label: str, flaws: list[tuple[str, str]], header: tuple[int, list]) -> None:
+    """Refuse the first flaw in the table (a cell at or below the header row, a merged range
+    reaching below it), naming its row and column."""
+    from openpyxl.utils import column_index_from_string
+
+    header_number, names = header
+    for ref, problem in flaws:
+        first, _, last = ref.partition(":")
+        start, end = _CELL_RE.fullmatch(first), _CELL_RE.fullmatch(last or first)
+        if not start or not end or int(end[2]) < header_number + (1 if last else 0):
+            continue
+        index = column_index_from_string(start[1]) - 1
+        name = str(names[index]).strip() if index < len(names) else ""
+        raise ImportFailed(
+            problem, file=label, place=f"row {start[2]}", field=name or f"column {start[1]}"
+        )
 
 
 def _cell(value: Any) -> Any:
@@ -182,6 +293,7 @@ def _sheet_part(path: Path, book: Any, name: str) -> Part | None:
             rows.append((number, values))
     if not rows:
         return None
+    _refuse_flaws(label, _sheet_flaws(book, book[name]), rows[0])
     if len(rows) == 1:
         return None  # a header and nothing else: an empty table of an exported workbook
     return _table_part(path, label, "xlsx", rows, stem=f"{path.stem}-{name}")
@@ -211,12 +323,7 @@ def _header(label: str, columns: list[str], place: str) -> list[str]:
     if len(columns) == 1:
         for mark, name in _OTHER_DELIMITERS.items():
             if mark in columns[0]:
-                raise ImportFailed(
-                    f"the header is a single column {columns[0][:80]!r}: the file separates "
-                    f"columns with {name}; save it as comma-separated CSV",
-                    file=label,
-                    place=place,
-                )
+                raise _separator_error(label, name, columns[0], place)
     named = [c for c in columns if c]
     for name in named:
         if named.count(name) > 1:

@@ -15,7 +15,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -86,7 +86,7 @@ class Record:
         elif self.lenient and isinstance(value, int | float) and not isinstance(value, bool):
             text = _number_text(value)
         elif self.lenient and isinstance(value, datetime | date):
-            text = value.isoformat()
+            text = _date_text(value)
         else:
             self.fail(name, f"expected text, got {json_type(value)}")
         problem = text_problem(text, limit)
@@ -284,3 +284,11 @@ def _json_list(text: str) -> list | str:
 
 def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON value")
+
+
+def _date_text(value: datetime | date) -> str:
+    """A date cell as text: a workbook stores a date as a datetime at midnight, which is the
+    date (2024-01-03), not 2024-01-03T00:00:00."""
+    if isinstance(value, datetime) and value.time() == time() and value.tzinfo is None:
+        return value.date().isoformat()
+    return value.isoformat()

@@ -117,6 +117,10 @@ def propose_redcap_mapping(
     from field names and labels; show it to a person before importing with it."""
     records = read_parts(Path(records_path))[0]
     dictionary = read_parts(Path(dictionary_path))[0]
+    return _proposal(project, records, dictionary)
+
+
+def _proposal(project: Project, records: Part, dictionary: Part) -> RedcapMapping:
     missing = [c for c in DICTIONARY_REQUIRED if c not in dictionary.columns]
     if missing:
         raise ImportFailed(
@@ -126,6 +130,36 @@ def propose_redcap_mapping(
     with project.read() as session:
         catalogs = read_catalogs(session)
     return propose(catalogs, dictionary_fields(dictionary), records.columns)
+
+
+def propose_mapping_for_files(
+    project: Project, parts: list[Part], dictionary: Path | None = None
+) -> RedcapMapping:
+    """The mapping proposed for the records among ``parts`` (the tables of an import's
+    files), with the data dictionary ``dictionary`` or else the table with a dictionary's
+    columns; reads the project and changes nothing."""
+    named = dictionary.resolve() if dictionary else None
+    dictionaries = [p for p in parts if (p.path.resolve() == named if named else _is_dictionary(p))]
+    if not dictionaries:
+        raise ImportFailed(
+            "none of the files is a REDCap data dictionary (columns "
+            + ", ".join(DICTIONARY_REQUIRED)
+            + "); give it with --redcap-dictionary"
+        )
+    names = {rec.raw("Variable / Field Name") for rec in dictionaries[0].records}
+    others = [p for p in parts if p not in dictionaries]
+    records = max(others, key=lambda p: len(names & set(p.columns)), default=None)
+    if records is None or not names & set(records.columns):
+        raise ImportFailed(
+            "none of the other files is a REDCap records export with the fields of the "
+            "data dictionary",
+            file=dictionaries[0].label,
+        )
+    return _proposal(project, records, dictionaries[0])
+
+
+def _is_dictionary(part: Part) -> bool:
+    return all(c in part.columns for c in DICTIONARY_REQUIRED)
 
 
 def dictionary_fields(part: Part) -> list[RedcapField]:
@@ -216,7 +250,10 @@ def load_records(ctx: ImportContext, part: Part) -> None:
     complete_column = _complete_column(part.columns, _form(fields, mapping))
     if complete_column not in part.columns:
         ctx.report.note(f"{part.label}: no column {complete_column}; every answer is a draft")
-    ignored = [c for c in part.columns[1:] if c not in mapping and c != complete_column]
+    used = {*mapping, complete_column}
+    if "annotator" not in mapping.values():
+        used.add(SURVEY_ID)  # it names each answer's annotator
+    ignored = [c for c in part.columns[1:] if c not in used]
     if ignored:
         ctx.report.ignored_columns[part.label] = ignored
     units: dict[int, int] | None = None

@@ -1,0 +1,161 @@
+"""What the file readers make of odd but real files: encodings, empty files, Excel cells."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from io_support import fingerprint
+from openpyxl import Workbook
+from sqlalchemy import select
+
+from portalreview.store.importers import ImportFailed, import_files
+from portalreview.store.models import Case, CaseTag
+from portalreview.store.project import Project
+
+
+@pytest.fixture
+def empty_project(tmp_path):
+    with Project.create(tmp_path / "s.prproj") as project:
+        yield project
+
+
+def _refused(project: Project, paths: list[Path]) -> str:
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, paths)
+    assert fingerprint(project) == before, "the project changed"
+    return str(err.value)
+
+
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbf", b"\xef\xbb\xbf\r\n\r\n", "\u00a0\n".encode()])
+def test_a_file_of_only_a_bom_or_unicode_spaces_is_empty(empty_project, tmp_path, data):
+    path = tmp_path / "notes.jsonl"
+    path.write_bytes(data)
+    assert "notes.jsonl: is empty" in _refused(empty_project, [path])
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "cases.csv").write_text("case_id,message\nc1,Hello there.\n")
+    (folder / "notes.jsonl").write_bytes(data)
+    report = import_files(empty_project, [folder])
+    assert report.added["cases"] == 1
+    assert "empty files skipped: notes.jsonl" in report.notes
+
+
+def _book(path: Path, rows: list[list], merge: str | None = None) -> Path:
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "cases"
+    for row in rows:
+        sheet.append(row)
+    if merge:
+        sheet.merge_cells(merge)
+    book.save(path)
+    return path
+
+
+def _cache(path: Path, cell: str, value: str, kind: str = "e") -> None:
+    """Give the formula in ``cell`` the saved result ``value`` of type ``kind`` (``e``: an
+    error), as Excel saves it."""
+    with zipfile.ZipFile(path) as zin:
+        items = [(item, zin.read(item.filename)) for item in zin.infolist()]
+    with zipfile.ZipFile(path, "w") as zout:
+        for item, data in items:
+            if item.filename == "xl/worksheets/sheet1.xml":
+                text, n = re.subn(
+                    rf'<c r="{cell}"([^>]*)><f>(.*?)</f><v\s*/?>(</v>)?</c>',
+                    rf'<c r="{cell}"\1 t="{kind}"><f>\2</f><v>{value}</v></c>',
+                    data.decode(),
+                )
+                assert n == 1
+                data = text.encode()
+            zout.writestr(item, data)
+
+
+@pytest.mark.parametrize("error", ["#N/A", "#REF!", "#DIV/0!"])
+def test_an_excel_error_is_refused_naming_its_cell(empty_project, tmp_path, error):
+    path = _book(tmp_path / "a.xlsx", [["case_id", "message"], ["c1", "=VLOOKUP(A2,B:C,2,0)"]])
+    _cache(path, "B2", error)
+    message = _refused(empty_project, [path])
+    assert "a.xlsx, sheet 'cases', row 2, field 'message'" in message
+    assert f"cell B2 holds the Excel error {error}" in message
+
+
+@pytest.mark.parametrize("column", ["message", "source"])
+def test_a_formula_without_a_saved_value_is_refused(empty_project, tmp_path, column):
+    row = ["c1", "Hello.", "web"]
+    row[1 if column == "message" else 2] = '=CONCAT("a","b")'
+    path = _book(tmp_path / "b.xlsx", [["case_id", "message", "source"], row])
+    message = _refused(empty_project, [path])
+    assert f"row 2, field '{column}'" in message
+    assert "a formula without a saved value; open and save the workbook in Excel" in message
+
+
+def test_a_formula_with_a_saved_value_imports_the_value(empty_project, tmp_path):
+    path = _book(tmp_path / "c.xlsx", [["case_id", "message"], ["c1", '=CONCAT("Hel","lo.")']])
+    _cache(path, "B2", "Hello.", kind="str")
+    assert import_files(empty_project, [path]).added["cases"] == 1
+    path = _book(tmp_path / "d.xlsx", [["case_id", "message", "source"], ["c2", "Hi.", "=A1"]])
+    _cache(path, "C2", "", kind="str")  # a formula whose saved result is empty text
+    assert import_files(empty_project, [path]).added["cases"] == 1
+
+
+def test_windows_1252_french_that_looks_like_utf8_by_chance(empty_project, tmp_path):
+    """The bytes of "é", a no-break space and "»" (E9 A0 BB) also read as one UTF-8 character."""
+    path = tmp_path / "cas.csv"
+    text = "case_id,message\nc1,« J’ai mal au côté\u00a0» depuis hier\n"
+    path.write_bytes(text.encode("cp1252"))
+    report = import_files(empty_project, [path])
+    assert "cas.csv: not UTF-8; read as Windows-1252 (cp1252)" in report.notes
+    with empty_project.read() as session:
+        assert session.scalar(select(Case.message)) == "« J’ai mal au côté\u00a0» depuis hier"
+
+
+def test_utf8_with_a_stray_windows_1252_byte_is_still_mixed(empty_project, tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_bytes("case_id,message\nc1,Café « ok »\nc2,Caf".encode() + b"\xe9 again\n")
+    assert "mixed encodings: line 3 has byte 0xE9" in _refused(empty_project, [path])
+
+
+def test_merged_cells_in_the_data_are_refused_naming_the_range(empty_project, tmp_path):
+    rows = [["case_id", "message", "source"], ["m1", "One.", "A"], ["m2", "Two.", None]]
+    path = _book(tmp_path / "m.xlsx", [*rows, ["m3", "Three.", None]], merge="C2:C4")
+    message = _refused(empty_project, [path])
+    assert "m.xlsx, sheet 'cases', row 2, field 'source'" in message
+    assert "unmerge cells C2:C4" in message
+    rows = [["case_id", "message", None], ["m1", "One."], ["m2", "Two."]]
+    path = _book(tmp_path / "title.xlsx", rows, merge="B1:C1")
+    assert import_files(empty_project, [path]).added["cases"] == 2  # only the header merged
+
+
+def test_a_date_cell_in_a_text_field_is_the_date(empty_project, tmp_path):
+    seen = datetime.datetime(2024, 1, 3, 14, 30)
+    rows = [["case_id", "message", "tag_visit", "tag_seen"], ["e1", "Hi.", seen.date(), seen]]
+    import_files(empty_project, [_book(tmp_path / "d.xlsx", rows)])
+    with empty_project.read() as session:
+        tags = dict(session.execute(select(CaseTag.key, CaseTag.value)).all())
+    assert tags == {"visit": "2024-01-03", "seen": "2024-01-03T14:30:00"}
+
+
+def test_hidden_sheets_are_skipped_with_a_note(empty_project, tmp_path):
+    book = Workbook()
+    book.active.title = "cases"
+    book.active.append(["case_id", "message", "urgency_level"])
+    book.active.append(["c1", "Hello there.", 2])
+    lists = book.create_sheet("lists")  # a drop-down list: no format fits it
+    lists.append(["levels"])
+    for level in range(1, 7):
+        lists.append([level])
+    old = book.create_sheet("excluded")
+    old.append(["case_id", "message"])
+    old.append(["x1", "Set aside by the PI."])
+    lists.sheet_state, old.sheet_state = "hidden", "veryHidden"
+    book.save(tmp_path / "study.xlsx")
+    report = import_files(empty_project, [tmp_path / "study.xlsx"])
+    assert list(report.files) == ["study.xlsx, sheet 'cases'"]
+    assert "study.xlsx: hidden sheets skipped: 'lists', 'excluded'" in report.notes
+    with empty_project.read() as session:
+        assert session.scalars(select(Case.external_id)).all() == ["c1"]
