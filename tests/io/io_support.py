@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
+from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.models import Base, Suggestion
 from portalreview.store.project import Project
 from tests.conftest import SmallStudy, build_small_study
@@ -148,3 +150,12 @@ def full_study(project: Project) -> SmallStudy:
         gold=True,
     )
     return study
+
+
+def refused(project: Project, paths: list[Path]) -> str:
+    """The message of an import of ``paths`` that must be refused and change nothing."""
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, paths)
+    assert fingerprint(project) == before, "the project changed"
+    return str(err.value)

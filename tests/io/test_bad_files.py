@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from io_support import fingerprint
+from io_support import refused
 
-from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.project import Project
 from tests.conftest import build_small_study
 
@@ -94,14 +93,6 @@ def base(tmp_path_factory):
         yield project
 
 
-def _refused(project: Project, paths: list[Path]) -> str:
-    before = fingerprint(project)
-    with pytest.raises(ImportFailed) as err:
-        import_files(project, paths)
-    assert fingerprint(project) == before, "the project changed"
-    return str(err.value)
-
-
 def test_there_are_enough_bad_files_and_each_has_an_expectation():
     files = sorted(p.name for p in HERE.iterdir() if p.is_file())
     assert len(files) >= 25
@@ -111,7 +102,7 @@ def test_there_are_enough_bad_files_and_each_has_an_expectation():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_a_bad_file_is_refused_clearly_and_changes_nothing(base, name):
     paths = [HERE / name, *(HERE / c for c in COMPANIONS.get(name, []))]
-    message = _refused(base, paths)
+    message = refused(base, paths)
     assert name in message
     for fragment in EXPECTED[name]:
         assert fragment in message, f"{fragment!r} not in {message!r}"
@@ -122,7 +113,7 @@ def test_a_50_mb_message_in_json_lines(base, tmp_path):
     with path.open("w", encoding="utf-8") as fh:
         fh.write(json.dumps({"case_id": "ok", "message": "Fine."}) + "\n")
         fh.write('{"case_id": "huge", "message": "' + "a" * 50_000_000 + '"}\n')
-    message = _refused(base, [path])
+    message = refused(base, [path])
     assert "huge.jsonl, line 2, field 'message'" in message
     assert "50,000,000 characters" in message and "100,000" in message
 
@@ -132,17 +123,17 @@ def test_a_50_mb_message_in_csv(base, tmp_path):
     with path.open("w", encoding="utf-8") as fh:
         fh.write("case_id,message\nok,Fine.\nhuge,")
         fh.write("a" * 50_000_000 + "\n")
-    message = _refused(base, [path])
+    message = refused(base, [path])
     assert "huge.csv, row 3" in message and "100,000" in message
 
 
 def test_a_good_file_with_a_bad_one_imports_neither(base, tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("case_id,message\nfine1,All good.\n", encoding="utf-8")
-    message = _refused(base, [good, HERE / "cases_level_7.csv"])
+    message = refused(base, [good, HERE / "cases_level_7.csv"])
     assert "cases_level_7.csv, row 3" in message
 
 
 def test_a_missing_file_and_an_empty_call(base, tmp_path):
-    assert "no such file" in _refused(base, [tmp_path / "nope.csv"])
-    assert "no files" in _refused(base, [])
+    assert "no such file" in refused(base, [tmp_path / "nope.csv"])
+    assert "no files" in refused(base, [])

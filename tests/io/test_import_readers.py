@@ -8,11 +8,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from io_support import fingerprint
+from io_support import refused
 from openpyxl import Workbook
 from sqlalchemy import select
 
-from portalreview.store.importers import ImportFailed, import_files
+from portalreview.store.importers import import_files
 from portalreview.store.models import Case, CaseTag
 from portalreview.store.project import Project
 
@@ -23,19 +23,11 @@ def empty_project(tmp_path):
         yield project
 
 
-def _refused(project: Project, paths: list[Path]) -> str:
-    before = fingerprint(project)
-    with pytest.raises(ImportFailed) as err:
-        import_files(project, paths)
-    assert fingerprint(project) == before, "the project changed"
-    return str(err.value)
-
-
 @pytest.mark.parametrize("data", [b"\xef\xbb\xbf", b"\xef\xbb\xbf\r\n\r\n", "\u00a0\n".encode()])
 def test_a_file_of_only_a_bom_or_unicode_spaces_is_empty(empty_project, tmp_path, data):
     path = tmp_path / "notes.jsonl"
     path.write_bytes(data)
-    assert "notes.jsonl: is empty" in _refused(empty_project, [path])
+    assert "notes.jsonl: is empty" in refused(empty_project, [path])
     folder = tmp_path / "export"
     folder.mkdir()
     (folder / "cases.csv").write_text("case_id,message\nc1,Hello there.\n")
@@ -79,17 +71,17 @@ def _cache(path: Path, cell: str, value: str, kind: str = "e") -> None:
 def test_an_excel_error_is_refused_naming_its_cell(empty_project, tmp_path, error):
     path = _book(tmp_path / "a.xlsx", [["case_id", "message"], ["c1", "=VLOOKUP(A2,B:C,2,0)"]])
     _cache(path, "B2", error)
-    message = _refused(empty_project, [path])
+    message = refused(empty_project, [path])
     assert "a.xlsx, sheet 'cases', row 2, field 'message'" in message
     assert f"cell B2 holds the Excel error {error}" in message
 
 
 @pytest.mark.parametrize("column", ["message", "source"])
-def test_a_formula_without_a_saved_value_is_refused(empty_project, tmp_path, column):
+def test_a_formula_without_a_saved_value_isrefused(empty_project, tmp_path, column):
     row = ["c1", "Hello.", "web"]
     row[1 if column == "message" else 2] = '=CONCAT("a","b")'
     path = _book(tmp_path / "b.xlsx", [["case_id", "message", "source"], row])
-    message = _refused(empty_project, [path])
+    message = refused(empty_project, [path])
     assert f"row 2, field '{column}'" in message
     assert "a formula without a saved value; open and save the workbook in Excel" in message
 
@@ -117,13 +109,13 @@ def test_windows_1252_french_that_looks_like_utf8_by_chance(empty_project, tmp_p
 def test_utf8_with_a_stray_windows_1252_byte_is_still_mixed(empty_project, tmp_path):
     path = tmp_path / "mixed.csv"
     path.write_bytes("case_id,message\nc1,Café « ok »\nc2,Caf".encode() + b"\xe9 again\n")
-    assert "mixed encodings: line 3 has byte 0xE9" in _refused(empty_project, [path])
+    assert "mixed encodings: line 3 has byte 0xE9" in refused(empty_project, [path])
 
 
 def test_merged_cells_in_the_data_are_refused_naming_the_range(empty_project, tmp_path):
     rows = [["case_id", "message", "source"], ["m1", "One.", "A"], ["m2", "Two.", None]]
     path = _book(tmp_path / "m.xlsx", [*rows, ["m3", "Three.", None]], merge="C2:C4")
-    message = _refused(empty_project, [path])
+    message = refused(empty_project, [path])
     assert "m.xlsx, sheet 'cases', row 2, field 'source'" in message
     assert "unmerge cells C2:C4" in message
     rows = [["case_id", "message", None], ["m1", "One."], ["m2", "Two."]]

@@ -269,16 +269,21 @@ def test_a_dashboard_opened_again_shows_the_kept_figures_at_once(qtbot, demo, pr
     assert dashboard.computed.recomputed in (("rank",), ())
 
 
-def test_kept_figures_of_a_filter_say_so(qtbot, demo, prefs, monkeypatch):
-    """Reopened with a filter ticked, the kept figures (the filter's) say they are filtered,
-    as the live ones do."""
-    window = open_window(qtbot, prefs, demo, PI)
-    dashboard = open_dashboard(qtbot, window)
+def only_ava(qtbot, dashboard) -> None:
+    """Tick nurse_ava alone in the annotator filter and wait for the filtered figures."""
     whole = dashboard.computed
     tick(dashboard.annotator_button, "nurse_ava")
     qtbot.waitUntil(
         lambda: dashboard.computed is not whole and not dashboard.loading, timeout=COMPUTE_MS
     )
+
+
+def test_kept_figures_of_a_filter_say_so(qtbot, demo, prefs, monkeypatch):
+    """Reopened with a filter ticked, the kept figures (the filter's) say they are filtered,
+    as the live ones do."""
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    only_ava(qtbot, dashboard)
 
     def kept_rows() -> int:
         with sqlite3.connect(demo) as conn:
@@ -396,11 +401,7 @@ def _same(got, want) -> bool:
 def test_the_exported_workbook_holds_the_figures_shown(qtbot, demo, prefs, tmp_path, monkeypatch):
     window = open_window(qtbot, prefs, demo, PI)
     dashboard = open_dashboard(qtbot, window)
-    whole = dashboard.computed
-    tick(dashboard.annotator_button, "nurse_ava")
-    qtbot.waitUntil(
-        lambda: dashboard.computed is not whole and not dashboard.loading, timeout=COMPUTE_MS
-    )
+    only_ava(qtbot, dashboard)
     out = tmp_path / "shown.xlsx"
     monkeypatch.setattr(
         QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(out), ""))
