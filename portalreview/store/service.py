@@ -290,7 +290,7 @@ def _own_answer():
     )
 
 
-def _check_gold_holder(s: Session, annotator_id: int) -> None:
+def _check_gold_annotator(s: Session, annotator_id: int) -> None:
     """A gold answer is the PI's decision, stored under a PI (under a clinician's name it
     would count as her work, and travel with her offline copy)."""
     person = s.get(Annotator, annotator_id)
@@ -1064,7 +1064,7 @@ class StudyService:
             raise StoreError(f"status must be 'draft' or 'submitted', not {status!r}")
         self._check_suggestion(s, fields.get("suggestion_id"))
         if gold:
-            _check_gold_holder(s, annotator_id)
+            _check_gold_annotator(s, annotator_id)
         codec = CODECS[unit.kind]
         ctx = self._context(s, unit)
         if gold and s.get(Assignment, (unit_id, annotator_id)) is None:

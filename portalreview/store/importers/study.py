@@ -366,12 +366,15 @@ def mark_old_holders(ctx: ImportContext) -> None:
     """Mark as gold holders the assignments imported without ``gold_holder`` (an export
     older than format 7) that hold their person's gold answer and no answer of their own: what
     ``migrations.HOLDER_SQL`` does to an old file, the best the old data allows."""
-    for unit_id, person in ctx.unmarked:
-        answers = ctx.session.scalars(
-            select(Answer.is_gold).where(Answer.unit_id == unit_id, Answer.annotator_id == person)
-        ).all()
-        if any(answers) and all(answers):
-            ctx.session.get(Assignment, (unit_id, person)).is_gold_holder = True
+    if not ctx.unmarked:
+        return
+
+    def pairs(gold: bool) -> set[tuple[int, int]]:  # (unit, annotator) with such an answer
+        rows = select(Answer.unit_id, Answer.annotator_id).where(Answer.is_gold.is_(gold))
+        return {tuple(row) for row in ctx.session.execute(rows)}
+
+    for key in (ctx.unmarked & pairs(True)) - pairs(False):  # one query each, not one a row
+        ctx.session.get(Assignment, key).is_gold_holder = True
 
 
 def _check_presentation(rec: Record, made: dict, given: dict) -> None:

@@ -64,11 +64,10 @@ class Editor(QWidget):
 
     def finish_editing(self) -> None:
         """Take what is typed but not yet entered (an open cell editor, a box whose text is
-        added with Enter) into the answer. The session calls this before it submits and before
-        it leaves the unit (next unit, other kind, closing), and Save now (Ctrl+S) does; never
-        the autosave timer, which must not end an edit under the typist's fingers; the
-        adjudication window before
-        it saves gold or drops the editor's answer. Default: nothing to finish."""
+        added with Enter) into the answer. Called before a submit, before leaving the unit
+        (next unit, other kind, closing), by Save now (Ctrl+S), and by the adjudication window
+        before it saves gold or drops the editor's answer; never by the autosave timer, which
+        must not end an edit under the typist's fingers. Default: nothing to finish."""
 
     def comment_text(self) -> str | None:
         """The answer's free comment, for editors that have a comment box (None: no box)."""
