@@ -1026,17 +1026,8 @@ def _apply(
     """Save the copy's answer in the master (inside a savepoint); the reason on failure."""
     try:
         with s.begin_nested():
-            if not c.is_gold and s.get(Assignment, (c.unit_id, annotator_id)) is None:
-                position, presentation = copy.presentations.get((c.unit_id, c.annotator), (0, "{}"))
-                s.add(
-                    Assignment(
-                        unit_id=c.unit_id,
-                        annotator_id=annotator_id,
-                        position=position,
-                        presentation_json=presentation,
-                    )
-                )
-                s.flush()
+            if not c.is_gold:
+                _work_assignment(s, c, annotator_id, copy)
             existed = (
                 s.scalar(
                     select(Answer.id).where(
@@ -1071,6 +1062,21 @@ def _apply(
     except (StoreError, PayloadError, AccessError) as exc:
         return str(exc)
     return None
+
+
+def _work_assignment(s: Session, c: _Row, annotator_id: int, copy: _Copy) -> None:
+    """The assignment a merged work answer needs: added as the copy had it, or a master row
+    that only held the PI's gold made work (as :meth:`StudyService.assign` does)."""
+    row = s.get(Assignment, (c.unit_id, annotator_id))
+    if row is not None and not row.is_gold_holder:
+        return
+    position, presentation = copy.presentations.get((c.unit_id, c.annotator), (0, "{}"))
+    if row is None:
+        row = Assignment(unit_id=c.unit_id, annotator_id=annotator_id)
+        s.add(row)
+    row.is_gold_holder = False
+    row.position, row.presentation_json = position, presentation
+    s.flush()
 
 
 # --- conflicts ---------------------------------------------------------------------------------

@@ -411,3 +411,22 @@ def test_the_pis_adjudication_in_a_copy_merges_as_work_or_holder(master, tmp_pat
     assert {(r.kind, r.assigned, r.submitted) for r in rows if r.annotator == "pat"} == {
         ("urgency", 1, 1)
     }
+
+
+def test_the_pis_work_in_a_copy_turns_a_masters_gold_holder_into_work(master, tmp_path):
+    """The PI gives a unit to themself in their copy and answers it, while in the master they
+    saved only gold on it (a holder): merged, the unit is their work, answer and gold both."""
+    project, study = master
+    empathy = study.units["empathy"]
+    path = make_copy(project, tmp_path / "pat.prproj", annotator="pat").path
+    study.service.as_viewer("pat").save_answer(empathy, {"equal": False}, gold=True)
+    with Project.open(path) as copy:
+        svc = StudyService(copy)
+        svc.assign(empathy, study.pi)
+        svc.as_viewer("pat").save_answer(empathy, {"equal": True}, status="submitted")
+    report = merge_copy(project, path)
+    assert len(report.added) == 1
+    pat = study.service.as_viewer("pat")
+    assert [q.unit_id for q in pat.queue("empathy")] == [empathy]
+    assert pat.get_answer(empathy).status == "submitted"
+    assert pat.get_answer(empathy, gold=True).status == "draft"
