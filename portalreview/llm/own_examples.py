@@ -4,8 +4,9 @@ Seed 000 (Section 4.1.2) drafted with 5-shot retrieval-augmented prompts, the ex
 from other conversations. Here the examples are the clinician's *own* submitted replies to the
 messages most like the one at hand, so that the draft leans toward how this clinician writes:
 which themes they cover, how long, in what tone. Similarity is TF-IDF cosine between the
-messages (``metrics.tfidf_cosine_matrix``, what the report already uses; no network, no
-embedding model), fitted on the message at hand and the clinician's earlier ones.
+messages (row 0 of ``metrics.tfidf_cosine_matrix``, what the report already uses, computed
+alone: ``tfidf_cosine_to_first``; no network, no embedding model), fitted on the message at
+hand and the clinician's earlier ones.
 
 It is opt-in per study (:meth:`StudyService.set_own_examples`, PI only, audited): the number of
 examples, 0 for off (the default). A suggestion made with examples is the clinician's alone
@@ -112,9 +113,9 @@ def most_similar(
     candidates = [r for r in replies if r.case_id != exclude_case]
     if count <= 0 or not candidates:
         return []
-    from portalreview.metrics.agreement import tfidf_cosine_matrix
+    from portalreview.metrics.agreement import tfidf_cosine_to_first
 
-    similarity = tfidf_cosine_matrix([message, *(r.message for r in candidates)])[0, 1:]
+    similarity = tfidf_cosine_to_first([message, *(r.message for r in candidates)])[1:]
     ranked = sorted(
         (
             (float(value), index)

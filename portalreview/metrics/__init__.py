@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         percent_agreement,
         rater_cosine_similarity,
         tfidf_cosine_matrix,
+        tfidf_cosine_to_first,
         theme_inclusion_agreement,
     )
     from portalreview.metrics.bootstrap import bootstrap_ci
@@ -109,6 +110,7 @@ _SUBMODULE_OF: dict[str, str] = {
     "percent_agreement": "agreement",
     "rater_cosine_similarity": "agreement",
     "tfidf_cosine_matrix": "agreement",
+    "tfidf_cosine_to_first": "agreement",
     "theme_inclusion_agreement": "agreement",
     "bootstrap_ci": "bootstrap",
     "EditF1Result": "edit_f1",
@@ -227,6 +229,7 @@ __all__ = [
     "spans_match",
     "t_ndcg_at_k",
     "tfidf_cosine_matrix",
+    "tfidf_cosine_to_first",
     "theme_edit_f1",
     "theme_inclusion_agreement",
     "theme_proportions",

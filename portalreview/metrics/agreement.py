@@ -425,6 +425,31 @@ def tfidf_cosine_matrix(texts: Sequence[str]) -> np.ndarray:
     return np.clip(sims, -1.0, 1.0)
 
 
+def tfidf_cosine_to_first(texts: Sequence[str]) -> np.ndarray:
+    """Row 0 of :func:`tfidf_cosine_matrix` without the rest of the matrix: the similarity of
+    ``texts[0]`` to every text (the same vectoriser, fitted on all of them; NaN where either
+    text has no token). Linear in the number of texts, where the whole matrix is quadratic."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if isinstance(texts, (str, bytes)) or not texts:
+        raise ValueError("texts must be a non-empty sequence of strings")
+    texts = list(texts)
+    if any(not isinstance(t, str) for t in texts):
+        raise ValueError("every text must be a string")
+    try:
+        matrix = TfidfVectorizer().fit_transform(texts)
+    except ValueError:  # empty vocabulary
+        return np.full(len(texts), np.nan)
+    row = (matrix[0] @ matrix.T).toarray().ravel()
+    empty = np.asarray(matrix.getnnz(axis=1) == 0)
+    row[empty] = np.nan
+    if empty[0]:
+        row[:] = np.nan
+    else:
+        row[0] = 1.0
+    return np.clip(row, -1.0, 1.0)
+
+
 def rater_cosine_similarity(responses: pd.DataFrame) -> pd.DataFrame:
     """Average pairwise TF-IDF cosine similarity between raters (seed 000, Appendix E.1).
 

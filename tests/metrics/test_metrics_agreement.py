@@ -22,6 +22,7 @@ from portalreview.metrics.agreement import (
     percent_agreement,
     rater_cosine_similarity,
     tfidf_cosine_matrix,
+    tfidf_cosine_to_first,
     theme_inclusion_agreement,
 )
 
@@ -269,6 +270,19 @@ def test_tfidf_cosine_matrix_empty_texts():
     assert np.isnan(tfidf_cosine_matrix(["", "a"])).all()  # no token of 2+ chars at all
     with pytest.raises(ValueError, match="no texts"):
         tfidf_cosine_matrix([])
+
+
+def test_tfidf_cosine_to_first_is_row_zero_of_the_matrix_bit_for_bit():
+    rng = np.random.default_rng(5)
+    words = ["rest", "fluids", "call", "clinic", "pain", "fever", "a", "", "now", "dose"]
+    for _ in range(50):
+        n = int(rng.integers(1, 12))
+        texts = [" ".join(rng.choice(words, size=int(rng.integers(0, 6)))) for _ in range(n)]
+        row, matrix_row = tfidf_cosine_to_first(texts), tfidf_cosine_matrix(texts)[0]
+        assert np.array_equal(row, matrix_row, equal_nan=True), texts
+    assert np.isnan(tfidf_cosine_to_first(["", "rest well"])).all()
+    with pytest.raises(ValueError, match="non-empty"):
+        tfidf_cosine_to_first([])
 
 
 def test_rater_cosine_similarity():
