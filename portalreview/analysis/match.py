@@ -588,7 +588,9 @@ def _agreement_figures(rows: pd.DataFrame, settings: Settings) -> dict[str, Any]
 def judge_agreement_table(answers: pd.DataFrame, frames: StudyFrames, s: Settings) -> list[dict]:
     """Table 8 measures for every ordered pair (reference annotator, judged annotator) sharing
     match units: people with each other, and each model pseudo-annotator judged against each
-    person. The reference's decisions are the denominators (see metrics.judge_agreement)."""
+    person. The reference's decisions are the denominators (see metrics.judge_agreement).
+    Gold answers take no part: a PI's adjudication is not their own judgement."""
+    answers = answers[~answers.is_gold.astype(bool)]
     by_name = _decided_by_name(answers, frames)
     people_names = ordered_names(humans(answers).annotator)
     model_names = ordered_names(models(answers).annotator)

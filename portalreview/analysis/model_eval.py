@@ -363,7 +363,7 @@ def _facts(frames: StudyFrames, model: str, base: Settings) -> list[Row]:
         return out.none("Fact-Recall (micro)", "the model checked no edit")
     s = base.for_units(units)
     pairs = facts.pair_counts(answers[answers.unit_id.isin(units)], frames)
-    decided = pairs[pairs.n_undecided == 0]
+    decided = pairs[(pairs.n_undecided == 0) & ~pairs.unchecked]  # as analysis.facts
     for who in [model, *_clinicians_on(answers, units)]:
         mine = decided[decided.annotator == who]
         found = jsonable(facts.scores(mine, s)) if len(mine) else None

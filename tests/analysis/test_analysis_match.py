@@ -322,3 +322,38 @@ def test_judge_agreement_between_people_and_model(study):
 def test_leftover_text_equals_metrics():
     for spans in [(), ((0, 5),), ((0, 5), (3, 9)), ((2, 4), (4, 6)), ((10, 20), (30, 40))]:
         assert match.leftover_text(DRAFT, spans) == metrics.unmatched_draft_text(DRAFT, list(spans))
+
+
+def test_judge_agreement_leaves_the_pis_gold_answers_out(tmp_path):
+    """The PI answers one unit as Ava does and adjudicates another against her: only the
+    ordinary answers are the PI's judgement (docs/report.md), so the two agree fully."""
+    draft = "Chest pain has many causes. Please go to the emergency room now. Call 911 if worse."
+    ref = "I am sorry to hear that. Please go to the emergency room now. Do not drive yourself."
+    st = new_study(tmp_path)
+    st.person("ava")
+    st.person("pat", role="pi")
+    st.case("c1", "chest pain")
+    st.response("ref", "c1", ref, "clinician", "ava")
+    st.response("d1", "c1", draft, "model", "m1")
+    st.response("d2", "c1", draft, "model", "m2")
+    r = [s.id for s in st.sentences("ref")]
+    pair = {"response_id": st.responses["ref"]}
+    st.unit("u1", "match", "c1", who=["ava", "pat"], response_b_id=st.responses["d1"], **pair)
+    st.unit("u2", "match", "c1", who=["ava"], response_b_id=st.responses["d2"], **pair)
+    full = span_of(draft, "Please go to the emergency room now.")
+
+    def answer(spans, draft_key):
+        ids = r + [s.id for s in st.sentences(draft_key)]
+        return {"decisions": _decisions(r, spans), "themes": _themes(ids, ["planning"] * len(ids))}
+
+    st.answer("u1", "ava", answer([None, full, None], "d1"))
+    st.answer("u1", "pat", answer([None, full, None], "d1"))
+    st.answer("u2", "ava", answer([None, full, None], "d2"))
+    st.answer("u2", "pat", answer([full, None, full], "d2"), gold=True)
+    rows = match.analyse(st.frames(), n_resamples=0)["judge_agreement"]
+    assert {
+        (x["reference_annotator"], x["n_sentences"], x["agreement"]["value"]) for x in rows
+    } == {
+        ("ava", 3, 1.0),
+        ("pat", 3, 1.0),
+    }

@@ -340,6 +340,34 @@ def test_fact_recall_and_precision(study):
             assert (fig.value, fig.n) == (pytest.approx(value), 2), (who, measure)
 
 
+def test_a_facts_check_not_done_yet_takes_no_part(tmp_path):
+    """With drafts included, a clinician's facts draft with no fact listed yet is not a pair
+    with nothing found: it is left out, as analysis.facts leaves it out (seed 004, eqs. 3-4
+    average over the pairs scored)."""
+    from portalreview.store.frames import read_frames
+
+    st = new_study(tmp_path)
+    st.person("ava")
+    st.person(M, model=True)
+    st.case("c1", "msg")
+    st.response("o0", "c1", "Take 1 pill daily.", "clinician", "ava")
+    st.response("e0", "c1", "Sorry. Take 1 pill daily.", "model", "m")
+    st.response("o1", "c1", "Rest for a week.", "clinician", "ava")
+    st.response("e1", "c1", "Rest.", "model", "m")
+    for unit, n in (("f0", 0), ("f1", 1)):
+        sides = {"response_id": st.responses[f"o{n}"], "response_b_id": st.responses[f"e{n}"]}
+        st.unit(unit, "facts", "c1", who=["ava", M], **sides)
+    pill = [{"side": side, "text": "pill", "entailed": True} for side in ("original", "edited")]
+    st.answer("f0", "ava", {"facts": pill})
+    st.answer("f0", M, {"facts": pill})
+    st.answer("f1", M, {"facts": pill})
+    st.svc.save_answer(st.units["f1"], {"facts": []}, status="draft", annotator_id=st.people["ava"])
+    result = evaluate(read_frames(st.project, include_drafts=True), n_resamples=0)
+    for measure in model_eval.FACT_MEASURES.values():
+        fig = _value(result, "facts", measure, "ava")
+        assert (fig.value, fig.n) == (1.0, 1), measure
+
+
 # --- suggestions the quality gates refused ------------------------------------------------------
 
 
