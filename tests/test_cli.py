@@ -187,6 +187,38 @@ def test_report_json_on_a_small_study(tmp_path):
     assert accuracy["n"] == 2 and accuracy["correct"] == 2
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "--format", "json"],
+        ["report", "--format", "xlsx"],
+        ["export", "--format", "xlsx"],
+    ],
+)
+@pytest.mark.parametrize("target", ["s.prproj", "alias.prproj", "s.prproj-wal"])
+def test_a_report_or_export_over_the_project_file_is_refused(tmp_path, capsys, command, target):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+    (tmp_path / "alias.prproj").symlink_to(path)
+    before = path.read_bytes()
+    verb, *options = command
+    assert main([verb, str(path), *options, "-o", str(tmp_path / target)]) == 2
+    assert "would write over the project file s.prproj" in capsys.readouterr().err
+    assert path.read_bytes() == before
+    wal = tmp_path / "s.prproj-wal"  # SQLite's own, if any: no report or workbook in it
+    assert not wal.exists() or not wal.read_bytes().startswith((b"{", b"PK"))
+
+
+def test_an_xlsx_report_into_a_missing_folder_names_the_folder(tmp_path, capsys):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+    out = tmp_path / "nowhere" / "r.xlsx"
+    assert main(["report", str(path), "--format", "xlsx", "-o", str(out), "--resamples", "5"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"{out.parent}: no such folder")
+
+
 def test_report_takes_the_figures_the_dashboard_kept(tmp_path, monkeypatch):
     """After the dashboard computed the report (LiveReport keeps it in the project), the
     command writes the same file without reading the study; --fresh computes it all."""

@@ -37,7 +37,7 @@ from portalreview.store.frames import (
     read_frames,
 )
 from portalreview.store.models import Case, Response
-from portalreview.store.project import Project
+from portalreview.store.project import Project, refuse_project_output
 
 FORMAT = "portalreview-report"
 FORMAT_VERSION = 3
@@ -256,6 +256,7 @@ def write_json_report(
     project: Project | str | os.PathLike, out_path: str | os.PathLike, **options: Any
 ) -> Path:
     """Build the report (``options`` as :func:`build_report`) and write it as UTF-8 JSON."""
+    refuse_project_output(project, out_path)
     report = build_report(project, **options)
     out = Path(out_path)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)

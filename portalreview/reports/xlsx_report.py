@@ -20,6 +20,7 @@ Long work takes ``progress(done, total)`` and ``cancel() -> bool`` (a cancel rai
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -38,7 +39,7 @@ from portalreview.reports.json_report import build_report, report_and_frames
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.models import Answer, AuditEntry, Suggestion
-from portalreview.store.project import Project
+from portalreview.store.project import Project, refuse_project_output
 from portalreview.store.study_setup import CancelFn, ProgressFn, Steps
 
 JsonPath = tuple[str | int, ...]
@@ -2410,6 +2411,8 @@ def write_workbook(sheets: Sequence[Sheet], out: Path, steps: Steps | None = Non
     """Write ``sheets`` as an .xlsx file (through a temporary file: no half file on error)."""
     from openpyxl import Workbook
 
+    if not out.parent.is_dir():  # before openpyxl starts: it fails on the temporary file's name
+        raise FileNotFoundError(errno.ENOENT, "no such folder", str(out.parent))
     book = Workbook(write_only=True)
     book.properties.creator = f"PortalReview {__version__}"
     book.properties.title = "Agreement report"
@@ -2491,6 +2494,7 @@ def write_xlsx_report(
     out = Path(out)
     if not out.suffix:
         out = out.with_suffix(".xlsx")
+    refuse_project_output(project, out)
     steps = Steps(_n_steps(), progress, cancel)
     report, frames = _prepare(
         project, seed, n_resamples, include_drafts, report, frames, steps, use_cache

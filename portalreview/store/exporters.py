@@ -62,7 +62,7 @@ from portalreview.store.models import (
     Unit,
     UnitSet,
 )
-from portalreview.store.project import Project
+from portalreview.store.project import Project, refuse_project_output
 from portalreview.store.service import CHART_SECTIONS, StudyService, chart_text_of
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ def export_project(project: Project, fmt: str, out: Path) -> list[Path]:
     and return the paths written."""
     if fmt not in FORMATS:
         raise ExportFailed(f"unknown export format {fmt!r}; choose {', '.join(FORMATS)}")
+    refuse_project_output(project, out)
     with project.read() as session:
         meta, tables = read_tables(session)
     out = Path(out)

@@ -114,6 +114,27 @@ def _beside(path: Path, ending: str) -> Path:
     return path.with_name(path.name + ending)
 
 
+class OutputIsProject(ValueError):
+    """A report or export was asked to write over the project's own files."""
+
+
+def refuse_project_output(project: object, out: str | os.PathLike) -> None:
+    """Refuse ``out`` where it is the project file or one SQLite or PortalReview keeps beside
+    it (``-wal``, ``-shm``, ``-journal``, ``.lock``), by its real path (a link to it too):
+    writing a report there would destroy the study. ``project`` is an open project or a
+    project file's path; a server study has no file and anything goes."""
+    path = project if isinstance(project, (str, os.PathLike)) else getattr(project, "path", None)
+    if path is None:
+        return
+    own = Path(path).resolve()
+    target = Path(out).resolve()
+    if target in {own, *(_beside(own, e) for e in ("-wal", "-shm", "-journal", ".lock"))}:
+        raise OutputIsProject(
+            f"{Path(out).name} would write over the project file {own.name} (or a file SQLite "
+            "keeps beside it) and destroy the study. Choose another file name."
+        )
+
+
 def _wal_has_frames(path: Path) -> bool:
     """Whether a ``-wal`` beside the file may hold saves not yet merged into it."""
     try:

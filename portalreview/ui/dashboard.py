@@ -80,7 +80,7 @@ from portalreview.reports.xlsx_report import (
     write_workbook,
 )
 from portalreview.store.frames import StudyFrames
-from portalreview.store.project import Project
+from portalreview.store.project import OutputIsProject, Project, refuse_project_output
 from portalreview.store.study_setup import Cancelled, Steps
 from portalreview.ui.charts import (
     ChartView,
@@ -229,6 +229,7 @@ def export_workbook(
     out = Path(out)
     if not out.suffix:
         out = out.with_suffix(".xlsx")
+    refuse_project_output(project, out)
     steps = Steps(len(KIND_SHEETS) + 1, progress, cancelled)
     steps.start()
     sheets = workbook_model(
@@ -1023,7 +1024,7 @@ class Dashboard(QWidget):
     def write_workbook_to(self, path: Path) -> Worker | None:
         """Write the workbook of the figures shown to ``path`` in the background, with a
         progress dialog and Cancel."""
-        if not self._can_export():
+        if not self._can_export() or self._refused_target(path):
             return None
         self.status.setText(f"Writing {path.name}…")
         self.export_worker = run_with_progress(
@@ -1049,7 +1050,7 @@ class Dashboard(QWidget):
             self.write_json_to(Path(path))
 
     def write_json_to(self, path: Path) -> Worker | None:
-        if not self._can_export():
+        if not self._can_export() or self._refused_target(path):
             return None
         self.export_worker = run_with_progress(
             self,
@@ -1062,6 +1063,15 @@ class Dashboard(QWidget):
             cancellable=False,
         )
         return self.export_worker
+
+    def _refused_target(self, path: Path) -> bool:
+        """Whether ``path`` is the project's own file (refused, with a message)."""
+        try:
+            refuse_project_output(self.window_.project, path)
+        except OutputIsProject as exc:
+            QMessageBox.warning(self, "Export", str(exc))
+            return True
+        return False
 
     def _can_export(self) -> bool:
         if self.computed is None or self.window_.project is None:

@@ -462,6 +462,18 @@ def test_a_cancelled_export_leaves_no_file(qtbot, demo, prefs, tmp_path):
     assert not out.exists() and not list(tmp_path.glob("*.tmp"))
 
 
+def test_an_export_over_the_project_file_is_refused(qtbot, demo, prefs, monkeypatch):
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *a, **k: warnings.append(a[2])))
+    before = demo.read_bytes()
+    assert dashboard.write_workbook_to(demo) is None
+    assert dashboard.write_json_to(demo) is None
+    assert len(warnings) == 2 and "would write over the project file" in warnings[0]
+    assert demo.read_bytes() == before and dashboard.export_worker is None
+
+
 # --- plots -----------------------------------------------------------------------------------
 
 
