@@ -2,10 +2,13 @@
 size-capped and rotated. It holds ids, actions, timings and errors with their tracebacks, never
 a message, an answer or a password (docs/deployment.md says where it is).
 
-Only the ``portalreview`` logger writes there (libraries' loggers do not), and every line goes
-through :func:`redact`, which hides quoted text and SQL parameters in error messages: an
-exception raised while saving an answer may quote the answer. Callers log ids, kinds, counts,
-file names and seconds, never texts.
+Only the ``portalreview`` logger writes there (libraries' loggers do not). Callers log ids,
+kinds, counts, file names and seconds, never texts. An exception's message may quote a
+patient's words (an import refusal names the cell it could not read, a model answer that did
+not parse is quoted), and no filter can tell such words apart from ours: so the log names an
+exception's type and its traceback's frames, and gives its message only for the errors of
+files, the database and the project (:func:`error_text`), through :func:`redact`, which hides
+quoted text, SQL parameters and passwords.
 
 No Qt here: the command line sets the log up too, and must not load Qt.
 """
@@ -19,6 +22,7 @@ import re
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -82,7 +86,7 @@ def log_path() -> Path:
 
 # A quoted run of text ('...' or "..."), and an identifier-like one that stays readable
 # (a column name, a kind, a file name): anything with a space or over 40 characters is hidden.
-_QUOTED = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+_QUOTED = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
 _WORD = re.compile(r"[\w.\-/\\:]{0,40}")
 _SQL_PARAMETERS = re.compile(r"\[parameters: .*?\](?=\n|$|\s*\(Background)", re.DOTALL)
 _PASSWORD = re.compile(r"(password|passwd|pwd)(\s*[=:]\s*)\S+", re.IGNORECASE)
@@ -106,6 +110,63 @@ def redact(text: str) -> str:
     return _QUOTED.sub(hide, text)
 
 
+# Errors whose messages are the system's, the database's or ours about a file or a server:
+# they may be logged (redacted). By the names of their classes, to load nothing here.
+_WORDED_ERRORS = frozenset({"ProjectError", "SaveFailed", "ReadFailed", "ServerUnavailable"})
+_WORDED_MODULES = ("sqlite3", "sqlalchemy", "psycopg")
+
+
+def _message_may_be_logged(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return True
+    return any(
+        c.__name__ in _WORDED_ERRORS or c.__module__.startswith(_WORDED_MODULES)
+        for c in type(exc).__mro__
+    )
+
+
+def error_text(exc: BaseException) -> str:
+    """What the log says of an exception: its type, with its message (redacted) only where
+    the message is about a file, the database or a server; otherwise only its length."""
+    name = type(exc).__name__
+    message = str(exc)
+    if not message:
+        return name
+    if _message_may_be_logged(exc):
+        return f"{name}: {redact(message)}"
+    return f"{name} (message not logged: {len(message)} characters)"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling, oldest first."""
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        chain.append(exc)
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return chain[::-1]
+
+
+_CAUSE = "\nThe above exception was the direct cause of the following exception:\n"
+_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n"
+
+
+def traceback_text(exc: BaseException) -> str:
+    """A traceback as Python prints it, each exception's line replaced by :func:`error_text`
+    (notes left out: they may hold a message too)."""
+    lines: list[str] = []
+    chain = _chain(exc)
+    for i, item in enumerate(chain):
+        if i:
+            lines.append(_CAUSE if item.__cause__ is chain[i - 1] else _CONTEXT)
+        if item.__traceback__ is not None:
+            lines.append("Traceback (most recent call last):\n")
+            lines.extend(traceback.format_tb(item.__traceback__))
+        lines.append(error_text(item) + "\n")
+    return "".join(lines).rstrip("\n")
+
+
 class _Formatter(logging.Formatter):
     """UTC times; a traceback keeps its frames (file, line, function, source line: our code)
     and redacts everything else (exception messages, which may quote data)."""
@@ -121,18 +182,25 @@ class _Formatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         cached = record.exc_text  # another handler's formatter may have cached it unredacted
+        args = record.args
         record.exc_text = None
+        if isinstance(args, tuple):  # an exception given as an argument: as error_text says
+            record.args = tuple(error_text(a) if isinstance(a, BaseException) else a for a in args)
         try:
             return super().format(record)
         finally:
-            record.exc_text = cached
+            record.exc_text, record.args = cached, args
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         return redact(super().formatMessage(record))
 
     def formatException(self, ei) -> str:
-        lines = super().formatException(ei).split("\n")
-        return "\n".join(line if line.startswith("  ") else redact(line) for line in lines)
+        kind, value, tb = ei
+        if value is None:
+            return kind.__name__ if kind is not None else ""
+        if tb is not None and value.__traceback__ is None:
+            value = value.with_traceback(tb)
+        return traceback_text(value)
 
 
 # --- set-up --------------------------------------------------------------------------------

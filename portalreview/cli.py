@@ -1050,7 +1050,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = args.func(args)
     except (ProjectError, CliError, ValueError, OSError) as exc:
         print(f"portalreview {args.verb}: {_worded(exc)}", file=sys.stderr)
-        log.warning("command %s failed: %s: %s", args.verb, type(exc).__name__, exc)
+        log.warning("command %s failed: %s", args.verb, exc)  # applog.error_text
         return EXIT_USAGE
     log.info("command %s done (status %s) in %.3f s", args.verb, status, _since(started))
     return status

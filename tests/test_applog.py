@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,8 @@ def test_redact_hides_free_text_and_passwords_but_keeps_names():
     )
     assert redact('span "a b" not in the text') == 'span "<3 chars>" not in the text'
     assert redact("unit 5 (respond), answer 7") == "unit 5 (respond), answer 7"
+    both = repr('Bob\'s wife said "he has HIV"')  # Python escapes the inner quote
+    assert redact(f"got {both}") == f"got '<{len(both) - 2} chars>'"
     assert redact("postgresql://ava:s3cret@db/study") == "postgresql://ava:<hidden>@db/study"
     assert redact("password=s3cret host=db") == "password=<hidden> host=db"
     sql = "[SQL: INSERT INTO t (a) VALUES (?)]\n[parameters: ('Zorblax wheezing',)]"
@@ -111,11 +114,50 @@ def test_a_command_line_session_is_logged_without_texts(logs, tmp_path, capsys):
         "command import done (status 0)",
         f"export written: {tmp_path / 'out'} (csv; 1 annotators, 1 cases,",
         "WARNING",
-        "command export failed: ExportFailed:",
+        "command export failed: ExportFailed (message not logged: ",
     ):
         assert expected in text, expected
     for word in SECRET.split():
         assert word not in text
+
+
+@pytest.mark.parametrize(
+    "column, cell",
+    [  # a long cell the message shortens (its closing quote lost), and a chart heading
+        ("urgency_level", f"{SECRET} and then some more words to pass the cut at 57"),
+        ("chart", f"###Demographics###\nAge 61\n###{SECRET}###\nfoo"),
+        ("urgency_level", f'Bob\'s wife said ""{SECRET}""'),  # both quotes, escaped
+    ],
+)
+def test_a_refused_import_logs_no_word_of_the_file(logs, tmp_path, capsys, column, cell):
+    project, cases = tmp_path / "study.prproj", tmp_path / "cases.csv"
+    cases.write_text(f'case_id,message,{column}\nc1,"Hi.","{cell}"\n', encoding="utf-8")
+    assert main(["new", str(project), "--annotator", "ava"]) == 0
+    assert main(["import", str(project), str(cases)]) == 2
+    assert "Zorblax" in capsys.readouterr().err  # the person is told what is wrong
+    text = (logs / "portalreview.log").read_text(encoding="utf-8")
+    assert "command import failed: ImportFailed (message not logged: " in text
+    for word in SECRET.split():
+        assert word not in text
+
+
+def test_errors_of_files_and_the_database_keep_their_words():
+    assert applog.error_text(FileNotFoundError(2, "No such file", "x.prproj")) == (
+        "FileNotFoundError: [Errno 2] No such file: 'x.prproj'"
+    )
+    assert applog.error_text(sqlite3.OperationalError("database is locked")) == (
+        "OperationalError: database is locked"
+    )
+    assert applog.error_text(ValueError(SECRET)) == "ValueError (message not logged: 30 characters)"
+    try:
+        try:
+            raise KeyError(SECRET)
+        except KeyError as inner:
+            raise ValueError("cannot read row 2") from inner
+    except ValueError as exc:
+        text = applog.traceback_text(exc)
+    assert "KeyError (message not logged: 32 characters)" in text
+    assert "direct cause of the following exception" in text and "Zorblax" not in text
 
 
 def test_loading_a_model_is_logged(logs, tmp_path):
@@ -163,5 +205,5 @@ def test_uncaught_exceptions_are_logged_with_their_traceback(logs, tmp_path):
     assert "CRITICAL" in text and "uncaught exception in thread saver" in text
     assert "uncaught exception\nTraceback (most recent call last):" in text
     assert 'line 8, in save_the_answer\n    raise RuntimeError(f"cannot store {text!r}")' in text
-    assert "RuntimeError: cannot store '<30 chars>'" in text
+    assert "RuntimeError (message not logged: 45 characters)" in text
     assert "Zorblax" not in text

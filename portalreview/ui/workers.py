@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -49,7 +48,6 @@ class Worker(QRunnable):
         try:
             result = self.fn(*self.args, **self.kwargs)
         except Exception as exc:  # reported to the GUI, which shows the message
-            traceback.print_exc()
             log.error("background task %s failed", _name(self.fn), exc_info=True)
             self.signals.failed.emit(str(exc) or type(exc).__name__, exc)
         else:
