@@ -15,7 +15,7 @@ from portalreview.analysis import facts as facts_analysis
 from portalreview.analysis import match as match_analysis
 from portalreview.store.frames import read_frames
 from portalreview.store.project import Project
-from portalreview.store.service import StudyService
+from portalreview.store.service import StoreError, StudyService
 from portalreview.ui.adjudication import AdjudicationDialog, collect, summary_lines
 from portalreview.ui.tools import TOOLS
 
@@ -379,3 +379,70 @@ def test_escape_saves_a_fact_typed_without_enter(qtbot, study, tmp_path, questio
     gold = gold_of(study.path, study.ids.units["facts"])
     assert [f["text"] for f in gold.payload["facts"]][-1] == "Call 911"
     window.close()
+
+
+def test_a_failed_save_on_escape_keeps_the_window_and_says_why(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+
+    def refused(*_args, **_kwargs):
+        raise StoreError("the disk is full")
+
+    monkeypatch.setattr(dialog.service, "save_answer", refused)
+    questions.answer = QMessageBox.StandardButton.Save
+    qtbot.keyClick(dialog.editor.codes_list, Qt.Key.Key_Escape)
+    assert dialog.isVisible() and dialog.dirty
+    assert "Not saved: the disk is full" in dialog.status.text()
+    monkeypatch.undo()
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *a, **k: questions.answer))
+    window.close()
+    assert gold_of(study.path, study.ids.units["eppc"]).payload == BEN_EDITED
+
+
+def test_closing_the_main_window_asks_about_unsaved_gold(qtbot, study, tmp_path, questions):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+    assert not window.close()  # Cancel: the window, the project and the edit stay
+    assert len(questions) == 1 and ASKED in questions[0]
+    assert window.isVisible() and window.project is not None and window.session is not None
+    assert dialog.isVisible() and dialog.dirty and dialog.editor.payload() == BEN_EDITED
+    assert gold_of(study.path, study.ids.units["eppc"]) is None
+    questions.answer = QMessageBox.StandardButton.Save
+    assert window.close()
+    assert len(questions) == 2
+    gold = gold_of(study.path, study.ids.units["eppc"])
+    assert gold.payload == BEN_EDITED and gold.comment == "Edited from Dr. Ben's answer"
+
+
+def test_closing_the_project_asks_about_unsaved_gold(qtbot, study, tmp_path, questions):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+    project, session = window.project, window.session
+    assert not window.close_project()
+    assert len(questions) == 1 and ASKED in questions[0]
+    assert window.project is project and window.session is session  # nothing closed
+    assert dialog.isVisible() and dialog.dirty and dialog.editor.payload() == BEN_EDITED
+    questions.answer = QMessageBox.StandardButton.Save
+    assert window.close_project()
+    assert window.project is None
+    assert not dialog.isVisible()  # the closed project's adjudication window goes with it
+    gold = gold_of(study.path, study.ids.units["eppc"])
+    assert gold.payload == BEN_EDITED
+
+
+def test_a_failed_save_on_closing_the_project_keeps_it_open(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+
+    def refused(*_args, **_kwargs):
+        raise StoreError("the disk is full")
+
+    monkeypatch.setattr(dialog.service, "save_answer", refused)
+    questions.answer = QMessageBox.StandardButton.Save
+    assert not window.close()
+    assert window.isVisible() and window.project is not None
+    assert dialog.isVisible() and dialog.dirty
+    assert "Not saved: the disk is full" in dialog.status.text()
+    questions.answer = QMessageBox.StandardButton.Discard
+    assert window.close()
+    assert gold_of(study.path, study.ids.units["eppc"]) is None
