@@ -10,7 +10,8 @@ of them (only the figures *against* gold, e.g. EPPC's "vs gold", use the decisio
 
 Keys in the window: Alt+Down / Alt+Up next / previous unit; Ctrl+1-9 load answer n into the
 editor; Ctrl+S save the editor's answer as gold; Ctrl+Z / Ctrl+Shift+Z undo / redo in the
-editor.
+editor; Esc closes the window. Leaving a decision not saved as gold (another unit or kind, Esc,
+the window's close button, closing the project or the app) asks first: Save, Discard, Cancel.
 """
 
 from __future__ import annotations
@@ -350,6 +351,7 @@ class AdjudicationDialog(QDialog):
         self.editors: dict[str, Editor] = {}
         self.editor: Editor | None = None
         self.dirty = False
+        self._discarded = False  # the last question about an unsaved decision said Discard
         self.default_note = ""  # what the next decision is noted as unless the PI writes a note
         self.note_written = False  # the note box holds words the PI typed for this decision
         self.columns: list[AnswerColumn] = []
@@ -610,6 +612,7 @@ class AdjudicationDialog(QDialog):
             return self.save_gold()
         if answer == QMessageBox.StandardButton.Discard:
             self.dirty = False
+            self._discarded = True
             return True
         return False
 
@@ -833,11 +836,36 @@ class AdjudicationDialog(QDialog):
         self._redraw_columns()
         self._show_counts()
 
-    def closeEvent(self, event) -> None:
+    # --- closing ----------------------------------------------------------------------------
+
+    def reject(self) -> None:
+        """Escape, the window's close button (QDialog's closeEvent calls this) and close():
+        a decision not saved as gold is asked about first (Save / Discard / Cancel), as on
+        leaving the unit; Cancel, or a save that fails, keeps the window open. A discarded
+        edit is dropped from the editor, so that reopening shows what is stored."""
+        if self._may_go():
+            super().reject()
+
+    def may_close(self) -> bool:
+        """For the main window, before it closes the project or itself: True when nothing
+        typed here would be lost. A decision not saved as gold is asked about with this window
+        in front (Save / Discard / Cancel); False for Cancel, or a save that failed (the
+        window says why)."""
+        if self.editor is not None and not self.read_only:
+            self.editor.finish_editing()
+        if self.dirty and not self.read_only:
+            bring_forward(self)
+        return self._may_go()
+
+    def _may_go(self) -> bool:
+        """:meth:`_may_leave` for the window going away (the unit stays shown): a discarded
+        edit is dropped from the editor too, which shows the stored gold again."""
+        self._discarded = False
         if not self._may_leave():
-            event.ignore()
-            return
-        super().closeEvent(event)
+            return False
+        if self._discarded and self.report is not None:
+            self._show(self.report)
+        return True
 
 
 def open_tool(window) -> AdjudicationDialog | None:

@@ -567,6 +567,10 @@ class MainWindow(QMainWindow):
 
     def close_project(self) -> bool:
         """Save everything and close the project; False if the person chose to stay."""
+        tools = self._tools_holding_work()
+        for tool in tools:  # asked first: staying (Cancel) must leave everything as it was
+            if not tool.may_close():
+                return False
         if self.session is not None:
             # asked before the session is closed: staying (Cancel) must leave it as it was,
             # its unit open and still saving
@@ -580,6 +584,9 @@ class MainWindow(QMainWindow):
             self._listener = None
         if self.project is not None:
             self.project.close()
+        for tool in tools:  # they showed the project just closed
+            tool.close()
+            tool.deleteLater()
         self.project = self.admin = self.service = self.session = None
         self.kind = None
         self.kinds = []
@@ -601,6 +608,13 @@ class MainWindow(QMainWindow):
         self.unit_label.clear()
         self.save_label.clear()
         return True
+
+    def _tools_holding_work(self) -> list[QWidget]:
+        """The tool windows that can hold work not saved yet (the PI's adjudication window: a
+        decision not saved as gold); each has ``dirty`` and ``may_close()``, which asks Save /
+        Discard / Cancel and says whether the project may close."""
+        children = self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+        return [w for w in children if w.isWindow() and callable(getattr(w, "may_close", None))]
 
     def _confirm_unsaved(self) -> bool:
         answer = QMessageBox.warning(
@@ -968,6 +982,7 @@ class MainWindow(QMainWindow):
         except Exception:
             log.exception("closing the project failed")
             unsaved = self.session is not None and self.session.pending
+            unsaved = unsaved or any(tool.dirty for tool in self._tools_holding_work())
             return not unsaved or self._confirm_unsaved()
 
 

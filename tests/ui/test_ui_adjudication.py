@@ -15,7 +15,7 @@ from portalreview.analysis import facts as facts_analysis
 from portalreview.analysis import match as match_analysis
 from portalreview.store.frames import read_frames
 from portalreview.store.project import Project
-from portalreview.store.service import StudyService
+from portalreview.store.service import StoreError, StudyService
 from portalreview.ui.adjudication import AdjudicationDialog, collect, summary_lines
 from portalreview.ui.tools import TOOLS
 
@@ -276,3 +276,173 @@ def test_disagreements_and_summaries_without_widgets(study):
         ]
         match = {r.unit_id: r for r in collect(svc, "match")}[study.ids.units["match"]]
         assert not match.differs
+
+
+# --- leaving the window over a decision not saved as gold -----------------------------------
+
+ASKED = "not saved as gold yet"
+BEN_EDITED = {  # Ben's answer with his second code's subcode changed, as the editor holds it
+    "labels": [
+        {"code": "InfoGive", "subcode": "Symptoms", "spans": [[11, 30]]},
+        {"code": "Socioemotional/Empathy", "subcode": "ExpressConcern/unease", "spans": [[11, 30]]},
+    ]
+}
+
+
+class Questions(list):
+    """The questions asked (their text); each is answered with ``answer``."""
+
+    answer = QMessageBox.StandardButton.Cancel
+
+
+@pytest.fixture
+def questions(monkeypatch):
+    asked = Questions()
+
+    def question(*args, **_kwargs):
+        asked.append(args[2])
+        return asked.answer
+
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
+    yield asked
+    for widget in QApplication.allWidgets():  # a test that failed must not ask when torn down
+        if isinstance(widget, AdjudicationDialog):
+            widget.dirty = False
+
+
+def edited_gold(qtbot, study, tmp_path) -> tuple:
+    """The PI's window and adjudication window, Ben's EPPC answer loaded with Ctrl+2 and
+    changed in the editor, not saved as gold."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    dialog.set_kind("eppc")
+    dialog.activateWindow()
+    qtbot.waitUntil(lambda: dialog.isActiveWindow())
+    qtbot.keyClick(dialog.units, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+    codes = dialog.editor.codes_list
+    qtbot.keyClick(codes, Qt.Key.Key_9)
+    qtbot.keyClick(codes, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
+    assert dialog.dirty and dialog.editor.payload() == BEN_EDITED
+    return window, dialog
+
+
+def test_escape_over_unsaved_gold_asks_and_cancel_keeps_it(qtbot, study, tmp_path, questions):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+    qtbot.keyClick(dialog.editor.codes_list, Qt.Key.Key_Escape)
+    assert len(questions) == 1 and ASKED in questions[0]
+    assert dialog.isVisible() and dialog.dirty
+    assert dialog.editor.payload() == BEN_EDITED
+    assert not dialog.close()  # the window's close button asks the same
+    assert len(questions) == 2 and ASKED in questions[1]
+    assert dialog.isVisible() and dialog.dirty and dialog.editor.payload() == BEN_EDITED
+    assert gold_of(study.path, study.ids.units["eppc"]) is None
+    questions.answer = QMessageBox.StandardButton.Discard  # so that the test ends asking nothing
+    window.close()
+
+
+def test_escape_then_discard_closes_and_drops_the_edit(qtbot, study, tmp_path, questions):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+    questions.answer = QMessageBox.StandardButton.Discard
+    qtbot.keyClick(dialog.editor.codes_list, Qt.Key.Key_Escape)
+    assert len(questions) == 1
+    assert not dialog.isVisible() and not dialog.dirty
+    assert gold_of(study.path, study.ids.units["eppc"]) is None
+    again = open_adjudication(qtbot, window)  # opened again: the stored state, not the edit
+    assert again.editor.payload() != BEN_EDITED and not again.dirty
+    window.close()
+    assert len(questions) == 1
+
+
+def test_escape_then_save_stores_the_gold(qtbot, study, tmp_path, questions):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+    questions.answer = QMessageBox.StandardButton.Save
+    qtbot.keyClick(dialog.editor.codes_list, Qt.Key.Key_Escape)
+    assert len(questions) == 1 and not dialog.isVisible() and not dialog.dirty
+    gold = gold_of(study.path, study.ids.units["eppc"])
+    assert gold.payload == BEN_EDITED and gold.comment == "Edited from Dr. Ben's answer"
+    window.close()
+
+
+def test_escape_saves_a_fact_typed_without_enter(qtbot, study, tmp_path, questions):
+    """Words typed in the new-fact box, not entered, are an edit too: Escape asks."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    dialog.set_kind("facts")
+    dialog.activateWindow()
+    qtbot.waitUntil(lambda: dialog.isActiveWindow())
+    qtbot.keyClick(dialog.units, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    entry = dialog.editor.sides["edited"].entry
+    qtbot.keyClicks(entry, "Call 911")
+    questions.answer = QMessageBox.StandardButton.Save
+    qtbot.keyClick(entry, Qt.Key.Key_Escape)
+    assert len(questions) == 1 and not dialog.isVisible()
+    gold = gold_of(study.path, study.ids.units["facts"])
+    assert [f["text"] for f in gold.payload["facts"]][-1] == "Call 911"
+    window.close()
+
+
+def test_a_failed_save_on_escape_keeps_the_window_and_says_why(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+
+    def refused(*_args, **_kwargs):
+        raise StoreError("the disk is full")
+
+    monkeypatch.setattr(dialog.service, "save_answer", refused)
+    questions.answer = QMessageBox.StandardButton.Save
+    qtbot.keyClick(dialog.editor.codes_list, Qt.Key.Key_Escape)
+    assert dialog.isVisible() and dialog.dirty
+    assert "Not saved: the disk is full" in dialog.status.text()
+    monkeypatch.undo()
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *a, **k: questions.answer))
+    window.close()
+    assert gold_of(study.path, study.ids.units["eppc"]).payload == BEN_EDITED
+
+
+def test_closing_the_main_window_asks_about_unsaved_gold(qtbot, study, tmp_path, questions):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+    assert not window.close()  # Cancel: the window, the project and the edit stay
+    assert len(questions) == 1 and ASKED in questions[0]
+    assert window.isVisible() and window.project is not None and window.session is not None
+    assert dialog.isVisible() and dialog.dirty and dialog.editor.payload() == BEN_EDITED
+    assert gold_of(study.path, study.ids.units["eppc"]) is None
+    questions.answer = QMessageBox.StandardButton.Save
+    assert window.close()
+    assert len(questions) == 2
+    gold = gold_of(study.path, study.ids.units["eppc"])
+    assert gold.payload == BEN_EDITED and gold.comment == "Edited from Dr. Ben's answer"
+
+
+def test_closing_the_project_asks_about_unsaved_gold(qtbot, study, tmp_path, questions):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+    project, session = window.project, window.session
+    assert not window.close_project()
+    assert len(questions) == 1 and ASKED in questions[0]
+    assert window.project is project and window.session is session  # nothing closed
+    assert dialog.isVisible() and dialog.dirty and dialog.editor.payload() == BEN_EDITED
+    questions.answer = QMessageBox.StandardButton.Save
+    assert window.close_project()
+    assert window.project is None
+    assert not dialog.isVisible()  # the closed project's adjudication window goes with it
+    gold = gold_of(study.path, study.ids.units["eppc"])
+    assert gold.payload == BEN_EDITED
+
+
+def test_a_failed_save_on_closing_the_project_keeps_it_open(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+
+    def refused(*_args, **_kwargs):
+        raise StoreError("the disk is full")
+
+    monkeypatch.setattr(dialog.service, "save_answer", refused)
+    questions.answer = QMessageBox.StandardButton.Save
+    assert not window.close()
+    assert window.isVisible() and window.project is not None
+    assert dialog.isVisible() and dialog.dirty
+    assert "Not saved: the disk is full" in dialog.status.text()
+    questions.answer = QMessageBox.StandardButton.Discard
+    assert window.close()
+    assert gold_of(study.path, study.ids.units["eppc"]) is None
