@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
+    QGridLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -137,7 +137,9 @@ class EmpathyEditor(Editor):
             responses.addWidget(card)
 
         self.choice_buttons: list[QPushButton] = []
-        choices = QHBoxLayout()
+        # Two buttons a row (the third under them): three in one row made the editor wider
+        # than a 1024x768 screen's pane, the second response and "Both" cut off at the right.
+        choices = QGridLayout()
         for index, choice in enumerate(catalogs.empathy_choices):
             button = QPushButton(f"{choice.name}   ({index + 1})")
             button.setObjectName(f"choice_{choice.id}")
@@ -146,7 +148,7 @@ class EmpathyEditor(Editor):
             button.setMinimumHeight(34)
             button.clicked.connect(lambda _=False, i=index: self.choose(i))
             self.choice_buttons.append(button)
-            choices.addWidget(button)
+            choices.addWidget(button, index // 2, index % 2)
         self.comment = QLineEdit()
         self.comment.setPlaceholderText("Optional comment for the PI")
         self.comment.setAccessibleName("Comment")
