@@ -988,14 +988,17 @@ class MainWindow(QMainWindow):
 
 EDITOR_KEYS = {
     "rank": "<p><b>Ranking</b>: Up/Down choose a response, 1-9 rank it (same number = tie), "
-    "0 clears, Y correct, N incorrect, Alt+1-3 reasons C1-C3.</p>",
+    "0 clears, Y correct, N incorrect, Alt+1-3 reasons C1-C3; PageUp/PageDown scroll the "
+    "response, Home/End go to its start/end; Tab also reaches each response's Correct and "
+    "Incorrect buttons (Space marks).</p>",
     "match": "<p><b>Matching</b>: select draft text (S selects the sentence at the cursor), "
     "M or Enter match it, X NO MATCH, Delete clears; in a sentence list, 1-9 give the "
     "selected sentence a theme (0 removes it).</p>",
     "respond": "<p><b>Responses</b>: Tab moves to the next box.</p>",
     "urgency": "<p><b>Urgency</b>: Left or 1 = the left patient needs care first, Right or 2 = "
     "the right one; A marks a hard pair; L or R then 1-6 sets that patient's level, 0 clears.</p>",
-    "empathy": "<p><b>Empathy</b>: 1 = response 1 more empathetic, 2 = response 2, 3 = equal.</p>",
+    "empathy": "<p><b>Empathy</b>: 1 = response 1 more empathetic, 2 = response 2, 3 = equal; "
+    "PageUp/PageDown scroll both responses, Home/End go to their start/end.</p>",
     "eppc": "<p><b>EPPC coding</b>: 1-9 choose a code, Alt+1-9 its subcode; select text in the "
     "sentence and press E or Enter for evidence; Delete removes a span; W shows the whole "
     "message.</p>",

@@ -150,6 +150,16 @@ class Editor(QWidget):
     def loading(self) -> bool:
         return self._loading
 
+    def announce(self, text: str) -> None:
+        """Make ``text`` (what the editor's keys act on now: "Response B of 3, rank 2...") the
+        editor's accessible name, and tell a screen reader that it changed, so that the
+        editor, which holds the keyboard focus while a clinician works with its keys, is
+        announced by what it shows rather than as a nameless pane."""
+        if text == self.accessibleName():
+            return
+        self.setAccessibleName(text)
+        QAccessible.updateAccessibility(QAccessibleEvent(self, QAccessible.Event.NameChanged))
+
 
 class _StateCommand(QUndoCommand):
     def __init__(self, text, apply, before, after, notify) -> None:

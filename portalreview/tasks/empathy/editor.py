@@ -6,7 +6,10 @@ this annotator (``presentation.swap``: the sides are randomised per person); who
 never shown to a clinician. The answer names the chosen *response*, never a side.
 
 Keys: 1 = response 1 is more empathetic, 2 = response 2, 3 = both equally (the catalog's
-``empathy_choices``, in order). Every change goes through the undo history.
+``empathy_choices``, in order); PageUp/PageDown scroll both responses a page (a long one, or a
+large text size, overflows its pane), Home/End take both to their start/end. Every change goes
+through the undo history. The editor's accessible name says the choice made so far, and a
+screen reader is told when it changes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
+    QGridLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -36,9 +39,11 @@ from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.urgency.editor import paint_choice_frame
 
 _KEYS = {Qt.Key.Key_1: 0, Qt.Key.Key_2: 1, Qt.Key.Key_3: 2}
+_SCROLL_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown, Qt.Key.Key_Home, Qt.Key.Key_End)
 HELP = (
     "<b>Which response is more empathetic?</b> &nbsp; <b>1</b> response 1 · <b>2</b> response "
-    "2 · <b>3</b> both equally · <b>Ctrl+Enter</b> submit and go on"
+    "2 · <b>3</b> both equally · <b>PageUp</b>/<b>PageDown</b> scroll the responses, "
+    "<b>Home</b>/<b>End</b> their start/end · <b>Ctrl+Enter</b> submit and go on"
 )
 
 
@@ -82,6 +87,20 @@ class ResponseCard(QFrame):
         self.text.setText(response.text)
         self.area.verticalScrollBar().setValue(0)
 
+    def scroll(self, key: int) -> None:
+        """PageUp/PageDown: a page (less two lines, to keep the thread); Home/End: the start
+        or the end of the response."""
+        bar = self.area.verticalScrollBar()
+        step = max(1, bar.pageStep() - 2 * self.text.fontMetrics().lineSpacing())
+        bar.setValue(
+            {
+                Qt.Key.Key_PageUp: bar.value() - step,
+                Qt.Key.Key_PageDown: bar.value() + step,
+                Qt.Key.Key_Home: bar.minimum(),
+                Qt.Key.Key_End: bar.maximum(),
+            }[key]
+        )
+
     def show_state(self, chosen: bool, equal: bool) -> None:
         colour = self.palette().highlight().color().name()
         mark = ""
@@ -118,7 +137,9 @@ class EmpathyEditor(Editor):
             responses.addWidget(card)
 
         self.choice_buttons: list[QPushButton] = []
-        choices = QHBoxLayout()
+        # Two buttons a row (the third under them): three in one row made the editor wider
+        # than a 1024x768 screen's pane, the second response and "Both" cut off at the right.
+        choices = QGridLayout()
         for index, choice in enumerate(catalogs.empathy_choices):
             button = QPushButton(f"{choice.name}   ({index + 1})")
             button.setObjectName(f"choice_{choice.id}")
@@ -127,7 +148,7 @@ class EmpathyEditor(Editor):
             button.setMinimumHeight(34)
             button.clicked.connect(lambda _=False, i=index: self.choose(i))
             self.choice_buttons.append(button)
-            choices.addWidget(button)
+            choices.addWidget(button, index // 2, index % 2)
         self.comment = QLineEdit()
         self.comment.setPlaceholderText("Optional comment for the PI")
         self.comment.setAccessibleName("Comment")
@@ -211,6 +232,10 @@ class EmpathyEditor(Editor):
             | Qt.KeyboardModifier.AltModifier
             | Qt.KeyboardModifier.MetaModifier
         )
+        if event.key() in _SCROLL_KEYS and not mods:
+            for card in self.cards:
+                card.scroll(event.key())
+            return True
         if mods or event.key() not in _KEYS:
             return False
         self.choose(_KEYS[event.key()])
@@ -232,3 +257,14 @@ class EmpathyEditor(Editor):
             selected = None
         for index, button in enumerate(self.choice_buttons):
             button.setChecked(index == selected)
+        if selected is None:
+            said = "no choice yet"
+        elif selected == 2:
+            said = "both responses equally empathetic"
+        else:
+            said = f"response {selected + 1} is more empathetic"
+        self.announce(f"Empathy pairs: {said}")
+        self.setAccessibleDescription(
+            "1 response 1 is more empathetic, 2 response 2, 3 both equally; PageUp/PageDown "
+            "scroll the responses, Home/End their start/end"
+        )

@@ -6,7 +6,12 @@ this annotator (shuffled per annotator and case). Two ways to rank:
 
 * keyboard: Up/Down (or the mouse) picks the current response; a number key gives it that
   rank, the same number twice is a tie; 0 or Backspace clears it; Y / N mark it correct or
-  incorrect; Alt+1..3 toggle the reasons C1..C3;
+  incorrect; Alt+1..3 toggle the reasons C1..C3; PageUp/PageDown scroll the current response
+  (a long one is taller than its pane), Home/End go to its start/end. A key that cannot apply
+  (rank 5 of 3 responses, a reason of a response not marked incorrect) says why above the
+  responses. Tab also reaches each response's Correct and Incorrect buttons (Space marks);
+* the editor's accessible name says the current response and its state ("Response B of 3,
+  rank 2 of 3, marked correct") and is announced to a screen reader after each key;
 * drag and drop in "Your ranking": drop between two entries to place it there, drop onto an
   entry to tie with it.
 """
@@ -14,13 +19,13 @@ this annotator (shuffled per annotator and case). Two ways to rank:
 from __future__ import annotations
 
 import copy
+import html
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QButtonGroup,
     QCheckBox,
     QFrame,
     QHBoxLayout,
@@ -30,6 +35,8 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QRadioButton,
     QScrollArea,
+    QScrollBar,
+    QSizePolicy,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -39,8 +46,28 @@ from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, ResponseView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import Editor, clear_layout
+from portalreview.ui import colours
 
 _NUMBER_KEYS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
+_SCROLL_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown, Qt.Key.Key_Home, Qt.Key.Key_End)
+HELP = (
+    "Up/Down choose a response · 1-9 give it a rank (same number = tie) · 0 clears · "
+    "Y correct · N incorrect · Alt+1-3 reasons · PageUp/PageDown scroll the response, "
+    "Home/End its start/end"
+)
+
+
+def state_text(rank: int | None, correct: bool | None, criteria: list[str], n: int) -> str:
+    """What a response's state says in words ("rank 2 of 3, marked incorrect: C1")."""
+    parts = [f"rank {rank} of {n}" if rank is not None else "not ranked"]
+    if correct is True:
+        parts.append("marked correct")
+    elif correct is False:
+        reasons = ", ".join(criteria) if criteria else "no reason given"
+        parts.append(f"marked incorrect: {reasons}")
+    else:
+        parts.append("not marked correct or incorrect")
+    return ", ".join(parts)
 
 
 def ranks_from_groups(groups: list[list[int]]) -> dict[int, int]:
@@ -73,23 +100,35 @@ class ResponseCard(QFrame):
         self.setObjectName("responseCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setAccessibleName(self.label)
+        # Every line wraps to the pane's width (a row wider than the pane was cut off at the
+        # right: the text mid-word, the Incorrect button): the title on a line of its own, the
+        # two buttons on the next, each reason's name beside its box.
         layout = QVBoxLayout(self)
-        top = QHBoxLayout()
         self.title = QLabel()
-        top.addWidget(self.title)
-        top.addStretch(1)
-        self.correct = QRadioButton("Correct")
-        self.incorrect = QRadioButton("Incorrect")
-        group = QButtonGroup(self)
-        group.setExclusive(False)  # allows "not judged yet"
+        self.title.setWordWrap(True)
+        layout.addWidget(self.title)
+        top = QHBoxLayout()
+        self.correct = QRadioButton("Correct (Y)")
+        self.incorrect = QRadioButton("Incorrect (N)")
         for button, value in ((self.correct, True), (self.incorrect, False)):
-            group.addButton(button)
+            # Neither auto-exclusive nor in a button group ("not judged yet" is allowed, and
+            # the editor keeps the pair exclusive): in either, Qt takes the unchecked button
+            # out of the Tab chain, and Incorrect was never reached by Tab.
+            button.setAutoExclusive(False)
+            button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            button.setAccessibleName(f"{self.label}: {'correct' if value else 'incorrect'}")
             button.clicked.connect(lambda _=False, v=value: editor.set_correct(self.response_id, v))
+            button.installEventFilter(editor)  # focus on it makes this card the current one
             top.addWidget(button)
+        top.addStretch(1)
         layout.addLayout(top)
         body = QLabel(response.text)
+        body.setObjectName("responseText")
         body.setWordWrap(True)
         body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        body.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.body = body
         layout.addWidget(body)
         # The reasons appear once the response is marked incorrect (seed 001: C1-C3).
         self.reasons = QWidget()
@@ -99,13 +138,21 @@ class ResponseCard(QFrame):
         reasons.addWidget(QLabel("Why incorrect? (tick all that apply)"))
         self.criteria: dict[str, QCheckBox] = {}
         for i, criterion in enumerate(catalogs.criteria, start=1):
-            box = QCheckBox(f"{criterion.id} {criterion.name}   (Alt+{i})")
+            box = QCheckBox(criterion.id)
             box.setToolTip(criterion.definition)
+            box.setAccessibleName(f"{self.label}: reason {criterion.id} {criterion.name}")
+            box.setAccessibleDescription(criterion.definition)
             box.clicked.connect(
                 lambda _=False, c=criterion.id: editor.toggle_criterion(self.response_id, c)
             )
+            box.installEventFilter(editor)
+            name = _ClickLabel(f"{criterion.name}   (Alt+{i})", box)
+            name.setToolTip(criterion.definition)
+            row = QHBoxLayout()
+            row.addWidget(box, 0, Qt.AlignmentFlag.AlignTop)
+            row.addWidget(name, 1)
             self.criteria[criterion.id] = box
-            reasons.addWidget(box)
+            reasons.addLayout(row)
         layout.addWidget(self.reasons)
 
     def mousePressEvent(self, event) -> None:
@@ -124,6 +171,7 @@ class ResponseCard(QFrame):
         rank_text = f"rank {rank} of {n}" if rank is not None else "not ranked"
         marker = "▶ " if current else ""
         self.title.setText(f"<b>{marker}{self.label}</b> — {rank_text}")
+        self.setAccessibleDescription(state_text(rank, correct, criteria, n))
         self.correct.setChecked(correct is True)
         self.incorrect.setChecked(correct is False)
         for criterion_id, box in self.criteria.items():
@@ -132,6 +180,22 @@ class ResponseCard(QFrame):
         self.setProperty("current", current)
         self.setLineWidth(3 if current else 1)
         self.setFrameShadow(QFrame.Shadow.Plain if current else QFrame.Shadow.Raised)
+
+
+class _ClickLabel(QLabel):
+    """A reason's name beside its check box: it wraps (a check box's own text never does),
+    and a click on it ticks the box as a click on a check box's text would."""
+
+    def __init__(self, text: str, box: QCheckBox) -> None:
+        super().__init__(text)
+        self.box = box
+        self.setWordWrap(True)
+        self.setBuddy(box)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def mousePressEvent(self, event) -> None:
+        self.box.click()
+        event.accept()
 
 
 class RankingList(QListWidget):
@@ -144,6 +208,10 @@ class RankingList(QListWidget):
         self.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
         self.setDefaultDropAction(Qt.DropAction.MoveAction)
         self.setDropIndicatorShown(True)
+        # A narrow pane (a small screen) wraps an entry rather than cutting it off.
+        self.setWordWrap(True)
+        self.setResizeMode(QListWidget.ResizeMode.Adjust)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setAccessibleName("Your ranking: drag to reorder, drop onto an entry to tie")
 
     def dropEvent(self, event) -> None:
@@ -181,20 +249,25 @@ class RankEditor(Editor):
         self.cards_layout = QVBoxLayout(cards_inner)
         cards_area = QScrollArea()
         cards_area.setWidgetResizable(True)
-        cards_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # The cards wrap to the pane's width; were a line still wider (a very large text
+        # size), a scroll bar shows it rather than hiding it.
+        cards_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         cards_area.setWidget(cards_inner)
         cards_area.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.cards_area = cards_area
-        help_text = QLabel(
-            "Up/Down choose a response · 1-9 give it a rank (same number = tie) · 0 clears · "
-            "Y correct · N incorrect · Alt+1-3 reasons"
-        )
+        help_text = QLabel(HELP)
         help_text.setWordWrap(True)
         help_text.setObjectName("keyHelp")
+        self.notice = QLabel()
+        self.notice.setObjectName("rankNotice")
+        self.notice.setWordWrap(True)
+        self.notice.setVisible(False)
+        self._notice = ""
         middle = QWidget()
         middle_layout = QVBoxLayout(middle)
         middle_layout.setContentsMargins(0, 0, 0, 0)
         middle_layout.addWidget(help_text)
+        middle_layout.addWidget(self.notice)
         middle_layout.addWidget(cards_area, 1)
         self.comment = QLineEdit()
         self.comment.setPlaceholderText("Optional comment for the PI")
@@ -206,21 +279,24 @@ class RankEditor(Editor):
         side = QWidget()
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(0, 0, 0, 0)
-        side_layout.addWidget(QLabel("<b>Your ranking</b> (best first)"))
+        header = QLabel("<b>Your ranking</b> (best first)")
+        header.setWordWrap(True)
+        side_layout.addWidget(header)
         side_layout.addWidget(self.ranking, 1)
         tip = QLabel("Drag to reorder; drop onto another response to tie with it.")
         tip.setWordWrap(True)
         side_layout.addWidget(tip)
-        side.setMinimumWidth(230)
+        side.setMinimumWidth(170)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.case_panel)
         splitter.addWidget(middle)
         splitter.addWidget(side)
+        splitter.setChildrenCollapsible(False)
         splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 4)
+        splitter.setStretchFactor(1, 5)
         splitter.setStretchFactor(2, 1)
-        splitter.setSizes([320, 760, 240])
+        splitter.setSizes([300, 760, 180])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -247,7 +323,9 @@ class RankEditor(Editor):
             self.cards_layout.addWidget(card)
         self.cards_layout.addStretch(1)
         self.current = self.order[0] if self.order else None
+        self._say("")
         self._refresh()
+        self.cards_area.verticalScrollBar().setValue(0)
 
     def payload(self) -> dict[str, Any]:
         entries = []
@@ -282,9 +360,16 @@ class RankEditor(Editor):
         self._refresh()
 
     def set_rank(self, response_id: int, rank: int | None) -> None:
-        if rank is not None and not 1 <= rank <= len(self.order):
-            return
         label = self.cards[response_id].label
+        n = len(self.order)
+        if rank is not None and not 1 <= rank <= n:
+            self._say(
+                f"There are {n} responses: ranks go from 1 to {n} (the same number twice is "
+                "a tie; 0 clears)."
+            )
+            self._refresh()
+            return
+        self._say("")
         self._change(f"rank {label}", lambda s: s["ranks"].__setitem__(response_id, rank))
 
     def set_correct(self, response_id: int, correct: bool) -> None:
@@ -294,6 +379,7 @@ class RankEditor(Editor):
                 s["criteria"][response_id] = []
 
         self.set_current(response_id)
+        self._say("")
         self._change("mark correctness", mutate)
         self._refresh()  # a click on the checked button must not leave it unchecked
 
@@ -308,7 +394,14 @@ class RankEditor(Editor):
 
         self.set_current(response_id)
         if self.state["correct"][response_id] is False:
+            self._say("")
             self._change(f"reason {criterion}", mutate)
+        else:
+            label = self.cards[response_id].label
+            self._say(
+                f"{label} is not marked incorrect: press N first, then Alt+1-"
+                f"{len(self.catalogs.criteria)} for the reasons."
+            )
         self._refresh()
 
     def move_in_ranking(self, response_id: int, target_id: int | None, where: str) -> None:
@@ -332,10 +425,86 @@ class RankEditor(Editor):
         )
 
     def set_current(self, response_id: int) -> None:
+        moved = response_id != self.current
         self.current = response_id
         self._refresh()
+        if moved:
+            self.show_card_start()
+
+    # --- scrolling --------------------------------------------------------------------------
+
+    def _card_span(self) -> tuple[int, int] | None:
+        """The scroll values that show the current card's top and its bottom."""
+        card = self.cards.get(self.current)
+        if card is None:
+            return None
+        margin = self.cards_layout.spacing()
+        top = max(0, card.y() - margin)
+        bottom = card.y() + card.height() + margin - self.cards_area.viewport().height()
+        return top, max(top, bottom)
+
+    def show_card_start(self) -> None:
+        """Scroll the current card into view: all of it when it fits, else its start (Qt's
+        ensureWidgetVisible would centre a tall card, its first lines out of view)."""
+        card = self.cards.get(self.current)
+        if card is None:
+            return
+        self.cards_area.widget().layout().activate()
+        top, _bottom = self._card_span()
+        shows_bottom = top + card.height() + 2 * self.cards_layout.spacing()
+        shows_bottom -= self.cards_area.viewport().height()
+        bar = self.cards_area.verticalScrollBar()
+        if shows_bottom > top or bar.value() > top:  # taller than the pane, or above it
+            bar.setValue(top)
+        elif bar.value() < shows_bottom:  # below the pane
+            bar.setValue(shows_bottom)
+
+    def scroll_card(self, key: int) -> None:
+        """PageUp/PageDown: a page up or down within the current card; Home/End: its start or
+        its end."""
+        span = self._card_span()
+        if span is None:
+            return
+        top, bottom = span
+        bar: QScrollBar = self.cards_area.verticalScrollBar()
+        step = max(1, bar.pageStep() - self.fontMetrics().lineSpacing() * 2)
+        value = {
+            Qt.Key.Key_PageUp: bar.value() - step,
+            Qt.Key.Key_PageDown: bar.value() + step,
+            Qt.Key.Key_Home: top,
+            Qt.Key.Key_End: bottom,
+        }[key]
+        bar.setValue(min(max(value, top), bottom))
 
     # --- keyboard ---------------------------------------------------------------------------
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # A card's button or box that takes the focus (Tab) makes its card the current one,
+        # so the keys and the screen reader speak of the card the focus is in.
+        card = next((c for c in self.cards.values() if c.isAncestorOf(watched)), None)
+        if card is None:
+            return super().eventFilter(watched, event)
+        if event.type() == QEvent.Type.FocusIn and card.response_id != self.current:
+            self.set_current(card.response_id)
+        elif event.type() == QEvent.Type.KeyPress and event.key() in (
+            Qt.Key.Key_Up,
+            Qt.Key.Key_Down,
+        ):
+            # Up/Down choose the response here too, and the focus follows to the same
+            # button of the new one.
+            self.handle_key(event, watched)
+            new = self.cards[self.current]
+            (new.correct if watched is card.correct else new.incorrect).setFocus()
+            return True
+        elif event.type() == QEvent.Type.KeyPress and event.key() not in (
+            Qt.Key.Key_Space,
+            Qt.Key.Key_Left,
+            Qt.Key.Key_Right,
+            Qt.Key.Key_Tab,
+            Qt.Key.Key_Backtab,
+        ):
+            return self.handle_key(event, watched)
+        return False
 
     def handle_key(self, event: QKeyEvent, watched: QObject | None = None) -> bool:
         if self.current is None or not self.order:
@@ -345,12 +514,18 @@ class RankEditor(Editor):
         index = self.order.index(self.current)
         if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
             step = 1 if key == Qt.Key.Key_Down else -1
+            self._say("")
             self.set_current(self.order[(index + step) % len(self.order)])
+        elif key in _SCROLL_KEYS and not mods & ~Qt.KeyboardModifier.KeypadModifier:
+            self.scroll_card(key)
         elif key in _NUMBER_KEYS and alt:
             criteria = [c.id for c in self.catalogs.criteria]
             number = _NUMBER_KEYS[key]
             if 1 <= number <= len(criteria):
                 self.toggle_criterion(self.current, criteria[number - 1])
+            else:
+                self._say(f"The reasons are Alt+1 to Alt+{len(criteria)}.")
+                self._refresh()
         elif key in _NUMBER_KEYS:
             number = _NUMBER_KEYS[key]
             self.set_rank(self.current, number or None)
@@ -366,6 +541,31 @@ class RankEditor(Editor):
 
     # --- display ----------------------------------------------------------------------------
 
+    def _say(self, text: str) -> None:
+        """Show why a key did nothing (empty: nothing to say); it stays until the next key
+        that does something, and is part of the editor's accessible name meanwhile."""
+        self._notice = text
+        error = colours.text("error")
+        self.notice.setText(f"<span style='color:{error}'>{html.escape(text)}</span>")
+        self.notice.setVisible(bool(text))
+
+    def state_text(self) -> str:
+        """The current response and its state, as the editor's accessible name says it."""
+        if self.current not in self.cards:
+            return "Rank drafts: no responses"
+        r = self.current
+        n = len(self.order)
+        card = self.cards[r]
+        where = f"{card.label} of {n}" if n else card.label
+        state = state_text(
+            self.state["ranks"][r],
+            self.state["correct"][r],
+            self.state["criteria"][r] if self.state["correct"][r] is False else [],
+            n,
+        )
+        text = f"Rank drafts: {where}, {state}"
+        return f"{text}. {self._notice}" if self._notice else text
+
     def _refresh(self) -> None:
         n = len(self.order)
         for r, card in self.cards.items():
@@ -376,8 +576,8 @@ class RankEditor(Editor):
                 r == self.current,
                 n,
             )
-        if self.current in self.cards:
-            self.cards_area.ensureWidgetVisible(self.cards[self.current])
+        self.announce(self.state_text())
+        self.setAccessibleDescription(HELP.replace(" · ", "; "))
         self.ranking.clear()
         for group in groups_from_ranks(self.order, self.state["ranks"]):
             tie = len(group) > 1

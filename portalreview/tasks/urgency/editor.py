@@ -331,6 +331,30 @@ class UrgencyEditor(Editor):
                 self._level_side == panel.side,
             )
         self.ask_second.setChecked(bool(self.state["ask_second"]))
+        self.announce(self.state_text())
+        self.setAccessibleDescription(
+            "Left or 1: the left patient needs care first; Right or 2: the right one; A: hard "
+            "pair; L or R then 1-6: that patient's level, 0 clears"
+        )
+
+    def state_text(self) -> str:
+        """The pair's answer so far in words, as the editor's accessible name says it."""
+        chosen = self.state["chosen"]
+        parts = []
+        if chosen is not None and chosen in self.case_ids:
+            parts.append(f"the {SIDES[self.case_ids.index(chosen)]} patient needs care first")
+        else:
+            parts.append("no patient chosen yet")
+        for side, case_id in enumerate(self.case_ids):
+            level = self.state["levels"].get(case_id)
+            if level is not None:
+                entry = next(x for x in self.catalogs.urgency_levels if x.level == level)
+                parts.append(f"{SIDES[side]} patient level {level}, {entry.name}")
+        if self.state["ask_second"]:
+            parts.append("hard pair: a second annotator is asked")
+        if self._level_side is not None:
+            parts.append(f"press 1-6 for the {SIDES[self._level_side]} patient's level")
+        return "Urgency pairs: " + "; ".join(parts)
 
 
 def _scale(catalogs: Catalogs) -> QWidget:
