@@ -41,18 +41,18 @@ from portalreview.tasks.common.editor_base import Editor, LiveFigure, keep_selec
 from portalreview.tasks.common.offsets import TextOffsets
 from portalreview.ui import colours
 
-NO_THEME = "—"
+NO_THEME = "no theme"  # words: on Linux a screen reader names a drop-down by its text
 
 
 class SentenceTable(QTableWidget):
     """Sentences of one response with a theme drop-down each (and a decision column for the
     reference)."""
 
-    def __init__(self, catalogs: Catalogs, columns: list[str], name: str) -> None:
+    def __init__(self, catalogs: Catalogs, columns: list[str], name: str, title: str) -> None:
         super().__init__(0, len(columns))
         self.catalogs = catalogs
         self.setObjectName(name)
-        self.setAccessibleName(name)
+        self.setAccessibleName(title)  # what a screen reader says, in words
         self.setHorizontalHeaderLabels(columns)
         self.verticalHeader().setVisible(False)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -94,6 +94,7 @@ class SentenceTable(QTableWidget):
                 box.setItemData(box.count() - 1, theme.definition, Qt.ItemDataRole.ToolTipRole)
             box.setAccessibleName(f"Theme of sentence {row + 1}")
             box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            box.currentIndexChanged.connect(lambda _i, b=box: self._describe(b))
             box.currentIndexChanged.connect(
                 lambda _i, sid=sentence.id, b=box: on_theme(sid, b.currentData())
             )
@@ -101,6 +102,13 @@ class SentenceTable(QTableWidget):
             holder = QWidget()  # keeps the drop-down its natural height in a tall row
             holder_layout = QVBoxLayout(holder)
             holder_layout.setContentsMargins(2, 2, 2, 2)
+            # On Linux (AT-SPI) Qt names a drop-down by its current text: the sentence it is
+            # for comes from a label (a "labelled by" relation; not shown, the row says it) and
+            # from the description, which also says the theme chosen.
+            label = QLabel(f"Theme of sentence {row + 1}", holder)
+            label.setBuddy(box)
+            label.hide()
+            self._describe(box)
             holder_layout.addWidget(box, 0, Qt.AlignmentFlag.AlignVCenter)
             self.setCellWidget(row, theme_column, holder)
         self.resizeRowsToContents()
@@ -110,6 +118,13 @@ class SentenceTable(QTableWidget):
             box.blockSignals(True)
             box.setCurrentIndex(max(0, box.findData(themes.get(sentence_id))))
             box.blockSignals(False)
+            self._describe(box)
+
+    def _describe(self, box: QComboBox) -> None:
+        """The drop-down's description: "Theme of sentence N: <theme, or none>"."""
+        names = {theme.id: theme.name for theme in self.catalogs.themes}
+        chosen = names.get(box.currentData(), "none")
+        box.setAccessibleDescription(f"{box.accessibleName()}: {chosen}")
 
 
 class MatchEditor(Editor):
@@ -127,7 +142,10 @@ class MatchEditor(Editor):
 
         self.case_panel = CasePanel()
         self.ref_table = SentenceTable(
-            catalogs, ["#", "Reference sentence", "Match", "Theme"], "referenceSentences"
+            catalogs,
+            ["#", "Reference sentence", "Match", "Theme"],
+            "referenceSentences",
+            "Sentences of the reference response (the clinician's)",
         )
         self.ref_table.currentCellChanged.connect(self._on_current_row)
         self.draft_view = QTextEdit(readOnly=True)
@@ -143,7 +161,7 @@ class MatchEditor(Editor):
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
         self.draft_table = SentenceTable(
-            catalogs, ["#", "Draft sentence", "Theme"], "draftSentences"
+            catalogs, ["#", "Draft sentence", "Theme"], "draftSentences", "Sentences of the draft"
         )
         self.current_label = QLabel()
         self.current_label.setWordWrap(True)
