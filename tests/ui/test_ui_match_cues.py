@@ -5,8 +5,12 @@ more than a darker shade, in every colour scheme."""
 
 from __future__ import annotations
 
-from PySide6.QtGui import QAccessible, QTextFormat
+import pytest
+from PySide6.QtGui import QAccessible, QTextCursor, QTextFormat
 from ui_support import open_window, show_kind
+
+from portalreview.ui import colours
+from portalreview.ui.main_window import apply_color_scheme
 
 # What only colours a format; every other property is a cue that is not colour.
 COLOUR_PROPERTIES = {
@@ -55,3 +59,41 @@ def test_each_theme_drop_down_says_its_sentence_and_its_theme(qtbot, gui, prefs)
     assert described == f"Theme of sentence 1: {themes[theme]}"
     first.setCurrentIndex(0)
     assert first.accessibleDescription() == "Theme of sentence 1: none"
+
+
+def select(view, start: int, end: int) -> None:
+    cursor = view.textCursor()
+    cursor.setPosition(start)
+    cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+    view.setTextCursor(cursor)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark", "high_contrast"])
+def test_this_sentence_s_match_differs_from_the_others_by_more_than_colour(
+    qtbot, gui, prefs, scheme
+):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    apply_color_scheme(scheme)
+    show_kind(window, "match")
+    editor = window.editors["match"]
+    text = editor.draft.text
+    first, second = text.split(". ")[:2]
+    select(editor.draft_view, 0, len(first))
+    editor.match_selection()  # sentence 1
+    start = len(first) + 2
+    select(editor.draft_view, start, start + len(second))
+    editor.match_selection()  # sentence 2
+    editor.ref_table.setCurrentCell(0, 1)  # back to sentence 1
+    assert editor.current == editor.reference.sentences[0].id
+
+    def cues(selection) -> dict:
+        props = selection.format.properties()
+        return {k: v for k, v in props.items() if k not in COLOUR_PROPERTIES}
+
+    shade = colours.mark("matched_current")
+    tinted = [s for s in editor.draft_view.extraSelections() if s.format.background().style()]
+    this_match = [s for s in tinted if s.format.background().color() == shade]
+    others = [s for s in tinted if s.cursor.selectionStart() == start]
+    assert [s.cursor.selectionStart() for s in this_match] == [0] and others
+    assert all(cues(a) != cues(b) for a in this_match for b in others)
+    apply_color_scheme("light")

@@ -188,9 +188,9 @@ class MatchEditor(Editor):
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.addWidget(self.current_label)
         legend = QLabel(
-            "Select the draft text that says the same thing. Green: matched (darker: this "
-            "sentence's match). Red wavy underline: not matched so far, i.e. what would be "
-            "deleted."
+            "Select the draft text that says the same thing. Green, underlined: matched "
+            "(darker, with a line above too: this sentence's match). Red wavy underline: not "
+            "matched so far, i.e. what would be deleted."
         )
         legend.setWordWrap(True)
         right_layout.addWidget(legend)
@@ -423,7 +423,7 @@ class MatchEditor(Editor):
         for start, end in covered:
             selections.append(self._selection(start, end, background=matched))
         for start, end in self.state["decisions"].get(self.current) or []:
-            selections.append(self._selection(start, end, background=current))
+            selections.append(self._selection(start, end, background=current, current=True))
         cursor = 0
         for start, end in [*covered, [len(self.draft.text), len(self.draft.text)]]:
             if self.draft.text[cursor:start].strip():
@@ -432,7 +432,12 @@ class MatchEditor(Editor):
         self.draft_view.setExtraSelections(selections)
 
     def _selection(
-        self, start: int, end: int, background: QColor | None = None, deleted: bool = False
+        self,
+        start: int,
+        end: int,
+        background: QColor | None = None,
+        deleted: bool = False,
+        current: bool = False,
     ) -> QTextEdit.ExtraSelection:
         selection = QTextEdit.ExtraSelection()
         cursor = QTextCursor(self.draft_view.document())
@@ -443,6 +448,8 @@ class MatchEditor(Editor):
         if background is not None:  # matched text: tinted and underlined (not colour alone)
             fmt.setBackground(background)
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.SingleUnderline)
+        if current:  # this sentence's match: a line above as well, not only a darker shade
+            fmt.setFontOverline(True)
         if deleted:
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
             fmt.setUnderlineColor(QColor("#d0342c"))
