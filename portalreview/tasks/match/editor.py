@@ -168,6 +168,7 @@ class MatchEditor(Editor):
         self.current_label.setObjectName("currentSentence")
         self.scores = LiveFigure()
         self.scores.setObjectName("runningScores")
+        self.scores.setWordWrap(True)  # a long line of figures: wrapped, not a wide editor
         self.match_button = QPushButton("&Match selection (M)")
         self.match_button.clicked.connect(self.match_selection)
         self.no_match_button = QPushButton("NO MATCH (X)")
@@ -181,7 +182,9 @@ class MatchEditor(Editor):
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(QLabel("<b>Reference response</b> (the clinician's), by sentence"))
+        title = QLabel("<b>Reference response</b> (the clinician's), by sentence")
+        title.setWordWrap(True)
+        left_layout.addWidget(title)
         left_layout.addWidget(self.ref_table, 1)
         right = QWidget()
         right_layout = QVBoxLayout(right)
