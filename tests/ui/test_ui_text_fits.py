@@ -1,14 +1,17 @@
 """Text that must be read whole is shown whole on a 1280 x 720 and a 1024 x 768 screen: the
 patient's message and the chart wrap to the case panel's width (read top to bottom, never
-sideways) and the panel is never a sliver."""
+sideways) and the panel is never a sliver; the match editor's column headers, the facts
+editor's "new fact" hint and the progress texts of the tool windows fit their room."""
 
 from __future__ import annotations
 
 import pytest
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QStyle
 from ui_support import open_window, show_kind
 
 from portalreview.tasks.common.case_panel import CasePanel
+from portalreview.tasks.facts.editor import FactSide
 
 # The main window's size on those screens (their available area less the window's frame).
 SCREENS = {"1280x720": (1280, 690), "1024x768": (1024, 738)}
@@ -34,3 +37,32 @@ def test_the_patient_s_message_wraps_to_the_case_panel(qtbot, gui, prefs, screen
     assert viewport >= 8 * panel.fontMetrics().averageCharWidth()  # never a sliver
     for section in panel.sections.values():  # titles wrap too, never cut
         assert section.title.width() <= viewport
+
+
+def header_fits(table, column: int) -> bool:
+    header = table.horizontalHeader()
+    margin = 2 * table.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin)
+    text = table.horizontalHeaderItem(column).text()
+    return header.fontMetrics().horizontalAdvance(text) + margin <= header.sectionSize(column)
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_the_match_editor_s_headers_are_whole(qtbot, gui, prefs, screen):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "match")
+    sized(window, screen)
+    editor = window.editors["match"]
+    for table in (editor.ref_table, editor.draft_table):
+        for column in range(table.columnCount()):
+            assert header_fits(table, column), (table.objectName(), column)
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_the_new_fact_hint_is_whole(qtbot, gui, prefs, screen):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "facts")
+    sized(window, screen)
+    for side in window.editors["facts"].findChildren(FactSide):
+        entry = side.entry
+        room = entry.contentsRect().width() - 2 * 4  # the line edit's text margins
+        assert entry.fontMetrics().horizontalAdvance(entry.placeholderText()) <= room

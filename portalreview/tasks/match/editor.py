@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSplitter,
+    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QTextEdit,
@@ -75,6 +76,19 @@ class SentenceTable(QTableWidget):
         super().resizeEvent(event)
         self.resizeRowsToContents()  # wrapped sentences are read whole, never elided
 
+    def minimumSizeHint(self) -> QSize:
+        """Wide enough for every column with the sentences' column at least as wide as its
+        header (said whole) and about a dozen characters, so a splitter never squeezes it."""
+        hint = super().minimumSizeHint()
+        header = self.horizontalHeader()
+        margin = 2 * self.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin) + 4
+        title = header.fontMetrics().horizontalAdvance(self.horizontalHeaderItem(1).text())
+        sentences = max(title + margin, self.fontMetrics().averageCharWidth() * 12)
+        others = sum(header.sectionSize(i) for i in range(self.columnCount()) if i != 1)
+        bar = self.verticalScrollBar().sizeHint().width()
+        width = others + sentences + bar + 2 * self.frameWidth()
+        return QSize(max(hint.width(), width), hint.height())
+
     def fill(self, sentences: tuple[SentenceView, ...], on_theme) -> None:
         self.setRowCount(len(sentences))
         self.theme_boxes = {}
@@ -112,6 +126,7 @@ class SentenceTable(QTableWidget):
             holder_layout.addWidget(box, 0, Qt.AlignmentFlag.AlignVCenter)
             self.setCellWidget(row, theme_column, holder)
         self.resizeRowsToContents()
+        self.updateGeometry()  # the columns' widths changed: so did the minimum width
 
     def show_themes(self, themes: dict[int, str | None]) -> None:
         for sentence_id, box in self.theme_boxes.items():
@@ -143,7 +158,7 @@ class MatchEditor(Editor):
         self.case_panel = CasePanel()
         self.ref_table = SentenceTable(
             catalogs,
-            ["#", "Reference sentence", "Match", "Theme"],
+            ["#", "Sentence", "Match", "Theme"],  # the title above says "reference"
             "referenceSentences",
             "Sentences of the reference response (the clinician's)",
         )
