@@ -12,6 +12,7 @@ from ui_support import open_window, show_kind
 
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.facts.editor import FactSide
+from portalreview.ui import inbox_view
 
 # The main window's size on those screens (their available area less the window's frame).
 SCREENS = {"1280x720": (1280, 690), "1024x768": (1024, 738)}
@@ -66,3 +67,28 @@ def test_the_new_fact_hint_is_whole(qtbot, gui, prefs, screen):
         entry = side.entry
         room = entry.contentsRect().width() - 2 * 4  # the line edit's text margins
         assert entry.fontMetrics().horizontalAdvance(entry.placeholderText()) <= room
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Reading answers… %v of %m pairs",
+        "Asking the model… question %v of %m",
+        "Storing answers… %v of %m pairs",
+    ],
+)
+def test_the_inbox_view_s_progress_words_are_whole(qtbot, gui, prefs, words):
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    view = inbox_view.open_tool(window)
+    qtbot.waitUntil(lambda: not view.loading, timeout=20000)
+    view.resize(1100, 700)  # as on a 1280 x 720 screen
+    view.progress.setFormat(words)
+    view.progress.setRange(0, 4950)
+    view.progress.setValue(1200)
+    view.progress.setVisible(True)
+    QTest.qWait(50)
+    bar = view.progress
+    room = bar.contentsRect().width() - 8
+    assert bar.fontMetrics().horizontalAdvance(bar.text()) <= room, bar.text()
+    view.close()
+    window.close()
