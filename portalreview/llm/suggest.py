@@ -976,6 +976,22 @@ def unit_sets(service: StudyService) -> list[tuple[str, str, int]]:
         return [(name, kind, int(n)) for name, kind, n in rows]
 
 
+def unit_set_cases(service: StudyService) -> dict[str, int]:
+    """How many distinct cases each unit set's units hold (what a drafting run for the set
+    drafts for; :func:`cases_of_units` reads them); a set without units is left out."""
+    service._require_admin("list the unit sets")
+    cases: dict[str, set[int]] = {}
+    with service.project.read() as s:
+        rows = s.execute(
+            select(UnitSet.name, Unit.case_id, Unit.case_b_id).join(
+                Unit, Unit.unit_set_id == UnitSet.id
+            )
+        )
+        for name, case_a, case_b in rows:
+            cases.setdefault(name, set()).update(c for c in (case_a, case_b) if c is not None)
+    return {name: len(ids) for name, ids in cases.items()}
+
+
 # --- an inbox scored by the model, kept as a pseudo annotator's answers ------------------------
 
 

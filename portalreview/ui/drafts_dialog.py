@@ -54,6 +54,7 @@ from portalreview.ui.screen import fit_to_screen
 RUN_KEY = "Ctrl+Return"
 DEFAULT_MAX_TOKENS = 1024  # as `portalreview suggest`
 EXCERPT_CHARS = 140
+PROGRESS_FORMAT = "%v of %m cases"
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class DraftsDialog(QDialog):
         self._case_id: int | None = None
         self._case_name = ""
         self._templates: list[PromptTemplate] = []
+        self._set_cases: dict[str, int] = {}  # unit set name -> its cases
         self._relay = _Relay(self)
         queued = Qt.ConnectionType.QueuedConnection
         self._relay.started.connect(self._case_started, queued)
@@ -156,6 +158,8 @@ class DraftsDialog(QDialog):
         self.tags_edit.setPlaceholderText("KEY=VALUE, KEY=VALUE… (empty: every case)")
         self.tags_edit.setAccessibleName("Case tags, all required")
         self.set_box.activated.connect(lambda _i: self.by_set.setChecked(True))
+        self.set_box.currentIndexChanged.connect(lambda _i: self._show_planned())
+        self.by_set.toggled.connect(lambda _on: self._show_planned())
         self.tags_edit.textEdited.connect(lambda _t: self.by_tags.setChecked(True))
         grid.addWidget(self.by_set, 0, 0)
         grid.addWidget(self.set_box, 0, 1)
@@ -195,7 +199,7 @@ class DraftsDialog(QDialog):
         line = QHBoxLayout()
         self.progress = QProgressBar()
         self.progress.setObjectName("draftsProgress")
-        self.progress.setFormat("%v of %m cases")
+        self.progress.setFormat(PROGRESS_FORMAT)
         self.progress.setValue(0)
         line.addWidget(self.progress, 1)
         self.counts = QLabel()
@@ -236,6 +240,7 @@ class DraftsDialog(QDialog):
             self.run_button.setEnabled(False)
             return
         sets = sg.unit_sets(service)
+        self._set_cases = sg.unit_set_cases(service)
         for name, kind, count in sets:
             self.set_box.addItem(f"{name}  ({kind}, {count} units)", name)
         rank = next((i for i, (_n, kind, _c) in enumerate(sets) if kind == "rank"), 0)
@@ -249,6 +254,22 @@ class DraftsDialog(QDialog):
             self._say(f"The drafting templates cannot be used: {exc}")
         for template in self._templates:
             self.template_box.addItem(f"{template.spec.title} — {template.key}", template.key)
+        self._show_planned()
+
+    def _show_planned(self) -> None:
+        """Before a run, the bar counts the cases of the unit set chosen (a run may find some
+        already drafted); cases chosen by tag are counted when the run starts."""
+        if self.running:
+            return
+        if self.by_set.isChecked() and self.set_box.currentIndex() >= 0:
+            self.progress.setFormat(PROGRESS_FORMAT)
+            self.progress.setRange(0, max(self._set_cases.get(self.set_box.currentData(), 0), 1))
+            if not self._set_cases.get(self.set_box.currentData()):
+                self.progress.setFormat("The unit set has no case")
+        else:
+            self.progress.setRange(0, 1)
+            self.progress.setFormat("The cases tagged are counted when the run starts")
+        self.progress.setValue(0)
 
     # --- the model --------------------------------------------------------------------------
 
@@ -334,6 +355,7 @@ class DraftsDialog(QDialog):
         self._set_running(True)
         self.report = None
         self._case_id = None
+        self.progress.setFormat(PROGRESS_FORMAT)
         self.progress.setRange(0, 0)
         self.counts.clear()
         self.current.setText("Choosing the cases…")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -123,6 +123,27 @@ class ModelSorted:
     run: InboxScores
     result: InboxResult
     note: str = ""  # why the run was not asked as chosen (the inbox did not fit the context)
+
+
+class WordyProgressBar(QProgressBar):
+    """A progress bar whose words ("Reading answers… 120 of 4950 pairs") are shown whole: it
+    asks for their width (with numbers of five digits), whatever its format."""
+
+    def setFormat(self, text: str) -> None:
+        super().setFormat(text)
+        self.updateGeometry()
+
+    def _text_width(self) -> int:
+        longest = self.format().replace("%v", "88888").replace("%m", "88888")
+        return self.fontMetrics().horizontalAdvance(longest.replace("%p", "100")) + 24
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(max(hint.width(), self._text_width()), hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(max(hint.width(), self._text_width()), hint.height())
 
 
 class _Relay(QObject):
@@ -241,7 +262,7 @@ class InboxView(QWidget):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(COLUMNS.index("Message"), QHeaderView.ResizeMode.Stretch)
 
-        self.progress = QProgressBar()
+        self.progress = WordyProgressBar()
         self.progress.setTextVisible(True)
         self.progress.setFormat("Reading answers… %v of %m pairs")
         self.progress.setVisible(False)

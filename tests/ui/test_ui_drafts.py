@@ -355,3 +355,26 @@ def test_without_a_model_the_dialog_says_so_and_stores_nothing(qtbot, prefs, stu
     assert dialog.run_button.isEnabled()
     models.close()
     window.close()
+
+
+def test_before_a_run_the_bar_counts_the_cases_of_the_set_chosen(qtbot, prefs, study):
+    path, cases = study
+    with Project.open(path) as project:  # a set of three units over two cases
+        svc = StudyService(project)
+        pairs = svc.create_unit_set("pairs", "urgency")
+        for a, b in (("k1", "k2"), ("k2", "k1"), ("k1", "k2")):
+            svc.add_unit(pairs, cases[a], case_b_id=cases[b])
+    window = open_as(qtbot, prefs, path, "pat")
+    dialog = open_dialog(qtbot, window)
+    assert dialog.by_set.isChecked()
+    service = window.service
+    for index in range(dialog.set_box.count()):
+        dialog.set_box.setCurrentIndex(index)
+        name = dialog.set_box.currentData()
+        expected = len(sg.cases_for_drafts(service, unit_set=name))
+        assert expected == 2
+        assert (dialog.progress.minimum(), dialog.progress.maximum()) == (0, expected)
+        assert dialog.progress.text() == f"0 of {expected} cases"
+    dialog.by_tags.setChecked(True)  # counted when the run starts: no number yet
+    assert "0 of" not in dialog.progress.text()
+    window.close()

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import (
     QFrame,
+    QHBoxLayout,
     QLabel,
     QScrollArea,
     QSizePolicy,
@@ -19,6 +20,9 @@ from PySide6.QtWidgets import (
 
 from portalreview.store.service import CaseView
 
+MIN_CHARACTERS = 14  # the case panel's narrowest line, in average characters
+WANTED_CHARACTERS = 36  # and the line it would like
+
 CHART_SECTIONS = (
     ("demographics", "Demographics"),
     ("problems", "Problems"),
@@ -28,24 +32,41 @@ CHART_SECTIONS = (
 
 
 class CollapsibleSection(QWidget):
-    """A titled block whose body folds away with a click (or Space on the title)."""
+    """A titled block whose body folds away with a click (or Space on the title). The title
+    wraps in a narrow panel: the arrow is the button (named by the title), the words beside it
+    are a label that a click folds too."""
 
     def __init__(self, title: str, body: QWidget, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.toggle = QToolButton(text=title, checkable=True, checked=True)
-        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
         self.toggle.setArrowType(Qt.ArrowType.DownArrow)
         self.toggle.setAutoRaise(True)
-        font = self.toggle.font()
-        font.setBold(True)
-        self.toggle.setFont(font)
         self.toggle.toggled.connect(self._on_toggled)
+        self.title = QLabel(title)
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
+        self.title.setWordWrap(True)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.title.installEventFilter(self)
+        head = QHBoxLayout()
+        head.setSpacing(2)
+        head.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignTop)
+        head.addWidget(self.title, 1)
         self.body = body
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.toggle)
+        layout.addLayout(head)
         layout.addWidget(body)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.title and event.type() == QEvent.Type.MouseButtonRelease:
+            self.toggle.toggle()  # a click on the words folds, as on the arrow
+            return True
+        return super().eventFilter(watched, event)
 
     def _on_toggled(self, open_: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if open_ else Qt.ArrowType.RightArrow)
@@ -62,7 +83,8 @@ def _reading_label(text: str = "", rich: bool = False) -> QLabel:
     label.setText(text)
     label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+    # wraps to the panel's width, however narrow (a long word is broken, never scrolled to)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
     label.setContentsMargins(18, 0, 4, 4)
     return label
 
@@ -82,6 +104,8 @@ class CasePanel(QScrollArea):
         super().__init__(parent)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
+        # Everything wraps to the panel's width: read top to bottom, never sideways.
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         inner = QWidget()
         layout = QVBoxLayout(inner)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -89,6 +113,7 @@ class CasePanel(QScrollArea):
         self.header = QLabel()
         self.header.setWordWrap(True)
         self.header.setObjectName("caseHeader")
+        self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout.addWidget(self.header)
         self.message = _reading_label()
         self.message.setObjectName("patientMessage")
@@ -103,6 +128,22 @@ class CasePanel(QScrollArea):
             layout.addWidget(self.sections[key])
         layout.addStretch(1)
         self.setWidget(inner)
+
+    def _width_for(self, characters: int) -> int:
+        """The panel's width for lines of about ``characters`` average characters."""
+        bar = self.verticalScrollBar().sizeHint().width()
+        return self.fontMetrics().averageCharWidth() * characters + bar + 12
+
+    def minimumSizeHint(self) -> QSize:
+        """Never a sliver: room for about MIN_CHARACTERS characters a line (and the scroll
+        bar), so the splitters it is in keep it that wide."""
+        hint = super().minimumSizeHint()
+        return QSize(max(hint.width(), self._width_for(MIN_CHARACTERS)), hint.height())
+
+    def sizeHint(self) -> QSize:
+        """What it would like: lines of about WANTED_CHARACTERS (the text wraps to any width,
+        so its own hint says little)."""
+        return QSize(self._width_for(WANTED_CHARACTERS), super().sizeHint().height())
 
     def show_case(self, case: CaseView) -> None:
         who = ", ".join(x for x in (case.age_band, case.gender) if x)

@@ -115,12 +115,15 @@ class FactSide(QWidget):
         self.table.itemChanged.connect(self._on_item)
         self.entry = QLineEdit()
         self.entry.setObjectName(f"{side}NewFact")
-        self.entry.setPlaceholderText(f"New fact of the {side}, then Enter")
+        self.entry.setPlaceholderText("New fact, then Enter")  # the side: its title above
         self.entry.setAccessibleName(f"New fact of the {side} response")
+        hint = self.entry.fontMetrics().horizontalAdvance(self.entry.placeholderText())
+        self.entry.setMinimumWidth(hint + 12)  # the hint is read whole
         self.entry.returnPressed.connect(self._add_typed)
         add = QPushButton("Add")
+        add.setMaximumWidth(add.fontMetrics().horizontalAdvance("Add") + 32)  # room for the hint
         add.clicked.connect(self._add_typed)
-        self.remove = QPushButton("Remove fact (Del)")
+        self.remove = QPushButton("Remove (Del)")  # the fact chosen in the list
         self.remove.clicked.connect(lambda: editor.remove_fact(side, self.table.currentRow()))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSplitter,
+    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QTextEdit,
@@ -41,18 +42,18 @@ from portalreview.tasks.common.editor_base import Editor, LiveFigure, keep_selec
 from portalreview.tasks.common.offsets import TextOffsets
 from portalreview.ui import colours
 
-NO_THEME = "—"
+NO_THEME = "no theme"  # words: on Linux a screen reader names a drop-down by its text
 
 
 class SentenceTable(QTableWidget):
     """Sentences of one response with a theme drop-down each (and a decision column for the
     reference)."""
 
-    def __init__(self, catalogs: Catalogs, columns: list[str], name: str) -> None:
+    def __init__(self, catalogs: Catalogs, columns: list[str], name: str, title: str) -> None:
         super().__init__(0, len(columns))
         self.catalogs = catalogs
         self.setObjectName(name)
-        self.setAccessibleName(name)
+        self.setAccessibleName(title)  # what a screen reader says, in words
         self.setHorizontalHeaderLabels(columns)
         self.verticalHeader().setVisible(False)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -75,6 +76,19 @@ class SentenceTable(QTableWidget):
         super().resizeEvent(event)
         self.resizeRowsToContents()  # wrapped sentences are read whole, never elided
 
+    def minimumSizeHint(self) -> QSize:
+        """Wide enough for every column with the sentences' column at least as wide as its
+        header (said whole) and about a dozen characters, so a splitter never squeezes it."""
+        hint = super().minimumSizeHint()
+        header = self.horizontalHeader()
+        margin = 2 * self.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin) + 4
+        title = header.fontMetrics().horizontalAdvance(self.horizontalHeaderItem(1).text())
+        sentences = max(title + margin, self.fontMetrics().averageCharWidth() * 12)
+        others = sum(header.sectionSize(i) for i in range(self.columnCount()) if i != 1)
+        bar = self.verticalScrollBar().sizeHint().width()
+        width = others + sentences + bar + 2 * self.frameWidth()
+        return QSize(max(hint.width(), width), hint.height())
+
     def fill(self, sentences: tuple[SentenceView, ...], on_theme) -> None:
         self.setRowCount(len(sentences))
         self.theme_boxes = {}
@@ -94,6 +108,7 @@ class SentenceTable(QTableWidget):
                 box.setItemData(box.count() - 1, theme.definition, Qt.ItemDataRole.ToolTipRole)
             box.setAccessibleName(f"Theme of sentence {row + 1}")
             box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            box.currentIndexChanged.connect(lambda _i, b=box: self._describe(b))
             box.currentIndexChanged.connect(
                 lambda _i, sid=sentence.id, b=box: on_theme(sid, b.currentData())
             )
@@ -101,15 +116,30 @@ class SentenceTable(QTableWidget):
             holder = QWidget()  # keeps the drop-down its natural height in a tall row
             holder_layout = QVBoxLayout(holder)
             holder_layout.setContentsMargins(2, 2, 2, 2)
+            # On Linux (AT-SPI) Qt names a drop-down by its current text: the sentence it is
+            # for comes from a label (a "labelled by" relation; not shown, the row says it) and
+            # from the description, which also says the theme chosen.
+            label = QLabel(f"Theme of sentence {row + 1}", holder)
+            label.setBuddy(box)
+            label.hide()
+            self._describe(box)
             holder_layout.addWidget(box, 0, Qt.AlignmentFlag.AlignVCenter)
             self.setCellWidget(row, theme_column, holder)
         self.resizeRowsToContents()
+        self.updateGeometry()  # the columns' widths changed: so did the minimum width
 
     def show_themes(self, themes: dict[int, str | None]) -> None:
         for sentence_id, box in self.theme_boxes.items():
             box.blockSignals(True)
             box.setCurrentIndex(max(0, box.findData(themes.get(sentence_id))))
             box.blockSignals(False)
+            self._describe(box)
+
+    def _describe(self, box: QComboBox) -> None:
+        """The drop-down's description: "Theme of sentence N: <theme, or none>"."""
+        names = {theme.id: theme.name for theme in self.catalogs.themes}
+        chosen = names.get(box.currentData(), "none")
+        box.setAccessibleDescription(f"{box.accessibleName()}: {chosen}")
 
 
 class MatchEditor(Editor):
@@ -127,7 +157,10 @@ class MatchEditor(Editor):
 
         self.case_panel = CasePanel()
         self.ref_table = SentenceTable(
-            catalogs, ["#", "Reference sentence", "Match", "Theme"], "referenceSentences"
+            catalogs,
+            ["#", "Sentence", "Match", "Theme"],  # the title above says "reference"
+            "referenceSentences",
+            "Sentences of the reference response (the clinician's)",
         )
         self.ref_table.currentCellChanged.connect(self._on_current_row)
         self.draft_view = QTextEdit(readOnly=True)
@@ -143,13 +176,14 @@ class MatchEditor(Editor):
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
         self.draft_table = SentenceTable(
-            catalogs, ["#", "Draft sentence", "Theme"], "draftSentences"
+            catalogs, ["#", "Draft sentence", "Theme"], "draftSentences", "Sentences of the draft"
         )
         self.current_label = QLabel()
         self.current_label.setWordWrap(True)
         self.current_label.setObjectName("currentSentence")
         self.scores = LiveFigure()
         self.scores.setObjectName("runningScores")
+        self.scores.setWordWrap(True)  # a long line of figures: wrapped, not a wide editor
         self.match_button = QPushButton("&Match selection (M)")
         self.match_button.clicked.connect(self.match_selection)
         self.no_match_button = QPushButton("NO MATCH (X)")
@@ -163,16 +197,18 @@ class MatchEditor(Editor):
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(QLabel("<b>Reference response</b> (the clinician's), by sentence"))
+        title = QLabel("<b>Reference response</b> (the clinician's), by sentence")
+        title.setWordWrap(True)
+        left_layout.addWidget(title)
         left_layout.addWidget(self.ref_table, 1)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.addWidget(self.current_label)
         legend = QLabel(
-            "Select the draft text that says the same thing. Green: matched (darker: this "
-            "sentence's match). Red wavy underline: not matched so far, i.e. what would be "
-            "deleted."
+            "Select the draft text that says the same thing. Green, underlined: matched "
+            "(darker, with a line above too: this sentence's match). Red wavy underline: not "
+            "matched so far, i.e. what would be deleted."
         )
         legend.setWordWrap(True)
         right_layout.addWidget(legend)
@@ -405,7 +441,7 @@ class MatchEditor(Editor):
         for start, end in covered:
             selections.append(self._selection(start, end, background=matched))
         for start, end in self.state["decisions"].get(self.current) or []:
-            selections.append(self._selection(start, end, background=current))
+            selections.append(self._selection(start, end, background=current, current=True))
         cursor = 0
         for start, end in [*covered, [len(self.draft.text), len(self.draft.text)]]:
             if self.draft.text[cursor:start].strip():
@@ -414,7 +450,12 @@ class MatchEditor(Editor):
         self.draft_view.setExtraSelections(selections)
 
     def _selection(
-        self, start: int, end: int, background: QColor | None = None, deleted: bool = False
+        self,
+        start: int,
+        end: int,
+        background: QColor | None = None,
+        deleted: bool = False,
+        current: bool = False,
     ) -> QTextEdit.ExtraSelection:
         selection = QTextEdit.ExtraSelection()
         cursor = QTextCursor(self.draft_view.document())
@@ -425,6 +466,8 @@ class MatchEditor(Editor):
         if background is not None:  # matched text: tinted and underlined (not colour alone)
             fmt.setBackground(background)
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.SingleUnderline)
+        if current:  # this sentence's match: a line above as well, not only a darker shade
+            fmt.setFontOverline(True)
         if deleted:
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
             fmt.setUnderlineColor(QColor("#d0342c"))

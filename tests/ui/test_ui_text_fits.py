@@ -1,0 +1,94 @@
+"""Text that must be read whole is shown whole on a 1280 x 720 and a 1024 x 768 screen: the
+patient's message and the chart wrap to the case panel's width (read top to bottom, never
+sideways) and the panel is never a sliver; the match editor's column headers, the facts
+editor's "new fact" hint and the progress texts of the tool windows fit their room."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QStyle
+from ui_support import open_window, show_kind
+
+from portalreview.tasks.common.case_panel import CasePanel
+from portalreview.tasks.facts.editor import FactSide
+from portalreview.ui import inbox_view
+
+# The main window's size on those screens (their available area less the window's frame).
+SCREENS = {"1280x720": (1280, 690), "1024x768": (1024, 738)}
+
+
+def sized(window, screen: str) -> None:
+    window.resize(*SCREENS[screen])
+    QTest.qWait(50)
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+@pytest.mark.parametrize("kind", ["respond", "rank", "match", "empathy"])
+def test_the_patient_s_message_wraps_to_the_case_panel(qtbot, gui, prefs, screen, kind):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, kind)
+    sized(window, screen)
+    panel = window.editors[kind].findChild(CasePanel)
+    assert panel.isVisible() and panel.message.text()
+    viewport = panel.viewport().width()
+    assert panel.widget().width() <= viewport  # nothing hidden to the right
+    assert not panel.horizontalScrollBar().isVisible()
+    assert panel.message.width() <= viewport
+    assert viewport >= 8 * panel.fontMetrics().averageCharWidth()  # never a sliver
+    for section in panel.sections.values():  # titles wrap too, never cut
+        assert section.title.width() <= viewport
+
+
+def header_fits(table, column: int) -> bool:
+    header = table.horizontalHeader()
+    margin = 2 * table.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin)
+    text = table.horizontalHeaderItem(column).text()
+    return header.fontMetrics().horizontalAdvance(text) + margin <= header.sectionSize(column)
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_the_match_editor_s_headers_are_whole(qtbot, gui, prefs, screen):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "match")
+    sized(window, screen)
+    editor = window.editors["match"]
+    for table in (editor.ref_table, editor.draft_table):
+        for column in range(table.columnCount()):
+            assert header_fits(table, column), (table.objectName(), column)
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_the_new_fact_hint_is_whole(qtbot, gui, prefs, screen):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "facts")
+    sized(window, screen)
+    for side in window.editors["facts"].findChildren(FactSide):
+        entry = side.entry
+        room = entry.contentsRect().width() - 2 * 4  # the line edit's text margins
+        assert entry.fontMetrics().horizontalAdvance(entry.placeholderText()) <= room
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Reading answers… %v of %m pairs",
+        "Asking the model… question %v of %m",
+        "Storing answers… %v of %m pairs",
+    ],
+)
+def test_the_inbox_view_s_progress_words_are_whole(qtbot, gui, prefs, words):
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    view = inbox_view.open_tool(window)
+    qtbot.waitUntil(lambda: not view.loading, timeout=20000)
+    view.resize(1100, 700)  # as on a 1280 x 720 screen
+    view.progress.setFormat(words)
+    view.progress.setRange(0, 4950)
+    view.progress.setValue(1200)
+    view.progress.setVisible(True)
+    QTest.qWait(50)
+    bar = view.progress
+    room = bar.contentsRect().width() - 8
+    assert bar.fontMetrics().horizontalAdvance(bar.text()) <= room, bar.text()
+    view.close()
+    window.close()
