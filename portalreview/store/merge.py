@@ -13,10 +13,18 @@ people's answers, assignments and the audit log (which holds their answers) are 
 responses' authors, sources, author kinds and productions, and the cases' reference urgency
 levels with what derives from them (the filter label, the inbox relevancy tag, the urgency
 pairs' difficulty batch) are blanked; the responses' external ids (which often name a draft's
-model or author) become neutral ones. That blinding holds even for someone who opens the file
-with another SQLite tool: the file is vacuumed, so nothing removed stays in free pages. The
-merge recognises such a copy's responses by id alone. The CLI and the Offline copies window
-make this kind of copy unless the PI asks for the whole study explicitly
+model or author) become neutral ones. The responses are renumbered in a random order (their
+sentences after them, the rank rows rewritten in key order, one creation time for all), so no
+id follows the master's import order, which is model by model (:func:`_renumber`); units not
+given to the clinician that name a response, and the responses none of theirs names, are left
+out. The key back to the master's ids (``copy_ids_renumbered`` in the copy) is kept in the
+master only, in ``project_meta`` under ``copy_ids:<copy_id>`` (:class:`_IdMap`), and the merge
+reads the copy's answers, suggestions and rank orders through it (a copy without that mark
+keeps the master's ids). That blinding holds even for someone who opens the file with another
+SQLite tool: the file is vacuumed, so nothing removed stays in free pages. The copy is made in
+a private working folder of this machine's temporary folder and only the finished file goes
+to the destination, so the whole study never reaches the clinician's drive. The CLI and the
+Offline copies window make this kind of copy unless the PI asks for the whole study explicitly
 (:func:`whole_study_contents` says what such a copy would hand over); this function keeps
 ``only_assigned`` an explicit argument.
 
@@ -399,12 +407,14 @@ class _IdMap:
     def translate(self, value: Any, paths: tuple[RefPath, ...]) -> Any:
         return translate(value, paths, lambda ref, v, _trail: self.convert(ref, v))
 
-    def payload(self, kind: str, payload: Any) -> Any:
-        """An answer's or a suggestion's payload in the other file's ids, in the order its
-        kind reads back (by id)."""
+    def payload(self, kind: str, payload: Any, sort: bool = True) -> Any:
+        """An answer's payload in the other file's ids, in the order its kind reads back (by
+        id); not ``sort``: in its own order (a suggestion's, compared as text)."""
         if not isinstance(payload, dict):
             return payload
         out = self.translate(payload, ANSWER_REFS.get(kind, ()))
+        if not sort:
+            return out
         for name, key in (("entries", "response_id"), ("decisions", "sentence_id"),
                           ("themes", "sentence_id")):  # fmt: skip
             if isinstance(out.get(name), list):
@@ -491,7 +501,7 @@ def _renumber(conn: sqlite3.Connection) -> _IdMap:
         conn.execute(
             "UPDATE suggestions SET payload_json = ?, params_json = ? WHERE id = ?",
             (
-                ids.json_text(payload, lambda v, k=kind: ids.payload(k, v)),
+                ids.json_text(payload, lambda v, k=kind: ids.payload(k, v, sort=False)),
                 ids.json_text(params, lambda v, k=kind: ids.translate(v, params_refs(k))),
                 sid,
             ),
@@ -1013,7 +1023,7 @@ def _in_master_ids(s: Session, copy: _Copy, to_master: _IdMap) -> None:
         if row.suggestion is not None:
             sug = dict(row.suggestion)
             sug["payload_json"] = to_master.json_text(
-                sug["payload_json"], lambda v, k=sug["kind"]: to_master.payload(k, v)
+                sug["payload_json"], lambda v, k=sug["kind"]: to_master.payload(k, v, sort=False)
             )
             sug["params_json"] = to_master.json_text(
                 sug["params_json"],

@@ -310,3 +310,53 @@ def test_a_crash_while_copying_leaves_nothing_on_the_drive(study, tmp_path, monk
         make_copy(project, stick / "ava.prproj", annotator="ava", only_assigned=True)
     assert list(local.iterdir()) == []  # the next copy removed the crashed one's folder
     assert [p.name for p in stick.iterdir()] == ["ava.prproj"]
+
+
+def test_a_suggestion_used_in_the_copy_is_the_masters_after_the_merge(study, tmp_path):
+    master, made = study
+    unit = made["units"]["rank"][0]
+    with Project.open(master) as project:
+        svc = StudyService(project)
+        members = [r.id for r in svc.read_unit(unit).responses]
+        entries = [
+            {"response_id": r, "rank": i + 1, "correct": True, "criteria": []}
+            for i, r in enumerate(sorted(members, reverse=True))  # (not in id order)
+        ]
+        made_id = svc.add_suggestion(
+            unit,
+            {"entries": entries},
+            model_file="m.gguf",
+            model_sha256="0" * 64,
+            template_id="rank",
+            params={"observed": {"order": sorted(members, reverse=True)}},
+        )
+        texts = {r.id: r.text for r in svc.read_unit(unit).responses}
+        make_copy(project, tmp_path / "ava.prproj", annotator="ava", only_assigned=True)
+    path = tmp_path / "ava.prproj"
+    with Project.open(path) as copy:
+        ava = StudyService(copy).as_viewer("ava")
+        shown = {r.id: r.text for r in ava.read_unit(unit).responses}
+        ((sid, payload, params),) = _rows(
+            path, "SELECT id, payload_json, params_json FROM suggestions"
+        )
+        in_copy = json.loads(payload)["entries"]
+        assert [shown[e["response_id"]] for e in in_copy] == [
+            texts[e["response_id"]] for e in entries
+        ]
+        assert [shown[r] for r in json.loads(params)["observed"]["order"]] == [
+            texts[e["response_id"]] for e in entries
+        ]
+        ava.save_answer(
+            unit,
+            {"entries": in_copy},
+            status="submitted",
+            suggestion_id=sid,
+            suggestion_use="accepted",
+        )
+    with Project.open(master) as project:
+        report = merge_copy(project, path)
+        assert len(report.added) == 1 and not report.skipped
+        answer = StudyService(project).as_viewer("ava").get_answer(unit)
+        assert answer.suggestion_id == made_id  # the master's own, not a new one
+        assert _rows(master, "SELECT count(*) FROM suggestions") == [(1,)]
+        assert sorted(e["response_id"] for e in answer.payload["entries"]) == sorted(members)
