@@ -13,10 +13,18 @@ people's answers, assignments and the audit log (which holds their answers) are 
 responses' authors, sources, author kinds and productions, and the cases' reference urgency
 levels with what derives from them (the filter label, the inbox relevancy tag, the urgency
 pairs' difficulty batch) are blanked; the responses' external ids (which often name a draft's
-model or author) become neutral ones. That blinding holds even for someone who opens the file
-with another SQLite tool: the file is vacuumed, so nothing removed stays in free pages. The
-merge recognises such a copy's responses by id alone. The CLI and the Offline copies window
-make this kind of copy unless the PI asks for the whole study explicitly
+model or author) become neutral ones. The responses are renumbered in a random order (their
+sentences after them, the rank rows rewritten in key order, one creation time for all), so no
+id follows the master's import order, which is model by model (:func:`_renumber`); units not
+given to the clinician that name a response, and the responses none of theirs names, are left
+out. The key back to the master's ids (``copy_ids_renumbered`` in the copy) is kept in the
+master only, in ``project_meta`` under ``copy_ids:<copy_id>`` (:class:`_IdMap`), and the merge
+reads the copy's answers, suggestions and rank orders through it (a copy without that mark
+keeps the master's ids). That blinding holds even for someone who opens the file with another
+SQLite tool: the file is vacuumed, so nothing removed stays in free pages. The copy is made in
+a private working folder of this machine's temporary folder and only the finished file goes
+to the destination, so the whole study never reaches the clinician's drive. The CLI and the
+Offline copies window make this kind of copy unless the PI asks for the whole study explicitly
 (:func:`whole_study_contents` says what such a copy would hand over); this function keeps
 ``only_assigned`` an explicit argument.
 
@@ -54,6 +62,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import sqlite3
 import tempfile
@@ -67,6 +76,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from portalreview.store.csv_cells import safe_row, safe_writer
+from portalreview.store.importers.portable import (
+    ANSWER_REFS,
+    PRESENTATION_REFS,
+    RefPath,
+    params_refs,
+    translate,
+)
 from portalreview.store.kinds import PayloadError
 from portalreview.store.migrations import SCHEMA_VERSION
 from portalreview.store.models import (
@@ -96,8 +112,11 @@ COPY_KEYS = (
     "copy_base_audit_id",
     "copy_base_audit_hash",
     "copy_only_assigned",
+    "copy_ids_renumbered",
 )
 TAKE = ("master", "copy")
+# The master's project_meta key (with the copy's id) of a blinded copy's ids (_IdMap)
+ID_MAP_PREFIX = "copy_ids:"
 
 
 class MergeRefused(StoreError):
@@ -215,8 +234,9 @@ def _sqlite_copy(source: Path, target: Path, steps: Steps | None = None) -> None
         src.close()
 
 
-def _restrict(path: Path, annotator_id: int) -> None:
-    """Keep only one clinician's work in a copy (see the module docstring)."""
+def _restrict(path: Path, annotator_id: int) -> _IdMap:
+    """Keep only one clinician's work in a copy (see the module docstring); the copy's new
+    response and sentence ids, as copy id -> master id, for the master to keep."""
     freezes = {
         name: statement
         for statement in trigger_statements()
@@ -234,6 +254,8 @@ def _restrict(path: Path, annotator_id: int) -> None:
             for statement in freezes.values():
                 conn.execute(statement)
             conn.execute("DELETE FROM report_cache")  # figures of everyone's answers
+            # the keys of earlier copies' ids: with them, this copy's ids could be undone
+            conn.execute("DELETE FROM project_meta WHERE key LIKE ?", (f"{ID_MAP_PREFIX}%",))
             conn.execute(  # gold is the PI's, whatever name it is stored under
                 "DELETE FROM answers WHERE annotator_id != ? OR is_gold", (annotator_id,)
             )
@@ -244,13 +266,11 @@ def _restrict(path: Path, annotator_id: int) -> None:
                 "OR for_annotator_id != ?",
                 (annotator_id, annotator_id),
             )
+            _drop_unused_responses(conn, annotator_id)
             conn.execute(
                 "UPDATE responses SET author = '', source = '', author_kind = 'imported', "
                 "production = 'other'"
             )
-            # two passes: no new id can meet an old one while the ids are unique
-            conn.execute("UPDATE responses SET external_id = hex(randomblob(16)) || '.' || id")
-            conn.execute("UPDATE responses SET external_id = 'response-' || id")
             # the reference urgency and what is derived from it: the filter label, PMR-Bench's
             # inbox relevancy tag, the pairs' difficulty (stored as the urgency units' batch)
             conn.execute("UPDATE cases SET urgency_level = NULL, urgency_filter = NULL")
@@ -263,9 +283,246 @@ def _restrict(path: Path, annotator_id: int) -> None:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        # ids are renumbered with the foreign keys off (no cascade, no check per row) and the
+        # triggers dropped (they forbid changing a sentence or a unit's responses); checked
+        # as a whole before the commit
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            ids = _renumber(conn)
+            problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if problems:
+                raise StoreError(f"the restricted copy breaks foreign keys: {problems[:3]}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
         conn.execute("VACUUM")
     finally:
         conn.close()
+    return ids
+
+
+def _drop_unused_responses(conn: sqlite3.Connection, annotator_id: int) -> None:
+    """Remove the units not given to the clinician that name a response or a response's
+    sentence (their roles would tell a pair's original from its edit), then every response
+    (and its sentences) that nothing left names: the clinician's units, rank sets and
+    answers."""
+    mine = "SELECT unit_id FROM assignments WHERE annotator_id = ?"
+    others = (
+        f"SELECT id FROM units WHERE id NOT IN ({mine}) AND (response_id IS NOT NULL "
+        "OR response_b_id IS NOT NULL OR kind = 'rank' "
+        "OR sentence_id IN (SELECT id FROM sentences WHERE response_id IS NOT NULL))"
+    )
+    conn.execute(f"DELETE FROM rank_members WHERE unit_id IN ({others})", (annotator_id,))
+    conn.execute(f"DELETE FROM units WHERE id IN ({others})", (annotator_id,))
+    used = (
+        "SELECT response_id FROM units WHERE response_id IS NOT NULL "
+        "UNION SELECT response_b_id FROM units WHERE response_b_id IS NOT NULL "
+        "UNION SELECT response_id FROM rank_members "
+        "UNION SELECT response_id FROM sentences WHERE response_id IS NOT NULL "
+        "AND id IN (SELECT sentence_id FROM units) "
+        "UNION SELECT base_response_id FROM respond_answers WHERE base_response_id IS NOT NULL "
+        "UNION SELECT response_id FROM rank_entries "
+        "UNION SELECT more_empathetic_response_id FROM empathy_answers "
+        "WHERE more_empathetic_response_id IS NOT NULL"
+    )
+    conn.execute(f"DELETE FROM sentences WHERE response_id NOT IN ({used})")
+    conn.execute(f"DELETE FROM responses WHERE id NOT IN ({used})")
+
+
+# Where a copy holds response and sentence ids: (table, column). The foreign keys to
+# ``responses.id`` and ``sentences.id`` are all here (checked, see _renumber), and the reasons
+# of a rank, which reach the response through their rank entry.
+_RESPONSE_COLUMNS = (
+    ("responses", "id"),
+    ("sentences", "response_id"),
+    ("units", "response_id"),
+    ("units", "response_b_id"),
+    ("rank_members", "response_id"),
+    ("respond_answers", "base_response_id"),
+    ("rank_entries", "response_id"),
+    ("rank_criteria", "response_id"),
+    ("empathy_answers", "more_empathetic_response_id"),
+)
+_SENTENCE_COLUMNS = (
+    ("sentences", "id"),
+    ("units", "sentence_id"),
+    ("match_decisions", "sentence_id"),
+    ("match_spans", "sentence_id"),
+    ("sentence_themes", "sentence_id"),
+)
+# Tables without an id of their own whose rows hold response or sentence ids: SQLite's hidden
+# rowid would keep the order the rows were made in (a rank set's members in import order).
+_ROWID_TABLES = (
+    "rank_members",
+    "rank_entries",
+    "rank_criteria",
+    "match_decisions",
+    "match_spans",
+    "sentence_themes",
+)
+
+
+@dataclass
+class _IdMap:
+    """A blinded copy's response and sentence ids -> the master's (kept in the master)."""
+
+    responses: dict[int, int] = field(default_factory=dict)
+    sentences: dict[int, int] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "responses": sorted(self.responses.items()),
+                "sentences": sorted(self.sentences.items()),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> _IdMap:
+        data = json.loads(text)
+        return cls(
+            {int(c): int(m) for c, m in data.get("responses", [])},
+            {int(c): int(m) for c, m in data.get("sentences", [])},
+        )
+
+    def inverse(self) -> _IdMap:
+        return _IdMap(
+            {m: c for c, m in self.responses.items()}, {m: c for c, m in self.sentences.items()}
+        )
+
+    def convert(self, ref: str, value: Any, keep: bool = False) -> Any:
+        """The other file's id of a ``ref`` ("response", "sentence"; cases keep theirs); an id
+        this map does not know: None (``keep``: itself, a case sentence)."""
+        if ref == "case" or value is None:
+            return value
+        table = self.responses if ref == "response" else self.sentences
+        try:
+            return table.get(int(value), value if keep else None)
+        except (TypeError, ValueError):
+            return None
+
+    def translate(self, value: Any, paths: tuple[RefPath, ...]) -> Any:
+        return translate(value, paths, lambda ref, v, _trail: self.convert(ref, v))
+
+    def payload(self, kind: str, payload: Any, sort: bool = True) -> Any:
+        """An answer's payload in the other file's ids, in the order its kind reads back (by
+        id); not ``sort``: in its own order (a suggestion's, compared as text)."""
+        if not isinstance(payload, dict):
+            return payload
+        out = self.translate(payload, ANSWER_REFS.get(kind, ()))
+        if not sort:
+            return out
+        for name, key in (("entries", "response_id"), ("decisions", "sentence_id"),
+                          ("themes", "sentence_id")):  # fmt: skip
+            if isinstance(out.get(name), list):
+                out[name] = sorted(out[name], key=lambda item, k=key: _id_order(item, k))
+        return out
+
+    def json_text(self, text: str, convert: Any) -> str:
+        """A JSON column's text with ids converted (unchanged text when nothing is)."""
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError):
+            return text
+        new = convert(value)
+        return text if new == value else json.dumps(new)
+
+
+def _id_order(item: Any, key: str) -> tuple[int, int]:
+    value = item.get(key) if isinstance(item, dict) else None
+    return (0, value) if isinstance(value, int) else (1, 0)
+
+
+def _renumber(conn: sqlite3.Connection) -> _IdMap:
+    """Give the copy's responses new ids in a random order (and their sentences ids in that
+    order), so that no id, nor a row's place in a table, follows the order the master's drafts
+    were imported in (model by model); the responses' times become one. Returns copy id ->
+    master id."""
+    referring = {
+        (table, fk[3])
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        for fk in conn.execute(f"PRAGMA foreign_key_list({table})")
+        if fk[2] in ("responses", "sentences") and fk[4] == "id"
+    }
+    unknown = referring - set(_RESPONSE_COLUMNS) - set(_SENTENCE_COLUMNS)
+    if unknown:  # a column added to the schema and not here would keep the master's ids
+        raise StoreError(f"the copy cannot renumber the ids held in {sorted(unknown)}")
+    triggers = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND sql IS NOT NULL"
+    ).fetchall()
+    for name, _sql in triggers:
+        conn.execute(f'DROP TRIGGER "{name}"')
+
+    old = [r for (r,) in conn.execute("SELECT id FROM responses ORDER BY id")]
+    new = list(range(1, len(old) + 1))
+    secrets.SystemRandom().shuffle(new)
+    responses = dict(zip(old, new, strict=True))  # master -> copy
+    first = (
+        conn.execute("SELECT max(id) FROM sentences WHERE case_id IS NOT NULL").fetchone()[0] or 0
+    ) + 1
+    owned = conn.execute(
+        "SELECT id, response_id, position FROM sentences WHERE response_id IS NOT NULL"
+    ).fetchall()
+    owned.sort(key=lambda row: (responses[row[1]], row[2]))
+    sentences = {sid: first + i for i, (sid, _r, _p) in enumerate(owned)}
+
+    for name, mapping, columns in (
+        ("response", responses, _RESPONSE_COLUMNS),
+        ("sentence", sentences, _SENTENCE_COLUMNS),
+    ):
+        conn.execute(f"CREATE TEMP TABLE _new_{name} (old INTEGER PRIMARY KEY, new INTEGER)")
+        conn.executemany(f"INSERT INTO _new_{name} VALUES (?, ?)", mapping.items())
+        # first to the negative of the new id, then back: no new id meets an old one
+        for table, column in columns:
+            conn.execute(
+                f"UPDATE {table} SET {column} = -(SELECT new FROM _new_{name} "
+                f"WHERE old = {table}.{column}) WHERE {column} IN (SELECT old FROM _new_{name})"
+            )
+        for table, column in columns:
+            conn.execute(f"UPDATE {table} SET {column} = -{column} WHERE {column} < 0")
+        conn.execute(f"DROP TABLE _new_{name}")
+    ids = _IdMap(responses, sentences)
+    # the JSON that names responses: how a rank set is shown, the suggestions
+    for unit_id, annotator, text in conn.execute(
+        "SELECT a.unit_id, a.annotator_id, a.presentation_json FROM assignments a "
+        "JOIN units u ON u.id = a.unit_id WHERE u.kind = 'rank'"
+    ).fetchall():
+        conn.execute(
+            "UPDATE assignments SET presentation_json = ? WHERE unit_id = ? AND annotator_id = ?",
+            (ids.json_text(text, lambda v: ids.translate(v, PRESENTATION_REFS["rank"])),
+             unit_id, annotator),
+        )  # fmt: skip
+    for sid, kind, payload, params in conn.execute(
+        "SELECT id, kind, payload_json, params_json FROM suggestions"
+    ).fetchall():
+        conn.execute(
+            "UPDATE suggestions SET payload_json = ?, params_json = ? WHERE id = ?",
+            (
+                ids.json_text(payload, lambda v, k=kind: ids.payload(k, v, sort=False)),
+                ids.json_text(params, lambda v, k=kind: ids.translate(v, params_refs(k))),
+                sid,
+            ),
+        )
+    # two passes: no new external id can meet an old one while the ids are unique
+    conn.execute("UPDATE responses SET external_id = hex(randomblob(16)) || '.' || id")
+    conn.execute("UPDATE responses SET external_id = 'response-' || id, created_at = ?",
+                 (utc_now(),))  # fmt: skip
+    for table in _ROWID_TABLES:  # the rows again, in the order of their keys
+        keys = [
+            f'"{c[1]}"'
+            for c in sorted(conn.execute(f"PRAGMA table_info({table})"), key=lambda c: c[5])
+            if c[5]
+        ]
+        conn.execute(f"CREATE TEMP TABLE _rows AS SELECT * FROM {table}")
+        conn.execute(f"DELETE FROM {table}")
+        conn.execute(f"INSERT INTO {table} SELECT * FROM _rows ORDER BY {', '.join(keys)}")
+        conn.execute("DROP TABLE _rows")
+    for _name, sql in triggers:
+        conn.execute(sql)
+    return ids.inverse()
 
 
 def whole_study_contents(project: Project, annotator: str | None = None) -> str:
@@ -325,9 +582,19 @@ def make_copy(
             person_id = s.scalar(select(Annotator.id).where(Annotator.name == annotator))
         if person_id is None:
             raise StoreError(f"there is no annotator called {annotator!r}")
+    if only_assigned and project.read_only:
+        raise StoreError(
+            f"{project.label} is open read-only: a copy for one clinician renumbers the drafts, "
+            "and the master must keep the key to their ids to merge it back; open it for "
+            "writing"
+        )
     steps = Steps(4, progress, cancel)
     steps.start()
-    work = Path(tempfile.mkdtemp(prefix=".portalreview-copy-", dir=out.parent))
+    remove_leftover_work()
+    for old in out.parent.glob(".portalreview-copy-*"):  # where versions before 2026-12 made it
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+    work = _work_folder()
     try:
         temporary = work / out.name
         if project.path is None:  # a server study: its rows, into a new file
@@ -344,8 +611,7 @@ def make_copy(
             ).fetchone() or (0, "")
         finally:
             conn.close()
-        if only_assigned:
-            _restrict(temporary, person_id)
+        ids = _restrict(temporary, person_id) if only_assigned else None
         steps.step()
         info = CopyInfo(
             path=out,
@@ -368,21 +634,97 @@ def make_copy(
                     "copy_base_audit_hash": base_hash,
                     "copy_only_assigned": "1" if only_assigned else "0",
                 }
+                if ids is not None:
+                    values["copy_ids_renumbered"] = "1"
                 for key, value in values.items():
                     s.merge(ProjectMeta(key=key, value=value))
                 recorder.record(s, "copy", _copy_details(info, out.name))
         _settle(temporary)
         steps.step()
         steps.check()
-        os.replace(temporary, out)
+        _deliver(temporary, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if not project.read_only:
-        recorder = EventRecorder(project, by)
-        with recorder._write() as s:
-            recorder.record(s, "copy", _copy_details(info, out.name))
+        try:
+            recorder = EventRecorder(project, by)
+            with recorder._write() as s:
+                if ids is not None:  # the key to the copy's ids, for the merge
+                    s.add(ProjectMeta(key=ID_MAP_PREFIX + info.copy_id, value=ids.to_json()))
+                recorder.record(s, "copy", _copy_details(info, out.name))
+        except BaseException:
+            out.unlink(missing_ok=True)  # a copy the master cannot merge back
+            raise
     steps.finish()
     return info
+
+
+# The working folders of copies being made: on this machine, never on the copy's drive (a
+# USB stick's file system has no owner-only files, and what is deleted there may be read back).
+WORK_PREFIX = "portalreview-copy-work-"
+
+
+def _work_folder() -> Path:
+    """A new owner-only folder in the system's temporary folder, named for this process."""
+    return Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+
+
+def _process_is_gone(pid: int) -> bool:
+    if os.name != "posix":
+        return False  # (no safe test there; the age decides)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def remove_leftover_work(older_than: float = 6 * 3600) -> list[Path]:
+    """Remove the working folders of copies whose program ended without removing them (a
+    crash, a power cut): the process that made one is gone, or it is older than
+    ``older_than`` seconds. Returns the folders removed."""
+    import time
+
+    removed = []
+    root = Path(tempfile.gettempdir())
+    try:
+        found = [p for p in root.iterdir() if p.name.startswith(WORK_PREFIX)]
+    except OSError:
+        return removed
+    for folder in found:
+        try:
+            pid = int(folder.name[len(WORK_PREFIX) :].split("-", 1)[0])
+            stat = folder.lstat()
+        except (ValueError, OSError):
+            continue
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        if hasattr(os, "getuid") and stat.st_uid != os.getuid():
+            continue
+        if pid == os.getpid():
+            continue  # this program's own, perhaps a copy being made in another thread
+        if _process_is_gone(pid) or time.time() - stat.st_mtime > older_than:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _deliver(finished: Path, out: Path) -> None:
+    """Copy the finished file to ``out`` under a temporary name beside it, then rename it: a
+    failure leaves no half file there."""
+    fd, name = tempfile.mkstemp(prefix=f".{out.stem}-", suffix=".part", dir=out.parent)
+    part = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as target, finished.open("rb") as source:
+            shutil.copyfileobj(source, target, 1 << 20)
+            target.flush()
+            os.fsync(target.fileno())
+        os.replace(part, out)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
 
 
 def _settle(path: Path) -> None:
@@ -548,12 +890,19 @@ class MergeReport:
 
 
 def _unit_signature(
-    s: Session, unit_ids: Iterable[int], blinded: bool = False
+    s: Session, unit_ids: Iterable[int], blinded: bool = False, to_master: _IdMap | None = None
 ) -> dict[int, tuple]:
     """What a unit is, by ids and external ids, to check a copy's unit is the master's;
     ``blinded``: by the responses' ids only (a copy with only one person's work has neutral
-    response ids)."""
+    response ids); ``to_master``: the copy's response and sentence ids, in the master's."""
     ids = set(unit_ids)
+
+    def response(r: int | None) -> int | None:
+        return r if to_master is None or r is None else to_master.convert("response", r)
+
+    def sentence(x: int | None) -> int | None:
+        return x if to_master is None else to_master.convert("sentence", x, keep=True)
+
     case_ext = dict(s.execute(select(Case.id, Case.external_id)).all())
     resp_ext = {} if blinded else _response_ids(s)
     members: dict[int, list[int]] = {}
@@ -574,12 +923,14 @@ def _unit_signature(
             case_ext.get(unit.case_id),
             unit.case_b_id,
             case_ext.get(unit.case_b_id),
-            unit.response_id,
+            response(unit.response_id),
             resp_ext.get(unit.response_id),
-            unit.response_b_id,
+            response(unit.response_b_id),
             resp_ext.get(unit.response_b_id),
-            unit.sentence_id,
-            tuple(sorted((r, resp_ext.get(r)) for r in members.get(unit.id, []))),
+            sentence(unit.sentence_id),
+            tuple(
+                sorted(((response(r), resp_ext.get(r)) for r in members.get(unit.id, [])), key=str)
+            ),
         )
     return out
 
@@ -621,6 +972,7 @@ def _read_copy(path: Path, master: Project) -> _Copy:
         found = _Copy(file=path.name, meta=_meta(s), audit=[(i, h) for i, h, _ in audit])
         with master.read() as ms:
             found.base, found.base_time = _check_identity(ms, master.label, found)
+            to_master = _copy_ids(ms, master.label, found)
         changed = {a for i, _, a in audit if a is not None and i > found.base}
         names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
         keys = {
@@ -633,14 +985,57 @@ def _read_copy(path: Path, master: Project) -> _Copy:
         found.rows = _rows(s, keys, with_suggestions=True)
         found.n_same = s.scalar(select(func.count()).select_from(Answer)) - len(found.rows)
         found.signatures = _unit_signature(
-            s, {r.unit_id for r in found.rows.values()}, found.blinded
+            s, {r.unit_id for r in found.rows.values()}, found.blinded, to_master
         )
         found.responses = {} if found.blinded else _response_ids(s)
         found.presentations = {
             (a.unit_id, names[a.annotator_id]): (a.position, a.presentation_json)
             for a in s.scalars(select(Assignment))
         }
+        if to_master is not None:
+            _in_master_ids(s, found, to_master)
         return found
+
+
+def _copy_ids(master: Session, master_label: str, copy: _Copy) -> _IdMap | None:
+    """The key to a blinded copy's response and sentence ids, kept in the master when the
+    copy was made; None for a copy that keeps the master's ids (made before 2026-12, or a
+    whole-study copy). MergeRefused when the copy's key is not in the master."""
+    if copy.meta.get("copy_ids_renumbered") != "1":
+        return None
+    row = master.get(ProjectMeta, ID_MAP_PREFIX + copy.meta.get("copy_id", ""))
+    if row is None:
+        raise MergeRefused(
+            f"{copy.file} holds its drafts under new ids, and {master_label} does not hold "
+            "the key to them (it is kept in the file the copy was made from): was this file "
+            "restored from an older backup? Merge it into the file it was copied from. "
+            "Nothing was merged."
+        )
+    return _IdMap.from_json(row.value)
+
+
+def _in_master_ids(s: Session, copy: _Copy, to_master: _IdMap) -> None:
+    """A blinded copy's answers, suggestions and rank orders in the master's response and
+    sentence ids (after that, the merge compares and saves them as any copy's)."""
+    kinds = dict(s.execute(select(Unit.id, Unit.kind)).all())
+    for row in copy.rows.values():
+        row.state = {**row.state, "payload": to_master.payload(row.kind, row.state["payload"])}
+        if row.suggestion is not None:
+            sug = dict(row.suggestion)
+            sug["payload_json"] = to_master.json_text(
+                sug["payload_json"], lambda v, k=sug["kind"]: to_master.payload(k, v, sort=False)
+            )
+            sug["params_json"] = to_master.json_text(
+                sug["params_json"],
+                lambda v, k=sug["kind"]: to_master.translate(v, params_refs(k)),
+            )
+            row.suggestion = sug
+    for key, (position, text) in copy.presentations.items():
+        if kinds.get(key[0]) == "rank":
+            order = to_master.json_text(
+                text, lambda v: to_master.translate(v, PRESENTATION_REFS["rank"])
+            )
+            copy.presentations[key] = (position, order)
 
 
 def _check_identity(master: Session, master_label: str, copy: _Copy) -> tuple[int, str]:

@@ -343,7 +343,8 @@ class CopiesDialog(QDialog):
         self.reload()
         if self.read_only:
             self.message.note(
-                f"{project.label} is open read-only: you can make copies, not merge them."
+                f"{project.label} is open read-only: you can make whole-study copies, not "
+                "copies for one person (the master keeps the key to their ids), nor merge them."
             )
 
     # --- building ---------------------------------------------------------------------------

@@ -171,15 +171,18 @@ def test_a_default_copy_merges_back(master, tmp_path):
         ]
         draft = svc.read_unit(edit_unit.unit_id).responses[0].id
         rank_unit = next(iter(svc.as_viewer("ava").queue("rank"))).unit_id
-        members = [r.id for r in svc.read_unit(rank_unit).responses]
+        members = {r.text: r.id for r in svc.read_unit(rank_unit).responses}
     with Project.open(copy) as project:
         ava = StudyService(project).as_viewer("ava")
-        edited = {"mode": "edit_draft", "base_response_id": draft, "final_text": "Go now.",
+        # (the copy has ids of its own for the drafts: read them there, as the app does)
+        draft_here = ava.read_unit(edit_unit.unit_id).responses[0].id
+        edited = {"mode": "edit_draft", "base_response_id": draft_here, "final_text": "Go now.",
                   "notes": ""}  # fmt: skip
         ava.save_answer(edit_unit.unit_id, edited, status="submitted")
+        shown = ava.read_unit(rank_unit).responses
         entries = [
-            {"response_id": r, "rank": i + 1, "correct": True, "criteria": []}
-            for i, r in enumerate(members)
+            {"response_id": r.id, "rank": i + 1, "correct": True, "criteria": []}
+            for i, r in enumerate(shown)
         ]
         ava.save_answer(rank_unit, {"entries": entries}, status="submitted")
     with Project.open(master) as project:
@@ -187,6 +190,8 @@ def test_a_default_copy_merges_back(master, tmp_path):
         assert len(report.added) == 2 and report.skipped == []
         ava = StudyService(project).as_viewer("ava")
         assert ava.get_answer(edit_unit.unit_id).payload["base_response_id"] == draft
+        ranks = {e["response_id"]: e["rank"] for e in ava.get_answer(rank_unit).payload["entries"]}
+        assert ranks == {members[r.text]: i + 1 for i, r in enumerate(shown)}
 
 
 def test_only_assigned_is_still_accepted_and_means_the_same(master, tmp_path, capsys):

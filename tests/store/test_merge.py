@@ -19,7 +19,7 @@ from portalreview.store.merge import (
     resolve_conflict,
     write_conflicts,
 )
-from portalreview.store.models import Answer, AuditEntry
+from portalreview.store.models import Answer, AuditEntry, Response
 from portalreview.store.project import Project, backup_dir
 from portalreview.store.service import StudyService
 from portalreview.store.study_setup import Cancelled
@@ -75,7 +75,8 @@ def test_two_edited_copies_add_conflict_and_merge_idempotently(master, tmp_path)
     _edit(copy_a, "ava", units["empathy"], {"more_empathetic_response_id": study.edited})
     _edit(copy_a2, "ava", units["urgency"], _urgent(study.case1), status="draft")
     _edit(copy_b, "ben", units["urgency"], _urgent(study.case1))
-    _edit(copy_b, "ben", units["empathy"], {"more_empathetic_response_id": study.original})
+    (original_in_b,) = _ids(study, copy_b, study.original)  # (ben's copy is blinded)
+    _edit(copy_b, "ben", units["empathy"], {"more_empathetic_response_id": original_in_b})
 
     svc = study.service
     reports = merge_copies(project, [copy_a, copy_b, copy_a2])
@@ -158,7 +159,7 @@ def test_a_copy_that_keeps_only_one_clinicians_work(master, tmp_path):
     assert actions == ["copy"]  # the others' answers are not in its history either
     assert sources == {""} and levels == {None}
     assert meta["copy_for"] == "ben" and meta["copy_only_assigned"] == "1"
-    _edit(info.path, "ben", study.units["rank"], _rank(study))
+    _edit(info.path, "ben", study.units["rank"], _rank(study, info.path))
     (report,) = merge_copies(project, [info.path])
     assert len(report.added) == 1 and report.unchanged == 1
     assert study.service.get_answer(study.units["rank"], study.ben).status == "submitted"
@@ -301,13 +302,30 @@ def test_a_settled_conflict_about_an_answer_from_an_offline_suggestion_stays_set
     assert not again.conflicts and not again.recorded and open_conflicts(project) == []
 
 
-def _rank(study) -> dict:
+def _rank(study, copy=None) -> dict:
+    """A ranking of the two drafts; ``copy``: in the ids that blinded copy gives them."""
+    one, two = study.draft1, study.draft2
+    if copy is not None:
+        one, two = _ids(study, copy, one, two)
     return {
         "entries": [
-            {"response_id": study.draft1, "rank": 1, "correct": True, "criteria": []},
-            {"response_id": study.draft2, "rank": 2, "correct": False, "criteria": ["C1"]},
+            {"response_id": one, "rank": 1, "correct": True, "criteria": []},
+            {"response_id": two, "rank": 2, "correct": False, "criteria": ["C1"]},
         ]
     }
+
+
+def _ids(study, copy, *master_ids: int) -> tuple[int, ...]:
+    """The ids a blinded copy gives the master's responses (found by their texts, which the
+    small study keeps apart)."""
+    with study.service.project.read() as s:
+        texts = {m: s.get(Response, m).text for m in master_ids}
+    conn = sqlite3.connect(copy)
+    try:
+        ids = dict(conn.execute("SELECT text, id FROM responses"))
+    finally:
+        conn.close()
+    return tuple(ids[texts[m]] for m in master_ids)
 
 
 def test_a_plain_file_copy_merges_from_the_common_history(master, tmp_path):
@@ -377,7 +395,7 @@ def test_copy_and_merge_from_the_command_line(master, tmp_path, capsys):
     project.close()
     copy = tmp_path / "ava-cli.prproj"
     assert main(["copy", str(path), "-o", str(copy), "--for", "ava"]) == 0
-    _edit(copy, "ava", study.units["rank"], _rank(study))
+    _edit(copy, "ava", study.units["rank"], _rank(study, copy))  # (a blinded copy)
     assert main(["merge", str(path), str(copy), "--dry-run"]) == 0
     assert "would add 1" in capsys.readouterr().out
     conflicts = tmp_path / "conflicts.json"

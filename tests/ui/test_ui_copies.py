@@ -49,6 +49,13 @@ def edit(path: Path, annotator: str, unit: int, payload: dict, status="submitted
         StudyService(project).as_viewer(annotator).save_answer(unit, payload, status=status)
 
 
+def in_copy(copy: Path, master: Path, response_id: int) -> int:
+    """The id a copy for one person gives a master's response (renumbered in a random order
+    there), found by its text."""
+    (text,) = sql(master, "SELECT text FROM responses WHERE id = ?", response_id)[0]
+    return sql(copy, "SELECT id FROM responses WHERE text = ?", text)[0][0]
+
+
 @pytest.fixture
 def study(gui):
     """The small study, with ava's urgency answer and ben's empathy answer in the master."""
@@ -139,9 +146,11 @@ def test_copies_go_out_come_back_with_a_conflict_and_merge_once(
     # On the ward: ava changes her urgency answer and answers empathy; ben answers urgency and
     # changes his empathy answer. At home ava changes her urgency answer differently.
     edit(ward["ava"], "ava", units["urgency"], {"more_urgent_case_id": ids.case2})
-    edit(ward["ava"], "ava", units["empathy"], {"more_empathetic_response_id": ids.edited})
+    edited = in_copy(ward["ava"], master, ids.edited)  # (each copy has ids of its own)
+    edit(ward["ava"], "ava", units["empathy"], {"more_empathetic_response_id": edited})
     edit(ward["ben"], "ben", units["urgency"], {"more_urgent_case_id": ids.case1})
-    edit(ward["ben"], "ben", units["empathy"], {"more_empathetic_response_id": ids.original})
+    original = in_copy(ward["ben"], master, ids.original)
+    edit(ward["ben"], "ben", units["empathy"], {"more_empathetic_response_id": original})
     edit(laptop, "ava", units["urgency"], {"more_urgent_case_id": ids.case1}, status="draft")
     with Project.create(tmp_path / "other.prproj", name="Another study"):
         pass
@@ -237,7 +246,8 @@ def test_a_cancelled_merge_leaves_the_master_as_it_was(qtbot, study, prefs, tmp_
     copy = tmp_path / "ben-ward.prproj"
     save_copy(qtbot, dialog, monkeypatch, "ben", False, copy)
     edit(copy, "ben", ids.units["urgency"], {"more_urgent_case_id": ids.case1})
-    edit(copy, "ben", ids.units["empathy"], {"more_empathetic_response_id": ids.original})
+    original = in_copy(copy, master, ids.original)
+    edit(copy, "ben", ids.units["empathy"], {"more_empathetic_response_id": original})
     before, audit_before = answers_table(master), audit_length(master)
 
     real = merge.merge_copy
