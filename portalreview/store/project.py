@@ -46,6 +46,7 @@ from sqlalchemy.pool import QueuePool
 from portalreview import __version__
 from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
 from portalreview.store import migrations
+from portalreview.store.errors import ReadFailed, readable_read_error
 from portalreview.store.lock import LockHolder, ProjectLock
 from portalreview.store.models import Base, ProjectMeta, utc_now
 from portalreview.store.schema_sql import trigger_statements
@@ -662,9 +663,18 @@ class Project:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Session]:
-        """A session for reading (one consistent snapshot)."""
-        with self._reader() as session, session.begin():
-            yield session
+        """A session for reading (one consistent snapshot). A file that cannot be read any
+        more (moved or deleted, its drive gone, damaged, held locked by another program past
+        the busy timeout) raises :class:`ReadFailed`, in words, not the driver's error."""
+        try:
+            with self._reader() as session, session.begin():
+                yield session
+        except DBAPIError as exc:
+            if not isinstance(exc.orig, sqlite3.Error):
+                raise
+            raise ReadFailed(readable_read_error(self.path, exc.orig)) from exc
+        except sqlite3.Error as exc:  # the frames' readers use the driver's cursor directly
+            raise ReadFailed(readable_read_error(self.path, exc)) from exc
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Session]:

@@ -27,6 +27,7 @@ from portalreview.domain.catalogs import Catalogs
 from portalreview.domain.segmenter import split_sentences
 from portalreview.store.adaptive import AdaptiveSetting, adaptive_settings, next_unit
 from portalreview.store.catalog_store import read_catalogs, write_catalogs
+from portalreview.store.errors import SaveFailed, StoreError
 from portalreview.store.kinds import CODECS, PayloadError, UnitContext
 from portalreview.store.models import (
     KINDS,
@@ -55,16 +56,6 @@ _CHART_HEADINGS = {
     "medications": "###Medications (Outpatient)###",
 }
 GENESIS_HASH = "0" * 64
-
-
-class StoreError(ValueError):
-    """A request the project refuses (unknown id, duplicate, broken rule); the message says
-    what is wrong in words a person can act on."""
-
-
-class SaveFailed(StoreError):
-    """A project file that cannot take a save (the disk full or failing, the file gone
-    read-only or damaged): the transaction was rolled back, nothing of it was kept."""
 
 
 class AccessError(PermissionError):

@@ -52,7 +52,7 @@ from portalreview.store.project import (
     ProjectNotWritableError,
     copy_backup_beside,
 )
-from portalreview.store.service import AnswerView, StudyService
+from portalreview.store.service import AnswerView, StoreError, StudyService
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
@@ -789,10 +789,10 @@ class MainWindow(QMainWindow):
         others = self.work_of if self.work_of != self.annotator_id else None
         try:
             self.session.open_unit(editor, unit_id, annotator_id=others)
-        except (ProjectError, ValueError, PermissionError) as exc:
-            QMessageBox.warning(self, APP_NAME, f"Could not show this unit:\n{exc}")
-            if self.session.unit is not None:  # the list shows the unit still on screen
-                self.queue.select_unit(self.session.unit.unit_id, emit=False)
+        except (ProjectError, StoreError, ValueError, PermissionError) as exc:
+            # StoreError: the pending change not saved, or the project file not readable
+            # (ReadFailed: its drive gone, damaged, locked by another program)
+            self._unit_not_shown(editor, exc)
             return
         editor.setEnabled(True)
         self.suggestions.unit_shown(editor)
@@ -802,6 +802,24 @@ class MainWindow(QMainWindow):
             self.save_label.setText(self._saved_text(self.session.answer))
         self._show_unit_status()
         editor.focus_first()
+
+    def _unit_not_shown(self, editor: Editor, exc: Exception) -> None:
+        """The unit chosen could not be opened: keep the list and the editor in step, then say
+        why. The list goes back to the unit still on screen, which keeps what was typed in it;
+        when this editor shows no unit of the session (another kind's is open), nothing is
+        highlighted and the editor takes no typing, which no save would keep."""
+        shown = self.session.unit if self.session.editor is editor else None
+        if shown is None or not self.queue.select_unit(shown.unit_id, emit=False):
+            self.queue.select_none()
+        if shown is None:
+            editor.setEnabled(False)
+            self.unit_label.setText("No unit is shown.")
+            still = "No unit is shown: choose one in the list to try again."
+        else:
+            number = self.queue.numbers.get(shown.unit_id)
+            still = f"Unit {number} stays on screen." if number else "The unit shown stays."
+        log.warning("unit not shown: %s: %s", type(exc).__name__, exc)
+        QMessageBox.warning(self, APP_NAME, f"Could not show this unit:\n{exc}\n\n{still}")
 
     def _show_unit_status(self) -> None:
         unit = self.session.unit

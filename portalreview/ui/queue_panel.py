@@ -179,6 +179,15 @@ class QueuePanel(QWidget):
             self.unit_chosen.emit(self.model.items[row].unit_id)
         return True
 
+    def select_none(self) -> None:
+        """Highlight no unit (none is on screen), choosing none."""
+        self._quiet = True
+        try:
+            self.view.setCurrentIndex(QModelIndex())
+            self.view.clearSelection()
+        finally:
+            self._quiet = False
+
     def select_unit(self, unit_id: int, emit: bool = True) -> bool:
         row = self.model.row_of.get(unit_id)
         return False if row is None else self.select_row(row, emit)

@@ -13,6 +13,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from portalreview.store import frames
+from portalreview.store.errors import ReadFailed
 from portalreview.store.frames import read_frames
 from portalreview.store.models import Answer
 
@@ -80,13 +81,15 @@ def test_a_write_after_the_snapshot_began_is_not_read(fresh_demo, monkeypatch):
 
 
 def test_a_reader_that_fails_fails_the_whole_read(fresh_demo, monkeypatch):
-    # One reader's error (a damaged table, a server gone) reaches the caller as it is, after
-    # the other readers have stopped: no frames are returned half read.
+    # One reader's error (a damaged table, a server gone) reaches the caller, after the other
+    # readers have stopped: no frames are returned half read. The project words it
+    # (ReadFailed), keeping the reader's error as its cause.
     def broken(session):
         raise frames.sqlite3.DatabaseError("database disk image is malformed")
 
     monkeypatch.setattr(frames, "_cases", broken)
-    with pytest.raises(frames.sqlite3.DatabaseError, match="malformed"):
+    with pytest.raises(ReadFailed, match="malformed") as failed:
         read_frames(fresh_demo)
+    assert isinstance(failed.value.__cause__, frames.sqlite3.DatabaseError)
     monkeypatch.undo()
     assert len(read_frames(fresh_demo).cases) > 0
