@@ -17,7 +17,11 @@ annotator, and :func:`add_member` grants what that annotator's role in the study
     urgency pair's difficulty, no response's author, source, kind or production, and neutral
     response ids. The views read the tables with their owner's rights, so a clinician needs and
     has no privilege on the tables ``cases``, ``responses``, ``units`` and ``case_tags``: asking
-    for ``public.cases`` directly is refused.
+    for ``public.cases`` directly is refused. The views are *security barriers*: the
+    conditions of a clinician's own query run only on the rows a view lets through (otherwise
+    the planner may test ``message::int = 0`` on every row first, and the error message would
+    print a hidden row's text). The tables' row-level policies hold that way by themselves.
+    None of the helper functions below is ``LEAKPROOF``, so none is ever moved before a filter.
 
   and writes only their own answers (and their rows), their own audit entries, and suggestions
   for their units. Their assignments are read-only to them: changing one would hand them another
@@ -143,8 +147,8 @@ def _blinded_view(metadata: MetaData, table: str) -> str:
     columns = [c.name for c in metadata.tables[table].columns] + ["rowid"]
     select = ", ".join(f'{shown[c]} AS "{c}"' if c in shown else f't."{c}"' for c in columns)
     return (
-        f"CREATE VIEW blinded.{table} AS SELECT {select} FROM public.{table} t "
-        f"WHERE portalreview_is_pi() OR ({_BLINDED_ROWS[table]})"
+        f"CREATE VIEW blinded.{table} WITH (security_barrier = true) AS SELECT {select} "
+        f"FROM public.{table} t WHERE portalreview_is_pi() OR ({_BLINDED_ROWS[table]})"
     )
 
 
