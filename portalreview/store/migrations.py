@@ -24,7 +24,7 @@ from pathlib import Path
 
 from portalreview.store.schema_sql import V3_GUARDS, guard_statements
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -268,6 +268,13 @@ def _v6_to_v7(conn: sqlite3.Connection) -> None:
     _rebuild(conn, "assignments", new, fill={"is_gold_holder": f"({HOLDER_SQL})"})
 
 
+def _v7_to_v8(conn: sqlite3.Connection) -> None:
+    """Version 8 changes nothing in a file: the number follows the team server's format 8
+    (the blinded views as security barriers and the audit log's guard, which a file, opened by
+    one person, does not need; ``server_migrations/scripts/versions/v8_audit_guard.py``), so
+    that a file and a server study of the same format have the same tables."""
+
+
 # STEPS[v] upgrades a file from version v to v + 1.
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _v1_to_v2,
@@ -276,6 +283,7 @@ STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     4: _v4_to_v5,
     5: _v5_to_v6,
     6: _v6_to_v7,
+    7: _v7_to_v8,
 }
 
 

@@ -17,7 +17,11 @@ annotator, and :func:`add_member` grants what that annotator's role in the study
     urgency pair's difficulty, no response's author, source, kind or production, and neutral
     response ids. The views read the tables with their owner's rights, so a clinician needs and
     has no privilege on the tables ``cases``, ``responses``, ``units`` and ``case_tags``: asking
-    for ``public.cases`` directly is refused.
+    for ``public.cases`` directly is refused. The views are *security barriers*: the
+    conditions of a clinician's own query run only on the rows a view lets through (otherwise
+    the planner may test ``message::int = 0`` on every row first, and the error message would
+    print a hidden row's text). The tables' row-level policies hold that way by themselves.
+    None of the helper functions below is ``LEAKPROOF``, so none is ever moved before a filter.
 
   and writes only their own answers (and their rows), their own audit entries, and suggestions
   for their units. Their assignments are read-only to them: changing one would hand them another
@@ -39,7 +43,9 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, MetaData, Table, text
 
-from portalreview.store.service import StoreError
+from portalreview.store.backends.postgres import WRITE_LOCK
+from portalreview.store.schema_sql import _pg_raise
+from portalreview.store.service import GENESIS_HASH, StoreError
 
 # The tables a clinician reads only through a blinded view, and what the view shows for each
 # column that differs from the table (everything else is the table's own value).
@@ -138,13 +144,143 @@ _FUNCTIONS = [
 ]
 
 
+def _refusal(rule: tuple[str, str]) -> str:
+    """One refusal of the audit guard: its condition, and its words for the person (as
+    service.readable_integrity shows them)."""
+    condition, words = rule
+    return f"IF {condition} THEN {_pg_raise(words)} END IF;"
+
+
+# What the guard refuses: (the condition, in the trigger function, the words).
+_AUDIT_REFUSALS = {
+    "chain": (
+        f"NEW.prev_hash IS DISTINCT FROM coalesce(newest_hash, '{GENESIS_HASH}')",
+        "an audit entry must follow the newest entry of the log (its prev_hash must be that "
+        "entry's hash)",
+    ),
+    "hash": (
+        "NEW.hash IS DISTINCT FROM portalreview_audit_hash(NEW.prev_hash, NEW.at, "
+        "NEW.actor_id, NEW.action, NEW.answer_id, NEW.unit_id, NEW.old_json, NEW.new_json)",
+        "an audit entry's hash must be the hash of its content and of the entry before it",
+    ),
+    "order": (
+        "NEW.id <= coalesce(newest_id, 0)",
+        "an audit entry must come after the newest entry of the log",
+    ),
+    "id": (
+        "NEW.id > coalesce(pg_sequence_last_value("
+        "pg_get_serial_sequence('audit_log', 'id')::regclass), 0)",
+        "an audit entry's number is given by the database, not chosen",
+    ),
+    "answer": (
+        "NEW.answer_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM answers a "
+        "WHERE a.id = NEW.answer_id AND a.annotator_id = me_id AND NOT a.is_gold)",
+        "a clinician's audit entry can only be about an answer of their own",
+    ),
+    "unit": (
+        "NEW.unit_id IS NOT NULL AND NEW.unit_id NOT IN (SELECT portalreview_my_units())",
+        "a clinician's audit entry can only be about a unit given to them",
+    ),
+}
+
+# A member may insert audit entries with their own SQL (the program writes them that way), so
+# each entry is checked as it is inserted, under the program's write lock (postgres.WRITE_LOCK,
+# taken again here for a writer that did not take it): it follows the newest entry, carries the
+# hash the program computes (service.audit_hash, computed again by portalreview_audit_hash),
+# and comes after the newest entry. A member's entry has the number the sequence gave it (one
+# chosen far ahead would make every later entry out of order), and a clinician's names only an
+# answer of their own and units given to them. The PI and the study's owner log any answer or
+# unit, as the program does for them (gold answers, merges, imports, the study's set-up).
+AUDIT_GUARD = [
+    # Python's json.dumps of one string (ensure_ascii): \" \\ \n \r \t \b \f, every other
+    # character outside space..tilde as \uXXXX in lower-case hex, a surrogate pair above
+    # U+FFFF. Backslashes are in E'' strings, which mean the same whatever a session's
+    # standard_conforming_strings. Code points are the database's: a study's database is UTF8.
+    r"""
+    CREATE FUNCTION portalreview_json_string(value text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE STRICT SET search_path = pg_catalog AS $$
+    DECLARE
+        escaped text;
+    BEGIN
+        IF value !~ '[^ -~]' THEN  -- space to tilde only: quotes and backslashes alone change
+            RETURN '"' || replace(replace(value, E'\\', E'\\\\'), '"', E'\\"') || '"';
+        END IF;
+        SELECT string_agg(
+            CASE
+                WHEN code = 34 THEN E'\\"'
+                WHEN code = 92 THEN E'\\\\'
+                WHEN code = 10 THEN E'\\n'
+                WHEN code = 13 THEN E'\\r'
+                WHEN code = 9 THEN E'\\t'
+                WHEN code = 8 THEN E'\\b'
+                WHEN code = 12 THEN E'\\f'
+                WHEN code BETWEEN 32 AND 126 THEN c
+                WHEN code < 65536 THEN E'\\u' || lpad(to_hex(code), 4, '0')
+                ELSE E'\\u' || to_hex(55296 + ((code - 65536) >> 10))
+                    || E'\\u' || to_hex(56320 + ((code - 65536) & 1023))
+            END, '' ORDER BY n)
+        INTO escaped
+        FROM unnest(string_to_array(value, NULL)) WITH ORDINALITY AS chars (c, n),
+            LATERAL ascii(c) AS code;
+        RETURN '"' || coalesce(escaped, '') || '"';
+    END $$
+    """,
+    # service.audit_hash: SHA-256 of the compact JSON array of the entry's fields
+    """
+    CREATE FUNCTION portalreview_audit_hash(
+        prev_hash text, at text, actor_id integer, action text, answer_id integer,
+        unit_id integer, old_json text, new_json text
+    ) RETURNS text
+    LANGUAGE sql IMMUTABLE SET search_path = public AS $$
+        SELECT encode(sha256(convert_to('[' || concat_ws(',',
+            coalesce(portalreview_json_string(prev_hash), 'null'),
+            coalesce(portalreview_json_string(at), 'null'),
+            coalesce(actor_id::text, 'null'),
+            coalesce(portalreview_json_string(action), 'null'),
+            coalesce(answer_id::text, 'null'),
+            coalesce(unit_id::text, 'null'),
+            coalesce(portalreview_json_string(old_json), 'null'),
+            coalesce(portalreview_json_string(new_json), 'null')) || ']', 'UTF8')), 'hex')
+    $$
+    """,
+    f"""
+    CREATE FUNCTION guard_audit_chain_rule() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
+    DECLARE
+        newest_id integer;
+        newest_hash varchar;
+        me_id integer;
+    BEGIN
+        PERFORM pg_advisory_xact_lock({WRITE_LOCK});
+        SELECT id, hash INTO newest_id, newest_hash FROM audit_log ORDER BY id DESC LIMIT 1;
+        {_refusal(_AUDIT_REFUSALS["chain"])}
+        {_refusal(_AUDIT_REFUSALS["hash"])}
+        {_refusal(_AUDIT_REFUSALS["order"])}
+        SELECT portalreview_me() INTO me_id;
+        IF me_id IS NULL THEN  -- the study's owner
+            RETURN NEW;
+        END IF;
+        {_refusal(_AUDIT_REFUSALS["id"])}
+        IF portalreview_is_pi() THEN
+            RETURN NEW;
+        END IF;
+        {_refusal(_AUDIT_REFUSALS["answer"])}
+        {_refusal(_AUDIT_REFUSALS["unit"])}
+        RETURN NEW;
+    END $$
+    """,
+    "CREATE TRIGGER guard_audit_chain BEFORE INSERT ON audit_log FOR EACH ROW "
+    "EXECUTE FUNCTION guard_audit_chain_rule()",
+]
+
+
 def _blinded_view(metadata: MetaData, table: str) -> str:
     shown = BLINDED[table]
     columns = [c.name for c in metadata.tables[table].columns] + ["rowid"]
     select = ", ".join(f'{shown[c]} AS "{c}"' if c in shown else f't."{c}"' for c in columns)
     return (
-        f"CREATE VIEW blinded.{table} AS SELECT {select} FROM public.{table} t "
-        f"WHERE portalreview_is_pi() OR ({_BLINDED_ROWS[table]})"
+        f"CREATE VIEW blinded.{table} WITH (security_barrier = true) AS SELECT {select} "
+        f"FROM public.{table} t WHERE portalreview_is_pi() OR ({_BLINDED_ROWS[table]})"
     )
 
 
@@ -191,9 +327,9 @@ def _policies(metadata: MetaData) -> list[str]:
 
 def security_statements(metadata: MetaData) -> list[str]:
     """What a new server study gets after its tables: members, helper functions, the blinded
-    views and the row-level policies."""
+    views, the row-level policies and the audit log's guard."""
     views = [_blinded_view(metadata, table) for table in BLINDED]
-    return _FUNCTIONS + views + _policies(metadata)
+    return _FUNCTIONS + views + _policies(metadata) + AUDIT_GUARD
 
 
 def _clinician_grants(metadata: MetaData, role: str, existing: set[str]) -> list[str]:
