@@ -70,7 +70,8 @@ class AuditVerification:
     def describe(self) -> str:
         answers = ""
         if self.answers is not None:
-            answers = f"; {self.answers} answers match their last audit entry"
+            compared = self.answers - self.before_copy
+            answers = f"; {compared} answers match their last audit entry"
             if self.before_copy:
                 answers += (
                     f" ({self.before_copy} made before this copy was, whose entries stay in "
@@ -205,6 +206,12 @@ _MISSING = object()
 _ANSWERS_READ = 2000  # answers read per query (their payloads in bulk, see _answer_views)
 
 
+def _named(answer_id: int, unit_id: int, annotator_id: int, is_gold: bool, names) -> str:
+    """How a problem names an answer: its id, its unit and whose it is."""
+    who = names.get(annotator_id, f"#{annotator_id}")
+    return f"answer {answer_id} (unit {unit_id}, {'gold by' if is_gold else 'annotator'} {who})"
+
+
 def check_answers(
     session: Session,
     newest: Mapping[int, tuple[int, int | None, str | None]],
@@ -218,8 +225,8 @@ def check_answers(
     out = AnswerCheck()
     names = dict(session.execute(select(Annotator.id, Annotator.name)).all())
     seen: set[int] = set()
-    last_id = 0
     columns = Answer.__table__.columns  # rows, not ORM objects: a third of the time
+    last_id = 0
     while True:
         chunk = session.execute(
             select(*columns).where(Answer.id > last_id).order_by(Answer.id).limit(_ANSWERS_READ)
@@ -227,24 +234,23 @@ def check_answers(
         if not chunk:
             break
         last_id = chunk[-1].id
-        for view in StudyService._answer_views(session, chunk):
-            out.checked += 1
-            seen.add(view.answer_id)
-            who = names.get(view.annotator_id, f"#{view.annotator_id}")
-            which = f"answer {view.answer_id} (unit {view.unit_id}, " + (
-                f"gold by {who})" if view.is_gold else f"annotator {who})"
-            )
-            entry = newest.get(view.answer_id)
-            if entry is None:
-                if restricted_copy:
-                    out.before_copy += 1
-                else:
-                    out.problems.append(f"{which} has no audit entry: made outside PortalReview")
-                continue
-            entry_id, entry_unit, new_json = entry
+        out.checked += len(chunk)
+        seen.update(answer.id for answer in chunk)
+        logged = []
+        for a in chunk:
+            if a.id in newest:
+                logged.append(a)
+            elif restricted_copy:
+                out.before_copy += 1
+            else:
+                which = _named(a.id, a.unit_id, a.annotator_id, a.is_gold, names)
+                out.problems.append(f"{which} has no audit entry: made outside PortalReview")
+        for view in StudyService._answer_views(session, logged):
+            entry_id, entry_unit, new_json = newest[view.answer_id]
             current_json = json.dumps(StudyService._audit_state(view), sort_keys=True)
             if current_json == new_json and entry_unit == view.unit_id:
                 continue  # as the service wrote it (``StudyService._audit``): the same state
+            which = _named(view.answer_id, view.unit_id, view.annotator_id, view.is_gold, names)
             current = json.loads(current_json)
             try:
                 recorded = json.loads(new_json) if new_json else None
@@ -315,7 +321,9 @@ def verify_export(path: Path, expected_last: str | None = None) -> AuditVerifica
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m portalreview.store.audit_verify PATH [--last HASH]``: PATH is a project
-    file or an export; exit status 0 when the chain is intact, 1 when not, 2 on bad input."""
+    file or an export; exit status 0 when the chain is intact (and, for a project, every answer
+    is what the log last recorded), 1 when not, 2 on bad input. ``portalreview verify`` does
+    the same, for a server study too."""
     import argparse
     import sys
 
