@@ -147,6 +147,21 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    """The audit log's hash chain, and every answer against the log's last entry for it (a
+    project file or server study); or the chain of an export. 0: intact, 1: problems."""
+    from portalreview.store.audit_verify import verify_export, verify_project
+
+    export = Path(args.path)
+    if export.is_dir() or export.suffix.lower() in (".jsonl", ".csv", ".xlsx"):
+        result = verify_export(export, args.last)
+    else:
+        with open_project(_project_path(args.path), read_only=True) as project:
+            result = verify_project(project, args.last)
+    print(result.describe())
+    return 0 if result.ok else 1
+
+
 def cmd_codebook(args: argparse.Namespace) -> int:
     """Show the project's catalogs, or extend them from a JSON file (PI)."""
     from portalreview.domain.catalogs import load_catalog_extension
@@ -761,6 +776,14 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("path", help=STUDY_HELP)
     info.add_argument("--json", action="store_true", help="print the counts as JSON")
     info.set_defaults(func=cmd_info)
+
+    verify = verbs.add_parser(
+        "verify",
+        help="check the audit log, and that every answer is what the log last recorded",
+    )
+    verify.add_argument("path", help=STUDY_HELP + ", or an export (folder or .xlsx)")
+    verify.add_argument("--last", metavar="HASH", help="the last hash recorded earlier")
+    verify.set_defaults(func=cmd_verify)
 
     upgrade = verbs.add_parser(
         "upgrade", help="bring a study to this version's format (a server study: IT, once)"

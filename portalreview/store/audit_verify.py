@@ -9,26 +9,41 @@ xlsx export) changed afterwards. Editing, deleting, inserting or reordering a ro
 chain at that row, unless every later hash is recomputed too; exports also record the last
 hash, which a PI can write down (or sign) to pin the whole history.
 
+``verify_project(project)`` also compares every answer of the project with the newest audit
+entry naming it (:func:`check_answers`): an answer whose audited state (status, payload, flag,
+flag note, comment, suggestion and its use: what :meth:`StudyService._audit_state` records)
+is not the one that entry recorded was changed outside PortalReview (a detail row updated or
+deleted with psql or an SQLite tool), and so was an answer with no entry at all, or an entry
+whose answer is gone. Only the fields an entry recorded are compared (every entry since the
+first format records all seven; a field added to the audited state later will not be compared
+with entries written before it). A copy made for one clinician holds no audit entries of the
+answers it was made with (its log starts at the copy): there, an answer without an entry is
+counted, not reported. What verification cannot detect: a change made together with a correctly
+computed audit entry by someone who may write the log (the owner of the file, the server study's
+owner), which is then an ordinary entry in the history, naming whoever it says.
+
 ``verify_project(project)`` and ``verify_export(path)`` return an :class:`AuditVerification`;
-its ``ok`` is False and ``problems`` names the rows when the chain is broken.
+its ``ok`` is False and ``problems`` names the rows when the chain is broken, and
+``answer_problems`` the answers that differ from the log.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from portalreview.store.csv_cells import unescape_formula
-from portalreview.store.models import AuditEntry
+from portalreview.store.models import Annotator, Answer, AuditEntry, ProjectMeta
 from portalreview.store.project import Project
-from portalreview.store.service import GENESIS_HASH, audit_hash
+from portalreview.store.service import GENESIS_HASH, StudyService, audit_hash
 
 _HASHED = ("at", "actor_id", "action", "answer_id", "unit_id", "old_json", "new_json")
 _PROBLEMS_LISTED = 20
@@ -43,19 +58,46 @@ class AuditVerification:
     last_hash: str
     problems: tuple[str, ...] = field(default_factory=tuple)
     more_problems: int = 0
+    answers: int | None = None  # answers compared with the log (None: an export, not compared)
+    answer_problems: tuple[str, ...] = field(default_factory=tuple)
+    more_answer_problems: int = 0
+    before_copy: int = 0  # a copy for one clinician: answers older than its log, not compared
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.answer_problems
 
     def describe(self) -> str:
+        answers = ""
+        if self.answers is not None:
+            compared = self.answers - self.before_copy
+            answers = f"; {compared} answers match their last audit entry"
+            if self.before_copy:
+                answers += (
+                    f" ({self.before_copy} made before this copy was, whose entries stay in "
+                    "the master's log, not compared)"
+                )
         if self.ok:
-            return f"audit log intact: {self.entries} entries, last hash {self.last_hash}"
-        extra = f" (and {self.more_problems} more)" if self.more_problems else ""
-        return (
-            f"audit log TAMPERED or damaged: {len(self.problems) + self.more_problems} "
-            f"problem(s) in {self.entries} entries{extra}:\n  " + "\n  ".join(self.problems)
-        )
+            return f"audit log intact: {self.entries} entries, last hash {self.last_hash}{answers}"
+        lines = []
+        if self.problems:
+            extra = f" (and {self.more_problems} more)" if self.more_problems else ""
+            lines.append(
+                f"audit log TAMPERED or damaged: {len(self.problems) + self.more_problems} "
+                f"problem(s) in {self.entries} entries{extra}:\n  " + "\n  ".join(self.problems)
+            )
+        else:
+            lines.append(
+                f"audit log chain intact: {self.entries} entries, last hash {self.last_hash}"
+            )
+        if self.answer_problems:
+            count = len(self.answer_problems) + self.more_answer_problems
+            extra = f" (and {self.more_answer_problems} more)" if self.more_answer_problems else ""
+            lines.append(
+                f"answers CHANGED outside PortalReview: {count} of {self.answers} answer(s) "
+                f"differ from the audit log{extra}:\n  " + "\n  ".join(self.answer_problems)
+            )
+        return "\n".join(lines)
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -118,15 +160,124 @@ def verify_rows(
     )
 
 
-def verify_project(project: Project, expected_last: str | None = None) -> AuditVerification:
-    """Check the audit log of an open project."""
+def verify_project(
+    project: Project, expected_last: str | None = None, *, answers: bool = True
+) -> AuditVerification:
+    """Check the audit log of an open project, and (``answers``) that every answer is what the
+    log last recorded of it (:func:`check_answers`)."""
+    newest: dict[int, tuple[int, int | None, str | None]] = {}
+    columns = [getattr(AuditEntry, name) for name in ("id", "prev_hash", "hash", *_HASHED)]
+
+    def rows(session: Session) -> Iterator[dict[str, Any]]:
+        result = session.execute(select(*columns).order_by(AuditEntry.id))
+        for values in result:
+            row = dict(zip(("id", "prev_hash", "hash", *_HASHED), values, strict=True))
+            if row["answer_id"] is not None:
+                newest[row["answer_id"]] = (row["id"], row["unit_id"], row["new_json"])
+            yield row
+
     with project.read() as session:
-        rows = (
-            {"id": e.id, "prev_hash": e.prev_hash, "hash": e.hash}
-            | {name: getattr(e, name) for name in _HASHED}
-            for e in session.scalars(select(AuditEntry).order_by(AuditEntry.id))
-        )
-        return verify_rows(list(rows), expected_last)
+        chain = verify_rows(rows(session), expected_last)
+        if not answers:
+            return chain
+        restricted = session.get(ProjectMeta, "copy_only_assigned")
+        found = check_answers(session, newest, restricted is not None and restricted.value == "1")
+    listed = found.problems[:_PROBLEMS_LISTED]
+    return replace(
+        chain,
+        answers=found.checked,
+        answer_problems=tuple(listed),
+        more_answer_problems=len(found.problems) - len(listed),
+        before_copy=found.before_copy,
+    )
+
+
+@dataclass
+class AnswerCheck:
+    """What :func:`check_answers` found: ``checked`` answers, ``problems`` one line per answer
+    that differs from the log, ``before_copy`` answers of a one-clinician copy left out."""
+
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+    before_copy: int = 0
+
+
+_MISSING = object()
+_ANSWERS_READ = 2000  # answers read per query (their payloads in bulk, see _answer_views)
+
+
+def _named(answer_id: int, unit_id: int, annotator_id: int, is_gold: bool, names) -> str:
+    """How a problem names an answer: its id, its unit and whose it is."""
+    who = names.get(annotator_id, f"#{annotator_id}")
+    return f"answer {answer_id} (unit {unit_id}, {'gold by' if is_gold else 'annotator'} {who})"
+
+
+def check_answers(
+    session: Session,
+    newest: Mapping[int, tuple[int, int | None, str | None]],
+    restricted_copy: bool = False,
+) -> AnswerCheck:
+    """Compare every answer's audited state, built by the service's own code
+    (``StudyService._answer_views`` and ``_audit_state``), with what the newest audit entry
+    naming it recorded (``newest``: answer id -> (entry id, unit id, new_json)). Only the
+    fields the entry recorded are compared. ``restricted_copy``: answers without an entry
+    predate this copy's log (:func:`portalreview.store.merge.make_copy`) and are counted."""
+    out = AnswerCheck()
+    names = dict(session.execute(select(Annotator.id, Annotator.name)).all())
+    seen: set[int] = set()
+    columns = Answer.__table__.columns  # rows, not ORM objects: a third of the time
+    last_id = 0
+    while True:
+        chunk = session.execute(
+            select(*columns).where(Answer.id > last_id).order_by(Answer.id).limit(_ANSWERS_READ)
+        ).all()
+        if not chunk:
+            break
+        last_id = chunk[-1].id
+        out.checked += len(chunk)
+        seen.update(answer.id for answer in chunk)
+        logged = []
+        for a in chunk:
+            if a.id in newest:
+                logged.append(a)
+            elif restricted_copy:
+                out.before_copy += 1
+            else:
+                which = _named(a.id, a.unit_id, a.annotator_id, a.is_gold, names)
+                out.problems.append(f"{which} has no audit entry: made outside PortalReview")
+        for view in StudyService._answer_views(session, logged):
+            entry_id, entry_unit, new_json = newest[view.answer_id]
+            current_json = json.dumps(StudyService._audit_state(view), sort_keys=True)
+            if current_json == new_json and entry_unit == view.unit_id:
+                continue  # as the service wrote it (``StudyService._audit``): the same state
+            which = _named(view.answer_id, view.unit_id, view.annotator_id, view.is_gold, names)
+            current = json.loads(current_json)
+            try:
+                recorded = json.loads(new_json) if new_json else None
+            except ValueError:
+                recorded = None
+            if not isinstance(recorded, dict):
+                out.problems.append(
+                    f"{which}: its last audit entry (#{entry_id}) records no answer"
+                )
+                continue
+            fields = sorted(
+                name for name, value in recorded.items() if current.get(name, _MISSING) != value
+            )
+            if entry_unit != view.unit_id:
+                fields.insert(0, "unit")
+            if fields:
+                out.problems.append(
+                    f"{which} differs from its last audit entry (#{entry_id}): changed outside "
+                    f"PortalReview ({', '.join(fields)})"
+                )
+    for answer_id, (entry_id, unit_id, _) in sorted(newest.items()):
+        if answer_id not in seen:
+            out.problems.append(
+                f"answer {answer_id} (unit {unit_id}) is in the audit log (entry #{entry_id}) "
+                "but not in the project: deleted outside PortalReview"
+            )
+    return out
 
 
 def read_exported_log(path: Path) -> list[dict[str, Any]]:
@@ -170,7 +321,9 @@ def verify_export(path: Path, expected_last: str | None = None) -> AuditVerifica
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m portalreview.store.audit_verify PATH [--last HASH]``: PATH is a project
-    file or an export; exit status 0 when the chain is intact, 1 when not, 2 on bad input."""
+    file or an export; exit status 0 when the chain is intact (and, for a project, every answer
+    is what the log last recorded), 1 when not, 2 on bad input. ``portalreview verify`` does
+    the same, for a server study too."""
     import argparse
     import sys
 

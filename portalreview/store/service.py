@@ -15,7 +15,7 @@ import hashlib
 import json
 import random
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,7 @@ _CHART_HEADINGS = {
     "medications": "###Medications (Outpatient)###",
 }
 GENESIS_HASH = "0" * 64
+_BULK = 500  # answers per bulk read of payloads (within any database's parameter limit)
 
 
 class AccessError(PermissionError):
@@ -952,22 +953,38 @@ class StudyService:
 
     @staticmethod
     def _answer_view(s: Session, answer: Answer) -> AnswerView:
-        return AnswerView(
-            answer_id=answer.id,
-            unit_id=answer.unit_id,
-            kind=answer.kind,
-            annotator_id=answer.annotator_id,
-            is_gold=answer.is_gold,
-            status=answer.status,
-            payload=CODECS[answer.kind].read(s, answer),
-            active_seconds=answer.active_seconds,
-            flagged=answer.flagged,
-            flag_note=answer.flag_note,
-            comment=answer.comment,
-            suggestion_id=answer.suggestion_id,
-            suggestion_use=answer.suggestion_use,
-            updated_at=answer.updated_at,
-        )
+        return StudyService._answer_views(s, [answer])[0]
+
+    @staticmethod
+    def _answer_views(s: Session, answers: Sequence[Answer]) -> list[AnswerView]:
+        """The views of many answers, in their order: each kind's payloads read in bulk, a
+        few queries per ``_BULK`` answers (the same codec code as one answer's view)."""
+        payloads: dict[int, dict] = {}
+        by_kind: dict[str, list[int]] = {}
+        for answer in answers:
+            by_kind.setdefault(answer.kind, []).append(answer.id)
+        for kind, ids in by_kind.items():
+            for start in range(0, len(ids), _BULK):
+                payloads.update(CODECS[kind].read_many(s, ids[start : start + _BULK]))
+        return [
+            AnswerView(
+                answer_id=answer.id,
+                unit_id=answer.unit_id,
+                kind=answer.kind,
+                annotator_id=answer.annotator_id,
+                is_gold=answer.is_gold,
+                status=answer.status,
+                payload=payloads[answer.id],
+                active_seconds=answer.active_seconds,
+                flagged=answer.flagged,
+                flag_note=answer.flag_note,
+                comment=answer.comment,
+                suggestion_id=answer.suggestion_id,
+                suggestion_use=answer.suggestion_use,
+                updated_at=answer.updated_at,
+            )
+            for answer in answers
+        ]
 
     def get_answer(
         self, unit_id: int, annotator_id: int | None = None, gold: bool = False

@@ -1,6 +1,7 @@
 """One answer codec per annotation kind; the registry the service layer dispatches on.
 
-A new kind: a module here with KIND, write, clear, read and incomplete, and one line below.
+A new kind: a module here with KIND, write, clear, read, read_many and incomplete, and one line
+below.
 """
 
 from __future__ import annotations

@@ -2,14 +2,15 @@
 
 An answer's *payload* is a plain JSON-ready dict (documented per kind in docs/formats.md). The
 service layer stores it through the kind's codec: ``write`` turns it into rows (the database
-then enforces the rules that cross tables), ``read`` turns rows back into the same dict, and
+then enforces the rules that cross tables), ``read`` turns rows back into the same dict
+(``read_many``: of many answers at once, which ``read`` calls for one), and
 ``incomplete`` says what is still missing before the answer can be submitted.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,6 +43,8 @@ class Codec(Protocol):
     def write(self, session: Session, answer: Answer, ctx: UnitContext, payload: dict) -> None: ...
 
     def read(self, session: Session, answer: Answer) -> dict: ...
+
+    def read_many(self, session: Session, answer_ids: Sequence[int]) -> dict[int, dict]: ...
 
     def incomplete(self, ctx: UnitContext, payload: dict) -> str | None: ...
 

@@ -6,7 +6,9 @@ The answer names a response, never a side of the screen.
 
 from __future__ import annotations
 
-from sqlalchemy import delete
+from collections.abc import Sequence
+
+from sqlalchemy import delete, select
 
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
 from portalreview.store.models import EmpathyAnswer
@@ -32,12 +34,19 @@ def clear(session, answer_id: int) -> None:
 
 
 def read(session, answer) -> dict:
-    row = session.get(EmpathyAnswer, answer.id)
-    if row is None:
-        return {}
-    if row.more_empathetic_response_id is None:
-        return {"equal": True}
-    return {"more_empathetic_response_id": row.more_empathetic_response_id}
+    return read_many(session, [answer.id])[answer.id]
+
+
+def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
+    """The payloads of several answers of this kind, in one query (answer id -> payload)."""
+    out: dict[int, dict] = {a: {} for a in answer_ids}
+    for a, chosen in session.execute(
+        select(EmpathyAnswer.answer_id, EmpathyAnswer.more_empathetic_response_id).where(
+            EmpathyAnswer.answer_id.in_(answer_ids)
+        )
+    ):
+        out[a] = {"equal": True} if chosen is None else {"more_empathetic_response_id": chosen}
+    return out
 
 
 def incomplete(ctx: UnitContext, payload: dict) -> str | None:

@@ -11,6 +11,8 @@ evidence span. An empty list means the sentence carries no EPPC code.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete, select
 
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, spans
@@ -49,22 +51,28 @@ def clear(session, answer_id: int) -> None:
 
 
 def read(session, answer) -> dict:
-    labels = session.scalars(
-        select(EppcLabel).where(EppcLabel.answer_id == answer.id).order_by(EppcLabel.code_id)
-    ).all()
-    evidence: dict[str, list[list[int]]] = {}
-    for code, start, end in session.execute(
-        select(EppcSpan.code_id, EppcSpan.start, EppcSpan.end)
-        .where(EppcSpan.answer_id == answer.id)
-        .order_by(EppcSpan.code_id, EppcSpan.start)
+    return read_many(session, [answer.id])[answer.id]
+
+
+def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
+    """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
+    evidence: dict[tuple[int, str], list[list[int]]] = {}
+    for a, code, start, end in session.execute(
+        select(EppcSpan.answer_id, EppcSpan.code_id, EppcSpan.start, EppcSpan.end)
+        .where(EppcSpan.answer_id.in_(answer_ids))
+        .order_by(EppcSpan.answer_id, EppcSpan.code_id, EppcSpan.start)
     ):
-        evidence.setdefault(code, []).append([start, end])
-    return {
-        "labels": [
-            {"code": lb.code_id, "subcode": lb.subcode_id, "spans": evidence.get(lb.code_id, [])}
-            for lb in labels
-        ]
-    }
+        evidence.setdefault((a, code), []).append([start, end])
+    out: dict[int, dict] = {a: {"labels": []} for a in answer_ids}
+    for a, code, subcode in session.execute(
+        select(EppcLabel.answer_id, EppcLabel.code_id, EppcLabel.subcode_id)
+        .where(EppcLabel.answer_id.in_(answer_ids))
+        .order_by(EppcLabel.answer_id, EppcLabel.code_id)
+    ):
+        out[a]["labels"].append(
+            {"code": code, "subcode": subcode, "spans": evidence.get((a, code), [])}
+        )
+    return out
 
 
 def incomplete(ctx: UnitContext, payload: dict) -> str | None:

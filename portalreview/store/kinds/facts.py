@@ -19,6 +19,8 @@ The flag with a fact listed is an error. ``read`` writes ``no_facts`` only when 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete, select
 
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
@@ -73,23 +75,25 @@ def clear(session, answer_id: int) -> None:
 
 
 def read(session, answer) -> dict:
-    rows = session.scalars(
-        select(Fact).where(Fact.answer_id == answer.id).order_by(Fact.side.desc(), Fact.position)
-    ).all()
-    out: dict = {
-        "facts": [
-            {
-                "side": f.side,
-                "text": f.text,
-                "entailed": f.entailed,
-                "error_category": f.error_category_id,
-            }
-            for f in rows
-        ]
-    }
-    check = session.get(FactCheck, answer.id)
-    if check is not None and check.no_facts:
-        out["no_facts"] = True
+    return read_many(session, [answer.id])[answer.id]
+
+
+def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
+    """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
+    out: dict[int, dict] = {a: {"facts": []} for a in answer_ids}
+    for a, side, text, entailed, category in session.execute(
+        select(Fact.answer_id, Fact.side, Fact.text, Fact.entailed, Fact.error_category_id)
+        .where(Fact.answer_id.in_(answer_ids))
+        .order_by(Fact.answer_id, Fact.side.desc(), Fact.position)
+    ):
+        out[a]["facts"].append(
+            {"side": side, "text": text, "entailed": entailed, "error_category": category}
+        )
+    for a, no_facts in session.execute(
+        select(FactCheck.answer_id, FactCheck.no_facts).where(FactCheck.answer_id.in_(answer_ids))
+    ):
+        if no_facts:
+            out[a]["no_facts"] = True
     return out
 
 

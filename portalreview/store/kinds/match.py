@@ -13,6 +13,8 @@ the draft's text. Theme labels may be for sentences of either response.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete, select
 
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, spans
@@ -65,28 +67,37 @@ def clear(session, answer_id: int) -> None:
 
 
 def read(session, answer) -> dict:
-    found: dict[int, list[list[int]]] = {
-        sid: []
-        for sid in session.scalars(
-            select(MatchDecision.sentence_id)
-            .where(MatchDecision.answer_id == answer.id)
-            .order_by(MatchDecision.sentence_id)
-        )
-    }
-    for sid, start, end in session.execute(
-        select(MatchSpan.sentence_id, MatchSpan.start, MatchSpan.end)
-        .where(MatchSpan.answer_id == answer.id)
-        .order_by(MatchSpan.sentence_id, MatchSpan.start)
+    return read_many(session, [answer.id])[answer.id]
+
+
+def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
+    """The payloads of several answers of this kind, in three queries (answer id -> payload)."""
+    found: dict[int, dict[int, list[list[int]]]] = {a: {} for a in answer_ids}
+    for a, sid in session.execute(
+        select(MatchDecision.answer_id, MatchDecision.sentence_id)
+        .where(MatchDecision.answer_id.in_(answer_ids))
+        .order_by(MatchDecision.answer_id, MatchDecision.sentence_id)
     ):
-        found[sid].append([start, end])
-    themes = session.execute(
-        select(SentenceTheme.sentence_id, SentenceTheme.theme_id)
-        .where(SentenceTheme.answer_id == answer.id)
-        .order_by(SentenceTheme.sentence_id)
-    ).all()
+        found[a][sid] = []
+    for a, sid, start, end in session.execute(
+        select(MatchSpan.answer_id, MatchSpan.sentence_id, MatchSpan.start, MatchSpan.end)
+        .where(MatchSpan.answer_id.in_(answer_ids))
+        .order_by(MatchSpan.answer_id, MatchSpan.sentence_id, MatchSpan.start)
+    ):
+        found[a][sid].append([start, end])
+    themes: dict[int, list[dict]] = {a: [] for a in answer_ids}
+    for a, sid, theme in session.execute(
+        select(SentenceTheme.answer_id, SentenceTheme.sentence_id, SentenceTheme.theme_id)
+        .where(SentenceTheme.answer_id.in_(answer_ids))
+        .order_by(SentenceTheme.answer_id, SentenceTheme.sentence_id)
+    ):
+        themes[a].append({"sentence_id": sid, "theme": theme})
     return {
-        "decisions": [{"sentence_id": s, "spans": v} for s, v in found.items()],
-        "themes": [{"sentence_id": s, "theme": t} for s, t in themes],
+        a: {
+            "decisions": [{"sentence_id": s, "spans": v} for s, v in found[a].items()],
+            "themes": themes[a],
+        }
+        for a in answer_ids
     }
 
 

@@ -11,6 +11,8 @@ Rank 1 is best; equal ranks are ties.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete, select
 
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
@@ -59,27 +61,33 @@ def clear(session, answer_id: int) -> None:
 
 
 def read(session, answer) -> dict:
-    rows = session.scalars(
-        select(RankEntry).where(RankEntry.answer_id == answer.id).order_by(RankEntry.response_id)
-    ).all()
-    reasons: dict[int, list[str]] = {}
-    for response_id, criterion in session.execute(
-        select(RankCriterion.response_id, RankCriterion.criterion_id)
-        .where(RankCriterion.answer_id == answer.id)
-        .order_by(RankCriterion.criterion_id)
+    return read_many(session, [answer.id])[answer.id]
+
+
+def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
+    """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
+    reasons: dict[tuple[int, int], list[str]] = {}
+    for a, response_id, criterion in session.execute(
+        select(RankCriterion.answer_id, RankCriterion.response_id, RankCriterion.criterion_id)
+        .where(RankCriterion.answer_id.in_(answer_ids))
+        .order_by(RankCriterion.answer_id, RankCriterion.criterion_id)
     ):
-        reasons.setdefault(response_id, []).append(criterion)
-    return {
-        "entries": [
+        reasons.setdefault((a, response_id), []).append(criterion)
+    out: dict[int, dict] = {a: {"entries": []} for a in answer_ids}
+    for a, response_id, rank, correct in session.execute(
+        select(RankEntry.answer_id, RankEntry.response_id, RankEntry.rank, RankEntry.correct)
+        .where(RankEntry.answer_id.in_(answer_ids))
+        .order_by(RankEntry.answer_id, RankEntry.response_id)
+    ):
+        out[a]["entries"].append(
             {
-                "response_id": r.response_id,
-                "rank": r.rank,
-                "correct": r.correct,
-                "criteria": reasons.get(r.response_id, []),
+                "response_id": response_id,
+                "rank": rank,
+                "correct": correct,
+                "criteria": reasons.get((a, response_id), []),
             }
-            for r in rows
-        ]
-    }
+        )
+    return out
 
 
 def incomplete(ctx: UnitContext, payload: dict) -> str | None:

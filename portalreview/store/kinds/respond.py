@@ -12,6 +12,8 @@ An empty or missing box means the theme is not included. A respond unit that nam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete, select
 
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
@@ -66,20 +68,38 @@ def clear(session, answer_id: int) -> None:
 
 
 def read(session, answer) -> dict:
-    row = session.get(RespondAnswer, answer.id)
-    if row is None:
-        return {}
-    if row.mode == "edit_draft":
-        return {
-            "mode": row.mode,
-            "base_response_id": row.base_response_id,
-            "final_text": row.final_text,
-            "notes": row.notes,
-        }
-    parts = session.execute(
-        select(RespondPart.theme_id, RespondPart.text).where(RespondPart.answer_id == answer.id)
-    ).all()
-    return {"mode": row.mode, "parts": dict(parts), "notes": row.notes}
+    return read_many(session, [answer.id])[answer.id]
+
+
+def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
+    """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
+    parts: dict[int, dict[str, str]] = {}
+    for a, theme, text in session.execute(
+        select(RespondPart.answer_id, RespondPart.theme_id, RespondPart.text)
+        .where(RespondPart.answer_id.in_(answer_ids))
+        .order_by(RespondPart.answer_id, RespondPart.theme_id)
+    ):
+        parts.setdefault(a, {})[theme] = text
+    out: dict[int, dict] = {a: {} for a in answer_ids}
+    for a, mode, base, final_text, notes in session.execute(
+        select(
+            RespondAnswer.answer_id,
+            RespondAnswer.mode,
+            RespondAnswer.base_response_id,
+            RespondAnswer.final_text,
+            RespondAnswer.notes,
+        ).where(RespondAnswer.answer_id.in_(answer_ids))
+    ):
+        if mode == "edit_draft":
+            out[a] = {
+                "mode": mode,
+                "base_response_id": base,
+                "final_text": final_text,
+                "notes": notes,
+            }
+        else:
+            out[a] = {"mode": mode, "parts": parts.get(a, {}), "notes": notes}
+    return out
 
 
 def incomplete(ctx: UnitContext, payload: dict) -> str | None:

@@ -10,6 +10,8 @@ The answer names a case, never a side of the screen; ``levels`` keys are case id
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete, select
 
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
@@ -48,17 +50,33 @@ def clear(session, answer_id: int) -> None:
 
 
 def read(session, answer) -> dict:
-    row = session.get(UrgencyAnswer, answer.id)
-    levels = session.execute(
-        select(UrgencyCaseLevel.case_id, UrgencyCaseLevel.level)
-        .where(UrgencyCaseLevel.answer_id == answer.id)
-        .order_by(UrgencyCaseLevel.case_id)
-    ).all()
-    return {
-        "more_urgent_case_id": row.more_urgent_case_id if row else None,
-        "ask_second": bool(row.ask_second) if row else False,
-        "levels": {str(c): lv for c, lv in levels},
+    return read_many(session, [answer.id])[answer.id]
+
+
+def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
+    """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
+    rows = {
+        a: (chosen, ask)
+        for a, chosen, ask in session.execute(
+            select(
+                UrgencyAnswer.answer_id,
+                UrgencyAnswer.more_urgent_case_id,
+                UrgencyAnswer.ask_second,
+            ).where(UrgencyAnswer.answer_id.in_(answer_ids))
+        )
     }
+    levels: dict[int, dict[str, int]] = {a: {} for a in answer_ids}
+    for a, case_id, level in session.execute(
+        select(UrgencyCaseLevel.answer_id, UrgencyCaseLevel.case_id, UrgencyCaseLevel.level)
+        .where(UrgencyCaseLevel.answer_id.in_(answer_ids))
+        .order_by(UrgencyCaseLevel.answer_id, UrgencyCaseLevel.case_id)
+    ):
+        levels[a][str(case_id)] = level
+    out = {}
+    for a in answer_ids:
+        chosen, ask = rows.get(a, (None, False))
+        out[a] = {"more_urgent_case_id": chosen, "ask_second": bool(ask), "levels": levels[a]}
+    return out
 
 
 def incomplete(ctx: UnitContext, payload: dict) -> str | None:
