@@ -718,7 +718,11 @@ class MainWindow(QMainWindow):
             self.kind_tabs.removeTab(0)
         self.kind_menu.clear()
         self.kinds = []
-        counts = self.service.progress_by_kind(annotator_id=self.work_of)
+        try:
+            counts = self.service.progress_by_kind(annotator_id=self.work_of)
+        except StoreError as exc:  # the project file not readable (ReadFailed)
+            counts = {}
+            self._not_read("the kinds of work", exc)
         for number, (kind, (title, _factory)) in enumerate(EDITORS.items(), start=1):
             progress = counts.get(kind)
             if progress is None or progress.total == 0:
@@ -780,8 +784,18 @@ class MainWindow(QMainWindow):
     def _load_queue(self, kind: str) -> None:
         """The person's units of ``kind``, with the number to do (an adaptive inbox counts
         the judgements asked of them, not the pairs listed so far)."""
-        total = self.service.progress(kind, annotator_id=self.work_of).total
-        self.queue.set_items(self.service.queue(kind, annotator_id=self.work_of), total)
+        try:
+            total = self.service.progress(kind, annotator_id=self.work_of).total
+            items = self.service.queue(kind, annotator_id=self.work_of)
+        except StoreError as exc:  # the project file not readable (ReadFailed)
+            self.queue.set_items([])
+            self._not_read("the list of units", exc)
+            return
+        self.queue.set_items(items, total)
+
+    def _not_read(self, what: str, exc: StoreError) -> None:
+        log.warning("%s not read: %s", what, exc)
+        QMessageBox.warning(self, APP_NAME, f"Could not read {what}:\n{exc}")
 
     def show_unit(self, unit_id: int) -> None:
         """Open a unit of the current kind (saving the one being left first)."""
@@ -818,7 +832,7 @@ class MainWindow(QMainWindow):
         else:
             number = self.queue.numbers.get(shown.unit_id)
             still = f"Unit {number} stays on screen." if number else "The unit shown stays."
-        log.warning("unit not shown: %s: %s", type(exc).__name__, exc)
+        log.warning("unit not shown: %s", exc)
         QMessageBox.warning(self, APP_NAME, f"Could not show this unit:\n{exc}\n\n{still}")
 
     def _show_unit_status(self) -> None:

@@ -120,6 +120,18 @@ def test_a_unit_of_another_kind_that_cannot_be_read_leaves_nothing_highlighted(
     assert window.queue.current_unit() == window.session.unit.unit_id
 
 
+def test_another_kinds_list_that_cannot_be_read_is_said_in_words(qtbot, on_drive, prefs, warned):
+    window = open_window(qtbot, prefs, on_drive, "ava")
+    _first_respond_unit(window)
+    folder_gone(window)
+    show_kind(window, "rank")  # its list cannot be read: said, and nothing listed
+    assert warned and warned[0].startswith("Could not read the list of units:")
+    assert_worded(warned[0], "the drive it is on")
+    assert window.queue.all_items == [] and window.queue.current_unit() is None
+    window.study_changed()  # the kinds' tabs are read again: said too
+    assert warned[-1].startswith("Could not read the kinds of work:")
+
+
 def _dashboard(qtbot, window) -> Dashboard:
     dashboard = open_tool(window)  # Tools > Agreement dashboard
     qtbot.waitUntil(
