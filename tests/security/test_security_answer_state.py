@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from portalreview.cli import main
 from portalreview.store.audit_verify import verify_project
@@ -170,7 +171,8 @@ def test_an_honest_study_with_every_way_of_changing_answers_verifies_clean(tmp_p
             assert verify_project(copy).ok
         with Project.open(mine.path) as copy:
             offline = StudyService(copy).as_viewer("ben")
-            offline.save_answer(units["rank"], own["rank"], status="submitted")
+            ranked = _in_blinded_copy(svc, copy, own["rank"])  # its drafts have new ids
+            offline.save_answer(units["rank"], ranked, status="submitted")
             offline.save_answer(units["respond"], own["respond"], status="submitted")
             assert verify_project(copy).ok
         svc.add_suggestion(  # takes the id of the copy's suggestion: the merge renumbers it
@@ -192,6 +194,17 @@ def test_an_honest_study_with_every_way_of_changing_answers_verifies_clean(tmp_p
         import_files(again, [tmp_path / "export"])
         result = verify_project(again)
         assert result.ok and result.answers >= 11, result.describe()
+
+
+def _in_blinded_copy(master: StudyService, copy: Project, rank: dict) -> dict:
+    """A rank payload in the ids a copy for one clinician gives the master's drafts (found by
+    their texts, which the study keeps apart)."""
+    with master.project.read() as s:
+        texts = dict(s.execute(text("SELECT id, text FROM responses")).all())
+    with copy.read() as s:
+        ids = {t: i for i, t in s.execute(text("SELECT id, text FROM responses")).all()}
+    entries = [{**e, "response_id": ids[texts[e["response_id"]]]} for e in rank["entries"]]
+    return {**rank, "entries": entries}
 
 
 @pytest.mark.parametrize("name", ["v1-small", "v2-small", "v6-gold"])
