@@ -235,7 +235,9 @@ class StoredPart:
 
 def stored_parts(s: Session, settings: CacheSettings, now: Snapshot) -> dict[str, StoredPart]:
     """Every part stored for ``settings``, each marked valid or not at ``now`` (read in the
-    session's transaction)."""
+    session's transaction); none for a clinician on a server, who may not read them."""
+    if not _may_read_cache(s):
+        return {}
     rows = sql_rows(
         s,
         "SELECT part, audit_id, audit_hash, state_json, result_json, computed_at "
@@ -252,6 +254,14 @@ def stored_parts(s: Session, settings: CacheSettings, now: Snapshot) -> dict[str
             changed_by_state[state] = _changed_since(s, state, now)
         out[part] = StoredPart(part, result_json, computed_at, changed_by_state[state])
     return out
+
+
+def _may_read_cache(s: Session) -> bool:
+    """Whether this connection may read the kept results: on a server only the PI and the
+    study's owner have the table (docs/deployment.md)."""
+    if s.get_bind().dialect.name != "postgresql":
+        return True
+    return bool(s.scalar(text("SELECT has_table_privilege('report_cache', 'SELECT')")))
 
 
 @dataclass(frozen=True)

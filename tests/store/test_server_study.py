@@ -6,9 +6,11 @@ Runs against the real server of the ``postgres_server`` fixture (tests/conftest.
 from __future__ import annotations
 
 import json
+import secrets
 
 import psycopg
 import pytest
+from sqlalchemy import text
 
 from portalreview.applog import log_path
 from portalreview.cli import main
@@ -141,3 +143,29 @@ def test_member_lets_a_database_role_work_as_an_annotator(server, address, capsy
     assert "there is no annotator 'zoe'" in capsys.readouterr().err
     assert main(["member", str(tmp_path / "x.prproj"), "r", "--as", "ava"]) == 2
     assert "members are for server studies" in capsys.readouterr().err
+
+
+def test_the_documented_set_up_with_an_owner_who_is_no_superuser(server, capsys, tmp_path):
+    """docs/deployment.md's set-up, step by step: an owner without CREATEROLE is told what to
+    grant (nothing changed), then the clinician's role reads a report (no kept results)."""
+    database = f"ward_{secrets.token_hex(4)}"
+    owner, ava = f"owner_{database}", f"ava_{database}"
+    server.admin_sql(
+        f"CREATE ROLE {owner} LOGIN PASSWORD 'owner-pw'",
+        f"CREATE DATABASE {database} OWNER {owner}",
+        f"REVOKE ALL ON DATABASE {database} FROM PUBLIC",
+        f"CREATE ROLE {ava} LOGIN PASSWORD 'ava-pw'",
+    )
+    as_owner = server.dsn(database, owner, "owner-pw")
+    assert main(["new", as_owner, "--annotator", "ava", "--pi", "pat"]) == 0
+    capsys.readouterr()
+    assert main(["member", as_owner, ava, "--as", "ava"]) == 2
+    assert "CREATEROLE" in capsys.readouterr().err
+    with open_project(as_owner, read_only=True) as p, p.read() as s:
+        assert s.execute(text("SELECT count(*) FROM study_members")).scalar() == 0
+    server.admin_sql(f"ALTER ROLE {owner} CREATEROLE")
+    assert main(["member", as_owner, ava, "--as", "ava"]) == 0
+    out = tmp_path / "ava.json"
+    as_ava = server.dsn(database, ava, "ava-pw")
+    assert main(["report", as_ava, "-o", str(out), "--resamples", "0"]) == 0
+    assert json.loads(out.read_text())["report"]["format"] == "portalreview-report"

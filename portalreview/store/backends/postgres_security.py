@@ -389,6 +389,15 @@ def add_member(conn: Connection, metadata: MetaData, role: str, annotator: str) 
     )
     path = "public" if study_role == "pi" else "blinded, public"
     conn.exec_driver_sql(f"GRANT CONNECT ON DATABASE {database} TO {quoted}")
+    may_set = conn.execute(  # ALTER ROLE ... SET needs CREATEROLE (or a superuser)
+        text("SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user")
+    ).scalar()
+    if not may_set:
+        raise StoreError(
+            f"the study's owner role may not set role {role!r}'s search path in this database, "
+            "which a member needs: as a database superuser, run ALTER ROLE <the owner> "
+            "CREATEROLE, then this again (docs/deployment.md, set-up step 1). Nothing was changed"
+        )
     conn.exec_driver_sql(f"ALTER ROLE {quoted} IN DATABASE {database} SET search_path = {path}")
     return study_role
 
