@@ -208,6 +208,36 @@ def test_a_cancelled_batch_on_a_hung_server_stores_nothing(stub, study) -> None:
         assert s.query(Suggestion).count() == 0
 
 
+def test_cancel_ends_a_connect_the_server_does_not_answer(monkeypatch) -> None:
+    """A server whose queue of connections is full never answers the handshake: cancel ends
+    the connect, which otherwise waits CONNECT_SECONDS (shortened here)."""
+    import socket
+
+    from portalreview.llm.engines import server
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    queued = [socket.socket() for _ in range(3)]
+    for client in queued:
+        client.setblocking(False)
+        client.connect_ex(("127.0.0.1", port))
+    setting = ServerSetting(url=f"http://127.0.0.1:{port}", sha256="0" * 64)
+    try:
+        seconds, outcome = _cancelled_soon(
+            lambda cancel: server._Http(setting, 600.0, cancel).get_json("/health")
+        )
+        assert isinstance(outcome, Cancelled) and seconds < CANCEL_AT + 0.5
+        monkeypatch.setattr(server, "CONNECT_SECONDS", 1.0)
+        with pytest.raises(ModelServerError, match="did not answer in time"):
+            server._Http(setting, 600.0).get_json("/health")  # the connect, not the answer
+    finally:
+        for client in queued:
+            client.close()
+        listener.close()
+
+
 def test_without_cancel_a_slow_server_is_waited_for(stub) -> None:
     engine = ServerEngine.connect(stub.setting)
     stub.replies["/completion"] = lambda body: (time.sleep(0.2), Stub._completion(body))[1]

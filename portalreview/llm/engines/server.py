@@ -749,6 +749,9 @@ class _RawSocket:
     def keep(self, sock: socket.socket) -> None:
         with self._lock:
             self.sock = sock.dup()
+            if self._shut:  # cancelled while it connected
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_RDWR)
 
     def shut(self) -> None:
         with self._lock:
