@@ -194,6 +194,9 @@ class Generation:
     finish_reason: str | None = None
     seconds: float = 0.0
     evaluated_prompt_tokens: int = 0
+    # whether a "length" stop was the model's context filling up, where the engine knows it
+    # better than the counts here (the server's own count of tokens; see cut_off)
+    context_full: bool | None = None
 
     @property
     def prompt_tokens(self) -> int:
@@ -215,17 +218,19 @@ class Generation:
         generated, limit = len(self.token_ids), self.params.max_tokens
         info = getattr(self.engine, "info", None)
         n_ctx = int(getattr(info, "n_ctx", 0) or 0)
-        # the local engine stops when prompt + answer - 1 reach n_ctx, llama.cpp's server a
-        # token or so earlier
-        if generated < limit and n_ctx and self.prompt_tokens + generated >= n_ctx - 2:
+        full = self.context_full
+        if full is None:  # the local engine stops when prompt + answer - 1 reach n_ctx
+            full = generated < limit and self.prompt_tokens + generated >= n_ctx - 1
+        if full and n_ctx:
+            room = max(0, n_ctx - self.prompt_tokens)
             return (
                 f"the model's context ({n_ctx} tokens) is full: the prompt takes "
-                f"{self.prompt_tokens}, which left room for {generated} tokens of answer; use a "
+                f"{self.prompt_tokens}, which left room for {room} tokens of answer; use a "
                 "larger context or shorter inputs"
             )
-        if generated < limit:
+        if generated < limit and self.context_full is None:
             return f"it was cut off at {generated} tokens, before the token limit ({limit})"
-        return f"it was cut off at {generated} tokens (raise the token limit)"
+        return f"it was cut off at {limit} tokens (raise the token limit)"
 
 
 class Engine:

@@ -350,3 +350,25 @@ def test_stream_events_of_another_shape_are_a_server_error(stub, event) -> None:
     stub.replies["/completion"] = _stream(_events(event, DONE))
     with pytest.raises(ModelServerError, match=f"{stub.setting.url}.*/completion"):
         engine.complete(PROMPT, GenerationParams(max_tokens=5))
+
+
+@pytest.mark.parametrize(
+    "stop, reason",
+    [
+        (
+            {"truncated": True, "timings": {"prompt_n": 1, "predicted_n": 3}},
+            "context (8192 tokens)",
+        ),
+        ({"timings": {"prompt_n": 1, "predicted_n": 8190}}, "context (8192 tokens) is full"),
+        ({"timings": {"prompt_n": 1, "predicted_n": 20}}, "at 20 tokens (raise the token limit)"),
+    ],
+)
+def test_a_cut_off_answer_says_whether_the_context_was_full(stub, stop, reason) -> None:
+    """The server's own count of tokens decides (its events leave out the tokens of a
+    character cut in two), and its word that the context filled up."""
+    engine = ServerEngine.connect(stub.setting)
+    end = {"content": "", "tokens": [], "stop": True, "stop_type": "limit", **stop}
+    stub.replies["/completion"] = _stream(_events({"content": "a", "tokens": [97]}, end))
+    params = GenerationParams(max_tokens=20 if "limit" in reason else 10000)
+    gen = engine.complete(PROMPT, params)
+    assert gen.finish_reason == "length" and reason in gen.cut_off()

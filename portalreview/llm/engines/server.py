@@ -338,6 +338,8 @@ class ServerEngine:
                     with _reading(http, "/completion", "llama.cpp's timings"):
                         gen.evaluated_prompt_tokens = primed + _prompt_n(event, 0)
                         self._last_cached = int(event.get("tokens_cached") or 0)
+                        if stop_type == "limit":
+                            gen.context_full = self._context_full(gen, event)
         except Cancelled:
             gen.finish_reason = "cancelled"
         finally:
@@ -345,6 +347,18 @@ class ServerEngine:
             gen.seconds = time.perf_counter() - started
             if gen.finish_reason is None:
                 gen.finish_reason = "closed" if self._closed else "stop"
+
+    def _context_full(self, gen: Generation, event: dict) -> bool:
+        """Whether the server stopped because the slot's context filled up: it says so
+        (``truncated``), or its own count of generated tokens (``timings.predicted_n``; the
+        events leave out the tokens of a character cut in two) fills the context."""
+        predicted = _object(event.get("timings")).get("predicted_n", len(gen.token_ids))
+        if not _number(predicted):
+            raise TypeError("not a number")
+        n_ctx = self.info.n_ctx
+        return event.get("truncated") is True or bool(
+            n_ctx and predicted < gen.params.max_tokens and len(gen.tokens) + predicted >= n_ctx - 1
+        )
 
     # --- next-token probabilities -----------------------------------------------------------
 
