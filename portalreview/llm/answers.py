@@ -3,7 +3,9 @@
 its text, a code is in the project's codebook, a subcode sits under its own code, a theme or
 criterion exists. Every problem found is listed in :class:`AnswerError`'s reasons, so a
 grammar that drifted from the catalogs, or an answer from an unconstrained model, is refused
-with words a PI can act on.
+with words a PI can act on. A value of the wrong JSON type anywhere (a number, a list, an
+object or null where text is expected...) is such a problem too, never a Python error: the
+unit is recorded as failed and the batch goes on.
 """
 
 from __future__ import annotations
@@ -74,13 +76,15 @@ def rank_payload(
             continue
         label, rank, correct = entry.get("response"), entry.get("rank"), entry.get("correct")
         reasons += _rank_entry_problems(where, label, rank, correct, entry, by_label, criteria)
-        if label in by_label:
+        if isinstance(label, str) and label in by_label:
+            named = entry.get("criteria")
+            named = [c for c in named if isinstance(c, str)] if isinstance(named, list) else []
             out.append(
                 {
                     "response_id": by_label[label],
                     "rank": rank,
                     "correct": correct,
-                    "criteria": list(dict.fromkeys(entry.get("criteria") or [])),
+                    "criteria": list(dict.fromkeys(named)),
                 }
             )
     seen = [e["response_id"] for e in out]
@@ -98,7 +102,7 @@ def _rank_entry_problems(
     where: str, label: Any, rank: Any, correct: Any, entry: dict, by_label: dict, criteria: set
 ) -> list[str]:
     problems = []
-    if label not in by_label:
+    if not isinstance(label, str) or label not in by_label:
         problems.append(f"{where}: {label!r} is not one of the replies {', '.join(by_label)}")
     if not isinstance(rank, int) or isinstance(rank, bool) or not 1 <= rank <= len(by_label):
         problems.append(f"{where}: rank {rank!r} is not between 1 and {len(by_label)}")
@@ -108,7 +112,11 @@ def _rank_entry_problems(
     if not isinstance(reasons, list):
         problems.append(f"{where}: 'criteria' must be a list")
         return problems
-    problems += [f"{where}: unknown criterion {c!r}" for c in reasons if c not in criteria]
+    problems += [
+        f"{where}: unknown criterion {c!r}"
+        for c in reasons
+        if not isinstance(c, str) or c not in criteria
+    ]
     if reasons and correct is not False:
         problems.append(f"{where}: problems are named only for a reply marked incorrect")
     return problems
@@ -179,8 +187,10 @@ def _eppc_item(
     if not isinstance(item, dict):
         return f"{where} is not an object"
     code, sub, span = item.get("Code"), item.get("Sub-code"), item.get("Span")
-    if code not in codes:
+    if not isinstance(code, str) or code not in codes:
         return f"{where}: {code!r} is not a code of the project's codebook"
+    if not isinstance(sub, str):
+        return f"{where}: the subcode {sub!r} is not text"
     if sub not in {s.id for s in codes[code].subcodes}:
         owners = [c for c, v in codes.items() if sub in {s.id for s in v.subcodes}]
         hint = f" (it is a subcode of {', '.join(owners)})" if owners else ""

@@ -194,6 +194,9 @@ class Generation:
     finish_reason: str | None = None
     seconds: float = 0.0
     evaluated_prompt_tokens: int = 0
+    # whether a "length" stop was the model's context filling up, where the engine knows it
+    # better than the counts here (the server's own count of tokens; see cut_off)
+    context_full: bool | None = None
 
     @property
     def prompt_tokens(self) -> int:
@@ -207,6 +210,27 @@ class Generation:
         for _ in self:
             pass
         return self
+
+    def cut_off(self) -> str:
+        """Why a generation that ended with ``finish_reason == "length"`` stopped, in words a
+        PI can act on: the model's context was full (the prompt took most of it), or the
+        answer reached the token limit."""
+        generated, limit = len(self.token_ids), self.params.max_tokens
+        info = getattr(self.engine, "info", None)
+        n_ctx = int(getattr(info, "n_ctx", 0) or 0)
+        full = self.context_full
+        if full is None:  # the local engine stops when prompt + answer - 1 reach n_ctx
+            full = generated < limit and self.prompt_tokens + generated >= n_ctx - 1
+        if full and n_ctx:
+            room = max(0, n_ctx - self.prompt_tokens)
+            return (
+                f"the model's context ({n_ctx} tokens) is full: the prompt takes "
+                f"{self.prompt_tokens}, which left room for {room} tokens of answer; use a "
+                "larger context or shorter inputs"
+            )
+        if generated < limit and self.context_full is None:
+            return f"it was cut off at {generated} tokens, before the token limit ({limit})"
+        return f"it was cut off at {limit} tokens (raise the token limit)"
 
 
 class Engine:
@@ -474,7 +498,9 @@ class Engine:
 
     def _sample(self, llm: Any, gen: Generation) -> Iterator[str]:
         """Sample token by token from the logits of the last evaluated token; stop at an
-        end-of-generation token, the token limit, a full context, cancel or close."""
+        end-of-generation token, the token limit, a full context, cancel or close. A character
+        the stop cut in two (its first bytes generated, not the rest) is left out of the text,
+        as llama.cpp's server leaves it out, not written as U+FFFD."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pieces: list[str] = []
         sampler = _Sampler(llm, gen.params, gen.grammar)
@@ -500,10 +526,7 @@ class Engine:
                 llm.eval([token])
         finally:
             sampler.close()
-            tail = decoder.decode(b"", final=True)
-            if tail:
-                pieces.append(tail)
-            gen.text = "".join(pieces)
+            gen.text = "".join(pieces)  # without the decoder's incomplete last character
             if gen.finish_reason is None:
                 gen.finish_reason = "stop"
 

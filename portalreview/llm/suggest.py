@@ -174,11 +174,7 @@ def _generate(ctx: SuggestContext, name: str, values: dict[str, str], grammar: s
     if gen.finish_reason in ("cancelled", "closed"):
         raise Cancelled("cancelled")
     if gen.finish_reason == "length":
-        raise AnswerError(
-            f"the {name} answer",
-            [f"it was cut off at {len(gen.token_ids)} tokens (raise the token limit)"],
-            gen.text,
-        )
+        raise AnswerError(f"the {name} answer", [gen.cut_off()], gen.text)
     return gen.text
 
 
@@ -828,7 +824,9 @@ def run_drafts(
     as a response; cases that already have this model's draft from this template are skipped.
     ``on_start(case)`` is called when a case's draft begins and ``on_piece(case, text)`` with
     each piece as it is generated (the pieces of a case join to exactly its generated text),
-    so that a window can show the draft being written. Cancelling stops within one token and
+    so that a window can show the draft being written. A draft cut off by the token limit or a
+    full context is not stored (``report.failed`` says which and what to change): clinicians
+    would rank it as a finished reply. Cancelling stops within one token and
     keeps the drafts already stored; the case in progress is dropped. A model that goes away
     (:class:`ModelProcessDied`, :class:`ModelServerError`) stops the run the same way, and
     ``report.stopped`` says why."""
@@ -854,7 +852,9 @@ def run_drafts(
             if gen.finish_reason in ("cancelled", "closed"):
                 report.cancelled = True
                 break
-            if not gen.text.strip():
+            if gen.finish_reason == "length":  # an unfinished draft is no model response
+                report.failed[case.id] = f"the draft is unfinished: {gen.cut_off()}"
+            elif not gen.text.strip():
                 report.failed[case.id] = "the model wrote an empty draft"
             else:
                 store_draft(
@@ -898,7 +898,7 @@ def _generate_draft(
         shown += len(piece)
         if on_piece is not None:
             on_piece(case, piece)
-    rest = gen.text[shown:]  # an incomplete character at the very end is decoded only here
+    rest = gen.text[shown:]  # an engine may hand out a last piece only with the whole text
     if rest and on_piece is not None:
         on_piece(case, rest)
     return gen

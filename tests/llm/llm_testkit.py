@@ -35,3 +35,20 @@ def engine(tmp_path_factory: pytest.TempPathFactory):
     eng = Engine.load(tiny_model_file(tmp_path_factory), gpu=False, hash_cache=False)
     yield eng
     eng.close()
+
+
+def drafts_end_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tiny model's random weights never write its end token, so each of its drafts is cut
+    off at the token limit, which a drafting run refuses to store (an unfinished reply). Tests
+    about what a run stores, streams and resumes let such a draft count as finished."""
+    from portalreview.llm import suggest as sg
+
+    generate = sg._generate_draft
+
+    def ended(*args, **kwargs):
+        gen = generate(*args, **kwargs)
+        if gen.finish_reason == "length":
+            gen.finish_reason = "stop"
+        return gen
+
+    monkeypatch.setattr(sg, "_generate_draft", ended)

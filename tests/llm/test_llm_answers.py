@@ -156,3 +156,163 @@ def test_fact_list():
     ]
     with pytest.raises(AnswerError, match="item 1 is not text"):
         answers.fact_list('["a", 3]')
+
+
+# --- answers of the wrong JSON types (an unconstrained model, a server ignoring the grammar) ---
+
+RANK_GOOD = {
+    "ranking": [
+        {"response": "A", "rank": 2, "correct": False, "criteria": ["C1"]},
+        {"response": "B", "rank": 1, "correct": True, "criteria": []},
+    ]
+}
+EPPC_GOOD = {"results": [{"Code": "InfoGive", "Sub-code": "Symptoms", "Span": "chest pain"}]}
+
+
+@pytest.mark.parametrize(
+    "entry, reason",
+    [
+        ({"response": ["A"], "rank": 1, "correct": True}, "['A'] is not one of the replies"),
+        ({"response": {"A": 1}, "rank": 1, "correct": True}, "{'A': 1} is not one of the"),
+        ({"response": 1, "rank": 1, "correct": True}, "1 is not one of the replies"),
+        (
+            {"response": "A", "rank": 1, "correct": False, "criteria": [{"id": "C1"}]},
+            "unknown criterion {'id': 'C1'}",
+        ),
+        (
+            {"response": "A", "rank": 1, "correct": False, "criteria": [["C1"]]},
+            "unknown criterion ['C1']",
+        ),
+        (
+            {"response": "A", "rank": 1, "correct": False, "criteria": {"C1": True}},
+            "'criteria' must be a list",
+        ),
+    ],
+)
+def test_rank_fields_of_the_wrong_type_are_refused_with_reasons(entry, reason):
+    raw = json.dumps({"ranking": [entry, {"response": "B", "rank": 2, "correct": True}]})
+    with pytest.raises(AnswerError) as info:
+        answers.rank_payload(raw, ["A", "B"], [11, 12], CAT)
+    assert reason in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "result, reason",
+    [
+        ((["InfoSeek"], "Symptoms", "chest pain"), "['InfoSeek'] is not a code of the project's"),
+        (({"InfoGive": 1}, "Symptoms", "chest pain"), "is not a code of the project's"),
+        ((None, "Symptoms", "chest pain"), "None is not a code of the project's"),
+        (("InfoGive", ["Symptoms"], "chest pain"), "the subcode ['Symptoms'] is not text"),
+        (("InfoGive", 3, "chest pain"), "the subcode 3 is not text"),
+        (("InfoGive", "Symptoms", ["chest pain"]), "is not verbatim"),
+    ],
+)
+def test_eppc_fields_of_the_wrong_type_are_refused_with_reasons(result, reason):
+    with pytest.raises(AnswerError) as info:
+        answers.eppc_payload(eppc(result), SENTENCE, CAT)
+    assert reason in str(info.value)
+
+
+def _random_json(rng, depth: int = 0):
+    """Any JSON value, now and then one a parser looks for (a reply label, a criterion, a
+    code, a subcode, a span of SENTENCE, a theme)."""
+    pick = rng.randrange(9 if depth < 3 else 6)
+    if pick == 0:
+        return None
+    if pick == 1:
+        return rng.choice([True, False])
+    if pick == 2:
+        return rng.choice([0, 1, 2, -1, 3, 10**20, 1.5, float("1e308")])
+    if pick in (3, 4, 5):
+        return rng.choice(
+            [
+                "",
+                "A",
+                "B",
+                "C",
+                "C1",
+                "C9",
+                "InfoGive",
+                "InfoSeek",
+                "Symptoms",
+                "SchedulingAppt",
+                "chest pain",
+                "empathy",
+                "planning",
+                "x",
+                " ",
+            ]
+        )
+    if pick in (6, 7):
+        return [_random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    keys = [
+        "response",
+        "rank",
+        "correct",
+        "criteria",
+        "Code",
+        "Sub-code",
+        "Span",
+        "ranking",
+        "results",
+        "empathy",
+        "other",
+        "zzz",
+    ]
+    return {rng.choice(keys): _random_json(rng, depth + 1) for _ in range(rng.randrange(4))}
+
+
+def _mutated(rng, value):
+    """``value`` with one node (or itself) replaced by a random JSON value."""
+    if rng.random() < 0.2 or not isinstance(value, dict | list) or not value:
+        return _random_json(rng)
+    value = json.loads(json.dumps(value))
+    key = rng.choice(list(value)) if isinstance(value, dict) else rng.randrange(len(value))
+    value[key] = _mutated(rng, value[key])
+    return value
+
+
+def _text(value) -> bool:
+    return isinstance(value, str)
+
+
+PARSERS = {
+    "rank": (RANK_GOOD, lambda raw: answers.rank_payload(raw, ["A", "B"], [11, 12], CAT)),
+    "eppc": (EPPC_GOOD, lambda raw: answers.eppc_payload(raw, SENTENCE, CAT)),
+    "respond": (
+        {"empathy": "Sorry.", "planning": "Come in."},
+        lambda raw: answers.respond_payload(raw, CAT),
+    ),
+    "facts": (["PSA is 4.2", "Start antibiotics"], answers.fact_list),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PARSERS))
+def test_any_json_answer_is_a_payload_or_refused_with_reasons(kind):
+    """Thousands of answers of every JSON type in every field: each one is a well-typed
+    payload or an AnswerError, never a Python error that would stop the batch."""
+    import random
+
+    good, parse = PARSERS[kind]
+    rng = random.Random(f"answers-{kind}")
+    refused = 0
+    for _ in range(3000):
+        document = _mutated(rng, good) if rng.random() < 0.8 else _random_json(rng)
+        try:
+            payload = parse(json.dumps(document))
+        except AnswerError as exc:
+            assert exc.reasons and all(_text(r) for r in exc.reasons)
+            refused += 1
+            continue
+        if kind == "rank":
+            for entry in payload["entries"]:
+                assert entry["response_id"] in (11, 12) and type(entry["rank"]) is int
+                assert type(entry["correct"]) is bool and all(map(_text, entry["criteria"]))
+        elif kind == "eppc":
+            for label in payload["labels"]:
+                assert _text(label["code"]) and _text(label["subcode"])
+        elif kind == "respond":
+            assert all(map(_text, payload["parts"].values()))
+        else:
+            assert all(map(_text, payload))
+    assert 0 < refused < 3000

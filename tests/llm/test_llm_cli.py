@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from llm_testkit import tiny_model  # noqa: F401 - fixture
+from llm_testkit import drafts_end_at_the_limit, tiny_model  # noqa: F401 - fixture
 
 from portalreview.cli import main
 from portalreview.store.project import Project
@@ -59,14 +59,25 @@ def test_suggest_runs_then_resumes(project_file, tiny_model, capsys):  # noqa: F
     assert info["kinds"]["empathy"]["annotators"]["tiny"]["submitted"] == 1
 
 
-def test_suggest_for_a_named_unit_set_and_drafts(project_file, tiny_model, capsys):  # noqa: F811
+def test_suggest_for_a_named_unit_set_and_drafts(
+    project_file,
+    tiny_model,  # noqa: F811
+    capsys,
+    monkeypatch,
+):
     base = ["suggest", str(project_file), "--model", str(tiny_model)]
     assert main([*base, "--kind", "urgency", "--units", "urgency set"]) == 0, (
         capsys.readouterr().err
     )
     assert main([*base, "--kind", "urgency", "--units", "rank set"]) == 2
     assert "holds rank units, not urgency" in capsys.readouterr().err
-    assert main([*base, "--kind", "drafts", "--units", "rank set", "--max-tokens", "5"]) == 0
+    drafts = [*base, "--kind", "drafts", "--units", "rank set", "--max-tokens", "5"]
+    assert main(drafts) == 1  # the tiny model's draft is cut off at the limit: not stored
+    err = capsys.readouterr().err
+    assert "0 stored" in err and "1 did not fit" in err
+    assert "the draft is unfinished: it was cut off at 5 tokens (raise the token limit)" in err
+    drafts_end_at_the_limit(monkeypatch)
+    assert main(drafts) == 0
     assert "1 stored" in capsys.readouterr().err
     assert main([*base, "--kind", "drafts"]) == 2
     assert "drafts need --units" in capsys.readouterr().err

@@ -10,7 +10,13 @@ import json
 import threading
 
 import pytest
-from llm_testkit import PARAMS, SMALL_LIMITS, engine, tiny_model_file  # noqa: F401 - fixtures
+from llm_testkit import (  # noqa: F401 - fixtures
+    PARAMS,
+    SMALL_LIMITS,
+    drafts_end_at_the_limit,
+    engine,
+    tiny_model_file,
+)
 
 from portalreview.llm import suggest as sg
 from portalreview.llm import urgency
@@ -221,7 +227,8 @@ def test_batch_stops_when_cancelled(engine, study):  # noqa: F811
     assert report.cancelled and report.done == 0
 
 
-def test_drafts_are_stored_once_per_case_and_template(engine, study):  # noqa: F811
+def test_drafts_are_stored_once_per_case_and_template(engine, study, monkeypatch):  # noqa: F811
+    drafts_end_at_the_limit(monkeypatch)
     service = study.service
     cases = [service.read_unit(study.units["urgency"]).cases[0]]
     template = default_template("draft_thematic")
@@ -256,11 +263,83 @@ def test_drafts_stop_with_the_reason_when_the_model_goes_away(
 
     lost_at_second.calls = 0
     monkeypatch.setattr(sg, "stream_draft", lost_at_second)
+    drafts_end_at_the_limit(monkeypatch)
     template = default_template("draft_zero_shot")
     report = sg.run_drafts(service, engine, cases, template, params=PARAMS.__class__(max_tokens=8))
     assert report.stored == [cases[0].id]
     assert report.stopped == "the model server went away during the request"
     assert not report.cancelled and report.done == 1
+
+
+def test_a_draft_cut_off_by_the_token_limit_is_not_stored(engine, study):  # noqa: F811
+    """The tiny model never writes its end token: every draft is cut off at the limit, and
+    is recorded as failed, with what to change, never stored as a reply clinicians rank."""
+    service = study.service
+    cases = service.read_unit(study.units["urgency"]).cases
+    template = default_template("draft_zero_shot")
+    report = sg.run_drafts(service, engine, cases, template, params=PARAMS.__class__(max_tokens=8))
+    assert report.stored == [] and sorted(report.failed) == sorted(c.id for c in cases)
+    for reason in report.failed.values():
+        assert (
+            reason == "the draft is unfinished: it was cut off at 8 tokens (raise the token limit)"
+        )
+    assert not any(sg.has_draft(service, engine, template, c) for c in cases)
+
+
+@pytest.fixture
+def short_context(tmp_path_factory):
+    from portalreview.llm.engine import Engine
+
+    with Engine.load(
+        tiny_model_file(tmp_path_factory), gpu=False, hash_cache=False, n_ctx=256
+    ) as eng:
+        yield eng
+
+
+def test_a_full_context_is_told_apart_from_the_token_limit(short_context, study):
+    """A prompt that leaves little of the context: the answer is cut off by the full context,
+    and the words say so (not "raise the token limit"); a suggestion and a draft alike."""
+    from portalreview.llm.engine import GenerationParams
+    from portalreview.llm.errors import AnswerError
+
+    service = study.service
+    template = default_template("draft_zero_shot")
+    words = "I have had a headache for days. "
+    probe = service.add_case("probe", "x", {})
+    chart = next(c for c in sg.cases_for_drafts(service) if c.id == probe).chart_text
+    message = words
+    while (
+        len(short_context.prompt_tokens(template.render({"chart": chart, "message": message})))
+        < 240
+    ):
+        message += words
+    case_id = service.add_case("long", message, {})
+    case = next(c for c in sg.cases_for_drafts(service) if c.id == case_id)
+    values = sg.draft_values(template, case, service.catalogs)
+    prompt = len(short_context.prompt_tokens(template.render(values)))
+    assert 220 < prompt < 256
+    params = GenerationParams(max_tokens=512)
+    ctx = sg.SuggestContext(short_context, service.catalogs, {"draft": template}, params)
+    with pytest.raises(AnswerError) as info:
+        sg._generate(ctx, "draft", values, None)
+    reason = str(info.value)
+    expected = f"the model's context (256 tokens) is full: the prompt takes {prompt}"
+    assert expected in reason and "use a larger context or shorter inputs" in reason
+    assert "token limit" not in reason
+
+    report = sg.run_drafts(service, short_context, [case], template, params=params)
+    assert report.stored == [] and expected in report.failed[case_id]
+
+
+def test_a_character_cut_in_two_by_the_limit_is_left_out_not_replaced(engine):  # noqa: F811
+    """The limit falls inside the second emoji (4 byte tokens each in the tiny vocabulary):
+    the text ends after the first, as the server's does, with no U+FFFD."""
+    from portalreview.llm.engine import GenerationParams
+
+    assert len(engine.tokenize("\U0001f44d")) == 5  # a space marker and 4 bytes
+    gen = engine.complete("Hello", GenerationParams(max_tokens=5), grammar='root ::= "👍👍"')
+    assert gen.finish_reason == "length" and len(gen.token_ids) == 5
+    assert gen.text == "\U0001f44d"
 
 
 def test_an_editor_reads_the_latest_suggestion_of_an_assigned_unit(engine, study):  # noqa: F811

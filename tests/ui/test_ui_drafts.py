@@ -22,7 +22,7 @@ from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.ui import drafts_dialog
 from portalreview.ui.model_panel import ModelDialog
-from tests.llm.llm_testkit import tiny_model_file
+from tests.llm.llm_testkit import drafts_end_at_the_limit, tiny_model_file
 
 WAIT_MS = 120000
 MAX_TOKENS = 24  # short drafts: the test is about what is stored, not how much is written
@@ -33,6 +33,11 @@ CASES = [
     ("k3", "Can I take ibuprofen with my new blood thinner?", "a"),
     ("k4", "Please renew my inhaler prescription.", None),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _finished_drafts(monkeypatch):
+    drafts_end_at_the_limit(monkeypatch)  # the tiny model's drafts end only at the limit
 
 
 @pytest.fixture

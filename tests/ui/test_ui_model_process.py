@@ -24,7 +24,7 @@ from portalreview.tasks.common.editor_base import TextBox
 from portalreview.ui import inbox_view
 from portalreview.ui.drafts_dialog import DraftsDialog
 from portalreview.ui.suggestions import SuggestionBanner
-from tests.llm.llm_testkit import PARAMS, SMALL_LIMITS, tiny_model_file
+from tests.llm.llm_testkit import PARAMS, SMALL_LIMITS, drafts_end_at_the_limit, tiny_model_file
 
 WAIT_MS = 60000
 
@@ -264,8 +264,9 @@ def test_killed_during_inbox_scoring_the_view_says_so_and_sorting_works_again(
 
 
 def test_killed_while_a_draft_streams_the_stored_drafts_are_kept(
-    qtbot, tmp_path, inbox_study, model
+    qtbot, tmp_path, inbox_study, model, monkeypatch
 ):
+    drafts_end_at_the_limit(monkeypatch)  # the tiny model's drafts end only at the limit
     path, _cases, saved = inbox_study
     keys = [(name, unit) for name, unit, _p, _s in saved]
     before = read_answers(path, keys)
