@@ -58,7 +58,7 @@ from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.screen import fit_to_screen
-from portalreview.ui.session import AnnotationSession
+from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import DEFAULT_POINT_SIZE, Preferences, clamp_point_size
 from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
@@ -772,14 +772,22 @@ class MainWindow(QMainWindow):
             return
         if self.session is not None:
             self.session.leave()
+        self._show_kind_page(kind)
+        if not self.queue.next_todo() and not self.queue.select_row(0):
+            self.stack.setCurrentWidget(self.empty)
+
+    def _show_kind_page(self, kind: str) -> None:
+        """The kind's tab, editor page and list (no unit opened)."""
         self.kind = kind
         editor = self.editor_for(kind)
         self.undo_group.setActiveStack(editor.undo_stack)
         self.stack.setCurrentWidget(self._page_of(editor))
         self.queue_dock.setWindowTitle(f"Work queue — {EDITORS[kind][0]}")
+        if kind in self.kinds and self.kind_tabs.currentIndex() != self.kinds.index(kind):
+            self.kind_tabs.blockSignals(True)
+            self.kind_tabs.setCurrentIndex(self.kinds.index(kind))
+            self.kind_tabs.blockSignals(False)
         self._load_queue(kind)
-        if not self.queue.next_todo() and not self.queue.select_row(0):
-            self.stack.setCurrentWidget(self.empty)
 
     def _load_queue(self, kind: str) -> None:
         """The person's units of ``kind``, with the number to do (an adaptive inbox counts
@@ -822,7 +830,15 @@ class MainWindow(QMainWindow):
         why. The list goes back to the unit still on screen, which keeps what was typed in it;
         when this editor shows no unit of the session (another kind's is open), nothing is
         highlighted and the editor takes no typing, which no save would keep."""
-        shown = self.session.unit if self.session.editor is editor else None
+        pending = self.session.unit
+        if isinstance(exc, UnsavedChanges) and pending is not None:
+            if self.session.editor is not editor:  # another kind's tab: back to the unit's
+                self._show_kind_page(pending.kind)
+            self.queue.select_unit(pending.unit_id, emit=False)
+            log.warning("unit not shown: %s", exc)
+            QMessageBox.warning(self, APP_NAME, str(exc))
+            return
+        shown = pending if self.session.editor is editor else None
         if shown is None or not self.queue.select_unit(shown.unit_id, emit=False):
             self.queue.select_none()
         if shown is None:

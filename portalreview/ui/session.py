@@ -22,6 +22,11 @@ from portalreview.store.kinds.base import PayloadError
 from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
 from portalreview.tasks.common.editor_base import Editor
 
+
+class UnsavedChanges(StoreError):
+    """Another unit was asked for while changes to the one shown could not be saved: it
+    stays, with them."""
+
 log = logging.getLogger(__name__)
 AUTOSAVE_MS = 400
 IDLE_SECONDS = 60.0
@@ -121,7 +126,7 @@ class AnnotationSession(QObject):
         was typed, and :class:`StoreError` says why."""
         self.leave()
         if self.pending and self.unit is not None:
-            raise StoreError(
+            raise UnsavedChanges(
                 "Your changes to this unit are not saved yet, so it stays on screen with them"
                 f" ({self.last_failure or 'the save failed'})."
             )

@@ -63,6 +63,27 @@ def test_a_full_disk_is_said_and_the_text_kept_until_it_saves(qtbot, gui, prefs,
     assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"].endswith(LONG)
 
 
+def test_another_kind_asked_for_with_changes_not_saved_goes_back_to_them(qtbot, gui, prefs, asked):
+    """Switching kind with a change that cannot be saved: the tab, list and editor go back to
+    the unit with the change, and the message says so once."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+    unit = window.session.unit.unit_id
+    with full_disk(window.project):
+        box.insertPlainText(LONG)
+        window.save_now()
+        window.kind_tabs.setCurrentIndex(window.kinds.index("urgency"))
+        assert (
+            window.kind == "respond" and window.kinds[window.kind_tabs.currentIndex()] == "respond"
+        )
+        assert window.session.unit.unit_id == unit == window.queue.current_unit()
+        assert window.stack.currentWidget() is window._page_of(window.editors["respond"])
+        assert asked and asked[-1].count("stays on screen") == 1
+        assert box.toPlainText() == "First part." + LONG
+    window.save_now()
+    assert not window.session.pending
+
+
 def test_an_unexpected_error_in_a_save_is_a_failed_save(qtbot, gui, prefs, monkeypatch, caplog):
     window = open_window(qtbot, prefs, gui.path, "ava")
     box = _respond_box(qtbot, window)
