@@ -598,6 +598,8 @@ def judge_agreement_table(answers: pd.DataFrame, frames: StudyFrames, s: Setting
     pairs += [(p, m) for m in model_names for p in people_names]
     out, other_way = [], {}
     for ref_name, judged_name in pairs:
+        if ref_name not in by_name or judged_name not in by_name:
+            continue  # answers with no decision yet (a draft, a reference with no sentence)
         rows = other_way.pop((ref_name, judged_name), None)
         if rows is None:
             rows, other_way[judged_name, ref_name] = _agreement_pair(

@@ -45,12 +45,14 @@ KIND = "rank"
 
 def long_table(answers: pd.DataFrame, frames: StudyFrames) -> tuple[pd.DataFrame, int]:
     """One row per (ranking, source): unit, rater, source, rank, correct, criteria. A second
-    response of the same source within one ranking is left out (counted in the result)."""
+    response of the same source within one ranking is left out (counted in the result): the
+    one with the higher response id, whatever order the answer listed them in."""
     entries = frames.rank_entries.merge(
         answers[["answer_id", "unit_id", "annotator"]], on="answer_id"
     )
     entries = entries.assign(source=entries.response_id.map(sources_of(frames)))
-    duplicated = entries.duplicated(["answer_id", "source"])
+    by_response = entries.sort_values(["answer_id", "response_id"], kind="stable")
+    duplicated = by_response.duplicated(["answer_id", "source"]).reindex(entries.index)
     kept = entries[~duplicated].rename(columns={"unit_id": "unit", "annotator": "rater"})
     return kept.reset_index(drop=True), int(duplicated.sum())
 

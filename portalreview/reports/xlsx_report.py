@@ -1746,6 +1746,8 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
         level_a = cases.urgency_level[int(unit.case_id)]
         level_b = cases.urgency_level[int(unit.case_b_id)]
         picked = choice.more_urgent_case_id.get(a.answer_id)
+        if picked is not None and picked != picked:  # NaN: a draft with no patient chosen
+            picked = None
         right = None
         if picked is not None and level_a == level_a and level_b == level_b and level_a != level_b:
             right = int(picked) == int(unit.case_id if level_a < level_b else unit.case_b_id)

@@ -357,3 +357,29 @@ def test_judge_agreement_leaves_the_pis_gold_answers_out(tmp_path):
         ("ava", 3, 1.0),
         ("pat", 3, 1.0),
     }
+
+
+def test_a_match_draft_with_no_decision_yet_leaves_judge_agreement_to_the_others(tmp_path):
+    from portalreview.reports.json_report import build_report
+
+    st = new_study(tmp_path)
+    for name in ("ava", "ben", "cy"):
+        st.person(name)
+    st.case("c", "Should I come in?")
+    st.response("ref", "c", "Please come in today.", "clinician", "ava")
+    st.response("draft", "c", "Come in.", "model", "m1")
+    pair = {"response_id": st.responses["ref"], "response_b_id": st.responses["draft"]}
+    st.unit("m", "match", "c", who=["ava", "ben", "cy"], **pair)
+    ref, draft = st.sentences("ref"), st.sentences("draft")
+    ids = [s.id for s in (*ref, *draft)]
+    answer = {"decisions": _decisions([ref[0].id], [[0, 8]]), "themes": _themes(ids, ["other"] * 2)}
+    st.answer("m", "ava", answer)
+    st.answer("m", "cy", answer)
+    empty = {"decisions": [], "themes": []}  # ben opened the unit and saved nothing yet
+    st.svc.save_answer(st.units["m"], empty, status="draft", annotator_id=st.people["ben"])
+    report = build_report(st.project, n_resamples=0, include_drafts=True)
+    pairs = {
+        (r["reference_annotator"], r["judged_annotator"])
+        for r in report["match"]["judge_agreement"]
+    }
+    assert pairs == {("ava", "cy"), ("cy", "ava")}

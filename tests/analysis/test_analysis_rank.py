@@ -208,3 +208,25 @@ def test_a_pair_met_only_tied_has_no_untied_units(tmp_path):
     assert (ab["win_rate"]["n_units"], ab["win_rate_non_tied"]["n_units"]) == (2, 1)
     assert ab["win_rate"]["value"] == 0.5 and ab["win_rate_non_tied"]["value"] == 1.0
     assert _by_source(result)["A"]["average_win_rate"]["n_units"] == 1
+
+
+def test_two_drafts_of_one_source_give_the_same_figures_whatever_the_order_listed(tmp_path):
+    """The second draft of a source in a ranking is left out: the one with the higher response
+    id, not the one listed second (re-saving the same answer listed otherwise changed the
+    figure in a fresh report and not in the live one)."""
+    from portalreview.reports.json_report import build_report
+
+    st = new_study(tmp_path)
+    st.person("ava")
+    st.case("c", "Should I come in?")
+    a = st.response("a", "c", "Come in now.", "model", "m1")
+    b = st.response("b", "c", "Stay home.", "model", "m1")
+    st.unit("r", "rank", "c", who=["ava"], members=[a, b])
+    first = {"response_id": a, "rank": 1, "correct": True, "criteria": []}
+    second = {"response_id": b, "rank": 2, "correct": False, "criteria": ["C1"]}
+    figures = []
+    for entries in ([second, first], [first, second]):
+        st.answer("r", "ava", {"entries": entries})
+        (m1,) = build_report(st.project, n_resamples=0)["rank"]["by_source"]
+        figures.append((m1["n_correct"], m1["percent_correct"]["value"]))
+    assert figures == [(1, 100.0), (1, 100.0)]

@@ -390,3 +390,25 @@ def test_a_text_xml_cannot_hold_leaves_a_workbook_excel_opens(tmp_path):
     texts = [v for row in book["Raw respond"].iter_rows(values_only=True) for v in row]
     assert any(isinstance(v, str) and "So sorry  to hear." in v for v in texts)
     book.close()
+
+
+def test_an_urgency_draft_with_no_patient_chosen_is_a_blank_in_the_raw_sheet(tmp_path):
+    from tests.analysis.analysis_builders import new_study
+
+    st = new_study(tmp_path)
+    st.person("ava")
+    st.person("ben")
+    st.case("a", "Crushing chest pain.", 1)
+    st.case("b", "Refill please.", 6)
+    st.unit("u", "urgency", "a", who=["ava", "ben"], case_b_id=st.cases["b"])
+    st.answer("u", "ben", {"more_urgent_case_id": st.cases["a"]})
+    draft = {"ask_second": True}  # ava asked for a second look before choosing
+    st.svc.save_answer(st.units["u"], draft, status="draft", annotator_id=st.people["ava"])
+    out = write_xlsx_report(
+        st.project, tmp_path / "drafts.xlsx", n_resamples=0, include_drafts=True
+    )
+    rows = list(load_workbook(out, read_only=True)["Raw urgency"].iter_rows(values_only=True))
+    header = rows[1]
+    ava = next(r for r in rows[2:] if r[header.index("Annotator")] == "ava")
+    assert ava[header.index("Status")] == "draft" and ava[header.index("More urgent")] is None
+    assert ava[header.index("Right")] is None
