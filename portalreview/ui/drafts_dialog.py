@@ -124,7 +124,8 @@ class DraftsDialog(QDialog):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
         layout.addWidget(self._buttons())
-        self.host.engine_changed.connect(lambda _engine: self._show_model())
+        # a bound method, not a lambda: Qt disconnects it when the window is deleted
+        self.host.engine_changed.connect(self._engine_changed)
         self.fill_choices()
         self._show_model()
 
@@ -276,6 +277,9 @@ class DraftsDialog(QDialog):
     def _engine(self):
         engine = self.host.engine
         return None if engine is None or engine.closed else engine
+
+    def _engine_changed(self, _engine: object) -> None:
+        self._show_model()
 
     def _show_model(self) -> None:
         engine = self._engine()
