@@ -76,6 +76,13 @@ class ProjectError(Exception):
 class ProjectLockedError(ProjectError):
     def __init__(self, path: Path, holder: LockHolder) -> None:
         self.holder = holder
+        if holder.here:  # this very program (another of its windows or tools) has it open
+            super().__init__(
+                f"{path.name} is already open for writing in this PortalReview (process "
+                f"{holder.pid}), in another of its windows or tools. You can open it "
+                "read-only, or close it there first."
+            )
+            return
         super().__init__(
             f"{path.name} is open in another PortalReview: {holder.describe()}. "
             "You can open it read-only, or ask them to close it."

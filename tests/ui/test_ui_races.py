@@ -6,14 +6,21 @@ background work until the test lets it go)."""
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import sys
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ui_support import open_window
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox, QPushButton
+from ui_support import make_gui_study, open_window, preferences
 
+from portalreview.reports import report_cache
 from portalreview.store import study_setup as setup
+from portalreview.store.project import Project
+from portalreview.ui import dashboard as dash
 from portalreview.ui import model_panel
 from portalreview.ui import study_setup_dialog as ssd
 from portalreview.ui.main_window import MainWindow
@@ -140,3 +147,105 @@ def test_setup_plan_arriving_after_the_window_was_replaced(qtbot, gui, prefs, mo
         qtbot.wait(1000)
     assert errors == []
     assert new.plan is None and not new.busy  # the new window is not told of the old plan
+
+
+# --- the dashboard keeping its figures while the project closes -------------------------------
+
+
+def kept_rows(path: Path) -> int:
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute("SELECT count(*) FROM report_cache").fetchone()[0]
+    finally:
+        connection.close()
+
+
+def test_figures_kept_after_the_project_closed_are_not_written(qtbot, gui, prefs, monkeypatch):
+    """The dashboard keeps its figures in the project on a pool thread; the PI closes the
+    project meanwhile and another program takes the file: the late write is refused, not
+    made in a file this program no longer holds."""
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    gate, started = threading.Event(), threading.Event()
+    real = report_cache.store
+
+    def held_store(*args, **kwargs):
+        started.set()
+        gate.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report_cache, "store", held_store)
+    dash.open_tool(window)
+    qtbot.waitUntil(started.is_set, timeout=60000)  # the figures shown, being kept
+    assert window.close_project()
+    before = kept_rows(gui.path)
+    other = Project.open(gui.path)  # another program, for writing
+    try:
+        with uncaught() as errors:
+            gate.set()
+            qtbot.wait(1000)
+        assert kept_rows(gui.path) == before
+    finally:
+        other.close()
+    assert errors == []
+
+
+# --- opening a project twice at once ---------------------------------------------------------
+
+
+def recent_button(window: MainWindow, path: Path) -> QPushButton:
+    return next(b for b in window.welcome.findChildren(QPushButton) if path.name in b.text())
+
+
+def test_a_double_click_on_a_recent_project_opens_it_once(qtbot, gui, tmp_path, monkeypatch):
+    """A double click on a recent project's button clicks it twice before the first open
+    reports: the second is ignored. (It opened the project a second time, found it locked by
+    this very program, offered read-only as if another person had it, and left the first
+    open's lock held until the program ended.)"""
+    prefs = preferences(tmp_path)
+    prefs.add_recent(gui.path)
+    window = MainWindow(prefs)
+    qtbot.addWidget(window)
+    window.show()
+    said: list[str] = []
+    monkeypatch.setattr(
+        QMessageBox,
+        "question",
+        lambda _parent, _title, text, *a, **k: said.append(text) or QMessageBox.StandardButton.Yes,
+    )
+    monkeypatch.setattr(QMessageBox, "critical", lambda _p, _t, text, *a, **k: said.append(text))
+    monkeypatch.setattr(window, "_ask_who", lambda people: "ava")
+    opened: list[Project] = []
+    real_open = Project.open.__func__
+
+    def slow_open(cls, *args, **kwargs):
+        opened.append(real_open(cls, *args, **kwargs))
+        time.sleep(0.3)  # longer than a double click
+        return opened[-1]
+
+    monkeypatch.setattr(Project, "open", classmethod(slow_open))
+    button = recent_button(window, gui.path)
+    with uncaught() as errors:
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)  # the double click's second
+        qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+        qtbot.wait(600)
+    assert errors == [] and said == []
+    assert len(opened) == 1 and window.project is opened[0]
+    assert not window.project.read_only
+    assert window.close_project()
+    monkeypatch.undo()
+    Project.open(gui.path).close()  # its lock released on closing
+
+
+def test_a_project_opened_over_another_closes_that_one(qtbot, gui, prefs, tmp_path):
+    """A project that arrives while another is open (a new project made, an open that raced
+    another) closes the one open: dropped, its lock stayed held until the program ended."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    first = window.project
+    (tmp_path / "second").mkdir()
+    second = make_gui_study(tmp_path / "second")
+    window._project_opened(Project.open(second.path), "ava")
+    assert window.project is not first and window.project.path == second.path
+    assert window.session is not None
+    Project.open(gui.path).close()  # the first one's lock is free
+    assert window.close_project()
