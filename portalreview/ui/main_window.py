@@ -606,11 +606,12 @@ class MainWindow(QMainWindow):
                 return False
             self.session.close()
         self.suggestions.stop()
+        self._stop_background_writers()
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
         if self.project is not None:
-            self.project.close()
+            self.project.close()  # refuses what background work would still read or save
         for tool in tools:  # they showed the project just closed
             tool.close()
             tool.deleteLater()
@@ -635,6 +636,17 @@ class MainWindow(QMainWindow):
         self.unit_label.clear()
         self.save_label.clear()
         return True
+
+    def _stop_background_writers(self) -> None:
+        """Before the project closes, stop the tool windows' background work that saves into
+        it and wait for it to end (a drafting run: ``project_closing()``, which also says so
+        in its window). Saves not stopped here (the figures the dashboard keeps) are waited
+        for, then refused, by the closed project itself."""
+        children = self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+        for tool in children:
+            stop = getattr(tool, "project_closing", None)
+            if tool.isWindow() and callable(stop):
+                stop()
 
     def _tools_holding_work(self) -> list[QWidget]:
         """The tool windows that can hold work not saved yet (the PI's adjudication window: a
