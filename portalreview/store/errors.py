@@ -22,6 +22,11 @@ class ReadFailed(StoreError):
     changed by trying."""
 
 
+class ProjectClosed(StoreError):
+    """The project was closed: nothing more is read from it or saved in it (work still under
+    way when it closed, on another thread, stops here instead of reconnecting)."""
+
+
 # I/O errors that say the file itself is bad, not that the drive could not be reached.
 _DAMAGE_IOERRS = ("SQLITE_IOERR_READ", "SQLITE_IOERR_SHORT_READ", "SQLITE_IOERR_CORRUPTFS")
 

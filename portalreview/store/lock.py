@@ -5,15 +5,23 @@ long as the project is open for writing, and records who holds it (user, machine
 since when) so that a second program can tell the person what is going on. The OS lock, not the
 file's presence, decides: if the holder was killed, the OS released its lock and the next
 program takes the file over.
+
+Within one program, a lock is released when its project is closed, or else when the lock is
+garbage-collected (a project dropped without being closed); a lock this very program holds is
+told apart from another program's (``LockHolder.here``), and one held only by a dropped project
+is collected and taken over.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import gc
 import getpass
 import json
 import os
 import socket
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +63,7 @@ class LockHolder:
     host: str
     pid: int
     since: str
+    here: bool = False  # held by this very program (another of its windows or tools)
 
     def describe(self) -> str:
         return f"{self.user} on {self.host} (process {self.pid}) since {self.since}"
@@ -68,16 +77,43 @@ def _read_holder(lock_path: Path) -> LockHolder | None:
         return None
 
 
+_held_here: set[str] = set()  # the lock files this program holds
+
+
+def _release(fd: int, path: Path, key: str) -> None:
+    """Give the lock up: by :meth:`ProjectLock.release`, or when the lock is collected."""
+    _held_here.discard(key)
+    # Remove the file while still holding the lock, so nobody reads our stale details
+    # (Windows refuses to remove an open file: there the empty lock file stays).
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    _unlock(fd)
+    os.close(fd)
+
+
 class ProjectLock:
     """An exclusive, process-wide lock on one project file."""
 
     def __init__(self, project_path: Path) -> None:
         self.path = project_path.with_name(project_path.name + ".lock")
         self._fd: int | None = None
+        self._key = os.path.realpath(self.path)
+        self._finalizer: weakref.finalize | None = None
 
     def acquire(self) -> LockHolder | None:
         """Take the lock. Returns None on success, else who holds it. OSError (a full disk)
         leaves it not taken."""
+        holder = self._acquire()
+        if holder is not None and self._key in _held_here:
+            # This program holds it: perhaps only a project dropped without being closed,
+            # whose lock is released when it is collected.
+            gc.collect()
+            holder = self._acquire()
+            if holder is not None and self._key in _held_here:
+                holder = dataclasses.replace(holder, here=True)
+        return holder
+
+    def _acquire(self) -> LockHolder | None:
         for _ in range(3):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             if not _try_lock(fd):
@@ -91,6 +127,9 @@ class ProjectLock:
                 same_file = False
             if same_file:
                 self._fd = fd
+                _held_here.add(self._key)
+                # released when the lock is collected, if nobody released it before
+                self._finalizer = weakref.finalize(self, _release, fd, self.path, self._key)
                 try:
                     self._write_holder()
                 except BaseException:  # a full disk: never keep a lock nobody will release
@@ -117,12 +156,9 @@ class ProjectLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        # Remove the file while still holding the lock, so nobody reads our stale details
-        # (Windows refuses to remove an open file: there the empty lock file stays).
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-        _unlock(self._fd)
-        os.close(self._fd)
+        if self._finalizer is not None:
+            self._finalizer()  # _release, once
+            self._finalizer = None
         self._fd = None
 
     @property

@@ -46,6 +46,7 @@ from sqlalchemy.pool import QueuePool
 from portalreview import __version__
 from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
 from portalreview.store import migrations
+from portalreview.store.closing import Closing
 from portalreview.store.errors import ReadFailed, readable_read_error
 from portalreview.store.lock import LockHolder, ProjectLock
 from portalreview.store.models import Base, ProjectMeta, utc_now
@@ -75,6 +76,13 @@ class ProjectError(Exception):
 class ProjectLockedError(ProjectError):
     def __init__(self, path: Path, holder: LockHolder) -> None:
         self.holder = holder
+        if holder.here:  # this very program (another of its windows or tools) has it open
+            super().__init__(
+                f"{path.name} is already open for writing in this PortalReview (process "
+                f"{holder.pid}), in another of its windows or tools. You can open it "
+                "read-only, or close it there first."
+            )
+            return
         super().__init__(
             f"{path.name} is open in another PortalReview: {holder.describe()}. "
             "You can open it read-only, or ask them to close it."
@@ -179,12 +187,18 @@ def _connect_backup(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
 
 
-def _make_engine(path: Path, read_only: bool) -> Engine:
+def _make_engine(path: Path, read_only: bool, life: Closing | None = None) -> Engine:
+    """The project's engine; with ``life``, it makes no connection once the project is closed
+    (a disposed engine would otherwise reconnect for whoever still holds the project)."""
+
+    def connect() -> sqlite3.Connection:
+        if life is not None:
+            life.refuse_connection()
+        return _connect(path, read_only)
+
     # The URL names no file (the creator does), so the pool must be given explicitly: the
     # default for "sqlite://" would share one connection per thread.
-    engine = create_engine(
-        "sqlite://", creator=lambda: _connect(path, read_only), poolclass=QueuePool
-    )
+    engine = create_engine("sqlite://", creator=connect, poolclass=QueuePool)
 
     # pysqlite's own transaction handling is off (isolation_level=None); SQLAlchemy's "begin"
     # emits ours, IMMEDIATE for writers so that two writers queue instead of deadlocking.
@@ -483,7 +497,14 @@ class Project:
     """An open project file. Use :meth:`create` or :meth:`open`, and close it (or use
     ``with``) when done: closing releases the lock."""
 
-    def __init__(self, path: Path, engine: Engine, lock: ProjectLock | None, read_only: bool):
+    def __init__(
+        self,
+        path: Path,
+        engine: Engine,
+        lock: ProjectLock | None,
+        read_only: bool,
+        life: Closing | None = None,
+    ):
         self.path = path
         self.read_only = read_only
         # The automatic backup made on opening (None: not made, see make_automatic_backup), or
@@ -493,6 +514,8 @@ class Project:
         self.upgraded_from: int | None = None  # the format it was upgraded from on opening
         self._engine = engine
         self._lock = lock
+        # closed: every later session or connection is refused (see store/closing.py)
+        self._life = life or Closing(path.name)
         self._reader = sessionmaker(engine, expire_on_commit=False)
         self._writer = sessionmaker(
             engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False
@@ -618,7 +641,9 @@ class Project:
                     migrations.upgrade(path, version, backup)
                 except migrations.MigrationError as exc:
                     raise ProjectError(str(exc)) from exc
-            project = cls(path, _make_engine(path, read_only=False), lock, read_only=False)
+            life = Closing(path.name)
+            engine = _make_engine(path, read_only=False, life=life)
+            project = cls(path, engine, lock, read_only=False, life=life)
             project.upgraded_from = version if upgraded else None
         except BaseException:
             if lock is not None:
@@ -636,7 +661,9 @@ class Project:
                 f"{path.name} is in an older project format ({version}); open it once "
                 "for writing so that it is upgraded (a backup is made first)."
             )
-        return cls(path, _make_engine(path, read_only=True), None, read_only=True)
+        life = Closing(path.name)
+        engine = _make_engine(path, read_only=True, life=life)
+        return cls(path, engine, None, read_only=True, life=life)
 
     def _back_up_automatically(self, progress: Progress | None) -> None:
         try:
@@ -648,6 +675,10 @@ class Project:
             )
 
     def close(self) -> None:
+        """Close for good: later reads and saves (from work still under way on another thread)
+        are refused with ProjectClosed; the saves under way are waited for (a little) before
+        the lock is released, so that nothing is written after another program may hold it."""
+        self._life.close()
         self._engine.dispose()
         if self._lock is not None:
             self._lock.release()
@@ -665,7 +696,9 @@ class Project:
     def read(self) -> Iterator[Session]:
         """A session for reading (one consistent snapshot). A file that cannot be read any
         more (moved or deleted, its drive gone, damaged, held locked by another program past
-        the busy timeout) raises :class:`ReadFailed`, in words, not the driver's error."""
+        the busy timeout) raises :class:`ReadFailed`, in words, not the driver's error; a
+        project closed, :class:`ProjectClosed`."""
+        self._life.check()
         try:
             with self._reader() as session, session.begin():
                 yield session
@@ -681,7 +714,7 @@ class Project:
         """One short write transaction: committed when the block ends, rolled back on error."""
         if self.read_only:
             raise ProjectError(f"{self.path.name} is open read-only; changes cannot be saved.")
-        with self._writer() as session, session.begin():
+        with self._life.writing(), self._writer() as session, session.begin():
             yield session
 
     def listen(self, on_change: Callable[[str], None]) -> None:
@@ -700,6 +733,7 @@ class Project:
 
     def integrity_check(self) -> str:
         """"ok", or SQLite's findings (the first few, joined)."""
+        self._life.check()
         with self._engine.connect() as conn:
             return _check_result(conn.execute(text("PRAGMA integrity_check")).all())
 

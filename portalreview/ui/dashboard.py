@@ -79,6 +79,7 @@ from portalreview.reports.xlsx_report import (
     workbook_model,
     write_workbook,
 )
+from portalreview.store.errors import ProjectClosed
 from portalreview.store.frames import StudyFrames
 from portalreview.store.project import OutputIsProject, Project, refuse_project_output
 from portalreview.store.study_setup import Cancelled, Steps
@@ -845,7 +846,7 @@ class Dashboard(QWidget):
             run_in_background(
                 self.live.keep_pending,
                 project,
-                on_error=lambda message, _exc: log.warning("figures not kept: %s", message),
+                on_error=_not_kept,
             )
 
     def _show_nothing(self, text: str) -> None:
@@ -1163,6 +1164,15 @@ def _note(text: str) -> QLabel:
 
 def _html(text: str) -> str:
     return html.escape(text)
+
+
+def _not_kept(message: str, exc: Exception) -> None:
+    """The figures could not be kept (only logged: they are computed again next time); a
+    project closed meanwhile refused them, as it should."""
+    if isinstance(exc, ProjectClosed):
+        log.info("figures not kept: %s", message)
+    else:
+        log.warning("figures not kept: %s", message)
 
 
 def open_tool(window) -> Dashboard | None:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import html
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QButtonGroup,
     QComboBox,
     QDialog,
@@ -70,6 +71,22 @@ class DraftStep:
     failed: int
 
 
+@dataclass
+class _Run:
+    """One drafting run, shared by the dialog and the model thread: closing the project
+    cancels it and waits for it to end (:meth:`DraftsDialog.project_closing`)."""
+
+    cancel: threading.Event = field(default_factory=threading.Event)
+    begun: threading.Event = field(default_factory=threading.Event)
+    ended: threading.Event = field(default_factory=threading.Event)
+    report: sg.BatchReport | None = None  # set on the model thread when the run returns
+    closing: bool = False  # cancelled because the project is closing
+
+
+#: How long closing the project waits for a drafting run to stop (it stops within one token).
+CLOSE_WAIT_S = 10.0
+
+
 class _Relay(QObject):
     """Carries the model thread's news to the GUI thread (queued connections)."""
 
@@ -96,6 +113,9 @@ class DraftsDialog(QDialog):
         self.running = False
         self.report: sg.BatchReport | None = None
         self._cancel: threading.Event | None = None
+        self._run: _Run | None = None
+        self._service = window.service  # the session the choices are of (followed)
+        self._closed_note = ""  # what a project closed during a run left, said until the next
         self._case_id: int | None = None
         self._case_name = ""
         self._templates: list[PromptTemplate] = []
@@ -124,7 +144,9 @@ class DraftsDialog(QDialog):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
         layout.addWidget(self._buttons())
-        self.host.engine_changed.connect(lambda _engine: self._show_model())
+        # a bound method, not a lambda: Qt disconnects it when the window is deleted
+        self.host.engine_changed.connect(self._engine_changed)
+        window.windowTitleChanged.connect(self._window_changed)
         self.fill_choices()
         self._show_model()
 
@@ -232,10 +254,16 @@ class DraftsDialog(QDialog):
 
     def fill_choices(self) -> None:
         """The unit sets and drafting templates of the project (read again at each opening)."""
-        service = self.window_.service
+        service = self._service = self.window_.service
         self.set_box.clear()
         self.template_box.clear()
-        if service is None or not service.viewer.sees_all:
+        self._set_cases = {}
+        self._templates = []
+        if service is None:
+            self._say(self._closed_note or "No project is open: open one to generate drafts.")
+            self.run_button.setEnabled(False)
+            return
+        if not service.viewer.sees_all:
             self._say("Only the PI can generate drafts.")
             self.run_button.setEnabled(False)
             return
@@ -276,6 +304,9 @@ class DraftsDialog(QDialog):
     def _engine(self):
         engine = self.host.engine
         return None if engine is None or engine.closed else engine
+
+    def _engine_changed(self, _engine: object) -> None:
+        self._show_model()
 
     def _show_model(self) -> None:
         engine = self._engine()
@@ -335,22 +366,32 @@ class DraftsDialog(QDialog):
         unit_set = self.set_box.currentData() if self.by_set.isChecked() else None
         tags = [] if unit_set is not None else self.tags()
         params = self.params()
-        cancel = self._cancel = threading.Event()
+        run = self._run = _Run()
+        cancel = self._cancel = run.cancel
         relay = self._relay
 
-        def work() -> sg.BatchReport:
-            cases = sg.cases_for_drafts(service, unit_set=unit_set, tags=tags)
-            return sg.run_drafts(
-                service,
-                engine,
-                cases,
-                template,
-                params=params,
-                cancel=cancel,
-                progress=lambda report, case_id: relay.step.emit(_step_of(report, case_id)),
-                on_start=lambda case: relay.started.emit(case.id, case.external_id, case.message),
-                on_piece=lambda case, text: relay.piece.emit(case.id, text),
-            )
+        def work() -> sg.BatchReport | None:
+            run.begun.set()
+            try:
+                if cancel.is_set() and run.closing:  # closed before the model thread was free
+                    return None
+                cases = sg.cases_for_drafts(service, unit_set=unit_set, tags=tags)
+                run.report = sg.run_drafts(
+                    service,
+                    engine,
+                    cases,
+                    template,
+                    params=params,
+                    cancel=cancel,
+                    progress=lambda report, case_id: relay.step.emit(_step_of(report, case_id)),
+                    on_start=lambda case: relay.started.emit(
+                        case.id, case.external_id, case.message
+                    ),
+                    on_piece=lambda case, text: relay.piece.emit(case.id, text),
+                )
+                return run.report
+            finally:
+                run.ended.set()
 
         self._set_running(True)
         self.report = None
@@ -360,8 +401,70 @@ class DraftsDialog(QDialog):
         self.counts.clear()
         self.current.setText("Choosing the cases…")
         self.stream_view.clear()
+        self._closed_note = ""
         self._say(f"Drafting with {engine.info.file_name} and {template.key}…")
-        self.host.submit(work, on_done=self._done, on_error=self._failed)
+        self.host.submit(
+            work,
+            on_done=lambda report: self._done(report, run),
+            on_error=lambda message, exc: self._failed(message, exc, run),
+        )
+
+    def project_closing(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """The main window is closing the project (to open another, to sign in again, or to
+        quit): stop the run and wait for it to end, so that nothing more is stored in the
+        project once it is closed, and say so. A run that does not stop in time (it never
+        blocks that long) is left behind: the closed project refuses what it would store."""
+        run = self._run
+        if run is None or not self.running:
+            return
+        run.closing = True
+        run.cancel.set()
+        # not begun yet: it sees the cancel as it begins and stores nothing (the events make
+        # this order safe: begun is set before cancel is read)
+        ended = not run.begun.is_set() or run.ended.is_set()
+        if not ended:
+            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+            try:
+                ended = run.ended.wait(wait_s)
+            finally:
+                QApplication.restoreOverrideCursor()
+        self._run = None  # its results, arriving later, are not this window's any more
+        self._cancel = None
+        self._set_running(False)
+        project = getattr(self.window_, "project", None)
+        label = project.label if project is not None else "The project"
+        stored = len(run.report.stored) if ended and run.report is not None else None
+        if stored is None:
+            kept = "The drafts stored before are kept."
+        elif stored == 0:
+            kept = "No draft was stored before."
+        elif stored == 1:
+            kept = "The 1 draft stored before is kept."
+        else:
+            kept = f"The {stored} drafts stored before are kept."
+        self._closed_note = (
+            f"<b>The run stopped:</b> {_escape(label)} was closed while drafting, and nothing "
+            f"more is stored in it. {kept} Open it again and Run to continue where it stopped."
+        )
+        self.current.clear()
+        self._say(self._closed_note)
+        self.run_finished.emit(run.report if ended else None)
+
+    def _window_changed(self, _title: str = "") -> None:
+        """Follow the main window: another project or person signed in (or none), choices
+        read again; the note of a run stopped by closing the project stays until the next
+        run."""
+        if self.window_.service is self._service or self.running:
+            return
+        self.report = None
+        self.progress.setValue(0)
+        self.counts.clear()
+        self.current.clear()
+        self.stream_view.clear()
+        self.fill_choices()
+        self._show_model()
+        if self._closed_note and self._is_pi():
+            self._say(self._closed_note)
 
     def cancel(self) -> None:
         """Stop at the next token; every draft already stored is kept."""
@@ -380,6 +483,8 @@ class DraftsDialog(QDialog):
         self._show_model()
 
     def _case_started(self, case_id: int, external_id: str, message: str) -> None:
+        if not self.running:  # news of a run stopped by closing the project
+            return
         self._case_id, self._case_name = case_id, external_id
         text = " ".join(message.split())
         if len(text) > EXCERPT_CHARS:
@@ -388,7 +493,7 @@ class DraftsDialog(QDialog):
         self.stream_view.clear()
 
     def _piece(self, case_id: int, text: str) -> None:
-        if case_id != self._case_id:
+        if case_id != self._case_id or not self.running:
             return
         cursor = self.stream_view.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
@@ -396,6 +501,8 @@ class DraftsDialog(QDialog):
         self.stream_view.ensureCursorVisible()
 
     def _step(self, step: DraftStep) -> None:
+        if not self.running:
+            return
         self.progress.setRange(0, max(step.total, 1))
         self.progress.setValue(step.done)
         self.counts.setText(
@@ -403,9 +510,9 @@ class DraftsDialog(QDialog):
         )
         self.case_finished.emit(step.case_id, step.status)
 
-    def _done(self, report: sg.BatchReport) -> None:
-        if not isValid(self):  # the window closed while the run stopped
-            return
+    def _done(self, report: sg.BatchReport | None, run: _Run | None = None) -> None:
+        if not isValid(self) or run is not self._run or report is None:
+            return  # the window was deleted, or the project closed (project_closing said so)
         self._set_running(False)
         self.report = report
         self._cancel = None
@@ -433,8 +540,8 @@ class DraftsDialog(QDialog):
                 f"Stopped while drafting case {name}: its unfinished draft (below) was not stored."
             )
 
-    def _failed(self, message: str, exc: Exception) -> None:
-        if not isValid(self):
+    def _failed(self, message: str, exc: Exception, run: _Run | None = None) -> None:
+        if not isValid(self) or run is not self._run:
             return
         self._set_running(False)
         self._cancel = None

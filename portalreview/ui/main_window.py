@@ -124,6 +124,9 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.prefs = preferences or Preferences()
         self.project: Project | None = None
+        # a project is being opened (in the background, then signing in): another open asked
+        # for meanwhile (the second click of a double click) is ignored
+        self._opening = False
         self._listener = None  # a server study's Listener (postgres_listen) while it is open
         self.study_saved_elsewhere.connect(self._heard_from_study)
         self.admin: StudyService | None = None
@@ -395,16 +398,23 @@ class MainWindow(QMainWindow):
         from portalreview.store.backends import ServerProject
         from portalreview.store.backends.postgres import redact
 
+        if self._opening:
+            return  # one is being opened: it goes on
         if self.project is not None and not self.close_project():
             return
         self.read_only_because = "opened read-only"
 
         def opened(project: ServerProject) -> None:
-            self._project_opened(project, project.member())
+            try:
+                self._project_opened(project, project.member())
+            finally:
+                self._opening = False
 
         def failed(message: str, _exc: Exception) -> None:
+            self._opening = False
             QMessageBox.critical(self, APP_NAME, f"Could not open {redact(address)}:\n{message}")
 
+        self._opening = True
         run_with_progress(
             self,
             f"Opening {redact(address)}…",
@@ -441,7 +451,11 @@ class MainWindow(QMainWindow):
         read_only: bool = False,
         read_only_because: str = "opened read-only",
     ) -> None:
-        """Open ``path`` off the GUI thread, then sign in (as ``annotator`` if given)."""
+        """Open ``path`` off the GUI thread, then sign in (as ``annotator`` if given). Asked
+        again while a project is being opened (a double click on a recent project), nothing
+        more is done: two opens at once would find the file locked by this very program."""
+        if self._opening:
+            return
         if self.project is not None and not self.close_project():
             return
         started = time.perf_counter()
@@ -449,22 +463,29 @@ class MainWindow(QMainWindow):
 
         def opened(project: Project) -> None:
             self.open_timings["open"] = time.perf_counter() - started
-            self._project_opened(project, annotator)
+            try:
+                self._project_opened(project, annotator)
+            finally:
+                self._opening = False  # signed in (or not): opening again is opening anew
             self.open_timings["usable"] = time.perf_counter() - started
             if project.backup_problem and self.project is project:
                 QMessageBox.warning(self, APP_NAME, project.backup_problem)
 
         def failed(message: str, exc: Exception) -> None:
+            self._opening = False
             if isinstance(exc, ProjectLockedError | ProjectNotWritableError):
                 answer = QMessageBox.question(
                     self, APP_NAME, f"{message}\n\nOpen it read-only to look at it?"
                 )
                 if answer == QMessageBox.StandardButton.Yes:
-                    because = (
-                        "another person has this project open"
-                        if isinstance(exc, ProjectLockedError)
-                        else "you cannot write to this project file or its folder"
-                    )
+                    if isinstance(exc, ProjectLockedError):
+                        because = (
+                            "it is open for writing elsewhere in this PortalReview"
+                            if exc.holder.here
+                            else "another person has this project open"
+                        )
+                    else:
+                        because = "you cannot write to this project file or its folder"
                     self.open_project(path, annotator, read_only=True, read_only_because=because)
                 return
             if isinstance(exc, ProjectDamagedError) and exc.latest_backup is not None:
@@ -475,6 +496,7 @@ class MainWindow(QMainWindow):
                 self.prefs.remove_recent(Path(path))
                 self.welcome.show_recent(self.prefs.recent_projects())
 
+        self._opening = True
         run_with_progress(
             self,
             f"Opening {Path(path).name}…",
@@ -532,6 +554,11 @@ class MainWindow(QMainWindow):
         )
 
     def _project_opened(self, project: Project, annotator: str | None = None) -> None:
+        # the project open before is closed, never dropped: its lock would stay held
+        another = self.project is not None and self.project is not project
+        if another and not self.close_project():
+            project.close()  # the person stays in the one open
+            return
         self.project = project
         self.admin = StudyService(project)
         if project.path is not None:
@@ -579,11 +606,12 @@ class MainWindow(QMainWindow):
                 return False
             self.session.close()
         self.suggestions.stop()
+        self._stop_background_writers()
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
         if self.project is not None:
-            self.project.close()
+            self.project.close()  # refuses what background work would still read or save
         for tool in tools:  # they showed the project just closed
             tool.close()
             tool.deleteLater()
@@ -608,6 +636,17 @@ class MainWindow(QMainWindow):
         self.unit_label.clear()
         self.save_label.clear()
         return True
+
+    def _stop_background_writers(self) -> None:
+        """Before the project closes, stop the tool windows' background work that saves into
+        it and wait for it to end (a drafting run: ``project_closing()``, which also says so
+        in its window). Saves not stopped here (the figures the dashboard keeps) are waited
+        for, then refused, by the closed project itself."""
+        children = self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+        for tool in children:
+            stop = getattr(tool, "project_closing", None)
+            if tool.isWindow() and callable(stop):
+                stop()
 
     def _tools_holding_work(self) -> list[QWidget]:
         """The tool windows that can hold work not saved yet (the PI's adjudication window: a

@@ -421,7 +421,8 @@ class ModelDialog(QDialog):
         self.unload_button.clicked.connect(self.unload)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        host.engine_changed.connect(lambda _e: self.refresh())
+        # a bound method, not a lambda: Qt disconnects it when the window is deleted (closed)
+        host.engine_changed.connect(self._engine_changed)
         # Enter loads the model chosen in the list (not the first button: the folder chooser)
         for button in self.findChildren(QPushButton):
             button.setAutoDefault(False)
@@ -562,6 +563,9 @@ class ModelDialog(QDialog):
         setting, _problem = self.server_setting()
         if setting is not None:
             self.host.connect_server(setting)
+
+    def _engine_changed(self, _engine: object) -> None:
+        self.refresh()
 
     def refresh(self) -> None:
         self.refresh_server()

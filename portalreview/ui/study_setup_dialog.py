@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 from sqlalchemy import func, select
 
 from portalreview.store import study_setup as setup
@@ -715,8 +716,10 @@ class StudySetupDialog(QDialog):
             setup.plan_units,
             self.project,
             recipe,
-            on_done=self._show_plan,
-            on_error=lambda message, exc: self._failed("Cannot plan", message, exc),
+            on_done=self._while_open(self._show_plan),
+            on_error=self._while_open(
+                lambda message, exc: self._failed("Cannot plan", message, exc)
+            ),
             **arguments,
         )
 
@@ -808,8 +811,10 @@ class StudySetupDialog(QDialog):
             overlap=self.overlap_spin.value(),
             raters_per_unit=self.raters_spin.value(),
             seed=self.assign_seed_spin.value(),
-            on_done=self._show_assignment,
-            on_error=lambda message, exc: self._failed("Cannot hand out", message, exc),
+            on_done=self._while_open(self._show_assignment),
+            on_error=self._while_open(
+                lambda message, exc: self._failed("Cannot hand out", message, exc)
+            ),
         )
 
     def _show_assignment(self, plan: setup.AssignmentPlan) -> None:
@@ -860,6 +865,17 @@ class StudySetupDialog(QDialog):
         self.on_changed()
 
     # --- long work --------------------------------------------------------------------------
+
+    def _while_open(self, slot: Callable[..., None]) -> Callable[..., None]:
+        """``slot``, dropped once this window is deleted: a preview runs without a modal
+        progress window, so the project may be closed (and this window replaced by a new one)
+        before its result arrives."""
+
+        def call(*args: Any) -> None:
+            if isValid(self):
+                slot(*args)
+
+        return call
 
     def _run(self, label: str, work: Callable[..., Any], on_done: Callable[[Any], None]) -> None:
         self._set_busy(True)

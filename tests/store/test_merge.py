@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import func, select
@@ -395,7 +396,9 @@ def test_copy_and_merge_from_the_command_line(master, tmp_path, capsys):
     project.close()
     copy = tmp_path / "ava-cli.prproj"
     assert main(["copy", str(path), "-o", str(copy), "--for", "ava"]) == 0
-    _edit(copy, "ava", study.units["rank"], _rank(study, copy))  # (a blinded copy)
+    with Project.open(path, read_only=True) as master_again:  # (a closed project stays closed)
+        ranking = _rank(replace(study, service=StudyService(master_again)), copy)
+    _edit(copy, "ava", study.units["rank"], ranking)  # (a blinded copy)
     assert main(["merge", str(path), str(copy), "--dry-run"]) == 0
     assert "would add 1" in capsys.readouterr().out
     conflicts = tmp_path / "conflicts.json"

@@ -214,6 +214,34 @@ def test_second_opener_is_told_who_holds_the_project_and_can_read_only(tmp_path)
         assert p.integrity_check() == "ok"
 
 
+def test_a_project_open_here_is_named_as_this_program_s_not_another(tmp_path):
+    """Opened twice by this very program (two windows or tools at once), the second opener is
+    not told that "another PortalReview" has it."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    with Project.open(path), pytest.raises(ProjectLockedError) as info:
+        Project.open(path)
+    assert info.value.holder.here and info.value.holder.pid == os.getpid()
+    message = str(info.value)
+    assert "already open for writing in this PortalReview" in message
+    assert "another PortalReview" not in message and "read-only" in message
+    Project.open(path).close()  # released on close
+
+
+def test_a_project_dropped_without_closing_releases_its_lock(tmp_path):
+    """A project nobody closed (dropped by a window that lost track of it) releases its lock
+    when it is collected, not when the program ends: opening the file again works."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    dropped = Project.open(path)
+    service = StudyService(dropped)
+    service.me = service  # kept alive by a reference cycle until the collector runs
+    del dropped, service
+    with Project.open(path) as again:  # the collector is run for a lock held here
+        assert again.integrity_check() == "ok"
+    assert not (tmp_path / "s.prproj.lock").exists()
+
+
 def test_lock_of_a_killed_process_is_taken_over(tmp_path):
     path = tmp_path / "s.prproj"
     Project.create(path).close()

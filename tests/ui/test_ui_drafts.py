@@ -383,3 +383,78 @@ def test_before_a_run_the_bar_counts_the_cases_of_the_set_chosen(qtbot, prefs, s
     dialog.by_tags.setChecked(True)  # counted when the run starts: no number yet
     assert "0 of" not in dialog.progress.text()
     window.close()
+
+
+def test_closing_the_project_stops_the_run_and_nothing_more_is_stored(
+    qtbot, prefs, study, model, monkeypatch, tmp_path
+):
+    """The PI closes the project (to open another) while a run drafts: the run stops before
+    the project is closed and its lock released, nothing more is stored in it (not even while
+    another program holds it for writing), and the window says so; over the next project it
+    never says "Done" nor names that project."""
+    from ui_support import make_gui_study
+
+    path, cases = study
+    (tmp_path / "next").mkdir()
+    following = make_gui_study(tmp_path / "next")
+    window = open_as(qtbot, prefs, path, "pat")
+    load_model(qtbot, window, model)
+    dialog = open_dialog(qtbot, window)
+    choose_tags(dialog, "")  # every case: k1..k4
+    second_begun = threading.Event()
+    generate = sg._generate_draft  # the fixture's: a cut-off draft counts as finished
+
+    def hold_the_second(service, engine, template, case, params, cancel, *rest):
+        if case.id == cases["k2"]:
+            second_begun.set()
+            cancel.wait(5)  # drafting k2 while the project closes
+        return generate(service, engine, template, case, params, cancel, *rest)
+
+    monkeypatch.setattr(sg, "_generate_draft", hold_the_second)
+    dialog.run_button.click()
+    qtbot.waitUntil(second_begun.is_set, timeout=WAIT_MS)
+    with qtbot.waitSignal(dialog.run_finished, timeout=WAIT_MS):
+        assert window.close_project()
+        holder = Project.open(path)  # another program takes the file for writing
+    try:
+        qtbot.wait(200)  # what the model thread sent before it stopped arrives
+        assert sorted(model_drafts(path)) == [cases["k1"]]  # stored before the close only
+    finally:
+        holder.close()
+    assert not dialog.running and dialog.isVisible()
+    said = dialog.status.text()
+    assert "drafts.prproj was closed while drafting" in said and "1 draft stored" in said
+    window.open_project(following.path, annotator="pat")
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+    qtbot.wait(200)
+    said = dialog.status.text()
+    assert "Done" not in said and following.path.name not in said
+    assert "drafts.prproj was closed" in said  # what happened to the run is still said
+    assert dialog.run_button.isEnabled()  # and the next project can be drafted for
+    window.close()
+
+
+def test_a_run_waiting_for_the_model_thread_stores_nothing_once_the_project_closed(
+    qtbot, prefs, study, model
+):
+    """Run pressed while the model thread is busy (a suggestion, a model loading), then the
+    project closed before the run began: closing does not wait for it, and when the model
+    thread is free the run stores nothing."""
+    path, _cases = study
+    window = open_as(qtbot, prefs, path, "pat")
+    load_model(qtbot, window, model)
+    dialog = open_dialog(qtbot, window)
+    choose_tags(dialog, "")
+    busy, free = threading.Event(), threading.Event()
+    window.suggestions.host.submit(lambda: (busy.set(), free.wait(30)))
+    qtbot.waitUntil(busy.is_set)
+    dialog.run_button.click()
+    assert dialog.running
+    assert window.close_project()
+    assert not dialog.running and "was closed while drafting" in dialog.status.text()
+    free.set()
+    window.suggestions.host.pool.waitForDone(WAIT_MS)
+    qtbot.wait(200)
+    assert model_drafts(path) == {}
+    assert "Done" not in dialog.status.text()
+    window.close()

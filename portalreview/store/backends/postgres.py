@@ -33,6 +33,7 @@ from portalreview import __version__
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store import migrations
 from portalreview.store.backends import server_migrations
+from portalreview.store.closing import Closing
 from portalreview.store.dialects import POSTGRES_FUNCTIONS, postgres_rowid_statements
 from portalreview.store.models import Base, ProjectMeta
 from portalreview.store.project import ProjectError, start_study
@@ -144,6 +145,9 @@ class ServerProject:
         self.automatic_backup = None  # backups of a server are IT's (pg_dump)
         self.backup_problem: str | None = None
         self._engine = engine
+        # closed: every later session or connection is refused (see store/closing.py)
+        self._life = Closing(self.location)
+        event.listen(engine, "do_connect", self._life.refuse_connection)
         self._reader = sessionmaker(
             engine.execution_options(isolation_level="REPEATABLE READ"), expire_on_commit=False
         )
@@ -260,6 +264,10 @@ class ServerProject:
         return before, after
 
     def close(self) -> None:
+        """Close for good: later reads and saves (from work still under way on another thread)
+        are refused with ProjectClosed instead of reconnecting; the saves under way are waited
+        for (a little)."""
+        self._life.close()
         self._engine.dispose()
 
     def __enter__(self) -> ServerProject:
@@ -272,7 +280,8 @@ class ServerProject:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Session]:
-        """A session for reading (one consistent snapshot)."""
+        """A session for reading (one consistent snapshot); ProjectClosed once closed."""
+        self._life.check()
         with self._unavailable("read"), self._reader() as session, session.begin():
             yield session
 
@@ -282,7 +291,12 @@ class ServerProject:
         committed when the block ends, rolled back on error."""
         if self.read_only:
             raise ProjectError(f"{self.location} is open read-only; changes cannot be saved.")
-        with self._unavailable("save"), self._writer() as session, session.begin():
+        with (
+            self._life.writing(),
+            self._unavailable("save"),
+            self._writer() as session,
+            session.begin(),
+        ):
             yield session
 
     @contextlib.contextmanager
@@ -307,6 +321,7 @@ class ServerProject:
         anyone (postgres_listen); stop the returned listener when done."""
         from portalreview.store.backends.postgres_listen import Listener
 
+        self._life.check()
         return Listener(self.url, on_change)
 
     def member(self) -> str | None:
@@ -322,7 +337,7 @@ class ServerProject:
         that annotator's study role. For the study's owner (IT's administrator)."""
         from portalreview.store.backends.postgres_security import add_member
 
-        with self._engine.begin() as conn:
+        with self._life.writing(), self._engine.begin() as conn:
             return add_member(conn, Base.metadata, role, annotator)
 
     def meta(self, key: str) -> str | None:
@@ -333,6 +348,7 @@ class ServerProject:
     def integrity_check(self) -> str:
         """ "ok", or the first rows that break a foreign key or a rule (PostgreSQL checks every
         row as it is written, so this finds only what was changed behind its back)."""
+        self._life.check()
         with self._engine.connect() as conn:
             invalid = conn.execute(
                 text(
