@@ -246,8 +246,7 @@ def _restrict(path: Path, annotator_id: int) -> _IdMap:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _checked_transaction(conn):
             for name in freezes:
                 conn.execute(f"DROP TRIGGER {name}")
             conn.execute("DELETE FROM audit_log")
@@ -276,31 +275,31 @@ def _restrict(path: Path, annotator_id: int) -> _IdMap:
             conn.execute("UPDATE cases SET urgency_level = NULL, urgency_filter = NULL")
             conn.execute("DELETE FROM case_tags WHERE key = 'relevancy'")
             conn.execute("UPDATE units SET batch = '' WHERE kind = 'urgency'")
-            problems = conn.execute("PRAGMA foreign_key_check").fetchall()
-            if problems:
-                raise StoreError(f"the restricted copy breaks foreign keys: {problems[:3]}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         # ids are renumbered with the foreign keys off (no cascade, no check per row) and the
         # triggers dropped (they forbid changing a sentence or a unit's responses); checked
         # as a whole before the commit
         conn.execute("PRAGMA foreign_keys = OFF")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _checked_transaction(conn):
             ids = _renumber(conn)
-            problems = conn.execute("PRAGMA foreign_key_check").fetchall()
-            if problems:
-                raise StoreError(f"the restricted copy breaks foreign keys: {problems[:3]}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         conn.execute("VACUUM")
     finally:
         conn.close()
     return ids
+
+
+@contextlib.contextmanager
+def _checked_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction on the copy, committed only if every foreign key still holds."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if problems:
+            raise StoreError(f"the restricted copy breaks foreign keys: {problems[:3]}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _drop_unused_responses(conn: sqlite3.Connection, annotator_id: int) -> None:
