@@ -641,19 +641,18 @@ def make_copy(
         _settle(temporary)
         steps.step()
         steps.check()
+        # The master keeps the key to the copy's ids before the copy leaves: a copy that
+        # reached the clinician and whose key the master lacks could never be merged back.
+        # (A key and an entry of a copy whose delivery then failed do no harm.)
+        if not project.read_only:
+            recorder = EventRecorder(project, by)
+            with recorder._write() as s:
+                if ids is not None:
+                    s.add(ProjectMeta(key=ID_MAP_PREFIX + info.copy_id, value=ids.to_json()))
+                recorder.record(s, "copy", _copy_details(info, out.name))
         _deliver(temporary, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if not project.read_only:
-        try:
-            recorder = EventRecorder(project, by)
-            with recorder._write() as s:
-                if ids is not None:  # the key to the copy's ids, for the merge
-                    s.add(ProjectMeta(key=ID_MAP_PREFIX + info.copy_id, value=ids.to_json()))
-                recorder.record(s, "copy", _copy_details(info, out.name))
-        except BaseException:
-            out.unlink(missing_ok=True)  # a copy the master cannot merge back
-            raise
     steps.finish()
     return info
 

@@ -270,6 +270,27 @@ def test_a_copy_whose_key_the_master_lacks_is_refused(study, tmp_path):
         merge_copy(project, info.path)
 
 
+def test_the_master_holds_the_key_before_the_copy_reaches_its_drive(study, tmp_path, monkeypatch):
+    """A copy that reached the clinician is one the master can merge back, even if the
+    program stopped right after delivering it."""
+    master, _ = study
+    deliver, keys_then = merge._deliver, []
+
+    def watched(temporary, out):
+        with sqlite3.connect(master) as conn:
+            keys_then.extend(
+                conn.execute(
+                    "SELECT key FROM project_meta WHERE key LIKE ?", (ID_MAP_PREFIX + "%",)
+                )
+            )
+        deliver(temporary, out)
+
+    monkeypatch.setattr(merge, "_deliver", watched)
+    with Project.open(master) as project:
+        info = make_copy(project, tmp_path / "ava.prproj", annotator="ava", only_assigned=True)
+    assert keys_then == [(ID_MAP_PREFIX + info.copy_id,)]
+
+
 def test_a_blinded_copy_needs_the_master_open_for_writing(study, tmp_path):
     master, _ = study
     with Project.open(master, read_only=True) as project, pytest.raises(StoreError):
