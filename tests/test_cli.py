@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -195,12 +196,13 @@ def test_report_json_on_a_small_study(tmp_path):
         ["export", "--format", "xlsx"],
     ],
 )
-@pytest.mark.parametrize("target", ["s.prproj", "alias.prproj", "s.prproj-wal"])
+@pytest.mark.parametrize("target", ["s.prproj", "alias.prproj", "hard.prproj", "s.prproj-wal"])
 def test_a_report_or_export_over_the_project_file_is_refused(tmp_path, capsys, command, target):
     path = tmp_path / "s.prproj"
     with Project.create(path) as p:
         build_small_study(p)
     (tmp_path / "alias.prproj").symlink_to(path)
+    os.link(path, tmp_path / "hard.prproj")
     before = path.read_bytes()
     verb, *options = command
     assert main([verb, str(path), *options, "-o", str(tmp_path / target)]) == 2

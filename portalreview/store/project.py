@@ -123,6 +123,15 @@ def _beside(path: Path, ending: str) -> Path:
     return path.with_name(path.name + ending)
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two existing names are one file (a hard link; a name differing only in case
+    on a file system that ignores case)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 class OutputIsProject(ValueError):
     """A report or export was asked to write over the project's own files."""
 
@@ -137,7 +146,8 @@ def refuse_project_output(project: object, out: str | os.PathLike) -> None:
         return
     own = Path(path).resolve()
     target = Path(out).resolve()
-    if target in {own, *(_beside(own, e) for e in ("-wal", "-shm", "-journal", ".lock"))}:
+    companions = [own, *(_beside(own, e) for e in ("-wal", "-shm", "-journal", ".lock"))]
+    if target in companions or any(_same_file(target, c) for c in companions):
         raise OutputIsProject(
             f"{Path(out).name} would write over the project file {own.name} (or a file SQLite "
             "keeps beside it) and destroy the study. Choose another file name."

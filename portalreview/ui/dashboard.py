@@ -750,7 +750,7 @@ class Dashboard(QWidget):
             n_resamples=self.resamples.value(),
             choice=self.choice(),
             on_done=lambda stored: self._stored_ready(generation, stored),
-            on_error=lambda message, _exc: log.warning("kept figures not shown: %s", message),
+            on_error=lambda _message, exc: log.warning("kept figures not shown: %s", exc),
         )
 
     def _stored_ready(self, generation: int, stored: StoredReport | None) -> None:
@@ -1166,13 +1166,13 @@ def _html(text: str) -> str:
     return html.escape(text)
 
 
-def _not_kept(message: str, exc: Exception) -> None:
-    """The figures could not be kept (only logged: they are computed again next time); a
-    project closed meanwhile refused them, as it should."""
+def _not_kept(_message: str, exc: Exception) -> None:
+    """The figures could not be kept (only logged, as applog words an error: they are
+    computed again next time); a project closed meanwhile refused them, as it should."""
     if isinstance(exc, ProjectClosed):
-        log.info("figures not kept: %s", message)
+        log.info("figures not kept: %s", exc)
     else:
-        log.warning("figures not kept: %s", message)
+        log.warning("figures not kept: %s", exc)
 
 
 def open_tool(window) -> Dashboard | None:
