@@ -588,7 +588,8 @@ class _Http:
     settings are read and no redirect is followed). A set ``cancel`` ends the request within
     :data:`CANCEL_POLL_SECONDS` wherever it waits (connecting, sending, waiting for the
     answer, reading it): the connection is shut, the server stops the work, and
-    :class:`Cancelled` is raised."""
+    :class:`Cancelled` is raised. Not while the server's name is looked up (the system's
+    resolver cannot be interrupted; an address given as numbers needs no lookup)."""
 
     def __init__(
         self, setting: ServerSetting, read_seconds: float, cancel: threading.Event | None = None
