@@ -7,8 +7,11 @@ format 7 (Alembic v8):
   nothing of another unit's case, response or hidden tag;
 * the audit log's guard: an entry inserted by hand must follow the newest entry, carry the
   hash the program computes, and, for a clinician, be about their own answer and units; the
-  PI's and the owner's are checked for the chain too. The hash computed by the database is
-  the program's, bit for bit."""
+  PI's and the owner's are checked for the chain too, and only in a READ COMMITTED
+  transaction (a REPEATABLE READ one would check against its old snapshot and fork the chain);
+  no two entries may follow the same one, whatever the trigger lets through, and a study whose
+  log is already forked is not upgraded. The hash computed by the database is the program's,
+  bit for bit."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from sqlalchemy import create_engine, text
 
 from portalreview.store.audit_verify import verify_project
 from portalreview.store.backends import ServerProject, server_migrations
-from portalreview.store.backends.postgres import WRITE_LOCK
+from portalreview.store.backends.postgres import WRITE_LOCK, ServerError
 from portalreview.store.models import AuditEntry, utc_now
 from portalreview.store.service import GENESIS_HASH, StoreError, StudyService, audit_hash
 from tests.io.io_support import full_study
@@ -251,6 +254,76 @@ def test_an_entry_made_without_the_write_lock_cannot_fork_the_chain(team):
             assert held == 1
     verification = verify_project(project)
     assert verification.ok, verification.describe()
+
+
+@pytest.mark.parametrize("level", ["REPEATABLE READ", "SERIALIZABLE"])
+def test_a_transaction_with_an_old_snapshot_cannot_fork_the_chain(team, level):
+    """The reviewer's psql session: ben's transaction reads the newest hash (its snapshot is
+    taken then), ava saves through the program, ben inserts an entry correctly hashed after the
+    hash he read, about his own answer. Refused: the log stays one chain."""
+    server, database, project, study, roles, extra = team
+    unit = study.units["urgency"]
+    role, password = roles["ben"]
+    with psycopg.connect(server.dsn(database, role, password)) as conn:
+        conn.execute(f"BEGIN ISOLATION LEVEL {level}")
+        entry = _entry(conn, study.ben, answer_id=extra["ben_answer"], unit_id=unit)
+        ava = StudyService(project).as_viewer("ava")
+        answer = ava.get_answer(unit)
+        ava.save_answer(unit, answer.payload, status=answer.status, comment="meanwhile")
+        _refused(conn, entry, "only be added in a READ COMMITTED transaction")
+        conn.rollback()
+    verification = verify_project(project)
+    assert verification.ok, verification.describe()
+    # without the trigger (a superuser's replica session), the UNIQUE index still refuses
+    with psycopg.connect(server.dsn(database), autocommit=True) as owner:
+        owner.execute("SET session_replication_role = replica")
+        (prev,) = owner.execute(
+            "SELECT prev_hash FROM audit_log ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        with pytest.raises(psycopg.errors.UniqueViolation, match="audit_log_one_follower"):
+            _insert(owner, _entry(owner, None, prev=prev))
+    # the program's saves are READ COMMITTED whatever the database's default
+    server.admin_sql(
+        f"ALTER DATABASE {database} SET default_transaction_isolation = 'serializable'"
+    )
+    with _open_as(team, "ben") as as_ben:
+        ben = StudyService(as_ben).as_viewer("ben")
+        ben.save_answer(unit, {"more_urgent_case_id": study.case1}, comment="after")
+    verification = verify_project(project)
+    assert verification.ok, verification.describe()
+
+
+def test_a_study_whose_log_is_forked_is_not_upgraded(postgres_server):
+    address = postgres_server.url(postgres_server.new_database())
+    project = ServerProject.create(address)
+    full_study(project)
+    project.close()
+    engine = create_engine(address)
+    try:
+        with engine.begin() as conn:
+            server_migrations.downgrade(conn, "v7")
+            # a fork made before format 8 (nothing refused it then)
+            first = conn.execute(text("SELECT id, prev_hash FROM audit_log ORDER BY id")).all()
+            entry = AuditEntry(at=utc_now(), action="update", prev_hash=first[2].prev_hash)
+            entry.hash = audit_hash(entry)
+            conn.execute(
+                text(
+                    "INSERT INTO audit_log (at, action, prev_hash, hash) "
+                    "VALUES (:at, :action, :prev, :hash)"
+                ),
+                {
+                    "at": entry.at,
+                    "action": entry.action,
+                    "prev": entry.prev_hash,
+                    "hash": entry.hash,
+                },
+            )
+        with pytest.raises(ServerError, match=r"audit log is forked.*nothing was changed"):
+            ServerProject.upgrade(address)
+        with engine.connect() as conn:
+            assert server_migrations.revision(conn) == "v7"
+    finally:
+        engine.dispose()
 
 
 def test_the_pi_and_the_owner_are_checked_for_the_chain_alone(team):

@@ -6,7 +6,8 @@ layer as a project file; what differs lives here:
 * **Who writes when.** Every write transaction first takes one transaction-level advisory lock
   (:data:`WRITE_LOCK`), so that writes run one after another as they do in an SQLite file
   (``BEGIN IMMEDIATE``). That keeps the audit log's hash chain a chain: each entry hashes the
-  previous one, read inside the same locked transaction. Reads never wait for it; a read
+  previous one, read inside the same locked transaction, which is READ COMMITTED (so that it
+  reads the newest entry as it is once the lock is held). Reads never wait for it; a read
   session is one REPEATABLE READ snapshot.
 * **What is ours.** A database is a PortalReview study when its ``project_meta`` holds
   ``application = PortalReview``; its format is ``project_meta.schema_version``.
@@ -115,6 +116,10 @@ def _rules_statements() -> list[str]:
 def _make_engine(url: URL) -> Engine:
     engine = create_engine(
         url,
+        # whatever the server's default_transaction_isolation: the audit log's guard takes an
+        # entry only in a READ COMMITTED transaction (postgres_security.AUDIT_GUARD); reads
+        # ask for REPEATABLE READ themselves
+        isolation_level="READ COMMITTED",
         pool_pre_ping=True,  # a connection the server dropped is replaced, not used
         connect_args={"connect_timeout": 10, "application_name": "PortalReview"},
     )

@@ -153,6 +153,13 @@ def _refusal(rule: tuple[str, str]) -> str:
 
 # What the guard refuses: (the condition, in the trigger function, the words).
 _AUDIT_REFUSALS = {
+    # under REPEATABLE READ or SERIALIZABLE the newest entry is read from the transaction's
+    # snapshot, taken before the lock was: an entry made since would go unseen (a fork)
+    "isolation": (
+        "current_setting('transaction_isolation') <> 'read committed'",
+        "an audit entry can only be added in a READ COMMITTED transaction (the newest entry "
+        "must be read as it is now, not as it was when the transaction began)",
+    ),
     "chain": (
         f"NEW.prev_hash IS DISTINCT FROM coalesce(newest_hash, '{GENESIS_HASH}')",
         "an audit entry must follow the newest entry of the log (its prev_hash must be that "
@@ -185,13 +192,19 @@ _AUDIT_REFUSALS = {
 
 # A member may insert audit entries with their own SQL (the program writes them that way), so
 # each entry is checked as it is inserted, under the program's write lock (postgres.WRITE_LOCK,
-# taken again here for a writer that did not take it): it follows the newest entry, carries the
+# taken again here for a writer that did not take it), in a READ COMMITTED transaction (as the
+# program's saves are: only there does the check read the newest entry as it is now, after the
+# lock; postgres._make_engine): it follows the newest entry, carries the
 # hash the program computes (service.audit_hash, computed again by portalreview_audit_hash),
 # and comes after the newest entry. A member's entry has the number the sequence gave it (one
 # chosen far ahead would make every later entry out of order), and a clinician's names only an
 # answer of their own and units given to them. The PI and the study's owner log any answer or
 # unit, as the program does for them (gold answers, merges, imports, the study's set-up).
+# Whatever the trigger misses, no two entries may follow the same one (AUDIT_ONE_FOLLOWER): the
+# database checks a UNIQUE index against every committed row, whatever a transaction's snapshot.
+AUDIT_ONE_FOLLOWER = "audit_log_one_follower"
 AUDIT_GUARD = [
+    f"CREATE UNIQUE INDEX {AUDIT_ONE_FOLLOWER} ON audit_log (prev_hash)",
     # Python's json.dumps of one string (ensure_ascii): \" \\ \n \r \t \b \f, every other
     # character outside space..tilde as \uXXXX in lower-case hex, a surrogate pair above
     # U+FFFF. Backslashes are in E'' strings, which mean the same whatever a session's
@@ -251,6 +264,7 @@ AUDIT_GUARD = [
         newest_hash varchar;
         me_id integer;
     BEGIN
+        {_refusal(_AUDIT_REFUSALS["isolation"])}
         PERFORM pg_advisory_xact_lock({WRITE_LOCK});
         SELECT id, hash INTO newest_id, newest_hash FROM audit_log ORDER BY id DESC LIMIT 1;
         {_refusal(_AUDIT_REFUSALS["chain"])}
