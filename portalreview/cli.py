@@ -149,15 +149,20 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """The audit log's hash chain, and every answer against the log's last entry for it (a
-    project file or server study); or the chain of an export. 0: intact, 1: problems."""
-    from portalreview.store.audit_verify import verify_export, verify_project
+    project file, checked in an upgraded temporary copy when of an older format; or a server
+    study, as its PI or owner); or the chain of an export. 0: intact, 1: problems."""
+    from portalreview.store.audit_verify import verify_export, verify_file, verify_project
+    from portalreview.store.backends import is_server_url
 
     export = Path(args.path)
-    if export.is_dir() or export.suffix.lower() in (".jsonl", ".csv", ".xlsx"):
+    target = _project_path(args.path)
+    if is_server_url(target):
+        with open_project(target, read_only=True) as project:
+            result = verify_project(project, args.last)
+    elif export.is_dir() or export.suffix.lower() in (".jsonl", ".csv", ".xlsx"):
         result = verify_export(export, args.last)
     else:
-        with open_project(_project_path(args.path), read_only=True) as project:
-            result = verify_project(project, args.last)
+        result = verify_file(Path(target), args.last)
     print(result.describe())
     return 0 if result.ok else 1
 

@@ -17,8 +17,13 @@ deleted with psql or an SQLite tool), and so was an answer with no entry at all,
 whose answer is gone. Only the fields an entry recorded are compared (every entry since the
 first format records all seven; a field added to the audited state later will not be compared
 with entries written before it). A copy made for one clinician holds no audit entries of the
-answers it was made with (its log starts at the copy): there, an answer without an entry is
-counted, not reported. What verification cannot detect: a change made together with a correctly
+answers it was made with (its log starts at the copy): there, an answer without an entry whose
+id is not above the copy's highest answer id when it was made (``copy_max_answer_id``) is
+counted, not reported (a copy made before that key was recorded: every answer without one).
+On a server, only the PI or the study's owner sees the whole log and every answer: a
+clinician's login is refused (row-level security would show them only their own rows). A file
+of an older format is verified in an upgraded temporary copy (:func:`verify_file`), the file
+itself unchanged. What verification cannot detect: a change made together with a correctly
 computed audit entry by someone who may write the log (the owner of the file, the server study's
 owner), which is then an ordinary entry in the history, naming whoever it says.
 
@@ -37,10 +42,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from portalreview.store.csv_cells import unescape_formula
+from portalreview.store.errors import StoreError
 from portalreview.store.models import Annotator, Answer, AuditEntry, ProjectMeta
 from portalreview.store.project import Project
 from portalreview.store.service import GENESIS_HASH, StudyService, audit_hash
@@ -62,12 +68,23 @@ class AuditVerification:
     answer_problems: tuple[str, ...] = field(default_factory=tuple)
     more_answer_problems: int = 0
     before_copy: int = 0  # a copy for one clinician: answers older than its log, not compared
+    upgraded_from: int | None = None  # a file of this older format: checked in an upgraded copy
 
     @property
     def ok(self) -> bool:
         return not self.problems and not self.answer_problems
 
     def describe(self) -> str:
+        described = self._describe()
+        if self.upgraded_from is not None:
+            described += (
+                f"\n(the file is in the older format {self.upgraded_from}: verified in a "
+                "temporary copy upgraded to this version's format; the file itself was not "
+                "changed)"
+            )
+        return described
+
+    def _describe(self) -> str:
         answers = ""
         if self.answers is not None:
             compared = self.answers - self.before_copy
@@ -177,11 +194,18 @@ def verify_project(
             yield row
 
     with project.read() as session:
+        _check_sees_everything(session)
         chain = verify_rows(rows(session), expected_last)
         if not answers:
             return chain
         restricted = session.get(ProjectMeta, "copy_only_assigned")
-        found = check_answers(session, newest, restricted is not None and restricted.value == "1")
+        last = session.get(ProjectMeta, "copy_max_answer_id")
+        found = check_answers(
+            session,
+            newest,
+            restricted is not None and restricted.value == "1",
+            copy_max_answer_id=int(last.value) if last is not None and last.value else None,
+        )
     listed = found.problems[:_PROBLEMS_LISTED]
     return replace(
         chain,
@@ -190,6 +214,29 @@ def verify_project(
         more_answer_problems=len(found.problems) - len(listed),
         before_copy=found.before_copy,
     )
+
+
+def _check_sees_everything(session: Session) -> None:
+    """On a server, refuse a login that row-level security shows only some of the log and the
+    answers (a clinician's: only their own), whose check would be false."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    if not session.scalar(text("SELECT portalreview_me() IS NULL OR portalreview_is_pi()")):
+        raise StoreError(
+            "only the PI or the study's owner can verify the whole audit log: a clinician's "
+            "login sees only their own entries and answers, so its check would be false; "
+            "sign in as the PI or the study's owner"
+        )
+
+
+def verify_file(path: Path, expected_last: str | None = None) -> AuditVerification:
+    """Check a project file (:func:`verify_project`), opened read-only; a file of an older
+    format is checked in an upgraded temporary copy (``upgraded_from`` says which format), as
+    a merge reads an old copy: the file itself is never changed."""
+    from portalreview.store.merge import open_read_only_upgraded
+
+    with open_read_only_upgraded(Path(path), ".portalreview-verify-") as (project, older):
+        return replace(verify_project(project, expected_last), upgraded_from=older)
 
 
 @dataclass
@@ -216,12 +263,17 @@ def check_answers(
     session: Session,
     newest: Mapping[int, tuple[int, int | None, str | None]],
     restricted_copy: bool = False,
+    *,
+    copy_max_answer_id: int | None = None,
 ) -> AnswerCheck:
     """Compare every answer's audited state, built by the service's own code
     (``StudyService._answer_views`` and ``_audit_state``), with what the newest audit entry
     naming it recorded (``newest``: answer id -> (entry id, unit id, new_json)). Only the
     fields the entry recorded are compared. ``restricted_copy``: answers without an entry
-    predate this copy's log (:func:`portalreview.store.merge.make_copy`) and are counted."""
+    predate this copy's log (:func:`portalreview.store.merge.make_copy`) and are counted: those
+    up to ``copy_max_answer_id`` (the copy's highest answer id when it was made; None, a copy
+    made before it was recorded: all of them). One above it was made in the copy outside
+    PortalReview and is reported."""
     out = AnswerCheck()
     names = dict(session.execute(select(Annotator.id, Annotator.name)).all())
     seen: set[int] = set()
@@ -240,7 +292,7 @@ def check_answers(
         for a in chunk:
             if a.id in newest:
                 logged.append(a)
-            elif restricted_copy:
+            elif restricted_copy and (copy_max_answer_id is None or a.id <= copy_max_answer_id):
                 out.before_copy += 1
             else:
                 which = _named(a.id, a.unit_id, a.annotator_id, a.is_gold, names)
@@ -335,8 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.path.suffix == SUFFIX:
-            with Project.open(args.path, read_only=True) as project:
-                result = verify_project(project, args.last)
+            result = verify_file(args.path, args.last)
         else:
             result = verify_export(args.path, args.last)
     except (ProjectError, OSError, ValueError) as exc:

@@ -6,7 +6,9 @@ files. :func:`make_copy` writes these keys into the copy's ``project_meta``:
 
 ``copy_id`` (a new UUID), ``copy_of`` (the master's ``project_id``), ``copy_for`` (the
 clinician), ``copy_made_at``, ``copy_base_audit_id`` and ``copy_base_audit_hash`` (the last
-entry of the master's audit log when the copy was made), ``copy_only_assigned``.
+entry of the master's audit log when the copy was made), ``copy_only_assigned`` and, in a
+copy for one clinician, ``copy_max_answer_id`` (its highest answer id when it was made: the
+answers whose entries stay in the master's log, see :mod:`portalreview.store.audit_verify`).
 
 With ``only_assigned`` the copy keeps only that clinician's assignments and answers: the other
 people's answers, assignments and the audit log (which holds their answers) are removed; the
@@ -113,6 +115,7 @@ COPY_KEYS = (
     "copy_base_audit_hash",
     "copy_only_assigned",
     "copy_ids_renumbered",
+    "copy_max_answer_id",
 )
 TAKE = ("master", "copy")
 # The master's project_meta key (with the copy's id) of a blinded copy's ids (_IdMap)
@@ -611,6 +614,13 @@ def make_copy(
         finally:
             conn.close()
         ids = _restrict(temporary, person_id) if only_assigned else None
+        max_answer_id = None
+        if only_assigned:  # its answers have no entries in its log (audit_verify)
+            conn = sqlite3.connect(temporary)
+            try:
+                max_answer_id = conn.execute("SELECT max(id) FROM answers").fetchone()[0] or 0
+            finally:
+                conn.close()
         steps.step()
         info = CopyInfo(
             path=out,
@@ -635,6 +645,8 @@ def make_copy(
                 }
                 if ids is not None:
                     values["copy_ids_renumbered"] = "1"
+                if max_answer_id is not None:
+                    values["copy_max_answer_id"] = str(max_answer_id)
                 for key, value in values.items():
                     s.merge(ProjectMeta(key=key, value=value))
                 recorder.record(s, "copy", _copy_details(info, out.name))
@@ -763,29 +775,44 @@ def _user_version(path: Path) -> int:
 
 
 @contextlib.contextmanager
-def _open_copy(path: Path) -> Iterator[Project]:
-    """The copy, read-only; a copy in an older project format is upgraded in a temporary
-    copy of it (the clinician's file is never changed)."""
+def open_read_only_upgraded(
+    path: Path, prefix: str = ".portalreview-merge-"
+) -> Iterator[tuple[Project, int | None]]:
+    """The file ``path`` opened read-only, and None; a file in an older project format is
+    upgraded in a temporary copy of it (in a new owner-only folder of the system's temporary
+    folder, named ``prefix...``, removed afterwards), which is opened instead, with the format
+    it was upgraded from. The file itself is never changed."""
     try:
         project = Project.open(path, read_only=True)
     except ProjectError:
         # a folder or a missing file: the ProjectError already says so
-        if not path.is_file() or not 1 <= _user_version(path) < SCHEMA_VERSION:
+        if not path.is_file():
             raise
-        work = Path(tempfile.mkdtemp(prefix=".portalreview-merge-"))
+        version = _user_version(path)
+        if not 1 <= version < SCHEMA_VERSION:
+            raise
+        work = Path(tempfile.mkdtemp(prefix=prefix))
         try:
             upgraded = work / path.name
             _sqlite_copy(path, upgraded)
             Project.open(upgraded, automatic_backup=False).close()  # upgrades it
             with Project.open(upgraded, read_only=True) as project:
-                yield project
+                yield project, version
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
     try:
-        yield project
+        yield project, None
     finally:
         project.close()
+
+
+@contextlib.contextmanager
+def _open_copy(path: Path) -> Iterator[Project]:
+    """The copy, read-only; a copy in an older project format is upgraded in a temporary
+    copy of it (the clinician's file is never changed)."""
+    with open_read_only_upgraded(path) as (project, _):
+        yield project
 
 
 # --- merging -----------------------------------------------------------------------------------
@@ -1614,6 +1641,7 @@ __all__ = [
     "merge_copies",
     "merge_copy",
     "open_conflicts",
+    "open_read_only_upgraded",
     "resolve_conflict",
     "write_conflicts",
 ]

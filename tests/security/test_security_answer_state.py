@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from portalreview.store.merge import (
     resolve_conflict,
 )
 from portalreview.store.project import Project
-from portalreview.store.service import StudyService
+from portalreview.store.service import StoreError, StudyService
 from tests.io.io_support import full_study, payloads
 
 DATA = Path(__file__).parents[1] / "store" / "data"
@@ -229,7 +230,7 @@ def team(postgres_server):
     role, password = f"ava_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
     server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
     project.add_member(role, "ava")
-    yield project, study, server.dsn(database, role, password)
+    yield project, study, server.dsn(database, role, password), (server, database, role, password)
     project.close()
 
 
@@ -238,7 +239,7 @@ def test_a_clinicians_raw_sql_change_on_the_server_is_reported(team):
     each save); the change is not prevented but detected."""
     import psycopg
 
-    project, study, dsn = team
+    project, study, dsn, _ = team
     svc = StudyService(project)
     urgency = svc.get_answer(study.units["urgency"], annotator_id=study.ava)
     eppc = svc.get_answer(study.units["eppc"], annotator_id=study.ava)
@@ -258,3 +259,106 @@ def test_a_clinicians_raw_sql_change_on_the_server_is_reported(team):
     assert second.startswith(f"answer {eppc.answer_id} (unit {study.units['eppc']}, annotator ava)")
     logged = svc.history(study.units["urgency"], study.ava)[-1].new
     assert logged["comment"] == ""  # the log still holds the answer as it was saved
+
+
+def test_a_clinicians_login_may_not_verify_what_it_cannot_see(team, capsys):
+    """Row-level security shows a clinician only their own entries and answers: a check with
+    their login would find a short log and others' answers without entries. It is refused;
+    the PI's login and the owner's verify the whole study."""
+    from portalreview.store.backends import ServerProject
+
+    project, _study, _dsn, (server, database, role, password) = team
+    ava = server.url(database, role, password)
+    refused = pytest.raises(StoreError, match="only the PI or the study's owner can verify")
+    with ServerProject.open(ava) as clinician, refused:
+        verify_project(clinician)
+    assert main(["verify", ava]) == 2
+    captured = capsys.readouterr()
+    assert "only the PI or the study's owner can verify" in captured.err
+    assert "intact" not in captured.out and "no audit entry" not in captured.out
+    pat = server.url(database, *_login(server, project, "pat"))
+    assert main(["verify", pat]) == 0
+    assert "answers match their last audit entry" in capsys.readouterr().out
+    assert verify_project(project).ok  # the owner's
+
+
+def _login(server, project, annotator: str) -> tuple[str, str]:
+    """A new database login role working as ``annotator``."""
+    role, password = f"{annotator}_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
+    server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+    project.add_member(role, annotator)
+    return role, password
+
+
+def _verify_folders() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob(".portalreview-verify-*")}
+
+
+@pytest.mark.parametrize("format_7", [False, True])
+def test_a_file_of_an_older_format_is_verified_in_an_upgraded_copy_left_unchanged(
+    tmp_path, capsys, format_7
+):
+    """An auditor checks a file without changing it: one of an older format (opening it for
+    writing would upgrade it) is checked in an upgraded temporary copy, removed afterwards."""
+    path = tmp_path / "old.prproj"
+    if format_7:  # a file of the format before this one (its upgrade step is idempotent)
+        with Project.create(path) as project:
+            full_study(project)
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA user_version = 7")
+        conn.commit()
+        conn.close()
+    else:
+        shutil.copy(DATA / "v6-gold.prproj", path)
+    before, files, folders = path.read_bytes(), list(tmp_path.iterdir()), _verify_folders()
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "audit log intact" in out and "answers match their last audit entry" in out
+    assert f"older format {7 if format_7 else 6}: verified in a temporary copy" in out
+    assert "the file itself was not changed" in out
+    assert path.read_bytes() == before  # byte for byte
+    # no backup or upgraded file beside it (SQLite's read-only readers of a file in WAL mode
+    # leave an empty -wal and its index, as any read-only open of it does)
+    extra = {p.name for p in tmp_path.iterdir()} - {p.name for p in files}
+    assert extra <= {"old.prproj-wal", "old.prproj-shm"}, extra
+    assert not extra or (tmp_path / "old.prproj-wal").stat().st_size == 0
+    assert _verify_folders() == folders  # the temporary copy is gone
+
+    conn = sqlite3.connect(path)  # and a change outside PortalReview is still found there
+    conn.execute("UPDATE answers SET comment = 'x' WHERE id = (SELECT min(id) FROM answers)")
+    conn.commit()
+    conn.close()
+    changed = path.read_bytes()
+    assert main(["verify", str(path)]) == 1
+    assert "differs from its last audit entry" in capsys.readouterr().out
+    assert path.read_bytes() == changed
+
+
+def test_an_answer_inserted_into_a_copy_for_one_clinician_after_it_was_made_is_reported(
+    tmp_path,
+):
+    """A copy for one clinician has no entries of the answers it was made with; only those
+    (ids up to the copy's highest when it was made) are excused, not one added later with the
+    sqlite3 tool."""
+    master = tmp_path / "master.prproj"
+    with Project.create(master) as project:
+        full_study(project)
+        made = make_copy(project, tmp_path / "ben.prproj", annotator="ben", only_assigned=True)
+    clean = _verified(made.path)
+    assert clean.ok and clean.before_copy > 0, clean.describe()
+    conn = sqlite3.connect(made.path)
+    try:  # a gold answer beside one of ben's, as the sqlite3 tool inserts it
+        conn.execute(
+            "INSERT INTO answers (unit_id, kind, annotator_id, is_gold, status, active_seconds,"
+            " flagged, flag_note, comment, created_at, updated_at) SELECT unit_id, kind, "
+            "annotator_id, 1, 'submitted', 0, 0, '', '', created_at, updated_at FROM answers "
+            "ORDER BY id LIMIT 1"
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    result = _verified(made.path)
+    assert not result.ok
+    assert result.before_copy == clean.before_copy  # the copy's own answers still excused
+    (line,) = result.answer_problems
+    assert line.endswith("has no audit entry: made outside PortalReview"), line
