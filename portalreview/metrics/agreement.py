@@ -428,7 +428,9 @@ def tfidf_cosine_matrix(texts: Sequence[str]) -> np.ndarray:
 def tfidf_cosine_to_first(texts: Sequence[str]) -> np.ndarray:
     """Row 0 of :func:`tfidf_cosine_matrix` without the rest of the matrix: the similarity of
     ``texts[0]`` to every text (the same vectoriser, fitted on all of them; NaN where either
-    text has no token). Linear in the number of texts, where the whole matrix is quadratic."""
+    text has no token). Linear in the number of texts, where the whole matrix is quadratic.
+    Stand-in for seed 000 Table 11's similarity, as the matrix is; here it picks a clinician's
+    own earlier replies most like a message (``llm/own_examples.py``)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     if isinstance(texts, (str, bytes)) or not texts:

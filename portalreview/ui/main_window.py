@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from portalreview import __version__
 from portalreview.applog import log_dir
@@ -1171,9 +1172,31 @@ def _scrolling(editor: QWidget, name: str) -> QScrollArea:
     """An editor in a scroll area: on a small screen (1024 x 600, or a laptop at 150%) the
     window can be smaller than the editor's columns need, and the editor scrolls instead of
     pushing the window's right side, with Submit, off the screen."""
-    page = QScrollArea()
+    page = _FocusFollowingScrollArea()
     page.setObjectName(name)
     page.setWidgetResizable(True)
     page.setFrameShape(QFrame.Shape.NoFrame)
     page.setWidget(editor)
     return page
+
+
+class _FocusFollowingScrollArea(QScrollArea):
+    """Scrolls to the control that takes the keyboard focus inside it (Tab, a key that moves
+    to another pane): on a screen narrower than the editor, a person at the keyboard would
+    otherwise type into a pane scrolled out of sight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        app = QApplication.instance()
+        if app is not None:
+            app.focusChanged.connect(self._focus_changed)
+
+    def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        inner = self.widget()
+        if new is not None and inner is not None and inner.isAncestorOf(new):
+            # once laid out: a unit just shown gets its places after the focus
+            QTimer.singleShot(0, self, lambda: self._show(new))
+
+    def _show(self, widget: QWidget) -> None:
+        if isValid(widget) and widget.hasFocus():
+            self.ensureWidgetVisible(widget, 0, 0)
