@@ -403,22 +403,11 @@ def tfidf_cosine_matrix(texts: Sequence[str]) -> np.ndarray:
     A text without any token has NaN similarity with everything (itself included); if no text
     has a token, the whole matrix is NaN.
     """
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    if isinstance(texts, (str, bytes)):
-        raise ValueError("texts must be a sequence of strings")
-    texts = list(texts)
-    if any(not isinstance(t, str) for t in texts):
-        raise ValueError("every text must be a string")
-    n = len(texts)
-    if n == 0:
-        raise ValueError("no texts given")
-    try:
-        matrix = TfidfVectorizer().fit_transform(texts)
-    except ValueError:  # empty vocabulary
+    matrix, empty = _tfidf_rows(texts)
+    n = len(empty)
+    if matrix is None:
         return np.full((n, n), np.nan)
     sims = (matrix @ matrix.T).toarray()
-    empty = np.asarray(matrix.getnnz(axis=1) == 0)
     sims[empty, :] = np.nan
     sims[:, empty] = np.nan
     np.fill_diagonal(sims, np.where(empty, np.nan, 1.0))
@@ -431,25 +420,32 @@ def tfidf_cosine_to_first(texts: Sequence[str]) -> np.ndarray:
     text has no token). Linear in the number of texts, where the whole matrix is quadratic.
     Stand-in for seed 000 Table 11's similarity, as the matrix is; here it picks a clinician's
     own earlier replies most like a message (``llm/own_examples.py``)."""
+    matrix, empty = _tfidf_rows(texts)
+    if matrix is None or empty[0]:
+        return np.full(len(empty), np.nan)
+    row = (matrix[0] @ matrix.T).toarray().ravel()
+    row[empty] = np.nan
+    row[0] = 1.0
+    return np.clip(row, -1.0, 1.0)
+
+
+def _tfidf_rows(texts: Sequence[str]) -> tuple[Any, np.ndarray]:
+    """The L2-normalised TF-IDF rows of ``texts`` (scikit-learn's defaults, fitted on them),
+    and which texts have no token; no rows (None) when no text has one."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    if isinstance(texts, (str, bytes)) or not texts:
-        raise ValueError("texts must be a non-empty sequence of strings")
+    if isinstance(texts, (str, bytes)):
+        raise ValueError("texts must be a sequence of strings")
     texts = list(texts)
     if any(not isinstance(t, str) for t in texts):
         raise ValueError("every text must be a string")
+    if not texts:
+        raise ValueError("no texts given: texts must be a non-empty sequence of strings")
     try:
         matrix = TfidfVectorizer().fit_transform(texts)
     except ValueError:  # empty vocabulary
-        return np.full(len(texts), np.nan)
-    row = (matrix[0] @ matrix.T).toarray().ravel()
-    empty = np.asarray(matrix.getnnz(axis=1) == 0)
-    row[empty] = np.nan
-    if empty[0]:
-        row[:] = np.nan
-    else:
-        row[0] = 1.0
-    return np.clip(row, -1.0, 1.0)
+        return None, np.ones(len(texts), dtype=bool)
+    return matrix, np.asarray(matrix.getnnz(axis=1) == 0)
 
 
 def rater_cosine_similarity(responses: pd.DataFrame) -> pd.DataFrame:
