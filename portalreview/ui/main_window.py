@@ -53,7 +53,7 @@ from portalreview.store.project import (
     ProjectNotWritableError,
     copy_backup_beside,
 )
-from portalreview.store.service import AnswerView, StoreError, StudyService
+from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
@@ -643,18 +643,20 @@ class MainWindow(QMainWindow):
         it and wait for it to end (a drafting run: ``project_closing()``, which also says so
         in its window). Saves not stopped here (the figures the dashboard keeps) are waited
         for, then refused, by the closed project itself."""
-        children = self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
-        for tool in children:
-            stop = getattr(tool, "project_closing", None)
-            if tool.isWindow() and callable(stop):
-                stop()
+        for tool in self._tool_windows_with("project_closing"):
+            tool.project_closing()
 
     def _tools_holding_work(self) -> list[QWidget]:
         """The tool windows that can hold work not saved yet (the PI's adjudication window: a
         decision not saved as gold); each has ``dirty`` and ``may_close()``, which asks Save /
         Discard / Cancel and says whether the project may close."""
+        return self._tool_windows_with("may_close")
+
+    def _tool_windows_with(self, method: str) -> list[QWidget]:
+        """The tool windows (this window's direct children shown as windows) that have
+        ``method``: what close_project asks of them is a method they choose to have."""
         children = self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
-        return [w for w in children if w.isWindow() and callable(getattr(w, "may_close", None))]
+        return [w for w in children if w.isWindow() and callable(getattr(w, method, None))]
 
     def _confirm_unsaved(self) -> bool:
         answer = QMessageBox.warning(
@@ -875,21 +877,24 @@ class MainWindow(QMainWindow):
             if self.session.editor is not editor:  # another kind's tab: back to the unit's
                 self._show_kind_page(pending.kind)
             self.queue.select_unit(pending.unit_id, emit=False)
-            log.warning("unit not shown: %s", exc)
-            QMessageBox.warning(self, APP_NAME, str(exc))
-            return
+            message = str(exc)  # it says the unit stays on screen
+        else:
+            message = f"Could not show this unit:\n{exc}\n\n{self._keep_shown(editor, pending)}"
+        log.warning("unit not shown: %s", exc)
+        QMessageBox.warning(self, APP_NAME, message)
+
+    def _keep_shown(self, editor: Editor, pending: UnitView | None) -> str:
+        """The list back on the unit this editor shows, or on nothing (and the editor closed
+        to typing) when it shows none of the session's; what the person is told of it."""
         shown = pending if self.session.editor is editor else None
         if shown is None or not self.queue.select_unit(shown.unit_id, emit=False):
             self.queue.select_none()
         if shown is None:
             editor.setEnabled(False)
             self.unit_label.setText("No unit is shown.")
-            still = "No unit is shown: choose one in the list to try again."
-        else:
-            number = self.queue.numbers.get(shown.unit_id)
-            still = f"Unit {number} stays on screen." if number else "The unit shown stays."
-        log.warning("unit not shown: %s", exc)
-        QMessageBox.warning(self, APP_NAME, f"Could not show this unit:\n{exc}\n\n{still}")
+            return "No unit is shown: choose one in the list to try again."
+        number = self.queue.numbers.get(shown.unit_id)
+        return f"Unit {number} stays on screen." if number else "The unit shown stays."
 
     def _show_unit_status(self) -> None:
         unit = self.session.unit
