@@ -84,6 +84,14 @@ class RunningPostgres:
             for statement in statements:
                 conn.execute(statement)
 
+    def member_login(self, project, annotator: str) -> tuple[str, str]:
+        """A new database login role working as ``annotator`` in the server study
+        ``project`` (``add_member``): its name and password."""
+        role, password = f"{annotator}_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
+        self.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        project.add_member(role, annotator)
+        return role, password
+
     def new_database(self, prefix: str = "study") -> str:
         """A new, empty database; its name."""
         name = f"{prefix}_{secrets.token_hex(6)}"

@@ -6,7 +6,6 @@ way of changing answers, verifies clean."""
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import sqlite3
 import tempfile
@@ -227,9 +226,7 @@ def team(postgres_server):
     database = server.new_database()
     project = ServerProject.create(server.url(database))
     study = full_study(project)
-    role, password = f"ava_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
-    server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
-    project.add_member(role, "ava")
+    role, password = server.member_login(project, "ava")
     yield project, study, server.dsn(database, role, password), (server, database, role, password)
     project.close()
 
@@ -276,18 +273,10 @@ def test_a_clinicians_login_may_not_verify_what_it_cannot_see(team, capsys):
     captured = capsys.readouterr()
     assert "only the PI or the study's owner can verify" in captured.err
     assert "intact" not in captured.out and "no audit entry" not in captured.out
-    pat = server.url(database, *_login(server, project, "pat"))
+    pat = server.url(database, *server.member_login(project, "pat"))
     assert main(["verify", pat]) == 0
     assert "answers match their last audit entry" in capsys.readouterr().out
     assert verify_project(project).ok  # the owner's
-
-
-def _login(server, project, annotator: str) -> tuple[str, str]:
-    """A new database login role working as ``annotator``."""
-    role, password = f"{annotator}_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
-    server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
-    project.add_member(role, annotator)
-    return role, password
 
 
 def _verify_folders() -> set[str]:

@@ -5,8 +5,6 @@ as the clinician within those limits."""
 
 from __future__ import annotations
 
-import secrets
-
 import psycopg
 import pytest
 
@@ -30,12 +28,7 @@ def team(postgres_server):
     database = server.new_database()
     project = ServerProject.create(server.url(database))
     study = full_study(project)
-    roles = {}
-    for person in ("ava", "ben", "pat"):
-        role, password = f"{person}_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
-        server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
-        project.add_member(role, person)
-        roles[person] = (role, password)
+    roles = {person: server.member_login(project, person) for person in ("ava", "ben", "pat")}
     yield server, database, project, study, roles
     project.close()
 

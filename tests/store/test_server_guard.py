@@ -68,12 +68,7 @@ def team(request, postgres_server):
     for unit_id in ben_units:  # through the program: the log records it
         answer = ben.get_answer(unit_id)
         ben.save_answer(unit_id, answer.payload, status=answer.status, comment=f"comment {SECRET}")
-    roles = {}
-    for person in ("ava", "ben", "pat"):
-        role, password = f"{person}_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
-        server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
-        project.add_member(role, person)
-        roles[person] = (role, password)
+    roles = {person: server.member_login(project, person) for person in ("ava", "ben", "pat")}
     if request.param == "upgraded":
         engine = create_engine(address)
         try:

@@ -4,8 +4,6 @@ following another person's saves by LISTEN/NOTIFY."""
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 from PySide6.QtWidgets import QDialog, QMessageBox
 from test_ui_dashboard import COMPUTE_MS, Dashboard, cell_of, open_dashboard
@@ -28,10 +26,7 @@ def team_study(postgres_server):
     with ServerProject.create(server.url(database), name="Ward study") as project:
         study = build_small_study(project)
         for person in ("ava", "pat"):
-            role, password = f"{person}_{secrets.token_hex(3)}", secrets.token_urlsafe(12)
-            server.admin_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
-            project.add_member(role, person)
-            accounts[person] = (role, password)
+            accounts[person] = server.member_login(project, person)
     return server, database, study, accounts
 
 
