@@ -381,15 +381,20 @@ def test_escape_saves_a_fact_typed_without_enter(qtbot, study, tmp_path, questio
     window.close()
 
 
-def test_a_failed_save_on_escape_keeps_the_window_and_says_why(
-    qtbot, study, tmp_path, questions, monkeypatch
-):
-    window, dialog = edited_gold(qtbot, study, tmp_path)
+def disk_full(monkeypatch, dialog) -> None:
+    """The gold save fails, as on a full disk."""
 
     def refused(*_args, **_kwargs):
         raise StoreError("the disk is full")
 
     monkeypatch.setattr(dialog.service, "save_answer", refused)
+
+
+def test_a_failed_save_on_escape_keeps_the_window_and_says_why(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    window, dialog = edited_gold(qtbot, study, tmp_path)
+    disk_full(monkeypatch, dialog)
     questions.answer = QMessageBox.StandardButton.Save
     qtbot.keyClick(dialog.editor.codes_list, Qt.Key.Key_Escape)
     assert dialog.isVisible() and dialog.dirty
@@ -433,11 +438,7 @@ def test_a_failed_save_on_closing_the_project_keeps_it_open(
     qtbot, study, tmp_path, questions, monkeypatch
 ):
     window, dialog = edited_gold(qtbot, study, tmp_path)
-
-    def refused(*_args, **_kwargs):
-        raise StoreError("the disk is full")
-
-    monkeypatch.setattr(dialog.service, "save_answer", refused)
+    disk_full(monkeypatch, dialog)
     questions.answer = QMessageBox.StandardButton.Save
     assert not window.close()
     assert window.isVisible() and window.project is not None

@@ -52,13 +52,25 @@ class FakeEngine:
         self.closed = True
 
 
-def held_loader(gate: threading.Event, started: threading.Event):
-    def load_engine(path, isolated=True, cancel=None, **options):
+def held(monkeypatch, owner, name: str, then=None) -> tuple[threading.Event, threading.Event]:
+    """Replace ``owner.name`` by a call that says it ``started``, waits for the ``gate`` and
+    then does ``then`` (the function it replaced by default): a background step held open
+    while the test does something meanwhile."""
+    gate, started = threading.Event(), threading.Event()
+    then = then or getattr(owner, name)
+
+    def held_call(*args, **kwargs):
         started.set()
         gate.wait(30)
-        return FakeEngine(path)
+        return then(*args, **kwargs)
 
-    return load_engine
+    monkeypatch.setattr(owner, name, held_call)
+    return gate, started
+
+
+def held_loader(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Loading a model held open; it gives a FakeEngine."""
+    return held(monkeypatch, model_panel, "load_engine", lambda path, **_kw: FakeEngine(path))
 
 
 # --- Tools > Models… closed (deleted) before the model changes ---------------------------------
@@ -69,8 +81,7 @@ def test_models_window_closed_while_a_model_loads(qtbot, prefs, monkeypatch, tmp
     arrives afterwards reaches no dead window (RuntimeError: already deleted)."""
     window = MainWindow(prefs)
     qtbot.addWidget(window)
-    gate, started = threading.Event(), threading.Event()
-    monkeypatch.setattr(model_panel, "load_engine", held_loader(gate, started))
+    gate, started = held_loader(monkeypatch)
     model_panel.open_tool(window)
     dialog = window.findChild(model_panel.ModelDialog)
     model = tmp_path / "m.gguf"
@@ -94,9 +105,8 @@ def test_models_window_opened_again_follows_the_model(qtbot, prefs, monkeypatch,
     the first (deleted) one is no longer called."""
     window = MainWindow(prefs)
     qtbot.addWidget(window)
-    gate, started = threading.Event(), threading.Event()
+    gate, _started = held_loader(monkeypatch)
     gate.set()
-    monkeypatch.setattr(model_panel, "load_engine", held_loader(gate, started))
     model_panel.open_tool(window)
     window.findChild(model_panel.ModelDialog).close()
     qtbot.waitUntil(lambda: window.findChild(model_panel.ModelDialog) is None, timeout=3000)
@@ -124,15 +134,7 @@ def test_setup_plan_arriving_after_the_window_was_replaced(qtbot, gui, prefs, mo
     again and opens Study set-up again (the old window is deleted). The plan that arrives
     afterwards is dropped, not shown in the deleted window (RuntimeError)."""
     window = open_window(qtbot, prefs, gui.path, "pat")
-    gate, started = threading.Event(), threading.Event()
-    real = setup.plan_units
-
-    def held_plan(*args, **kwargs):
-        started.set()
-        gate.wait(30)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(setup, "plan_units", held_plan)
+    gate, started = held(monkeypatch, setup, "plan_units")
     old = ssd.open_tool(window)
     old.preview_units()
     qtbot.waitUntil(started.is_set)
@@ -165,15 +167,7 @@ def test_figures_kept_after_the_project_closed_are_not_written(qtbot, gui, prefs
     project meanwhile and another program takes the file: the late write is refused, not
     made in a file this program no longer holds."""
     window = open_window(qtbot, prefs, gui.path, "pat")
-    gate, started = threading.Event(), threading.Event()
-    real = report_cache.store
-
-    def held_store(*args, **kwargs):
-        started.set()
-        gate.wait(30)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(report_cache, "store", held_store)
+    gate, started = held(monkeypatch, report_cache, "store")
     dash.open_tool(window)
     qtbot.waitUntil(started.is_set, timeout=60000)  # the figures shown, being kept
     assert window.close_project()
