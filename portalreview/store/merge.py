@@ -432,6 +432,21 @@ class _IdMap:
         new = convert(value)
         return text if new == value else json.dumps(new)
 
+    def suggestion(self, kind: str, payload_json: str, params_json: str) -> tuple[str, str]:
+        """A suggestion's payload and parameters (JSON texts) in the other file's ids, each in
+        its own order (the merge compares them with the master's as text)."""
+        return (
+            self.json_text(payload_json, lambda v: self.payload(kind, v, sort=False)),
+            self.json_text(params_json, lambda v: self.translate(v, params_refs(kind))),
+        )
+
+    def rank_order(self, presentation_json: str) -> str:
+        """How a rank set is shown to its annotator (an assignment's presentation), in the
+        other file's ids."""
+        return self.json_text(
+            presentation_json, lambda v: self.translate(v, PRESENTATION_REFS["rank"])
+        )
+
 
 def _id_order(item: Any, key: str) -> tuple[int, int]:
     value = item.get(key) if isinstance(item, dict) else None
@@ -443,6 +458,29 @@ def _renumber(conn: sqlite3.Connection) -> _IdMap:
     order), so that no id, nor a row's place in a table, follows the order the master's drafts
     were imported in (model by model); the responses' times become one. Returns copy id ->
     master id."""
+    _check_id_columns(conn)
+    triggers = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND sql IS NOT NULL"
+    ).fetchall()
+    for name, _sql in triggers:  # (they forbid changing a sentence or a unit's responses)
+        conn.execute(f'DROP TRIGGER "{name}"')
+    ids = _new_ids(conn)
+    _remap(conn, "response", ids.responses, _RESPONSE_COLUMNS)
+    _remap(conn, "sentence", ids.sentences, _SENTENCE_COLUMNS)
+    _remap_json(conn, ids)
+    # two passes: no new external id can meet an old one while the ids are unique
+    conn.execute("UPDATE responses SET external_id = hex(randomblob(16)) || '.' || id")
+    conn.execute("UPDATE responses SET external_id = 'response-' || id, created_at = ?",
+                 (utc_now(),))  # fmt: skip
+    _rows_in_key_order(conn)
+    for _name, sql in triggers:
+        conn.execute(sql)
+    return ids.inverse()
+
+
+def _check_id_columns(conn: sqlite3.Connection) -> None:
+    """Every column that refers to a response or a sentence is one :func:`_renumber` knows
+    (a column added to the schema and not listed would keep the master's ids)."""
     referring = {
         (table, fk[3])
         for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -450,18 +488,17 @@ def _renumber(conn: sqlite3.Connection) -> _IdMap:
         if fk[2] in ("responses", "sentences") and fk[4] == "id"
     }
     unknown = referring - set(_RESPONSE_COLUMNS) - set(_SENTENCE_COLUMNS)
-    if unknown:  # a column added to the schema and not here would keep the master's ids
+    if unknown:
         raise StoreError(f"the copy cannot renumber the ids held in {sorted(unknown)}")
-    triggers = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND sql IS NOT NULL"
-    ).fetchall()
-    for name, _sql in triggers:
-        conn.execute(f'DROP TRIGGER "{name}"')
 
+
+def _new_ids(conn: sqlite3.Connection) -> _IdMap:
+    """Master id -> copy id: the responses in a random order (``secrets``), their sentences
+    numbered after the cases' sentences in that order."""
     old = [r for (r,) in conn.execute("SELECT id FROM responses ORDER BY id")]
     new = list(range(1, len(old) + 1))
     secrets.SystemRandom().shuffle(new)
-    responses = dict(zip(old, new, strict=True))  # master -> copy
+    responses = dict(zip(old, new, strict=True))
     first = (
         conn.execute("SELECT max(id) FROM sentences WHERE case_id IS NOT NULL").fetchone()[0] or 0
     ) + 1
@@ -469,50 +506,47 @@ def _renumber(conn: sqlite3.Connection) -> _IdMap:
         "SELECT id, response_id, position FROM sentences WHERE response_id IS NOT NULL"
     ).fetchall()
     owned.sort(key=lambda row: (responses[row[1]], row[2]))
-    sentences = {sid: first + i for i, (sid, _r, _p) in enumerate(owned)}
+    return _IdMap(responses, {sid: first + i for i, (sid, _r, _p) in enumerate(owned)})
 
-    for name, mapping, columns in (
-        ("response", responses, _RESPONSE_COLUMNS),
-        ("sentence", sentences, _SENTENCE_COLUMNS),
-    ):
-        conn.execute(f"CREATE TEMP TABLE _new_{name} (old INTEGER PRIMARY KEY, new INTEGER)")
-        conn.executemany(f"INSERT INTO _new_{name} VALUES (?, ?)", mapping.items())
-        # first to the negative of the new id, then back: no new id meets an old one
-        for table, column in columns:
-            conn.execute(
-                f"UPDATE {table} SET {column} = -(SELECT new FROM _new_{name} "
-                f"WHERE old = {table}.{column}) WHERE {column} IN (SELECT old FROM _new_{name})"
-            )
-        for table, column in columns:
-            conn.execute(f"UPDATE {table} SET {column} = -{column} WHERE {column} < 0")
-        conn.execute(f"DROP TABLE _new_{name}")
-    ids = _IdMap(responses, sentences)
-    # the JSON that names responses: how a rank set is shown, the suggestions
+
+def _remap(conn: sqlite3.Connection, name: str, mapping: dict[int, int], columns: tuple) -> None:
+    """Old ids -> new ids in every column of ``columns``: first to the negative of the new
+    id, then back, so that no new id meets an old one."""
+    conn.execute(f"CREATE TEMP TABLE _new_{name} (old INTEGER PRIMARY KEY, new INTEGER)")
+    conn.executemany(f"INSERT INTO _new_{name} VALUES (?, ?)", mapping.items())
+    for table, column in columns:
+        conn.execute(
+            f"UPDATE {table} SET {column} = -(SELECT new FROM _new_{name} "
+            f"WHERE old = {table}.{column}) WHERE {column} IN (SELECT old FROM _new_{name})"
+        )
+    for table, column in columns:
+        conn.execute(f"UPDATE {table} SET {column} = -{column} WHERE {column} < 0")
+    conn.execute(f"DROP TABLE _new_{name}")
+
+
+def _remap_json(conn: sqlite3.Connection, ids: _IdMap) -> None:
+    """The JSON that names responses: how each rank set is shown, the suggestions."""
     for unit_id, annotator, text in conn.execute(
         "SELECT a.unit_id, a.annotator_id, a.presentation_json FROM assignments a "
         "JOIN units u ON u.id = a.unit_id WHERE u.kind = 'rank'"
     ).fetchall():
         conn.execute(
             "UPDATE assignments SET presentation_json = ? WHERE unit_id = ? AND annotator_id = ?",
-            (ids.json_text(text, lambda v: ids.translate(v, PRESENTATION_REFS["rank"])),
-             unit_id, annotator),
-        )  # fmt: skip
+            (ids.rank_order(text), unit_id, annotator),
+        )
     for sid, kind, payload, params in conn.execute(
         "SELECT id, kind, payload_json, params_json FROM suggestions"
     ).fetchall():
         conn.execute(
             "UPDATE suggestions SET payload_json = ?, params_json = ? WHERE id = ?",
-            (
-                ids.json_text(payload, lambda v, k=kind: ids.payload(k, v, sort=False)),
-                ids.json_text(params, lambda v, k=kind: ids.translate(v, params_refs(k))),
-                sid,
-            ),
+            (*ids.suggestion(kind, payload, params), sid),
         )
-    # two passes: no new external id can meet an old one while the ids are unique
-    conn.execute("UPDATE responses SET external_id = hex(randomblob(16)) || '.' || id")
-    conn.execute("UPDATE responses SET external_id = 'response-' || id, created_at = ?",
-                 (utc_now(),))  # fmt: skip
-    for table in _ROWID_TABLES:  # the rows again, in the order of their keys
+
+
+def _rows_in_key_order(conn: sqlite3.Connection) -> None:
+    """The rows of the tables SQLite keeps in insertion order (its hidden row number), again
+    in the order of their keys: their places followed the master's import order."""
+    for table in _ROWID_TABLES:
         keys = [
             f'"{c[1]}"'
             for c in sorted(conn.execute(f"PRAGMA table_info({table})"), key=lambda c: c[5])
@@ -522,9 +556,6 @@ def _renumber(conn: sqlite3.Connection) -> _IdMap:
         conn.execute(f"DELETE FROM {table}")
         conn.execute(f"INSERT INTO {table} SELECT * FROM _rows ORDER BY {', '.join(keys)}")
         conn.execute("DROP TABLE _rows")
-    for _name, sql in triggers:
-        conn.execute(sql)
-    return ids.inverse()
 
 
 def whole_study_contents(project: Project, annotator: str | None = None) -> str:
@@ -1047,20 +1078,13 @@ def _in_master_ids(s: Session, copy: _Copy, to_master: _IdMap) -> None:
         row.state = {**row.state, "payload": to_master.payload(row.kind, row.state["payload"])}
         if row.suggestion is not None:
             sug = dict(row.suggestion)
-            sug["payload_json"] = to_master.json_text(
-                sug["payload_json"], lambda v, k=sug["kind"]: to_master.payload(k, v, sort=False)
-            )
-            sug["params_json"] = to_master.json_text(
-                sug["params_json"],
-                lambda v, k=sug["kind"]: to_master.translate(v, params_refs(k)),
+            sug["payload_json"], sug["params_json"] = to_master.suggestion(
+                sug["kind"], sug["payload_json"], sug["params_json"]
             )
             row.suggestion = sug
     for key, (position, text) in copy.presentations.items():
         if kinds.get(key[0]) == "rank":
-            order = to_master.json_text(
-                text, lambda v: to_master.translate(v, PRESENTATION_REFS["rank"])
-            )
-            copy.presentations[key] = (position, order)
+            copy.presentations[key] = (position, to_master.rank_order(text))
 
 
 def _check_identity(master: Session, master_label: str, copy: _Copy) -> tuple[int, str]:
