@@ -12,15 +12,17 @@ Steps, each reported on its own line as ``selftest: <step>: ok (...)`` or ``... 
 * **sqlite**: the SQLite library has what the project file needs (JSON, WAL);
 * **llama**: llama.cpp's shared libraries load; the CPU features and GPU support they were
   built with;
-* **audit** (with ``--project``): the project's audit log is intact (its hash chain);
+* **audit** (with ``--project``): the project's audit log is intact (its hash chain), and every
+  answer matches its last entry, as ``portalreview verify`` checks them;
 * **qt**: Qt starts (offscreen unless ``QT_QPA_PLATFORM`` says otherwise) and names its
-  platform plugin; with ``--project`` (and ``--as``), the main window opens the project and
-  shows every kind's editor in turn;
+  platform plugin; with ``--project`` (and ``--as``), the main window opens the project
+  read-only and shows every kind's editor in turn;
 * **model** (with ``--model FILE``): the GGUF model loads in its own process (as in the app)
   and generates a few tokens.
 
 Exit status 0 when every step passed, 1 otherwise. Nothing is written anywhere except the
-``--log`` file, and nothing is sent anywhere.
+``--log`` file (a project of an older format is checked and shown from an upgraded copy in the
+system's temporary folder, removed afterwards), and nothing is sent anywhere.
 """
 
 from __future__ import annotations
@@ -127,6 +129,16 @@ def _llama() -> str:
 
 
 def _qt(project: Path | None, annotator: str | None) -> str:
+    if project is None:
+        return _qt_window(None, annotator)
+    from portalreview.store.merge import open_read_only_upgraded
+
+    # a file of an older format is shown from an upgraded temporary copy, removed afterwards
+    with open_read_only_upgraded(Path(project), ".portalreview-selftest-") as (opened, _):
+        return _qt_window(opened.path, annotator)
+
+
+def _qt_window(path: Path | None, annotator: str | None) -> str:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6 import __version__ as pyside_version
     from PySide6.QtCore import QSettings, QStandardPaths
@@ -135,7 +147,7 @@ def _qt(project: Path | None, annotator: str | None) -> str:
 
     app = application(["portalreview"])
     detail = f"PySide6 {pyside_version}, platform {app.platformName()}"
-    if project is None:
+    if path is None:
         return detail
     from portalreview.ui.main_window import MainWindow
     from portalreview.ui.settings import Preferences
@@ -148,11 +160,13 @@ def _qt(project: Path | None, annotator: str | None) -> str:
     window = MainWindow(Preferences(settings))
     window.show()
     try:
-        window.open_project(Path(project), annotator=annotator)
+        # read-only, as the audit step: opening for writing would make an automatic backup
+        # beside the project, and upgrade a file of an older format
+        window.open_project(path, annotator=annotator, read_only=True)
         deadline = time.monotonic() + 60
         while window.session is None:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the window did not open {project}")
+                raise TimeoutError(f"the window did not open {path.name}")
             app.processEvents()
             time.sleep(0.01)
         kinds = []
@@ -161,8 +175,8 @@ def _qt(project: Path | None, annotator: str | None) -> str:
             app.processEvents()
             kinds.append(window.kind)
         if not kinds:
-            raise RuntimeError(f"{annotator or 'the person'} has no work in {project}")
-        return f"{detail}; opened {Path(project).name}, editors shown: {', '.join(kinds)}"
+            raise RuntimeError(f"{annotator or 'the person'} has no work in {path.name}")
+        return f"{detail}; opened {path.name} read-only, editors shown: {', '.join(kinds)}"
     finally:
         window.close()
         app.processEvents()
@@ -170,11 +184,11 @@ def _qt(project: Path | None, annotator: str | None) -> str:
 
 
 def _audit(project: Path) -> str:
-    from portalreview.store.audit_verify import verify_project
-    from portalreview.store.project import Project
+    """As ``portalreview verify``: a file of an older format is checked in an upgraded
+    temporary copy; the file itself is never changed."""
+    from portalreview.store.audit_verify import verify_file
 
-    with Project.open(project, read_only=True) as opened:
-        result = verify_project(opened)
+    result = verify_file(project)
     if not result.ok:
         raise ValueError(result.describe())
     return result.describe()

@@ -1,0 +1,90 @@
+"""``portalreview selftest``: it checks an installation and a project without changing either
+(docs/deployment.md, "Check an installation")."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from portalreview import selftest
+from tests.ui.ui_support import make_gui_study
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (backups are made in a folder beside a project)."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def _temporary_folders() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob(".portalreview-*")}
+
+
+def _run(capsys, *args: str, qt: bool = False) -> tuple[int, str]:
+    status = selftest.main([*args] if qt else [*args, "--no-qt"])
+    return status, capsys.readouterr().out
+
+
+@pytest.fixture
+def study(tmp_path):
+    folder = tmp_path / "study"
+    folder.mkdir()
+    return make_gui_study(folder)
+
+
+def _make_older(path: Path, version: int = 7) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.close()
+
+
+def _assert_unchanged(folder: Path, before: dict[str, bytes]) -> None:
+    after = _files(folder)
+    # SQLite's readers of a file in WAL mode may leave an empty -wal and its index
+    extra = set(after) - set(before)
+    assert extra <= {"gui.prproj-wal", "gui.prproj-shm"}, extra
+    assert after.get("gui.prproj-wal", b"") == b""
+    assert {name: after[name] for name in before} == before
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["this format", "older format"])
+def test_the_audit_step_checks_a_project_without_changing_it(study, capsys, older):
+    if older:
+        _make_older(study.path)
+    before, folders = _files(study.path.parent), _temporary_folders()
+    status, out = _run(capsys, "--project", str(study.path))
+    assert "selftest: audit: ok (audit log intact" in out, out
+    if older:
+        assert "older format 7: verified in a temporary copy" in out
+    assert status == selftest.EXIT_OK, out
+    _assert_unchanged(study.path.parent, before)
+    assert _temporary_folders() == folders
+
+
+def test_the_audit_step_fails_on_a_changed_answer(study, capsys):
+    conn = sqlite3.connect(study.path)  # what anyone with the file and sqlite3 can do
+    conn.execute("DROP TRIGGER audit_no_update")
+    conn.execute("UPDATE audit_log SET new_json = replace(new_json, 'ben', 'bob') WHERE id = 2")
+    conn.commit()
+    conn.close()
+    status, out = _run(capsys, "--project", str(study.path))
+    assert "selftest: audit: FAILED" in out
+    assert status == selftest.EXIT_FAILED
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["this format", "older format"])
+def test_the_window_opens_a_project_without_changing_it(qapp, study, capsys, older):
+    if older:
+        _make_older(study.path)
+    before, folders = _files(study.path.parent), _temporary_folders()
+    status, out = _run(capsys, "--project", str(study.path), "--as", "ava", qt=True)
+    assert "selftest: qt: ok" in out, out
+    assert "opened gui.prproj read-only, editors shown: respond, rank" in out, out
+    assert status == selftest.EXIT_OK, out
+    _assert_unchanged(study.path.parent, before)
+    assert _temporary_folders() == folders
