@@ -5,7 +5,7 @@ A small model asked to fill a form often answers in the form's own words: every 
 respond suggestion held the theme's name ("Empathy", "Logistics"), fact lists came back empty,
 and content-match spans covered most of the draft for every sentence (seen with
 SmolLM2-135M-Instruct; see tests/llm/test_llm_gates.py). Such an answer looks like a suggestion
-on screen and would anchor a clinician (seed 000, Section 2.1 and Appendix G, asks clinicians to
+on screen and would anchor a clinician (seed 000, Section 3.1 and Appendix G, asks clinicians to
 write or match content, not to accept labels), and as a pseudo annotator's answer it would
 distort agreement (seed 000, Table 8).
 

@@ -111,7 +111,7 @@ TEMPLATE_KINDS: dict[str, TemplateKind] = {
             ("draft", "sentence"),
             "span",
             cuts=(("draft",), ("sentence",)),
-            source="seed 000, Section 2.1, Appendix C.1",
+            source="seed 000, Section 3.1, Appendix C.1",
         ),
         TemplateKind(
             "sentence_theme",

@@ -1,4 +1,4 @@
-"""match: content matching of a reference response against a draft (seed 000, Section 2.1,
+"""match: content matching of a reference response against a draft (seed 000, Section 3.1,
 Algorithm 1, Table 7), with a theme label per sentence on both sides.
 
 Payload::
