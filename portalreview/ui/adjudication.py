@@ -789,18 +789,26 @@ class AdjudicationDialog(QDialog):
             return False
         note = self._typed_note() or self.default_note or "Adjudicated"
         self.editor.finish_editing()
-        saved = self._save(self.editor.payload(), note)
+        saved = self._save(self.editor.payload(), note, self.editor.submit_problem())
         if saved is not None:
             self.dirty = False
         return saved is not None
 
-    def _save(self, payload: dict[str, Any], note: str) -> AnswerView | None:
+    def _save(
+        self, payload: dict[str, Any], note: str, problem: str | None = None
+    ) -> AnswerView | None:
+        """Save ``payload`` as gold: submitted, or a draft when it is not complete yet (the
+        store's check, or the editor's ``problem``, see ``Editor.submit_problem``)."""
         unit_id = self.report.unit_id
-        incomplete = None
+        incomplete = problem
         try:
             try:
                 view = self.service.save_answer(
-                    unit_id, payload, status="submitted", gold=True, comment=note
+                    unit_id,
+                    payload,
+                    status="draft" if problem else "submitted",
+                    gold=True,
+                    comment=note,
                 )
             except PayloadError as exc:
                 if "cannot submit yet" not in str(exc):

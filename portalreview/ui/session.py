@@ -206,6 +206,9 @@ class AnnotationSession(QObject):
             self.notice.emit("Not saved: accept the suggestion (Ctrl+Shift+A) or edit it first.")
             return None
         fields.update(suggestion)
+        held_back = self.editor.submit_problem() if status == "submitted" else None
+        if held_back:
+            status = "draft"
         kwargs = dict(
             active_seconds=(self.answer.active_seconds if self.answer else 0.0)
             + self.clock.seconds,
@@ -217,7 +220,7 @@ class AnnotationSession(QObject):
         try:
             try:
                 view = self.service.save_answer(unit_id, payload, status=status, **kwargs)
-                refused = None
+                refused = held_back
             except PayloadError as exc:
                 if status != "submitted":
                     raise

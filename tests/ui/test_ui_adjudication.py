@@ -447,3 +447,39 @@ def test_a_failed_save_on_closing_the_project_keeps_it_open(
     questions.answer = QMessageBox.StandardButton.Discard
     assert window.close()
     assert gold_of(study.path, study.ids.units["eppc"]) is None
+
+
+def test_gold_with_a_response_marked_incorrect_without_a_reason_is_kept_as_a_draft(
+    qtbot, study, tmp_path
+):
+    """As for a clinician (seed 001 Sec. 5: "incorrect" means meeting one of C1-C3): the PI's
+    edited gold with an unexplained incorrect mark is saved as a draft, and the status says
+    which response lacks its reason."""
+    ids, unit = study.ids, study.ids.units["rank"]
+    with Project.open(study.path) as project:
+        svc = StudyService(project)
+        members = svc.read_unit(unit).responses
+        for who, flip in ((ids.ava, False), (ids.ben, True)):
+            entries = [
+                {"response_id": r.id, "rank": 1 + (i ^ flip), "correct": True, "criteria": []}
+                for i, r in enumerate(members)
+            ]
+            svc.save_answer(unit, {"entries": entries}, status="submitted", annotator_id=who)
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    dialog.set_kind("rank")
+    assert dialog.units.count() == 1
+    qtbot.mouseClick(dialog.columns[0].load, Qt.MouseButton.LeftButton)
+    editor = dialog.editor
+    editor.set_correct(editor.order[1], False)
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    gold = gold_of(study.path, unit)
+    assert gold.status == "draft"
+    assert "Response B marked incorrect with no reason" in dialog.status.text()
+    assert "kept as a draft" in dialog.status.text()
+
+    editor.toggle_criterion(editor.order[1], "C2")
+    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    gold = gold_of(study.path, unit)
+    assert gold.status == "submitted"
+    assert [e["criteria"] for e in gold.payload["entries"] if e["correct"] is False] == [["C2"]]

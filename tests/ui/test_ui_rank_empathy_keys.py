@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import QApplication, QLabel, QRadioButton, QWidget
+from ui_support import open_window, show_kind, stored_answer, wait_saved
 
 from portalreview.domain.catalogs import DEFAULT_CATALOGS
 from portalreview.store.service import CaseView, ResponseView, UnitView
@@ -232,3 +233,32 @@ def test_the_urgency_editor_s_name_says_the_choice_and_the_levels(qtbot):
     assert accessible_name(editor) == (
         f"Urgency pairs: the right patient needs care first; left patient level 2, {level.name}"
     )
+
+
+def test_a_response_marked_incorrect_without_a_reason_is_not_submitted(qtbot, gui, prefs):
+    """Seed 001 Sec. 5: "incorrect" means meeting at least one of C1-C3, so a submission with
+    an incorrect response and no reason is kept as a draft, saying which response and why."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "rank")
+    editor = window.editors["rank"]
+    editor.setFocus()
+    for key in (Qt.Key.Key_1, Qt.Key.Key_Y, Qt.Key.Key_Down, Qt.Key.Key_1, Qt.Key.Key_N):
+        qtbot.keyClick(editor, key)
+    wait_saved(qtbot, window)
+    window.act_submit.trigger()
+    unit = gui.ids.units["rank"]
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.status == "draft"
+    assert [e["correct"] for e in stored.payload["entries"]] != [None, None]  # the work is kept
+    message = window.statusBar().currentMessage()
+    assert message.startswith("Saved as a draft, not submitted: Response B marked incorrect")
+    assert "tick at least one of C1-C3" in message
+
+    qtbot.keyClick(editor, Qt.Key.Key_3, Qt.KeyboardModifier.AltModifier)  # C3
+    wait_saved(qtbot, window)
+    window.act_submit.trigger()
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.status == "submitted"
+    by_label = {editor.cards[e["response_id"]].label: e for e in stored.payload["entries"]}
+    assert by_label["Response B"]["correct"] is False
+    assert by_label["Response B"]["criteria"] == ["C3"]

@@ -69,6 +69,12 @@ class Editor(QWidget):
         before it saves gold or drops the editor's answer; never by the autosave timer, which
         must not end an edit under the typist's fingers. Default: nothing to finish."""
 
+    def submit_problem(self) -> str | None:
+        """What the answer on screen still lacks for a clinician to submit it, beyond what the
+        store's own check asks of every answer (imports and merges of older answers included);
+        None: nothing. A submission with a problem is saved as a draft and the problem shown."""
+        return None
+
     def comment_text(self) -> str | None:
         """The answer's free comment, for editors that have a comment box (None: no box)."""
         return None

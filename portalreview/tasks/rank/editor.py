@@ -341,6 +341,24 @@ class RankEditor(Editor):
             )
         return {"entries": entries}
 
+    def submit_problem(self) -> str | None:
+        """A response marked incorrect needs its reason: seed 001 Sec. 5 defines "incorrect" as
+        meeting at least one of C1-C3 (without one, the Criteria table would not count it)."""
+        if not self.catalogs.criteria:
+            return None
+        unexplained = [
+            self.cards[r].label
+            for r in self.order
+            if self.state["correct"][r] is False and not self.state["criteria"][r]
+        ]
+        if not unexplained:
+            return None
+        first, last = self.catalogs.criteria[0].id, self.catalogs.criteria[-1].id
+        return (
+            f"{', '.join(unexplained)} marked incorrect with no reason: tick at least one of "
+            f"{first}-{last} (Alt+1 to Alt+{len(self.catalogs.criteria)})"
+        )
+
     def comment_text(self) -> str | None:
         return self.comment.text()
 
