@@ -317,6 +317,27 @@ def test_extending_the_codebook_adds_a_subcode_usable_in_answers(study):
     assert stored["version"] == "site-2"
 
 
+def test_a_code_added_without_subcodes_is_submitted_without_one(study):
+    """A code the PI adds with no subcodes (``codebook --extend`` takes it) leaves nothing to
+    choose: its labels are complete without a subcode; a code with subcodes still needs one."""
+    svc = study.service
+    svc.extend_catalogs(
+        {
+            "version": "site-2",
+            "eppc_codes": [
+                {"id": "Humor", "name": "Humor", "definition": "Jokes.", "subcodes": []}
+            ],
+        }
+    )
+    ava = StudyService(svc.project, svc.as_viewer("ava").viewer)
+    unit = study.units["eppc"]
+    humor = {"labels": [{"code": "Humor", "subcode": None, "spans": [[0, 3]]}]}
+    assert ava.save_answer(unit, humor, status="submitted").status == "submitted"
+    both = {"labels": [*humor["labels"], {"code": "InfoSeek", "subcode": None, "spans": [[0, 3]]}]}
+    with pytest.raises(PayloadError, match="code InfoSeek has no subcode yet"):
+        ava.save_answer(unit, both, status="submitted")
+
+
 def test_eppc_unit_shows_previous_and_next_sentence_and_sender(study):
     view = study.service.read_unit(study.units["eppc"])
     assert view.sender == "patient"

@@ -352,3 +352,30 @@ def test_facts_are_edited_and_removed_and_shown_again(qtbot, gui, prefs):
     assert side.entailed_boxes[0].currentText() == "No"
     assert side.category_boxes[0].currentData() == "clinical_inaccuracy"
     assert "Fact-Recall 0.00" in again.editors["facts"].scores.text()
+
+
+def test_a_code_added_without_subcodes_is_coded_and_submitted(qtbot, gui, prefs):
+    """A code the PI added with no subcodes: its row says there is none to choose (not "no
+    subcode yet"), and a sentence coded with it and its evidence is submitted."""
+    with Project.open(gui.path, automatic_backup=False) as project:
+        StudyService(project).extend_catalogs(
+            {
+                "version": "site-2",
+                "eppc_codes": [
+                    {"id": "Humor", "name": "Humor", "definition": "A joke.", "subcodes": []}
+                ],
+            }
+        )
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "eppc")
+    editor = window.editors["eppc"]
+    item = editor.codes_list.item(editor.codes_list.count() - 1)
+    item.setCheckState(Qt.CheckState.Checked)
+    drag_select(editor.sentence_view, 0, 8)
+    qtbot.keyClick(editor.sentence_view, Qt.Key.Key_E)
+    assert "Humor\n→ no subcodes to choose · 1 span" in item.text()
+    qtbot.keyClick(window, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_saved(qtbot, window)
+    stored = stored_answer(gui.path, gui.ids.units["eppc"], "ava")
+    assert stored.status == "submitted"
+    assert stored.payload["labels"] == [{"code": "Humor", "subcode": None, "spans": [[0, 8]]}]

@@ -19,6 +19,7 @@ from portalreview.domain.catalogs import CatalogError
 from portalreview.store.importers.context import ImportContext
 from portalreview.store.importers.errors import json_type
 from portalreview.store.importers.records import MAX_TEXT, Part, Record, show, text_problem
+from portalreview.store.kinds.eppc import codes_with_subcodes, label_missing
 from portalreview.store.models import STATUSES, Case, Response, Sentence, Unit
 
 EPPC_COLUMNS = (
@@ -62,7 +63,8 @@ def _answer(ctx: ImportContext, rec: Record, unit_id: int, sentence: str) -> Non
         rec.fail("annotator", "has already coded this sentence in this import or project")
     ctx.ensure_assigned(unit_id, person)
     labels = _labels(ctx, rec, sentence)
-    complete = all(label["subcode"] and label["spans"] for label in labels)
+    with_subcodes = codes_with_subcodes(ctx.catalogs)
+    complete = not any(label_missing(label, with_subcodes) for label in labels)
     status = rec.choice("status", STATUSES, default="submitted" if complete else "draft")
     ctx.svc.save_answer(
         unit_id, {"labels": labels}, status=status, annotator_id=person, session=ctx.session

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, select
 
+from portalreview.domain.catalogs import Catalogs
 from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, spans
 from portalreview.store.models import EppcLabel, EppcSpan
 
@@ -76,9 +77,24 @@ def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
 
 
 def incomplete(ctx: UnitContext, payload: dict) -> str | None:
+    with_subcodes = codes_with_subcodes(ctx.catalogs)
     for label in payload.get("labels", []):
-        if not label.get("subcode"):
-            return f"code {label['code']} has no subcode yet"
-        if not label.get("spans"):
-            return f"code {label['code']} has no evidence span yet"
+        missing = label_missing(label, with_subcodes)
+        if missing:
+            return missing
+    return None
+
+
+def codes_with_subcodes(catalogs: Catalogs) -> set[str]:
+    """The codes whose labels need a subcode: a code the PI added with none leaves nothing to
+    choose (every code of seed 003's codebook has subcodes; an extension may add one without)."""
+    return {c.id for c in catalogs.eppc_codes if c.subcodes}
+
+
+def label_missing(label: dict, with_subcodes: set[str]) -> str | None:
+    """What a label still lacks before its answer can be submitted (None: nothing)."""
+    if not label.get("subcode") and label["code"] in with_subcodes:
+        return f"code {label['code']} has no subcode yet"
+    if not label.get("spans"):
+        return f"code {label['code']} has no evidence span yet"
     return None

@@ -610,7 +610,9 @@ class EppcEditor(Editor):
             marker = "▶ " if code.id == self.current else ""
             text = f"{marker}{row + 1}  {code.name}"
             if label is not None:
-                sub = self._subcode_name(code, label["subcode"]) or "no subcode yet"
+                sub = self._subcode_name(code, label["subcode"]) or (
+                    "no subcode yet" if code.subcodes else "no subcodes to choose"
+                )
                 n = len(label["spans"])
                 spans = f"{n} span{'s' if n != 1 else ''}" if n else "no evidence yet"
                 text += f"\n→ {sub} · {spans}"
