@@ -215,6 +215,65 @@ def test_a_smaller_codebook_is_refused(project, tmp_path):
     fresh.close()
 
 
+def _reworded_notes_box(c: dict) -> None:
+    c["notes_box"]["name"] = "Internal notes (never sent)"
+
+
+def _reworded_empathy_choice(c: dict) -> None:
+    c["empathy_choices"][0]["name"] = "Left one"
+
+
+def _no_legacy_spellings(c: dict) -> None:
+    c["eppc_legacy_spellings"] = {}
+
+
+def _themes_reordered(c: dict) -> None:
+    c["themes"] = c["themes"][:-1][::-1] + c["themes"][-1:]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (_reworded_notes_box, "the notes box"),
+        (_reworded_empathy_choice, "the empathy choices"),
+        (_no_legacy_spellings, "the EPPC legacy spellings"),
+        (_themes_reordered, "the themes or their order"),
+    ],
+)
+def test_catalogs_changed_beyond_an_extension_are_refused(project, tmp_path, change, named):
+    """docs/formats.md, project.json: only a superset extends the project's catalogs. Parts
+    that are not entries (the notes box, the empathy choices, the legacy spellings, the
+    themes' order) were taken whole, rewording what the annotators answered with."""
+    full_study(project)
+    out = tmp_path / "export1"
+    export_project(project, "jsonl", out)
+    meta = json.loads((out / "project.json").read_text())
+    change(meta["catalogs"])
+    meta["catalogs"]["version"] = "theirs"
+    (out / "project.json").write_text(json.dumps(meta))
+    fresh = Project.create(tmp_path / "fresh.prproj")
+    before = fingerprint(fresh)
+    with pytest.raises(ImportFailed, match=f"its catalogs differ from this project's in {named}"):
+        import_files(fresh, [out])
+    assert fingerprint(fresh) == before
+    fresh.close()
+
+
+def test_the_same_catalogs_under_another_version_name_keep_the_project_s(project, tmp_path):
+    full_study(project)
+    out = tmp_path / "export1"
+    export_project(project, "jsonl", out)
+    meta = json.loads((out / "project.json").read_text())
+    meta["catalogs"]["version"] = "another-name"
+    (out / "project.json").write_text(json.dumps(meta))
+    fresh = Project.create(tmp_path / "fresh.prproj")
+    version = StudyService(fresh).catalogs.version
+    report = import_files(fresh, [out])
+    assert StudyService(fresh).catalogs.version == version
+    assert any("another-name" in note and "is kept" in note for note in report.notes)
+    fresh.close()
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "xlsx"])
 def test_a_suggestion_made_for_one_clinician_stays_theirs(project, tmp_path, fmt):
     """A suggestion made from ava's own replies (its prompt holds them) is ava's alone after

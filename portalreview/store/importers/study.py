@@ -160,9 +160,69 @@ def _load_catalogs(ctx: ImportContext, part: Part, data: dict) -> None:
             "replaced: import into a project created with these catalogs",
             file=part.label,
         )
-    write_catalogs(ctx.session, theirs)
-    ctx.svc.use_catalogs(theirs)
+    extended = _as_extension(ours, theirs, part)
+    if extended == ours:
+        ctx.report.note(
+            f"{part.label}: the same catalogs under another version name "
+            f"({theirs.version}); this project's ({ours.version}) is kept"
+        )
+        return
+    write_catalogs(ctx.session, extended)
+    ctx.svc.use_catalogs(extended)
     ctx.report.note(f"{part.label}: the project's catalogs were extended to {theirs.version}")
+
+
+# The parts of the catalogs, as an error message names them.
+_CATALOG_PARTS = {
+    "themes": "the themes or their order",
+    "notes_box": "the notes box",
+    "urgency_levels": "the urgency scale",
+    "urgency_filter_labels": "the urgency filter labels",
+    "eppc_codes": "the EPPC codes or their order",
+    "eppc_legacy_spellings": "the EPPC legacy spellings",
+    "criteria": "the criteria",
+    "empathy_choices": "the empathy choices",
+    "error_categories": "the error categories",
+}
+_EXTENSIBLE = (
+    "themes",
+    "eppc_codes",
+    "eppc_legacy_spellings",
+    "criteria",
+    "error_categories",
+    "urgency_filter_labels",
+)
+
+
+def _as_extension(ours: Catalogs, theirs: Catalogs, part: Part) -> Catalogs:
+    """``theirs`` as an extension of ``ours``, made as ``codebook --extend`` makes one (which
+    fixes the notes box, the urgency scale and the empathy choices, and keeps every existing
+    entry, spelling and order); ours itself when theirs adds nothing. ImportFailed naming the
+    parts where theirs is not that extension: taking it whole would reword what the
+    annotators answered."""
+    wanted = theirs.to_dict()
+    extension = {key: wanted[key] for key in _EXTENSIBLE}
+    # their Other theme is compared as an entry (_catalog_entries); an extension adds before it
+    extension["themes"] = [t for t in wanted["themes"] if not t.get("is_other")]
+    try:
+        extended = ours.extended(extension)
+        if extended != ours:
+            extended = ours.extended(extension | {"version": theirs.version})
+    except CatalogError as exc:
+        message = f"its catalogs do not extend this project's: {exc}"
+        raise ImportFailed(message, file=part.label) from None
+    made = extended.to_dict()
+    differ = [name for key, name in _CATALOG_PARTS.items() if made[key] != wanted[key]]
+    if differ:
+        raise ImportFailed(
+            "its catalogs differ from this project's in "
+            + ", ".join(differ)
+            + ", beyond what an extension adds; the annotators of this project answered with "
+            "its own, so they are not replaced: import into a project created with these "
+            "catalogs",
+            file=part.label,
+        )
+    return extended
 
 
 def _load_settings(ctx: ImportContext, part: Part, settings: Any) -> None:
