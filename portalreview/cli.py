@@ -365,6 +365,51 @@ def cmd_assign(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_hard_pairs(args: argparse.Namespace) -> int:
+    """List the urgency pairs whose only annotator asked for a second one, or (``--to``) give
+    them to a second annotator as the same units (seed 002 App. A.5.1)."""
+    from portalreview.store import study_setup as setup
+
+    with open_project(_project_path(args.path), read_only=not args.to or args.dry_run) as project:
+        pairs = setup.hard_pairs(project)
+        if not args.to:
+            _print_hard_pairs(pairs)
+            return 0
+        units = args.unit or [p.unit_id for p in pairs if p.asked_by != args.to]
+        if not units:
+            raise CliError(
+                f"{args.to} asked for a second annotator on every pair listed"
+                if pairs
+                else "no pair is waiting for a second annotator"
+            )
+        if args.dry_run:
+            _check_second(pairs, units, args.to)
+            print(f"Would give {len(units)} pair(s) to {args.to}. Dry run: nothing was saved.")
+            return 0
+        done = setup.assign_second_annotator(project, units, args.to)
+    print(done.summary() + ".")
+    return 0
+
+
+def _check_second(pairs: Sequence, units: Sequence[int], name: str) -> None:
+    """What assign_second_annotator would refuse of ``units``, for a dry run (no write)."""
+    waiting = {p.unit_id: p for p in pairs}
+    for unit_id in units:
+        if unit_id not in waiting:
+            raise CliError(f"unit {unit_id} is not waiting for a second annotator")
+        if waiting[unit_id].asked_by == name:
+            raise CliError(f"{name} asked for a second annotator on unit {unit_id}")
+
+
+def _print_hard_pairs(pairs: Sequence) -> None:
+    if not pairs:
+        print("No pair is waiting for a second annotator.")
+        return
+    print(f"{len(pairs)} pair(s) waiting for a second annotator:")
+    for pair in pairs:
+        print(f"  {pair.describe()}")
+
+
 def cmd_progress(args: argparse.Namespace) -> int:
     """Progress per unit set (or kind) and annotator."""
     from dataclasses import asdict
@@ -925,7 +970,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
-    """``setup``, ``assign``, ``progress``, ``copy``, ``merge``, ``conflicts``."""
+    """``setup``, ``assign``, ``hard-pairs``, ``progress``, ``copy``, ``merge``, ``conflicts``."""
     from portalreview.store.study_setup import RECIPES
 
     setup = verbs.add_parser("setup", help="add annotators, or make a unit set from the cases")
@@ -983,6 +1028,27 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     assign.add_argument("--shuffle", action="store_true", help="each queue in its own order")
     assign.add_argument("--dry-run", action="store_true", help="show the plan, save nothing")
     assign.set_defaults(func=cmd_assign)
+
+    hard = verbs.add_parser(
+        "hard-pairs",
+        help="urgency pairs whose annotator asked for a second one: list them, or give them "
+        "to a second annotator (--to)",
+    )
+    hard.add_argument("path", help=STUDY_HELP)
+    hard.add_argument(
+        "--to", metavar="NAME", help="give the pairs to NAME, as the same units (a second answer)"
+    )
+    hard.add_argument(
+        "--unit",
+        action="append",
+        type=int,
+        metavar="ID",
+        help="only this pair (repeatable; default: every pair listed that NAME did not ask about)",
+    )
+    hard.add_argument(
+        "--dry-run", action="store_true", help="show what would be given, save nothing"
+    )
+    hard.set_defaults(func=cmd_hard_pairs)
 
     prog = verbs.add_parser("progress", help="progress per unit set and annotator")
     prog.add_argument("path", help=STUDY_HELP)

@@ -2065,6 +2065,11 @@ def _describe_event(action: str, d: dict[str, Any]) -> str:
         )
     if action == "setup":
         return f"unit set {d.get('unit_set')!r}: {d.get('n_units')} {d.get('kind')} unit(s)"
+    if action == "assign" and d.get("second_annotator"):
+        return (
+            f"second annotator {d['second_annotator']} for {len(d.get('units', []))} hard "
+            f"pair(s) of {d.get('unit_set')!r}, asked by {', '.join(d.get('asked_by', []))}"
+        )
     if action == "assign":
         counts = ", ".join(f"{k} {v}" for k, v in (d.get("counts") or {}).items())
         return f"{d.get('unit_set')!r}: overlap {d.get('overlap')}, seed {d.get('seed')}: {counts}"

@@ -68,6 +68,7 @@ from portalreview.store.models import (
     Sentence,
     Unit,
     UnitSet,
+    UrgencyAnswer,
 )
 from portalreview.store.project import Project
 from portalreview.store.service import StoreError, StudyService
@@ -921,6 +922,196 @@ def add_annotators(
         return [svc.add_annotator(n, role=role, session=s) for n in names]
 
 
+# --- a second annotator for hard pairs ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HardPair:
+    """An urgency pair whose only annotator so far asked for a second one: seed 002 App. A.5.1,
+    "If the annotators found any samples to be challenging, a 2nd annotator could be requested
+    for additional review" (the editor's "Hard pair: ask a second annotator")."""
+
+    unit_id: int
+    unit_set: str
+    cases: tuple[str, str]  # the two cases' external ids
+    asked_by: str  # the annotator who answered it and asked
+
+    def describe(self) -> str:
+        return (
+            f"unit {self.unit_id} of {self.unit_set!r} (cases {self.cases[0]} and "
+            f"{self.cases[1]}), asked by {self.asked_by}"
+        )
+
+
+@dataclass(frozen=True)
+class SecondAssignment:
+    """What :func:`assign_second_annotator` did: units given to ``annotator`` now, and units
+    they had already (left as they were)."""
+
+    annotator: str
+    assigned: tuple[int, ...]
+    already: tuple[int, ...]
+
+    def summary(self) -> str:
+        text = f"{len(self.assigned)} hard pair(s) given to {self.annotator}"
+        if self.already:
+            text += f" ({len(self.already)} they had already, left as they were)"
+        return text
+
+
+def _asking_second(s: Session, unit_ids: Iterable[int] | None = None) -> dict[int, set[str]]:
+    """Unit -> the people whose submitted answer to it asks for a second annotator (drafts,
+    gold answers and models' answers left out, as the agreement figures leave them out)."""
+    query = (
+        select(Answer.unit_id, Annotator.name)
+        .join(UrgencyAnswer, UrgencyAnswer.answer_id == Answer.id)
+        .join(Annotator, Annotator.id == Answer.annotator_id)
+        .where(
+            UrgencyAnswer.ask_second.is_(True),
+            Answer.is_gold.is_(False),
+            Answer.status == "submitted",
+            Annotator.is_model.is_(False),
+        )
+    )
+    if unit_ids is not None:
+        query = query.where(Answer.unit_id.in_(list(unit_ids)))
+    asking: dict[int, set[str]] = {}
+    for unit_id, name in s.execute(query):
+        asking.setdefault(unit_id, set()).add(name)
+    return asking
+
+
+def _workers(s: Session, unit_ids: Iterable[int]) -> dict[int, set[int]]:
+    """Unit -> the people (not models) it is handed to as work (gold holders left out)."""
+    query = (
+        select(Assignment.unit_id, Assignment.annotator_id)
+        .join(Annotator, Annotator.id == Assignment.annotator_id)
+        .where(
+            Assignment.unit_id.in_(list(unit_ids)),
+            Assignment.is_gold_holder.is_(False),
+            Annotator.is_model.is_(False),
+        )
+    )
+    workers: dict[int, set[int]] = {}
+    for unit_id, annotator_id in s.execute(query):
+        workers.setdefault(unit_id, set()).add(annotator_id)
+    return workers
+
+
+def _hard_pairs(s: Session) -> list[HardPair]:
+    asking = _asking_second(s)
+    workers = _workers(s, asking)
+    adaptive = set(adaptive_settings(s))  # every clinician of such a set holds every pair
+    names = dict(s.execute(select(Case.id, Case.external_id)).all())
+    sets = dict(s.execute(select(UnitSet.id, UnitSet.name)).all())
+    units = s.scalars(
+        select(Unit)
+        .where(Unit.id.in_(list(asking)), Unit.kind == "urgency")
+        .order_by(Unit.unit_set_id, Unit.position, Unit.id)
+    )
+    return [
+        HardPair(
+            unit_id=u.id,
+            unit_set=sets[u.unit_set_id],
+            cases=(names[u.case_id], names.get(u.case_b_id, "?")),
+            asked_by=", ".join(sorted(asking[u.id])),
+        )
+        for u in units
+        if u.unit_set_id not in adaptive and len(workers.get(u.id, ())) == 1
+    ]
+
+
+def hard_pairs(project: Project) -> list[HardPair]:
+    """The urgency pairs waiting for a second annotator (seed 002 App. A.5.1): a submitted
+    answer asks for one, and the pair is handed to one person only so far. Pairs of adaptive
+    inboxes are left out: every clinician of such a set holds every pair already. In set and
+    queue order."""
+    with project.read() as s:
+        return _hard_pairs(s)
+
+
+def _not_waiting(s: Session, unit_id: int, asking: set[str], workers: set[int]) -> str:
+    """Why ``unit_id`` is no pair waiting for a second annotator, in words."""
+    unit = s.get(Unit, unit_id)
+    if unit is None:
+        return f"there is no unit {unit_id}"
+    if unit.kind != "urgency":
+        return f"unit {unit_id} is a {unit.kind} unit, not an urgency pair"
+    if unit.unit_set_id in adaptive_settings(s):
+        return f"unit {unit_id} is a pair of an adaptive inbox, which its clinicians hold already"
+    if not asking:
+        return f"no submitted answer to unit {unit_id} asks for a second annotator"
+    return f"unit {unit_id} has {len(workers)} annotators already"
+
+
+def _new_and_kept(
+    s: Session, wanted: list[int], person: Annotator, waiting: dict[int, HardPair]
+) -> tuple[list[int], list[int]]:
+    """The units of ``wanted`` to give ``person`` now, and those they have already; SetupError
+    at the first unit they cannot take as its second annotator."""
+    asking = _asking_second(s, wanted)
+    workers = _workers(s, wanted)
+    new, already = [], []
+    for unit_id in wanted:
+        asked, given = asking.get(unit_id, set()), workers.get(unit_id, set())
+        if person.name in asked:
+            raise SetupError(
+                f"{person.name} answered unit {unit_id} and asked for a second annotator: "
+                "choose someone else"
+            )
+        if asked and person.id in given:
+            already.append(unit_id)
+        elif unit_id in waiting:
+            new.append(unit_id)
+        else:
+            raise SetupError(_not_waiting(s, unit_id, asked, given))
+    return new, already
+
+
+def assign_second_annotator(
+    project: Project, unit_ids: Iterable[int], annotator: str, *, by: int | None = None
+) -> SecondAssignment:
+    """Give each hard pair of ``unit_ids`` (see :func:`hard_pairs`) to ``annotator`` as the
+    same unit, a new assignment of it, so that their answer joins the first one in the
+    agreement figures (seed 002 App. A.5.1: "a 2nd annotator could be requested for
+    additional review"). The pair joins their queue at its place in the set.
+
+    One transaction, recorded in the audit log (action ``assign``, naming ``by``: the PI in the
+    app; None: the system). Refused, with nothing saved, when ``annotator`` is unknown or a
+    model, asked for the second annotator on one of the pairs themself, or a unit is no pair
+    waiting for one. A pair already given to ``annotator`` is left as it is (so the call may be
+    repeated); when nothing is new, nothing is recorded.
+    """
+    wanted = list(dict.fromkeys(unit_ids))
+    if not wanted:
+        raise SetupError("choose at least one hard pair")
+    recorder = EventRecorder(project, by)
+    with recorder._write() as s:
+        person = s.scalar(select(Annotator).where(Annotator.name == annotator))
+        if person is None:
+            raise SetupError(f"there is no annotator called {annotator!r}")
+        if person.is_model:
+            raise SetupError(f"{annotator} is a model, not a person: choose a person")
+        waiting = {pair.unit_id: pair for pair in _hard_pairs(s)}
+        new, already = _new_and_kept(s, wanted, person, waiting)
+        for unit_id in new:
+            recorder.assign(unit_id, person.id, session=s)  # (a gold holder becomes work)
+        if new:
+            s.flush()
+            recorder.record(
+                s,
+                "assign",
+                {
+                    "unit_set": ", ".join(sorted({waiting[u].unit_set for u in new})),
+                    "second_annotator": annotator,
+                    "units": new,
+                    "asked_by": sorted({waiting[u].asked_by for u in new}),
+                    "counts": {annotator: len(new)},
+                },
+            )
+    return SecondAssignment(annotator, tuple(new), tuple(already))
+
+
 # --- progress ----------------------------------------------------------------------------------
 
 
@@ -1023,16 +1214,20 @@ __all__ = [
     "CaseFilter",
     "CreatedSet",
     "EventRecorder",
+    "HardPair",
     "ProgressFn",
     "ProgressRow",
     "ResponseFilter",
+    "SecondAssignment",
     "SetupError",
     "Steps",
     "UnitPlan",
     "UnitSpec",
     "add_annotators",
+    "assign_second_annotator",
     "assign_units",
     "create_unit_set",
+    "hard_pairs",
     "plan_assignment",
     "plan_units",
     "progress_by_kind",

@@ -1,15 +1,17 @@
 """Study set-up for the PI in the desktop app (Tools > Study set-up…): the people, unit sets
-made from the project's cases with a recipe, the hand-out of a set with an overlap, and the
-progress per annotator and kind.
+made from the project's cases with a recipe, the hand-out of a set with an overlap, the
+progress per annotator and kind, and the hard urgency pairs given to a second annotator.
 
-The same steps as ``portalreview setup / assign / progress`` (docs/pi-guide.md), with the same
-options: this window only collects them, shows the plan before anything is saved, and calls
-:mod:`portalreview.store.study_setup`. Planning runs on a worker thread; creating a set and
-handing it out run there too, with a progress bar and Cancel. A cancelled step saves nothing
-(the core saves each step in one transaction and checks for a cancel before it commits).
+The same steps as ``portalreview setup / assign / progress / hard-pairs`` (docs/pi-guide.md),
+with the same options: this window only collects them, shows the plan before anything is
+saved, and calls :mod:`portalreview.store.study_setup`. Planning runs on a worker thread;
+creating a set and handing it out run there too, with a progress bar and Cancel. A cancelled
+step saves nothing (the core saves each step in one transaction and checks for a cancel before
+it commits).
 
-Keys: Ctrl+1-4 the tabs; Ctrl+P previews the plan of the current tab; Ctrl+Return does the
-current tab's action (add, create, assign); F5 reads the project again.
+Keys: Ctrl+1-5 the tabs; Ctrl+P previews the plan of the current tab; Ctrl+Return does the
+current tab's action (add, create, assign, give the selected hard pairs); F5 reads the project
+again.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ RECIPE_RESPONSES: dict[str, tuple[str, str]] = {
     "facts": ("Originals", "Edits"),
 }
 NO_SEED = -1  # the seed box's "keep the order" value
+HARD_PAIRS_TAB = "&Hard pairs"
 _SEPARATORS = re.compile(r"[,;\s]+")
 
 
@@ -284,6 +287,7 @@ class StudySetupDialog(QDialog):
         self.tabs.addTab(self._sets_tab(), "&Unit sets")
         self.tabs.addTab(self._assign_tab(), "A&ssign")
         self.tabs.addTab(self._progress_tab(), "&Progress")
+        self.tabs.addTab(self._hard_pairs_tab(), HARD_PAIRS_TAB)
         self.message = MessageLine("setupMessage")
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs, 1)
@@ -515,6 +519,45 @@ class StudySetupDialog(QDialog):
         layout.addWidget(legend)
         return page
 
+    def _hard_pairs_tab(self) -> QWidget:
+        intro = QLabel(
+            "Urgency pairs whose only annotator so far ticked <i>Hard pair: ask a second "
+            "annotator</i> and submitted (seed 002, App. A.5.1). Give them to a second "
+            "annotator: the same pair joins their queue, and both answers count in the "
+            "agreement figures."
+        )
+        intro.setWordWrap(True)
+        self.hard_table = make_table(
+            ["Unit", "Unit set", "Cases", "Asked by"],
+            "hardPairsTable",
+            "Urgency pairs waiting for a second annotator (Ctrl+A selects them all)",
+            stretch=1,
+        )
+        self.hard_table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.hard_table.itemSelectionChanged.connect(self._hard_selection_changed)
+        select_all = QPushButton("Select all pairs")
+        select_all.setObjectName("selectAllHardPairs")
+        select_all.clicked.connect(self.hard_table.selectAll)
+        self.second_box = QComboBox()
+        self.second_box.setObjectName("secondAnnotator")
+        self.second_box.setAccessibleName("Second annotator (never the one who asked)")
+        self.second_button = QPushButton("Give the selected pairs to them (Ctrl+Enter)")
+        self.second_button.setObjectName("assignSecondAnnotator")
+        self.second_button.clicked.connect(self.assign_second)
+        row = QHBoxLayout()
+        row.addWidget(select_all)
+        second_label = QLabel("Second annotato&r:")
+        second_label.setBuddy(self.second_box)
+        row.addWidget(second_label)
+        row.addWidget(self.second_box, 1)
+        row.addWidget(self.second_button)
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        layout.addWidget(intro)
+        layout.addWidget(self.hard_table, 1)
+        layout.addLayout(row)
+        return page
+
     def _line(self, object_name: str, placeholder: str) -> QLineEdit:
         edit = QLineEdit()
         edit.setObjectName(object_name)
@@ -545,7 +588,7 @@ class StudySetupDialog(QDialog):
         )()
 
     def _act_current(self) -> None:
-        {0: self.add_person, 1: self.create_units, 2: self.assign}.get(
+        {0: self.add_person, 1: self.create_units, 2: self.assign, 4: self.assign_second}.get(
             self.tabs.currentIndex(), lambda: None
         )()
 
@@ -571,6 +614,7 @@ class StudySetupDialog(QDialog):
         self.inbox_box.blockSignals(False)
         self._fill_assign_lists()
         self.show_progress()
+        self.show_hard_pairs()
         self._update_buttons()
 
     def _fill_assign_lists(self) -> None:
@@ -864,6 +908,60 @@ class StudySetupDialog(QDialog):
         self.assign_label.setText("Assigned. " + html.escape(plan.summary()).replace("\n", "<br>"))
         self.on_changed()
 
+    # --- a second annotator for hard pairs --------------------------------------------------
+
+    def show_hard_pairs(self) -> None:
+        """List the pairs waiting for a second annotator; the count shows on the tab."""
+        self.hard = setup.hard_pairs(self.project)
+        fill_table(
+            self.hard_table,
+            [[p.unit_id, p.unit_set, " / ".join(p.cases), p.asked_by] for p in self.hard],
+        )
+        count = f" ({len(self.hard)})" if self.hard else ""
+        self.tabs.setTabText(self.tabs.count() - 1, HARD_PAIRS_TAB + count)
+        self._hard_selection_changed()
+
+    def selected_hard_pairs(self) -> list[setup.HardPair]:
+        rows = {index.row() for index in self.hard_table.selectionModel().selectedRows()}
+        return [pair for row, pair in enumerate(self.hard) if row in rows]
+
+    def _hard_selection_changed(self) -> None:
+        """Offer the people who may take every selected pair: anyone but who asked."""
+        askers = {pair.asked_by for pair in self.selected_hard_pairs()}
+        chosen = self.second_box.currentData()
+        self.second_box.clear()
+        for person in self.everyone:
+            if person.name not in askers:
+                role = " (PI)" if person.role == "pi" else ""
+                self.second_box.addItem(f"{person.name}{role}", person.name)
+        index = self.second_box.findData(chosen)
+        self.second_box.setCurrentIndex(max(index, 0))
+        self._update_buttons()
+
+    def assign_second(self) -> None:
+        """Give the selected hard pairs to the chosen second annotator (small: no worker)."""
+        if project_closed(self, self.message) or self.busy or self.read_only:
+            return
+        units = [pair.unit_id for pair in self.selected_hard_pairs()]
+        name = self.second_box.currentData()
+        if not units:
+            self.message.error("Select the pairs to give first (Ctrl+A selects them all).")
+            return
+        if name is None:
+            self.message.error("Nobody else can take these pairs: add a person first.")
+            return
+        try:
+            done = setup.assign_second_annotator(self.project, units, name, by=self.by)
+        except (StoreError, ProjectError) as exc:
+            self.message.error(f"Not given: {exc}.")
+            return
+        self.reload()
+        self.message.done(
+            f"{done.summary()}: in their urgency queue, the same pairs, so that both answers "
+            "count in the agreement figures."
+        )
+        self.on_changed()
+
     # --- long work --------------------------------------------------------------------------
 
     def _while_open(self, slot: Callable[..., None]) -> Callable[..., None]:
@@ -900,7 +998,7 @@ class StudySetupDialog(QDialog):
         self._update_buttons()
 
     def _update_buttons(self) -> None:
-        if not hasattr(self, "assign_button"):
+        if not hasattr(self, "hard"):
             return  # still building
         idle, writable = not self.busy, not self.read_only
         self.add_button.setEnabled(idle and writable)
@@ -908,6 +1006,7 @@ class StudySetupDialog(QDialog):
         self.create_button.setEnabled(idle and writable and self.plan is not None)
         self.assign_preview_button.setEnabled(idle)
         self.assign_button.setEnabled(idle and writable and self.assignment is not None)
+        self.second_button.setEnabled(idle and writable and bool(self.hard))
 
 
 def open_tool(window) -> StudySetupDialog | None:

@@ -412,3 +412,20 @@ def test_an_urgency_draft_with_no_patient_chosen_is_a_blank_in_the_raw_sheet(tmp
     ava = next(r for r in rows[2:] if r[header.index("Annotator")] == "ava")
     assert ava[header.index("Status")] == "draft" and ava[header.index("More urgent")] is None
     assert ava[header.index("Right")] is None
+
+
+def test_provenance_names_a_second_annotator_for_hard_pairs():
+    """The Provenance sheet's events say who was given which hard pairs, not an empty
+    overlap and seed (the hand-out of a set's units has those)."""
+    from portalreview.reports.xlsx_report import _describe_event
+
+    details = {
+        "unit_set": "Box",
+        "second_annotator": "ben",
+        "units": [3, 5],
+        "asked_by": ["ava"],
+        "counts": {"ben": 2},
+    }
+    assert _describe_event("assign", details) == (
+        "second annotator ben for 2 hard pair(s) of 'Box', asked by ava"
+    )

@@ -7,10 +7,10 @@ import json
 from collections import Counter
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from portalreview.cli import main
-from portalreview.store.models import AuditEntry, RankMember, Unit
+from portalreview.store.models import Assignment, AuditEntry, RankMember, Unit
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.store.study_setup import (
@@ -348,3 +348,145 @@ def test_gold_saved_before_the_hand_out_becomes_the_pis_work(new_project):
     assign_units(other, plan)
     assert sorted(q.unit_id for q in pat.queue("respond")) == sorted(plan.by_annotator["pat"])
     assert sum(n for n, _ in _counts(other).values()) == 6  # every unit to someone
+
+
+# --- a second annotator for hard pairs (seed 002 App. A.5.1) ---------------------------------
+
+
+def _flagged_pair(project: Project) -> tuple[StudyService, int]:
+    """An inbox of four messages, its pairs handed to ava alone; ava answers one pair and asks
+    for a second annotator (and answers another without asking); (service, the flagged unit)."""
+    svc = StudyService(project)
+    for name in PEOPLE:
+        svc.add_annotator(name)
+    svc.add_annotator("pat", role="pi")
+    for i in range(4):
+        svc.add_case(f"m{i}", f"Message {i}.", urgency_level=i + 1, tags={"inbox": "box"})
+    create_unit_set(project, plan_units(project, "urgency", inbox="box", name="Box"))
+    assign_units(project, plan_assignment(project, "Box", ["ava"]))
+    ava = svc.as_viewer("ava")
+    flagged, plain = (q.unit_id for q in ava.queue("urgency")[:2])
+    for unit_id, ask in ((flagged, True), (plain, False)):
+        first = ava.read_unit(unit_id).cases[0].id
+        answer = {"more_urgent_case_id": first, "ask_second": ask}
+        ava.save_answer(unit_id, answer, status="submitted")
+    return svc, flagged
+
+
+def _second_events(project: Project) -> list[tuple[int | None, dict]]:
+    with project.read() as s:
+        rows = s.scalars(select(AuditEntry).where(AuditEntry.action == "assign"))
+        events = [(e.actor_id, json.loads(e.new_json)) for e in rows]
+    return [(actor, d) for actor, d in events if "second_annotator" in d]
+
+
+def test_a_pair_asking_for_a_second_annotator_goes_to_a_second_person(new_project):
+    """The pair ava asked about is listed, goes to ben as the same unit (recorded, naming the
+    PI), is no longer listed, and ben's answer joins ava's in the agreement figures."""
+    from portalreview.analysis import urgency
+    from portalreview.store.frames import read_frames
+    from portalreview.store.study_setup import assign_second_annotator, hard_pairs
+
+    project = new_project()
+    svc, flagged = _flagged_pair(project)
+    (pair,) = hard_pairs(project)
+    assert (pair.unit_id, pair.unit_set, pair.asked_by) == (flagged, "Box", "ava")
+    pat = next(a.id for a in svc.annotators() if a.name == "pat")
+
+    done = assign_second_annotator(project, [flagged], "ben", by=pat)
+    assert (done.assigned, done.already) == ((flagged,), ())
+    ben = svc.as_viewer("ben")
+    assert [q.unit_id for q in ben.queue("urgency")] == [flagged]
+    assert hard_pairs(project) == []
+    assert _second_events(project) == [
+        (
+            pat,
+            {
+                "unit_set": "Box",
+                "second_annotator": "ben",
+                "units": [flagged],
+                "asked_by": ["ava"],
+                "counts": {"ben": 1},
+            },
+        )
+    ]
+    assert {r.annotator: r.shared for r in study_progress(project)} == {"ava": 1, "ben": 1}
+
+    second = ben.read_unit(flagged).cases[1].id
+    ben.save_answer(flagged, {"more_urgent_case_id": second}, status="submitted")
+    figures = urgency.analyse(read_frames(project), seed=3, n_resamples=50)["agreement"]
+    assert (figures["n_units"], figures["n_answers"], figures["n_annotators"]) == (1, 2, 2)
+
+
+def test_a_second_annotator_is_refused_when_it_cannot_be_one(new_project):
+    """The one who asked, a model, an unknown name, a pair nobody asked about and a unit that
+    is no pair are refused with a message, and nothing is saved."""
+    from portalreview.store.study_setup import assign_second_annotator, hard_pairs
+
+    project = new_project()
+    svc, flagged = _flagged_pair(project)
+    svc.add_annotator("gpt", is_model=True)
+    plain = next(q.unit_id for q in svc.as_viewer("ava").queue("urgency") if q.unit_id != flagged)
+    with project.read() as s:
+        before = (s.scalar(select(func.count()).select_from(Assignment)), _audit_count(s))
+    refused = [
+        ([flagged], "ava", "ava answered unit .* asked for a second annotator: choose someone"),
+        ([flagged], "gpt", "gpt is a model"),
+        ([flagged], "zed", "no annotator called 'zed'"),
+        ([flagged, plain], "ben", f"no submitted answer to unit {plain} asks for a second"),
+        ([999], "ben", "there is no unit 999"),
+        ([], "ben", "choose at least one hard pair"),
+    ]
+    for units, name, message in refused:
+        with pytest.raises(SetupError, match=message):
+            assign_second_annotator(project, units, name)
+    with project.read() as s:
+        assert (s.scalar(select(func.count()).select_from(Assignment)), _audit_count(s)) == before
+    assert [p.unit_id for p in hard_pairs(project)] == [flagged]
+
+    assign_second_annotator(project, [flagged], "cy")
+    with pytest.raises(SetupError, match=f"unit {flagged} has 2 annotators already"):
+        assign_second_annotator(project, [flagged], "ben")
+
+
+def test_a_second_annotator_twice_changes_nothing_the_second_time(new_project):
+    """Idempotent: the same pair to the same person again is left as it is, and not recorded
+    again; the PI may be the second annotator (a gold answer's holder becomes their work)."""
+    from portalreview.store.study_setup import assign_second_annotator
+
+    project = new_project()
+    svc, flagged = _flagged_pair(project)
+    pat = svc.as_viewer("pat")
+    gold = pat.read_unit(flagged).cases[0].id
+    pat.save_answer(flagged, {"more_urgent_case_id": gold}, status="submitted", gold=True)
+    first = assign_second_annotator(project, [flagged], "pat")
+    again = assign_second_annotator(project, [flagged, flagged], "pat")
+    assert (first.assigned, again.assigned, again.already) == ((flagged,), (), (flagged,))
+    assert "1 they had already" in again.summary()
+    assert len(_second_events(project)) == 1
+    assert [q.unit_id for q in pat.queue("urgency")] == [flagged]
+    assert pat.get_answer(flagged, gold=True) is not None
+
+
+def _audit_count(s) -> int:
+    return s.scalar(select(func.count()).select_from(AuditEntry))
+
+
+def test_hard_pairs_listed_and_handed_out_from_the_command_line(tmp_path, capsys):
+    path = tmp_path / "a.prproj"
+    with Project.create(path, name="t") as project:
+        _, flagged = _flagged_pair(project)
+    assert main(["hard-pairs", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"unit {flagged} of 'Box'" in out and "asked by ava" in out
+    assert main(["hard-pairs", str(path), "--to", "ava"]) == 2
+    assert "ava asked for a second annotator on every pair listed" in capsys.readouterr().err
+    assert main(["hard-pairs", str(path), "--to", "ben", "--dry-run"]) == 0
+    assert "Dry run: nothing was saved." in capsys.readouterr().out
+    assert main(["hard-pairs", str(path), "--to", "ben", "--unit", str(flagged)]) == 0
+    assert "1 hard pair(s) given to ben" in capsys.readouterr().out
+    assert main(["hard-pairs", str(path)]) == 0
+    assert "No pair is waiting for a second annotator" in capsys.readouterr().out
+    with Project.open(path, read_only=True) as project:
+        ben = StudyService(project).as_viewer("ben")
+        assert [q.unit_id for q in ben.queue("urgency")] == [flagged]

@@ -5,6 +5,7 @@ nothing. Every count is checked in the project file by SQL, not through the wind
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import time
@@ -19,6 +20,8 @@ from ui_support import open_window
 from portalreview.demo import INBOX, build_demo
 from portalreview.store import study_setup as setup
 from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.tasks.urgency.editor import ASK_SECOND_TIP
 from portalreview.ui.study_setup_dialog import StudySetupDialog, plain_text, table_rows
 from portalreview.ui.tools import TOOLS
 
@@ -475,3 +478,116 @@ def test_an_adaptive_inbox_made_in_the_window_offers_one_pair_at_a_time(
     )
     assert stored == [(12,)]
     window.close()
+
+
+def flag_hard_pairs(path: Path) -> dict[str, list[int]]:
+    """On a demo copy: a set "Hard ward" of 15 inbox pairs split between nurse_ava and dr_ben
+    (no overlap); ava submits two pairs asking for a second annotator, ben one, and ava one
+    more without asking. Returns who asked about which units."""
+    with Project.open(path) as project:
+        plan = setup.plan_units(
+            project, "urgency", inbox=INBOX, comparisons_per_message=1, name="Hard ward"
+        )
+        setup.create_unit_set(project, plan)
+        setup.assign_units(project, setup.plan_assignment(project, "Hard ward", CLINICIANS[:2]))
+        asked: dict[str, list[int]] = {}
+        for name, n_asked in (("nurse_ava", 2), ("dr_ben", 1)):
+            person = StudyService(project).as_viewer(name)
+            units = [q.unit_id for q in person.queue("urgency") if q.unit_id in _set_units(path)]
+            for i, unit_id in enumerate(units[: n_asked + 1]):
+                answer = {"more_urgent_case_id": person.read_unit(unit_id).cases[0].id}
+                answer["ask_second"] = i < n_asked
+                person.save_answer(unit_id, answer, status="submitted")
+            asked[name] = units[:n_asked]
+    return asked
+
+
+def _set_units(path: Path) -> set[int]:
+    rows = sql(
+        path,
+        "SELECT u.id FROM units u JOIN unit_sets s ON s.id = u.unit_set_id "
+        "WHERE s.name = 'Hard ward'",
+    )
+    return {unit_id for (unit_id,) in rows}
+
+
+def holders(path: Path, unit_ids: list[int]) -> dict[int, set[str]]:
+    rows = sql(
+        path,
+        "SELECT x.unit_id, a.name FROM assignments x JOIN annotators a ON a.id = x.annotator_id "
+        f"WHERE x.unit_id IN ({', '.join('?' * len(unit_ids))})",
+        *unit_ids,
+    )
+    found: dict[int, set[str]] = {}
+    for unit_id, name in rows:
+        found.setdefault(unit_id, set()).add(name)
+    return found
+
+
+def test_the_pi_gives_pairs_flagged_as_hard_to_a_second_annotator(
+    qtbot, demo_file, tmp_path, prefs
+):
+    """Seed 002 App. A.5.1: the pairs that asked for a second annotator are listed (the tab
+    says how many); the second annotator offered is never who asked; the pairs go to her as
+    the same units, recorded naming the PI, and leave the list; a pair given to someone else
+    meanwhile is refused with a message, nothing saved."""
+    path = demo_copy(demo_file, tmp_path)
+    asked = flag_hard_pairs(path)
+    flagged = asked["nurse_ava"] + asked["dr_ben"]
+    window = open_window(qtbot, prefs, path, "dr_pi")
+    dialog = open_setup(qtbot, window)
+    dialog.tabs.setCurrentIndex(4)
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow)
+    assert dialog.tabs.tabText(4) == "&Hard pairs (3)"
+    assert "list of hard pairs" in ASK_SECOND_TIP  # the editor's box says where it leads
+    rows = table_rows(dialog.hard_table)
+    assert sorted(int(r[0]) for r in rows) == sorted(flagged)
+    assert {r[1] for r in rows} == {"Hard ward"}
+    assert {int(r[0]): r[3] for r in rows} == {
+        u: name for name, units in asked.items() for u in units
+    }
+
+    # ava's pairs: anyone but ava may take them; all three: neither ava nor ben.
+    model = dialog.hard_table.selectionModel()
+    for row, r in enumerate(rows):
+        if r[3] == "nurse_ava":
+            index = dialog.hard_table.model().index(row, 0)
+            model.select(index, model.SelectionFlag.Select | model.SelectionFlag.Rows)
+    offered = lambda: [  # noqa: E731
+        dialog.second_box.itemData(i) for i in range(dialog.second_box.count())
+    ]
+    assert offered() == ["dr_ben", "np_chloe", "dr_pi"]
+    dialog.hard_table.setFocus()
+    qtbot.keyClick(dialog.hard_table, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    assert len(dialog.selected_hard_pairs()) == 3
+    assert offered() == ["np_chloe", "dr_pi"]
+
+    # Meanwhile ben's pair got a second annotator (another PI of a server study, say):
+    # refused, nothing saved.
+    setup.assign_second_annotator(dialog.project, asked["dr_ben"], "dr_pi")
+    before = holders(path, flagged)
+    click(qtbot, dialog.second_button)
+    assert f"unit {asked['dr_ben'][0]} has 2 annotators already" in dialog.message.plain()
+    assert holders(path, flagged) == before
+
+    dialog.reload()
+    assert dialog.tabs.tabText(4) == "&Hard pairs (2)"
+    qtbot.keyClick(dialog.hard_table, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    pick(qtbot, dialog.second_box, "np", "np_chloe")
+    qtbot.keyClick(dialog.hard_table, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert "2 hard pair(s) given to np_chloe" in dialog.message.plain()
+    assert holders(path, asked["nurse_ava"]) == {
+        u: {"nurse_ava", "np_chloe"} for u in asked["nurse_ava"]
+    }
+    assert table_rows(dialog.hard_table) == [] and dialog.tabs.tabText(4) == "&Hard pairs"
+    assert not dialog.second_button.isEnabled()
+    pi = sql(path, "SELECT id FROM annotators WHERE name = 'dr_pi'")[0][0]
+    events = sql(
+        path,
+        "SELECT actor_id, json_extract(new_json, '$.units') FROM audit_log WHERE action = "
+        "'assign' AND json_extract(new_json, '$.second_annotator') = 'np_chloe'",
+    )
+    assert [(actor, sorted(json.loads(units))) for actor, units in events] == [
+        (pi, sorted(asked["nurse_ava"]))
+    ]

@@ -7,7 +7,8 @@ position bias can be measured). The answer names the chosen *case*, never a side
 Keys (the editor has the focus; the comment box keeps its own typing):
 
 * Left or 1: the left patient needs care first; Right or 2: the right patient;
-* A: toggle "hard pair: ask a second annotator";
+* A: toggle "hard pair: ask a second annotator" (the PI sees the submitted pair listed and may
+  give it to a second annotator: Tools > Study set-up > Hard pairs);
 * L or R, then 1-6: the optional urgency level of the left / right patient (0 clears it,
   Esc cancels); the scale's definitions are on screen.
 
@@ -50,6 +51,13 @@ HELP = (
     "<b>Which patient needs care first?</b> No ties. &nbsp; <b>←</b>/<b>1</b> left · "
     "<b>→</b>/<b>2</b> right · <b>A</b> hard pair · <b>L</b>/<b>R</b> then <b>1-6</b>: that "
     "patient's level (0 clears) · <b>Ctrl+Enter</b> submit and go on"
+)
+# What the hard-pair box does (seed 002 App. A.5.1): a request to the PI, who sees the
+# submitted pair in Study set-up > Hard pairs and may hand it to a second annotator.
+ASK_SECOND_TIP = (
+    "Mark this pair as hard to decide. Once you submit it, the PI sees it in the list of hard "
+    "pairs and can give the same pair to a second annotator, whose answer is compared with "
+    "yours in the agreement figures."
 )
 
 
@@ -188,9 +196,7 @@ class UrgencyEditor(Editor):
         self.ask_second = QCheckBox("Hard pair: ask a second annotator   (A)")
         self.ask_second.setObjectName("askSecond")
         self.ask_second.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.ask_second.setToolTip(
-            "Mark this pair as hard to decide, so that a second annotator reviews it."
-        )
+        self.ask_second.setToolTip(ASK_SECOND_TIP)
         self.ask_second.clicked.connect(lambda _=False: self.toggle_ask_second())
         self.comment = QLineEdit()
         self.comment.setPlaceholderText("Optional comment for the PI")
@@ -351,7 +357,7 @@ class UrgencyEditor(Editor):
                 entry = next(x for x in self.catalogs.urgency_levels if x.level == level)
                 parts.append(f"{SIDES[side]} patient level {level}, {entry.name}")
         if self.state["ask_second"]:
-            parts.append("hard pair: a second annotator is asked")
+            parts.append("hard pair: the PI is asked for a second annotator")
         if self._level_side is not None:
             parts.append(f"press 1-6 for the {SIDES[self._level_side]} patient's level")
         return "Urgency pairs: " + "; ".join(parts)
