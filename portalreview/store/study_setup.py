@@ -33,6 +33,10 @@ Recipes (``RECIPES``), one per kind of unit the papers use:
 * ``empathy`` and ``facts``: every (``first``, ``second``) pair of responses to one case
   (default: real-time replies x empathy edits; seed 004).
 
+A hand-out never gives a person a rank set, empathy or facts pair holding a response they
+wrote (seed 001 Sec. 5; :mod:`~portalreview.store.own_responses`): the plan says how many units
+were kept from whom, and which go to fewer people than asked.
+
 Every set made and every hand-out is recorded in the audit log (actions ``setup`` and
 ``assign``).
 """
@@ -41,7 +45,8 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -70,6 +75,7 @@ from portalreview.store.models import (
     UnitSet,
     UrgencyAnswer,
 )
+from portalreview.store.own_responses import own_units, response_authors
 from portalreview.store.project import Project
 from portalreview.store.service import StoreError, StudyService
 
@@ -646,39 +652,80 @@ def split_with_overlap(
     overlap: int = 0,
     raters_per_unit: int = 1,
     seed: int = 0,
+    kept_from: Mapping[str, Collection[int]] | None = None,
 ) -> tuple[list[int], dict[str, list[int]]]:
     """Who answers which unit: ``overlap`` units (drawn at random) go to every annotator, each
     other unit to ``raters_per_unit`` of them, spread so that loads differ by one at most.
+
+    ``kept_from`` (name -> units) are units a person may not get: those holding a response they
+    wrote (seed 001 Sec. 5, :mod:`~portalreview.store.own_responses`). Such a unit goes to the
+    others only, and to fewer people than asked where too few are left; the overlap is drawn
+    first from the units everyone may answer. Loads stay as even as those units allow.
 
     Pure and reproducible: the same arguments give the same split, another seed another one.
     Returns (the overlap units, annotator -> their units in the order given).
     """
     people = list(annotators)
-    if not people:
-        raise SetupError("name at least one annotator")
-    if len(set(people)) != len(people):
-        raise SetupError("an annotator is listed twice")
-    if not 0 <= overlap <= len(units):
-        raise SetupError(f"the overlap must be between 0 and {len(units)} (the units to hand out)")
-    if overlap and len(people) < 2:
-        raise SetupError("an overlap needs two annotators or more")
-    if not 1 <= raters_per_unit <= len(people):
-        raise SetupError(f"raters per unit must be between 1 and {len(people)}")
+    _check_split(len(units), people, overlap, raters_per_unit)
+    kept = {p: set(kept_from.get(p, ())) for p in people} if kept_from else {}
     rng = random.Random(f"portalreview-assign:{seed}")
     drawn = list(units)
     rng.shuffle(drawn)
+    # stable sorts: the draw is unchanged where no one is kept from anything
+    drawn.sort(key=lambda u: _kept_count(u, kept))  # the freest units make the overlap
     shared, rest = drawn[:overlap], drawn[overlap:]
+    rest.sort(key=lambda u: -_kept_count(u, kept))  # the least free first, while loads allow
     order = list(people)
     rng.shuffle(order)  # who takes the extra unit when the split is uneven
-    chosen: dict[str, set[int]] = {p: set(shared) for p in people}
-    for i, unit in enumerate(rest):
-        for j in range(raters_per_unit):
-            chosen[order[(i * raters_per_unit + j) % len(order)]].add(unit)
+    chosen = {p: {u for u in shared if u not in kept.get(p, ())} for p in people}
+    cursor = 0
+    for unit in rest:
+        allowed = [i for i, p in enumerate(order) if unit not in kept.get(p, ())]
+        cursor = _hand_out_one(unit, order, allowed, chosen, raters_per_unit, cursor)
     keep = set(shared)
     return (
         [u for u in units if u in keep],
         {p: [u for u in units if u in chosen[p]] for p in people},
     )
+
+
+def _kept_count(unit: int, kept: Mapping[str, set[int]]) -> int:
+    """How many people may not answer ``unit``."""
+    return sum(unit in units for units in kept.values())
+
+
+def _check_split(n_units: int, people: list[str], overlap: int, raters_per_unit: int) -> None:
+    if not people:
+        raise SetupError("name at least one annotator")
+    if len(set(people)) != len(people):
+        raise SetupError("an annotator is listed twice")
+    if not 0 <= overlap <= n_units:
+        raise SetupError(f"the overlap must be between 0 and {n_units} (the units to hand out)")
+    if overlap and len(people) < 2:
+        raise SetupError("an overlap needs two annotators or more")
+    if not 1 <= raters_per_unit <= len(people):
+        raise SetupError(f"raters per unit must be between 1 and {len(people)}")
+
+
+def _hand_out_one(
+    unit: int,
+    order: list[str],
+    allowed: list[int],
+    chosen: dict[str, set[int]],
+    raters_per_unit: int,
+    cursor: int,
+) -> int:
+    """Give ``unit`` to the ``raters_per_unit`` least loaded of the people ``allowed`` (their
+    places in ``order``), the next from ``cursor`` first on equal loads: a plain round robin
+    when everyone is allowed. Returns the cursor for the next unit."""
+    n = len(order)
+    ranked = sorted(allowed, key=lambda i: (len(chosen[order[i]]), (i - cursor) % n))
+    picked = ranked[:raters_per_unit]
+    for i in picked:
+        chosen[order[i]].add(unit)
+    if not picked:
+        return cursor
+    return (cursor + max((i - cursor) % n for i in picked) + 1) % n
 
 
 @dataclass(frozen=True)
@@ -696,6 +743,10 @@ class AssignmentPlan:
     n_units: int  # units handed out (those not assigned before)
     n_already_assigned: int
     adaptive_judgements: int = 0  # an adaptive set: the pairs each person judges
+    # units not given to a person because they wrote one of its responses (seed 001 Sec. 5)
+    kept_from: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # units going to fewer people than asked (all for a shared unit), with how many they get
+    short_units: Mapping[int, int] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         return {name: len(units) for name, units in self.by_annotator.items()}
@@ -714,11 +765,63 @@ class AssignmentPlan:
                 if self.n_already_assigned
                 else ""
             ),
-            f"  {len(self.shared_units)} answered by all of {', '.join(self.annotators)}; "
-            f"the rest by {self.raters_per_unit} annotator(s) each (seed {self.seed})",
+            f"  {len(self.shared_units)} answered by all of {', '.join(self.annotators)}"
+            + (" but their responses' authors" if self._short_shared() else "")
+            + f"; the rest by {self.raters_per_unit} annotator(s) each (seed {self.seed})",
         ]
         lines += [f"  {name}: {n} unit(s)" for name, n in self.counts().items()]
-        return "\n".join(lines)
+        return "\n".join(lines + self._own_response_lines())
+
+    def _short_shared(self) -> int:
+        """Shared units going to fewer than all (their responses' authors left out)."""
+        return sum(u in self.short_units for u in self.shared_units)
+
+    def kept_in_brief(self) -> str:
+        """One sentence on the units kept from their responses' authors ("" when none)."""
+        if not self.kept_from:
+            return ""
+        kept = sum(map(len, self.kept_from.values()))
+        nobody = sum(n == 0 for n in self.short_units.values())
+        short = (
+            f"{len(self.short_units)} with too few annotators"
+            + (f" ({nobody} with none)" if nobody else "")
+            if self.short_units
+            else "every unit still gets the annotators asked"
+        )
+        return (
+            f"{kept} unit(s) kept from the person who wrote one of their responses "
+            f"(seed 001 Sec. 5); {short}: see the plan."
+        )
+
+    def _own_response_lines(self) -> list[str]:
+        """What keeping units from their responses' authors did to the plan, in words."""
+        if not self.kept_from:
+            return []
+        kept = ", ".join(f"{name} {len(units)}" for name, units in self.kept_from.items())
+        lines = [
+            f"  Kept from their authors (seed 001 Sec. 5: no one judges a response they "
+            f"wrote): {kept} unit(s)"
+        ]
+        nobody = sum(n == 0 for n in self.short_units.values())
+        shared = sum(n > 0 and u in self.shared_units for u, n in self.short_units.items())
+        fewer = len(self.short_units) - nobody - shared
+        if shared:
+            lines.append(
+                f"  Too few annotators: {shared} shared unit(s) go to everyone but the "
+                "person who wrote one of their responses"
+            )
+        if fewer:
+            lines.append(
+                f"  Too few annotators: {fewer} unit(s) go to fewer than "
+                f"{self.raters_per_unit}: too few of the people named wrote none of their "
+                "responses"
+            )
+        if nobody:
+            lines.append(
+                f"  Too few annotators: {nobody} unit(s) go to no one (each holds a response "
+                "by every person named) and stay unassigned: hand them out to others"
+            )
+        return lines
 
 
 def _gold_only(s: Session) -> set[tuple[int, int]]:
@@ -774,6 +877,7 @@ def plan_assignment(
             s.scalars(select(Unit.id).where(Unit.unit_set_id == row.id).order_by(Unit.position))
         )
         gold = _gold_only(s)
+        authors = response_authors(s, Unit.unit_set_id == row.id)
         taken = {
             u
             for u, a in s.execute(
@@ -790,8 +894,14 @@ def plan_assignment(
             if units
             else f"the unit set {row.name!r} has no units"
         )
+    kept = own_units({u: authors[u] for u in free if u in authors}, annotators)
     shared, split = split_with_overlap(
-        free, annotators, overlap=overlap, raters_per_unit=raters_per_unit, seed=seed
+        free,
+        annotators,
+        overlap=overlap,
+        raters_per_unit=raters_per_unit,
+        seed=seed,
+        kept_from=kept,
     )
     return AssignmentPlan(
         unit_set=row.name,
@@ -804,7 +914,21 @@ def plan_assignment(
         by_annotator={name: tuple(units) for name, units in split.items()},
         n_units=len(free),
         n_already_assigned=len(units) - len(free),
+        kept_from={name: tuple(sorted(units)) for name, units in kept.items()},
+        short_units=_short_units(free, shared, split, raters_per_unit) if kept else {},
     )
+
+
+def _short_units(
+    free: list[int], shared: list[int], split: Mapping[str, list[int]], raters_per_unit: int
+) -> dict[int, int]:
+    """unit -> the people it goes to, for the units going to fewer than asked (a shared
+    unit: to everyone)."""
+    given = Counter(u for units in split.values() for u in units)
+    everyone = set(shared)
+    return {
+        u: given[u] for u in free if given[u] < (len(split) if u in everyone else raters_per_unit)
+    }
 
 
 def _plan_adaptive(
@@ -879,6 +1003,7 @@ def assign_units(
                 f"unit {clash[0]} of {set_row.name!r} was assigned since the plan was made; "
                 "plan again"
             )
+        _refuse_own_responses(s, set_row, plan)
         for name, units in plan.by_annotator.items():
             order = list(units)
             if shuffle_order:
@@ -900,11 +1025,36 @@ def assign_units(
                 "seed": plan.seed,
                 "counts": plan.counts(),
                 "shuffle_order": shuffle_order,
+                **_own_response_details(plan),
             },
         )
         steps.check()
     steps.finish()
     return plan
+
+
+def _refuse_own_responses(s: Session, set_row: UnitSet, plan: AssignmentPlan) -> None:
+    """Refuse a plan giving someone a unit that holds a response they wrote (seed 001 Sec. 5);
+    :func:`plan_assignment` makes none, a plan made by other means may."""
+    authors = response_authors(s, Unit.unit_set_id == set_row.id)
+    for name, units in plan.by_annotator.items():
+        own = sorted(set(units) & own_units(authors, [name]).get(name, set()))
+        if own:
+            raise SetupError(
+                f"unit {own[0]} of {set_row.name!r} holds a response {name} wrote: no one "
+                "judges their own response (seed 001 Sec. 5); plan the hand-out again"
+            )
+
+
+def _own_response_details(plan: AssignmentPlan) -> dict[str, Any]:
+    """For the audit log: units kept from their authors, and units short of people."""
+    if not plan.kept_from:
+        return {}
+    return {
+        "kept_from_authors": {name: len(units) for name, units in plan.kept_from.items()},
+        "short_units": len(plan.short_units),
+        "unassigned_units": sum(n == 0 for n in plan.short_units.values()),
+    }
 
 
 def add_annotators(

@@ -872,7 +872,8 @@ class StudySetupDialog(QDialog):
         self.assign_label.setText(html.escape(plan.summary()).replace("\n", "<br>"))
         self.message.note(
             f"Plan: {plan.n_units} unit(s) of {plan.unit_set!r} to hand out, {shared} to everyone. "
-            "Nothing is saved until you assign."
+            + (f"{plan.kept_in_brief()} " if plan.kept_from else "")
+            + "Nothing is saved until you assign."
         )
         self._update_buttons()
 

@@ -591,3 +591,42 @@ def test_the_pi_gives_pairs_flagged_as_hard_to_a_second_annotator(
     assert [(actor, sorted(json.loads(units))) for actor, units in events] == [
         (pi, sorted(asked["nurse_ava"]))
     ]
+
+
+def test_replies_in_a_rank_set_are_kept_from_their_authors(qtbot, demo_file, tmp_path, prefs):
+    """Seed 001 Sec. 5: no clinician judges a reply they wrote. The PI ranks the clinicians'
+    replies beside the drafts; the preview says how many units are kept from whom and that
+    the sets holding a reply by each of the three go to no one; the hand-out gives no one
+    their own reply."""
+    path = demo_copy(demo_file, tmp_path)
+    window = open_window(qtbot, prefs, path, "dr_pi")
+    dialog = open_setup(qtbot, window)
+    dialog.tabs.setCurrentIndex(1)
+    pick(qtbot, dialog.recipe_box, "ran", "rank")
+    type_into(qtbot, dialog.first_edit, "author_kind=clinician,model")
+    type_into(qtbot, dialog.set_name_edit, "Replies and drafts")
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    click(qtbot, dialog.create_button)
+    wait_idle(qtbot, dialog)
+    hand_out(qtbot, dialog, CLINICIANS, 5, 1)
+    plan = plain_text(dialog.assign_label.text())
+    assert (
+        "Kept from their authors (seed 001 Sec. 5: no one judges a response they wrote): "
+        "nurse_ava 14, dr_ben 14, np_chloe 14 unit(s)"
+    ) in plan
+    assert "Too few annotators: 14 unit(s) go to no one" in plan
+    assert (
+        "42 unit(s) kept from the person who wrote one of their responses (seed 001 Sec. 5); "
+        "14 with too few annotators (14 with none): see the plan."
+    ) in dialog.message.plain()
+    click(qtbot, dialog.assign_button)
+    wait_idle(qtbot, dialog)
+    own = sql(
+        path,
+        "SELECT count(*) FROM assignments x JOIN annotators a ON a.id = x.annotator_id "
+        "JOIN rank_members m ON m.unit_id = x.unit_id JOIN responses r ON r.id = m.response_id "
+        "WHERE r.author = a.name",
+    )
+    assert own == [(0,)]
+    assert len({unit for unit, _ in assignment_of(path, "Replies and drafts")}) == 36 - 14

@@ -90,6 +90,8 @@ class ImportContext:
         self._ids: dict[str, dict[str, int]] = {}
         # (unit, annotator) assignments imported without saying whether they hold gold only
         self.unmarked: set[tuple[int, int]] = set()
+        # (unit, annotator) assignments of units judged, checked for own responses at the end
+        self.judged: set[tuple[int, int]] = set()
 
     @property
     def catalogs(self) -> Catalogs:

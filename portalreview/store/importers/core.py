@@ -67,6 +67,7 @@ def _load(ctx: ImportContext, plan: list[tuple[Part, Format]]) -> None:
     for part, fmt in plan:
         fmt.load(ctx, part)
     study.mark_old_holders(ctx)
+    study.note_own_responses(ctx)
     ctx.session.flush()
     _audit(ctx, plan, before)
     after = count_rows(ctx.session)

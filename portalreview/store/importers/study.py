@@ -38,6 +38,7 @@ from portalreview.store.models import (
     Unit,
     UnitSet,
 )
+from portalreview.store.own_responses import JUDGED_KINDS, response_authors
 from portalreview.store.service import MAX_OWN_EXAMPLES
 
 ANNOTATOR_COLUMNS = ("name", "display_name", "role", "is_model", "created_at")
@@ -420,6 +421,8 @@ def _add_assignment(ctx: ImportContext, rec: Record) -> None:
         row.is_gold_holder = rec.boolean("gold_holder")
     else:  # an export older than format 7: told once the answers are in
         ctx.unmarked.add((unit.id, person))
+    if unit.kind in JUDGED_KINDS:
+        ctx.judged.add((unit.id, person))
 
 
 def mark_old_holders(ctx: ImportContext) -> None:
@@ -435,6 +438,40 @@ def mark_old_holders(ctx: ImportContext) -> None:
 
     for key in (ctx.unmarked & pairs(True)) - pairs(False):  # one query each, not one a row
         ctx.session.get(Assignment, key).is_gold_holder = True
+
+
+def note_own_responses(ctx: ImportContext) -> None:
+    """A note naming the imported assignments that give a person a unit holding a response
+    they wrote (seed 001 Sec. 5: clinicians did not evaluate their own responses). They are
+    imported as the file says, so that a study exported that way comes back whole."""
+    if not ctx.judged:
+        return
+    s = ctx.session
+    sets = {s.get(Unit, u).unit_set_id for u, _ in ctx.judged}
+    authors = response_authors(s, Unit.unit_set_id.in_(sets))
+    names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
+    own: dict[str, list[str]] = {}
+    for unit_id, person in sorted(ctx.judged):
+        holder = s.get(Assignment, (unit_id, person)).is_gold_holder  # the PI's gold: no work
+        if names[person] in authors.get(unit_id, ()) and not holder:
+            unit = s.get(Unit, unit_id)
+            where = f"{s.get(UnitSet, unit.unit_set_id).name!r} position {unit.position}"
+            own.setdefault(names[person], []).append(where)
+    if own:
+        ctx.report.note(_own_responses_note(own))
+
+
+def _own_responses_note(own: dict[str, list[str]]) -> str:
+    listed = "; ".join(
+        f"{name}: {', '.join(units[:3])}" + (f" and {len(units) - 3} more" if units[3:] else "")
+        for name, units in own.items()
+    )
+    return (
+        f"{sum(map(len, own.values()))} assignment(s) give a person a unit holding a response "
+        f"they wrote ({listed}); no one should judge their own response (seed 001 Sec. 5). "
+        "They were imported as the file says: if that was not meant, leave those rows out of "
+        "the file (an import can be tried first with --dry-run)."
+    )
 
 
 def _check_presentation(rec: Record, made: dict, given: dict) -> None:
