@@ -101,7 +101,7 @@ from portalreview.store.models import (
     UnitSet,
     utc_now,
 )
-from portalreview.store.project import SUFFIX, Project, ProjectError
+from portalreview.store.project import SUFFIX, Project, ProjectError, sqlite_uri
 from portalreview.store.schema_sql import trigger_statements
 from portalreview.store.service import AccessError, StoreError, StudyService
 from portalreview.store.study_setup import CancelFn, EventRecorder, ProgressFn, Steps
@@ -221,7 +221,7 @@ def _sqlite_copy(source: Path, target: Path, steps: Steps | None = None) -> None
     """A consistent copy of ``source`` (read-only) into the new file ``target`` (owner-only)."""
     fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     os.close(fd)
-    src = sqlite3.connect(f"file:{source.resolve()}?mode=ro", uri=True)
+    src = sqlite3.connect(sqlite_uri(source.resolve(), "mode=ro"), uri=True)
     try:
         dest = sqlite3.connect(target)
         try:
@@ -794,7 +794,7 @@ def _copy_details(info: CopyInfo, file_name: str) -> dict[str, Any]:
 def _user_version(path: Path) -> int:
     """The file's project format; the current one when SQLite cannot read it."""
     try:
-        conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+        conn = sqlite3.connect(sqlite_uri(path.resolve(), "mode=ro"), uri=True)
     except sqlite3.Error:
         return SCHEMA_VERSION
     try:

@@ -177,9 +177,17 @@ def _read_only_query(path: Path) -> str:
     return "mode=ro&immutable=1"
 
 
+def sqlite_uri(path: Path, query: str) -> str:
+    """An SQLite URI of ``path`` with ``query``. Every byte of the path as the file system
+    spells it is percent-encoded: ``#``, ``?`` and ``%`` are URI syntax (a folder named
+    "Station #5" was cut short, and SQLite created a stray file), and SQLite hands the decoded
+    bytes to the file system as they are (a UTF-8 path under a Latin-1 locale named no file)."""
+    return f"file:{quote(os.fsencode(path))}?{query}"
+
+
 def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
     query = _read_only_query(path) if read_only else "mode=rw"
-    uri = f"file:{quote(str(path.resolve()))}?{query}"
+    uri = sqlite_uri(path.resolve(), query)
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 5000")
@@ -194,7 +202,7 @@ def _connect_backup(path: Path) -> sqlite3.Connection:
     opened it and left saves in a WAL beside it, which only a normal connection reads."""
     if _wal_has_frames(path):
         return _connect(path, read_only=True)
-    return sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+    return sqlite3.connect(sqlite_uri(path.resolve(), "mode=ro&immutable=1"), uri=True)
 
 
 def _make_engine(path: Path, read_only: bool, life: Closing | None = None) -> Engine:
@@ -427,7 +435,7 @@ def _undo_interrupted_save(path: Path) -> None:
     lock. The committed state comes back: what SQLite itself does on opening such a file."""
     _read_header(path)  # never let SQLite write into a file that is no database
     try:
-        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True, isolation_level=None)
+        conn = sqlite3.connect(sqlite_uri(path, "mode=rw"), uri=True, isolation_level=None)
         try:
             conn.execute("PRAGMA busy_timeout = 5000")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # rolls it back

@@ -451,3 +451,20 @@ def test_the_pis_work_in_a_copy_turns_a_masters_gold_holder_into_work(master, tm
     assert [q.unit_id for q in pat.queue("empathy")] == [empathy]
     assert pat.get_answer(empathy).status == "submitted"
     assert pat.get_answer(empathy, gold=True).status == "draft"
+
+
+@pytest.mark.parametrize("folder", ["Station #5", "Study 100%25", "Q?", "Ärzte é 日本"])
+def test_a_copy_is_made_and_merged_in_a_folder_whose_name_is_uri_syntax(tmp_path, folder):
+    """An SQLite URI of the project's path quotes it: "#" cut the path short (no copy, and a
+    stray empty file "Station " beside the folder), "%25" named another file."""
+    where = tmp_path / folder
+    where.mkdir()
+    with Project.create(where / "master.prproj") as project:
+        study = build_small_study(project)
+        copy = make_copy(project, where / "ava.prproj", annotator="ava").path
+        _edit(copy, "ava", study.units["urgency"], _urgent(study.case2))
+        merged = merge_copy(project, copy)
+        assert len(merged.added) == 1
+        ava = StudyService(project).as_viewer("ava")
+        assert ava.get_answer(study.units["urgency"]).payload["more_urgent_case_id"] == study.case2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder]  # nothing beside it

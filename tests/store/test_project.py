@@ -724,3 +724,14 @@ def test_a_backup_reason_must_be_fit_for_a_file_name(tmp_path):
         with pytest.raises(ValueError, match="reason"):
             make_backup(path, reason)
     assert list_backups(path) == []
+
+
+def test_an_sqlite_uri_spells_the_path_as_the_file_system_does(monkeypatch):
+    """URI syntax in a folder name is quoted, and the path's bytes are the file system's own
+    (under a Latin-1 locale "ü" is one byte, not UTF-8's two: SQLite opens those bytes)."""
+    uri = project_module.sqlite_uri(Path("/data/Station #5/100%/Q?.prproj"), "mode=ro")
+    assert uri == "file:/data/Station%20%235/100%25/Q%3F.prproj?mode=ro"
+    monkeypatch.setattr(project_module.os, "fsencode", lambda p: str(p).encode("latin-1"))
+    assert project_module.sqlite_uri(Path("/data/Müller.prproj"), "mode=rw") == (
+        "file:/data/M%FCller.prproj?mode=rw"
+    )
