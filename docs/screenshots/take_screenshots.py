@@ -111,6 +111,15 @@ def match_screen(window: MainWindow) -> None:
     save(window, "match.png")
 
 
+def facts_screens(window: MainWindow) -> None:
+    """A fact check not started (unit 15), and one done (unit 2): the patient's message above
+    the two replies."""
+    show(window, "facts", 15)
+    save(window, "facts-0-new.png")
+    show(window, "facts", 2)
+    save(window, "facts-1-checks.png")
+
+
 def sign_in_screen(path: Path, prefs: Preferences) -> None:
     from portalreview.store.project import Project
     from portalreview.store.service import StudyService
@@ -254,6 +263,7 @@ def main() -> None:
     respond_screens(window)
     rank_screen(window)
     match_screen(window)
+    facts_screens(window)
     window.close()
     dashboard_screens(path, prefs)
     apply_color_scheme("dark")

@@ -413,7 +413,7 @@ def suggest_facts(ctx: SuggestContext, unit: UnitView) -> tuple[dict, dict]:
     if "fact_error_category" in ctx.templates and len(ctx.catalogs.error_categories) >= 2:
         # asked after every entailment question: these prompts share their long prefix
         numbers["error_category"] = suggest_error_categories(
-            ctx, original.text, edited.text, facts
+            ctx, original.text, edited.text, facts, message=_case(unit).message
         )
     return {"facts": facts}, numbers
 
@@ -422,14 +422,16 @@ _SIDE_NAMES = {"original": "the original reply", "edited": "the edited reply"}
 
 
 def suggest_error_categories(
-    ctx: SuggestContext, original: str, edited: str, facts: list[dict]
+    ctx: SuggestContext, original: str, edited: str, facts: list[dict], *, message: str
 ) -> list[dict | None]:
     """Set the error category of every fact of ``facts`` (payload entries) that is not
     entailed (seed 004, Supplementary Table 3); returns per fact the probabilities by category
-    id and their mass (None for an entailed fact)."""
+    id and their mass (None for an entailed fact). ``message``: the patient's, which the
+    experts read with both replies (seed 004, Section 3.1), for a template that shows it."""
     labels = error_category_labels(ctx.catalogs)
     shared = {
         "categories": error_categories_text(ctx.catalogs),
+        "message": message,
         "original": original,
         "edited": edited,
     }

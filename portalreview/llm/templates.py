@@ -47,6 +47,8 @@ class TemplateKind:
     "yes_no" (read from the next-token distribution, nothing generated), or "one_token" (one
     of a few one-token labels, also read from the next-token distribution).
     ``optional``: a suggestion goes ahead without it (it adds to the kind's answer).
+    ``may_use``: placeholders a text may use but need not: offered after projects had stored
+    their copy of the kind's template, which must go on working without them.
     """
 
     id: str
@@ -57,6 +59,12 @@ class TemplateKind:
     cuts: tuple[tuple[str, ...], ...] = ()
     source: str = ""
     optional: bool = False
+    may_use: tuple[str, ...] = ()
+
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        """Every placeholder a text of this kind can use: the required ones, then the others."""
+        return self.placeholders + self.may_use
 
 
 TEMPLATE_KINDS: dict[str, TemplateKind] = {
@@ -199,9 +207,12 @@ TEMPLATE_KINDS: dict[str, TemplateKind] = {
             "facts",
             ("categories", "original", "edited", "side", "fact"),
             "one_token",
-            cuts=(("original", "edited"), ("side", "fact")),
+            cuts=(("message", "original", "edited"), ("side", "fact")),
             source="seed 004, expert error categories (Supplementary Table 3); our definitions",
             optional=True,
+            # the patient's message, as the experts saw it (seed 004, Section 3.1): "Adds
+            # Unnecessary Advice" is advice unrelated to the patient's query
+            may_use=("message",),
         ),
     )
 }
@@ -239,15 +250,20 @@ def validate(kind: str, text: str) -> None:
     if not text.strip():
         raise TemplateError(f"the {spec.title} template is empty")
     used = placeholders_of(text)
-    unknown = [p for p in used if p not in spec.placeholders]
+    unknown = [p for p in used if p not in spec.allowed]
     missing = [p for p in spec.placeholders if p not in used]
-    allowed = ", ".join("{{" + p + "}}" for p in spec.placeholders)
+    allowed = ", ".join("{{" + p + "}}" for p in spec.allowed)
     if unknown:
         names = ", ".join("{{" + p + "}}" for p in unknown)
         raise TemplateError(f"the {spec.title} template uses {names}; it can use {allowed}")
     if missing:
         names = ", ".join("{{" + p + "}}" for p in missing)
-        raise TemplateError(f"the {spec.title} template must contain {names} (all of {allowed})")
+        required = ", ".join("{{" + p + "}}" for p in spec.placeholders)
+        also = ", ".join("{{" + p + "}}" for p in spec.may_use)
+        raise TemplateError(
+            f"the {spec.title} template must contain {names} (all of {required})"
+            + (f"; it may also use {also}" if also else "")
+        )
 
 
 def render(text: str, values: Mapping[str, str], cuts: Sequence[Sequence[str]] = ()) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from dataclasses import replace
 
 import pytest
 from llm_testkit import PARAMS, SMALL_LIMITS, engine, tiny_model_file  # noqa: F401 - fixtures
@@ -77,15 +78,18 @@ def test_the_category_template_renders_every_category_with_its_letter(study):
     assert list(labels.values()) == [c.id for c in catalogs.error_categories]
     values = {
         "categories": tpl.error_categories_text(catalogs),
+        "message": "MSG",
         "original": "ORIG",
         "edited": "EDIT",
         "side": "the edited reply",
         "fact": "FACT",
     }
     segments = default_template("fact_error_category").render(values)
-    # cut before the replies and before the fact: the instructions, then both replies, are
-    # prefixes shared by every fact of a unit
+    # cut before the message and before the fact: the instructions, then the patient's message
+    # and both replies, are prefixes shared by every fact of a unit
     assert len(segments) == 3 and "ORIG" in segments[1] and "FACT" in segments[2]
+    # the message as the experts read it, before the replies (seed 004, Section 3.1)
+    assert segments[1].index("MSG") < segments[1].index("ORIG")
     text = "".join(segments)
     for letter, category in zip(labels, catalogs.error_categories, strict=True):
         assert f"- {letter}: {category.name}. {category.definition}" in text
@@ -198,13 +202,15 @@ def test_a_fact_not_entailed_gets_a_category_and_an_entailed_one_none(engine, st
         {"side": "original", "text": "Go to the ER now.", "entailed": True},
         {"side": "edited", "text": "You will be fine.", "entailed": False},
     ]
-    observed = sg.suggest_error_categories(ctx, original, edited, facts)
+    message = unit.cases[0].message
+    observed = sg.suggest_error_categories(ctx, original, edited, facts, message=message)
     catalogs = study.service.catalogs
     labels = tpl.error_category_labels(catalogs)
     assert "error_category" not in facts[0] and observed[0] is None
     assert facts[1]["error_category"] in {c.id for c in catalogs.error_categories}
     values = {
         "categories": tpl.error_categories_text(catalogs),
+        "message": message,
         "original": original,
         "edited": edited,
         "side": "the edited reply",
@@ -240,6 +246,58 @@ def test_the_facts_suggestion_carries_categories_only_where_not_entailed(
     assert [f.get("error_category") for f in stored["facts"]] == [
         f.get("error_category") for f in facts
     ]
+
+
+def test_the_category_question_shows_the_model_the_patient_s_message(
+    engine,  # noqa: F811
+    study,
+):
+    """Seed 004, Section 3.1: the experts read the patient's message with both replies; "Adds
+    Unnecessary Advice" (Supplementary Table 3) is advice unrelated to the patient's query."""
+    unit = study.service.read_unit(study.units["facts"])
+    recorder = sg.PromptRecorder(engine)
+    ctx = replace(context(engine, study, "facts"), engine=recorder)
+    facts = [{"side": "edited", "text": "Take two aspirin daily.", "entailed": False}]
+    message = unit.cases[0].message
+    sg.suggest_error_categories(ctx, "ORIG", "EDIT", facts, message=message)
+    (prompt,) = recorder.prompts
+    assert message in prompt and prompt.index(message) < prompt.index("ORIG")
+
+
+def test_a_facts_suggestion_gives_the_category_question_the_unit_s_message(
+    engine,  # noqa: F811
+    study,
+    monkeypatch,
+):
+    unit = study.service.read_unit(study.units["facts"])
+    asked = []
+    real = sg.suggest_error_categories
+    monkeypatch.setattr(
+        sg, "suggest_error_categories", lambda *a, **k: asked.append(k) or real(*a, **k)
+    )
+    suggest(engine, study, "facts")
+    assert [k.get("message") for k in asked] == [unit.cases[0].message]
+
+
+def test_an_older_category_template_without_the_message_still_works(
+    engine,  # noqa: F811
+    study,
+):
+    """A project stored its copy of the category template before {{message}} was offered:
+    the text is still accepted, and suggestions still use it."""
+    older = default_text("fact_error_category").replace(
+        "The patient's message:\n{{message}}\n\n", ""
+    )
+    assert "{{message}}" not in older
+    tpl.validate("fact_error_category", older)
+    library = PromptLibrary(study.service.as_viewer("pat"))
+    library.save("fact_error_category", "fact_error_category", older)
+    ctx = context(engine, study, "facts")
+    assert ctx.templates["fact_error_category"].text == older
+    unit = study.service.read_unit(study.units["facts"])
+    facts = [{"side": "edited", "text": "You will be fine.", "entailed": False}]
+    sg.suggest_error_categories(ctx, "ORIG", "EDIT", facts, message=unit.cases[0].message)
+    assert facts[0]["error_category"] in {c.id for c in study.service.catalogs.error_categories}
 
 
 # --- projects made before these templates existed -----------------------------------------------

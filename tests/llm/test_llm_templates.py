@@ -22,7 +22,7 @@ from portalreview.store.templates import TemplateService
 def test_every_kind_has_a_valid_default(kind):
     text = tpl.default_text(kind)
     tpl.validate(kind, text)
-    assert set(tpl.placeholders_of(text)) == set(tpl.TEMPLATE_KINDS[kind].placeholders)
+    assert set(tpl.placeholders_of(text)) == set(tpl.TEMPLATE_KINDS[kind].allowed)
 
 
 def test_validation_names_what_is_wrong():
@@ -34,6 +34,21 @@ def test_validation_names_what_is_wrong():
         tpl.validate("fact_entail", "   ")
     with pytest.raises(TemplateError, match="unknown template kind"):
         tpl.validate("poetry", "{{x}}")
+
+
+def test_the_category_template_may_show_the_patient_s_message():
+    """Seed 004, Section 3.1: the experts read the patient's message with both replies. A PI's
+    text may use {{message}}; one stored before it was offered (without it) still passes."""
+    spec = tpl.TEMPLATE_KINDS["fact_error_category"]
+    assert "message" in spec.allowed and "message" not in spec.placeholders
+    bundled = tpl.default_text("fact_error_category")
+    assert "{{message}}" in bundled
+    older = bundled.replace("The patient's message:\n{{message}}\n\n", "")
+    assert "{{message}}" not in older
+    for text in (bundled, older, older + "\nPatient: {{message}}"):
+        tpl.validate("fact_error_category", text)
+    with pytest.raises(TemplateError, match=r"must contain \{\{fact\}\}.*may also use \{\{message"):
+        tpl.validate("fact_error_category", bundled.replace("{{fact}}", ""))
 
 
 def test_render_cuts_before_each_group_and_keeps_other_braces():

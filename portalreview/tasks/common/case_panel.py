@@ -97,16 +97,28 @@ def items_html(items: list[str]) -> str:
     return f"<ul style='margin-left:-18px'>{rows}</ul>"
 
 
-class CasePanel(QScrollArea):
-    """Read-only view of one case. ``show_case`` replaces what is shown."""
+class _ReadingColumn(QWidget):
+    """The panel's contents, as tall as their text at the panel's width (height for width):
+    the height a word-wrapped label asks for at its narrowest made a short panel (the facts
+    editor's) scroll on through blank space."""
 
-    def __init__(self, parent: QWidget | None = None, title: str = "Patient message") -> None:
+    def minimumSizeHint(self) -> QSize:
+        return QSize(super().minimumSizeHint().width(), 0)
+
+
+class CasePanel(QScrollArea):
+    """Read-only view of one case. ``show_case`` replaces what is shown. ``chart=False``: the
+    message alone, for a task whose raters saw no chart (seed 004's fact checks)."""
+
+    def __init__(
+        self, parent: QWidget | None = None, title: str = "Patient message", chart: bool = True
+    ) -> None:
         super().__init__(parent)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         # Everything wraps to the panel's width: read top to bottom, never sideways.
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        inner = QWidget()
+        inner = _ReadingColumn()
         layout = QVBoxLayout(inner)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.setSpacing(6)
@@ -121,7 +133,7 @@ class CasePanel(QScrollArea):
         layout.addWidget(self.message_section)
         self.sections: dict[str, CollapsibleSection] = {}
         self.section_labels: dict[str, QLabel] = {}
-        for key, name in CHART_SECTIONS:
+        for key, name in CHART_SECTIONS if chart else ():
             label = _reading_label(rich=True)
             self.section_labels[key] = label
             self.sections[key] = CollapsibleSection(name, label)
@@ -149,5 +161,5 @@ class CasePanel(QScrollArea):
         who = ", ".join(x for x in (case.age_band, case.gender) if x)
         self.header.setText(f"Case {case.external_id}" + (f"  ·  {who}" if who else ""))
         self.message.setText(case.message)
-        for key, _ in CHART_SECTIONS:
-            self.section_labels[key].setText(items_html(case.chart.get(key, [])))
+        for key, label in self.section_labels.items():
+            label.setText(items_html(case.chart.get(key, [])))

@@ -1,10 +1,13 @@
-"""Fact checks of an edited response (seed 004, MedFactChecking, Section 3.3): the original and
-the edited response side by side, the medical facts of each (typed by the annotator, or taken
-from a selection in the text), and for each fact whether the *other* text entails it: a fact
-of the original is kept when the edited response entails it, a fact of the edit is supported
-when the original entails it. A fact that was lost or added gets the expert error category of
-Supplementary Table 3. Fact-Recall (kept / facts of the original) and Fact-Precision
-(supported / facts of the edit) of the pair are shown live (``metrics.facts``).
+"""Fact checks of an edited response (seed 004, MedFactChecking, Section 3.3): the patient's
+message at the top (the expert saw the message with both replies, Section 3.1: an error
+category such as "Adds Unnecessary Advice", advice unrelated to the patient's query, is judged
+against it; its title folds it away), the original and the edited response side by side under
+it, the medical facts of each (typed by the annotator, or taken from a selection in the text),
+and for each fact whether the *other* text entails it: a fact of the original is kept when the
+edited response entails it, a fact of the edit is supported when the original entails it. A
+fact that was lost or added gets the expert error category of Supplementary Table 3.
+Fact-Recall (kept / facts of the original) and Fact-Precision (supported / facts of the edit)
+of the pair are shown live (``metrics.facts``).
 
 Keys: in a response, select text and press F to list it as a fact of that response; in the
 box under a fact list, type a fact and press Enter. In a fact list: Y the other text entails
@@ -23,7 +26,7 @@ import copy
 import html
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QAbstractItemDelegate,
     QAbstractItemView,
@@ -44,6 +47,7 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics.facts import fact_scores_from_counts
 from portalreview.store.service import AnswerView, UnitView
+from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import Editor, LiveFigure
 from portalreview.tasks.eppc.editor import FittedText
 from portalreview.ui import colours
@@ -66,10 +70,28 @@ _CATEGORY_TIP = {
 }
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
+MESSAGE_LINES = 4  # the message's first height, in lines: most are read whole, a long one scrolls
 
 
 def _empty_state() -> dict[str, Any]:
     return {"original": [], "edited": [], "no_facts": False}
+
+
+class MessagePanel(CasePanel):
+    """The patient's message (no chart: seed 004's experts saw the message and both replies,
+    Section 3.1), over the replies: MESSAGE_LINES lines high at first, its title folds it, the
+    handle under it drags it taller, a longer message scrolls."""
+
+    def __init__(self) -> None:
+        super().__init__(title="The patient's message", chart=False)
+        self.setObjectName("factsMessage")
+        self.setAccessibleName("The patient's message")
+
+    def sizeHint(self) -> QSize:
+        lines = self.fontMetrics().lineSpacing()
+        title = max(self.message_section.toggle.sizeHint().height(), lines)
+        margins = 32  # the panel's margins and spacing, the message's own margin
+        return QSize(super().sizeHint().width(), (MESSAGE_LINES + 1) * lines + title + margins)
 
 
 class FactSide(QWidget):
@@ -256,6 +278,7 @@ class FactsEditor(Editor):
         # the facts of each side, and "no_facts": the pair said to hold no medical fact at all
         self.state: dict[str, Any] = _empty_state()
         self._pair: int | None = None  # the unit shown (a suggestion shown keeps the boxes)
+        self.case_panel = MessagePanel()  # above the replies: the fact tables need the width
         self.sides = {side: FactSide(self, side) for side in SIDES}
         self.scores = LiveFigure()
         self.scores.setObjectName("factScores")
@@ -288,7 +311,8 @@ class FactsEditor(Editor):
         splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(splitter, 1)
+        self.reading = self._message_above(splitter)
+        layout.addWidget(self.reading, 1)
         no_facts_row = QHBoxLayout()  # the box as wide as its words: a click beside it misses
         no_facts_row.addWidget(self.no_facts_box)
         no_facts_row.addStretch(1)
@@ -301,9 +325,34 @@ class FactsEditor(Editor):
             side.table.installEventFilter(self)
             side.text_view.installEventFilter(self)
 
+    def _message_above(self, replies: QWidget) -> QSplitter:
+        """The patient's message over the replies, at its panel's size hint: a taller window
+        gives its room to the replies."""
+        reading = QSplitter(Qt.Orientation.Vertical)
+        reading.addWidget(self.case_panel)
+        reading.addWidget(replies)
+        reading.setChildrenCollapsible(False)
+        reading.setStretchFactor(0, 0)
+        reading.setStretchFactor(1, 1)
+        self.case_panel.message_section.toggle.toggled.connect(self._message_folded)
+        return reading
+
+    def _message_folded(self, open_: bool) -> None:
+        """A folded message gives its room to the replies; unfolded, it takes it back."""
+        panel = self.case_panel
+        if open_:
+            wanted = panel.sizeHint().height()
+        else:
+            panel.message_section.updateGeometry()  # asked before Qt lays it out again
+            wanted = panel.widget().heightForWidth(panel.viewport().width())
+        total = sum(self.reading.sizes())
+        self.reading.setSizes([wanted, max(0, total - wanted)])
+
     # --- Editor interface -------------------------------------------------------------------
 
     def show_unit(self, unit: UnitView, answer: AnswerView | None) -> None:
+        self.case_panel.show_case(unit.cases[0])
+        self.case_panel.verticalScrollBar().setValue(0)
         for side, response in zip(SIDES, unit.responses, strict=False):
             view = self.sides[side]
             other = "edited" if side == "original" else "original"
