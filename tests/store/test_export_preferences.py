@@ -150,3 +150,31 @@ def test_the_pi_s_gold_answers_are_not_preferences(answered, tmp_path) -> None:
     assert {r["annotator"] for r in pooled} == {"ava"} and len(pooled) == 3
     summary = json.loads((tmp_path / "out" / "preferences-summary.json").read_text())
     assert summary["left_out"]["gold (adjudicated) answers"] == 1
+
+
+def test_names_that_would_share_a_file_get_a_file_each(answered, tmp_path) -> None:
+    """Each clinician's pairs in a file of their own (docs/formats.md): names differing only in
+    letters outside ASCII, or only in case (one file on Windows and macOS), once shared one
+    file, which held one person's pairs while the summary listed both."""
+    study, _ = answered
+    svc = study.service
+    people = ["Dr Müller", "Dr Möller", "AVA", "看護師_田中", "看護師_鈴木"]
+    ranked = {"entries": [
+        {"response_id": study.draft1, "rank": 1, "correct": True, "criteria": []},
+        {"response_id": study.draft2, "rank": 2, "correct": True, "criteria": []},
+    ]}  # fmt: skip
+    for name in people:
+        svc.assign(study.units["rank"], svc.add_annotator(name, name))
+        svc.as_viewer(name).save_answer(study.units["rank"], ranked, status="submitted")
+    written = export_external(svc.project, "preferences", tmp_path / "out")
+    assert len({p.name.casefold() for p in written}) == 1 + len(people) + 2  # pooled, summary
+    summary = json.loads((tmp_path / "out" / "preferences-summary.json").read_text())
+    files = summary["file_by_annotator"]
+    assert set(files) == {"ava", *people}
+    assert len({name.casefold() for name in files.values()}) == len(files)
+    assert files["Dr Müller"] == "preferences-Dr_Müller.jsonl"
+    assert {files["ava"], files["AVA"]} == {"preferences-AVA.jsonl", "preferences-ava-2.jsonl"}
+    for person, name in files.items():
+        records = _read(tmp_path / "out", name)
+        assert {r["annotator"] for r in records} == {person}
+        assert len(records) == summary["pairs_by_annotator"][person]

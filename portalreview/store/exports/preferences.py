@@ -136,8 +136,25 @@ def _jsonl(records: list[dict]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
 
 
-def _file_name(annotator: str) -> str:
-    return "preferences-" + re.sub(r"[^A-Za-z0-9_.-]", "_", annotator) + ".jsonl"
+POOLED, SUMMARY = "preferences-pooled.jsonl", "preferences-summary.json"
+
+
+def _file_names(people: list[str]) -> dict[str, str]:
+    """Each person's file, ``preferences-NAME.jsonl``: letters and digits of any script kept,
+    other characters as ``_``. Names that would give one file ("Dr Müller" and "Dr Möller"
+    once, when only ASCII was kept; "Ava" and "ava" on Windows' and macOS' case-blind file
+    systems) get ``-2``, ``-3``, so that no one's file replaces another's."""
+    taken = {POOLED.casefold(), SUMMARY.casefold()}
+    names = {}
+    for person in people:
+        stem = "preferences-" + re.sub(r"[^\w.-]", "_", person)
+        name, n = f"{stem}.jsonl", 1
+        while name.casefold() in taken:
+            n += 1
+            name = f"{stem}-{n}.jsonl"
+        taken.add(name.casefold())
+        names[person] = name
+    return names
 
 
 def build(snapshot: Snapshot, annotator: str | None = None) -> dict[str, bytes]:
@@ -146,17 +163,19 @@ def build(snapshot: Snapshot, annotator: str | None = None) -> dict[str, bytes]:
     records, left_out = preference_records(snapshot, annotator)
     files: dict[str, bytes] = {}
     people = sorted({r["annotator"] for r in records} | ({annotator} if annotator else set()))
+    file_names = _file_names(people)
     for person in people:
-        files[_file_name(person)] = _jsonl([r for r in records if r["annotator"] == person])
+        files[file_names[person]] = _jsonl([r for r in records if r["annotator"] == person])
     if annotator is None:
-        files["preferences-pooled.jsonl"] = _jsonl(records)
+        files[POOLED] = _jsonl(records)
     summary = {
         "format": "TRL preference (conversational): prompt, chosen, rejected",
         "annotator": annotator or "all (pooled and per annotator)",
         "pairs": len(records),
         "pairs_by_source": {s: sum(r["source"] == s for r in records) for s in SOURCES},
         "pairs_by_annotator": {p: sum(r["annotator"] == p for r in records) for p in people},
+        "file_by_annotator": file_names,
         "left_out": dict(sorted(left_out.items())),
     }
-    files["preferences-summary.json"] = (json.dumps(summary, indent=2) + "\n").encode("utf-8")
+    files[SUMMARY] = (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     return files
