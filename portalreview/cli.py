@@ -8,6 +8,7 @@ changed then.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import logging
 import sys
@@ -1135,6 +1136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         return open_app(path, opened.as_annotator)
     args = parser.parse_args(argv)
+    write_any_text()
     setup_logging("cli")
     if sys.stdin.isatty():
         _ask_server_passwords_here()
@@ -1148,6 +1150,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     log.info("command %s done (status %s) in %.3f s", args.verb, status, _since(started))
     return status
+
+
+def write_any_text() -> None:
+    """Standard output and error write every character. Redirected to a file on Windows they
+    use the ANSI code page (cp1252 in Western Europe), which has no "Ł" or "Ş": printing such
+    a clinician's name failed and the file stayed empty. A stream that is not UTF-8 is made
+    UTF-8 (a Windows console is not affected: Python writes to it in UTF-16)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        if encoding and codecs.lookup(encoding).name != "utf-8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8")
 
 
 def _worded(exc: Exception) -> str:

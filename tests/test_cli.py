@@ -306,3 +306,19 @@ def test_bad_paths_get_a_clear_message_naming_them(tmp_path, capsys, monkeypatch
     assert named in err and "Traceback" not in err and "Errno" not in err
     with Project.open(path, read_only=True) as p:
         assert fingerprint(p) == before
+
+
+def test_names_outside_the_ansi_code_page_are_written_to_a_redirected_output(tmp_path):
+    """Windows writes a redirected output in the ANSI code page (cp1252: no "Ł", no "Ş"),
+    as PYTHONIOENCODING=cp1252 does here: `info > out.txt` printed only a codec error."""
+    path = tmp_path / "study.prproj"
+    assert main(["new", str(path), "--annotator", "Łukasz", "--annotator", "Ayşe Şahin"]) == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "portalreview", "info", str(path)],
+        env={**os.environ, "PYTHONIOENCODING": "cp1252", "PYTHONUTF8": "0"},
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    out = done.stdout.decode("utf-8")
+    assert "Łukasz" in out and "Ayşe Şahin" in out
