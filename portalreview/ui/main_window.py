@@ -60,7 +60,7 @@ from portalreview.ui import colours
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import AnnotationSession, UnsavedChanges
-from portalreview.ui.settings import DEFAULT_POINT_SIZE, Preferences, clamp_point_size
+from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
 from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
 from portalreview.ui.workers import run_with_progress
@@ -1005,7 +1005,7 @@ class MainWindow(QMainWindow):
         self._set_point_size(self.point_size + delta)
 
     def zoom_reset(self) -> None:
-        self._set_point_size(DEFAULT_POINT_SIZE)
+        self._set_point_size(default_point_size())
 
     def _set_point_size(self, size: float) -> None:
         self.point_size = clamp_point_size(size)

@@ -6,12 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
 
 ORGANIZATION = "PortalReview"
 APPLICATION = "PortalReview"
 MAX_RECENT = 8
 DEFAULT_POINT_SIZE = 11.0
 MIN_POINT_SIZE, MAX_POINT_SIZE = 8.0, 28.0
+
+
+def default_point_size() -> float:
+    """The reading size before a person chooses one (and after Ctrl+0): 11 pt, or the system's
+    font size when that is larger (a person who set a large font for every program gets it in
+    the editors too, not only in the menus and lists)."""
+    app = QApplication.instance()
+    system = app.font().pointSizeF() if isinstance(app, QApplication) else -1.0
+    return clamp_point_size(max(DEFAULT_POINT_SIZE, system))
 
 
 class Preferences:
@@ -47,11 +57,11 @@ class Preferences:
         self.qs.setValue(f"projects/{project_key}/last_annotator", name)
 
     def point_size(self, annotator: str) -> float:
-        value = self.qs.value(f"people/{annotator}/point_size", DEFAULT_POINT_SIZE)
+        value = self.qs.value(f"people/{annotator}/point_size")
         try:
             return clamp_point_size(float(value))
-        except (TypeError, ValueError):
-            return DEFAULT_POINT_SIZE
+        except (TypeError, ValueError):  # none chosen yet (None), or not a number
+            return default_point_size()
 
     def set_point_size(self, annotator: str, size: float) -> None:
         self.qs.setValue(f"people/{annotator}/point_size", clamp_point_size(size))

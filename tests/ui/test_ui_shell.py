@@ -72,6 +72,29 @@ def test_text_size_is_remembered_per_person(qtbot, gui, tmp_path):
         again.close()
 
 
+@pytest.fixture
+def large_system_font(qapp):
+    """The system's font at 18 pt, as a person who needs large text sets it for every program."""
+    before = qapp.font()
+    font = qapp.font()
+    font.setPointSizeF(18)
+    qapp.setFont(font)
+    yield
+    qapp.setFont(before)
+
+
+def test_a_large_system_font_is_the_editors_reading_size(qtbot, gui, tmp_path, large_system_font):
+    """The editors read at the system's size when it is larger than 11 pt (they were set to
+    11 pt at sign-in, and Ctrl+0 went back to 11 pt, under 18 pt menus and lists)."""
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    assert window.point_size == 18
+    assert window.editors["respond"].font().pointSizeF() == 18
+    window.act_zoom_in.trigger()
+    assert window.point_size == 19
+    window.act_zoom_reset.trigger()
+    assert window.point_size == 18
+
+
 def test_queue_filters_jumps_and_next_to_do(qtbot, gui, tmp_path):
     window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
     assert window.kind == "respond"
