@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from portalreview.store.kinds.base import PayloadError
 from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
@@ -40,8 +40,10 @@ _ACTIVITY = {
 
 
 class ActivityClock(QObject):
-    """Active time on task: the time between input events, counting no gap longer than
-    ``IDLE_SECONDS`` (a clinician called away does not inflate the measure)."""
+    """Active time on task: the time from opening a unit through each input event, a gap
+    longer than ``IDLE_SECONDS`` counting as ``IDLE_SECONDS`` (a clinician called away does
+    not inflate the measure). Only input to the window the unit is shown in counts, and to a
+    dialog it opens (not the PI's tool windows beside it): ``scope`` gives that window."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -49,9 +51,17 @@ class ActivityClock(QObject):
         self._last: float | None = None
         self.seconds = 0.0
         self.running = False
+        self.scope: Callable[[], QWidget | None] = lambda: None
 
     def start(self) -> None:
-        self.seconds, self._last, self.running = 0.0, None, True
+        """A unit was opened: counting starts now."""
+        self.seconds, self._last, self.running = 0.0, self._clock(), True
+
+    def bank(self) -> None:
+        """The seconds so far were stored: start a new sum, going on from the last input (the
+        gap from it to the next input belongs to the new sum; once it was lost at every
+        autosave, so a steady typist was credited with half their time)."""
+        self.seconds = 0.0
 
     def stop(self) -> None:
         self.running = False
@@ -65,9 +75,16 @@ class ActivityClock(QObject):
         self._last = now
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() in _ACTIVITY:
+        if event.type() in _ACTIVITY and self._in_scope(watched):
             self.touch()
         return False
+
+    def _in_scope(self, watched: QObject) -> bool:
+        scope = self.scope()
+        if scope is None or not isinstance(watched, QWidget):
+            return scope is None
+        window = watched.window()
+        return window is scope or window is QApplication.activeModalWidget()
 
 
 def follow_saves(
@@ -110,6 +127,7 @@ class AnnotationSession(QObject):
         self.suggestion_state: str | None = None
         self._suggestion_base: dict | None = None
         self.clock = ActivityClock()
+        self.clock.scope = lambda: self.editor.window() if self.editor is not None else None
         app = QApplication.instance()
         if app is not None:
             app.installEventFilter(self.clock)
@@ -253,7 +271,7 @@ class AnnotationSession(QObject):
         self.last_failure = None
         if self.suggestion_id is not None:  # what this save recorded
             self.suggestion_state = view.suggestion_use or self.suggestion_state
-        self.clock.start()  # the time so far is now stored in the answer
+        self.clock.bank()  # the time so far is now stored in the answer
         self._set_pending(False)
         self.saved.emit(view)
         if refused:
