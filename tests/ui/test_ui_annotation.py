@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QComboBox, QInputDialog
 from ui_support import (
     answer_sign_in_dialog,
@@ -234,6 +235,35 @@ def test_undo_and_redo_round_trip_typing_and_ranks(qtbot, gui, prefs):
     assert editor.state["ranks"][first] is None
     window.act_redo.trigger()
     assert editor.state["ranks"][first] == 2
+
+
+def test_undo_takes_back_the_last_typing_when_it_followed_on_in_an_earlier_box(
+    qtbot, gui, prefs
+):
+    """Typing in box A, then B, then at the end of A again: Ctrl+Z takes back the last
+    typing, in A. Qt merged the later typing into A's first step, under B's, so Ctrl+Z
+    emptied B (perhaps out of view), and the next took all of A at once."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    empathy, planning = box(window, "empathy"), box(window, "planning")
+    qtbot.keyClicks(empathy, "Sorry.")
+    qtbot.keyClicks(planning, "Rest.")
+    empathy.setFocus()
+    empathy.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClicks(empathy, " Call us.")
+    qtbot.keyClick(empathy, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry.", "Rest.")
+    wait_saved(qtbot, window)
+    stored = stored_answer(gui.path, gui.ids.units["respond"], "ava")
+    assert stored.payload["parts"] == {"empathy": "Sorry.", "planning": "Rest."}
+    window.act_undo.trigger()
+    assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry.", "")
+    window.act_undo.trigger()
+    assert empathy.toPlainText() == ""
+    for _ in range(3):
+        window.act_redo.trigger()
+    assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry. Call us.", "Rest.")
 
 
 def test_flag_with_a_note_for_the_pi(qtbot, gui, prefs, monkeypatch):
