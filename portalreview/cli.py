@@ -1165,9 +1165,12 @@ def write_any_text() -> None:
 
 def _worded(exc: Exception) -> str:
     """The message for the terminal; a file error (the last resort) names its file in words
-    rather than as "[Errno 21] Is a directory: 'x'"."""
+    rather than as "[Errno 21] Is a directory: 'x'". A rename refused names its target: the
+    source is a temporary file, gone by now."""
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
-        return f"{exc.filename}: {exc.strerror[:1].lower()}{exc.strerror[1:]}"
+        refused = isinstance(exc, PermissionError) and exc.filename2
+        file = exc.filename2 if refused else exc.filename
+        return f"{file}: {exc.strerror[:1].lower()}{exc.strerror[1:]}"
     return str(exc)
 
 

@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -219,6 +220,99 @@ def test_an_xlsx_report_into_a_missing_folder_names_the_folder(tmp_path, capsys)
     out = tmp_path / "nowhere" / "r.xlsx"
     assert main(["report", str(path), "--format", "xlsx", "-o", str(out), "--resamples", "5"]) == 2
     assert capsys.readouterr().err.strip().endswith(f"{out.parent}: no such folder")
+
+
+def _open_in_excel(monkeypatch, held: Path) -> None:
+    """What Windows does to a rename over a file that Excel holds open: refuses it, naming
+    the temporary source first and the target second."""
+    rename = os.replace
+
+    def refused(source, target, *args, **kwargs) -> None:
+        if Path(target) == held:
+            raise PermissionError(13, "Access is denied", str(source), 5, str(target))
+        rename(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", refused)
+
+
+@pytest.mark.parametrize(
+    "command, name",
+    [
+        (["report", "--format", "xlsx", "--resamples", "5"], "r.xlsx"),
+        (["report", "--format", "json", "--resamples", "5"], "r.json"),
+        (["report", "--format", "csv", "--resamples", "5"], "r/report.json"),
+        (["export", "--format", "xlsx"], "r.xlsx"),
+        (["export", "--format", "csv"], "r/cases.csv"),
+    ],
+)
+def test_a_report_or_export_open_in_excel_is_named_with_what_to_do(
+    tmp_path, capsys, monkeypatch, command, name
+):
+    """On Windows a file open in Excel cannot be written over: the message names it (not the
+    temporary file the system names) and says to close it."""
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+    out = tmp_path / name.split("/")[0]
+    verb, *options = command
+    args = [verb, str(path), *options, "-o", str(out)]
+    assert main(args) == 0
+    before = (tmp_path / name).read_bytes()
+    _open_in_excel(monkeypatch, tmp_path / name)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / name} cannot be written over (access is denied): it may be open in " in err
+    assert "Close it there and try again." in err and ".tmp" not in err
+    assert (tmp_path / name).read_bytes() == before
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_refused_rename_names_its_target_not_the_temporary_file():
+    from portalreview.cli import _worded
+
+    refused = PermissionError(13, "Access is denied", "c.prproj.part", 5, "c.prproj")
+    assert _worded(refused) == "c.prproj: access is denied"
+    missing = FileNotFoundError(2, "No such file or directory", "a.csv", None, "b.csv")
+    assert _worded(missing) == "a.csv: no such file or directory"
+
+
+_READ_ONLY_FOLDER = """
+import io, sys
+from openpyxl.worksheet import _writer
+from portalreview.cli import main
+
+opener = io.open
+
+def read_only_folder(file, mode="r", *args, **kwargs):
+    if "w" in mode and str(file).endswith(".xlsx.tmp"):
+        raise PermissionError(13, "Permission denied", str(file))
+    return opener(file, mode, *args, **kwargs)
+
+io.open = read_only_folder
+status = main(sys.argv[1:])
+print(status, len(_writer.ALL_TEMP_FILES))  # the sheets' files still in the temporary folder
+"""
+
+
+@pytest.mark.parametrize("verb, options", [("report", ["--resamples", "5"]), ("export", [])])
+def test_an_xlsx_file_that_cannot_be_created_leaves_no_stray_tracebacks(tmp_path, verb, options):
+    """A workbook that cannot be saved (a read-only folder) is closed then, not left to the
+    garbage collector: no "Exception ignored ... I/O operation on closed file" tracebacks
+    after the message, no sheet files left in the temporary folder."""
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+    out = tmp_path / "r.xlsx"
+    args = [verb, str(path), "--format", "xlsx", *options, "-o", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_ONLY_FOLDER, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.stderr == f"portalreview {verb}: {out}: permission denied\n"
+    assert done.stdout.split()[-2:] == ["2", "0"]
 
 
 def test_report_takes_the_figures_the_dashboard_kept(tmp_path, monkeypatch):

@@ -37,6 +37,7 @@ from portalreview.store.frames import (
     read_frames,
 )
 from portalreview.store.models import Case, Response
+from portalreview.store.output_files import write_through_temporary
 from portalreview.store.project import Project, refuse_project_output
 
 FORMAT = "portalreview-report"
@@ -260,7 +261,7 @@ def write_json_report(
     report = build_report(project, **options)
     out = Path(out_path)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
-    out.write_text(text + "\n", encoding="utf-8")
+    write_through_temporary(out, lambda temporary: temporary.write_text(text + "\n", "utf-8"))
     logging.getLogger(__name__).info("report written: %s (json)", out)
     return out
 

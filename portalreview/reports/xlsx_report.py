@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from portalreview.reports.json_report import build_report, report_and_frames
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.models import Answer, AuditEntry, Suggestion
+from portalreview.store.output_files import save_workbook, write_through_temporary
 from portalreview.store.project import Project, refuse_project_output
 from portalreview.store.study_setup import CancelFn, ProgressFn, Steps
 
@@ -2427,12 +2428,7 @@ def write_workbook(sheets: Sequence[Sheet], out: Path, steps: Steps | None = Non
         _write_sheet(book, sheet, steps)
         if steps:
             steps.step()
-    temporary = out.with_name(out.name + ".tmp")
-    try:
-        book.save(temporary)
-        os.replace(temporary, out)
-    finally:
-        temporary.unlink(missing_ok=True)
+    write_through_temporary(out, lambda temporary: save_workbook(book, temporary))
     log.info("report written: %s (xlsx, %d sheets)", out, len(sheets))
     return out
 
@@ -2513,6 +2509,16 @@ def write_xlsx_report(
     return out
 
 
+def _csv_table(table: Table) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        with path.open("w", encoding="utf-8-sig", newline="") as fh:
+            writer = safe_writer(fh)  # no text runs as a formula (store/csv_cells.py)
+            writer.writerow(safe_row(table.headers))
+            writer.writerows(safe_row(c.value for c in row) for row in table.rows)
+
+    return write
+
+
 def write_csv_report(
     project: Project,
     out_dir: str | os.PathLike,
@@ -2545,18 +2551,11 @@ def write_csv_report(
     steps.total = steps.done + len(tables) + 1
     written = []
     for table in tables:
-        path = folder / f"{table.key}.csv"
-        with path.open("w", encoding="utf-8-sig", newline="") as fh:
-            writer = safe_writer(fh)  # no text runs as a formula (store/csv_cells.py)
-            writer.writerow(safe_row(table.headers))
-            writer.writerows(safe_row(c.value for c in row) for row in table.rows)
-        written.append(path)
+        written.append(write_through_temporary(folder / f"{table.key}.csv", _csv_table(table)))
         steps.step()
+    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     path = folder / "report.json"
-    path.write_text(
-        json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    written.append(path)
+    written.append(write_through_temporary(path, lambda p: p.write_text(text, "utf-8")))
     steps.step()
     steps.finish()
     log.info("report written: %s (csv, %d tables)", folder, len(tables))

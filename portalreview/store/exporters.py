@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +61,7 @@ from portalreview.store.models import (
     Unit,
     UnitSet,
 )
+from portalreview.store.output_files import save_workbook, write_through_temporary
 from portalreview.store.project import Project, refuse_project_output
 from portalreview.store.service import CHART_SECTIONS, StudyService, chart_text_of
 
@@ -382,13 +382,7 @@ def _audit(session: Session, names: Names) -> Iterator[Row]:
 
 def _replace(path: Path, write) -> Path:
     """Write through a temporary file and rename it, so a failure leaves no half file."""
-    temporary = path.with_name(path.name + ".tmp")
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return write_through_temporary(path, write)
 
 
 def _write_json(path: Path, data: dict) -> Path:
@@ -452,7 +446,9 @@ def _write_xlsx(path: Path, meta: dict, tables: dict[str, Table]) -> Path:
         sheet.append(list(columns))
         for row in values[name]:
             sheet.append([_text_cell(WriteOnlyCell, sheet, v) for v in row])
-    return _replace(path if path.suffix else path.with_suffix(".xlsx"), book.save)
+    return _replace(
+        path if path.suffix else path.with_suffix(".xlsx"), lambda p: save_workbook(book, p)
+    )
 
 
 def _excel_value(table: str, number: int, column: str, value: Any) -> Any:

@@ -27,32 +27,49 @@ from pathlib import Path
 
 from portalreview.store.models import utc_now
 
+# Windows byte-range locks are mandatory: another program cannot even read a locked byte. The
+# holder's details are written from byte 0 for others to read, so the lock is taken on one byte
+# far past them (a lock may lie beyond the end of a file).
+WINDOWS_LOCK_OFFSET = 1 << 20
+
 if os.name == "nt":  # pragma: no cover - exercised by the Windows workflow
     import msvcrt
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        return True
-
-    def _unlock(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-
 else:
     import fcntl
 
-    def _try_lock(fd: int) -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False
-        return True
+    msvcrt = None  # the Windows functions below are tested with a stand-in
 
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+
+def _windows_try_lock(fd: int) -> bool:
+    os.lseek(fd, WINDOWS_LOCK_OFFSET, os.SEEK_SET)
+    try:
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    except OSError:
+        return False
+    return True
+
+
+def _windows_unlock(fd: int) -> None:
+    os.lseek(fd, WINDOWS_LOCK_OFFSET, os.SEEK_SET)
+    msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+
+def _posix_try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _posix_unlock(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+if os.name == "nt":  # pragma: no cover - exercised by the Windows workflow
+    _try_lock, _unlock = _windows_try_lock, _windows_unlock
+else:
+    _try_lock, _unlock = _posix_try_lock, _posix_unlock
 
 
 @dataclass(frozen=True)

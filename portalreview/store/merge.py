@@ -101,6 +101,7 @@ from portalreview.store.models import (
     UnitSet,
     utc_now,
 )
+from portalreview.store.output_files import write_through_temporary
 from portalreview.store.project import SUFFIX, Project, ProjectError, sqlite_uri
 from portalreview.store.schema_sql import trigger_statements
 from portalreview.store.service import AccessError, StoreError, StudyService
@@ -1623,8 +1624,7 @@ def write_conflicts(conflicts: Iterable[Conflict], path: str | os.PathLike) -> P
     conflicts = list(conflicts)
     if path.suffix.lower() == ".json":
         text = json.dumps([c.to_dict() for c in conflicts], indent=2, ensure_ascii=False)
-        path.write_text(text + "\n", encoding="utf-8")
-        return path
+        return write_through_temporary(path, lambda p: p.write_text(text + "\n", "utf-8"))
     columns = (
         "unit_set",
         "position",
@@ -1639,20 +1639,23 @@ def write_conflicts(conflicts: Iterable[Conflict], path: str | os.PathLike) -> P
         "copy",
         "base",
     )
-    with path.open("w", encoding="utf-8-sig", newline="") as fh:
-        writer = safe_writer(fh)  # for a spreadsheet: no text runs as a formula
-        writer.writerow(columns)
-        for c in conflicts:
-            row = c.to_dict()
-            writer.writerow(
-                safe_row(
-                    json.dumps(row[k], ensure_ascii=False, sort_keys=True)
-                    if isinstance(row[k], dict) or row[k] is None
-                    else row[k]
-                    for k in columns
+
+    def write(target: Path) -> None:
+        with target.open("w", encoding="utf-8-sig", newline="") as fh:
+            writer = safe_writer(fh)  # for a spreadsheet: no text runs as a formula
+            writer.writerow(columns)
+            for c in conflicts:
+                row = c.to_dict()
+                writer.writerow(
+                    safe_row(
+                        json.dumps(row[k], ensure_ascii=False, sort_keys=True)
+                        if isinstance(row[k], dict) or row[k] is None
+                        else row[k]
+                        for k in columns
+                    )
                 )
-            )
-    return path
+
+    return write_through_temporary(path, write)
 
 
 __all__ = [

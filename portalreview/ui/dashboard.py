@@ -81,6 +81,7 @@ from portalreview.reports.xlsx_report import (
 )
 from portalreview.store.errors import ProjectClosed
 from portalreview.store.frames import StudyFrames
+from portalreview.store.output_files import write_through_temporary
 from portalreview.store.project import OutputIsProject, Project, refuse_project_output
 from portalreview.store.study_setup import Cancelled, Steps
 from portalreview.ui.charts import (
@@ -261,12 +262,7 @@ def export_json(out: str | os.PathLike, computed: Computed) -> Path:
     if not out.suffix:
         out = out.with_suffix(".json")
     text = json.dumps(report_for_export(computed), indent=2, ensure_ascii=False, allow_nan=False)
-    temporary = out.with_name(out.name + ".tmp")
-    try:
-        temporary.write_text(text + "\n", encoding="utf-8")
-        os.replace(temporary, out)
-    finally:
-        temporary.unlink(missing_ok=True)
+    write_through_temporary(out, lambda temporary: temporary.write_text(text + "\n", "utf-8"))
     logging.getLogger(__name__).info("report written: %s (json, from the dashboard)", out)
     return out
 

@@ -151,3 +151,73 @@ def test_hidden_sheets_are_skipped_with_a_note(empty_project, tmp_path):
     assert "study.xlsx: hidden sheets skipped: 'lists', 'excluded'" in report.notes
     with empty_project.read() as session:
         assert session.scalars(select(Case.external_id)).all() == ["c1"]
+
+
+# --- the separator: told from the header row ------------------------------------------------
+
+_GERMAN_EXCEL = {  # as Excel on a German Windows saves "CSV (Trennzeichen-getrennt)"
+    "quoted first cell": (
+        'message;case_id\r\n"Guten Tag; ich habe ""Fieber"",\r\n38,5 °C seit gestern";101\r\n',
+        "the header is a single column 'message;case_id'",
+    ),
+    "REDCap dictionary": (
+        "Variable / Field Name;Form Name;Section Header;Field Type;Field Label;"
+        '"Choices, Calculations, OR Slider Labels";Field Note\r\n'
+        "record_id;survey;;text;Record ID;;\r\n"
+        'pain;survey;;radio;"Schmerzen; seit wann?";"1, heute | 2, gestern";\r\n',
+        "the header 'Variable / Field Name;Form Name;Section Header;Field Type;Field Label;"
+        "\"Choices, ' is 7 columns separated by semicolons",
+    ),
+    "quoted header and cells": (
+        '"case_id";"message"\r\n"101";"Guten Tag; ich habe Fieber"\r\n',
+        'the header is a single column \'"case_id";"message"\'',
+    ),
+}
+
+
+@pytest.mark.parametrize("content, header", _GERMAN_EXCEL.values(), ids=_GERMAN_EXCEL)
+def test_a_semicolon_file_is_named_so_whatever_its_rows_hold(
+    empty_project, tmp_path, content, header
+):
+    """The separator is decided from the header row: a first data cell that Excel quoted (it
+    holds a ';', quotes, a line break) or header names holding commas do not hide it."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes(content.encode("cp1252"))
+    message = refused(empty_project, [path])
+    assert message.startswith(f"excel.csv, row 1: {header}")
+    assert message.endswith(
+        ": the file separates columns with semicolons; save it as comma-separated CSV or as an "
+        "Excel workbook (.xlsx)"
+    )
+
+
+def test_a_tab_separated_file_with_a_quoted_first_cell_is_named_so(empty_project, tmp_path):
+    path = tmp_path / "tabs.csv"
+    path.write_text('message\tcase_id\n"Hello,\tthere"\t101\n')
+    assert "row 1: the header is a single column" in refused(empty_project, [path])
+    assert "the file separates columns with tabs" in refused(empty_project, [path])
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "case_id,message,age_band",
+        'case_id,message,"age_band; note"',  # a name holding a semicolon, quoted
+        "case_id,message,age_band;note",  # and not quoted: fewer columns with ';'
+    ],
+)
+def test_a_comma_file_stays_comma_whatever_semicolons_it_holds(empty_project, tmp_path, header):
+    path = tmp_path / "cases.csv"
+    rows = (
+        '101,"Guten Tag; ich habe ""Fieber"";\r\nseit gestern",45-64\r\n'
+        "102;x,Schmerzen; seit gestern;;,18-44\r\n"
+    )
+    path.write_bytes(f"{header}\r\n{rows}".encode("cp1252"))
+    report = import_files(empty_project, [path])
+    assert report.added["cases"] == 2
+    with empty_project.read() as session:
+        messages = dict(session.execute(select(Case.external_id, Case.message)).all())
+    assert messages == {
+        "101": 'Guten Tag; ich habe "Fieber";\r\nseit gestern',
+        "102;x": "Schmerzen; seit gestern;;",
+    }

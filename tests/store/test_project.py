@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import os
 import shutil
 import sqlite3
@@ -240,6 +241,60 @@ def test_a_project_dropped_without_closing_releases_its_lock(tmp_path):
     with Project.open(path) as again:  # the collector is run for a lock held here
         assert again.integrity_check() == "ok"
     assert not (tmp_path / "s.prproj.lock").exists()
+
+
+class _WindowsLocks:
+    """A stand-in for msvcrt's byte-range locks, with Windows' rule that they are mandatory:
+    a read that covers a byte another handle has locked is refused (ERROR_LOCK_VIOLATION)."""
+
+    LK_NBLCK, LK_UNLCK = 2, 0
+
+    def __init__(self) -> None:
+        self.held: dict[tuple[int, int], dict[int, int]] = {}  # file -> {first byte: handle}
+
+    @staticmethod
+    def _file(path_or_fd: Path | int) -> tuple[int, int]:
+        info = os.fstat(path_or_fd) if isinstance(path_or_fd, int) else os.stat(path_or_fd)
+        return info.st_dev, info.st_ino
+
+    def locking(self, fd: int, mode: int, nbytes: int) -> None:
+        assert nbytes == 1
+        start = os.lseek(fd, 0, os.SEEK_CUR)  # msvcrt locks from the file position
+        held = self.held.setdefault(self._file(fd), {})
+        if mode == self.LK_UNLCK:
+            del held[start]
+        elif held.get(start, fd) != fd:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        else:
+            held[start] = fd
+
+    def refuses_reading(self, path: Path) -> bool:
+        """Reading a whole small file asks for its bytes and a read-ahead buffer beyond."""
+        end = path.stat().st_size + io.DEFAULT_BUFFER_SIZE
+        return any(start < end for start in self.held.get(self._file(path), {}))
+
+
+def test_on_windows_the_holder_of_a_lock_is_named(tmp_path, monkeypatch):
+    """Windows refuses to read a locked byte: the lock is taken past the holder's details, so
+    a second opener can still read who has the project open (not "unknown on unknown")."""
+    windows = _WindowsLocks()
+    monkeypatch.setattr(lock_module, "msvcrt", windows)
+    monkeypatch.setattr(lock_module, "_try_lock", lock_module._windows_try_lock)
+    monkeypatch.setattr(lock_module, "_unlock", lock_module._windows_unlock)
+    read_text = Path.read_text
+
+    def windows_read_text(self: Path, *args, **kwargs) -> str:
+        if windows.refuses_reading(self):
+            raise PermissionError(errno.EACCES, "locked a portion of the file", str(self), 33)
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", windows_read_text)
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    with Project.open(path), pytest.raises(ProjectLockedError) as info:
+        Project.open(path)
+    assert info.value.holder.pid == os.getpid() and "unknown" not in str(info.value)
+    Project.open(path).close()  # released on close
 
 
 def test_lock_of_a_killed_process_is_taken_over(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sqlite3
 import threading
@@ -472,6 +473,34 @@ def test_an_export_over_the_project_file_is_refused(qtbot, demo, prefs, monkeypa
     assert dashboard.write_json_to(demo) is None
     assert len(warnings) == 2 and "would write over the project file" in warnings[0]
     assert demo.read_bytes() == before and dashboard.export_worker is None
+
+
+def test_an_export_open_in_excel_says_to_close_it(qtbot, demo, prefs, tmp_path, monkeypatch):
+    """On Windows a workbook or report open in Excel cannot be written over: the message names
+    it and says to close it, not "...xlsx.tmp: access is denied"."""
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *a, **k: warnings.append(a[2])))
+    rename = os.replace
+
+    def open_in_excel(source, target) -> None:
+        if os.path.exists(target):  # Windows' refusal, naming the temporary file first
+            raise PermissionError(13, "Access is denied", str(source), 5, str(target))
+        rename(source, target)
+
+    for out, write in ((tmp_path / "shown.xlsx", dashboard.write_workbook_to),
+                       (tmp_path / "shown.json", dashboard.write_json_to)):  # fmt: skip
+        out.write_text("what Excel shows")
+        monkeypatch.setattr(os, "replace", open_in_excel)
+        write(out)
+        qtbot.waitUntil(lambda: dashboard.export_worker is None, timeout=COMPUTE_MS)
+        assert warnings.pop() == (
+            f"Could not write {out}:\n{out} cannot be written over (access is denied): it may "
+            "be open in another program, such as Excel. Close it there and try again."
+        )
+        assert dashboard.status.text() == f"Could not write {out.name}."
+        assert out.read_text() == "what Excel shows" and not list(tmp_path.glob("*.tmp"))
 
 
 # --- plots -----------------------------------------------------------------------------------

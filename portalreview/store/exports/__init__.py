@@ -14,12 +14,12 @@ Each writes a folder. Nothing is written when the export is refused (:class:`Exp
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from portalreview.store.exporters import ExportFailed
 from portalreview.store.exports.snapshot import Snapshot, read_snapshot
+from portalreview.store.output_files import write_through_temporary
 from portalreview.store.project import Project
 
 EXTERNAL_FORMATS = ("labelstudio", "prodigy", "redcap", "preferences")
@@ -76,10 +76,4 @@ def _only_sets(snapshot: Snapshot, names: list[str]) -> Snapshot:
 
 def _write_atomic(path: Path, data: bytes) -> Path:
     """Write through a temporary file and rename it, so a failure leaves no half file."""
-    temporary = path.with_name(path.name + ".tmp")
-    try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return write_through_temporary(path, lambda temporary: temporary.write_bytes(data))

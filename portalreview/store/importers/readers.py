@@ -136,9 +136,14 @@ def _csv_part(path: Path, text: str) -> Part:
 
 def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
     """(row number, cells) of every row, blank rows dropped; the header is row 1. A cell
-    escaped against spreadsheet formulas (``'=...``, as PortalReview writes) loses its quote."""
+    escaped against spreadsheet formulas (``'=...``, as PortalReview writes) loses its quote.
+    A file whose columns are separated otherwise than by commas is refused (its header says
+    so: :func:`_separator`)."""
     if csv.field_size_limit() < CSV_CELL_LIMIT:  # an exported audit log holds long cells
         csv.field_size_limit(CSV_CELL_LIMIT)
+    mark = _separator(text)
+    if mark != ",":
+        raise _separator_error(label, _OTHER_DELIMITERS[mark], text, mark)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[tuple[int, list[str]]] = []
     number = 0
@@ -147,8 +152,6 @@ def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
             if any(c.strip() for c in cells):
                 rows.append((number, [unescape_formula(c) for c in cells]))
     except csv.Error as exc:
-        if number == 0:  # quoted header cells with another separator: "a";"b" fails at once
-            _refuse_other_separator(label, text.split("\n", 1)[0])
         raise ImportFailed(
             f"the file cannot be read as CSV: {_csv_reason(exc)}",
             file=label,
@@ -157,22 +160,56 @@ def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
     return rows
 
 
-def _refuse_other_separator(label: str, line: str) -> None:
-    """Refuse a header row that is several columns when split at ; tab or |."""
-    line = line.rstrip("\r")
-    for mark, name in _OTHER_DELIMITERS.items():
-        try:
-            cells = next(csv.reader([line], delimiter=mark, strict=True))
-        except csv.Error:
+def _separator(text: str) -> str:
+    """The character between the columns, decided from the header row alone: a data row
+    (a quoted first cell, as Excel writes a text holding the separator) cannot mislead it.
+
+    Commas, unless the header read with commas is one column or breaks its quotes, or is
+    fewer columns than with another mark that it keeps inside its names (a semicolon
+    file whose header names hold commas: a REDCap data dictionary's "Choices, Calculations,
+    OR Slider Labels") -- and the header read with that mark is several clean columns."""
+    comma = _header_cells(text, ",")
+    for mark in _OTHER_DELIMITERS:
+        other = _header_cells(text, mark)
+        if other is None or len(other) < 2:
             continue
-        if len(cells) > 1:
-            raise _separator_error(label, name, line)
+        if comma is None or len(comma) < 2:
+            return mark
+        if len(other) > len(comma) and any(mark in cell for cell in comma):
+            return mark
+    return ","
 
 
-def _separator_error(label: str, name: str, header: str, place: str = "row 1") -> ImportFailed:
+def _header_cells(text: str, mark: str) -> list[str] | None:
+    """The header's cells when split at ``mark``; None where its quotes show that ``mark`` is
+    not the separator (a quote left inside a cell, or no valid CSV)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=mark, strict=True)
+    try:
+        cells = next(reader, [])
+    except csv.Error:
+        return None
+    if any('"' in cell for cell in cells):
+        return None
+    while cells and not cells[-1].strip():
+        cells.pop()
+    return cells
+
+
+def _separator_error(
+    label: str, name: str, source: str, mark: str | None = None, place: str = "row 1"
+) -> ImportFailed:
+    """The refusal of a file separated by ``name``: ``source`` is the header cell (a workbook)
+    or the file's text (CSV), ``mark`` the separator when the file is CSV."""
+    header = source.split("\n", 1)[0].rstrip("\r")
+    by_commas = next(csv.reader([header]), []) if mark else []
+    if mark and len(by_commas) > 1:  # the separator's columns hold commas
+        n = len(_header_cells(source, mark) or [])
+        shape = f"the header {header[:80]!r} is {n} columns separated by {name}"
+    else:
+        shape = f"the header is a single column {header[:80]!r}"
     return ImportFailed(
-        f"the header is a single column {header[:80]!r}: the file separates "
-        f"columns with {name}; save it as comma-separated CSV",
+        f"{shape}: the file separates columns with {name}; save it as comma-separated CSV "
+        "or as an Excel workbook (.xlsx)",
         file=label,
         place=place,
     )
@@ -323,7 +360,7 @@ def _header(label: str, columns: list[str], place: str) -> list[str]:
     if len(columns) == 1:
         for mark, name in _OTHER_DELIMITERS.items():
             if mark in columns[0]:
-                raise _separator_error(label, name, columns[0], place)
+                raise _separator_error(label, name, columns[0], place=place)
     named = [c for c in columns if c]
     for name in named:
         if named.count(name) > 1:

@@ -1,0 +1,95 @@
+"""Writing a report or an export file: through a temporary file beside it, renamed over the
+target when complete, so that a failure leaves no half file and the old file as it was.
+
+Three failures are worded for the person here rather than left to the system's words:
+
+- A file that cannot be written (a read-only folder) is named as asked for, not by the
+  temporary name.
+- On Windows a file open in Excel (or another program that holds it) cannot be replaced. The
+  system's error names the temporary file ("report.xlsx.tmp: access is denied"), which is gone
+  by the time anybody reads the message; the message names the target and what to do.
+- openpyxl's write-only workbook streams each sheet through a generator; a save that fails
+  (a read-only folder, a full disk) left those to the garbage collector, which printed
+  "Exception ignored ... I/O operation on closed file" tracebacks and kept the sheets'
+  temporary files until the program ended. :func:`save_workbook` closes them itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class OutputInUse(OSError):
+    """An existing output file that could not be replaced: open in another program (Excel
+    holds the files it shows), or one the user may not change."""
+
+
+def replace_output(temporary: Path, target: Path) -> None:
+    """Rename the finished ``temporary`` over ``target``; a refusal names ``target``."""
+    try:
+        os.replace(temporary, target)
+    except PermissionError as exc:
+        why = exc.strerror or "access is denied"
+        why = why[:1].lower() + why[1:]
+        if target.exists():
+            raise OutputInUse(
+                f"{target} cannot be written over ({why}): it may be open in another "
+                "program, such as Excel. Close it there and try again."
+            ) from exc
+        raise PermissionError(exc.errno, exc.strerror, str(target)) from exc
+
+
+def write_through_temporary(target: Path, write: Callable[[Path], Any]) -> Path:
+    """Call ``write`` on a temporary file beside ``target``, then rename it to ``target``
+    (:func:`replace_output`); the temporary file never stays behind."""
+    temporary = target.with_name(target.name + ".tmp")
+    try:
+        try:
+            write(temporary)
+        except OSError as exc:
+            if exc.filename != str(temporary) or exc.errno is None:
+                raise
+            # the message names the file asked for, not a temporary one nobody will find
+            raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
+        replace_output(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return target
+
+
+def save_workbook(book: Any, path: Path) -> None:
+    """Save the openpyxl workbook ``book`` as ``path`` (what ``book.save`` does), closing its
+    zip file and its write-only sheets' streams when that fails."""
+    from openpyxl.writer.excel import ExcelWriter
+
+    if book.write_only and not book.worksheets:
+        book.create_sheet()
+    book.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
+    try:
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+            ExcelWriter(book, archive).save()
+    except BaseException:
+        _close_sheets(book)
+        raise
+
+
+def _close_sheets(book: Any) -> None:
+    """Finish the streams of the write-only sheets and delete their temporary files (what
+    saving them would have done)."""
+    if not book.write_only:
+        return
+    for sheet in book.worksheets:
+        # already failing: the first error is the one reported
+        if not sheet.closed:
+            with contextlib.suppress(Exception):
+                sheet.close()
+        writer = getattr(sheet, "_writer", None)
+        if writer is not None:
+            with contextlib.suppress(Exception):  # gone already when it was saved
+                writer.cleanup()
