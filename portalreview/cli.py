@@ -777,7 +777,7 @@ DEFAULT_DEMO = Path("portalreview-demo.prproj")
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build the demo study (``--create PATH``), or open the default one, building it first
     when it is not there yet."""
-    from portalreview.demo import build_demo
+    from portalreview.demo import build_demo, remove_abandoned_builds
 
     if args.create:
         path = _project_path(args.create)
@@ -787,6 +787,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"Built the demo study in {path}")
         return 0
     path = DEFAULT_DEMO
+    remove_abandoned_builds(path.absolute().parent)  # what a killed build left
     if not path.exists():
         print(f"Building the demo study in {path} (a few seconds) ...", flush=True)
         build_demo(path)

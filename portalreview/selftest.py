@@ -131,10 +131,10 @@ def _llama() -> str:
 def _qt(project: Path | None, annotator: str | None) -> str:
     if project is None:
         return _qt_window(None, annotator)
-    from portalreview.store.merge import open_read_only_upgraded
+    from portalreview.store.merge import SELFTEST_PREFIX, open_read_only_upgraded
 
     # a file of an older format is shown from an upgraded temporary copy, removed afterwards
-    with open_read_only_upgraded(Path(project), ".portalreview-selftest-") as (opened, _):
+    with open_read_only_upgraded(Path(project), SELFTEST_PREFIX) as (opened, _):
         return _qt_window(opened.path, annotator)
 
 

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from portalreview import demo
 from portalreview.cli import main
 from portalreview.demo import CLINICIANS, build_demo
 from portalreview.resources import resource
@@ -71,3 +79,90 @@ def test_cli_demo_create_refuses_an_existing_file(tmp_path, capsys):
     assert main(["demo", "--create", str(target)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert target.read_text() == "keep me"
+
+
+# --- a build cut short by a kill ---------------------------------------------------------------
+
+KILLED_BUILD = r"""
+import os, signal, sys
+import portalreview.demo as demo
+import portalreview.store.project as project
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)  # a crash, a power cut, the task manager
+
+if sys.argv[1] == "creating":  # the new file made, its schema written, no study in it yet
+    project.start_study = killed
+else:  # in the middle of adding the demo's data
+    demo.build_rank = killed
+demo.build_demo("portalreview-demo.prproj")
+"""
+
+
+def _killed_build(folder, when: str) -> list[str]:
+    """Run a demo build in ``folder`` that is killed at ``when``; what it left there."""
+    env = dict(os.environ, PYTHONPATH=str(Path(demo.__file__).parents[1]))
+    done = subprocess.run([sys.executable, "-c", KILLED_BUILD, when], cwd=folder, env=env)
+    assert done.returncode == -signal.SIGKILL
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_a_killed_demo_build_leaves_no_demo_and_the_next_run_builds_the_whole_one(
+    tmp_path, monkeypatch, capsys
+):
+    """A build killed half-way used to leave the half-built file under the demo's name, which
+    every later `portalreview demo` opened (an empty study, nobody to sign in as)."""
+    left = _killed_build(tmp_path, "adding data")
+    assert "portalreview-demo.prproj" not in left
+    assert left and all(name.startswith(demo.BUILD_PREFIX) for name in left), left
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--no-gui"]) == 0
+    out = capsys.readouterr().out
+    assert "np_chloe" in out and re.search(r"Cases\s+[1-9]", out), out
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(demo.BUILD_PREFIX)]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_a_demo_build_killed_while_creating_its_file_is_removed_by_the_next_run(tmp_path):
+    """Killed in Project.create, the file used to be left under the demo's name without a
+    format version ("not a PortalReview project"), and the next run refused it."""
+    left = _killed_build(tmp_path, "creating")
+    assert "portalreview-demo.prproj" not in left
+    assert left and all(name.startswith(demo.BUILD_PREFIX) for name in left), left
+    removed = demo.remove_abandoned_builds(tmp_path)
+    assert [p.name for p in removed] == [n for n in left if n.endswith(".prproj")]
+    assert list(tmp_path.iterdir()) == []
+
+
+def _build_files(folder, pid: int, token: str) -> list[Path]:
+    stem = f"{demo.BUILD_PREFIX}{pid}-{token}"
+    files = [folder / f"{stem}{ending}" for ending in (".prproj", ".prproj-wal", ".prproj.lock")]
+    for file in files:
+        file.write_bytes(b"x")
+    return files
+
+
+def test_only_abandoned_demo_builds_are_removed(tmp_path):
+    """A build another running program (or this one, in another thread) is making stays; so
+    do files that only look alike."""
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    try:
+        ours = _build_files(tmp_path, os.getpid(), "aa11")
+        theirs = _build_files(tmp_path, running.pid, "bb22")
+        dead = _build_files(tmp_path, gone.pid, "cc33")
+        stale = _build_files(tmp_path, running.pid, "dd44")  # a reused process id
+        week_ago = time.time() - 7 * 24 * 3600
+        for file in stale:
+            os.utime(file, (week_ago, week_ago))
+        other = tmp_path / f"{demo.BUILD_PREFIX}notes.txt"
+        other.write_text("not a build")
+        os.utime(other, (week_ago, week_ago))
+        removed = demo.remove_abandoned_builds(tmp_path)
+    finally:
+        running.kill()
+        running.wait()
+    assert sorted(removed) == sorted([dead[0], stale[0]])
+    assert sorted(tmp_path.iterdir()) == sorted([*ours, *theirs, other])

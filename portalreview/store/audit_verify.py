@@ -233,9 +233,9 @@ def verify_file(path: Path, expected_last: str | None = None) -> AuditVerificati
     """Check a project file (:func:`verify_project`), opened read-only; a file of an older
     format is checked in an upgraded temporary copy (``upgraded_from`` says which format), as
     a merge reads an old copy: the file itself is never changed."""
-    from portalreview.store.merge import open_read_only_upgraded
+    from portalreview.store.merge import VERIFY_PREFIX, open_read_only_upgraded
 
-    with open_read_only_upgraded(Path(path), ".portalreview-verify-") as (project, older):
+    with open_read_only_upgraded(Path(path), VERIFY_PREFIX) as (project, older):
         return replace(verify_project(project, expected_last), upgraded_from=older)
 
 

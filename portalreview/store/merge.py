@@ -64,8 +64,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
+import socket
 import sqlite3
 import tempfile
 import uuid
@@ -77,6 +79,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from portalreview.store import leftovers
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.importers.portable import (
     ANSWER_REFS,
@@ -704,59 +707,84 @@ def make_copy(
 # The working folders of copies being made: on this machine, never on the copy's drive (a
 # USB stick's file system has no owner-only files, and what is deleted there may be read back).
 WORK_PREFIX = "portalreview-copy-work-"
+# The folders of the upgraded temporary copies of older files read by a merge, a verify and
+# the self-test (open_read_only_upgraded): each holds a whole study.
+MERGE_PREFIX = ".portalreview-merge-"
+VERIFY_PREFIX = ".portalreview-verify-"
+SELFTEST_PREFIX = ".portalreview-selftest-"
+TEMPORARY_PREFIXES = (WORK_PREFIX, MERGE_PREFIX, VERIFY_PREFIX, SELFTEST_PREFIX)
 
 
-def _work_folder() -> Path:
-    """A new owner-only folder in the system's temporary folder, named for this process."""
-    return Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+def _work_folder(prefix: str = WORK_PREFIX) -> Path:
+    """A new owner-only folder in the system's temporary folder, named for this process (so
+    that a later run can tell when it was abandoned)."""
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
 
 
-def _process_is_gone(pid: int) -> bool:
-    if os.name != "posix":
-        return False  # (no safe test there; the age decides)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-def remove_leftover_work(older_than: float = 6 * 3600) -> list[Path]:
-    """Remove the working folders of copies whose program ended without removing them (a
-    crash, a power cut): the process that made one is gone, or it is older than
-    ``older_than`` seconds. Returns the folders removed."""
-    import time
-
+def remove_leftover_work(older_than: float = leftovers.STALE_AFTER) -> list[Path]:
+    """Remove the program's folders in the system's temporary folder (copies being made,
+    upgraded copies being read: :data:`TEMPORARY_PREFIXES`) that a program ended without
+    removing (a crash, a power cut): abandoned as :func:`leftovers.is_abandoned` tells,
+    never one a running program uses. Returns the folders removed."""
     removed = []
-    root = Path(tempfile.gettempdir())
     try:
-        found = [p for p in root.iterdir() if p.name.startswith(WORK_PREFIX)]
+        found = list(Path(tempfile.gettempdir()).iterdir())
     except OSError:
         return removed
     for folder in found:
-        try:
-            pid = int(folder.name[len(WORK_PREFIX) :].split("-", 1)[0])
-            stat = folder.lstat()
-        except (ValueError, OSError):
+        prefix = next((p for p in TEMPORARY_PREFIXES if folder.name.startswith(p)), None)
+        if prefix is None or folder.is_symlink() or not folder.is_dir():
             continue
-        if not folder.is_dir() or folder.is_symlink():
-            continue
-        if hasattr(os, "getuid") and stat.st_uid != os.getuid():
-            continue
-        if pid == os.getpid():
-            continue  # this program's own, perhaps a copy being made in another thread
-        if _process_is_gone(pid) or time.time() - stat.st_mtime > older_than:
-            shutil.rmtree(folder, ignore_errors=True)
+        pid = leftovers.pid_in_name(folder.name, prefix)
+        if leftovers.is_abandoned([folder], pid, older_than=older_than):
+            leftovers.remove(folder)
             removed.append(folder)
+    return removed
+
+
+# A file being delivered is ".<name>.portalreview-<pid>-<machine>-<random>.part" beside its
+# destination; <machine> is a digest of this computer's name, so that a process id is only
+# checked on the computer that wrote it (a drive or share is seen by several).
+_PART_MARK = ".portalreview-"
+_PART_NAME = re.compile(r"\..*\.portalreview-(\d+)-([0-9a-f]{8})-[a-z0-9_]+\.part")
+
+
+def _machine_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def remove_abandoned_parts(folder: Path, older_than: float = leftovers.STALE_AFTER) -> list[Path]:
+    """Remove the half-delivered copies (``.part`` files) in ``folder`` that a copy killed
+    while delivering left there (see :func:`leftovers.is_abandoned`); one another copy is
+    still writing stays. Returns the files removed."""
+    removed = []
+    try:
+        found = [p for p in folder.iterdir() if _PART_MARK in p.name]
+    except OSError:
+        return removed
+    for part in found:
+        named = _PART_NAME.fullmatch(part.name)
+        if named is None or part.is_symlink() or not part.is_file():
+            continue
+        made_here = named[2] == _machine_tag()
+        if leftovers.is_abandoned(
+            [part], int(named[1]), made_here=made_here, older_than=older_than
+        ):
+            leftovers.remove(part)
+            removed.append(part)
     return removed
 
 
 def _deliver(finished: Path, out: Path) -> None:
     """Copy the finished file to ``out`` under a temporary name beside it, then rename it: a
-    failure leaves no half file there."""
-    fd, name = tempfile.mkstemp(prefix=f".{out.stem}-", suffix=".part", dir=out.parent)
+    failure leaves no half file there, and one a kill leaves is removed by the next copy
+    delivered to that folder."""
+    remove_abandoned_parts(out.parent)
+    fd, name = tempfile.mkstemp(
+        prefix=f".{out.stem}{_PART_MARK}{os.getpid()}-{_machine_tag()}-",
+        suffix=".part",
+        dir=out.parent,
+    )
     part = Path(name)
     try:
         with os.fdopen(fd, "wb") as target, finished.open("rb") as source:
@@ -808,12 +836,14 @@ def _user_version(path: Path) -> int:
 
 @contextlib.contextmanager
 def open_read_only_upgraded(
-    path: Path, prefix: str = ".portalreview-merge-"
+    path: Path, prefix: str = MERGE_PREFIX
 ) -> Iterator[tuple[Project, int | None]]:
     """The file ``path`` opened read-only, and None; a file in an older project format is
     upgraded in a temporary copy of it (in a new owner-only folder of the system's temporary
-    folder, named ``prefix...``, removed afterwards), which is opened instead, with the format
-    it was upgraded from. The file itself is never changed."""
+    folder, named ``prefix<pid>-...``, removed afterwards, or by a later run if this one is
+    killed: :func:`remove_leftover_work`, which runs first), which is opened instead, with the
+    format it was upgraded from. The file itself is never changed."""
+    remove_leftover_work()
     try:
         project = Project.open(path, read_only=True)
     except ProjectError:
@@ -823,7 +853,7 @@ def open_read_only_upgraded(
         version = _user_version(path)
         if not 1 <= version < SCHEMA_VERSION:
             raise
-        work = Path(tempfile.mkdtemp(prefix=prefix))
+        work = _work_folder(prefix)
         try:
             upgraded = work / path.name
             _sqlite_copy(path, upgraded)

@@ -263,8 +263,11 @@ def _probe(path: Path) -> tuple[int, int]:
             f"{version}; this version {__version__} reads up to {migrations.SCHEMA_VERSION}). "
             "Install the newer version to open it."
         )
-    if version < 1:
-        raise ProjectError(f"{path.name} has no project format version: it is not usable.")
+    if version < 1:  # our id is written first, the format with the tables (_write_schema)
+        raise ProjectError(
+            f"{path.name} has no project format version: making it was cut short, so it "
+            "holds no work. Delete it and make it again."
+        )
     return app_id, version
 
 

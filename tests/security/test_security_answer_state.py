@@ -311,7 +311,8 @@ def test_a_file_of_an_older_format_is_verified_in_an_upgraded_copy_left_unchange
     extra = {p.name for p in tmp_path.iterdir()} - {p.name for p in files}
     assert extra <= {"old.prproj-wal", "old.prproj-shm"}, extra
     assert not extra or (tmp_path / "old.prproj-wal").stat().st_size == 0
-    assert _verify_folders() == folders  # the temporary copy is gone
+    # the temporary copy is gone (and any that a killed verify left, see test_leftovers.py)
+    assert _verify_folders() <= folders
 
     conn = sqlite3.connect(path)  # and a change outside PortalReview is still found there
     conn.execute("UPDATE answers SET comment = 'x' WHERE id = (SELECT min(id) FROM answers)")

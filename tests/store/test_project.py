@@ -22,6 +22,7 @@ from portalreview.store import lock as lock_module
 from portalreview.store import migrations
 from portalreview.store import project as project_module
 from portalreview.store.project import (
+    APPLICATION_ID,
     Project,
     ProjectDamagedError,
     ProjectError,
@@ -103,8 +104,13 @@ def _sqlite_file(path: Path, app_id: int | None = None, version: int = 0) -> Non
         (lambda p: p.write_bytes(os.urandom(4096)), "not an SQLite database"),
         (lambda p: p.write_text("record_id,message\n1,hello\n"), "not an SQLite database"),
         (lambda p: _sqlite_file(p), "not a PortalReview project"),
+        # what a program killed while creating it leaves
+        (
+            lambda p: _sqlite_file(p, APPLICATION_ID),
+            "making it was cut short, so it holds no work. Delete it and make it again",
+        ),
     ],
-    ids=["zero-bytes", "random-bytes", "csv", "other-sqlite"],
+    ids=["zero-bytes", "random-bytes", "csv", "other-sqlite", "creation-cut-short"],
 )
 def test_bad_files_are_refused_and_left_untouched(tmp_path, make, message):
     path = tmp_path / "bad.prproj"
