@@ -27,6 +27,12 @@ itself unchanged. What verification cannot detect: a change made together with a
 computed audit entry by someone who may write the log (the owner of the file, the server study's
 owner), which is then an ordinary entry in the history, naming whoever it says.
 
+``verify_export(folder)`` also checks an export folder's files against the record its export
+wrote last in project.json (:mod:`portalreview.store.export_manifest`): an export stopped
+part-way while it wrote over an earlier one leaves files of both, which is reported
+(``export_problems``). An export's answers are not compared with its log: they carry portable
+references and no answer id, the log internal ids.
+
 ``verify_project(project)`` and ``verify_export(path)`` return an :class:`AuditVerification`;
 its ``ok`` is False and ``problems`` names the rows when the chain is broken, and
 ``answer_problems`` the answers that differ from the log.
