@@ -27,6 +27,12 @@ itself unchanged. What verification cannot detect: a change made together with a
 computed audit entry by someone who may write the log (the owner of the file, the server study's
 owner), which is then an ordinary entry in the history, naming whoever it says.
 
+``verify_export(folder)`` also checks an export folder's files against the record its export
+wrote last in project.json (:mod:`portalreview.store.export_manifest`): an export stopped
+part-way while it wrote over an earlier one leaves files of both, which is reported
+(``export_problems``). An export's answers are not compared with its log: they carry portable
+references and no answer id, the log internal ids.
+
 ``verify_project(project)`` and ``verify_export(path)`` return an :class:`AuditVerification`;
 its ``ok`` is False and ``problems`` names the rows when the chain is broken, and
 ``answer_problems`` the answers that differ from the log.
@@ -47,6 +53,7 @@ from sqlalchemy.orm import Session
 
 from portalreview.store.csv_cells import unescape_formula
 from portalreview.store.errors import StoreError
+from portalreview.store.export_manifest import CUT_SHORT, check_export_folder
 from portalreview.store.models import Annotator, Answer, AuditEntry, ProjectMeta
 from portalreview.store.project import Project
 from portalreview.store.service import GENESIS_HASH, StudyService, audit_hash
@@ -69,13 +76,29 @@ class AuditVerification:
     more_answer_problems: int = 0
     before_copy: int = 0  # a copy for one clinician: answers older than its log, not compared
     upgraded_from: int | None = None  # a file of this older format: checked in an upgraded copy
+    export_files: int | None = None  # an export folder's files matching its record (None: none)
+    export_problems: tuple[str, ...] = field(default_factory=tuple)  # a folder not whole
+    unrecorded_export: bool = False  # an export folder whose project.json records no files
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.answer_problems
+        return not self.problems and not self.answer_problems and not self.export_problems
 
     def describe(self) -> str:
         described = self._describe()
+        if self.export_problems:
+            described = (
+                f"export NOT WHOLE: the folder {CUT_SHORT}:\n  "
+                + "\n  ".join(self.export_problems)
+                + "\n"
+                + described
+            )
+        if self.unrecorded_export:
+            described += (
+                "\n(project.json records no list of the export's files, as exports by earlier "
+                "versions do not: that the files are one export cannot be checked; export "
+                "again to record it)"
+            )
         if self.upgraded_from is not None:
             described += (
                 f"\n(the file is in the older format {self.upgraded_from}: verified in a "
@@ -94,6 +117,8 @@ class AuditVerification:
                     f" ({self.before_copy} made before this copy was, whose entries stay in "
                     "the master's log, not compared)"
                 )
+        if self.export_files is not None and not self.export_problems:
+            answers += f"; the export's {self.export_files} files are the ones it wrote"
         if self.ok:
             return f"audit log intact: {self.entries} entries, last hash {self.last_hash}{answers}"
         lines = []
@@ -367,8 +392,22 @@ def read_exported_log(path: Path) -> list[dict[str, Any]]:
 
 
 def verify_export(path: Path, expected_last: str | None = None) -> AuditVerification:
-    """Check the audit log of an export (see :func:`read_exported_log`)."""
-    return verify_rows(read_exported_log(path), expected_last)
+    """Check the audit log of an export (see :func:`read_exported_log`) and, for a folder,
+    that its files are the ones the export recorded in project.json
+    (:func:`portalreview.store.export_manifest.check_export_folder`): a folder whose export
+    was cut short while it was written over is not taken for a whole one."""
+    path = Path(path)
+    if not path.is_dir():
+        return verify_rows(read_exported_log(path), expected_last)
+    folder = check_export_folder(path)
+    recorded_log = path / f"audit.{folder.fmt}"
+    log = recorded_log if folder.fmt and recorded_log.is_file() else path
+    return replace(
+        verify_rows(read_exported_log(log), expected_last),
+        export_files=len(folder.files) if folder.recorded else None,
+        export_problems=tuple(folder.problems),
+        unrecorded_export=not folder.recorded,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,10 @@ suggestions, answers and the audit log, in the portable formats of docs/formats.
   Excel reads accents; nested values as JSON text) and ``project.json``.
 * ``xlsx``: one workbook with a sheet per table (and a ``project`` sheet).
 
-Everything is read in one read transaction, so the files are one consistent snapshot.
+Everything is read in one read transaction, so the files are one consistent snapshot; a
+jsonl or csv folder records its files in project.json, written last, so that a folder whose
+export was cut short is refused rather than read as a mixture of two exports
+(store/export_manifest.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from portalreview import __version__
 from portalreview.store.adaptive import adaptive_settings
 from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.csv_cells import safe_row, safe_writer
+from portalreview.store.export_manifest import PROJECT_JSON, RECORD_KEY, finished, unfinished
 from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
 from portalreview.store.importers.ooxml import ooxml_escape
 from portalreview.store.importers.portable import (
@@ -88,13 +92,9 @@ def export_project(project: Project, fmt: str, out: Path) -> list[Path]:
     if fmt != "xlsx" and out.exists() and not out.is_dir():
         raise ExportFailed(f"{out} is a file; a {fmt} export is written into a folder")
     if fmt == "xlsx":
-        written = [_write_xlsx(out, meta, tables)]
+        written = [_write_xlsx(out, meta, tables)]  # one file, replaced at once: always whole
     else:
-        out.mkdir(parents=True, exist_ok=True)
-        written = [_write_json(out / "project.json", meta)]
-        writer = _write_jsonl if fmt == "jsonl" else _write_csv
-        for name, (columns, rows) in tables.items():
-            written.append(writer(out / f"{name}.{fmt}", columns, rows))
+        written = _write_folder(out, fmt, meta, tables)
     counts = ", ".join(f"{len(rows)} {name}" for name, (_, rows) in tables.items())
     log.info("export written: %s (%s; %s)", out, fmt, counts)
     return written
@@ -383,6 +383,20 @@ def _audit(session: Session, names: Names) -> Iterator[Row]:
 def _replace(path: Path, write) -> Path:
     """Write through a temporary file and rename it, so a failure leaves no half file."""
     return write_through_temporary(path, write)
+
+
+def _write_folder(out: Path, fmt: str, meta: dict, tables: dict[str, Table]) -> list[Path]:
+    """project.json first, saying the export is unfinished; then the tables, one at a time;
+    then project.json again, recording each file. A process killed part-way through writing
+    over an earlier export leaves a folder that verify and import refuse, not a mixture of
+    the two exports taken for one (store/export_manifest.py)."""
+    out.mkdir(parents=True, exist_ok=True)
+    project_json = out / PROJECT_JSON
+    _write_json(project_json, {**meta, RECORD_KEY: unfinished(fmt)})
+    writer = _write_jsonl if fmt == "jsonl" else _write_csv
+    files = [writer(out / f"{name}.{fmt}", *table) for name, table in tables.items()]
+    record = finished(fmt, files, tables["audit"][1])
+    return [_write_json(project_json, {**meta, RECORD_KEY: record}), *files]
 
 
 def _write_json(path: Path, data: dict) -> Path:

@@ -152,6 +152,15 @@ def full_study(project: Project) -> SmallStudy:
     return study
 
 
+def as_earlier_export(folder: Path) -> Path:
+    """An export folder as versions before the record of an export's files wrote it: its
+    project.json without the record, so that its files may be edited to look older."""
+    meta = json.loads((folder / "project.json").read_text(encoding="utf-8"))
+    meta.pop("export", None)
+    (folder / "project.json").write_text(json.dumps(meta), encoding="utf-8")
+    return folder
+
+
 def refused(project: Project, paths: list[Path]) -> str:
     """The message of an import of ``paths`` that must be refused and change nothing."""
     before = fingerprint(project)

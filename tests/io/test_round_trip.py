@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from io_support import fingerprint, full_study, payloads
+from io_support import as_earlier_export, fingerprint, full_study, payloads
 from sqlalchemy import select, update
 
 from portalreview.store.adaptive import adaptive_settings
@@ -447,8 +447,7 @@ def test_a_gold_holder_stays_one_and_the_pis_own_unit_stays_work(project, tmp_pa
     assert [r["unit"]["set"] for r in rows if r["gold_holder"]] == ["eppc set"]
     with _reimport(tmp_path, out, "copy") as fresh:
         assert _pis_work(fresh) == _pis_work(project)
-    old = tmp_path / "old-export"
-    shutil.copytree(out, old)
+    old = as_earlier_export(shutil.copytree(out, tmp_path / "old-export"))
     with (old / "assignments.jsonl").open("w") as f:
         for r in rows:
             f.write(json.dumps({k: v for k, v in r.items() if k != "gold_holder"}) + "\n")
@@ -464,7 +463,8 @@ def test_a_gold_answer_under_a_clinician_s_name_is_refused(exported, tmp_path):
     (exported / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     fresh = Project.create(tmp_path / "copy.prproj", name="Test study")
     before = fingerprint(fresh)
+    edited = sorted(exported.iterdir())  # an edited file is imported when named, not its folder
     with pytest.raises(ImportFailed, match="gold answer is the PI's decision; ben is a clinician"):
-        import_files(fresh, [exported])
+        import_files(fresh, edited)
     assert fingerprint(fresh) == before
     fresh.close()

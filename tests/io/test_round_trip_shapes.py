@@ -9,7 +9,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from io_support import fingerprint, write_jsonl
+from io_support import as_earlier_export, fingerprint, write_jsonl
 from sqlalchemy import select
 
 from portalreview.store.exporters import export_project
@@ -169,6 +169,7 @@ def test_an_older_export_with_internal_ids_in_observed_numbers(project, tmp_path
     study = build_small_study(project)
     _urgency_suggestion(study)
     export_project(project, "jsonl", tmp_path / "a")
+    as_earlier_export(tmp_path / "a")
     rows = _rows(tmp_path / "a", "suggestions")
     rows[0]["params"]["observed"].update(a=study.case2, b=study.case1)
     write_jsonl(tmp_path / "a" / "suggestions.jsonl", rows)
@@ -190,6 +191,7 @@ def test_an_unknown_reference_in_observed_numbers_is_refused(project, tmp_path):
     study = build_small_study(project)
     _urgency_suggestion(study)
     export_project(project, "jsonl", tmp_path / "a")
+    as_earlier_export(tmp_path / "a")
     rows = _rows(tmp_path / "a", "suggestions")
     rows[0]["params"]["observed"]["b"] = "c9"
     write_jsonl(tmp_path / "a" / "suggestions.jsonl", rows)

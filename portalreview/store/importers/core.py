@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
+from portalreview.store.export_manifest import check_export_folder
 from portalreview.store.importers import study
 from portalreview.store.importers.context import ImportContext, count_rows
 from portalreview.store.importers.errors import EmptyTable, ImportFailed
@@ -17,6 +18,8 @@ from portalreview.store.importers.records import Part
 from portalreview.store.importers.report import ImportReport
 from portalreview.store.project import Project
 from portalreview.store.service import StoreError, readable_integrity
+
+_NAME_THEM = " (to import files you changed on purpose, name them one by one, not the folder)"
 
 
 class _DryRun(Exception):
@@ -96,8 +99,13 @@ def read_all(paths: Sequence[Path | str]) -> tuple[list[Part], list[str]]:
 
 
 def _files(path: Path) -> list[Path]:
+    """The files of a folder (an export folder only when it is the whole export its
+    project.json records) or the file itself."""
     if not path.is_dir():
         return [path]
+    refusal = check_export_folder(path).refusal(path, _NAME_THEM)
+    if refusal:
+        raise ImportFailed(refusal)
     files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES)
     if not files:
         raise ImportFailed("holds no .csv, .xlsx, .jsonl or .json files to import", file=str(path))
