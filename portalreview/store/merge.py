@@ -171,6 +171,10 @@ class _Row:
         return (self.unit_id, self.annotator, self.is_gold)
 
 
+# Units named in one SQL ``IN`` list at most: SQLite before 3.32 binds 999 parameters at most.
+_MAX_SQL_IN = 900
+
+
 def _rows(
     s: Session,
     keys: set[tuple[int, str, bool]] | None = None,
@@ -178,8 +182,12 @@ def _rows(
 ) -> dict[tuple[int, str, bool], _Row]:
     """The answers (those of ``keys`` only, when given) with their full states."""
     names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
+    query = select(Answer).order_by(Answer.id)
+    units = {k[0] for k in keys} if keys is not None else set()
+    if keys is not None and len(units) <= _MAX_SQL_IN:
+        query = query.where(Answer.unit_id.in_(units))  # spares loading every answer
     out = {}
-    for answer in s.scalars(select(Answer).order_by(Answer.id)):
+    for answer in s.scalars(query):
         key = (answer.unit_id, names[answer.annotator_id], bool(answer.is_gold))
         if keys is not None and key not in keys:
             continue
@@ -1561,13 +1569,41 @@ def open_conflicts(project: Project) -> list[Conflict]:
     """Conflicts recorded by merges that the PI has not resolved yet (a conflict whose master
     answer has changed since, or now equals the copy's, is settled)."""
     with project.read() as s:
-        _, _, records = _history(s, 0)
-        current = {_key_text(*k): _digest(r.state) for k, r in _rows(s).items()}
+        records = _merge_records(s)
+        named = _conflicted_answers(records)
+        if not named:  # no merge found a conflict: none can be open, no answer need be read
+            return []
+        current = {_key_text(*k): _digest(r.state) for k, r in _rows(s, named).items()}
     out = []
     for c in _open_conflict_records(records, current):
         fields = {k: v for k, v in c.items() if k not in ("key", "copy_hash", "master_hash")}
         out.append(Conflict(**fields))
     return sorted(out, key=lambda c: (c.unit_set, c.position, c.annotator, c.copy_file))
+
+
+def _merge_records(s: Session) -> list[dict]:
+    """The merge and resolve records of the audit log, oldest first (those of ``_history``,
+    without reading the answers' entries)."""
+    return [
+        {"action": action, **json.loads(new_json)}
+        for action, new_json in s.execute(
+            select(AuditEntry.action, AuditEntry.new_json)
+            .where(AuditEntry.answer_id.is_(None), AuditEntry.action.in_(("merge", "resolve")))
+            .order_by(AuditEntry.id)
+        )
+        if new_json
+    ]
+
+
+def _conflicted_answers(records: list[dict]) -> set[tuple[int, str, bool]]:
+    """The answers (unit, annotator, gold) that some merge record lists a conflict of: the
+    only ones whose state can decide whether a conflict is still open."""
+    return {
+        (c["unit_id"], c["annotator"], bool(c["is_gold"]))
+        for rec in records
+        if rec["action"] == "merge"
+        for c in rec.get("conflicts", [])
+    }
 
 
 def _open_conflict_records(records: list[dict], current: dict[str, str]) -> list[dict]:

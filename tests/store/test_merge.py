@@ -23,7 +23,7 @@ from portalreview.store.merge import (
 from portalreview.store.models import Answer, AuditEntry, Response
 from portalreview.store.project import Project, backup_dir
 from portalreview.store.service import StudyService
-from portalreview.store.study_setup import Cancelled
+from portalreview.store.study_setup import Cancelled, EventRecorder
 from tests.conftest import build_small_study
 
 
@@ -60,6 +60,37 @@ def master(new_project):
         ben = study.service.as_viewer("ben")
         ben.save_answer(study.units["empathy"], {"equal": True}, status="submitted")
         yield p, study
+
+
+def test_open_conflicts_reads_only_the_answers_a_conflict_names(master, tmp_path, monkeypatch):
+    """Listing the open conflicts reads no answer when no merge found a conflict, and only the
+    conflicted answers after one did: reading every answer froze the Offline copies window
+    for a minute on a 1,000-case study that had never merged a copy."""
+    project, study = master
+    units = study.units
+    viewed: list[tuple[int, int]] = []  # (unit, annotator) of each answer read
+    real_view = EventRecorder._answer_view
+
+    def counted_view(s, answer):
+        viewed.append((answer.unit_id, answer.annotator_id))
+        return real_view(s, answer)
+
+    monkeypatch.setattr(EventRecorder, "_answer_view", staticmethod(counted_view))
+    assert open_conflicts(project) == [] and viewed == []  # nothing merged yet
+
+    first = make_copy(project, tmp_path / "ava-1.prproj", annotator="ava").path
+    second = make_copy(project, tmp_path / "ava-2.prproj", annotator="ava").path
+    _edit(first, "ava", units["urgency"], _urgent(study.case2))
+    _edit(first, "ava", units["empathy"], {"more_empathetic_response_id": study.edited})
+    _edit(second, "ava", units["urgency"], _urgent(study.case1), status="draft")
+    assert merge_copy(project, first).recorded
+    viewed.clear()
+    assert open_conflicts(project) == [] and viewed == []  # merged, without a conflict
+
+    (conflict,) = merge_copy(project, second).conflicts
+    viewed.clear()
+    assert [c.key for c in open_conflicts(project)] == [conflict.key]
+    assert viewed == [(units["urgency"], study.ava)]
 
 
 @pytest.mark.both_backends
