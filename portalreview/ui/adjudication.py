@@ -25,6 +25,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -548,10 +549,15 @@ class AdjudicationDialog(QDialog):
         if not self._may_leave():
             return
         kind = self.kind
-        self.reports = (
-            [] if kind is None else collect(self.service, kind, self.with_drafts.isChecked())
-        )
-        self._fill_units()
+        # a second or more on 10,000 units: show that the window is working
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            self.reports = (
+                [] if kind is None else collect(self.service, kind, self.with_drafts.isChecked())
+            )
+            self._fill_units()
+        finally:
+            QApplication.restoreOverrideCursor()
 
     def disagreements(self) -> list[UnitAnswers]:
         shown = [r for r in self.reports if r.differs]

@@ -7,10 +7,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from PySide6.QtWidgets import QApplication
 from sqlalchemy import event
+from ui_support import make_gui_study, open_window, preferences
 
 from portalreview.store.models import KINDS
 from portalreview.store.service import StudyService
+from portalreview.ui import adjudication
 from portalreview.ui.adjudication import collect, list_label, unit_brief
 
 
@@ -79,3 +82,19 @@ def test_bulk_answers_and_labels_match_the_unit_by_unit_ones(study):
             unit = pi.read_unit(unit_id)
             label = f"Unit {unit.position + 1} · {unit.unit_set}\n{unit_brief(unit)}"
             assert list_label(briefs[unit_id]) == label
+
+
+def test_the_window_shows_it_is_working_while_it_reads(qtbot, tmp_path, monkeypatch):
+    gui = make_gui_study(tmp_path)
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    dialog = adjudication.open_tool(window)
+    cursors = []
+
+    def watched_collect(*args, **kwargs):
+        cursors.append(QApplication.overrideCursor())
+        return collect(*args, **kwargs)
+
+    monkeypatch.setattr(adjudication, "collect", watched_collect)
+    dialog.with_drafts.setChecked(True)
+    assert cursors and cursors[-1] is not None, "no wait cursor while reading"
+    assert QApplication.overrideCursor() is None
