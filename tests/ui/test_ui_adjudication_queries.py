@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import pytest
 from PySide6.QtWidgets import QApplication
 from sqlalchemy import event
 from ui_support import make_gui_study, open_window, preferences
@@ -52,6 +53,7 @@ def pi_service(study) -> StudyService:
     return study.service.as_viewer("pat")
 
 
+@pytest.mark.both_backends
 def test_collect_and_the_list_read_in_bulk_not_unit_by_unit(study):
     pi = pi_service(study)
     add_disagreements(study, 2)
@@ -66,6 +68,7 @@ def test_collect_and_the_list_read_in_bulk_not_unit_by_unit(study):
     assert len(many) == len(few), "the statements grow with the number of units"
 
 
+@pytest.mark.both_backends
 def test_bulk_answers_and_labels_match_the_unit_by_unit_ones(study):
     add_disagreements(study, 3)
     pairs = study.service.create_unit_set("more pairs", "urgency")
