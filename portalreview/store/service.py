@@ -129,6 +129,18 @@ class UnitView:
 
 
 @dataclass(frozen=True)
+class UnitBrief:
+    """What a unit is about, in a few fields: for a list of many units."""
+
+    unit_id: int
+    kind: str
+    unit_set: str
+    position: int
+    case_external_ids: tuple[str, ...]
+    sentence_text: str | None = None
+
+
+@dataclass(frozen=True)
 class AnswerView:
     answer_id: int
     unit_id: int
@@ -708,6 +720,17 @@ class StudyService:
             items = [i for i in items if i.flagged == flagged]
         return items
 
+    def assigned_kinds(self) -> set[str]:
+        """The kinds with units assigned to anyone as work, in one query (PI)."""
+        query = (
+            select(Unit.kind)
+            .distinct()
+            .join(Assignment, Assignment.unit_id == Unit.id)
+            .where(_not_gold_holder())
+        )
+        with self.project.read() as s:
+            return set(s.scalars(query))
+
     def progress(self, kind: str, annotator_id: int | None = None) -> Progress:
         """Units of ``kind`` submitted, of those assigned (counted, not read one by one)."""
         return self.progress_by_kind(annotator_id).get(kind, Progress(0, 0))
@@ -770,6 +793,51 @@ class StudyService:
         with self.project.read() as s:
             return read(s)
 
+    def unit_briefs(self, unit_ids: Sequence[int]) -> dict[int, UnitBrief]:
+        """A few words on each of many units, as ``read_unit`` would show them (the list of
+        units in adjudication; PI), read a few queries per ``_BULK`` units."""
+        self._require_admin("list units")
+        ids = list(dict.fromkeys(unit_ids))
+        out: dict[int, UnitBrief] = {}
+        with self.project.read() as s:
+            for start in range(0, len(ids), _BULK):
+                out.update(self._unit_briefs(s, ids[start : start + _BULK]))
+        return out
+
+    def _unit_briefs(self, s: Session, ids: list[int]) -> dict[int, UnitBrief]:
+        units = s.scalars(select(Unit).where(Unit.id.in_(ids))).all()
+        mine = select(Assignment).where(
+            Assignment.annotator_id == self.viewer.annotator_id, Assignment.unit_id.in_(ids)
+        )
+        assignments = {a.unit_id: a for a in s.scalars(mine)}
+        case_ids = {c for u in units for c in (u.case_id, u.case_b_id) if c is not None}
+        sentence_ids = {u.sentence_id for u in units if u.sentence_id is not None}
+        set_ids = {u.unit_set_id for u in units}
+
+        def pairs(key, value, ids) -> dict:
+            return {k: v for k, v in s.execute(select(key, value).where(key.in_(ids)))}
+
+        cases = pairs(Case.id, Case.external_id, case_ids)
+        texts = pairs(Sentence.id, Sentence.text, sentence_ids)
+        sets = pairs(UnitSet.id, UnitSet.name, set_ids)
+        out = {}
+        for unit in units:
+            pair = [c for c in (unit.case_id, unit.case_b_id) if c is not None]
+            # only an urgency pair's sides show in its brief, as read_unit orders them
+            if unit.kind == "urgency":
+                presentation = self._presentation_of(s, unit, assignments.get(unit.id))
+                if presentation.get("swap", False):
+                    pair.reverse()
+            out[unit.id] = UnitBrief(
+                unit_id=unit.id,
+                kind=unit.kind,
+                unit_set=sets[unit.unit_set_id],
+                position=unit.position,
+                case_external_ids=tuple(cases[c] for c in pair),
+                sentence_text=texts.get(unit.sentence_id),
+            )
+        return out
+
     def sentences(
         self,
         *,
@@ -795,13 +863,20 @@ class StudyService:
             return read(s)
 
     def _presentation_for_viewer(self, s: Session, unit: Unit) -> dict[str, Any]:
+        assignment = None
         if self.viewer.annotator_id is not None:
             assignment = s.get(Assignment, (unit.id, self.viewer.annotator_id))
-            if assignment is not None:
-                # {}: the assignment only holds a gold answer, or a merge made it; a rank or a
-                # pair unit is then shown as drawn for this person
-                shown = json.loads(assignment.presentation_json)
-                return shown or self._presentation(s, unit, self.viewer.annotator_id)
+        return self._presentation_of(s, unit, assignment)
+
+    def _presentation_of(
+        self, s: Session, unit: Unit, assignment: Assignment | None
+    ) -> dict[str, Any]:
+        """The order the viewer sees ``unit`` in, given the viewer's assignment to it."""
+        if assignment is not None:
+            # {}: the assignment only holds a gold answer, or a merge made it; a rank or a
+            # pair unit is then shown as drawn for this person
+            shown = json.loads(assignment.presentation_json)
+            return shown or self._presentation(s, unit, self.viewer.annotator_id)
         if not self.viewer.sees_all:
             raise AccessError("this unit is not assigned to you")
         return self._presentation(s, unit, self.viewer.annotator_id or 0)
@@ -1001,10 +1076,23 @@ class StudyService:
 
     def answers_for_unit(self, unit_id: int) -> list[AnswerView]:
         """Every answer to a unit (PI: adjudication)."""
+        return self.answers_for_units([unit_id])[unit_id]
+
+    def answers_for_units(self, unit_ids: Sequence[int]) -> dict[int, list[AnswerView]]:
+        """Every answer to each of many units, in answer order (PI: adjudication), read a
+        few queries per ``_BULK`` units rather than unit by unit."""
         self._require_admin("compare answers")
+        out: dict[int, list[AnswerView]] = {unit_id: [] for unit_id in unit_ids}
+        ids = list(out)
         with self.project.read() as s:
-            rows = s.scalars(select(Answer).where(Answer.unit_id == unit_id).order_by(Answer.id))
-            return [self._answer_view(s, a) for a in rows]
+            for start in range(0, len(ids), _BULK):
+                chunk = ids[start : start + _BULK]
+                rows = s.scalars(
+                    select(Answer).where(Answer.unit_id.in_(chunk)).order_by(Answer.id)
+                ).all()
+                for view in self._answer_views(s, rows):
+                    out[view.unit_id].append(view)
+        return out
 
     def save_answer(
         self,

@@ -25,6 +25,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -47,7 +48,13 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.kinds.base import PayloadError
 from portalreview.store.models import KINDS
-from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
+from portalreview.store.service import (
+    AnswerView,
+    StoreError,
+    StudyService,
+    UnitBrief,
+    UnitView,
+)
 from portalreview.tasks.common.editor_base import Editor, clear_layout
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
@@ -91,8 +98,9 @@ def collect(service: StudyService, kind: str, include_drafts: bool = False) -> l
     ``include_drafts``) and its gold answer."""
     models = {a.id for a in service.annotators() if a.is_model}
     out = []
-    for unit_id in units_of_kind(service, kind):
-        every = service.answers_for_unit(unit_id)
+    # read in bulk: one query per unit froze the window for minutes on 10,000 units
+    by_unit = service.answers_for_units(units_of_kind(service, kind))
+    for unit_id, every in by_unit.items():
         answers = [
             a
             for a in every
@@ -260,12 +268,23 @@ _SUMMARIES = {
 
 
 def unit_brief(unit: UnitView) -> str:
-    """A unit in a few words, for the list of units."""
-    if unit.kind == "eppc" and unit.sentence is not None:
-        return _quote(unit.sentence.text, 70)
-    case = unit.cases[0].external_id if unit.cases else "?"
-    if unit.kind == "urgency" and len(unit.cases) > 1:
-        return f"cases {case} and {unit.cases[1].external_id}"
+    """A unit in a few words, for the unit shown."""
+    sentence = unit.sentence.text if unit.sentence is not None else None
+    return _brief(unit.kind, tuple(c.external_id for c in unit.cases), sentence)
+
+
+def list_label(brief: UnitBrief) -> str:
+    """A unit in a few words, for the list of units (read in bulk, not unit by unit)."""
+    where = f"Unit {brief.position + 1} · {brief.unit_set}"
+    return f"{where}\n{_brief(brief.kind, brief.case_external_ids, brief.sentence_text)}"
+
+
+def _brief(kind: str, case_ids: tuple[str, ...], sentence: str | None) -> str:
+    if kind == "eppc" and sentence is not None:
+        return _quote(sentence, 70)
+    case = case_ids[0] if case_ids else "?"
+    if kind == "urgency" and len(case_ids) > 1:
+        return f"cases {case} and {case_ids[1]}"
     return f"case {case}"
 
 
@@ -503,8 +522,12 @@ class AdjudicationDialog(QDialog):
     def _fill_kinds(self) -> None:
         self.kind_box.blockSignals(True)
         self.kind_box.clear()
+        assigned = self.service.assigned_kinds()
         for kind in KINDS:
-            if not units_of_kind(self.service, kind):
+            if kind not in assigned:
+                continue
+            # an adaptive set's queues may list none of its assigned pairs
+            if kind == "urgency" and not units_of_kind(self.service, kind):
                 continue
             title = EDITORS[kind][0] if kind in EDITORS else kind
             self.kind_box.addItem(title, kind)
@@ -526,10 +549,15 @@ class AdjudicationDialog(QDialog):
         if not self._may_leave():
             return
         kind = self.kind
-        self.reports = (
-            [] if kind is None else collect(self.service, kind, self.with_drafts.isChecked())
-        )
-        self._fill_units()
+        # a second or more on 10,000 units: show that the window is working
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            self.reports = (
+                [] if kind is None else collect(self.service, kind, self.with_drafts.isChecked())
+            )
+            self._fill_units()
+        finally:
+            QApplication.restoreOverrideCursor()
 
     def disagreements(self) -> list[UnitAnswers]:
         shown = [r for r in self.reports if r.differs]
@@ -543,12 +571,10 @@ class AdjudicationDialog(QDialog):
         self._show_counts()
         self.units.blockSignals(True)
         self.units.clear()
+        briefs = self.service.unit_briefs([r.unit_id for r in shown])
         for report in shown:
-            unit = self.service.read_unit(report.unit_id)
             mark = "✓" if report.gold is not None else "•"
-            item = QListWidgetItem(
-                f"{mark} Unit {unit.position + 1} · {unit.unit_set}\n{unit_brief(unit)}"
-            )
+            item = QListWidgetItem(f"{mark} {list_label(briefs[report.unit_id])}")
             item.setData(Qt.ItemDataRole.UserRole, report.unit_id)
             item.setToolTip(f"{len(report.answers)} answers")
             self.units.addItem(item)
