@@ -1612,7 +1612,7 @@ def _column_by(frame: Any, key: str, column: str) -> dict[Any, Any]:
     return dict(zip(frame[key], frame[column], strict=True))
 
 
-def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
+def _raw_sheets(frames: StudyFrames, r: _Reader, steps: Steps | None = None) -> list[Sheet]:
     answers = frames.answers
     units = _rows_by(frames.units, "unit_id")
     cases = frames.cases
@@ -1653,6 +1653,8 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
     def sheet(kind: str, title: str, headers: list[str], rows: list[list[Cell]]) -> None:
         table = Table(f"raw_{kind}", title, head_cols + headers, rows)
         sheets.append(Sheet(f"Raw {kind}", title, "", [table], raw=True))
+        if steps:  # one step a sheet: on a big study each takes a while
+            steps.step()
 
     # respond: one row per filled theme box (in catalog order), edited draft or note
     order = {row["theme"]: k for k, row in enumerate(r.get("respond", "theme_proportions") or [])}
@@ -2120,9 +2122,7 @@ def workbook_model(
         if steps:
             steps.step()
     if frames is not None:
-        sheets += _raw_sheets(frames, r)
-    if steps:
-        steps.step()
+        sheets += _raw_sheets(frames, r, steps)
     if project is not None:
         sheets.append(_provenance(project, r, generated_at))
     return sheets
@@ -2513,9 +2513,12 @@ def _prepare(
     return report, frames
 
 
+_RAW_SHEETS = 7  # one a kind
+
+
 def _n_steps() -> int:
-    # frames, report, 7 kind sheets, raw + provenance, then one per written sheet (~17)
-    return 2 + len(KIND_SHEETS) + 1 + 17
+    # frames, report, 7 kind sheets, 7 raw sheets, then one per written sheet (~17)
+    return 2 + len(KIND_SHEETS) + _RAW_SHEETS + 17
 
 
 def write_xlsx_report(

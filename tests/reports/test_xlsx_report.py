@@ -288,6 +288,33 @@ def test_progress_and_cancel(demo, tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_progress_moves_on_with_each_raw_sheet(demo, tmp_path, monkeypatch):
+    """On a big study the raw sheets take a while each: the bar moves with every one of
+    them, not once after all seven."""
+    from portalreview.reports import xlsx_report
+
+    project, report, _, frames, _ = demo
+    events = []
+
+    class RecordedSheet(xlsx_report.Sheet):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.raw:
+                events.append("raw sheet")
+
+    monkeypatch.setattr(xlsx_report, "Sheet", RecordedSheet)
+    write_xlsx_report(
+        project,
+        tmp_path / "p.xlsx",
+        report=report,
+        frames=frames,
+        progress=lambda done, total: events.append(done),
+    )
+    raw = [i for i, event in enumerate(events) if event == "raw sheet"]
+    assert len(raw) == len(RAW_SHEETS)
+    assert all(isinstance(events[i + 1], int) for i in raw)  # progress after each one
+
+
 def _soffice() -> str | None:
     """LibreOffice, if this machine has it (PORTALREVIEW_SOFFICE names one off the PATH)."""
     return (
