@@ -1615,9 +1615,8 @@ def _column_by(frame: Any, key: str, column: str) -> dict[Any, Any]:
 def _raw_sheets(frames: StudyFrames, r: _Reader, steps: Steps | None = None) -> list[Sheet]:
     answers = frames.answers
     units = _rows_by(frames.units, "unit_id")
-    cases = frames.cases
-    case_ext = _column_by(cases, "case_id", "external_id")
-    case_level = _column_by(cases, "case_id", "urgency_level")
+    case_ext = _column_by(frames.cases, "case_id", "external_id")
+    case_level = _column_by(frames.cases, "case_id", "urgency_level")
     responses = _rows_by(frames.responses, "response_id")
     sentence_text = _column_by(frames.sentences, "sentence_id", "text")
 
