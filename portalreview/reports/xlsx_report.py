@@ -1602,28 +1602,39 @@ def _source(row: Any) -> str:
     return row.source or row.author or row.author_kind
 
 
-def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
+def _rows_by(frame: Any, key: str) -> dict[Any, Any]:
+    """The frame's rows (``itertuples`` rows, without the key) by their ``key``: looked up per
+    answer, a ``.loc`` each took most of the raw sheets' time on a big study."""
+    return {row.Index: row for row in frame.set_index(key).itertuples()}
+
+
+def _column_by(frame: Any, key: str, column: str) -> dict[Any, Any]:
+    return dict(zip(frame[key], frame[column], strict=True))
+
+
+def _raw_sheets(frames: StudyFrames, r: _Reader, steps: Steps | None = None) -> list[Sheet]:
     answers = frames.answers
-    units = frames.units.set_index("unit_id")
-    cases = frames.cases.set_index("case_id")
-    responses = frames.responses.set_index("response_id")
-    sentences = frames.sentences.set_index("sentence_id")
+    units = _rows_by(frames.units, "unit_id")
+    case_ext = _column_by(frames.cases, "case_id", "external_id")
+    case_level = _column_by(frames.cases, "case_id", "urgency_level")
+    responses = _rows_by(frames.responses, "response_id")
+    sentence_text = _column_by(frames.sentences, "sentence_id", "text")
 
     def ext_case(case_id: Any) -> str | None:
-        return None if case_id is None or case_id != case_id else cases.external_id[int(case_id)]
+        return None if case_id is None or case_id != case_id else case_ext[int(case_id)]
 
     def ext_resp(response_id: Any) -> str | None:
         if response_id is None or response_id != response_id:
             return None
-        return responses.external_id[int(response_id)]
+        return responses[int(response_id)].external_id
 
     def src(response_id: Any) -> str | None:
         if response_id is None or response_id != response_id:
             return None
-        return _source(responses.loc[int(response_id)])
+        return _source(responses[int(response_id)])
 
     def head(a: Any) -> list[Cell]:
-        unit = units.loc[a.unit_id]
+        unit = units[a.unit_id]
         return [
             _c(int(a.answer_id), INT),
             _c(int(a.unit_id), INT),
@@ -1641,23 +1652,25 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
     def sheet(kind: str, title: str, headers: list[str], rows: list[list[Cell]]) -> None:
         table = Table(f"raw_{kind}", title, head_cols + headers, rows)
         sheets.append(Sheet(f"Raw {kind}", title, "", [table], raw=True))
+        if steps:  # one step a sheet: on a big study each takes a while
+            steps.step()
 
     # respond: one row per filled theme box (in catalog order), edited draft or note
     order = {row["theme"]: k for k, row in enumerate(r.get("respond", "theme_proportions") or [])}
     parts: dict[int, list[tuple[str, str]]] = {}
     for p in frames.respond_parts.itertuples():
         parts.setdefault(p.answer_id, []).append((p.theme, p.text))
-    modes = frames.respond_answers.set_index("answer_id")
+    modes = _rows_by(frames.respond_answers, "answer_id")
     rows = []
     for a in by_kind.get("respond", answers.iloc[:0]).itertuples():
-        unit = units.loc[a.unit_id]
-        info = modes.loc[a.answer_id] if a.answer_id in modes.index else None
-        mode = None if info is None else info["mode"]
+        unit = units[a.unit_id]
+        info = modes.get(a.answer_id)
+        mode = None if info is None else info.mode
         pieces = sorted(parts.get(a.answer_id, []), key=lambda x: order.get(x[0], len(order)))
-        if info is not None and _plain(info["final_text"]) is not None:
-            pieces.append(("(edited draft)", info["final_text"]))
-        if info is not None and _plain(info["notes"]):
-            pieces.append(("(notes)", info["notes"]))
+        if info is not None and _plain(info.final_text) is not None:
+            pieces.append(("(edited draft)", info.final_text))
+        if info is not None and _plain(info.notes):
+            pieces.append(("(notes)", info.notes))
         for box, text in pieces or [(None, None)]:
             rows.append(
                 [
@@ -1679,11 +1692,11 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
 
     # rank: one row per ranked response
     ranked = frames.rank_entries.merge(answers[["answer_id"]], on="answer_id")
-    by_answer = answers.set_index("answer_id")
+    by_answer = _rows_by(answers, "answer_id")
     rows = []
     for e in ranked.itertuples():
-        a = by_answer.loc[e.answer_id]
-        unit = units.loc[a.unit_id]
+        a = by_answer[e.answer_id]
+        unit = units[a.unit_id]
         rows.append(
             [
                 *head(_Row(e.answer_id, a)),
@@ -1703,23 +1716,22 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
     )
 
     # match: the report's own per-answer counts (the figures are sums of these)
+    not_gold: dict[tuple[Any, Any], Any] = {}  # (unit, annotator) -> the first such answer
+    for a in by_answer.values():
+        if not a.is_gold:
+            not_gold.setdefault((a.unit_id, a.annotator), a)
     rows = []
     for i, p in enumerate(r.get("match", "pairs") or []):
         base = ("match", "pairs", i)
-        a = by_answer[
-            (by_answer.unit_id == p["unit_id"])
-            & (by_answer.annotator == p["annotator"])
-            & ~by_answer.is_gold
-        ]
-        answer_id = int(a.index[0]) if len(a) else None
+        a = not_gold.get((p["unit_id"], p["annotator"]))
         rows.append(
             [
-                _c(answer_id, INT),
+                _c(None if a is None else int(a.Index), INT),
                 r.cell(*base, "unit_id"),
                 r.cell(*base, "unit_set"),
-                _c(int(units.position[p["unit_id"]]), INT),
+                _c(int(units[p["unit_id"]].position), INT),
                 r.cell(*base, "annotator"),
-                _c("model" if len(a) and a.is_model.iloc[0] else "person"),
+                _c("model" if a is not None and a.is_model else "person"),
                 _c("submitted"),
                 _c(ext_resp(p["reference_id"])),
                 _c(ext_resp(p["draft_id"])),
@@ -1740,13 +1752,14 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
     )
 
     # urgency
-    choice = frames.urgency.set_index("answer_id")
+    more_urgent = _column_by(frames.urgency, "answer_id", "more_urgent_case_id")
+    ask_second = _column_by(frames.urgency, "answer_id", "ask_second")
     rows = []
     for a in by_kind.get("urgency", answers.iloc[:0]).itertuples():
-        unit = units.loc[a.unit_id]
-        level_a = cases.urgency_level[int(unit.case_id)]
-        level_b = cases.urgency_level[int(unit.case_b_id)]
-        picked = choice.more_urgent_case_id.get(a.answer_id)
+        unit = units[a.unit_id]
+        level_a = case_level[int(unit.case_id)]
+        level_b = case_level[int(unit.case_b_id)]
+        picked = more_urgent.get(a.answer_id)
         if picked is not None and picked != picked:  # NaN: a draft with no patient chosen
             picked = None
         right = None
@@ -1762,7 +1775,7 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
                 _lvl(level_b),
                 _c(ext_case(picked)),
                 _c(right),
-                _c(bool(choice.ask_second.get(a.answer_id, False))),
+                _c(bool(ask_second.get(a.answer_id, False))),
                 _c(bool(a.presentation.get("swap", False))),
             ]
         )
@@ -1789,8 +1802,8 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
         labels.setdefault(lab.answer_id, []).append(lab)
     rows = []
     for a in by_kind.get("eppc", answers.iloc[:0]).itertuples():
-        unit = units.loc[a.unit_id]
-        text = sentences.text[int(unit.sentence_id)]
+        unit = units[a.unit_id]
+        text = sentence_text[int(unit.sentence_id)]
         for lab in labels.get(a.answer_id, [None]):
             evidence = None if lab is None else " ".join(text[s:e] for s, e in lab.spans)
             rows.append(
@@ -1811,14 +1824,14 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
     )
 
     # empathy
-    chosen = frames.empathy.set_index("answer_id").more_empathetic_response_id
+    chosen = _column_by(frames.empathy, "answer_id", "more_empathetic_response_id")
     rows = []
     for a in by_kind.get("empathy", answers.iloc[:0]).itertuples():
-        unit = units.loc[a.unit_id]
+        unit = units[a.unit_id]
         pick = chosen.get(a.answer_id)
         verdict = (
             None
-            if a.answer_id not in chosen.index
+            if a.answer_id not in chosen
             else "equal"
             if pick != pick or pick is None
             else "first"
@@ -1854,8 +1867,8 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
     rows = []
     facts = frames.facts.merge(answers[["answer_id"]], on="answer_id")
     for f in facts.itertuples():
-        a = by_answer.loc[f.answer_id]
-        unit = units.loc[a.unit_id]
+        a = by_answer[f.answer_id]
+        unit = units[a.unit_id]
         rows.append(
             [
                 *head(_Row(f.answer_id, a)),
@@ -1869,9 +1882,9 @@ def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
             ]
         )
     said = frames.fact_checks[frames.fact_checks.no_facts.astype(bool)]
-    for answer_id in said.answer_id[said.answer_id.isin(by_answer.index)]:
-        a = by_answer.loc[answer_id]  # one row saying so, where a check lists no fact
-        unit = units.loc[a.unit_id]
+    for answer_id in said.answer_id[said.answer_id.isin(list(by_answer))]:
+        a = by_answer[answer_id]  # one row saying so, where a check lists no fact
+        unit = units[a.unit_id]
         rows.append(
             [
                 *head(_Row(answer_id, a)),
@@ -2108,9 +2121,7 @@ def workbook_model(
         if steps:
             steps.step()
     if frames is not None:
-        sheets += _raw_sheets(frames, r)
-    if steps:
-        steps.step()
+        sheets += _raw_sheets(frames, r, steps)
     if project is not None:
         sheets.append(_provenance(project, r, generated_at))
     return sheets
@@ -2184,6 +2195,39 @@ def _sheet_title(name: str) -> str:
     return _SHEET_CHARS.sub("-", name)[:31]
 
 
+class _StyleArrays:
+    """The style of a cell, worked out once per combination of style objects and copied to
+    every cell that has it: setting ``cell.font`` and the like hashes the style object each
+    time, which on a raw sheet of many thousands of rows took most of the writing time.
+
+    Keyed by the objects' identity: ``_write_sheet`` builds each style object once per sheet."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.arrays: dict[tuple, Any] = {}
+
+    def array(self, font: Any, fmt: str | None, fill: Any, border: Any, align: Any) -> Any:
+        """A fresh copy of the style array a cell with these styles gets from openpyxl."""
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles.cell_style import StyleArray
+
+        key = (id(font), fmt, id(fill), id(border), id(align))
+        if key not in self.arrays:
+            cell = WriteOnlyCell(self.ws)
+            for name, style in (
+                ("font", font),
+                ("number_format", fmt),
+                ("fill", fill),
+                ("border", border),
+                ("alignment", align),
+            ):
+                if style is not None:
+                    setattr(cell, name, style)
+            # the objects are kept with it: their ids stay theirs while the cache lives
+            self.arrays[key] = (cell._style, (font, fill, border, align))
+        return StyleArray(self.arrays[key][0])
+
+
 def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.formatting.rule import ColorScaleRule
@@ -2221,6 +2265,8 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
     for j, width in enumerate(widths):
         ws.column_dimensions[get_column_letter(j + 1)].width = width
 
+    styles = _StyleArrays(ws)
+
     def styled(
         value: Any,
         font: Font | None = None,
@@ -2234,16 +2280,10 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
         cell = WriteOnlyCell(ws, value=value)
         if isinstance(value, str):
             cell.data_type = "s"  # text, never a formula ("=...") or an error code ("#N/A")
-        if font is not None:
-            cell.font = font
-        if fmt is not None and isinstance(value, int | float) and not isinstance(value, bool):
-            cell.number_format = fmt
-        if fill is not None:
-            cell.fill = fill
-        if border is not None:
-            cell.border = border
-        if align is not None:
-            cell.alignment = align
+        if fmt is not None and not (isinstance(value, int | float) and not isinstance(value, bool)):
+            fmt = None  # a number format only on a number
+        if (font, fmt, fill, border, align) != (None, None, None, None, None):
+            cell._style = styles.array(font, fmt, fill, border, align)
         return cell
 
     indented = Alignment(horizontal="left", indent=1)
@@ -2472,9 +2512,12 @@ def _prepare(
     return report, frames
 
 
+_RAW_SHEETS = 7  # one a kind
+
+
 def _n_steps() -> int:
-    # frames, report, 7 kind sheets, raw + provenance, then one per written sheet (~17)
-    return 2 + len(KIND_SHEETS) + 1 + 17
+    # frames, report, 7 kind sheets, 7 raw sheets, then one per written sheet (~17)
+    return 2 + len(KIND_SHEETS) + _RAW_SHEETS + 17
 
 
 def write_xlsx_report(

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import zipfile
 
 import pytest
 from openpyxl import load_workbook
@@ -287,6 +288,33 @@ def test_progress_and_cancel(demo, tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_progress_moves_on_with_each_raw_sheet(demo, tmp_path, monkeypatch):
+    """On a big study the raw sheets take a while each: the bar moves with every one of
+    them, not once after all seven."""
+    from portalreview.reports import xlsx_report
+
+    project, report, _, frames, _ = demo
+    events = []
+
+    class RecordedSheet(xlsx_report.Sheet):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.raw:
+                events.append("raw sheet")
+
+    monkeypatch.setattr(xlsx_report, "Sheet", RecordedSheet)
+    write_xlsx_report(
+        project,
+        tmp_path / "p.xlsx",
+        report=report,
+        frames=frames,
+        progress=lambda done, total: events.append(done),
+    )
+    raw = [i for i, event in enumerate(events) if event == "raw sheet"]
+    assert len(raw) == len(RAW_SHEETS)
+    assert all(isinstance(events[i + 1], int) for i in raw)  # progress after each one
+
+
 def _soffice() -> str | None:
     """LibreOffice, if this machine has it (PORTALREVIEW_SOFFICE names one off the PATH)."""
     return (
@@ -429,3 +457,70 @@ def test_provenance_names_a_second_annotator_for_hard_pairs():
     assert _describe_event("assign", details) == (
         "second annotator ben for 2 hard pair(s) of 'Box', asked by ava"
     )
+
+
+def _parts(path):
+    """The workbook's parts, but the file's own creation time."""
+    with zipfile.ZipFile(path) as book:
+        return {n: book.read(n) for n in book.namelist() if n != "docProps/core.xml"}
+
+
+def test_styles_worked_out_once_make_the_same_workbook_as_styling_every_cell(demo, tmp_path):
+    """Each cell's style is copied from the first cell with the same style objects; the file
+    is byte for byte the one openpyxl writes when every cell is styled on its own."""
+    from portalreview.reports import xlsx_report
+
+    project, report, _, frames, _ = demo
+    sheets = workbook_model(report, frames, project, generated_at="2026-01-01T00:00:00")
+    fast = xlsx_report.write_workbook(sheets, tmp_path / "fast.xlsx")
+
+    class EveryCellOnItsOwn(xlsx_report._StyleArrays):
+        def array(self, *styles):
+            self.arrays.clear()  # nothing reused: openpyxl styles every cell
+            return super().array(*styles)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(xlsx_report, "_StyleArrays", EveryCellOnItsOwn)
+        slow = xlsx_report.write_workbook(sheets, tmp_path / "slow.xlsx")
+    assert _parts(fast) == _parts(slow)
+
+
+def test_a_long_raw_sheet_hashes_each_style_once(tmp_path, monkeypatch):
+    """Setting a style object on a cell hashes it: per cell, that took most of the writing
+    time of a big study's raw sheets. Now 500 rows hash no more than 10."""
+    from openpyxl.descriptors.serialisable import Serialisable
+
+    from portalreview.reports.xlsx_report import INT, Cell, Sheet, Table, write_workbook
+
+    hashes = []
+    plain_hash = Serialisable.__hash__
+    monkeypatch.setattr(Serialisable, "__hash__", lambda self: hashes.append(1) or plain_hash(self))
+
+    def hashes_writing(n_rows: int) -> int:
+        rows = [
+            [Cell(i, None, INT), Cell(f"text {i}"), Cell(i / 7, None, "0.00")]
+            for i in range(n_rows)
+        ]
+        table = Table("raw_x", "t", ["A", "B", "C"], rows)
+        hashes.clear()
+        write_workbook([Sheet("Raw x", "Raw", "", [table], raw=True)], tmp_path / "raw.xlsx")
+        return len(hashes)
+
+    assert hashes_writing(500) == hashes_writing(10)
+
+
+def test_raw_sheets_look_rows_up_without_a_loc_per_answer(demo, monkeypatch):
+    """A pandas ``.loc`` per answer took half the workbook model's time on a big study."""
+    from pandas.core.indexing import _LocIndexer
+
+    from portalreview.reports.xlsx_report import _raw_sheets, _Reader
+
+    _, report, _, frames, _ = demo
+    calls = []
+    plain_getitem = _LocIndexer.__getitem__
+    monkeypatch.setattr(
+        _LocIndexer, "__getitem__", lambda self, key: calls.append(1) or plain_getitem(self, key)
+    )
+    sheets = _raw_sheets(frames, _Reader(report))
+    assert sum(len(s.tables[0].rows) for s in sheets) > 100
+    assert len(calls) < 10
