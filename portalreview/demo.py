@@ -27,7 +27,13 @@ from portalreview.domain.segmenter import split_sentences
 from portalreview.resources import resource
 from portalreview.store import leftovers
 from portalreview.store.kinds.respond import compose
-from portalreview.store.project import SUFFIX, Project, ProjectError, backup_dir
+from portalreview.store.project import (
+    SUFFIX,
+    Project,
+    ProjectError,
+    backup_dir,
+    replace_durably,
+)
 from portalreview.store.service import StudyService
 
 CLINICIANS = {
@@ -731,13 +737,7 @@ def _publish(building: Path, path: Path) -> None:
     """Give the finished demo its name; never over a file (another build finished first)."""
     if path.exists():
         raise ProjectError(f"{path} appeared while the demo study was built; open that one.")
-    os.replace(building, path)
-    if os.name == "posix":  # the new name survives a power cut too
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    replace_durably(building, path)
 
 
 def _remove_build(building: Path) -> None:

@@ -876,7 +876,7 @@ def _write_backup(
     if unless_same_as is not None and filecmp.cmp(partial, unless_same_as, shallow=False):
         partial.unlink()  # the backup API copies one state to the same bytes
         return None
-    _publish(partial, target)
+    replace_durably(partial, target)
     _roll(path)
     return target
 
@@ -895,8 +895,8 @@ def _unused(name: Callable[[], Path]) -> Path:
 
 def _copy_database(source: sqlite3.Connection, target: Path, progress: Progress | None) -> Path:
     """Copy ``source`` into a hidden ``.partial`` file beside ``target`` (owner-only) and
-    return it; :func:`_publish` gives it its name once it is whole, so that a copy cut short
-    by a kill or a full disk never looks like a backup."""
+    return it; :func:`replace_durably` gives it its name once it is whole, so that a copy cut
+    short by a kill or a full disk never looks like a backup."""
     partial = target.with_name(f".{target.name}.partial")
     partial.unlink(missing_ok=True)
     fd = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -920,7 +920,8 @@ def _copy_database(source: sqlite3.Connection, target: Path, progress: Progress 
     return partial
 
 
-def _publish(partial: Path, target: Path) -> None:
+def replace_durably(partial: Path, target: Path) -> None:
+    """Rename a finished file to its name, the rename itself written to disk."""
     os.replace(partial, target)
     if os.name == "posix":  # the new name survives a power cut too
         fd = os.open(target.parent, os.O_RDONLY)
@@ -968,5 +969,5 @@ def copy_backup_beside(backup: Path, damaged: Path, progress: Progress | None = 
     if target.exists():  # taken meanwhile: never overwrite a file
         partial.unlink()
         raise ProjectError(f"{target.name} appeared while the backup was copied; try again.")
-    _publish(partial, target)
+    replace_durably(partial, target)
     return target
