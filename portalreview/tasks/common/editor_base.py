@@ -226,21 +226,17 @@ class TextBox(QPlainTextEdit):
         self._label = label
         self.setTabChangesFocus(True)
         self.document().undoCommandAdded.connect(self._record)
-        stack.indexChanged.connect(self._end_typing_run_unless_on_top)
         self.setAccessibleName(label)
 
     def _record(self) -> None:
         self._stack.push(_TextStep(self.document(), self._label))
 
-    def _end_typing_run_unless_on_top(self, _index: int) -> None:
-        """Once another step tops the stack, the box's next typing is a step of its own.
-        Qt merges typing that follows on into the document's last undo command, which then
-        lay under the other box's step: Ctrl+Z emptied the other box, and the later typing
-        went with the earlier. The document merges only while it is "modified"."""
-        try:
-            top = self._stack.command(self._stack.index() - 1)
-        except RuntimeError:  # the stack is being deleted (it empties itself as it goes)
-            return
+    def _end_typing_run_unless_on_top(self) -> None:
+        """Called before each typed key: when another step tops the stack, this typing is a
+        step of its own. Qt merges typing that follows on into the document's last undo
+        command, which then lay under the other box's step: Ctrl+Z emptied the other box, and
+        the later typing went with the earlier. The document merges only while "modified"."""
+        top = self._stack.command(self._stack.index() - 1)
         if getattr(top, "_document", None) is not self.document():
             self.document().setModified(False)
 
@@ -285,7 +281,12 @@ class TextBox(QPlainTextEdit):
         if _is_undo_key(event):
             event.ignore()
             return
+        self._end_typing_run_unless_on_top()
         super().keyPressEvent(event)
+
+    def inputMethodEvent(self, event) -> None:
+        self._end_typing_run_unless_on_top()
+        super().inputMethodEvent(event)
 
     def contextMenuEvent(self, event) -> None:
         menu = self.createStandardContextMenu()
