@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
+import shiboken6
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -127,7 +128,7 @@ class AnnotationSession(QObject):
         self.suggestion_state: str | None = None
         self._suggestion_base: dict | None = None
         self.clock = ActivityClock()
-        self.clock.scope = lambda: self.editor.window() if self.editor is not None else None
+        self.clock.scope = self._window
         app = QApplication.instance()
         if app is not None:
             app.installEventFilter(self.clock)
@@ -135,6 +136,14 @@ class AnnotationSession(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(AUTOSAVE_MS)
         self._timer.timeout.connect(self.save)
+
+    def _window(self) -> QWidget | None:
+        """The window the open unit is shown in (None: none). A session never closed (its
+        window deleted under it) keeps its clock among the application's event filters: its
+        editor may be gone, and asking it for its window then crashed the program."""
+        if self.editor is None or not shiboken6.isValid(self.editor):
+            return None
+        return self.editor.window()
 
     # --- opening a unit ---------------------------------------------------------------------
 
