@@ -19,13 +19,13 @@ from __future__ import annotations
 import html
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMessageBox,
+    QProgressBar,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -44,6 +45,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.kinds.base import PayloadError
@@ -60,6 +62,7 @@ from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi
+from portalreview.ui.workers import Worker, run_in_background
 
 # --------------------------------------------------------------------------------------------
 # Finding disagreements (no widgets)
@@ -74,7 +77,7 @@ class UnitAnswers:
     answers: list[AnswerView]
     gold: AnswerView | None
 
-    @property
+    @cached_property  # asked of every unit on each listing: 80,000 JSON dumps at 10,000 units
     def differs(self) -> bool:
         """At least two answers, and not all the same."""
         return len(self.answers) >= 2 and len({canonical(a.payload) for a in self.answers}) > 1
@@ -111,6 +114,40 @@ def collect(service: StudyService, kind: str, include_drafts: bool = False) -> l
         gold = next((a for a in every if a.is_gold), None)
         out.append(UnitAnswers(unit_id, answers, gold))
     return out
+
+
+def kinds_to_adjudicate(service: StudyService) -> list[str]:
+    """The kinds with units assigned to anyone, in the app's order (PI)."""
+    assigned = service.assigned_kinds()
+    # an adaptive set's queues may list none of its assigned pairs
+    return [
+        kind
+        for kind in KINDS
+        if kind in assigned and (kind != "urgency" or units_of_kind(service, kind))
+    ]
+
+
+@dataclass
+class Loaded:
+    """What the window shows of one kind, read off the GUI thread (:func:`read_kind`)."""
+
+    kinds: list[str] | None  # None: the kind box is kept as it is
+    kind: str | None
+    reports: list[UnitAnswers]
+    briefs: dict[int, UnitBrief] = field(default_factory=dict)  # of the units that differ
+
+
+def read_kind(
+    service: StudyService, kind: str | None, include_drafts: bool, with_kinds: bool
+) -> Loaded:
+    """Worker thread: the kinds (``with_kinds``), then ``kind``'s (by default the first
+    kind's) answers and the list labels of its units that differ; seconds on 10,000 units."""
+    kinds = kinds_to_adjudicate(service) if with_kinds else None
+    if kind is None and kinds:
+        kind = kinds[0]
+    reports = [] if kind is None else collect(service, kind, include_drafts)
+    briefs = service.unit_briefs([r.unit_id for r in reports if r.differs])
+    return Loaded(kinds, kind, reports, briefs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,6 +402,11 @@ class AdjudicationDialog(QDialog):
         self.read_only = read_only
         self.names = {a.id: a.display_name or a.name for a in service.annotators()}
         self.reports: list[UnitAnswers] = []
+        self.shown: list[UnitAnswers] = []  # the units listed, in the list's order
+        self.briefs: dict[int, UnitBrief] = {}
+        self.loading = False  # a kind's answers are being read in the background
+        self._worker: Worker | None = None
+        self._generation = 0  # a newer read wins; an older one's result is dropped
         self.report: UnitAnswers | None = None
         self.unit: UnitView | None = None
         self.editors: dict[str, Editor] = {}
@@ -377,7 +419,7 @@ class AdjudicationDialog(QDialog):
         self._build()
         self._actions()
         fit_to_screen(self, 1400, 900)
-        self._fill_kinds()
+        self._read(None, with_kinds=True)
 
     # --- building ---------------------------------------------------------------------------
 
@@ -387,7 +429,7 @@ class AdjudicationDialog(QDialog):
         self.kind_box.setAccessibleName("Kind of work to adjudicate")
         self.kind_box.currentIndexChanged.connect(lambda _i: self.reload())
         self.hide_done = QCheckBox("Hide units already adjudicated")
-        self.hide_done.toggled.connect(lambda _c: self._fill_units())
+        self.hide_done.toggled.connect(lambda _c: self.loading or self._fill_units())
         self.only_diff = QCheckBox("Only the lines that differ")
         self.only_diff.setChecked(True)
         self.only_diff.setToolTip("Hide the lines every answer shares")
@@ -412,6 +454,8 @@ class AdjudicationDialog(QDialog):
         self.units.setObjectName("disagreements")
         self.units.setAccessibleName("Units where the annotators disagree")
         self.units.setWordWrap(True)
+        # laid out a batch at a time: 10,000 wrapped labels at once held the window 0.3 s
+        self.units.setLayoutMode(QListWidget.LayoutMode.Batched)
         self.units.currentRowChanged.connect(self._on_unit_row)
         left = QWidget()
         left_layout = QVBoxLayout(left)
@@ -422,6 +466,13 @@ class AdjudicationDialog(QDialog):
         left_layout.addWidget(self.units, 1)
         self.counts.setWordWrap(True)
         left_layout.addWidget(self.counts)
+        self.loading_bar = QProgressBar()
+        self.loading_bar.setObjectName("adjudicationLoading")
+        self.loading_bar.setRange(0, 0)  # busy: the read gives no steps
+        self.loading_bar.setTextVisible(False)
+        self.loading_bar.setAccessibleName("Reading the answers")
+        self.loading_bar.setVisible(False)
+        left_layout.addWidget(self.loading_bar)
         left.setMinimumWidth(240)
 
         self.unit_header = QLabel()
@@ -519,20 +570,13 @@ class AdjudicationDialog(QDialog):
 
     # --- kinds and units --------------------------------------------------------------------
 
-    def _fill_kinds(self) -> None:
+    def _fill_kinds(self, kinds: list[str], kind: str | None) -> None:
         self.kind_box.blockSignals(True)
         self.kind_box.clear()
-        assigned = self.service.assigned_kinds()
-        for kind in KINDS:
-            if kind not in assigned:
-                continue
-            # an adaptive set's queues may list none of its assigned pairs
-            if kind == "urgency" and not units_of_kind(self.service, kind):
-                continue
-            title = EDITORS[kind][0] if kind in EDITORS else kind
-            self.kind_box.addItem(title, kind)
+        for each in kinds:
+            self.kind_box.addItem(EDITORS[each][0] if each in EDITORS else each, each)
+        self.kind_box.setCurrentIndex(max(self.kind_box.findData(kind), 0))
         self.kind_box.blockSignals(False)
-        self.reload()
 
     @property
     def kind(self) -> str | None:
@@ -548,16 +592,59 @@ class AdjudicationDialog(QDialog):
         """Read the current kind's answers again and list its disagreements."""
         if not self._may_leave():
             return
-        kind = self.kind
-        # a second or more on 10,000 units: show that the window is working
-        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-        try:
-            self.reports = (
-                [] if kind is None else collect(self.service, kind, self.with_drafts.isChecked())
-            )
-            self._fill_units()
-        finally:
-            QApplication.restoreOverrideCursor()
+        self._read(self.kind, with_kinds=False)
+
+    def _read(self, kind: str | None, with_kinds: bool) -> None:
+        """Read in the background (seconds on 10,000 units), the window saying so meanwhile;
+        a newer read replaces one under way."""
+        if self._worker is not None:
+            self._worker.cancel()
+        self._generation += 1
+        generation = self._generation
+        self._show_loading()
+        self._worker = run_in_background(
+            read_kind,
+            self.service,
+            kind,
+            self.with_drafts.isChecked(),
+            with_kinds,
+            on_done=lambda loaded: self._loaded(generation, loaded),
+            on_error=lambda message, _exc: self._read_failed(generation, message),
+        )
+
+    def _show_loading(self) -> None:
+        self.loading = True
+        self.reports, self.shown, self.briefs = [], [], {}
+        self.units.clear()
+        self.units.setEnabled(False)
+        self._show(None)
+        self.unit_header.setText("<i>Reading the answers…</i>")
+        self.counts.setText("Reading the answers…")
+        self.loading_bar.setVisible(True)
+
+    def _done_loading(self, generation: int) -> bool:
+        """False when the result is stale: this window is gone, or a newer read began."""
+        if not isValid(self) or generation != self._generation:
+            return False
+        self._worker = None
+        self.loading = False
+        self.loading_bar.setVisible(False)
+        self.units.setEnabled(True)
+        return True
+
+    def _loaded(self, generation: int, loaded: Loaded) -> None:
+        if not self._done_loading(generation):
+            return
+        if loaded.kinds is not None:
+            self._fill_kinds(loaded.kinds, loaded.kind)
+        self.reports, self.briefs = loaded.reports, loaded.briefs
+        self._fill_units()
+
+    def _read_failed(self, generation: int, message: str) -> None:
+        if not self._done_loading(generation):
+            return
+        self.unit_header.setText("<i>The answers could not be read.</i>")
+        self.counts.setText(f"Not read: {message}")
 
     def disagreements(self) -> list[UnitAnswers]:
         shown = [r for r in self.reports if r.differs]
@@ -567,14 +654,13 @@ class AdjudicationDialog(QDialog):
 
     def _fill_units(self) -> None:
         keep = self.report.unit_id if self.report else None
-        shown = self.disagreements()
+        self.shown = shown = self.disagreements()
         self._show_counts()
         self.units.blockSignals(True)
         self.units.clear()
-        briefs = self.service.unit_briefs([r.unit_id for r in shown])
         for report in shown:
             mark = "✓" if report.gold is not None else "•"
-            item = QListWidgetItem(f"{mark} {list_label(briefs[report.unit_id])}")
+            item = QListWidgetItem(f"{mark} {list_label(self.briefs[report.unit_id])}")
             item.setData(Qt.ItemDataRole.UserRole, report.unit_id)
             item.setToolTip(f"{len(report.answers)} answers")
             self.units.addItem(item)
@@ -610,7 +696,7 @@ class AdjudicationDialog(QDialog):
         return False
 
     def _on_unit_row(self, row: int) -> None:
-        shown = self.disagreements()
+        shown = self.shown
         if not 0 <= row < len(shown) or (self.report and shown[row].unit_id == self.report.unit_id):
             return
         if not self._may_leave():

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QProgressBar,
     QPushButton,
     QSpinBox,
     QTableWidget,
@@ -246,6 +247,19 @@ def case_names(project: Project) -> dict[int, str]:
         return dict(s.execute(select(Case.id, Case.external_id)).all())
 
 
+@dataclass(frozen=True)
+class Tallies:
+    """The Progress and Hard pairs tabs' rows, read together off the GUI thread."""
+
+    progress: list[setup.ProgressRow]
+    hard: list[setup.HardPair]
+
+
+def read_tallies(project: Project) -> Tallies:
+    """Worker thread: every assignment and answer is counted (seconds on 10,000 cases)."""
+    return Tallies(setup.study_progress(project), setup.hard_pairs(project))
+
+
 def split_words(text: str) -> list[str]:
     return [w for w in _SEPARATORS.split(text.strip()) if w]
 
@@ -282,6 +296,9 @@ class StudySetupDialog(QDialog):
         self.plan: setup.UnitPlan | None = None
         self.assignment: setup.AssignmentPlan | None = None
         self.busy = False
+        self.loading = False  # the progress and hard pairs are being read in the background
+        self._generation = 0  # a newer read wins; an older one's result is dropped
+        self.progress_rows: list[setup.ProgressRow] = []
         self.tabs = QTabWidget()
         self.tabs.addTab(self._people_tab(), "&Annotators")
         self.tabs.addTab(self._sets_tab(), "&Unit sets")
@@ -291,6 +308,7 @@ class StudySetupDialog(QDialog):
         self.message = MessageLine("setupMessage")
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs, 1)
+        layout.addWidget(self._loading_row())
         layout.addWidget(self.message)
         self._shortcuts()
         no_default_button(self)
@@ -303,6 +321,22 @@ class StudySetupDialog(QDialog):
             )
 
     # --- building ---------------------------------------------------------------------------
+
+    def _loading_row(self) -> QWidget:
+        """Shown while the progress and hard pairs are read; the other tabs work meanwhile."""
+        self.loading_row = QWidget()
+        self.loading_row.setObjectName("setupLoading")
+        self.loading_label = QLabel("Reading the progress and the hard pairs…")
+        bar = QProgressBar()
+        bar.setRange(0, 0)  # busy: the read gives no steps
+        bar.setTextVisible(False)
+        bar.setAccessibleName("Reading the progress and the hard pairs")
+        row = QHBoxLayout(self.loading_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.loading_label)
+        row.addWidget(bar, 1)
+        self.loading_row.setVisible(False)
+        return self.loading_row
 
     def _people_tab(self) -> QWidget:
         self.people_table = make_table(
@@ -613,9 +647,43 @@ class StudySetupDialog(QDialog):
         self.inbox_box.setCurrentText(current_inbox)
         self.inbox_box.blockSignals(False)
         self._fill_assign_lists()
-        self.show_progress()
-        self.show_hard_pairs()
+        self._read_tallies()
         self._update_buttons()
+
+    def _read_tallies(self) -> None:
+        """Count the progress and find the hard pairs in the background, the window saying
+        so; a newer read replaces one under way."""
+        self._generation += 1
+        generation = self._generation
+        self.loading = True
+        self.progress_rows = []
+        self.show_progress()
+        self.show_hard_pairs([])
+        self.loading_row.setVisible(True)
+        run_in_background(
+            read_tallies,
+            self.project,
+            on_done=lambda tallies: self._tallies_read(generation, tallies),
+            on_error=lambda message, _exc: self._tallies_failed(generation, message),
+        )
+
+    def _done_reading(self, generation: int) -> bool:
+        """False when the result is stale: this window is gone, or a newer read began."""
+        if not isValid(self) or generation != self._generation:
+            return False
+        self.loading = False
+        self.loading_row.setVisible(False)
+        return True
+
+    def _tallies_read(self, generation: int, tallies: Tallies) -> None:
+        if self._done_reading(generation):
+            self.progress_rows = tallies.progress
+            self.show_progress()
+            self.show_hard_pairs(tallies.hard)
+
+    def _tallies_failed(self, generation: int, message: str) -> None:
+        if self._done_reading(generation):
+            self.message.error(f"The progress and hard pairs were not read: {message}")
 
     def _fill_assign_lists(self) -> None:
         chosen_set = self.assign_set_box.currentData()
@@ -648,7 +716,8 @@ class StudySetupDialog(QDialog):
         ]
 
     def show_progress(self) -> None:
-        rows = setup.study_progress(self.project)
+        """The progress rows read last, per unit set or summed per kind."""
+        rows = self.progress_rows
         by_kind = self.by_kind_box.isChecked()
         if by_kind:
             rows = setup.progress_by_kind(rows)
@@ -911,9 +980,9 @@ class StudySetupDialog(QDialog):
 
     # --- a second annotator for hard pairs --------------------------------------------------
 
-    def show_hard_pairs(self) -> None:
+    def show_hard_pairs(self, hard: list[setup.HardPair]) -> None:
         """List the pairs waiting for a second annotator; the count shows on the tab."""
-        self.hard = setup.hard_pairs(self.project)
+        self.hard = hard
         fill_table(
             self.hard_table,
             [[p.unit_id, p.unit_set, " / ".join(p.cases), p.asked_by] for p in self.hard],

@@ -101,7 +101,18 @@ def open_adjudication(qtbot, window) -> AdjudicationDialog:
     dialog = tool.load()(window)
     assert isinstance(dialog, AdjudicationDialog)
     qtbot.waitUntil(dialog.isVisible)
+    wait_loaded(qtbot, dialog)
     return dialog
+
+
+def wait_loaded(qtbot, dialog: AdjudicationDialog) -> None:
+    """The window reads a kind's answers in the background: wait for its list."""
+    qtbot.waitUntil(lambda: not dialog.loading, timeout=10_000)
+
+
+def choose_kind(qtbot, dialog: AdjudicationDialog, kind: str) -> None:
+    dialog.set_kind(kind)
+    wait_loaded(qtbot, dialog)
 
 
 def test_the_pi_adjudicates_disagreements_into_gold(qtbot, study, tmp_path):
@@ -112,7 +123,7 @@ def test_the_pi_adjudicates_disagreements_into_gold(qtbot, study, tmp_path):
     dialog = open_adjudication(qtbot, window)
 
     # EPPC: one disagreement, both answers side by side, the differing line marked
-    dialog.set_kind("eppc")
+    choose_kind(qtbot, dialog, "eppc")
     assert dialog.units.count() == 1
     assert dialog.units.item(0).data(Qt.ItemDataRole.UserRole) == ids.units["eppc"]
     assert "2 answers, 2 different" in dialog.unit_header.text()
@@ -149,7 +160,7 @@ def test_the_pi_adjudicates_disagreements_into_gold(qtbot, study, tmp_path):
     }
 
     # Facts: take Ava's answer as it is (the note says so by default)
-    dialog.set_kind("facts")
+    choose_kind(qtbot, dialog, "facts")
     assert dialog.units.count() == 1
     assert "You will be fine" in dialog.columns[1].findChild(QTextBrowser).toPlainText()
     qtbot.mouseClick(dialog.columns[0].take, Qt.MouseButton.LeftButton)
@@ -159,9 +170,9 @@ def test_the_pi_adjudicates_disagreements_into_gold(qtbot, study, tmp_path):
     assert dialog.editor.payload() == gold.payload  # the editor shows the new gold
 
     # the agreed match unit is not listed; hiding adjudicated units empties the list
-    dialog.set_kind("match")
+    choose_kind(qtbot, dialog, "match")
     assert dialog.units.count() == 0
-    dialog.set_kind("facts")
+    choose_kind(qtbot, dialog, "facts")
     dialog.hide_done.setChecked(True)
     assert dialog.units.count() == 0
     dialog.close()
@@ -180,7 +191,7 @@ def test_the_pi_adjudicates_disagreements_into_gold(qtbot, study, tmp_path):
 def test_ctrl_number_loads_an_answer_and_ctrl_s_saves_it(qtbot, study, tmp_path):
     window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
     dialog = open_adjudication(qtbot, window)
-    dialog.set_kind("eppc")
+    choose_kind(qtbot, dialog, "eppc")
     dialog.activateWindow()
     qtbot.waitUntil(lambda: dialog.isActiveWindow())
     qtbot.keyClick(dialog.units, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
@@ -197,7 +208,7 @@ def test_each_decision_gets_its_own_note_unless_the_pi_writes_one(qtbot, study, 
     units = study.ids.units
     window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
     dialog = open_adjudication(qtbot, window)
-    dialog.set_kind("facts")
+    choose_kind(qtbot, dialog, "facts")
     qtbot.mouseClick(dialog.columns[0].take, Qt.MouseButton.LeftButton)
     assert gold_of(study.path, units["facts"]).comment == "Took Ava (RN)'s answer"
     qtbot.mouseClick(dialog.columns[1].take, Qt.MouseButton.LeftButton)
@@ -211,7 +222,7 @@ def test_each_decision_gets_its_own_note_unless_the_pi_writes_one(qtbot, study, 
     assert gold_of(study.path, units["facts"]).comment == "Ben missed the dose"
 
     # a decision made from scratch on another unit is not "Edited from" the last one's
-    dialog.set_kind("eppc")
+    choose_kind(qtbot, dialog, "eppc")
     qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
     assert gold_of(study.path, units["eppc"]).comment == "Adjudicated"
     dialog.close()
@@ -222,7 +233,7 @@ def test_ctrl_s_saves_a_fact_typed_without_enter_as_gold(qtbot, study, tmp_path)
     """A new fact typed in its box, and a fact reworded in its cell (F2), neither entered."""
     window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
     dialog = open_adjudication(qtbot, window)
-    dialog.set_kind("facts")
+    choose_kind(qtbot, dialog, "facts")
     dialog.activateWindow()
     qtbot.waitUntil(lambda: dialog.isActiveWindow())
     qtbot.keyClick(dialog.units, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
@@ -315,7 +326,7 @@ def edited_gold(qtbot, study, tmp_path) -> tuple:
     changed in the editor, not saved as gold."""
     window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
     dialog = open_adjudication(qtbot, window)
-    dialog.set_kind("eppc")
+    choose_kind(qtbot, dialog, "eppc")
     dialog.activateWindow()
     qtbot.waitUntil(lambda: dialog.isActiveWindow())
     qtbot.keyClick(dialog.units, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
@@ -367,7 +378,7 @@ def test_escape_saves_a_fact_typed_without_enter(qtbot, study, tmp_path, questio
     """Words typed in the new-fact box, not entered, are an edit too: Escape asks."""
     window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
     dialog = open_adjudication(qtbot, window)
-    dialog.set_kind("facts")
+    choose_kind(qtbot, dialog, "facts")
     dialog.activateWindow()
     qtbot.waitUntil(lambda: dialog.isActiveWindow())
     qtbot.keyClick(dialog.units, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
@@ -467,7 +478,7 @@ def test_gold_with_a_response_marked_incorrect_without_a_reason_is_kept_as_a_dra
             svc.save_answer(unit, {"entries": entries}, status="submitted", annotator_id=who)
     window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
     dialog = open_adjudication(qtbot, window)
-    dialog.set_kind("rank")
+    choose_kind(qtbot, dialog, "rank")
     assert dialog.units.count() == 1
     qtbot.mouseClick(dialog.columns[0].load, Qt.MouseButton.LeftButton)
     editor = dialog.editor

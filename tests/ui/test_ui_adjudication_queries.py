@@ -5,17 +5,21 @@ window frozen."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 from PySide6.QtWidgets import QApplication
+from shiboken6 import isValid
 from sqlalchemy import event
 from ui_support import make_gui_study, open_window, preferences
 
 from portalreview.store.models import KINDS
+from portalreview.store.project import Project
 from portalreview.store.service import StudyService
-from portalreview.ui import adjudication
-from portalreview.ui.adjudication import collect, list_label, unit_brief
+from portalreview.ui import adjudication, workers
+from portalreview.ui.adjudication import canonical, collect, list_label, unit_brief
 
 
 @contextlib.contextmanager
@@ -87,17 +91,136 @@ def test_bulk_answers_and_labels_match_the_unit_by_unit_ones(study):
             assert list_label(briefs[unit_id]) == label
 
 
-def test_the_window_shows_it_is_working_while_it_reads(qtbot, tmp_path, monkeypatch):
-    gui = make_gui_study(tmp_path)
-    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
-    dialog = adjudication.open_tool(window)
-    cursors = []
+def gui_study_with_disagreements(folder, n: int):
+    """The GUI study, with ``n`` more respond units that ava and ben answer differently."""
+    folder.mkdir()
+    gui = make_gui_study(folder)
+    project = Project.open(gui.path)
+    try:
+        ids = gui.ids
+        add_disagreements(SimpleNamespace(**{**vars(ids), "service": StudyService(project)}), n)
+    finally:
+        project.close()
+    return gui
 
-    def watched_collect(*args, **kwargs):
-        cursors.append(QApplication.overrideCursor())
+
+def wait_loaded(qtbot, dialog) -> None:
+    qtbot.waitUntil(lambda: not dialog.loading, timeout=20_000)
+
+
+def opening_statements(qtbot, folder, n: int) -> list[str]:
+    """The SQL statements the adjudication window runs from opening to its list shown."""
+    gui = gui_study_with_disagreements(folder, n)
+    window = open_window(qtbot, preferences(folder), gui.path, "pat")
+    with counted_statements(window.service) as statements:
+        dialog = adjudication.open_tool(window)
+        wait_loaded(qtbot, dialog)
+        dialog.set_kind("respond")
+        wait_loaded(qtbot, dialog)
+    assert dialog.units.count() >= n
+    window.close()
+    return statements
+
+
+def test_the_window_reads_as_many_statements_for_many_units_as_for_few(qtbot, tmp_path):
+    few = opening_statements(qtbot, tmp_path / "few", 2)
+    many = opening_statements(qtbot, tmp_path / "many", 30)
+    assert len(many) == len(few), "the window's statements grow with the number of units"
+
+
+@contextlib.contextmanager
+def held_reads(monkeypatch) -> Iterator[tuple[threading.Event, list[threading.Thread]]]:
+    """``collect`` held back until the event is set, when it runs off the GUI thread; the
+    threads it ran on."""
+    release = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def held_collect(*args, **kwargs):
+        threads.append(threading.current_thread())
+        if threading.current_thread() is not threading.main_thread():
+            release.wait(20)
         return collect(*args, **kwargs)
 
-    monkeypatch.setattr(adjudication, "collect", watched_collect)
-    dialog.with_drafts.setChecked(True)
-    assert cursors and cursors[-1] is not None, "no wait cursor while reading"
-    assert QApplication.overrideCursor() is None
+    monkeypatch.setattr(adjudication, "collect", held_collect)
+    try:
+        yield release, threads
+    finally:
+        release.set()
+
+
+def test_the_window_reads_in_the_background_and_says_it_is_loading(qtbot, tmp_path, monkeypatch):
+    """10,000 units took 4 s to read, the window blank and the program frozen meanwhile."""
+    gui = gui_study_with_disagreements(tmp_path / "study", 3)
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    with held_reads(monkeypatch) as (release, threads):
+        dialog = adjudication.open_tool(window)
+        qtbot.waitUntil(lambda: bool(threads))
+        assert threads[0] is not threading.main_thread(), "read on the GUI thread"
+        assert dialog.loading and dialog.loading_bar.isVisible()
+        assert "Reading" in dialog.counts.text() and not dialog.units.isEnabled()
+        QApplication.processEvents()  # the window answers meanwhile
+        release.set()
+        wait_loaded(qtbot, dialog)
+    assert not dialog.loading_bar.isVisible() and dialog.units.isEnabled()
+    assert dialog.units.count() > 0 and "differ" in dialog.counts.text()
+    assert dialog.kind_box.count() > 0 and dialog.unit is not None
+
+
+def test_a_newer_read_replaces_the_one_under_way(qtbot, tmp_path, monkeypatch):
+    gui = gui_study_with_disagreements(tmp_path / "study", 3)
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    dialog = adjudication.open_tool(window)
+    wait_loaded(qtbot, dialog)
+    with held_reads(monkeypatch) as (release, _threads):
+        dialog.set_kind("facts")
+        dialog.set_kind("respond")  # before the facts were read
+        release.set()
+        wait_loaded(qtbot, dialog)
+        qtbot.wait(200)  # the stale facts result arrives too, and is dropped
+    assert dialog.kind == "respond" and dialog.unit is not None and dialog.unit.kind == "respond"
+
+
+def test_closing_the_window_while_it_reads_is_safe(qtbot, tmp_path, monkeypatch):
+    gui = gui_study_with_disagreements(tmp_path / "study", 3)
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    with held_reads(monkeypatch) as (release, threads):
+        dialog = adjudication.open_tool(window)
+        qtbot.waitUntil(lambda: bool(threads))
+        dialog.close()
+        release.set()
+        wait_loaded(qtbot, dialog)
+    again = adjudication.open_tool(window)  # the same window, its list read meanwhile
+    assert again is dialog and dialog.units.count() > 0
+    with held_reads(monkeypatch) as (release, threads):
+        dialog.set_kind("facts")
+        qtbot.waitUntil(lambda: bool(threads))
+        dialog.deleteLater()  # as a new project's window replaces it
+        qtbot.waitUntil(lambda: not isValid(dialog))
+        release.set()
+        qtbot.waitUntil(lambda: not workers._running, timeout=20_000)
+        qtbot.wait(100)  # the result arrives for a deleted window: dropped, no error
+
+
+def test_each_answer_is_compared_once_whatever_the_list_shows(qtbot, tmp_path, monkeypatch):
+    """The list, its counts and each row change asked every unit whether its answers differ,
+    dumping every answer to JSON each time: seconds of repeated work on 10,000 units."""
+    gui = gui_study_with_disagreements(tmp_path / "study", 10)
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    dialog = adjudication.open_tool(window)
+    wait_loaded(qtbot, dialog)
+    dumps = []
+
+    def counted_canonical(payload):
+        dumps.append(payload)
+        return canonical(payload)
+
+    monkeypatch.setattr(adjudication, "canonical", counted_canonical)
+    dialog.set_kind("respond")
+    wait_loaded(qtbot, dialog)
+    answers = sum(len(r.answers) for r in dialog.reports)
+    shown_header = len(dialog.report.answers)  # the unit shown says how many differ
+    assert len(dumps) <= answers + shown_header
+    dumps.clear()
+    dialog.hide_done.setChecked(True)
+    dialog.step(1)
+    assert len(dumps) <= 2 * shown_header

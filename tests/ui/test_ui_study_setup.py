@@ -58,7 +58,13 @@ def open_setup(qtbot, window) -> StudySetupDialog:
     action.trigger()
     dialog = window.findChild(StudySetupDialog)
     qtbot.waitUntil(dialog.isVisible)
+    wait_read(qtbot, dialog)
     return dialog
+
+
+def wait_read(qtbot, dialog: StudySetupDialog) -> None:
+    """The progress and hard pairs are read in the background: wait for them."""
+    qtbot.waitUntil(lambda: not dialog.loading, timeout=20_000)
 
 
 def click(qtbot, button) -> None:
@@ -221,6 +227,7 @@ def test_the_pi_adds_a_person_makes_a_set_and_hands_it_out_with_an_overlap(
 
     # Progress: the table shows study_progress, per set or summed per kind.
     dialog.tabs.setCurrentIndex(3)
+    wait_read(qtbot, dialog)
     with Project.open(path, read_only=True) as project:
         by_set = setup.study_progress(project)
     shown = [
@@ -572,11 +579,13 @@ def test_the_pi_gives_pairs_flagged_as_hard_to_a_second_annotator(
     assert holders(path, flagged) == before
 
     dialog.reload()
+    wait_read(qtbot, dialog)
     assert dialog.tabs.tabText(4) == "&Hard pairs (2)"
     qtbot.keyClick(dialog.hard_table, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
     pick(qtbot, dialog.second_box, "np", "np_chloe")
     qtbot.keyClick(dialog.hard_table, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert "2 hard pair(s) given to np_chloe" in dialog.message.plain()
+    wait_read(qtbot, dialog)
     assert holders(path, asked["nurse_ava"]) == {
         u: {"nurse_ava", "np_chloe"} for u in asked["nurse_ava"]
     }
