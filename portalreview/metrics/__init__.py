@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         DraftEdits,
         draft_edits,
         lcs_length,
+        left_unchanged,
         with_active_seconds,
         word_tokens,
     )
@@ -130,6 +131,7 @@ _SUBMODULE_OF: dict[str, str] = {
     "DraftEdits": "editing",
     "draft_edits": "editing",
     "lcs_length": "editing",
+    "left_unchanged": "editing",
     "with_active_seconds": "editing",
     "word_tokens": "editing",
     "PRF": "eppc",
@@ -205,6 +207,7 @@ __all__ = [
     "kappa_per_batch",
     "krippendorff_alpha",
     "lcs_length",
+    "left_unchanged",
     "locate_span",
     "macro_fact_scores",
     "margin_weighted_scores",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from portalreview.metrics._common import f1_from_counts, ratio
 
 _WORD_TOKEN = re.compile(r"\w+(?:['\u2019-]\w+)*")
+_LINE_BREAK = re.compile("\r\n|[\r\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,23 @@ def draft_edits(
     )
 
 
+def left_unchanged(draft: str, final: str) -> bool:
+    """Whether ``final`` is ``draft`` as it was, but for the form of its line breaks ("\\r\\n",
+    a lone "\\r", U+2028 and U+2029 are all "\\n"), a U+FEFF at the start and white space at
+    either end.
+
+    Not from a paper: when a draft counts as not edited (docs/formats.md, "Preferences": such
+    a draft makes no preference pair). A Qt text box gives a draft's line breaks back as
+    "\\n" and drops a leading U+FEFF, so those are no edit; :func:`draft_edits` drops them
+    with the rest of the white space and punctuation.
+    """
+    return _plain(final) == _plain(draft)
+
+
+def _plain(text: str) -> str:
+    return _LINE_BREAK.sub("\n", text).removeprefix("\ufeff").strip()
+
+
 def with_active_seconds(edits: DraftEdits, active_seconds: float | None) -> DraftEdits:
     """The same word-level edits with another editing time, checked as :func:`draft_edits`
     checks it (a finite number >= 0, or None).
@@ -167,4 +185,11 @@ def _checked_seconds(active_seconds: float | None) -> float | None:
     return float(active_seconds)
 
 
-__all__ = ["DraftEdits", "draft_edits", "lcs_length", "with_active_seconds", "word_tokens"]
+__all__ = [
+    "DraftEdits",
+    "draft_edits",
+    "lcs_length",
+    "left_unchanged",
+    "with_active_seconds",
+    "word_tokens",
+]

@@ -13,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from portalreview import metrics
-from portalreview.metrics.editing import DraftEdits, draft_edits, lcs_length, word_tokens
+from portalreview.metrics.editing import (
+    DraftEdits,
+    draft_edits,
+    lcs_length,
+    left_unchanged,
+    word_tokens,
+)
 
 
 def dp_lcs(a: list, b: list) -> int:
@@ -103,6 +109,18 @@ def test_identical_texts_and_punctuation_only_edits():
     assert (same.precision, same.recall, same.f1) == (1.0, 1.0, 1.0)
     # Punctuation and spacing are not words: the same 9 words.
     assert draft_edits(text, text.replace(".", "!").replace(" ", "  ")).f1 == 1.0
+
+
+def test_line_breaks_written_another_way_are_no_edit():
+    # a draft from a Windows file, as a Qt text box gives it back: "\n", no leading U+FEFF
+    draft = "\ufeffSorry you are unwell.\r\nCall us today.\rBye.\u2028See you\u2029soon."
+    final = "Sorry you are unwell.\nCall us today.\nBye.\nSee you\nsoon.\n"
+    assert left_unchanged(draft, final)
+    assert left_unchanged(draft, draft) and left_unchanged("a\r\nb", " a\nb ")
+    assert not left_unchanged(draft, final.replace("today", "tomorrow"))
+    assert not left_unchanged("a\r\nb", "a b")  # a line break taken out is an edit
+    edits = draft_edits(draft, final)  # the words ignore line breaks and the U+FEFF already
+    assert (edits.draft_words, edits.kept, edits.deleted, edits.added) == (11, 11, 0, 0)
 
 
 def test_empty_texts():

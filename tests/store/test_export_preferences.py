@@ -107,6 +107,28 @@ def test_every_record_has_the_fields_of_trl_s_conversational_preference_format(
         assert case.message.strip() in prompt and "The patient's chart:" in prompt
 
 
+def test_a_final_text_that_differs_from_the_draft_in_line_breaks_alone_makes_no_pair(
+    study, tmp_path
+) -> None:
+    # a draft from a Windows file (CRLF, a lone CR, a leading U+FEFF), submitted untouched by
+    # a version that stored it as the text box gave it back: "\n" and no U+FEFF
+    svc = study.service
+    draft = svc.add_response(study.case1, "windows",
+                             "\ufeffSorry you are unwell.\r\nCall us today.\rBye.\r\n",
+                             author_kind="model", author="m", source="m")
+    unit = svc.add_unit(svc.create_unit_set("windows", "respond"), study.case1,
+                        response_id=draft)
+    svc.assign(unit, study.ava)
+    svc.as_viewer("ava").save_answer(unit, {"mode": "edit_draft", "base_response_id": draft,
+                                            "final_text": "Sorry you are unwell.\nCall us "
+                                                          "today.\nBye.\n", "notes": ""},
+                                     status="submitted")
+    export_external(svc.project, "preferences", tmp_path / "out")
+    assert _read(tmp_path / "out", "preferences-pooled.jsonl") == []
+    summary = json.loads((tmp_path / "out" / "preferences-summary.json").read_text())
+    assert summary["left_out"] == {"edit: the draft was left unchanged": 1}
+
+
 def test_a_clinician_s_own_export_holds_only_their_answers(answered, tmp_path) -> None:
     study, _ = answered
     written = export_external(study.service.project, "preferences", tmp_path / "ben",

@@ -161,6 +161,45 @@ def test_a_clinician_does_all_three_tasks_and_the_file_holds_exactly_that(qtbot,
     }
 
 
+def add_windows_draft_unit(gui, draft_text: str) -> int:
+    with Project.open(gui.path) as project:
+        svc = StudyService(project)
+        draft = svc.add_response(
+            gui.ids.case2, "windows", draft_text, author_kind="model", author="m", source="m"
+        )
+        unit_set = svc.create_unit_set("windows", "respond")
+        unit = svc.add_unit(unit_set, gui.ids.case2, response_id=draft)
+        svc.assign(unit, gui.ids.ava)
+    return unit
+
+
+def test_a_draft_with_windows_line_breaks_submitted_untouched_is_stored_as_the_draft(
+    qtbot, gui, prefs
+):
+    # from a file written on Windows (CRLF, a lone CR) by Notepad (a leading U+FEFF): the box
+    # shows "\n" and no U+FEFF, but the clinician changed nothing
+    draft = "\ufeffI am sorry you are unwell.\r\nPlease call the clinic.\rWe are here."
+    unit = add_windows_draft_unit(gui, draft)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    assert window.queue.select_unit(unit)
+    editor = window.editors["respond"]
+    assert editor.draft_box.toPlainText() == draft[1:].replace("\r\n", "\n").replace("\r", "\n")
+    qtbot.keyClick(editor.draft_box, Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClicks(editor.draft_box, "!")
+    qtbot.keyClick(editor.draft_box, Qt.Key.Key_Backspace)  # typed and taken back
+    window.act_submit.trigger()
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").payload["final_text"] == draft
+
+    # an edit is stored as the box gives it back
+    qtbot.keyClicks(editor.draft_box, " Bye.")
+    wait_saved(qtbot, window)
+    window.close()
+    final = stored_answer(gui.path, unit, "ava").payload["final_text"]
+    assert final == "I am sorry you are unwell.\nPlease call the clinic.\nWe are here. Bye."
+
+
 def test_restarting_shows_the_answers_again(qtbot, gui, prefs):
     window = open_window(qtbot, prefs, gui.path, "ava")
     write_theme_guided(qtbot, window)

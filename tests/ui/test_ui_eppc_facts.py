@@ -226,6 +226,38 @@ def test_span_offsets_are_characters_of_the_sentence_with_accents_and_emoji(qtbo
     assert highlighted == {"Café 😀 naïve", "stomach 🤢 hurts"}
 
 
+def test_evidence_in_a_message_that_starts_with_a_bom_is_stored_as_the_words_selected(
+    qtbot, gui, prefs
+):
+    # a message read from a Notepad file (UTF-8 with BOM): Qt drops the leading U+FEFF
+    message = "\ufeffMy stomach hurts since Monday. Thanks."
+    with Project.open(gui.path) as project:
+        svc = StudyService(project)
+        case = svc.add_case("bom", message)
+        sentence = svc.sentences(case_id=case)[0]
+        unit = svc.add_unit(svc.create_unit_set("bom", "eppc"), case, sentence_id=sentence.id)
+        svc.assign(unit, gui.ids.ava)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "eppc")
+    assert window.queue.select_unit(unit)
+    editor = window.editors["eppc"]
+    view = editor.sentence_view
+    qtbot.keyClick(editor.codes_list, Qt.Key.Key_1)
+    for words in ("stomach hurts", "My"):
+        found = view.document().find(words)
+        drag_select(view, found.selectionStart(), found.selectionEnd())
+        assert view.textCursor().selectedText() == words
+        qtbot.keyClick(view, Qt.Key.Key_E)
+    qtbot.keyClick(editor.codes_list, Qt.Key.Key_W)  # the sentence marked in the message
+    (marked,) = editor.message_view.extraSelections()
+    assert marked.cursor.selectedText() == "My stomach hurts since Monday."
+    wait_saved(qtbot, window)
+    window.close()
+
+    (label,) = stored_answer(gui.path, unit, "ava").payload["labels"]
+    assert [sentence.text[s:e] for s, e in label["spans"]] == ["My", "stomach hurts"]
+
+
 def test_offsets_between_python_and_qt():
     text = "Cafe\u0301 😀 a\r\nb 🤢"  # a combining accent, emoji, a Windows line break
     offsets = TextOffsets(text)

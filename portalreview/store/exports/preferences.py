@@ -15,7 +15,8 @@ Where the pairs come from:
 * **empathy** (seed 004): the reply judged more empathetic is chosen over the other; "equally
   empathetic" makes none and is counted.
 * **edit** (edit-a-draft, seed 000's clinicians editing model drafts): the clinician's final
-  text is chosen over the draft as it was; a draft left unchanged makes none and is counted.
+  text is chosen over the draft as it was; a draft left unchanged makes none and is counted
+  (``metrics.editing.left_unchanged``: line breaks written another way are no change).
 
 Only submitted answers count (drafts in progress are counted and left out), and never those of
 a model pseudo annotator. A clinician's own export (``annotator``) holds their answers alone:
@@ -30,6 +31,7 @@ from collections import Counter
 from itertools import combinations
 from typing import Any
 
+from portalreview.metrics.editing import left_unchanged
 from portalreview.store.exporters import ExportFailed
 from portalreview.store.exports.snapshot import Row, Snapshot
 
@@ -96,7 +98,7 @@ def _edit_pairs(snapshot: Snapshot, answer: Row, left_out: Counter) -> list[dict
         return []  # a theme-guided response has no draft to prefer it over
     draft = _text(snapshot, payload["base_response_id"])
     final = payload["final_text"]
-    if final.strip() == draft.strip():
+    if left_unchanged(draft, final):  # line breaks as a text box gives them back are no edit
         left_out["edit: the draft was left unchanged"] += 1
         return []
     case_id = snapshot.unit_of(answer)["case_id"]

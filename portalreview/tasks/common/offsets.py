@@ -3,14 +3,17 @@
 The store keeps spans as offsets into a Python ``str`` (code points): EPPC evidence into its
 sentence, match spans into the draft. A ``QTextDocument`` counts positions in UTF-16 code
 units, so every character outside the Basic Multilingual Plane (most emoji: "😀" is one code
-point, two UTF-16 units) shifts Qt's positions by one; and ``setPlainText`` turns a "\\r\\n"
-line break into one paragraph separator. :class:`TextOffsets` converts both ways for one
-text. No widgets here.
+point, two UTF-16 units) shifts Qt's positions by one; ``setPlainText`` turns a "\\r\\n"
+line break into one paragraph separator, and drops a U+FEFF (a byte-order mark, as a text
+saved by Notepad starts with) at the very start of the text, though not a second one nor one
+further in. :class:`TextOffsets` converts both ways for one text. No widgets here.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+
+BOM = "\ufeff"
 
 
 class TextOffsets:
@@ -18,11 +21,15 @@ class TextOffsets:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        #: Python characters before the document's first position: a leading U+FEFF
+        self.hidden_prefix = 1 if text.startswith(BOM) else 0
         starts = [0]  # starts[i]: Qt position of code point i (and of the end, at len(text))
         position = 0
         for i, char in enumerate(text):
             if char == "\r" and text[i + 1 : i + 2] == "\n":
                 width = 0  # "\r\n" becomes one separator in the document
+            elif i < self.hidden_prefix:
+                width = 0  # setPlainText drops it
             else:
                 width = 2 if ord(char) > 0xFFFF else 1
             position += width
@@ -48,6 +55,8 @@ class TextOffsets:
         with ``round_up`` (for the end of a selection).
         """
         position = max(0, min(position, self.qt_length))
+        if position == 0:  # the first visible character, after a dropped U+FEFF
+            return self.hidden_prefix
         index = bisect_left(self._starts, position)
         if self._starts[index] == position:  # the first of equal ones: "\r" of "\r\n"
             return min(index, len(self.text))
