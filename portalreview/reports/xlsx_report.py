@@ -38,6 +38,7 @@ from portalreview.metrics.urgency import ndcg_at_k, t_ndcg_at_k
 from portalreview.reports.json_report import build_report, report_and_frames
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.frames import StudyFrames, read_frames
+from portalreview.store.importers.ooxml import EXCEL_CELL_LIMIT, excel_prefix, fits_excel_cell
 from portalreview.store.models import Answer, AuditEntry, Suggestion
 from portalreview.store.output_files import save_workbook, write_through_temporary
 from portalreview.store.project import Project, refuse_project_output
@@ -48,7 +49,7 @@ JsonPath = tuple[str | int, ...]
 NUM = "0.000"
 INT = "0"
 PCT = "0.0"  # percent_correct is already 0-100
-EXCEL_CELL_LIMIT = 32_767
+CUT_NOTE = " ... [cut: longer than an Excel cell]"
 CHART_ROWS = 19  # rows of 15 points kept free below a table for its 9 cm chart
 _ILLEGAL = re.compile("[\000-\010\013\014\016-\037\ufffe\uffff]")  # what XML 1.0 cannot hold
 _SHEET_CHARS = re.compile(r"[\[\]:*?/\\]")
@@ -2144,8 +2145,8 @@ def figure_cells(sheets: Sequence[Sheet]) -> list[tuple[str, str, int, int, Cell
 
 def _text(value: str) -> str:
     value = _ILLEGAL.sub("", value)
-    if len(value) > EXCEL_CELL_LIMIT:
-        value = value[: EXCEL_CELL_LIMIT - 40] + " ... [cut: longer than an Excel cell]"
+    if not fits_excel_cell(value):  # counted as Excel counts: UTF-16 units
+        value = excel_prefix(value, EXCEL_CELL_LIMIT - len(CUT_NOTE)) + CUT_NOTE
     return value
 
 

@@ -30,7 +30,12 @@ from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.export_manifest import PROJECT_JSON, RECORD_KEY, finished, unfinished
 from portalreview.store.importers.cases import CASE_COLUMNS, RESPONSE_COLUMNS
-from portalreview.store.importers.ooxml import ooxml_escape
+from portalreview.store.importers.ooxml import (
+    EXCEL_CELL_LIMIT,
+    excel_length,
+    fits_excel_cell,
+    ooxml_escape,
+)
 from portalreview.store.importers.portable import (
     UNIT_REFS,
     answer_to_portable,
@@ -71,7 +76,6 @@ from portalreview.store.service import CHART_SECTIONS, StudyService, chart_text_
 
 log = logging.getLogger(__name__)
 FORMATS = ("jsonl", "csv", "xlsx")
-EXCEL_CELL_LIMIT = 32_767
 Row = dict[str, Any]
 Table = tuple[tuple[str, ...], list[Row]]
 
@@ -475,10 +479,11 @@ def _excel_value(table: str, number: int, column: str, value: Any) -> Any:
         return value
     text = cell_text(value)
     where = f"{table}, row {number}, field {column!r}"
-    if len(text) > EXCEL_CELL_LIMIT:
+    if not fits_excel_cell(text):
         raise ExportFailed(
-            f"{where}: {len(text):,} characters do not fit an Excel cell "
-            f"({EXCEL_CELL_LIMIT:,} at most); export as jsonl or csv instead"
+            f"{where}: {excel_length(text):,} characters as Excel counts them (an emoji "
+            f"counts 2) do not fit an Excel cell ({EXCEL_CELL_LIMIT:,} at most); "
+            "export as jsonl or csv instead"
         )
     if ILLEGAL_CHARACTERS_RE.search(text):
         raise ExportFailed(

@@ -25,7 +25,9 @@ from portalreview.store.csv_cells import (
     unescape_formula,
 )
 from portalreview.store.exporters import export_project
+from portalreview.store.exports import export_external
 from portalreview.store.importers import import_files
+from portalreview.store.importers.readers import read_parts
 from portalreview.store.models import Suggestion
 from portalreview.store.project import Project
 
@@ -245,3 +247,23 @@ def test_merge_conflicts_csv_is_safe(tmp_path):
         "'+ava.prproj",
     )
     assert row["position"] == "-1" and json.loads(row["master"]) == {"comment": "=1+2"}
+
+
+def test_label_studio_annotators_csv_is_safe_and_reads_back(hostile, tmp_path):
+    """An annotator's name is any text (an EPPC import creates one from its column): the list
+    of Label Studio users to create used to write ``=HYPERLINK(...)`` bare, a live formula."""
+    project, study = hostile
+    svc = study.service
+    name = HOSTILE["f1"]
+    person = svc.add_annotator(name)
+    svc.assign(study.units["urgency"], person)
+    answer = {"more_urgent_case_id": study.case1}
+    svc.save_answer(study.units["urgency"], answer, status="submitted", annotator_id=person)
+    out = tmp_path / "ls"
+    export_external(project, "labelstudio", out)
+
+    _assert_no_formula(out)
+    emails = {row[0]: row[1] for row in _cells(out)["annotators.csv"][1:]}
+    assert "'" + name in emails and "ava" in emails
+    (part,) = read_parts(out / "annotators.csv")  # PortalReview's reader takes the quote off
+    assert name in {record.values["annotator"] for record in part.records}

@@ -170,6 +170,18 @@ def test_xlsx_export_refuses_a_text_longer_than_a_cell(project, tmp_path):
     assert not (tmp_path / "t.xlsx").exists()
 
 
+def test_xlsx_export_counts_a_cell_as_excel_does(project, tmp_path):
+    """Excel's limit counts UTF-16 units: 20,000 emoji are 40,000 of them (the cell used to be
+    written, and Excel opened the workbook only to repair it, cutting the text)."""
+    svc = StudyService(project)
+    svc.add_case("fits", "\U0001f622" * 16_383)  # 32,766 units
+    export_project(project, "xlsx", tmp_path / "fits.xlsx")
+    svc.add_case("long", "Dear doctor, " + "\U0001f622" * 20_000)
+    with pytest.raises(ExportFailed, match=r"field 'message': 40,013 characters as Excel"):
+        export_project(project, "xlsx", tmp_path / "t.xlsx")
+    assert not (tmp_path / "t.xlsx").exists()
+
+
 def test_xlsx_keeps_text_that_looks_like_a_formula(project, tmp_path):
     StudyService(project).add_case("f1", "=SUM(A1:A3) is what I typed")
     export_project(project, "xlsx", tmp_path / "t.xlsx")

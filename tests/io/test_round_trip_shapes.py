@@ -14,7 +14,12 @@ from sqlalchemy import select
 
 from portalreview.store.exporters import export_project
 from portalreview.store.importers import ImportFailed, import_files
-from portalreview.store.importers.ooxml import ooxml_escape, ooxml_unescape
+from portalreview.store.importers.ooxml import (
+    excel_length,
+    excel_prefix,
+    ooxml_escape,
+    ooxml_unescape,
+)
 from portalreview.store.models import (
     Annotator,
     Assignment,
@@ -213,6 +218,21 @@ def test_workbook_text_as_excel_writes_it():
     assert ooxml_escape("a\r\nb") == "a_x000D_\nb"
     assert ooxml_escape("see _x0041_") == "see _x005F_x0041_"
     assert ooxml_unescape("a_x000D_\nb _x005F_x0041_ _x00e9_") == "a\r\nb _x0041_ é"
+
+
+def test_excel_counts_a_character_beyond_the_basic_plane_twice():
+    assert excel_length("ok \U0001f64f") == 5
+    assert excel_length("é\u4e2d") == 2
+
+
+@given(
+    st.text(alphabet=st.sampled_from(["a", "é", "\U0001f622", "\U00020000"])), st.integers(0, 12)
+)
+def test_a_cut_never_splits_a_character(text, units):
+    head = excel_prefix(text, units)
+    assert text.startswith(head) and excel_length(head) <= units
+    rest = text[len(head) :]
+    assert not rest or excel_length(head + rest[0]) > units  # the longest that fits
 
 
 def test_a_carriage_return_and_a_17_digit_time_survive_a_workbook(project, tmp_path):

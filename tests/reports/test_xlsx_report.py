@@ -420,6 +420,31 @@ def test_a_text_xml_cannot_hold_leaves_a_workbook_excel_opens(tmp_path):
     book.close()
 
 
+def test_a_long_text_is_cut_to_what_an_excel_cell_holds_as_excel_counts_it(tmp_path):
+    """Excel counts UTF-16 units (an emoji counts 2): a reply of 20,000 emoji used to be cut at
+    32,727 characters, 40,000 units, and Excel opened the workbook only to repair it."""
+    from tests.conftest import build_small_study
+
+    reply = "a" + "\U0001f622" * 20_000  # the cut falls inside an emoji
+    with Project.create(tmp_path / "s.prproj", name="Small") as project:
+        study = build_small_study(project)
+        study.service.save_answer(
+            study.units["respond"],
+            {"mode": "theme_guided", "parts": {"empathy": reply}},
+            status="submitted",
+            annotator_id=study.ava,
+        )
+        out = write_xlsx_report(project, tmp_path / "small", n_resamples=0)
+    book = load_workbook(out, read_only=True)
+    texts = [v for row in book["Raw respond"].iter_rows(values_only=True) for v in row]
+    cut = next(v for v in texts if isinstance(v, str) and v.startswith("a\U0001f622"))
+    book.close()
+    kept, note = cut.split(" ... ")
+    assert note == "[cut: longer than an Excel cell]"
+    assert kept == reply[: len(kept)] and len(kept) == 1 + 16_364  # whole emoji only
+    assert len(cut.encode("utf-16-le")) // 2 <= 32_767
+
+
 def test_an_urgency_draft_with_no_patient_chosen_is_a_blank_in_the_raw_sheet(tmp_path):
     from tests.analysis.analysis_builders import new_study
 

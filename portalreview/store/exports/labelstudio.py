@@ -19,13 +19,13 @@ Only submitted answers are written (Label Studio imports no drafts without a fea
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
+from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.exporters import ExportFailed
 from portalreview.store.exports.prodigy import eppc_label
 from portalreview.store.exports.snapshot import Row, Snapshot
@@ -334,8 +334,11 @@ def _json(tasks: list[dict]) -> bytes:
 
 
 def _annotators_csv(emails: dict[str, str]) -> bytes:
+    """Name -> e-mail, for whoever creates the Label Studio users. A name is any text (an EPPC
+    import creates annotators from its column): escaped so that a spreadsheet runs none as a
+    formula, as every CSV PortalReview writes (store/csv_cells.py; its reader undoes it)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = safe_writer(buffer)
     writer.writerow(["annotator", "email"])
-    writer.writerows(sorted(emails.items()))
+    writer.writerows(safe_row(pair) for pair in sorted(emails.items()))
     return buffer.getvalue().encode("utf-8")
