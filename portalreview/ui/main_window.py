@@ -958,8 +958,7 @@ class MainWindow(QMainWindow):
     def toggle_flag(self) -> None:
         if self.session is None or self.session.unit is None or self.session.read_only:
             return
-        answer = self.session.answer
-        if answer is not None and answer.flagged:
+        if self.session.flagged:
             self.session.set_flag(False, "")
             return
         note, ok = QInputDialog.getMultiLineText(

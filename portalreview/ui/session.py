@@ -127,6 +127,8 @@ class AnnotationSession(QObject):
         self.suggestion_id: int | None = None
         self.suggestion_state: str | None = None
         self._suggestion_base: dict | None = None
+        # a flag set while a suggestion is only offered: saved with the first save that may be
+        self._held_flag: dict | None = None
         self.clock = ActivityClock()
         self.clock.scope = self._window
         app = QApplication.instance()
@@ -174,7 +176,10 @@ class AnnotationSession(QObject):
         if self.unit is None:
             return
         self.editor.finish_editing()
-        if self.pending:
+        if self.has_held_input():
+            self._set_suggestion_aside()
+            self.save()
+        elif self.pending:
             self.save()
         elif self.answer is not None and self.clock.seconds >= 1 and not self.read_only:
             self._store(self.answer.status)
@@ -223,15 +228,38 @@ class AnnotationSession(QObject):
         status = self.answer.status if self.answer else "draft"
         return self._store(status, flagged=flagged, flag_note=note)
 
+    @property
+    def flagged(self) -> bool:
+        """Whether the unit on screen is flagged for the PI (a flag not saved yet included)."""
+        if self._held_flag is not None:
+            return bool(self._held_flag["flagged"])
+        return bool(self.answer and self.answer.flagged)
+
+    def has_held_input(self) -> bool:
+        """Has the person flagged the unit or written a comment while a model suggestion is
+        offered on screen, neither accepted nor changed? Such input is their own, so it is
+        kept, but it cannot be saved yet: the suggestion is not their answer."""
+        if self.suggestion_state != "offered" or self.editor is None:
+            return False
+        return self._held_flag is not None or bool(self.editor.comment_text())
+
+    def _set_suggestion_aside(self) -> None:
+        """Leaving a unit whose suggestion was never taken up, with a flag or comment of the
+        person's own: the suggestion is set aside (recorded as ignored) so that the flag and
+        comment are saved with an answer that holds nothing of the model's."""
+        comment = self.editor.comment_text() or ""
+        self.editor.load(self.unit, None)
+        self.editor.set_comment_text(comment)
+        self.dismiss_suggestion()
+
     def _store(self, status: str, **fields) -> AnswerView | None:
         """Save the editor's answer. A submission that is not complete yet is saved as a draft
         (the work is kept) and :attr:`notice` says what is missing."""
         payload = self.editor.payload()
         suggestion = self._suggestion_fields(payload)
         if suggestion is None:  # an unaccepted, unchanged suggestion is never an answer
-            self._set_pending(False)
-            self.notice.emit("Not saved: accept the suggestion (Ctrl+Shift+A) or edit it first.")
-            return None
+            return self._hold(fields)
+        fields = {**(self._held_flag or {}), **fields}
         fields.update(suggestion)
         held_back = self.editor.submit_problem() if status == "submitted" else None
         if held_back:
@@ -278,6 +306,7 @@ class AnnotationSession(QObject):
         )
         self.answer = view
         self.last_failure = None
+        self._held_flag = None
         if self.suggestion_id is not None:  # what this save recorded
             self.suggestion_state = view.suggestion_use or self.suggestion_state
         self.clock.bank()  # the time so far is now stored in the answer
@@ -286,6 +315,22 @@ class AnnotationSession(QObject):
         if refused:
             self.notice.emit(f"Saved as a draft, not submitted: {refused}")
         return view
+
+    def _hold(self, fields: dict) -> None:
+        """A save refused because the answer on screen is still the offered suggestion: a
+        flag (``fields``) and a comment are kept, to be saved with the answer."""
+        if "flagged" in fields:
+            self._held_flag = {"flagged": fields["flagged"], "flag_note": fields["flag_note"]}
+        self._set_pending(False)
+        if not self.has_held_input():
+            self.notice.emit("Not saved: accept the suggestion (Ctrl+Shift+A) or edit it first.")
+            return None
+        self.save_failed.emit(
+            "Not saved yet: your flag and comment are kept and saved with your answer. Accept "
+            "the suggestion (Ctrl+Shift+A), edit it or dismiss it; leaving the unit saves them "
+            "and sets the suggestion aside."
+        )
+        return None
 
     def _unexpected_failure(self, unit_id: int, exc: Exception) -> None:
         """A save that failed in a way no one foresaw is still a failed save: "⚠ Not saved",
@@ -305,6 +350,7 @@ class AnnotationSession(QObject):
         the suggestion as shown (:attr:`_suggestion_base`): the same is "accepted", different
         "edited". For an edited answer the controller recalls it with
         :meth:`recall_suggestion`."""
+        self._held_flag = None
         self.suggestion_id = answer.suggestion_id if answer else None
         self.suggestion_state = answer.suggestion_use if self.suggestion_id else None
         if self.suggestion_id is not None and self.suggestion_state is None:
@@ -348,6 +394,8 @@ class AnnotationSession(QObject):
         if self.suggestion_id is not None:
             self.suggestion_state = "ignored"
             self._suggestion_base = None
+            if self._held_flag is not None or (self.editor and self.editor.comment_text()):
+                self._set_pending(True)  # the person's own flag or comment: save it now
 
     def _suggestion_fields(self, payload: dict) -> dict | None:
         """``suggestion_id`` / ``suggestion_use`` for a save; None: this save must not happen."""

@@ -476,8 +476,12 @@ class SuggestionController(QObject):
         session, editor = self.window.session, self._editor()
         if session is None or editor is None or session.suggestion_state != "offered":
             return
+        comment = editor.comment_text() or ""  # the person's own: kept
         editor.load(session.unit, None)
+        editor.set_comment_text(comment)
         session.dismiss_suggestion()
+        if session.pending:  # a flag or comment of theirs waited for this
+            session.save()
         self.banner(editor).show_state("hidden", "")
         self.window.statusBar().showMessage(
             "Suggestion dismissed; your answer will record that it was ignored.", 6000

@@ -79,6 +79,12 @@ class Editor(QWidget):
         """The answer's free comment, for editors that have a comment box (None: no box)."""
         return None
 
+    def set_comment_text(self, text: str) -> None:
+        """Put ``text`` in the comment box, quietly (editors without one: nothing). Every
+        editor with a comment box keeps it as ``self.comment``, a line edit."""
+        if self.comment_text() is not None:
+            self.comment.setText(text)
+
     def focus_first(self) -> None:
         """Put the keyboard focus where work on a new unit starts."""
         self.setFocus()

@@ -1,0 +1,107 @@
+"""A flag or a comment the person adds while a model suggestion is offered (neither accepted
+nor changed) is theirs: it is kept and saved, and never makes the suggestion their answer.
+It is saved with the answer when they accept or edit the suggestion, at once when they
+dismiss it (the comment stays on screen), and, when they leave the unit without deciding,
+with an answer that sets the suggestion aside (recorded as ignored) and holds nothing of the
+model's. Before, the flag and its note were dropped, and Dismiss emptied the comment box."""
+
+from __future__ import annotations
+
+import pytest
+from ui_support import open_window, preferences, show_kind, stored_answer
+
+from portalreview.ui.suggestions import SuggestionBanner
+
+
+@pytest.fixture
+def offered(qtbot, gui, tmp_path):
+    """ava's window with a stored (overnight) suggestion offered on the urgency unit."""
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    unit = window.admin.read_unit(gui.ids.units["urgency"])
+    payload = {"more_urgent_case_id": unit.cases[0].id, "ask_second": False, "levels": {}}
+    window.admin.add_suggestion(
+        unit.unit_id,
+        payload,
+        model_file="overnight.gguf",
+        model_sha256="0" * 64,
+        template_id="urgency_pair@v1",
+    )
+    show_kind(window, "urgency")
+    window.show_unit(unit.unit_id)
+    qtbot.waitUntil(lambda: window.session.suggestion_state == "offered", timeout=5000)
+    return window
+
+
+def banner(window) -> SuggestionBanner:
+    return window.editors["urgency"].findChild(SuggestionBanner)
+
+
+def urgency_answer(gui):
+    return stored_answer(gui.path, gui.ids.units["urgency"], "ava")
+
+
+def test_a_flag_set_while_a_suggestion_is_offered_is_saved_on_leaving(qtbot, offered, gui):
+    offered.session.set_flag(True, "Self-harm mentioned in the second line")
+    assert urgency_answer(gui) is None  # the suggestion is not the answer
+    assert offered.session.flagged
+    assert offered.save_label.text() == "⚠ Not saved"
+    assert "flag" in offered.statusBar().currentMessage()
+
+    show_kind(offered, "rank")  # leaves the unit without deciding on the suggestion
+    answer = urgency_answer(gui)
+    assert answer is not None and answer.status == "draft"
+    assert answer.flagged and answer.flag_note == "Self-harm mentioned in the second line"
+    assert answer.suggestion_use == "ignored"
+    assert answer.payload["more_urgent_case_id"] is None  # nothing of the model's
+
+
+def test_a_flag_set_while_offered_is_saved_with_the_accepted_suggestion(qtbot, offered, gui):
+    offered.session.set_flag(True, "Please look")
+    offered.act_accept.trigger()
+    answer = urgency_answer(gui)
+    assert answer.suggestion_use == "accepted"
+    assert answer.flagged and answer.flag_note == "Please look"
+    assert answer.payload["more_urgent_case_id"] is not None
+
+
+def test_a_flag_set_while_offered_can_be_taken_back_before_it_is_saved(qtbot, offered, gui):
+    offered.session.set_flag(True, "Please look")
+    offered.toggle_flag()  # the flag on screen is set, so this takes it back
+    assert not offered.session.flagged
+    offered.act_accept.trigger()
+    assert not urgency_answer(gui).flagged
+
+
+def test_a_comment_typed_while_offered_survives_dismiss_and_is_saved(qtbot, offered, gui):
+    editor = offered.editors["urgency"]
+    qtbot.keyClicks(editor.comment, "Patient B called twice")
+    qtbot.wait(50)
+    offered.session.save()  # the autosave: refused, the suggestion is not the answer
+    assert urgency_answer(gui) is None
+
+    offered.act_dismiss.trigger()
+    assert not banner(offered).isVisible()
+    assert editor.comment.text() == "Patient B called twice"
+    answer = urgency_answer(gui)
+    assert answer is not None and answer.comment == "Patient B called twice"
+    assert answer.suggestion_use == "ignored"
+    assert answer.payload["more_urgent_case_id"] is None
+
+
+def test_a_comment_typed_while_offered_is_saved_on_leaving(qtbot, offered, gui):
+    qtbot.keyClicks(offered.editors["urgency"].comment, "Patient B called twice")
+    qtbot.wait(50)
+    offered.session.save()
+    show_kind(offered, "rank")
+    answer = urgency_answer(gui)
+    assert answer is not None and answer.comment == "Patient B called twice"
+    assert answer.suggestion_use == "ignored"
+
+    show_kind(offered, "urgency")  # back: the comment, an empty form, no suggestion offered
+    assert offered.editors["urgency"].comment.text() == "Patient B called twice"
+    assert offered.session.suggestion_state == "ignored"
+
+
+def test_leaving_an_offered_suggestion_with_nothing_of_ones_own_saves_nothing(qtbot, offered, gui):
+    show_kind(offered, "rank")
+    assert urgency_answer(gui) is None
