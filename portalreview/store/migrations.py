@@ -24,7 +24,7 @@ from pathlib import Path
 
 from portalreview.store.schema_sql import V3_GUARDS, guard_statements
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -275,6 +275,13 @@ def _v7_to_v8(conn: sqlite3.Connection) -> None:
     that a file and a server study of the same format have the same tables."""
 
 
+def _v8_to_v9(conn: sqlite3.Connection) -> None:
+    """Version 9 changes nothing in a file either: the team server's format 9 pins its
+    functions' search path so that a member's temporary table cannot stand in for the study's
+    own (``server_migrations/scripts/versions/v9_search_path.py``); a file has no such
+    functions."""
+
+
 # STEPS[v] upgrades a file from version v to v + 1.
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _v1_to_v2,
@@ -284,6 +291,7 @@ STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     5: _v5_to_v6,
     6: _v6_to_v7,
     7: _v7_to_v8,
+    8: _v8_to_v9,
 }
 
 

@@ -209,6 +209,14 @@ def trigger_statements() -> list[str]:
 # so that they arrive as IntegrityError exactly as SQLite's RAISE(ABORT) does.
 
 
+# The search path a function that runs with the owner's rights is pinned to: the study's own
+# schema, then the session's temporary schema, named last. Unnamed, pg_temp is searched FIRST,
+# so a member's temporary table (``study_members``...) would stand in for the study's own
+# (PostgreSQL docs, "Writing SECURITY DEFINER Functions Safely"). Format 9 pins it on the
+# functions of an older study (server_migrations/scripts/versions/v9_search_path.py).
+PG_SEARCH_PATH = "public, pg_temp"
+
+
 def _pg_raise(message: str) -> str:
     escaped = message.replace("'", "''")
     return f"RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = 'integrity: {escaped}';"
@@ -222,7 +230,7 @@ def _pg_rule(name: str, timing: str, table: str, body: str, level: str = "ROW") 
     return [
         # With the owner's rights: a rule sees every row, whoever writes (postgres_security).
         f"CREATE FUNCTION {name}_rule() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
-        f"SET search_path = public AS $$ BEGIN {body} RETURN {returned}; END $$",
+        f"SET search_path = {PG_SEARCH_PATH} AS $$ BEGIN {body} RETURN {returned}; END $$",
         f"CREATE TRIGGER {name} {timing} ON {table} FOR EACH {level} "
         f"EXECUTE FUNCTION {name}_rule()",
     ]

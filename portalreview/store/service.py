@@ -206,6 +206,12 @@ def _sentence_view(s: Sentence) -> SentenceView:
     return SentenceView(s.id, s.position, s.start, s.end, s.text)
 
 
+# A UNIQUE rule's words where its name alone would not tell the person what happened, by the
+# name PostgreSQL gives (the index's) and SQLite gives (its columns).
+_ONE_GOLD = "this unit already has a gold answer (a unit has one)"
+_UNIQUE_WORDS = {"ux_one_gold_per_unit": _ONE_GOLD, "answers.unit_id": _ONE_GOLD}
+
+
 def readable_integrity(exc: IntegrityError) -> str:
     """The database's refusal (a trigger, a UNIQUE, FOREIGN KEY or CHECK rule) in words."""
     if hasattr(exc.orig, "sqlstate"):
@@ -214,7 +220,8 @@ def readable_integrity(exc: IntegrityError) -> str:
     if "integrity:" in message:
         return message.split("integrity:", 1)[1].strip()
     if "UNIQUE constraint failed" in message:
-        return "it already exists (" + message.split(":", 1)[1].strip() + ")"
+        rule = message.split(":", 1)[1].strip()
+        return _UNIQUE_WORDS.get(rule, f"it already exists ({rule})")
     if "FOREIGN KEY constraint failed" in message:
         return "it refers to something that does not exist"
     if "CHECK constraint failed" in message:
@@ -236,6 +243,8 @@ def _readable_postgres(error: Exception) -> str:
     if "integrity:" in first:
         return first.split("integrity:", 1)[1].strip()
     constraint = getattr(getattr(error, "diag", None), "constraint_name", None) or "?"
+    if constraint in _UNIQUE_WORDS:
+        return _UNIQUE_WORDS[constraint]
     template = _POSTGRES_CLASSES.get(getattr(error, "sqlstate", None) or "")
     return template.format(constraint) if template else first
 
@@ -305,6 +314,31 @@ def _check_gold_annotator(s: Session, annotator_id: int) -> None:
         raise StoreError(
             f"a gold answer is the PI's decision; {person.name} is {what}, not a PI"
         )
+
+
+def _check_no_other_gold(s: Session, unit_id: int, annotator_id: int) -> None:
+    """A unit has one gold answer: another PI's, saved since this one opened the unit (two PIs
+    adjudicating at once), is refused by name. Read inside the write transaction, after the
+    writers before it, so the one saved first is always seen."""
+    holder = s.scalar(
+        select(Annotator.name)
+        .join(Answer, Answer.annotator_id == Annotator.id)
+        .where(Answer.unit_id == unit_id, Answer.is_gold, Answer.annotator_id != annotator_id)
+    )
+    if holder is not None:
+        raise StoreError(
+            f"{holder} already saved the gold answer for this unit (a unit has one): reopen "
+            "the unit to see it"
+        )
+
+
+def not_saved_message(exc: Exception) -> str:
+    """The words "Not saved: why" for the person; a refusal already worded "not saved: ..."
+    (a broken rule, :class:`_TranslatingWrite`) is not prefixed twice."""
+    words = str(exc)
+    if words.lower().startswith("not saved: "):
+        words = words[len("not saved: ") :]
+    return f"Not saved: {words}"
 
 
 def _not_gold_holder():
@@ -1161,6 +1195,7 @@ class StudyService:
         self._check_suggestion(s, fields.get("suggestion_id"))
         if gold:
             _check_gold_annotator(s, annotator_id)
+            _check_no_other_gold(s, unit_id, annotator_id)
         codec = CODECS[unit.kind]
         ctx = self._context(s, unit)
         if gold and s.get(Assignment, (unit_id, annotator_id)) is None:

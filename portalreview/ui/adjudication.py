@@ -56,6 +56,7 @@ from portalreview.store.service import (
     StudyService,
     UnitBrief,
     UnitView,
+    not_saved_message,
 )
 from portalreview.tasks.common.editor_base import Editor, clear_layout
 from portalreview.tasks.registry import EDITORS
@@ -931,8 +932,8 @@ class AdjudicationDialog(QDialog):
                 )
         except (PayloadError, StoreError, PermissionError) as exc:
             self.status.setText(
-                f"<span style='color:{colours.text('error')}'>Not saved: "
-                f"{html.escape(str(exc))}</span>"
+                f"<span style='color:{colours.text('error')}'>"
+                f"{html.escape(not_saved_message(exc))}</span>"
             )
             return None
         self.report.gold = view

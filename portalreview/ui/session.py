@@ -20,7 +20,13 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
 from portalreview.store.kinds.base import PayloadError
-from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
+from portalreview.store.service import (
+    AnswerView,
+    StoreError,
+    StudyService,
+    UnitView,
+    not_saved_message,
+)
 from portalreview.tasks.common.editor_base import Editor
 
 
@@ -290,7 +296,7 @@ class AnnotationSession(QObject):
                 type(exc).__name__,
                 exc,
             )
-            self.save_failed.emit(f"Not saved: {exc}")
+            self.save_failed.emit(not_saved_message(exc))
             return None
         except Exception as exc:  # a bug, or an error no one put in words: the text is kept
             return self._unexpected_failure(unit_id, exc)

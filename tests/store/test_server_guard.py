@@ -76,7 +76,7 @@ def team(request, postgres_server):
                 server_migrations.downgrade(conn, "v7")
         finally:
             engine.dispose()
-        assert ServerProject.upgrade(address) == (7, 8)
+        assert ServerProject.upgrade(address) == (7, 9)
     ben_answer = _answer(project, study.ben, study.units["urgency"])
     extra = {"case": case, "draft": draft, "unit": unit, "ben_answer": ben_answer}
     yield server, database, project, study, roles, extra
@@ -351,6 +351,78 @@ def test_a_refused_entry_is_worded_for_the_person(team, monkeypatch):
             ben.save_answer(
                 study.units["urgency"], {"more_urgent_case_id": study.case2}, comment="changed"
             )
+
+
+# --- temporary tables ---------------------------------------------------------------------------
+
+# A clinician's temporary tables named as the study's own, that would make her the PI to a
+# function searching pg_temp first (PostgreSQL does, unless it is named: schema_sql.PG_SEARCH_PATH).
+_STAND_INS = [
+    "CREATE TEMP TABLE study_members (role_name name, annotator_id integer)",
+    "INSERT INTO study_members SELECT session_user, id FROM public.annotators WHERE role = 'pi'",
+    "CREATE TEMP TABLE annotators AS SELECT * FROM public.annotators",
+    "UPDATE annotators SET role = 'pi'",
+]
+
+
+def _stand_ins_refused(conn, study, extra) -> None:
+    """With her stand-in tables, ava is still ava: no one else's answer, no gold answer, no
+    change to ben's answer, no audit entry about it."""
+    for statement in _STAND_INS:
+        conn.execute(statement)
+    assert conn.execute("SELECT portalreview_me(), portalreview_is_pi()").fetchone() == (
+        study.ava,
+        False,
+    )
+    seen = conn.execute("SELECT DISTINCT annotator_id, is_gold FROM public.answers").fetchall()
+    assert seen == [(study.ava, False)]
+    changed = conn.execute(
+        "UPDATE public.answers SET comment = 'by ava' WHERE id = %s", (extra["ben_answer"],)
+    )
+    assert changed.rowcount == 0
+    about_ben = _entry(conn, study.ava, answer_id=extra["ben_answer"])
+    _refused(conn, about_ben, "can only be about an answer of their own")
+
+
+def test_a_clinicians_temporary_table_does_not_make_her_the_pi(team):
+    _server, _db, project, study, _roles, extra = team
+    with _connect(team, "ava") as conn:
+        _stand_ins_refused(conn, study, extra)
+    assert verify_project(project).ok
+
+
+def test_an_older_studys_functions_are_pinned_when_it_is_upgraded(postgres_server):
+    """A study made in format 8 (its functions searched pg_temp first) is safe once upgraded."""
+    address = postgres_server.url(postgres_server.new_database())
+    project = ServerProject.create(address)
+    study = full_study(project)
+    ava_role, password = postgres_server.member_login(project, "ava")
+    extra = {"ben_answer": _answer(project, study.ben, study.units["urgency"])}
+    engine = create_engine(address)
+    try:
+        with engine.begin() as conn:
+            server_migrations.downgrade(conn, "v8")
+        database = address.rsplit("/", 1)[1]
+        dsn = postgres_server.dsn(database, ava_role, password)
+        with psycopg.connect(dsn, autocommit=True) as conn:  # format 8: she was the PI
+            for statement in _STAND_INS:
+                conn.execute(statement)
+            assert conn.execute("SELECT portalreview_is_pi()").fetchone() == (True,)
+        assert ServerProject.upgrade(address) == (8, 9)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            _stand_ins_refused(conn, study, extra)
+        with engine.connect() as conn:
+            unpinned = conn.execute(
+                text(
+                    "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace "
+                    "AND NOT coalesce(proconfig, '{}') && "
+                    "ARRAY['search_path=public, pg_temp', 'search_path=pg_catalog']"
+                )
+            ).scalars()
+            assert set(unpinned) == {"json_valid"}  # no table read, nor the owner's rights
+    finally:
+        engine.dispose()
+        project.close()
 
 
 # --- the hash, computed by the database ---------------------------------------------------------

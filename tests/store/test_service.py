@@ -8,9 +8,16 @@ import json
 import pytest
 from sqlalchemy import select, text
 
+from portalreview.store import service as service_module
 from portalreview.store.kinds import PayloadError
 from portalreview.store.models import AuditEntry
-from portalreview.store.service import AccessError, StoreError, StudyService, audit_hash
+from portalreview.store.service import (
+    AccessError,
+    StoreError,
+    StudyService,
+    audit_hash,
+    not_saved_message,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -287,6 +294,29 @@ def test_gold_answer_by_pi_keeps_annotator_answers(study):
     assert pi.get_answer(unit, gold=True).payload["more_urgent_case_id"] == study.case1
     assert ben.get_answer(unit).payload["more_urgent_case_id"] == study.case2
     assert len(pi.answers_for_unit(unit)) == 3
+
+
+def test_a_second_pis_gold_answer_names_the_pi_who_decided_first(study, monkeypatch):
+    """Two PIs adjudicate one unit at once: the second is told who saved the unit's gold
+    answer and to reopen it, in words said once ("Not saved: ...", never twice)."""
+    study.service.add_annotator("lee", "Dr. Lee (PI)", role="pi")
+    pat, lee = study.service.as_viewer("pat"), study.service.as_viewer("lee")
+    unit = study.units["urgency"]
+    pat.save_answer(unit, {"more_urgent_case_id": study.case1}, status="submitted", gold=True)
+    with pytest.raises(StoreError) as refused:
+        lee.save_answer(unit, {"more_urgent_case_id": study.case2}, status="submitted", gold=True)
+    assert not_saved_message(refused.value) == (
+        "Not saved: pat already saved the gold answer for this unit (a unit has one): reopen "
+        "the unit to see it"
+    )
+    # past the service's check (an import, a merge), the database's rule says the same
+    monkeypatch.setattr(service_module, "_check_no_other_gold", lambda *args: None)
+    with pytest.raises(StoreError) as rule:
+        lee.save_answer(unit, {"more_urgent_case_id": study.case2}, status="submitted", gold=True)
+    assert not_saved_message(rule.value) == (
+        "Not saved: this unit already has a gold answer (a unit has one)"
+    )
+    assert pat.get_answer(unit, gold=True).payload["more_urgent_case_id"] == study.case1
 
 
 def test_extending_the_codebook_adds_a_subcode_usable_in_answers(study):

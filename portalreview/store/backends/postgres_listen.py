@@ -21,6 +21,8 @@ from collections.abc import Callable
 
 from sqlalchemy.engine import URL
 
+from portalreview.store.schema_sql import PG_SEARCH_PATH
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "portalreview_saved"
@@ -30,7 +32,7 @@ WAIT_SECONDS = 0.5  # how long one wait for notifications lasts (how soon stop()
 TRIGGER_STATEMENTS = [
     f"""
     CREATE FUNCTION notify_saved() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path = public AS $$
+    SET search_path = {PG_SEARCH_PATH} AS $$
     BEGIN
         PERFORM pg_notify('{CHANNEL}', coalesce(
             (SELECT kind FROM units WHERE id = NEW.unit_id), 'study'));

@@ -31,6 +31,12 @@ Who a connection is: the role it logged in as (``session_user``; inside the help
 which run with the owner's rights, ``current_user`` is the owner). ``SET ROLE`` changes nothing
 here.
 
+Every function that runs with the owner's rights searches the study's schema, then the
+session's temporary schema (``schema_sql.PG_SEARCH_PATH``): a member may create temporary
+tables, and one named ``study_members`` or ``annotators``, searched first, would make them the
+PI to every helper and rule. Revoking TEMPORARY from a member's role would not do instead: PUBLIC
+holds it unless IT revokes it from PUBLIC (docs/deployment.md, set-up step 1).
+
 The catalogs, the unit sets, the annotators' names and ``project_meta`` are readable by all
 members and writable by the PI only. Rules that reach across tables (``schema_sql``) run with
 the owner's rights, so that they see every row whoever writes.
@@ -44,7 +50,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, MetaData, Table, text
 
 from portalreview.store.backends.postgres import WRITE_LOCK
-from portalreview.store.schema_sql import _pg_raise
+from portalreview.store.schema_sql import PG_SEARCH_PATH, _pg_raise
 from portalreview.store.service import GENESIS_HASH, StoreError
 
 # The tables a clinician reads only through a blinded view, and what the view shows for each
@@ -100,42 +106,42 @@ _FUNCTIONS = [
         annotator_id integer NOT NULL UNIQUE REFERENCES annotators (id)
     )
     """,
-    """
+    f"""
     CREATE FUNCTION portalreview_me() RETURNS integer
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
         SELECT annotator_id FROM study_members WHERE role_name = session_user
     $$
     """,
-    """
+    f"""
     CREATE FUNCTION portalreview_is_pi() RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
         SELECT coalesce((SELECT a.role = 'pi' FROM annotators a
                          WHERE a.id = portalreview_me()), false)
     $$
     """,
-    """
+    f"""
     CREATE FUNCTION portalreview_my_units() RETURNS SETOF integer
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
         SELECT unit_id FROM assignments WHERE annotator_id = portalreview_me()
     $$
     """,
-    """
+    f"""
     CREATE FUNCTION portalreview_my_cases() RETURNS SETOF integer
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
         SELECT case_id FROM units WHERE id IN (SELECT portalreview_my_units())
         UNION SELECT case_b_id FROM units
               WHERE id IN (SELECT portalreview_my_units()) AND case_b_id IS NOT NULL
     $$
     """,
-    """
+    f"""
     CREATE FUNCTION portalreview_my_responses() RETURNS SETOF integer
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
         SELECT id FROM responses WHERE case_id IN (SELECT portalreview_my_cases())
     $$
     """,
-    """
+    f"""
     CREATE FUNCTION portalreview_last_audit_hash() RETURNS varchar
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
         SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1
     $$
     """,
@@ -239,12 +245,12 @@ AUDIT_GUARD = [
     END $$
     """,
     # service.audit_hash: SHA-256 of the compact JSON array of the entry's fields
-    """
+    f"""
     CREATE FUNCTION portalreview_audit_hash(
         prev_hash text, at text, actor_id integer, action text, answer_id integer,
         unit_id integer, old_json text, new_json text
     ) RETURNS text
-    LANGUAGE sql IMMUTABLE SET search_path = public AS $$
+    LANGUAGE sql IMMUTABLE SET search_path = {PG_SEARCH_PATH} AS $$
         SELECT encode(sha256(convert_to('[' || concat_ws(',',
             coalesce(portalreview_json_string(prev_hash), 'null'),
             coalesce(portalreview_json_string(at), 'null'),
@@ -258,7 +264,7 @@ AUDIT_GUARD = [
     """,
     f"""
     CREATE FUNCTION guard_audit_chain_rule() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
     DECLARE
         newest_id integer;
         newest_hash varchar;
