@@ -22,6 +22,7 @@ import contextlib
 import datetime
 import os
 import secrets
+import shutil
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -97,9 +98,9 @@ def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]
     earlier ones together: every file is first written whole, and to disk, in a hidden staging
     folder inside ``folder``; only then are they renamed into place, one after the other with
     nothing else in between. A failure or a kill while they are written leaves the earlier
-    files as they were, and no half file under a file's name; the staging folder a killed run
-    leaves is removed by the next (:func:`remove_abandoned_staging`). Other files in
-    ``folder`` are left alone."""
+    files as they were, and no half file under a file's name; so does a file that cannot be
+    replaced (open in Excel on Windows). The staging folder a killed run leaves is removed by
+    the next (:func:`remove_abandoned_staging`). Other files in ``folder`` are left alone."""
     folder.mkdir(parents=True, exist_ok=True)
     remove_abandoned_staging(folder)
     staging = folder / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
@@ -108,12 +109,46 @@ def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]
         for name, data in files.items():
             _write_whole(staging / name, folder / name, data)
         sync_folder(staging)
-        for name in files:
-            replace_output(staging / name, folder / name)
+        _move_into_place(staging, folder, list(files))
         sync_folder(folder)
     finally:
         leftovers.remove(staging)
     return [folder / name for name in files]
+
+
+def _move_into_place(staging: Path, folder: Path, names: list[str]) -> None:
+    """Rename the staged files over the folder's. When one cannot be (a file open in Excel on
+    Windows: :class:`OutputInUse`), the files already renamed get their earlier content back,
+    so that the folder keeps the earlier export whole, and the refusal is raised."""
+    earlier = _keep_earlier(staging / ".earlier", folder, names)
+    renamed: list[str] = []
+    try:
+        for name in names:
+            replace_output(staging / name, folder / name)
+            renamed.append(name)
+    except OSError:
+        for name in renamed:
+            if (kept := earlier[name]) is None:
+                (folder / name).unlink(missing_ok=True)
+            else:
+                os.replace(kept, folder / name)
+        raise
+
+
+def _keep_earlier(kept_in: Path, folder: Path, names: list[str]) -> dict[str, Path | None]:
+    """A second name in ``kept_in`` (a copy where the disk has no hard links) of each of the
+    folder's files about to be replaced; None for a file not there yet."""
+    kept_in.mkdir()
+    kept: dict[str, Path | None] = {}
+    for name in names:
+        target, kept[name] = folder / name, None
+        if target.is_file():
+            kept[name] = kept_in / name
+            try:
+                os.link(target, kept_in / name)
+            except OSError:
+                shutil.copy2(target, kept_in / name)
+    return kept
 
 
 def _write_whole(path: Path, shown: Path, data: bytes) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from portalreview.store.exports.redcap import field_name
 from portalreview.store.exports.snapshot import read_snapshot
 from portalreview.store.exports.tokens import token_range, tokenize
 from portalreview.store.importers import import_files
-from portalreview.store.output_files import STAGING_PREFIX
+from portalreview.store.output_files import STAGING_PREFIX, OutputInUse
 from portalreview.store.project import Project
 from tests.conftest import build_small_study
 
@@ -435,3 +436,29 @@ def test_what_a_killed_export_left_is_removed_by_the_next(project, full, tmp_pat
     export_external(project, "labelstudio", out)
     assert not killed.exists()
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("fmt", ["labelstudio", "preferences"])
+def test_a_file_open_in_excel_leaves_the_earlier_export_whole(
+    project, full, tmp_path, monkeypatch, fmt
+):
+    """Windows refuses to rename over a file that Excel holds open: the files renamed before
+    it get their earlier content back, and the message names the file held."""
+    out = tmp_path / fmt
+    names = [p.name for p in export_external(project, fmt, out)]
+    for name in names:
+        (out / name).write_bytes(b"the earlier export\n")
+    held = out / names[-1]  # the last one: every other file is renamed before it
+    rename = os.replace
+
+    def refused(source, target, *args, **kwargs) -> None:
+        if Path(target) == held:
+            raise PermissionError(13, "Access is denied", str(source), 5, str(target))
+        rename(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(OutputInUse, match=f"{held} cannot be written over"):
+        export_external(project, fmt, out)
+    monkeypatch.undo()
+    assert sorted(p.name for p in out.iterdir()) == sorted(names)
+    assert all((out / name).read_bytes() == b"the earlier export\n" for name in names)
