@@ -21,6 +21,7 @@ from sqlalchemy.exc import DBAPIError
 from portalreview import __version__
 from portalreview.applog import setup_logging
 from portalreview.store.backends import (
+    AnyProject,
     create_project,
     open_project,
     project_target,
@@ -55,23 +56,35 @@ def _project_path(value: str) -> Path | str:
 
 def cmd_new(args: argparse.Namespace) -> int:
     path = _project_path(args.path)
-    with create_project(path, name=args.name) as project:
-        try:
-            service = StudyService(project)
-            for name in args.annotator or []:
-                service.add_annotator(name)
-            if args.pi:
-                service.add_annotator(args.pi, role="pi")
-        except (OSError, DBAPIError) as exc:  # a full disk: leave no half-made file behind
-            if not isinstance(project, Project):
-                raise
-            project.discard_new()
-            raise ProjectError(
-                f"{project.label} could not be made ({getattr(exc, 'orig', exc)}). "
-                "Nothing was left behind."
-            ) from exc
+
+    def add_people(project: AnyProject) -> None:
+        service = StudyService(project)
+        for name in args.annotator or []:
+            service.add_annotator(name)
+        if args.pi:
+            service.add_annotator(args.pi, role="pi")
+
+    if isinstance(path, Path):
+        _new_project_file(path, args.name, add_people)
+    else:
+        with create_project(path, name=args.name) as project:
+            add_people(project)
     print(f"Created {shown_target(path)}")
     return 0
+
+
+def _new_project_file(path: Path, name: str | None, fill: Callable[[Project], None]) -> None:
+    """Make the project file whole, people included, or leave nothing (store/building.py):
+    a kill part-way used to leave a half-made file that would not open and blocked a new
+    attempt under the same name."""
+    from portalreview.store.building import create_project_file
+
+    try:
+        create_project_file(path, name=name, fill=fill)
+    except (OSError, DBAPIError) as exc:  # a full disk while adding the people
+        raise ProjectError(
+            f"{path.name} could not be made ({getattr(exc, 'orig', exc)}). Nothing was left behind."
+        ) from exc
 
 
 def format_info(info: dict) -> str:

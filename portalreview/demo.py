@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import re
-import secrets
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,15 +22,9 @@ from sqlalchemy.orm import Session
 
 from portalreview.domain.segmenter import split_sentences
 from portalreview.resources import resource
-from portalreview.store import leftovers
+from portalreview.store import building
 from portalreview.store.kinds.respond import compose
-from portalreview.store.project import (
-    SUFFIX,
-    Project,
-    ProjectError,
-    backup_dir,
-    replace_durably,
-)
+from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 
 CLINICIANS = {
@@ -680,25 +671,14 @@ def build_edit_drafts(b: _Builder, n_cases: int = 8) -> None:
 # (SQLite's -wal and -shm and the lock file beside it); it gets the final name only once whole,
 # so that a build cut short, even by a kill, never leaves a half-built demo to be opened.
 BUILD_PREFIX = ".portalreview-demo-build-"
-_BUILD_NAME = re.compile(
-    rf"({re.escape(BUILD_PREFIX)}(\d+)-[0-9a-f]+)({re.escape(SUFFIX)}.*|\.backups)"
-)
 DEMO_NAME = "PortalReview demo study (synthetic)"
 
 
 def build_demo(path: str | Path) -> Path:
     """Create the demo study at ``path`` (which must not exist) and return its path. It is
     built under a hidden temporary name beside ``path`` and renamed once complete; a build
-    a kill left there is removed first (:func:`remove_abandoned_builds`)."""
-    path = Path(path)
-    remove_abandoned_builds(path.parent)
-    building = path.with_name(f"{BUILD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}")
-    try:
-        _fill(building)
-        _publish(building, path)
-    finally:
-        _remove_build(building)  # what is left of it: all of it on a failure
-    return path
+    a kill left there is removed first (:func:`remove_abandoned_builds`; store/building.py)."""
+    return building.build_file(Path(path), _fill, BUILD_PREFIX)
 
 
 def _fill(path: Path) -> None:
@@ -720,48 +700,9 @@ def _fill(path: Path) -> None:
             build_edit_drafts(builder)
     finally:
         project.close()
-    # Fold the write-ahead log into the file: only the file is renamed.
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        busy, _frames, _moved = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    finally:
-        conn.close()
-    wal = path.with_name(path.name + "-wal")
-    if busy or (wal.exists() and wal.stat().st_size > 0):
-        raise ProjectError(f"The demo study could not be completed in {path.name}; try again.")
-    with path.open("rb+") as fh:
-        os.fsync(fh.fileno())
-
-
-def _publish(building: Path, path: Path) -> None:
-    """Give the finished demo its name; never over a file (another build finished first)."""
-    if path.exists():
-        raise ProjectError(f"{path} appeared while the demo study was built; open that one.")
-    replace_durably(building, path)
-
-
-def _remove_build(building: Path) -> None:
-    """Remove a demo build's temporary file and what SQLite and the program made beside it."""
-    for ending in ("", "-wal", "-shm", "-journal", ".lock"):
-        leftovers.remove(building.with_name(building.name + ending))
-    leftovers.remove(backup_dir(building))
 
 
 def remove_abandoned_builds(folder: Path) -> list[Path]:
-    """Remove the demo builds a killed program left in ``folder`` (abandoned as
-    :func:`portalreview.store.leftovers.is_abandoned` tells: never one that a running program
-    is building). Returns the build files removed."""
-    builds: dict[str, tuple[int, list[Path]]] = {}
-    try:
-        for entry in folder.iterdir():
-            if named := _BUILD_NAME.fullmatch(entry.name):
-                builds.setdefault(named[1], (int(named[2]), []))[1].append(entry)
-    except OSError:
-        return []
-    removed = []
-    for stem, (pid, entries) in builds.items():
-        if leftovers.is_abandoned(entries, pid):
-            for entry in entries:
-                leftovers.remove(entry)
-            removed.append(folder / (stem + SUFFIX))
-    return removed
+    """Remove the demo builds a killed program left in ``folder`` (never one that a running
+    program is building). Returns the build files removed."""
+    return building.remove_abandoned_builds(folder, BUILD_PREFIX)

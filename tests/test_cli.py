@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import portalreview
 from portalreview.cli import main
 from portalreview.store.project import Project
 from tests.conftest import build_small_study
@@ -28,6 +30,40 @@ def test_new_on_a_full_disk_leaves_nothing_behind(tmp_path, capsys, monkeypatch)
     assert main(["new", str(tmp_path / "s.prproj"), "--annotator", "ava"]) == 2
     assert "s.prproj could not be made (database or disk is full" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+KILLED_NEW = r"""
+import os, signal, sys
+import portalreview.store.project as project
+from portalreview.cli import main
+from portalreview.store.service import StudyService
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)  # a crash, a power cut, the task manager
+
+if sys.argv[1] == "creating":  # the file made, its schema written, no study in it yet
+    project.start_study = killed
+else:  # the study made, its people not yet added
+    StudyService.add_annotator = killed
+main(["new", "s.prproj", "--annotator", "ava", "--pi", "pat"])
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+@pytest.mark.parametrize("when", ["creating", "adding people"])
+def test_a_killed_new_leaves_no_project_and_can_be_run_again(tmp_path, capsys, monkeypatch, when):
+    """Killed part-way, `new` used to leave a half-made s.prproj: it would not open ("making
+    it was cut short ... Delete it and make it again"), or opened without its people, and
+    running `new` again was refused because the file existed."""
+    env = dict(os.environ, PYTHONPATH=str(Path(portalreview.__file__).parents[1]))
+    done = subprocess.run([sys.executable, "-c", KILLED_NEW, when], cwd=tmp_path, env=env)
+    assert done.returncode == -signal.SIGKILL
+    assert not (tmp_path / "s.prproj").exists()
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", "s.prproj", "--annotator", "ava", "--pi", "pat"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.prproj"]  # the killed one's gone
+    assert main(["info", "s.prproj"]) == 0
+    assert "ava (clinician)" in capsys.readouterr().out
 
 
 def test_a_half_made_project_left_by_an_older_version_is_named_so(tmp_path, capsys):
@@ -416,3 +452,18 @@ def test_names_outside_the_ansi_code_page_are_written_to_a_redirected_output(tmp
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     out = done.stdout.decode("utf-8")
     assert "Łukasz" in out and "Ayşe Şahin" in out
+
+
+def test_new_failing_while_creating_names_the_file_asked_for(tmp_path, capsys, monkeypatch):
+    """The file is made under a hidden temporary name; a failure names the one asked for."""
+    import portalreview.store.project as project
+
+    def disk_full(*args, **kwargs) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(project, "start_study", disk_full)
+    assert main(["new", str(tmp_path / "s.prproj")]) == 2
+    err = capsys.readouterr().err
+    assert "s.prproj could not be created (database or disk is full" in err, err
+    assert ".portalreview-new-" not in err
+    assert list(tmp_path.iterdir()) == []

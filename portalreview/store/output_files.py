@@ -1,5 +1,7 @@
-"""Writing a report or an export file: through a temporary file beside it, renamed over the
-target when complete, so that a failure leaves no half file and the old file as it was.
+"""Writing a report or an export file: through a temporary file beside it, written to disk
+(fsync) and renamed over the target when complete, so that a failure, a kill or a power cut
+leaves no half file and the old file as it was. A folder of several files that belong together
+(:func:`write_files_together`) is written whole before any of them is renamed into place.
 
 Three failures are worded for the person here rather than left to the system's words:
 
@@ -19,10 +21,18 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import secrets
+import shutil
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from portalreview.store import leftovers
+
+# A folder of files being written together: ".portalreview-export-<pid>-<random>" in the folder
+# they go to (the same file system, so renaming them into place moves no data).
+STAGING_PREFIX = ".portalreview-export-"
 
 
 class OutputInUse(OSError):
@@ -57,10 +67,115 @@ def write_through_temporary(target: Path, write: Callable[[Path], Any]) -> Path:
                 raise
             # the message names the file asked for, not a temporary one nobody will find
             raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
+        sync_file(temporary)
         replace_output(temporary, target)
+        sync_folder(target.parent)
     finally:
         temporary.unlink(missing_ok=True)
     return target
+
+
+def sync_file(path: Path) -> None:
+    """Write ``path``'s content to disk: renamed over an older file before that, a power cut
+    could leave the name with an empty or half file."""
+    with path.open("rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def sync_folder(folder: Path) -> None:
+    """Write ``folder``'s entries (a rename into it) to disk (POSIX; Windows has no way to)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]:
+    """Write ``files`` (name -> content) into ``folder`` so that they replace the folder's
+    earlier ones together: every file is first written whole, and to disk, in a hidden staging
+    folder inside ``folder``; only then are they renamed into place, one after the other with
+    nothing else in between. A failure or a kill while they are written leaves the earlier
+    files as they were, and no half file under a file's name; so does a file that cannot be
+    replaced (open in Excel on Windows). The staging folder a killed run leaves is removed by
+    the next (:func:`remove_abandoned_staging`). Other files in ``folder`` are left alone."""
+    folder.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_staging(folder)
+    staging = folder / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+    staging.mkdir()
+    try:
+        for name, data in files.items():
+            _write_whole(staging / name, folder / name, data)
+        sync_folder(staging)
+        _move_into_place(staging, folder, list(files))
+        sync_folder(folder)
+    finally:
+        leftovers.remove(staging)
+    return [folder / name for name in files]
+
+
+def _move_into_place(staging: Path, folder: Path, names: list[str]) -> None:
+    """Rename the staged files over the folder's. When one cannot be (a file open in Excel on
+    Windows: :class:`OutputInUse`), the files already renamed get their earlier content back,
+    so that the folder keeps the earlier export whole, and the refusal is raised."""
+    earlier = _keep_earlier(staging / ".earlier", folder, names)
+    renamed: list[str] = []
+    try:
+        for name in names:
+            replace_output(staging / name, folder / name)
+            renamed.append(name)
+    except OSError:
+        for name in renamed:
+            if (kept := earlier[name]) is None:
+                (folder / name).unlink(missing_ok=True)
+            else:
+                os.replace(kept, folder / name)
+        raise
+
+
+def _keep_earlier(kept_in: Path, folder: Path, names: list[str]) -> dict[str, Path | None]:
+    """A second name in ``kept_in`` (a copy where the disk has no hard links) of each of the
+    folder's files about to be replaced; None for a file not there yet."""
+    kept_in.mkdir()
+    kept: dict[str, Path | None] = {}
+    for name in names:
+        target, kept[name] = folder / name, None
+        if target.is_file():
+            kept[name] = kept_in / name
+            try:
+                os.link(target, kept_in / name)
+            except OSError:
+                shutil.copy2(target, kept_in / name)
+    return kept
+
+
+def _write_whole(path: Path, shown: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` and to disk; a failure names ``shown``, the file asked for."""
+    try:
+        path.write_bytes(data)
+        sync_file(path)
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        raise type(exc)(exc.errno, exc.strerror, str(shown)) from exc
+
+
+def remove_abandoned_staging(folder: Path) -> list[Path]:
+    """Remove the staging folders in ``folder`` that a killed run left (abandoned as
+    :func:`portalreview.store.leftovers.is_abandoned` tells: never one a running export is
+    filling). Returns those removed."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if not entry.name.startswith(STAGING_PREFIX):
+                continue
+            pid = leftovers.pid_in_name(entry.name, STAGING_PREFIX)
+            if leftovers.is_abandoned([entry], pid):
+                leftovers.remove(entry)
+                removed.append(entry)
+    return removed
 
 
 def save_workbook(book: Any, path: Path) -> None:

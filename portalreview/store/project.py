@@ -50,6 +50,7 @@ from portalreview.store.closing import Closing
 from portalreview.store.errors import ReadFailed, readable_read_error
 from portalreview.store.lock import LockHolder, ProjectLock
 from portalreview.store.models import Base, ProjectMeta, utc_now
+from portalreview.store.output_files import sync_folder
 from portalreview.store.schema_sql import trigger_statements
 
 log = logging.getLogger(__name__)
@@ -923,12 +924,7 @@ def _copy_database(source: sqlite3.Connection, target: Path, progress: Progress 
 def replace_durably(partial: Path, target: Path) -> None:
     """Rename a finished file to its name, the rename itself written to disk."""
     os.replace(partial, target)
-    if os.name == "posix":  # the new name survives a power cut too
-        fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    sync_folder(target.parent)  # the new name survives a power cut too
 
 
 def _roll(path: Path) -> None:

@@ -44,6 +44,7 @@ from shiboken6 import isValid
 
 from portalreview import __version__
 from portalreview.applog import log_dir
+from portalreview.store.building import create_project_file
 from portalreview.store.project import (
     SUFFIX,
     Project,
@@ -437,9 +438,11 @@ class MainWindow(QMainWindow):
         name, ok = QInputDialog.getText(self, "New project", "Your name (you will be its PI):")
         if not ok or not name.strip():
             return
-        try:
-            project = Project.create(target)
-            StudyService(project).add_annotator(name.strip(), role="pi")
+        try:  # made whole, its PI included, or not at all (store/building.py)
+            create_project_file(
+                target, fill=lambda p: StudyService(p).add_annotator(name.strip(), role="pi")
+            )
+            project = Project.open(target, automatic_backup=False)  # nothing to back up yet
         except (ProjectError, ValueError, OSError) as exc:
             QMessageBox.critical(self, APP_NAME, f"Could not create {target.name}:\n{exc}")
             return

@@ -3,7 +3,12 @@ published rules (external_rules.py) and, by hand, against what the annotators an
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from external_rules import check_label_studio, check_prodigy, check_redcap, read_csv
@@ -16,6 +21,7 @@ from portalreview.store.exports.redcap import field_name
 from portalreview.store.exports.snapshot import read_snapshot
 from portalreview.store.exports.tokens import token_range, tokenize
 from portalreview.store.importers import import_files
+from portalreview.store.output_files import STAGING_PREFIX, OutputInUse
 from portalreview.store.project import Project
 from tests.conftest import build_small_study
 
@@ -381,3 +387,78 @@ def test_an_edited_draft_goes_to_label_studio_not_redcap(project, full, tmp_path
     export_external(project, "redcap", tmp_path / "rc")
     rows = read_csv(tmp_path / "rc" / "redcap_records.csv")
     assert sorted(r[2] for r in rows[1:]) == ["ava", "ben"]  # ben's theme-guided draft only
+
+
+# --- writing over an earlier export ------------------------------------------------------------
+
+
+def _fail_on_write(monkeypatch, number: int) -> None:
+    """Make the ``number``-th file write fail, as a full disk would."""
+    written = []
+    real = Path.write_bytes
+
+    def write_bytes(self: Path, data: bytes) -> int:
+        written.append(self)
+        if len(written) == number:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+
+
+@pytest.mark.parametrize("fmt", ["labelstudio", "redcap", "preferences"])
+def test_an_export_failing_part_way_leaves_the_earlier_export_whole(
+    project, full, tmp_path, monkeypatch, fmt
+):
+    out = tmp_path / fmt
+    names = [p.name for p in export_external(project, fmt, out)]
+    assert len(names) >= 2
+    for name in names:  # an earlier export, different from the one about to be written
+        (out / name).write_bytes(b"the earlier export\n")
+    _fail_on_write(monkeypatch, 2)
+    with pytest.raises(OSError, match="No space left"):
+        export_external(project, fmt, out)
+    monkeypatch.undo()
+    assert sorted(p.name for p in out.iterdir()) == sorted(names)  # no half or staging file
+    assert all((out / name).read_bytes() == b"the earlier export\n" for name in names)
+    export_external(project, fmt, out)
+    assert all((out / name).read_bytes() != b"the earlier export\n" for name in names)
+
+
+def test_what_a_killed_export_left_is_removed_by_the_next(project, full, tmp_path):
+    out = tmp_path / "ls"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = out / f"{STAGING_PREFIX}{dead.pid}-0badf00d"
+    killed.mkdir()
+    (killed / "respond.json").write_bytes(b'[{"half": ')
+    export_external(project, "labelstudio", out)
+    assert not killed.exists()
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("fmt", ["labelstudio", "preferences"])
+def test_a_file_open_in_excel_leaves_the_earlier_export_whole(
+    project, full, tmp_path, monkeypatch, fmt
+):
+    """Windows refuses to rename over a file that Excel holds open: the files renamed before
+    it get their earlier content back, and the message names the file held."""
+    out = tmp_path / fmt
+    names = [p.name for p in export_external(project, fmt, out)]
+    for name in names:
+        (out / name).write_bytes(b"the earlier export\n")
+    held = out / names[-1]  # the last one: every other file is renamed before it
+    rename = os.replace
+
+    def refused(source, target, *args, **kwargs) -> None:
+        if Path(target) == held:
+            raise PermissionError(13, "Access is denied", str(source), 5, str(target))
+        rename(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(OutputInUse, match=f"{held} cannot be written over"):
+        export_external(project, fmt, out)
+    monkeypatch.undo()
+    assert sorted(p.name for p in out.iterdir()) == sorted(names)
+    assert all((out / name).read_bytes() == b"the earlier export\n" for name in names)

@@ -7,7 +7,9 @@ the record of the export's files in project.json (store/export_manifest.py, docs
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 from io_support import as_earlier_export, fingerprint, full_study
@@ -165,3 +167,27 @@ def test_an_export_without_a_record_of_its_files_still_imports_and_verifies(proj
     assert main(["verify", str(out)]) == 0
     with Project.create(tmp_path / "copy.prproj", name="Test study") as fresh:
         assert import_files(fresh, [out]).added["answers"] == _answers_in(out)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names open files by /proc")
+@pytest.mark.parametrize("fmt", ["jsonl", "xlsx"])
+def test_each_file_is_on_disk_before_it_gets_its_name(project, tmp_path, monkeypatch, fmt):
+    """Renamed over the earlier file before its content reached the disk, a power cut could
+    leave the name with an empty or half file."""
+    full_study(project)
+    synced: list[str] = []
+    renamed: list[tuple[str, bool]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def replace(source, target, *args, **kwargs) -> None:
+        renamed.append((str(target), os.path.realpath(source) in synced))
+        real_replace(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    export_project(project, fmt, tmp_path / f"out.{fmt}" if fmt == "xlsx" else tmp_path / "out")
+    assert renamed and all(on_disk for _target, on_disk in renamed), renamed

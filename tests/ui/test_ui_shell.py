@@ -199,3 +199,57 @@ def test_the_pi_starts_on_their_own_work_and_can_look_at_a_clinicians(qtbot, gui
     assert window.kinds[:3] == ["respond", "rank", "match"]
     assert window.session.read_only
     window.close()
+
+
+def _new_project_dialogs(monkeypatch, target: Path, pi: str) -> list[str]:
+    """Answer New project's file and name questions; the error boxes shown, recorded."""
+    from portalreview.ui import main_window
+
+    monkeypatch.setattr(
+        main_window.QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), ""))
+    )
+    monkeypatch.setattr(
+        main_window.QInputDialog, "getText", staticmethod(lambda *a, **k: (pi, True))
+    )
+    errors: list[str] = []
+    monkeypatch.setattr(
+        main_window.QMessageBox, "critical", staticmethod(lambda _w, _t, text: errors.append(text))
+    )
+    return errors
+
+
+def test_new_project_is_made_whole_and_opened_for_its_pi(qtbot, monkeypatch, tmp_path):
+    from portalreview.ui.main_window import MainWindow
+
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    errors = _new_project_dialogs(monkeypatch, folder / "pilot", "pat")
+    window = MainWindow(preferences(tmp_path))
+    qtbot.addWidget(window)
+    window.new_project()
+    assert errors == []
+    assert window.project is not None and window.project.path == folder / "pilot.prproj"
+    assert [a.name for a in window.admin.annotators()] == ["pat"]
+    window.close_project()
+    assert sorted(p.name for p in folder.iterdir()) == ["pilot.prproj"]
+
+
+def test_new_project_failing_part_way_leaves_no_half_made_file(qtbot, monkeypatch, tmp_path):
+    """Its PI could not be added: the file used to stay, a project with nobody to sign in as."""
+    from portalreview.store.service import StudyService
+    from portalreview.ui.main_window import MainWindow
+
+    def refused(*args, **kwargs):
+        raise ValueError("that name cannot be used")
+
+    monkeypatch.setattr(StudyService, "add_annotator", refused)
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    errors = _new_project_dialogs(monkeypatch, folder / "pilot.prproj", "pat")
+    window = MainWindow(preferences(tmp_path))
+    qtbot.addWidget(window)
+    window.new_project()
+    assert len(errors) == 1 and "that name cannot be used" in errors[0], errors
+    assert "pilot.prproj" in errors[0]
+    assert window.project is None
+    assert list(folder.iterdir()) == []

@@ -9,7 +9,10 @@
   pairs for preference tuning (TRL's DPO format), pooled and per clinician, or one
   clinician's own (:mod:`portalreview.store.exports.preferences`).
 
-Each writes a folder. Nothing is written when the export is refused (:class:`ExportFailed`).
+Each writes a folder. Nothing is written when the export is refused (:class:`ExportFailed`),
+and the files of one export replace an earlier export's in the folder together
+(:func:`portalreview.store.output_files.write_files_together`): a failure or a kill part-way
+leaves the earlier export whole, not a mixture of the two or a half file.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 from portalreview.store.exporters import ExportFailed
 from portalreview.store.exports.snapshot import Snapshot, read_snapshot
-from portalreview.store.output_files import write_through_temporary
+from portalreview.store.output_files import write_files_together
 from portalreview.store.project import Project
 
 EXTERNAL_FORMATS = ("labelstudio", "prodigy", "redcap", "preferences")
@@ -57,8 +60,7 @@ def export_external(
     if unit_sets is not None:
         snapshot = _only_sets(snapshot, list(unit_sets))
     files = writers[fmt](snapshot)  # everything is built before anything is written
-    out.mkdir(parents=True, exist_ok=True)
-    return [_write_atomic(out / name, data) for name, data in files.items()]
+    return write_files_together(out, files)
 
 
 def _only_sets(snapshot: Snapshot, names: list[str]) -> Snapshot:
@@ -72,8 +74,3 @@ def _only_sets(snapshot: Snapshot, names: list[str]) -> Snapshot:
     snapshot.units = {k: u for k, u in snapshot.units.items() if k[0] in names}
     snapshot.answers = [a for a in snapshot.answers if a["unit"]["set"] in names]
     return snapshot
-
-
-def _write_atomic(path: Path, data: bytes) -> Path:
-    """Write through a temporary file and rename it, so a failure leaves no half file."""
-    return write_through_temporary(path, lambda temporary: temporary.write_bytes(data))
