@@ -347,8 +347,77 @@ def test_an_xlsx_file_that_cannot_be_created_leaves_no_stray_tracebacks(tmp_path
         timeout=120,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
-    assert done.stderr == f"portalreview {verb}: {out}: permission denied\n"
+    assert done.stderr == (
+        f"portalreview {verb}: {out} could not be written: you may not write to it or its "
+        "folder (Permission denied). Write it to another folder, or ask for the right to "
+        "write there.\n"
+    )
     assert done.stdout.split()[-2:] == ["2", "0"]
+
+
+def _disk_full_for_temporary_files(monkeypatch) -> None:
+    """Writing an output's temporary file fails as a full disk does: an error naming no file."""
+    import errno
+
+    real = {name: getattr(Path, name) for name in ("write_text", "write_bytes")}
+
+    def full(name):
+        def write(self, *args, **kwargs):
+            if self.name.endswith(".tmp"):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real[name](self, *args, **kwargs)
+
+        return write
+
+    for name in real:
+        monkeypatch.setattr(Path, name, full(name))
+
+
+@pytest.mark.parametrize(
+    "verb, options, written",
+    [
+        ("report", ["--format", "json", "--resamples", "5"], "out"),
+        ("report", ["--format", "csv", "--resamples", "5"], "out/"),
+        ("export", ["--format", "jsonl"], "out/"),
+    ],
+)
+def test_an_output_on_a_full_disk_is_named_and_the_disk_said_full(
+    tmp_path, capsys, monkeypatch, verb, options, written
+):
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+    _disk_full_for_temporary_files(monkeypatch)
+    out = tmp_path / "out"
+    assert main([verb, str(path), *options, "-o", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"portalreview {verb}: The disk holding {tmp_path / written}"), err
+    assert "is full (No space left on device)" in err and "[Errno" not in err
+    assert err.rstrip().endswith("Make room on that disk, then try again.")
+
+
+def test_an_offline_copy_on_a_full_disk_is_named_and_the_disk_said_full(
+    tmp_path, capsys, monkeypatch
+):
+    import errno
+    import shutil
+
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(shutil, "copyfileobj", full)
+    out = tmp_path / "for-ava.prproj"
+    assert main(["copy", str(path), "--whole-study", "-o", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert err == (
+        f"portalreview copy: The disk holding {out} is full (No space left on device): "
+        "for-ava.prproj was not written. Make room on that disk, then try again.\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.backups", "s.prproj"]  # no part
 
 
 def test_report_takes_the_figures_the_dashboard_kept(tmp_path, monkeypatch):

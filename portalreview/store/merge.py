@@ -104,7 +104,7 @@ from portalreview.store.models import (
     UnitSet,
     utc_now,
 )
-from portalreview.store.output_files import write_through_temporary
+from portalreview.store.output_files import output_error, write_through_temporary
 from portalreview.store.project import SUFFIX, Project, ProjectError, sqlite_uri
 from portalreview.store.schema_sql import trigger_statements
 from portalreview.store.service import AccessError, StoreError, StudyService
@@ -788,11 +788,14 @@ def _deliver(finished: Path, out: Path) -> None:
     failure leaves no half file there, and one a kill leaves is removed by the next copy
     delivered to that folder."""
     remove_abandoned_parts(out.parent)
-    fd, name = tempfile.mkstemp(
-        prefix=f".{out.stem}{_PART_MARK}{os.getpid()}-{_machine_tag()}-",
-        suffix=".part",
-        dir=out.parent,
-    )
+    try:
+        fd, name = tempfile.mkstemp(
+            prefix=f".{out.stem}{_PART_MARK}{os.getpid()}-{_machine_tag()}-",
+            suffix=".part",
+            dir=out.parent,
+        )
+    except OSError as exc:  # it names the hidden part file, not the copy asked for
+        raise output_error(exc, out) from exc
     part = Path(name)
     try:
         with os.fdopen(fd, "wb") as target, finished.open("rb") as source:
@@ -800,6 +803,11 @@ def _deliver(finished: Path, out: Path) -> None:
             target.flush()
             os.fsync(target.fileno())
         os.replace(part, out)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        if exc.filename not in (None, str(part)) or exc.errno is None:
+            raise
+        raise output_error(exc, out) from exc  # a full disk names no file
     except BaseException:
         part.unlink(missing_ok=True)
         raise

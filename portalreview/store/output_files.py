@@ -3,10 +3,13 @@
 leaves no half file and the old file as it was. A folder of several files that belong together
 (:func:`write_files_together`) is written whole before any of them is renamed into place.
 
-Three failures are worded for the person here rather than left to the system's words:
+Four failures are worded for the person here rather than left to the system's words:
 
 - A file that cannot be written (a read-only folder) is named as asked for, not by the
   temporary name.
+- A write that fails (a full disk: "[Errno 28] No space left on device", naming no file) is
+  reported by :func:`output_error` naming the file and saying in words what happened: the
+  disk is full, the file or folder may not be written, the disk is read-only.
 - On Windows a file open in Excel (or another program that holds it) cannot be replaced. The
   system's error names the temporary file ("report.xlsx.tmp: access is denied"), which is gone
   by the time anybody reads the message; the message names the target and what to do.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import os
 import secrets
 import shutil
@@ -55,6 +59,42 @@ def replace_output(temporary: Path, target: Path) -> None:
         raise PermissionError(exc.errno, exc.strerror, str(target)) from exc
 
 
+class OutputNotWritten(OSError):
+    """An output file that could not be written, the reason in words (its ``errno`` kept)."""
+
+
+def output_error(exc: OSError, target: Path) -> OSError:
+    """``exc``, met writing ``target`` (perhaps through a temporary file), naming ``target``
+    and saying in words what happened where the system's words are a number and a phrase."""
+    reason = exc.strerror or os.strerror(exc.errno or 0)
+    worded = _worded_output_failure(exc.errno, reason, target)
+    if worded is None:
+        return OSError(exc.errno, exc.strerror, str(target))  # PermissionError stays one
+    failure = OutputNotWritten(worded)
+    failure.errno = exc.errno
+    return failure
+
+
+def _worded_output_failure(code: int | None, reason: str, target: Path) -> str | None:
+    """As the project's own saves word a failure (``service.readable_file_error``)."""
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"The disk holding {target} is full ({reason}): {target.name} was not written. "
+            "Make room on that disk, then try again."
+        )
+    if code == errno.EROFS:
+        return (
+            f"{target} could not be written: its disk is read-only ({reason}). "
+            "Write it to another folder."
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        return (
+            f"{target} could not be written: you may not write to it or its folder "
+            f"({reason}). Write it to another folder, or ask for the right to write there."
+        )
+    return None
+
+
 def write_through_temporary(target: Path, write: Callable[[Path], Any]) -> Path:
     """Call ``write`` on a temporary file beside ``target``, then rename it to ``target``
     (:func:`replace_output`); the temporary file never stays behind."""
@@ -63,10 +103,10 @@ def write_through_temporary(target: Path, write: Callable[[Path], Any]) -> Path:
         try:
             write(temporary)
         except OSError as exc:
-            if exc.filename != str(temporary) or exc.errno is None:
+            if exc.filename not in (None, str(temporary)) or exc.errno is None:
                 raise
             # the message names the file asked for, not a temporary one nobody will find
-            raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
+            raise output_error(exc, target) from exc
         sync_file(temporary)
         replace_output(temporary, target)
         sync_folder(target.parent)
@@ -159,7 +199,7 @@ def _write_whole(path: Path, shown: Path, data: bytes) -> None:
     except OSError as exc:
         if exc.errno is None:
             raise
-        raise type(exc)(exc.errno, exc.strerror, str(shown)) from exc
+        raise output_error(exc, shown) from exc
 
 
 def remove_abandoned_staging(folder: Path) -> list[Path]:

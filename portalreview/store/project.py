@@ -9,8 +9,12 @@ Opening never changes a file it refuses: a file whose size shows it was cut shor
 before SQLite reads it, and the other checks run on a read-only connection.
 
 Backups lie in ``<stem>.backups/`` beside the file (folder 0700, files 0600), named
-``<stem>-<UTC time>-<reason>.prproj`` so that names sort oldest to newest. There are three
-kinds, each kept by its own rule, so that no kind pushes out another:
+``<stem>-<number>-<UTC time>-<reason>.prproj``. The number, one more than the largest in the
+folder, orders them (so that names sort oldest to newest): not the time, since a clock set back
+(run ahead, then put right) would make the newest backup look the oldest, to be deleted at once.
+Names from before the number (``<stem>-<UTC time>-<reason>.prproj``) are older than every
+numbered one, and ordered by their time. There are three kinds, each kept by its own rule, so
+that no kind pushes out another:
 
 * **automatic** (``auto``): made when a project is opened for writing, the state at the start of
   a working session; skipped when the newest automatic backup is younger than
@@ -782,6 +786,9 @@ def start_study(project, name: str, catalogs: Catalogs | None = None) -> None:
 # --- backups -----------------------------------------------------------------------------------
 
 _REASON = r"[A-Za-z0-9][A-Za-z0-9-]*"
+# The number in a backup's name (absent in names from before it), padded so that names sort.
+_NUMBER = r"(?:(\d{6,})-)?"
+_NUMBER_WIDTH = 6
 # The time in a backup's name: now "2025-06-01T14-30-12.123Z"; before, "20250601T143012123+0000".
 _STAMPS = (
     r"(\d{4})-(\d\d)-(\d\d)T(\d\d)-(\d\d)-(\d\d)\.(\d{3})Z",
@@ -794,8 +801,9 @@ class Backup:
     """One backup file of a project."""
 
     path: Path
-    made_at: datetime
+    made_at: datetime  # by the clock then, which may have been wrong: never used for order
     reason: str
+    number: int = 0  # the order they were made in; 0 in names from before the number
 
     @property
     def kind(self) -> str:
@@ -808,28 +816,38 @@ class Backup:
 
 
 def list_backups(path: Path) -> list[Backup]:
-    """The backups of the project at ``path``, oldest first (other files in the folder are
-    not backups and are left alone)."""
+    """The backups of the project at ``path`` in the order they were made, oldest first, by
+    the number in their names (see the module docstring; other files in the folder are not
+    backups and are left alone)."""
     try:
         entries = list(backup_dir(path).iterdir())
     except OSError:  # no folder yet, or one we may not read
         return []
     found = (_parse_backup_name(path.stem, entry) for entry in entries)
-    return sorted((b for b in found if b is not None), key=lambda b: (b.made_at, b.path.name))
+    return sorted(
+        (b for b in found if b is not None), key=lambda b: (b.number, b.made_at, b.path.name)
+    )
 
 
 def _parse_backup_name(stem: str, entry: Path) -> Backup | None:
     for stamp in _STAMPS:
         match = re.fullmatch(
-            rf"{re.escape(stem)}-{stamp}-({_REASON}){re.escape(SUFFIX)}", entry.name
+            rf"{re.escape(stem)}-{_NUMBER}{stamp}-({_REASON}){re.escape(SUFFIX)}", entry.name
         )
         if match:
-            *numbers, reason = match.groups()
-            year, month, day, hour, minute, second, ms = map(int, numbers)
-            return Backup(
-                entry, datetime(year, month, day, hour, minute, second, ms * 1000, UTC), reason
-            )
+            number, *fields, reason = match.groups()
+            year, month, day, hour, minute, second, ms = map(int, fields)
+            made_at = datetime(year, month, day, hour, minute, second, ms * 1000, UTC)
+            return Backup(entry, made_at, reason, int(number or 0))
     return None
+
+
+def _next_backup_name(path: Path, reason: str) -> str:
+    """The name of the next backup: numbered one more than the newest backup kept, whatever
+    the clock says (see the module docstring)."""
+    backups = list_backups(path)
+    number = (backups[-1].number if backups else 0) + 1
+    return f"{path.stem}-{number:0{_NUMBER_WIDTH}d}-{_stamp()}-{reason}{SUFFIX}"
 
 
 def latest_backup(path: Path) -> Path | None:
@@ -868,7 +886,7 @@ def _write_backup(
         raise ValueError(f"a backup's reason must be letters, digits and '-': {reason!r}")
     folder = backup_dir(path)
     folder.mkdir(mode=0o700, exist_ok=True)
-    target = _unused(lambda: folder / f"{path.stem}-{_stamp()}-{reason}{SUFFIX}")
+    target = _unused(lambda: folder / _next_backup_name(path, reason))
     source = _connect(path, read_only=True)
     try:
         partial = _copy_database(source, target, progress)

@@ -633,6 +633,58 @@ def test_an_unchanged_project_is_not_backed_up_twice(tmp_path, every_open):
     assert not any(name.startswith(".") for name in os.listdir(backup_dir(path)))
 
 
+class _Clock(datetime):
+    """``datetime`` with a workstation clock ``ahead`` of the true time."""
+
+    ahead = timedelta(0)
+
+    @classmethod
+    def now(cls, tz=None):
+        return datetime.now(tz) + cls.ahead
+
+
+def test_a_clock_set_back_keeps_the_backup_just_made_and_offers_it(tmp_path, monkeypatch):
+    # The clock ran a year ahead for three working days, then was put right (NTP): the backups
+    # made since must not sort as the oldest, to be deleted at once.
+    monkeypatch.setattr(project_module, "BACKUPS_KEPT", 3)
+    monkeypatch.setattr(project_module, "datetime", _Clock)
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    for day in range(1, 4):
+        _Clock.ahead = timedelta(days=365 + day)
+        with Project.open(path) as p:
+            StudyService(p).add_annotator(f"ahead{day}")
+    for day in range(1, 3):
+        _Clock.ahead = timedelta(days=day)
+        with Project.open(path) as p:
+            made = p.automatic_backup
+            StudyService(p).add_annotator(f"right{day}")
+        assert made is not None and made.exists()
+        assert latest_backup(path) == made
+    assert _annotators_in(latest_backup(path)) == ["ahead1", "ahead2", "ahead3", "right1"]
+    with Project.open(path) as p:  # within the hour of the newest backup, by the right clock
+        assert p.automatic_backup is None
+    autos = [b for b in list_backups(path) if b.kind == "automatic"]
+    assert [len(_annotators_in(b.path)) for b in autos] == [2, 3, 4]
+    assert [b.path.name for b in autos] == sorted(b.path.name for b in autos)
+
+
+def test_backups_named_before_their_number_still_list_and_come_first(tmp_path):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    folder = backup_dir(path)
+    folder.mkdir()
+    oldest = folder / "s-20240101T000000000+0000-auto.prproj"
+    older = folder / "s-2030-01-01T00-00-00.000Z-auto.prproj"  # made with the clock ahead
+    for legacy in (oldest, older):
+        shutil.copyfile(path, legacy)
+    newest = make_backup(path, "manual")
+    assert [b.path for b in list_backups(path)] == [oldest, older, newest]
+    assert [b.number for b in list_backups(path)] == [0, 0, 1]
+    assert list_backups(path)[1].made_at == datetime(2030, 1, 1, tzinfo=UTC)
+    assert latest_backup(path) == newest
+
+
 def test_no_automatic_backup_when_opened_read_only_or_refused_for_the_lock(tmp_path, every_open):
     path = tmp_path / "s.prproj"
     with Project.create(path) as p:
@@ -755,7 +807,7 @@ def test_a_damaged_file_names_its_newest_backup_and_a_copy_of_it_opens(tmp_path,
     assert str(refused.value).endswith(f"Restore the latest backup from s.backups/: {newest.name}.")
     damaged, kept = _digest(path), _digest(newest)
     copy = copy_backup_beside(newest, path)
-    stamp = newest.name.removeprefix("s-").removesuffix("-auto.prproj")
+    stamp = newest.name.removeprefix("s-000002-").removesuffix("-auto.prproj")  # the time
     assert copy == tmp_path / f"s-restored-{stamp}.prproj"
     assert _digest(path) == damaged and _digest(newest) == kept
     assert stat.S_IMODE(copy.stat().st_mode) == 0o600 or os.name != "posix"

@@ -91,7 +91,7 @@ def test_a_damaged_project_offers_its_newest_backup_as_a_copy(qtbot, window, gui
     assert f"Restore the latest backup from gui.backups/: {backup.name}." in box.text()
     assert backup.name in box.informativeText()
     # The copy is beside the damaged file, named after the backup's time; both files unchanged.
-    stamp = backup.name.removeprefix("gui-").removesuffix("-auto.prproj")
+    stamp = backup.name.removeprefix("gui-000001-").removesuffix("-auto.prproj")
     copy = gui.path.with_name(f"gui-restored-{stamp}.prproj")
     assert window.project.path == copy and not window.project.read_only
     assert _digest(gui.path) == damaged and _digest(backup) == kept
