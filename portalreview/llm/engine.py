@@ -50,10 +50,11 @@ from portalreview.llm.errors import (
     PromptTooLongError,
 )
 from portalreview.llm.model_file import (
+    FileIdentity,
     GgufHeader,
     available_memory,
     default_hash_cache,
-    model_sha256,
+    loaded_model_sha256,
     plan_memory,
     read_header,
 )
@@ -244,6 +245,7 @@ class Engine:
         hash_cache: Path | None,
         chat: ChatFormat | None = None,
         chat_note: str = "",
+        loaded_file: FileIdentity | None = None,
     ):
         self._llm = llm
         self.chat = chat
@@ -251,6 +253,8 @@ class Engine:
         self.header = header
         self.info = info
         self._hash_cache = hash_cache
+        # the file as it was when llama.cpp opened it: what the recorded SHA-256 must describe
+        self._loaded_file = loaded_file or FileIdentity.of(header.path)
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._sha256: str | None = None
@@ -285,6 +289,7 @@ class Engine:
         check to llama.cpp.
         """
         header = read_header(path)
+        loaded_file = FileIdentity.of(header.path)  # before llama.cpp maps it
         use_gpu = gpu_offload_supported() if gpu is None else gpu
         if available_bytes == -1:
             available_bytes = available_memory()
@@ -325,7 +330,7 @@ class Engine:
             info.load_seconds,
         )
         fmt, note = _chat_format(llm, header) if chat else (None, "chat format turned off")
-        return cls(llm, header, info, cache, fmt, note)
+        return cls(llm, header, info, cache, fmt, note, loaded_file)
 
     def close(self, timeout: float = 60.0) -> None:
         """Stop any running generation at its next token, then free the model. Safe to call
@@ -369,9 +374,13 @@ class Engine:
 
     @property
     def sha256(self) -> str:
-        """The model file's SHA-256, computed on first use and remembered."""
-        if self._sha256 is None:
-            self._sha256 = model_sha256(self.info.path, self._hash_cache)
+        """The model file's SHA-256, computed on first use and remembered. Raises
+        :class:`ModelFileChanged` once the file on disk is no longer the one loaded: llama.cpp
+        maps the file into memory, so a file written over in place changes the answers, and
+        no stored suggestion may then name the old hash (checked on every use: one stat)."""
+        self._sha256 = loaded_model_sha256(
+            self.info.path, self._loaded_file, self._sha256, self._hash_cache
+        )
         return self._sha256
 
     # --- tokens -----------------------------------------------------------------------------

@@ -68,3 +68,11 @@ class ModelServerError(LlmError):
     """The shared model server did not answer, refused a request, or went away during one.
     Like a dead model process, it stops a batch (each further unit would fail the same way);
     what was stored before is kept."""
+
+
+class ModelFileChanged(LlmError):
+    """The model file on disk is no longer the one that was loaded: it was written over in
+    place (``cp new.gguf model.gguf``) or replaced. llama.cpp maps the file into memory, so the
+    model may now answer with the new file's weights while its recorded SHA-256 names the old
+    one; nothing is stored with that hash. Like a dead model process, it stops a batch; what
+    was stored before is kept, and loading the model again goes on."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from portalreview.llm.errors import ModelFileError
+from portalreview.llm.errors import ModelFileChanged, ModelFileError
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -540,6 +540,59 @@ def model_sha256(path: str | os.PathLike, cache_file: Path | None = None) -> str
         _store_hash(cache_file, key, digest)
     with _hash_lock:
         _hash_memo[key] = digest
+    return digest
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """Which file a path names and which bytes it holds, as far as one ``os.stat`` tells: a
+    file written over in place gets a new modification time (and size, and change time, which
+    ``cp -p`` cannot set back); a file replaced by another (a rename, a move) a new inode."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int  # 0 on Windows, where st_ctime is the creation time
+
+    @classmethod
+    def of(cls, path: str | os.PathLike) -> FileIdentity:
+        st = os.stat(path)
+        ctime = 0 if sys.platform == "win32" else st.st_ctime_ns
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, ctime)
+
+
+def check_unchanged(path: str | os.PathLike, loaded: FileIdentity) -> None:
+    """Raise :class:`ModelFileChanged` when ``path`` is no longer the file ``loaded`` describes
+    (written over, replaced, or gone)."""
+    try:
+        same = FileIdentity.of(path) == loaded
+    except OSError:
+        same = False
+    if not same:
+        raise ModelFileChanged(
+            f"the model file {Path(path).name} changed on disk since it was loaded (written "
+            "over or replaced), so the loaded model may now answer with other weights than "
+            "the ones whose SHA-256 was recorded; nothing was stored from it. Load it again "
+            "(Tools > Models… in the program; on the command line, run the command again)."
+        )
+
+
+def loaded_model_sha256(
+    path: str | os.PathLike,
+    loaded: FileIdentity,
+    known: str | None,
+    cache_file: Path | None = None,
+) -> str:
+    """The SHA-256 of the model file an engine loaded (``known`` once hashed), after checking
+    that the file is still the one loaded (``loaded``: its identity taken before llama.cpp
+    opened it). The check runs on every call, so each stored suggestion and draft names the
+    weights that produced it; it is one ``os.stat``."""
+    check_unchanged(path, loaded)
+    if known is not None:
+        return known
+    digest = model_sha256(path, cache_file)
+    check_unchanged(path, loaded)  # written over while it was being hashed
     return digest
 
 

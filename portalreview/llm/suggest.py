@@ -44,6 +44,7 @@ from portalreview.llm.errors import (
     AnswerError,
     Cancelled,
     LlmError,
+    ModelFileChanged,
     ModelProcessDied,
     ModelServerError,
     TemplateError,
@@ -93,6 +94,9 @@ TEMPLATES_FOR_KIND: dict[str, tuple[str, ...]] = {
 }
 DRAFT_KINDS = ("draft_zero_shot", "draft_thematic")
 DRAFT_EVENT = "draft"  # the audit log action that records how a draft was made
+# The model went away: its process died, the server stopped answering, or its file changed on
+# disk. Each next unit would fail the same way, so a run stops; what it stored is kept.
+MODEL_GONE = (ModelProcessDied, ModelServerError, ModelFileChanged)
 DRAFT_PRODUCTION = {
     "draft_zero_shot": "zero_shot",
     "draft_thematic": "thematic_prompt",
@@ -631,7 +635,9 @@ def run_batch(
     """Suggest for every unit, skipping units this model file and template set already
     answered (resume). With ``annotator``, also store each answer as that pseudo annotator's.
     Each unit is saved in its own transaction, so stopping loses at most the unit in progress.
-    ``progress(report, unit_id)`` is called after each unit."""
+    ``progress(report, unit_id)`` is called after each unit. A model that goes away (one of
+    :data:`MODEL_GONE`, e.g. :class:`ModelFileChanged` when its file was written over on disk)
+    ends the run with that error; what was stored before is kept."""
     library = library or PromptLibrary(service)
     ctx = SuggestContext(
         engine,
@@ -689,7 +695,7 @@ def _one_unit(
     unit = service.read_unit(unit_id)
     try:
         answer = gated(suggest(ctx, unit), unit, ctx.catalogs)
-    except (Cancelled, ModelProcessDied, ModelServerError):  # the run stops; stored is kept
+    except (Cancelled, *MODEL_GONE):  # the run stops; stored is kept
         raise
     except LlmError as exc:
         report.failed[unit_id] = str(exc)
@@ -830,8 +836,9 @@ def run_drafts(
     full context is not stored (``report.failed`` says which and what to change): clinicians
     would rank it as a finished reply. Cancelling stops within one token and
     keeps the drafts already stored; the case in progress is dropped. A model that goes away
-    (:class:`ModelProcessDied`, :class:`ModelServerError`) stops the run the same way, and
-    ``report.stopped`` says why."""
+    (:class:`ModelProcessDied`, :class:`ModelServerError`, or :class:`ModelFileChanged`: its
+    file was written over on disk, so no draft may record its old hash) stops the run the same
+    way, and ``report.stopped`` says why."""
     if template.kind not in DRAFT_KINDS:
         raise LlmError(f"{template.kind} is not a drafting template")
     params = params or GenerationParams()
@@ -841,43 +848,58 @@ def run_drafts(
         if cancel is not None and cancel.is_set():
             report.cancelled = True
             break
-        if has_draft(service, engine, template, case):
-            report.skipped.append(case.id)
-        else:
-            try:
-                gen = _generate_draft(
-                    service, engine, template, case, params, cancel, on_start, on_piece
-                )
-            except (ModelProcessDied, ModelServerError) as exc:  # every next case would fail
-                report.stopped = str(exc)
-                break
-            if gen.finish_reason in ("cancelled", "closed"):
-                report.cancelled = True
-                break
-            if gen.finish_reason == "length":  # an unfinished draft is no model response
-                report.failed[case.id] = f"the draft is unfinished: {gen.cut_off()}"
-            elif not gen.text.strip():
-                report.failed[case.id] = "the model wrote an empty draft"
-            else:
-                store_draft(
-                    service,
-                    engine,
-                    template,
-                    case,
-                    gen.text,
-                    params=params,
-                    seconds=gen.seconds,
-                    finish_reason=gen.finish_reason,
-                    prompt=engine.render_prompt(
-                        template.render(draft_values(template, case, service.catalogs))
-                    ),
-                )
-                report.stored.append(case.id)
+        try:
+            _draft_case(service, engine, template, case, params, cancel, report, on_start, on_piece)
+        except MODEL_GONE as exc:  # every next case would fail the same way
+            report.stopped = str(exc)
+            break
+        if report.cancelled:
+            break
         report.seconds = time.perf_counter() - started
         if progress is not None:
             progress(report, case.id)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _draft_case(
+    service: StudyService,
+    engine: Engine,
+    template: PromptTemplate,
+    case: CaseView,
+    params: GenerationParams,
+    cancel: threading.Event | None,
+    report: BatchReport,
+    on_start: Callable[[CaseView], None] | None,
+    on_piece: Callable[[CaseView, str], None] | None,
+) -> None:
+    """One case of :func:`run_drafts`: skipped, drafted and stored, refused, or cancelled (as
+    ``report`` then says); raises one of :data:`MODEL_GONE` when the model went away."""
+    if has_draft(service, engine, template, case):
+        report.skipped.append(case.id)
+        return
+    gen = _generate_draft(service, engine, template, case, params, cancel, on_start, on_piece)
+    if gen.finish_reason in ("cancelled", "closed"):
+        report.cancelled = True
+    elif gen.finish_reason == "length":  # an unfinished draft is no model response
+        report.failed[case.id] = f"the draft is unfinished: {gen.cut_off()}"
+    elif not gen.text.strip():
+        report.failed[case.id] = "the model wrote an empty draft"
+    else:
+        store_draft(
+            service,
+            engine,
+            template,
+            case,
+            gen.text,
+            params=params,
+            seconds=gen.seconds,
+            finish_reason=gen.finish_reason,
+            prompt=engine.render_prompt(
+                template.render(draft_values(template, case, service.catalogs))
+            ),
+        )
+        report.stored.append(case.id)
 
 
 def _generate_draft(

@@ -169,7 +169,11 @@ class ModelHost(QObject):
             if cancelled():
                 engine.close()
                 return None
-            _ = engine.sha256  # hashed here, once, so storing a suggestion never waits for it
+            try:  # hashed here, once, so storing a suggestion never waits for it
+                _ = engine.sha256
+            except LlmError:  # the file changed while it was loaded or hashed
+                engine.close()
+                raise
             if cancelled():
                 engine.close()
                 return None

@@ -27,7 +27,13 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePol
 from portalreview.llm import own_examples
 from portalreview.llm import suggest as sg
 from portalreview.llm.engine import GenerationParams
-from portalreview.llm.errors import AnswerError, Cancelled, EngineClosedError, LlmError
+from portalreview.llm.errors import (
+    AnswerError,
+    Cancelled,
+    EngineClosedError,
+    LlmError,
+    ModelFileChanged,
+)
 from portalreview.llm.grammars import GrammarLimits
 from portalreview.llm.templates import PromptLibrary
 from portalreview.store.service import AnswerView, StoreError
@@ -237,7 +243,12 @@ class SuggestionController(QObject):
         engine = self.host.engine
         if engine is None or engine.closed:
             return
-        if self._refused_before(unit.unit_id, engine, templates, person):
+        try:
+            refused = self._refused_before(unit.unit_id, engine, templates, person)
+        except ModelFileChanged as exc:  # its answers would not be the recorded file's
+            self.banner(editor).show_state("note", f"No suggestion: {exc}")
+            return
+        if refused:
             self.banner(editor).show_state("note", self._refused_note(engine.info.file_name))
             return
         cancel = threading.Event()
@@ -354,18 +365,22 @@ class SuggestionController(QObject):
     def _answered(self, job: _Job, engine, answer: sg.ModelAnswer | None) -> None:
         if answer is None or job.cancel.is_set() or self.closed or self.window.admin is None:
             return
+        not_stored = None
         try:
             suggestion_id = sg.store(self.window.admin, engine, answer)
         except (StoreError, LlmError) as exc:
-            self.window.statusBar().showMessage(f"The suggestion was not stored: {exc}", 10000)
+            not_stored = f"The suggestion was not stored: {exc}"
+            self.window.statusBar().showMessage(not_stored, 10000)
             suggestion_id = None
         if not self._current(job):
             return
         self.job = None
         editor = self._editor()
         session = self.window.session
-        if suggestion_id is None or editor is None:
-            self.banner(editor).show_state("hidden", "")
+        if editor is None:
+            return
+        if suggestion_id is None:  # never offered: nothing records where it came from
+            self.banner(editor).show_state("note" if not_stored else "hidden", not_stored or "")
             return
         if answer.refused is not None:  # stored for the PI, never offered
             self.banner(editor).show_state("note", self._refused_note(job.model_file))

@@ -490,3 +490,56 @@ def test_the_pi_turns_own_examples_on_in_the_models_dialog(qtbot, gui, tmp_path)
     window.close()
     with Project.open(gui.path, read_only=True) as project:
         assert StudyService(project).own_examples() == 3
+
+
+@pytest.fixture
+def written_over(tmp_path, model):
+    """A copy of the tiny model to load, and ``write()``, which does to it what
+    ``cp other.gguf model.gguf`` does (other weights, the same name and file)."""
+    import shutil
+
+    from portalreview.llm.testing_model import TINY, prompt_corpus, write_model
+
+    copy = tmp_path / "model.gguf"
+    shutil.copyfile(model, copy)
+    other = write_model(tmp_path / "other.gguf", TINY, seed=7, corpus=prompt_corpus())
+    return copy, lambda: shutil.copyfile(other, copy)
+
+
+def suggestions_for(path, unit: int) -> list[str]:
+    with Project.open(path, read_only=True) as project, project.read() as s:
+        return [r.model_sha256 for r in s.query(Suggestion).filter_by(unit_id=unit)]
+
+
+def test_a_model_file_written_over_since_it_was_loaded_gives_no_suggestion(
+    qtbot, window, gui, written_over
+):
+    copy, write = written_over
+    load_model(qtbot, window, copy)
+    write()
+    show_kind(window, "rank")
+    assert window.suggestions.job is None  # not asked: its answers are no longer the file's
+    assert banner(window).state == "note"
+    assert "changed on disk since it was loaded" in banner(window).text.text()
+    assert suggestions_for(gui.path, gui.ids.units["rank"]) == []
+
+
+def test_a_suggestion_made_while_the_file_was_written_over_is_not_offered(
+    qtbot, window, gui, written_over, monkeypatch
+):
+    from portalreview.llm import suggest as sg
+
+    copy, write = written_over
+    gated = sg.gated
+
+    def written_while_asked(*args, **kwargs):
+        write()
+        return gated(*args, **kwargs)
+
+    monkeypatch.setattr(sg, "gated", written_while_asked)
+    load_model(qtbot, window, copy)
+    show_kind(window, "respond")
+    qtbot.waitUntil(lambda: banner(window).state == "note", timeout=ANSWER_WAIT_MS)
+    assert "changed on disk since it was loaded" in banner(window).text.text()
+    assert window.session.suggestion_state != "offered"
+    assert suggestions_for(gui.path, gui.ids.units["respond"]) == []

@@ -55,7 +55,13 @@ from portalreview.llm.errors import (
     LlmError,
     ModelProcessDied,
 )
-from portalreview.llm.model_file import GgufHeader, default_hash_cache, model_sha256, read_header
+from portalreview.llm.model_file import (
+    FileIdentity,
+    GgufHeader,
+    default_hash_cache,
+    loaded_model_sha256,
+    read_header,
+)
 
 #: How often a waiting call looks at its ``cancel`` event (seconds).
 POLL_SECONDS = 0.02
@@ -128,6 +134,7 @@ class ProcessEngine:
         flags: Any,
         header: GgufHeader,
         hash_cache: Path | None,
+        loaded_file: FileIdentity | None = None,
     ) -> None:
         self._process = process
         self._conn = conn
@@ -137,6 +144,8 @@ class ProcessEngine:
         self.chat: ChatFormat | None = None  # the model's chat format, learnt in the process
         self.chat_note = ""
         self._hash_cache = hash_cache
+        # the file as it was when the model process opened it (see :attr:`sha256`)
+        self._loaded_file = loaded_file or FileIdentity.of(header.path)
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._closed = False
@@ -167,6 +176,7 @@ class ProcessEngine:
         :class:`ModelProcessDied` when the process stops while loading."""
         inspect.signature(Engine.load).bind(path, hash_cache=hash_cache, **options)
         header = read_header(path)  # a bad file is refused before any process starts
+        loaded_file = FileIdentity.of(header.path)  # before llama.cpp maps it
         ctx = multiprocessing.get_context("spawn")
         conn, child_conn = ctx.Pipe(duplex=True)
         flags = ctx.RawArray("b", 2)
@@ -180,7 +190,7 @@ class ProcessEngine:
             process.start()
         child_conn.close()
         cache = default_hash_cache() if hash_cache is True else (hash_cache or None)
-        engine = cls(process, conn, flags, header, cache)
+        engine = cls(process, conn, flags, header, cache, loaded_file)
         try:
             engine.info, engine.chat, engine.chat_note = engine._answer(
                 engine._receive(cancel, loading=True)
@@ -247,9 +257,12 @@ class ProcessEngine:
 
     @property
     def sha256(self) -> str:
-        """The model file's SHA-256, computed here on first use and remembered."""
-        if self._sha256 is None:
-            self._sha256 = model_sha256(self.header.path, self._hash_cache)
+        """The model file's SHA-256, computed here on first use and remembered. Raises
+        :class:`ModelFileChanged` once the file on disk is no longer the one loaded, as
+        :attr:`Engine.sha256` does (the process maps the file, so its answers change with it)."""
+        self._sha256 = loaded_model_sha256(
+            self.header.path, self._loaded_file, self._sha256, self._hash_cache
+        )
         return self._sha256
 
     # --- tokens -----------------------------------------------------------------------------
