@@ -2,6 +2,9 @@
 
 A project is one SQLite file (``*.prproj``) in WAL mode with foreign keys on and
 ``synchronous=FULL``, so that a save reported as done survives a killed process or a power cut.
+Each commit is merged into the file itself, and a save is refused once the file is no longer at
+its name (renamed, moved or deleted while open; see ``file_place.py``), so that no save goes
+into a ``-wal`` or a file nobody will open again.
 The file carries an application id (so another SQLite file is recognised as not ours) and the
 schema version in ``PRAGMA user_version``.
 
