@@ -198,10 +198,6 @@ def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
     if not read_only:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
-        # Every commit is merged into the file itself (a checkpoint, ~10 ms), not left in the
-        # -wal: a file renamed, moved or copied alone while open holds every save so far
-        # (the -wal of its old name would be read by no one).
-        conn.execute("PRAGMA wal_autocheckpoint = 1")
     return conn
 
 
@@ -545,6 +541,11 @@ class Project:
         self._engine = engine
         self._lock = lock
         self._place = place  # a writer's: saves are refused once the file is not at its name
+        # Each save merged into the file itself (a checkpoint, ~10 ms on a local disk), not left
+        # in the -wal: a file renamed, moved or copied alone while open holds every save so far
+        # (the -wal of its old name is read by no one). Off only for a file being built under
+        # a temporary name (the demo's thousands of saves), merged once when done.
+        self.merge_each_save = True
         # closed: every later session or connection is refused (see store/closing.py)
         self._life = life or Closing(path.name)
         self._reader = sessionmaker(engine, expire_on_commit=False)
@@ -753,10 +754,25 @@ class Project:
         commit."""
         if self.read_only:
             raise ProjectError(f"{self.path.name} is open read-only; changes cannot be saved.")
-        with self._life.writing(), self._writer() as session, session.begin():
-            self._refuse_save_if_gone()
-            yield session
-            self._refuse_save_if_gone()  # the commit is next: never into a file gone meanwhile
+        with self._life.writing():
+            with self._writer() as session, session.begin():
+                self._refuse_save_if_gone()
+                yield session
+                self._refuse_save_if_gone()  # the commit is next: never into a file gone meanwhile
+            if self.merge_each_save:
+                self._merge_into_file()
+
+    def _merge_into_file(self) -> None:
+        """Copy the saves in the -wal into the file (a passive checkpoint: it waits for no
+        reader, and what a reader still uses is merged with the next save). The save is
+        committed already: a failure here loses nothing, it is merged later."""
+        raw = self._engine.raw_connection()
+        try:
+            raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            log.warning("the saves in %s-wal were not merged into it now: %s", self.label, exc)
+        finally:
+            raw.close()
 
     def _refuse_save_if_gone(self) -> None:
         if self._place is not None:
