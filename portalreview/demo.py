@@ -684,6 +684,7 @@ def build_demo(path: str | Path) -> Path:
 def _fill(path: Path) -> None:
     """Make the demo study in the new file ``path``, and leave it complete in that one file."""
     project = Project.create(path, name=DEMO_NAME)
+    project.merge_each_save = False  # a file under a temporary name: merged once, below
     try:
         svc = StudyService(project)
         with project.write() as session:

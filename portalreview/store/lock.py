@@ -10,6 +10,13 @@ Within one program, a lock is released when its project is closed, or else when 
 garbage-collected (a project dropped without being closed); a lock this very program holds is
 told apart from another program's (``LockHolder.here``), and one held only by a dropped project
 is collected and taken over.
+
+The lock goes by the file's name: a project file renamed while open may be opened for writing
+under its new name at once. It still has one writer: the program that had it open refuses every
+save once the file is no longer at its name (``file_place.py``), and has merged each earlier
+save into the file itself. (A lock on the database file itself would follow it, but SQLite's
+own locks on it are POSIX locks, which any other descriptor of that file closed in the process
+drops, and NFS emulates ``flock`` with them.)
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 A project is one SQLite file (``*.prproj``) in WAL mode with foreign keys on and
 ``synchronous=FULL``, so that a save reported as done survives a killed process or a power cut.
+Each commit is merged into the file itself, and a save is refused once the file is no longer at
+its name (renamed, moved or deleted while open; see ``file_place.py``), so that no save goes
+into a ``-wal`` or a file nobody will open again.
 The file carries an application id (so another SQLite file is recognised as not ours) and the
 schema version in ``PRAGMA user_version``.
 
@@ -52,6 +55,7 @@ from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
 from portalreview.store import migrations
 from portalreview.store.closing import Closing
 from portalreview.store.errors import ReadFailed, readable_read_error
+from portalreview.store.file_place import FilePlace
 from portalreview.store.lock import LockHolder, ProjectLock
 from portalreview.store.models import Base, ProjectMeta, utc_now
 from portalreview.store.output_files import sync_folder
@@ -530,6 +534,7 @@ class Project:
         lock: ProjectLock | None,
         read_only: bool,
         life: Closing | None = None,
+        place: FilePlace | None = None,
     ):
         self.path = path
         self.read_only = read_only
@@ -540,6 +545,12 @@ class Project:
         self.upgraded_from: int | None = None  # the format it was upgraded from on opening
         self._engine = engine
         self._lock = lock
+        self._place = place  # a writer's: saves are refused once the file is not at its name
+        # Each save merged into the file itself (a checkpoint, ~10 ms on a local disk), not left
+        # in the -wal: a file renamed, moved or copied alone while open holds every save so far
+        # (the -wal of its old name is read by no one). Off only for a file being built under
+        # a temporary name (the demo's thousands of saves), merged once when done.
+        self.merge_each_save = True
         # closed: every later session or connection is refused (see store/closing.py)
         self._life = life or Closing(path.name)
         self._reader = sessionmaker(engine, expire_on_commit=False)
@@ -651,7 +662,7 @@ class Project:
         path = _real_path(path)
         if read_only:
             return cls._open_read_only(path)
-        lock = None
+        lock = place = None
         if _beside(path, "-journal").exists():
             lock = _lock_for_writing(path)  # nobody else may write while the save is undone
         try:
@@ -667,11 +678,14 @@ class Project:
                     migrations.upgrade(path, version, backup)
                 except migrations.MigrationError as exc:
                     raise ProjectError(str(exc)) from exc
+            place = FilePlace(path)
             life = Closing(path.name)
             engine = _make_engine(path, read_only=False, life=life)
-            project = cls(path, engine, lock, read_only=False, life=life)
+            project = cls(path, engine, lock, read_only=False, life=life, place=place)
             project.upgraded_from = version if upgraded else None
         except BaseException:
+            if place is not None:
+                place.close()
             if lock is not None:
                 lock.release()
             raise
@@ -706,6 +720,8 @@ class Project:
         the lock is released, so that nothing is written after another program may hold it."""
         self._life.close()
         self._engine.dispose()
+        if self._place is not None:
+            self._place.close()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -737,11 +753,35 @@ class Project:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Session]:
-        """One short write transaction: committed when the block ends, rolled back on error."""
+        """One short write transaction: committed when the block ends, rolled back on error.
+        A file no longer at its name (renamed, moved away, deleted: see store/file_place.py)
+        takes no save: :class:`SaveFailed`, in words, before the transaction and before its
+        commit."""
         if self.read_only:
             raise ProjectError(f"{self.path.name} is open read-only; changes cannot be saved.")
-        with self._life.writing(), self._writer() as session, session.begin():
-            yield session
+        with self._life.writing():
+            with self._writer() as session, session.begin():
+                self._refuse_save_if_gone()
+                yield session
+                self._refuse_save_if_gone()  # the commit is next: never into a file gone meanwhile
+            if self.merge_each_save:
+                self._merge_into_file()
+
+    def _merge_into_file(self) -> None:
+        """Copy the saves in the -wal into the file (a passive checkpoint: it waits for no
+        reader, and what a reader still uses is merged with the next save). The save is
+        committed already: a failure here loses nothing, it is merged later."""
+        raw = self._engine.raw_connection()
+        try:
+            raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            log.warning("the saves in %s-wal were not merged into it now: %s", self.label, exc)
+        finally:
+            raw.close()
+
+    def _refuse_save_if_gone(self) -> None:
+        if self._place is not None:
+            self._place.refuse_save_if_gone()
 
     def listen(self, on_change: Callable[[str], None]) -> None:
         """A file tells no one of saves (its app learns of its own directly); see

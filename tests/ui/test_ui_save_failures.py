@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 
 import pytest
 from PySide6.QtWidgets import QMessageBox
@@ -82,6 +83,34 @@ def test_another_kind_asked_for_with_changes_not_saved_goes_back_to_them(qtbot, 
         assert box.toPlainText() == "First part." + LONG
     window.save_now()
     assert not window.session.pending
+
+
+@pytest.mark.parametrize("how", ["file renamed", "folder deleted"])
+def test_a_file_gone_while_open_is_said_and_the_text_kept(qtbot, gui, prefs, asked, tmp_path, how):
+    """The project file renamed (in a file manager) or its folder deleted while typing: the
+    next save is refused in words, not reported saved into a file no name leads to."""
+    path = tmp_path / "share" / "gui.prproj"
+    path.parent.mkdir()
+    gui.path.rename(path)
+    window = open_window(qtbot, prefs, path, "ava")
+    box = _respond_box(qtbot, window)
+    unit = window.session.unit.unit_id
+    if how == "file renamed":
+        path.rename(path.with_name("gui-final.prproj"))
+    else:
+        shutil.rmtree(path.parent)
+    qtbot.keyClicks(box, " Typed after.")
+    window.save_now()
+    assert window.session.pending and window.save_label.text() == "⚠ Not saved"
+    assert "was moved, renamed or deleted while it was open" in window.statusBar().currentMessage()
+    window.act_next.trigger()  # leaving would drop the text: refused
+    assert window.session.unit.unit_id == unit
+    assert box.toPlainText() == "First part. Typed after."
+    assert not window.close()  # asks; Cancel keeps the window and the text
+    assert window.isVisible() and box.toPlainText() == "First part. Typed after."
+    if how == "file renamed":  # the saves made before are in the renamed file
+        renamed = path.with_name("gui-final.prproj")
+        assert stored_answer(renamed, unit, "ava").payload["parts"]["empathy"] == "First part."
 
 
 def test_an_unexpected_error_in_a_save_is_a_failed_save(qtbot, gui, prefs, monkeypatch, caplog):
