@@ -551,6 +551,7 @@ class Project:
         # (the -wal of its old name is read by no one). Off only for a file being built under
         # a temporary name (the demo's thousands of saves), merged once when done.
         self.merge_each_save = True
+        self._wal_merged = False  # every save in the -wal merged into the file (the last save's)
         # closed: every later session or connection is refused (see store/closing.py)
         self._life = life or Closing(path.name)
         self._reader = sessionmaker(engine, expire_on_commit=False)
@@ -719,6 +720,7 @@ class Project:
         are refused with ProjectClosed; the saves under way are waited for (a little) before
         the lock is released, so that nothing is written after another program may hold it."""
         self._life.close()
+        self._empty_orphaned_wal()
         self._engine.dispose()
         if self._place is not None:
             self._place.close()
@@ -771,11 +773,35 @@ class Project:
         """Copy the saves in the -wal into the file (a passive checkpoint: it waits for no
         reader, and what a reader still uses is merged with the next save). The save is
         committed already: a failure here loses nothing, it is merged later."""
+        self._wal_merged = False
         raw = self._engine.raw_connection()
         try:
-            raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            busy, frames, merged = raw.driver_connection.execute(
+                "PRAGMA wal_checkpoint(PASSIVE)"
+            ).fetchone()
+            self._wal_merged = busy == 0 and frames == merged
         except sqlite3.Error as exc:
             log.warning("the saves in %s-wal were not merged into it now: %s", self.label, exc)
+        finally:
+            raw.close()
+
+    def _empty_orphaned_wal(self) -> None:
+        """A file renamed or moved while open leaves its -wal under the old name when closed,
+        and SQLite replays a -wal into whatever file next has that name (the file renamed
+        back after another program saved into it: older pages over newer ones). When every
+        save is merged into the file already, the -wal is emptied (a truncating checkpoint
+        that copies nothing). Otherwise it is left alone: copying its last saves into the
+        file now could write over another program's newer ones, and renaming the file back
+        still brings them in."""
+        if self._place is None or not self._wal_merged or self._place.in_place():
+            return
+        raw = self._engine.raw_connection()
+        try:
+            raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:
+            log.warning(
+                "the -wal left under the old name of %s was not emptied: %s", self.label, exc
+            )
         finally:
             raw.close()
 

@@ -122,3 +122,39 @@ def test_another_program_opening_the_renamed_file_has_every_save_and_is_its_only
     assert _stored(renamed, unit) == "Saved by the second program."
     with Project.open(renamed, read_only=True) as check:
         assert check.integrity_check() == "ok"
+
+
+def test_the_wal_left_under_the_old_name_holds_no_save_to_replay(in_folder):
+    """Closing a file renamed while open leaves its -wal under the old name. SQLite replays a
+    -wal into whatever file next has that name: renamed back after a second program saved
+    into it, the first program's older pages would overwrite the newer ones. So the first
+    program empties that -wal when it closes."""
+    path, unit = in_folder
+    first = Project.open(path, automatic_backup=False)
+    StudyService(first).as_viewer("ava").save_answer(unit, _respond("Saved before."))
+    renamed = _rename(path)
+    with Project.open(renamed, automatic_backup=False) as second:
+        StudyService(second).as_viewer("ava").save_answer(unit, _respond("Saved later."))
+    first.close()
+    old_wal = Path(f"{path}-wal")
+    assert not old_wal.exists() or old_wal.stat().st_size == 0
+    renamed.rename(path)  # renamed back
+    assert _stored(path, unit) == "Saved later."
+    with Project.open(path, read_only=True) as check:
+        assert check.integrity_check() == "ok"
+
+
+def test_a_wal_not_merged_into_the_file_is_left_for_the_file_renamed_back(in_folder):
+    """When the last save's merge did not finish (a reader held it back), the -wal left
+    under the old name still holds saves: copying them into the file at close could write
+    over another program's newer ones, so it is left as it is; renaming the file back brings
+    them in."""
+    path, unit = in_folder
+    first = Project.open(path, automatic_backup=False)
+    first.merge_each_save = False  # as when a reader held the merge back
+    StudyService(first).as_viewer("ava").save_answer(unit, _respond("Only in the -wal."))
+    renamed = _rename(path)
+    first.close()
+    assert Path(f"{path}-wal").stat().st_size > 0
+    renamed.rename(path)
+    assert _stored(path, unit) == "Only in the -wal."
