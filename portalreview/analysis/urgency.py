@@ -75,6 +75,7 @@ from portalreview.metrics import (
     win_rate_scores,
 )
 from portalreview.metrics.bradley_terry import bradley_terry, strengths
+from portalreview.metrics.urgency import inbox_scores, merge_near_ties
 from portalreview.store.frames import StudyFrames
 
 KIND = "urgency"
@@ -194,8 +195,10 @@ def _ndcg_rows(order_rel: np.ndarray, ideal: np.ndarray, k: int) -> np.ndarray:
 def _ranking_scores(sums: Mapping[str, np.ndarray], relevance: np.ndarray, k: int, tail: bool):
     """NDCG@k (or T-NDCG@k) of each row's inbox sorted by score, as metrics.sort_by_score
     sorts (highest first, ties in item order, never-compared messages last). The scores are
-    ``sums["scores"]`` (one row per resample, NaN = never compared) or else the win rates."""
+    ``sums["scores"]`` (one row per resample, NaN = never compared) or else the win rates;
+    scores within ``TIE_TOLERANCE`` are ties, as for the value."""
     rates = sums["scores"] if "scores" in sums else safe_ratio(sums["wins"], sums["played"])
+    rates = merge_near_ties(rates)
     keys = np.where(np.isnan(rates), np.inf, -rates)
     order = np.argsort(keys, axis=1, kind="stable")
     rows = relevance[order]
@@ -241,13 +244,6 @@ def _pairs_as_indices(rows: pd.DataFrame, items: list[int]) -> tuple[np.ndarray,
     first = column.get_indexer(rows.case_a.to_numpy())
     second = column.get_indexer(rows.case_b.to_numpy())
     return first, second, (rows.chosen.to_numpy() == rows.case_a.to_numpy()).astype(float)
-
-
-def strength_scores(rows: pd.DataFrame, items: list[int]) -> pd.Series:
-    """Bradley-Terry strength of each message from the judgements ``rows`` (NaN for one
-    never compared), for an adaptive inbox."""
-    first, second, won = _pairs_as_indices(rows, items)
-    return pd.Series(strengths(len(items), first, second, won), index=items, dtype=float)
 
 
 def outcome_resamples(
@@ -325,7 +321,7 @@ def _score(
 ) -> tuple[dict, dict[str, np.ndarray | None]]:
     """:func:`_scorer`'s figures and each NDCG / T-NDCG on every resample (read-only)."""
     resampled: dict[str, np.ndarray | None] = {}
-    scores = strength_scores(rows, items) if adaptive else win_rate_scores(items, _outcomes(rows))
+    scores = inbox_scores(items, _outcomes(rows), adaptive=adaptive)
     relevance = relevance_from_levels([int(levels[c]) for c in items])
     by_item = pd.Series(relevance, index=items)
     ordered = by_item.loc[sort_by_score(scores)].to_numpy()
@@ -370,7 +366,7 @@ def _inbox_order(
 ) -> list[dict]:
     """The inbox sorted by its score (win rate; strength for an adaptive inbox)."""
     rates = win_rate_scores(items, _outcomes(rows))
-    scores = strength_scores(rows, items) if adaptive else rates
+    scores = inbox_scores(items, _outcomes(rows), adaptive=adaptive)
     cases = frames.cases.set_index("case_id")
     wins = rows.chosen.value_counts()
     played = pd.concat([rows.case_a, rows.case_b]).value_counts()

@@ -18,7 +18,10 @@ L-BFGS on the same objective and against the two-message case worked by hand.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+
 import numpy as np
+import pandas as pd
 
 #: The ridge of the fit (see the module docstring).
 RIDGE = 0.05
@@ -88,6 +91,22 @@ def strengths(
     met[np.asarray(first, dtype=np.int64)] = True
     met[np.asarray(second, dtype=np.int64)] = True
     return np.where(met, theta, np.nan)
+
+
+def strengths_from_outcomes(
+    items: Sequence[Hashable], outcomes: Sequence[tuple[Hashable, Hashable]]
+) -> pd.Series:
+    """:func:`strengths` of ``items`` from ``(winner, loser)`` outcomes, fitted in one
+    canonical way - each outcome as (winner, loser, 1), the outcomes in (winner, loser) order
+    of ``items`` - so that the same judgements give the same strengths to the last bit
+    whoever reads them in whatever order (the inbox view and the report); NaN for an item
+    never compared."""
+    index = {item: i for i, item in enumerate(items)}
+    pairs = sorted((index[winner], index[loser]) for winner, loser in outcomes)
+    first = np.array([w for w, _ in pairs], dtype=np.int64)
+    second = np.array([lo for _, lo in pairs], dtype=np.int64)
+    fitted = strengths(len(index), first, second, np.ones(len(pairs)))
+    return pd.Series(fitted, index=list(items), dtype=float)
 
 
 def _scatter(values: np.ndarray, index: np.ndarray, n: int) -> np.ndarray:

@@ -24,6 +24,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from portalreview.metrics.bradley_terry import strengths_from_outcomes
+
 #: Relevance of each urgency level: 6 - level, so level 1 -> 5 and level 6 -> 0 (contributes
 #: nothing). The reading consistent with every T-NDCG the paper reports (FACTS.md).
 DEFAULT_RELEVANCE: Mapping[int, float] = {1: 5.0, 2: 4.0, 3: 3.0, 4: 2.0, 5: 1.0, 6: 0.0}
@@ -171,6 +173,22 @@ def win_rate_scores(
     return pd.Series(values, index=items, name="win_rate")
 
 
+def inbox_scores(
+    items: Sequence[Hashable],
+    outcomes: Sequence[tuple[Hashable, Hashable]],
+    *,
+    adaptive: bool,
+) -> pd.Series:
+    """The score an inbox is sorted by, from ``(winner, loser)`` outcomes: each message's win
+    rate (seed 002, Sections 3.1 and 4.2), or for an adaptive inbox (pairs chosen from the
+    answers so far, issue 19) its Bradley-Terry strength, fitted in the one canonical way
+    (``bradley_terry.strengths_from_outcomes``); NaN for a message never compared. The inbox
+    view and the report both sort by this, with :func:`sort_by_score`."""
+    if adaptive:
+        return strengths_from_outcomes(items, outcomes)
+    return win_rate_scores(items, outcomes)
+
+
 def _normalized(a: float, b: float, normalize: str) -> tuple[float, float]:
     if normalize == "none":
         return a, b
@@ -224,16 +242,45 @@ def margin_weighted_scores(
     return pd.Series([score[x] for x in items], index=items, name="score")
 
 
+#: Scores closer than this (relative; absolute below 1) are ties. Why: a fitted score (a
+#: Bradley-Terry strength, a sum of margins) of two messages that are equal in exact arithmetic
+#: comes out a few units in the 16th digit apart, and which one is larger depends on the order
+#: of the arithmetic; a real difference of judgements is many orders of magnitude larger.
+TIE_TOLERANCE = 1e-9
+
+
+def merge_near_ties(values: np.ndarray, tolerance: float = TIE_TOLERANCE) -> np.ndarray:
+    """``values`` (1-D, or 2-D: one row per resample) with every score within ``tolerance``
+    of the next higher score of its row replaced by the highest score of that run, so that
+    near-equal scores become exactly equal (ties); NaN stays NaN."""
+    array = np.asarray(values, dtype=float)
+    rows = np.atleast_2d(array)
+    if rows.shape[1] < 2:
+        return array.copy()
+    order = np.argsort(-rows, axis=1, kind="stable")  # highest first, NaN last
+    ranked = np.take_along_axis(rows, order, axis=1)
+    above, below = ranked[:, :-1], ranked[:, 1:]
+    scale = np.maximum(1.0, np.maximum(np.abs(above), np.abs(below)))
+    starts = np.ones(ranked.shape, dtype=bool)
+    starts[:, 1:] = ~(above - below <= tolerance * scale)  # NaN starts a run of its own
+    head = np.maximum.accumulate(np.where(starts, np.arange(rows.shape[1]), 0), axis=1)
+    merged = np.empty_like(rows)
+    np.put_along_axis(merged, order, np.take_along_axis(ranked, head, axis=1), axis=1)
+    return merged.reshape(array.shape)
+
+
 def sort_by_score(scores: Mapping[Hashable, float] | pd.Series) -> list[Hashable]:
     """Items ordered by score, highest (most urgent) first; ties keep their input order.
 
     Seed 002, Section 3.1: the inbox is re-sorted by win rate (or margin-weighted score).
 
-    NaN scores go last. The tie rule is arbitrary: use :func:`expected_t_ndcg_at_k` to score
-    an ordering with ties without depending on it.
+    Scores within :data:`TIE_TOLERANCE` are ties (:func:`merge_near_ties`). NaN scores go
+    last. The tie rule is arbitrary: use :func:`expected_t_ndcg_at_k` to score an ordering
+    with ties without depending on it.
     """
     series = pd.Series(scores, dtype=float) if not isinstance(scores, pd.Series) else scores
-    return list(series.sort_values(ascending=False, kind="stable", na_position="last").index)
+    merged = pd.Series(merge_near_ties(series.to_numpy(dtype=float)), index=series.index)
+    return list(merged.sort_values(ascending=False, kind="stable", na_position="last").index)
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,7 +393,8 @@ def expected_t_ndcg_at_k(
 
     ``scores[i]`` is message i's predicted score (``higher_first=False`` for predicted levels,
     where lower = more urgent) and ``relevance[i]`` its reference relevance. Messages are sorted
-    by score; messages with equal scores form a tie group whose internal order is random, all
+    by score; messages with equal scores (within :data:`TIE_TOLERANCE`, as
+    :func:`sort_by_score` sees them) form a tie group whose internal order is random, all
     orders equally likely. The paper averages T-NDCG over "numerous intra-class shuffles"; here
     the expectation is exact when the number of distinct relevance arrangements (the product,
     over tie groups, of the multinomial counts of their relevance values) is at most
@@ -367,6 +415,7 @@ def expected_t_ndcg_at_k(
     if max_exact < 1 or n_samples < 2:
         raise ValueError("max_exact must be >= 1 and n_samples >= 2")
     k = _cutoff(k, rel.size)
+    pred = merge_near_ties(pred)
     order = np.argsort(-pred if higher_first else pred, kind="stable")
     sorted_pred = pred[order]
     groups = [rel[order][sorted_pred == v] for v in pd.unique(sorted_pred)]

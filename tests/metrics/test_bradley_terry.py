@@ -16,6 +16,7 @@ from portalreview.metrics.bradley_terry import (
     most_informative_pair,
     pair_values,
     strengths,
+    strengths_from_outcomes,
 )
 
 
@@ -82,6 +83,23 @@ def test_batched_rows_equal_one_fit_each():
     marked = strengths(5, first, second, won)  # ... which strengths() says is no strength
     assert np.isnan(marked[:, 4]).all()
     assert marked[:, :4] == pytest.approx(batched[:, :4])
+
+
+def test_the_canonical_fit_ignores_the_order_of_the_outcomes():
+    # the six judgements of the seed 002 inbox hunt: m00 and m04 end equal in exact
+    # arithmetic; read in any order the fit gives the same strengths to the last bit
+    outcomes = [("m01", "m04"), ("m04", "m00"), ("m00", "m03"), ("m03", "m02"),
+                ("m04", "m03"), ("m00", "m01")]  # fmt: skip
+    items = ["m00", "m01", "m02", "m03", "m04"]
+    fitted = strengths_from_outcomes(items, outcomes)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        shuffled = [outcomes[i] for i in rng.permutation(len(outcomes))]
+        assert strengths_from_outcomes(items, shuffled).to_numpy().tobytes() == (
+            fitted.to_numpy().tobytes()
+        )
+    assert fitted["m00"] == pytest.approx(fitted["m04"], abs=1e-12)
+    assert list(fitted.index) == items
 
 
 def test_bad_input_is_refused():

@@ -17,6 +17,7 @@ from portalreview.metrics.urgency import (
     difficulty,
     expected_t_ndcg_at_k,
     margin_weighted_scores,
+    merge_near_ties,
     ndcg_at_k,
     pairwise_accuracy,
     relevance_from_levels,
@@ -101,6 +102,23 @@ def test_win_rate_scores_and_sort():
 
 def test_sort_by_score_keeps_input_order_on_ties():
     assert sort_by_score({"x": 1.0, "y": 2.0, "z": 1.0}) == ["y", "x", "z"]
+
+
+def test_scores_equal_but_for_float_noise_are_ties_in_item_order():
+    # two Bradley-Terry strengths equal in exact arithmetic, as two fits of the same
+    # judgements gave them (seed 002 inbox hunt): the later item must not jump ahead
+    noisy = {"m00": 1.0134471218831766, "m01": 0.84, "m04": 1.0134471218831769}
+    assert sort_by_score(noisy) == ["m00", "m04", "m01"]
+    assert sort_by_score({"a": 0.0, "b": 1e-17, "c": -1e-17}) == ["a", "b", "c"]
+    assert sort_by_score({"a": 1.0, "b": 1.0 + 1e-6}) == ["b", "a"]  # a real difference
+
+
+def test_merge_near_ties_per_row_keeps_nan_and_real_differences():
+    rows = np.array([[2.0, 2.0 + 4e-16, math.nan, 1.0], [0.5, 0.5 - 1e-12, 0.25, math.nan]])
+    merged = merge_near_ties(rows)
+    assert merged[0, 0] == merged[0, 1] == 2.0 + 4e-16 and merged[0, 3] == 1.0
+    assert merged[1, 0] == merged[1, 1] == 0.5 and merged[1, 2] == 0.25
+    assert np.isnan(merged[0, 2]) and np.isnan(merged[1, 3])
 
 
 def test_margin_weighted_scores_sum_normalization():
@@ -210,6 +228,19 @@ def test_expected_t_ndcg_two_tied_messages_hand_worked():
     assert result.exact and result.n_orders == 2
     assert result.mean == pytest.approx(0.0)
     assert result.sd == pytest.approx(1 - 1 / math.log2(3))
+
+
+def test_expected_t_ndcg_sees_a_tie_hidden_by_float_noise_hand_worked():
+    # a level-1 (relevance 5) and a level-5 (relevance 1) message whose scores differ only by
+    # float noise: orders [5, 1] and [1, 5]. IDCG = 5 + 1/log2(3) = 5.6309;
+    # NDCG([1, 5]) = (1 + 5/log2(3)) / IDCG = 0.7378 -> T([5, 1]) = +0.2622, T([1, 5]) = -0.2622
+    result = expected_t_ndcg_at_k([1.0134471218831766, 1.0134471218831769], [5, 1], 10)
+    assert result.exact and result.n_orders == 2
+    idcg = 5 + 1 / math.log2(3)
+    swing = 1 - (1 + 5 / math.log2(3)) / idcg
+    assert swing == pytest.approx(0.2622, abs=1e-4)
+    assert result.mean == pytest.approx(0.0, abs=1e-12)
+    assert result.sd == pytest.approx(swing)
 
 
 def test_expected_t_ndcg_equals_brute_force_over_item_permutations():
