@@ -19,21 +19,18 @@ for the PI the same NDCG / T-NDCG against the reference levels.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-import pandas as pd
-
 from portalreview.llm.urgency import InboxScores, Patient
-from portalreview.metrics.bradley_terry import strengths as bt_strengths
 from portalreview.metrics.urgency import (
     DEFAULT_RELEVANCE,
+    inbox_scores,
     ndcg_at_k,
     relevance_from_levels,
     sort_by_score,
     t_ndcg_at_k,
-    win_rate_scores,
 )
 from portalreview.store.service import AnswerView, CaseView, StudyService
 
@@ -192,35 +189,52 @@ def sort_inbox(
     adaptive: bool = False,
 ) -> InboxResult:
     """The inbox sorted by win rate (highest first; ties in case-id order; never-compared
-    messages last; ``metrics.urgency.sort_by_score``), with NDCG@k / T-NDCG@k over the
-    messages that have a reference level (relevance = 6 - level, ``DEFAULT_RELEVANCE``).
-    An ``adaptive`` inbox (pairs chosen from the answers so far, ``store/adaptive.py``) is
-    sorted by Bradley-Terry strength instead, as the report sorts it."""
+    messages last; ``metrics.urgency.sort_by_score``), or for an ``adaptive`` inbox (pairs
+    chosen from the answers so far, ``store/adaptive.py``) by Bradley-Terry strength
+    (``metrics.urgency.inbox_scores``, the report's score).
+
+    For a viewer who may see levels the inbox is scored as the report scores it (seed 002,
+    Section 4.2; docs/report.md "urgency"): the messages with a reference level come first,
+    sorted by their comparisons with each other only, and NDCG@k / T-NDCG@k rest on that
+    order (relevance = 6 - level, ``DEFAULT_RELEVANCE``); the messages without a level follow,
+    sorted by their comparisons with every member, and are not scored. Without levels every
+    message is sorted by all its comparisons."""
     cases = sorted(cases, key=lambda c: c.id)
     if not cases:
         return InboxResult(inbox, judge, (), 0, 0, reference_visible)
     ids = [c.id for c in cases]
-    scores = strengths(ids, outcomes) if adaptive else win_rate_scores(ids, outcomes)
+    scored = [c.id for c in cases if reference_visible and c.reference_level in DEFAULT_RELEVANCE]
+    scored_set = set(scored)
+    among_scored = [o for o in outcomes if set(o) <= scored_set]
+    rest = [i for i in ids if i not in scored_set]
+    order, tallies = [], _tallies(rest, outcomes)
+    if scored:
+        order = sort_by_score(inbox_scores(scored, among_scored, adaptive=adaptive))
+        tallies |= _tallies(scored, among_scored)
+    if rest:
+        order += sort_by_score(inbox_scores(ids, outcomes, adaptive=adaptive).loc[rest])
     result = _result(
         inbox,
         judge,
         cases,
-        sort_by_score(scores),
-        outcomes,
+        order,
+        tallies,
+        n_judgements=len(outcomes),
         n_pairs=n_pairs,
         reference_visible=reference_visible,
+        scored=bool(among_scored),
     )
     return replace(result, adaptive=adaptive)
 
 
-def strengths(items: Sequence[int], outcomes: Sequence[tuple[int, int]]) -> pd.Series:
-    """Bradley-Terry strength of each message from (winner, loser) outcomes; NaN for a
-    message never compared (``metrics/bradley_terry.py``)."""
-    index = {c: i for i, c in enumerate(items)}
-    winners = np.array([index[w] for w, _ in outcomes], dtype=np.int64)
-    losers = np.array([index[lo] for _, lo in outcomes], dtype=np.int64)
-    fitted = bt_strengths(len(items), winners, losers, np.ones(len(outcomes)))
-    return pd.Series(fitted, index=list(items), dtype=float)
+def _tallies(
+    items: Sequence[int], outcomes: Sequence[tuple[int, int]]
+) -> dict[int, tuple[int, int, float]]:
+    """Each of ``items``' wins, comparisons and win rate (NaN when never compared) in
+    ``outcomes`` (against any member)."""
+    wins = Counter(winner for winner, _ in outcomes)
+    played = Counter(c for outcome in outcomes for c in outcome)
+    return {c: (wins[c], played[c], wins[c] / played[c] if played[c] else math.nan) for c in items}
 
 
 def inbox_patients(cases: Sequence[CaseView]) -> list[Patient]:
@@ -254,9 +268,11 @@ def model_inbox(
         model_judge(model_file),
         cases,
         list(run.order),
-        outcomes,
+        _tallies([c.id for c in cases], outcomes),
+        n_judgements=len(outcomes),
         n_pairs=len(run.pairs),
         reference_visible=reference_visible,
+        scored=bool(outcomes),
         model_scores=run.scores,
         model=ModelRun(
             model_file,
@@ -273,29 +289,28 @@ def _result(
     judge: Judge,
     cases: Sequence[CaseView],
     order: Sequence[int],
-    outcomes: Sequence[tuple[int, int]],
+    tallies: dict[int, tuple[int, int, float]],
     *,
+    n_judgements: int,
     n_pairs: int,
     reference_visible: bool,
+    scored: bool,
     model_scores: dict | None = None,
     model: ModelRun | None = None,
 ) -> InboxResult:
-    """Rows in ``order`` with wins, comparisons and win rate from ``outcomes``, the misplaced
-    urgent messages, and NDCG@k / T-NDCG@k of the order when the viewer may see levels."""
+    """Rows in ``order`` with each message's wins, comparisons and win rate from ``tallies``,
+    and, when the viewer may see levels and ``scored`` (comparisons to score), NDCG@k /
+    T-NDCG@k of the messages with a level in that order and the misplaced urgent messages
+    (sorted into the bottom half of those)."""
     by_id = {c.id: c for c in cases}
-    rates = win_rate_scores(list(by_id), outcomes)
-    wins: dict[int, int] = {}
-    played: dict[int, int] = {}
-    for winner, loser in outcomes:
-        wins[winner] = wins.get(winner, 0) + 1
-        for c in (winner, loser):
-            played[c] = played.get(c, 0) + 1
-    n = len(order)
-    bottom_half = (n + 1) // 2  # positions (0-based) from here on are the bottom half
+    levels = [by_id[c].reference_level if reference_visible else None for c in order]
+    ranked = [c for c, level in zip(order, levels, strict=True) if level in DEFAULT_RELEVANCE]
+    place = {c: i for i, c in enumerate(ranked)}
+    bottom_half = (len(ranked) + 1) // 2  # places (0-based) from here on are the bottom half
     rows = []
-    for index, case_id in enumerate(order):
+    for index, (case_id, level) in enumerate(zip(order, levels, strict=True)):
         case = by_id[case_id]
-        level = case.reference_level if reference_visible else None
+        wins, comparisons, rate = tallies[case_id]
         rows.append(
             InboxRow(
                 position=index + 1,
@@ -303,17 +318,16 @@ def _result(
                 external_id=case.external_id,
                 message=case.message,
                 reference_level=level,
-                wins=wins.get(case_id, 0),
-                comparisons=played.get(case_id, 0),
-                win_rate=float(rates[case_id]),
-                misplaced=level in URGENT_LEVELS and index >= bottom_half,
+                wins=wins,
+                comparisons=comparisons,
+                win_rate=float(rate),
+                misplaced=level in URGENT_LEVELS and place[case_id] >= bottom_half,
                 score=None if model_scores is None else float(model_scores[case_id]),
             )
         )
     scores: dict[str, float] = {}
-    levels = [r.reference_level for r in rows if r.reference_level in DEFAULT_RELEVANCE]
-    if reference_visible and outcomes and levels:
-        relevance = relevance_from_levels(levels)
+    if reference_visible and scored and ranked:
+        relevance = relevance_from_levels([by_id[c].reference_level for c in ranked])
         ideal = sorted(relevance, reverse=True)
         for k in CUTOFFS:
             scores[f"ndcg@{k}"] = ndcg_at_k(relevance, k)
@@ -324,10 +338,10 @@ def _result(
         judge=judge,
         rows=tuple(rows),
         n_pairs=n_pairs,
-        n_judgements=len(outcomes),
+        n_judgements=n_judgements,
         reference_visible=reference_visible,
         scores=scores,
-        n_scored=len(levels) if scores else 0,
+        n_scored=len(ranked) if scores else 0,
         model=model,
     )
 
