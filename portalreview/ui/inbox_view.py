@@ -439,10 +439,10 @@ class InboxView(QWidget):
             urgent = ", ".join(str(x) for x in sorted(URGENT_LEVELS))
             self.legend.setText(
                 f"⚠ {misplaced} misplaced: an urgent message (reference level {urgent}) sorted "
-                "into the bottom half of the inbox is highlighted."
+                "into the bottom half of the messages with a level is highlighted."
                 if misplaced
                 else f"✓ No urgent message (reference level {urgent}) is sorted into the bottom "
-                "half of the inbox."
+                "half of the messages with a level."
             )
         else:
             self.scores.setText(
@@ -745,10 +745,18 @@ def _scores_html(result: InboxResult) -> str:
             f"T-NDCG@{k} <b>{result.scores[f't_ndcg@{k}']:.3f}</b> "
             f"(a perfect sort: {result.scores[f'best_t_ndcg@{k}']:.3f})"
         )
+    unscored = sum(r.reference_level is None for r in result.rows)
+    rests_on = (
+        f"Over the {result.n_scored} messages with a reference level"
+        if result.model is not None or not unscored
+        else f"Over the {result.n_scored} messages with a reference level, sorted and counted "
+        "by their comparisons with each other only, as in the report; the "
+        f"{unscored} without a level are listed last, with their comparisons against every "
+        "message, and not scored"
+    )
     return (
         " &nbsp;·&nbsp; ".join(parts)
-        + f"<br><small>Over the {result.n_scored} messages with a reference level; relevance "
-        "= 6 − level (seed 002).</small>"
+        + f"<br><small>{rests_on}; relevance = 6 − level (seed 002).</small>"
     )
 
 
