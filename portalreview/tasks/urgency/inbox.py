@@ -1,6 +1,8 @@
 """The inbox view's data: an inbox's messages sorted by win rate as judged so far, with the
 reference level, NDCG@k / T-NDCG@k and the misplaced urgent messages (seed 002, Sections 3.1
-and 4.2; the T-NDCG reading of FACTS.md).
+and 4.2; the T-NDCG reading of FACTS.md). Sorted and scored with the report's code
+(``metrics.urgency.inbox_scores``, ``sort_by_score``), so the PI sees the report's figures for
+the same answers; messages without a reference level are listed last, unscored.
 
 No Qt here: :func:`load_inbox` runs on a worker thread. Everything is read through the
 signed-in viewer's :class:`StudyService`, so blinding is the service's: a clinician gets only
