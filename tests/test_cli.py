@@ -356,14 +356,17 @@ def test_an_xlsx_file_that_cannot_be_created_leaves_no_stray_tracebacks(tmp_path
 
 
 def _disk_full_for_temporary_files(monkeypatch) -> None:
-    """Writing an output's temporary file fails as a full disk does: an error naming no file."""
+    """Writing an output's temporary file (or a file staged with others to replace a folder's
+    together) fails as a full disk does: an error naming no file."""
     import errno
+
+    from portalreview.store.output_files import STAGING_PREFIX
 
     real = {name: getattr(Path, name) for name in ("write_text", "write_bytes")}
 
     def full(name):
         def write(self, *args, **kwargs):
-            if self.name.endswith(".tmp"):
+            if self.name.endswith(".tmp") or self.parent.name.startswith(STAGING_PREFIX):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             return real[name](self, *args, **kwargs)
 

@@ -30,6 +30,10 @@ is read in the same snapshot as the frames it joins, and written with the snapsh
 *before* its frames (never a later one), so a save landing in between makes it stale, never
 wrong.
 
+The project keeps the parts of the ``MAX_SETTINGS`` settings written last, in the order of a
+write number kept in each row's ``state_json`` (not by ``computed_at``, the clock's time,
+which a clock set wrong and put right again would reorder).
+
 Writing the cache never stops a report: a project open read-only, a clinician's session, a
 server that refuses or went away - the report is returned all the same and the failure logged.
 """
@@ -244,15 +248,19 @@ def stored_parts(s: Session, settings: CacheSettings, now: Snapshot) -> dict[str
         "FROM report_cache WHERE settings_key = ?",
         (settings.key,),
     )
-    changed_by_state: dict[tuple, frozenset[str] | None] = {}
+    changed_by_state: dict[tuple, frozenset[str]] = {}
     out = {}
     for part, audit_id, hash_, state_json, result_json, computed_at in rows:
         if part not in PART_DEPENDS_ON:
             continue
-        state = (audit_id, hash_, state_json)
-        if state not in changed_by_state:
-            changed_by_state[state] = _changed_since(s, state, now)
-        out[part] = StoredPart(part, result_json, computed_at, changed_by_state[state])
+        changed = None
+        if (stored := _stored_snapshot(audit_id, hash_, state_json)) is not None:
+            # one snapshot written by two stores (two write numbers) is compared once
+            state = (stored.audit_id, stored.audit_hash, stored.state_json())
+            if state not in changed_by_state:
+                changed_by_state[state] = changed_kinds(s, stored, now)
+            changed = changed_by_state[state]
+        out[part] = StoredPart(part, result_json, computed_at, changed)
     return out
 
 
@@ -293,16 +301,14 @@ def read_kept(
     return Kept(catalogs, settings, snapshot, stored_parts(s, settings, snapshot))
 
 
-def _changed_since(s: Session, state: tuple, now: Snapshot) -> frozenset[str] | None:
-    """:func:`changed_kinds` since a stored state; None when the state cannot be read."""
-    audit_id, hash_, state_json = state
+def _stored_snapshot(audit_id: Any, hash_: Any, state_json: Any) -> Snapshot | None:
+    """The :class:`Snapshot` a row was computed at; None when its state cannot be read."""
     try:
         fields = json.loads(state_json)
         blocks = [[int(n), float(t)] for n, t in fields["blocks"]]
-        stored = Snapshot(int(audit_id), hash_, str(fields["fingerprint"]), blocks)
+        return Snapshot(int(audit_id), hash_, str(fields["fingerprint"]), blocks)
     except (ValueError, KeyError, TypeError):
         return None
-    return changed_kinds(s, stored, now)
 
 
 def store(
@@ -313,24 +319,14 @@ def store(
     recently written settings."""
     if not parts or getattr(project, "read_only", False):
         return False
-    computed_at = utc_now()
-    rows = [
-        {
-            "settings_key": settings.key,
-            "part": part,
-            "settings_json": settings.as_json(),
-            "audit_id": snapshot.audit_id,
-            "audit_hash": snapshot.audit_hash,
-            "state_json": snapshot.state_json(),
-            "result_json": json.dumps(result, allow_nan=False),
-            "computed_at": computed_at,
-        }
-        for part, result in parts.items()
-    ]
+    results = {part: json.dumps(result, allow_nan=False) for part, result in parts.items()}
     try:
         with project.write() as s:
-            _write_rows(s, rows)
-            _drop_old_settings(s)
+            newness = _newness_of_kept_settings(s)
+            number = 1 + max((n for known, n in newness.values() if known), default=0)
+            _write_rows(s, _rows(settings, snapshot, results, number))
+            newness[settings.key] = (True, number)
+            _drop_old_settings(s, newness)
     except Exception as exc:  # a cache that cannot be written must not stop the report
         log.warning("the report's results were not kept in the project: %s", exc)
         return False
@@ -352,18 +348,61 @@ def _write_rows(s: Session, rows: list[dict[str, Any]]) -> None:
     s.execute(_UPSERT, rows)
 
 
-def _drop_old_settings(s: Session) -> None:
-    keys = (
-        s.execute(
-            text(
-                "SELECT settings_key FROM report_cache GROUP BY settings_key "
-                "ORDER BY max(computed_at) DESC, settings_key"
-            )
-        )
-        .scalars()
-        .all()
-    )
-    for key in keys[MAX_SETTINGS:]:
+#: The key in a row's ``state_json`` of its write number: one more than the largest kept when
+#: it was written, so that the settings written last are known whatever the clock said.
+WRITE_NUMBER = "written"
+
+
+def _rows(
+    settings: CacheSettings, snapshot: Snapshot, results: Mapping[str, str], number: int
+) -> list[dict[str, Any]]:
+    """The rows that keep ``results`` (part -> JSON text), with the write number ``number``;
+    ``computed_at`` stays the clock's time, which the dashboard shows."""
+    state_json = json.dumps({**json.loads(snapshot.state_json()), WRITE_NUMBER: number})
+    computed_at = utc_now()
+    return [
+        {
+            "settings_key": settings.key,
+            "part": part,
+            "settings_json": settings.as_json(),
+            "audit_id": snapshot.audit_id,
+            "audit_hash": snapshot.audit_hash,
+            "state_json": state_json,
+            "result_json": result_json,
+            "computed_at": computed_at,
+        }
+        for part, result_json in results.items()
+    ]
+
+
+def _newness_of_kept_settings(s: Session) -> dict[str, tuple[bool, Any]]:
+    """Each kept settings key -> how recently it was written, newest largest: (True, write
+    number), or (False, ``computed_at``) for rows without a number (written by an earlier
+    version), which count as older than any with one. Not ``computed_at`` alone: with the
+    clock set a year ahead for a while, then put right, the settings written since would be
+    the oldest, and dropped as soon as written."""
+    newness: dict[str, tuple[bool, Any]] = {}
+    rows = sql_rows(s, "SELECT settings_key, state_json, computed_at FROM report_cache", ())
+    for key, state_json, computed_at in rows:
+        number = _write_number(state_json)
+        row = (True, number) if number is not None else (False, computed_at or "")
+        newness[key] = max(newness.get(key, row), row)
+    return newness
+
+
+def _write_number(state_json: Any) -> int | None:
+    """The write number in a row's state; None for a row without one (or unreadable)."""
+    try:
+        number = json.loads(state_json).get(WRITE_NUMBER)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return number if type(number) is int else None
+
+
+def _drop_old_settings(s: Session, newness: Mapping[str, tuple[bool, Any]]) -> None:
+    """Keep the ``MAX_SETTINGS`` settings written last (``newness``); ties by key."""
+    newest_first = sorted(sorted(newness), key=newness.__getitem__, reverse=True)
+    for key in newest_first[MAX_SETTINGS:]:
         s.execute(text("DELETE FROM report_cache WHERE settings_key = :key"), {"key": key})
 
 

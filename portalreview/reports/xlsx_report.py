@@ -21,11 +21,12 @@ Long work takes ``progress(done, total)`` and ``cancel() -> bool`` (a cancel rai
 from __future__ import annotations
 
 import errno
+import io
 import json
 import logging
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,11 @@ from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.importers.ooxml import EXCEL_CELL_LIMIT, excel_prefix, fits_excel_cell
 from portalreview.store.models import Answer, AuditEntry, Suggestion
-from portalreview.store.output_files import save_workbook, write_through_temporary
+from portalreview.store.output_files import (
+    save_workbook,
+    write_files_together,
+    write_through_temporary,
+)
 from portalreview.store.project import Project, refuse_project_output
 from portalreview.store.study_setup import CancelFn, ProgressFn, Steps
 
@@ -2553,14 +2558,13 @@ def write_xlsx_report(
     return out
 
 
-def _csv_table(table: Table) -> Callable[[Path], None]:
-    def write(path: Path) -> None:
-        with path.open("w", encoding="utf-8-sig", newline="") as fh:
-            writer = safe_writer(fh)  # no text runs as a formula (store/csv_cells.py)
-            writer.writerow(safe_row(table.headers))
-            writer.writerows(safe_row(c.value for c in row) for row in table.rows)
-
-    return write
+def _csv_bytes(table: Table) -> bytes:
+    """``table`` as a CSV file's content, UTF-8 with a byte-order mark."""
+    out = io.StringIO(newline="")
+    writer = safe_writer(out)  # no text runs as a formula (store/csv_cells.py)
+    writer.writerow(safe_row(table.headers))
+    writer.writerows(safe_row(c.value for c in row) for row in table.rows)
+    return out.getvalue().encode("utf-8-sig")
 
 
 def write_csv_report(
@@ -2579,7 +2583,9 @@ def write_csv_report(
     """The same tables as the workbook, one CSV file per table in the folder ``out_dir``
     (UTF-8 with a byte-order mark, so that Excel reads accents), plus ``report.json``. Texts
     are quoted and a text that a spreadsheet would run as a formula gets a leading ``'``;
-    numbers (negative ones too) stay numbers (docs/formats.md)."""
+    numbers (negative ones too) stay numbers (docs/formats.md). The files replace the folder's
+    earlier report together (:func:`~portalreview.store.output_files.write_files_together`):
+    a failure or a kill while they are written leaves the earlier report whole."""
     from portalreview.store.models import utc_now
 
     folder = Path(out_dir)
@@ -2592,14 +2598,17 @@ def write_csv_report(
     )
     sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
     tables = [t for sheet in sheets for t in sheet.tables]
-    steps.total = steps.done + len(tables) + 1
-    written = []
+    steps.total = steps.done + len(tables) + 2
+    files: dict[str, bytes] = {}
     for table in tables:
-        written.append(write_through_temporary(folder / f"{table.key}.csv", _csv_table(table)))
+        files[f"{table.key}.csv"] = _csv_bytes(table)
         steps.step()
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    path = folder / "report.json"
-    written.append(write_through_temporary(path, lambda p: p.write_text(text, "utf-8")))
+    files["report.json"] = text.encode("utf-8")
+    steps.step()
+    # All or nothing: a full disk or a kill part-way leaves last week's report whole, never
+    # some of this week's tables beside last week's report.json.
+    written = write_files_together(folder, files)
     steps.step()
     steps.finish()
     log.info("report written: %s (csv, %d tables)", folder, len(tables))

@@ -179,6 +179,58 @@ def test_other_code_is_another_key(monkeypatch):
     assert settings.key != key
 
 
+AHEAD, PUT_RIGHT = "2027-12-01T00:00:00.000+00:00", "2026-11-27T00:00:00.000+00:00"
+
+
+def _settings(seed: int) -> report_cache.CacheSettings:
+    return report_cache.CacheSettings(seed, 10, "{}", False, 1)
+
+
+def _kept_seeds(project, snapshot) -> list[int]:
+    with project.read() as s:
+        kept = {n: report_cache.stored_parts(s, _settings(n), snapshot) for n in range(101)}
+    return [n for n, parts in kept.items() if parts]
+
+
+def _store_seeds(project, snapshot, seeds) -> None:
+    for seed in seeds:
+        assert report_cache.store(project, _settings(seed), snapshot, {"study": {"n": seed}})
+
+
+def test_settings_written_after_the_clock_was_put_right_are_kept(demo, monkeypatch):
+    """The clock a year ahead for a while, then put right: the settings written since were
+    the oldest by their time, and dropped as soon as written (computed again every time)."""
+    with demo.write() as s:
+        s.execute(text("DELETE FROM report_cache"))
+        snapshot = report_cache.read_snapshot(s)
+    monkeypatch.setattr(report_cache, "utc_now", lambda: AHEAD)
+    _store_seeds(demo, snapshot, range(report_cache.MAX_SETTINGS))
+    monkeypatch.setattr(report_cache, "utc_now", lambda: PUT_RIGHT)
+    _store_seeds(demo, snapshot, [100])
+    with demo.read() as s:
+        kept = report_cache.stored_parts(s, _settings(100), snapshot)["study"]
+    assert kept.result() == {"n": 100} and kept.computed_at == PUT_RIGHT  # the true time
+    # the settings written first make room, whatever the clock said
+    assert _kept_seeds(demo, snapshot) == [*range(1, report_cache.MAX_SETTINGS), 100]
+
+
+def test_settings_kept_by_an_earlier_version_count_as_older(demo, monkeypatch):
+    """Rows without a write number (kept before there was one) make room first, the oldest
+    by their time first."""
+    with demo.write() as s:
+        s.execute(text("DELETE FROM report_cache"))
+        snapshot = report_cache.read_snapshot(s)
+    for seed in range(report_cache.MAX_SETTINGS):  # all ahead of the clock, seed 0 the most
+        monkeypatch.setattr(report_cache, "utc_now", lambda seed=seed: f"{2040 - seed}-01-01")
+        _store_seeds(demo, snapshot, [seed])
+    with demo.write() as s:  # as an earlier version kept them
+        s.execute(text("UPDATE report_cache SET state_json = :v"), {"v": snapshot.state_json()})
+    assert _kept_seeds(demo, snapshot) == list(range(report_cache.MAX_SETTINGS))
+    monkeypatch.setattr(report_cache, "utc_now", lambda: PUT_RIGHT)
+    _store_seeds(demo, snapshot, [100, 99])
+    assert _kept_seeds(demo, snapshot) == [*range(report_cache.MAX_SETTINGS - 2), 99, 100]
+
+
 def test_a_project_open_read_only_is_not_written(demo):
     where = demo.path or demo.url.render_as_string(hide_password=False)
     reader = open_project(where, read_only=True)

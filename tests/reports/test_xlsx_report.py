@@ -4,6 +4,7 @@ equal to the JSON report's, cell by cell; the CSV twin; progress and cancel."""
 from __future__ import annotations
 
 import csv
+import errno
 import itertools
 import json
 import os
@@ -28,6 +29,7 @@ from portalreview.reports.xlsx_report import (
     write_csv_report,
     write_xlsx_report,
 )
+from portalreview.store import output_files
 from portalreview.store.frames import read_frames
 from portalreview.store.project import Project
 from portalreview.store.study_setup import Cancelled
@@ -266,6 +268,34 @@ def test_csv_report_and_command_line(demo, tmp_path, capsys):
         == 0
     )
     assert (tmp_path / "c2" / "summary_figures.csv").exists()
+
+
+def test_a_csv_report_failing_part_way_leaves_the_earlier_report_whole(demo, tmp_path, monkeypatch):
+    """A full disk while this week's files are written: before, the folder was left holding
+    this week's first tables beside last week's report.json, nothing marking it as mixed."""
+    project, _, _, _, _ = demo
+    folder = tmp_path / "weekly"
+    write_csv_report(project, folder, seed=1, n_resamples=RESAMPLES)  # last week's
+    last_week = {p.name: p.read_bytes() for p in folder.iterdir()}
+    real_sync, calls = output_files.sync_file, itertools.count(1)
+
+    def disk_full_at_the_tenth_file(path):
+        if next(calls) == 10:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_sync(path)
+
+    monkeypatch.setattr(output_files, "sync_file", disk_full_at_the_tenth_file)
+    with pytest.raises(OSError) as failure:
+        write_csv_report(project, folder, seed=2, n_resamples=RESAMPLES)
+    # every file is last week's, and no half file or staging folder is left
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == last_week
+    assert "is full" in str(failure.value) and "Make room" in str(failure.value)
+
+    monkeypatch.setattr(output_files, "sync_file", real_sync)
+    written = write_csv_report(project, folder, seed=2, n_resamples=RESAMPLES)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in written)
+    summary = (folder / "summary_figures.csv").read_bytes()
+    assert summary != last_week["summary_figures.csv"]  # other intervals with another seed
 
 
 def test_progress_and_cancel(demo, tmp_path):
