@@ -140,9 +140,8 @@ SAVE_STATEMENT_S = 15
 #: statements, none long; this only ends a runaway one.
 LONG_STATEMENT_S = 600
 #: Seconds a write transaction may sit idle, its workstation silent (stopped, asleep, cut off),
-#: before the server ends it and frees the write lock for everyone else. The program never
-#: waits for a person inside a transaction; an import's slowest step between two statements
-#: takes well under a second at 10,000 cases.
+#: before the server ends it and frees the write lock for everyone else. Between two
+#: statements of a write the program only computes: it never waits for a person there.
 IDLE_IN_WRITE_S = 30
 
 #: The kinds of write transaction (the execution option ``portalreview_writes``): a clinician's
