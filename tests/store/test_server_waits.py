@@ -82,7 +82,7 @@ def test_a_save_behind_a_held_write_lock_gives_up_in_words(server_study, lock_ho
         return failure.value
 
     failure = _within(GIVE_UP_S, save, lock_holder)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5  # (slack for a loaded machine)
     assert "is busy" in str(failure) and "more than 0.5 s" in str(failure)
     assert "Nothing was saved" in str(failure)
     assert _count(project, Answer) == 0
@@ -107,7 +107,7 @@ def test_a_workstation_stopped_mid_save_loses_its_lock(server_study, short_waits
             lambda: ava.save_answer(study.units["empathy"], {"equal": True}),
             lambda: server.admin_sql(f"SELECT pg_terminate_backend({stalled_pid})"),
         )
-        assert time.monotonic() - started < 4  # the server ended the stalled one after 1 s
+        assert time.monotonic() - started < 6  # the server ended the stalled one after 1 s
         assert _count(project, Answer) == 1
         # the stalled workstation wakes: its save is gone, and it is told so
         with pytest.raises(ServerUnavailable, match=r"ended this save.*more than 1 s.*Nothing"):
