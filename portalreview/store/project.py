@@ -754,11 +754,12 @@ class Project:
             raise ReadFailed(readable_read_error(self.path, exc)) from exc
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Session]:
+    def write(self, quick: bool = False) -> Iterator[Session]:
         """One short write transaction: committed when the block ends, rolled back on error.
         A file no longer at its name (renamed, moved away, deleted: see store/file_place.py)
         takes no save: :class:`SaveFailed`, in words, before the transaction and before its
-        commit."""
+        commit. (``quick``, a clinician's save, matters on a server only: a file has one
+        writer.)"""
         if self.read_only:
             raise ProjectError(f"{self.path.name} is open read-only; changes cannot be saved.")
         with self._life.writing():
@@ -808,6 +809,21 @@ class Project:
     def _refuse_save_if_gone(self) -> None:
         if self._place is not None:
             self._place.refuse_save_if_gone()
+
+    @contextlib.contextmanager
+    def trial(self) -> Iterator[Session]:
+        """A write transaction that is always rolled back, for a dry run (see
+        ``ServerProject.trial``; a file has one writer, so it is a write never committed).
+        A file no longer at its name refuses it as it would the save."""
+        if self.read_only:
+            raise ProjectError(f"{self.path.name} is open read-only; changes cannot be saved.")
+        with self._life.writing(), self._writer() as session:
+            session.begin()
+            try:
+                self._refuse_save_if_gone()
+                yield session
+            finally:
+                session.rollback()
 
     def listen(self, on_change: Callable[[str], None]) -> None:
         """A file tells no one of saves (its app learns of its own directly); see

@@ -369,8 +369,8 @@ class StudyService:
         if not self.viewer.sees_all:
             raise AccessError(f"only the PI can {what}")
 
-    def _write(self):
-        return _TranslatingWrite(self.project)
+    def _write(self, quick: bool = False):
+        return _TranslatingWrite(self.project, quick)
 
     def as_viewer(self, annotator_name: str) -> StudyService:
         """A service for the named annotator (sign-in)."""
@@ -1174,7 +1174,7 @@ class StudyService:
 
         if session is not None:
             return work(session)
-        with self._write() as s:
+        with self._write(quick=True) as s:  # a clinician's save: its waits are short
             return work(s)
 
     def _save(
@@ -1411,9 +1411,9 @@ class _TranslatingWrite:
     """``project.write()`` that turns the database's refusals into StoreError: a broken
     integrity rule, or a project file that cannot be written (:class:`SaveFailed`)."""
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, quick: bool = False) -> None:
         self._label = project.label
-        self._cm = project.write()
+        self._cm = project.write(quick=quick)
 
     def __enter__(self) -> Session:
         try:

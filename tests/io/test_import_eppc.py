@@ -157,3 +157,23 @@ def test_response_sentences_can_be_coded(project, study, tmp_path):
     answers, units = _answers(project, "eppc-replies")
     assert answers[0].payload["labels"][0]["spans"] == [[7, 12], [27, 35]]
     assert StudyService(project).read_unit(units[0]).sender == "provider"
+
+
+def test_a_dry_run_of_answers_reports_what_the_import_adds(project, study, tmp_path):
+    """A dry run writes no audit entry (on a server its guard would take the team's write
+    lock: tests/store/test_server_waits.py) but counts those the import adds: one per answer
+    and one for the import."""
+    rows = [
+        {
+            "case_id": "c1",
+            "sentence": SENTENCE,
+            "annotator": "nurse",
+            "results": [{"Code": "Information Giving", "Sub-code": "symptoms", "Span": "chest"}],
+        }
+    ]
+    path = write_jsonl(tmp_path / "batch.jsonl", rows)
+    before = fingerprint(project)
+    tried = import_files(project, [path], dry_run=True)
+    assert fingerprint(project) == before
+    assert tried.added["answers"] == 1 and tried.added["audit_log"] >= 2
+    assert import_files(project, [path]).added == tried.added

@@ -4,12 +4,17 @@ following another person's saves by LISTEN/NOTIFY."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+
+import psycopg
 import pytest
 from PySide6.QtWidgets import QDialog, QMessageBox
 from test_ui_dashboard import COMPUTE_MS, Dashboard, cell_of, open_dashboard
 from ui_support import show_kind, wait_saved
 
-from portalreview.store.backends import ServerProject
+from portalreview.store.backends import ServerProject, postgres
 from portalreview.store.service import StudyService
 from portalreview.tasks.common.editor_base import TextBox
 from portalreview.ui.main_window import MainWindow
@@ -88,6 +93,43 @@ def test_typing_is_kept_while_the_server_is_away(qtbot, prefs, team_study, monke
     with ServerProject.open(server.url(database)) as project:
         answer = StudyService(project).as_viewer("ava").get_answer(study.units["respond"])
     assert answer.payload["parts"]["empathy"] == "I am sorry. Please come in today."
+    window.close_project()
+
+
+def test_a_save_behind_a_busy_server_keeps_the_text(qtbot, prefs, team_study, monkeypatch):
+    """Another writer (the PI's import, a workstation stopped mid-save) holds the team's write
+    lock: her save gives up after the lock wait, says so, and keeps her text to save later."""
+    server, database, study, _accounts = team_study
+    monkeypatch.setattr(postgres, "LOCK_WAIT_S", 0.5, raising=False)
+    window = _open(qtbot, prefs, team_study, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    empathy = window.editors["respond"].findChild(TextBox, "box_empathy")
+    holder = psycopg.connect(server.dsn(database))
+    # should the save wait on (before the fix: for ever), the holder is ended after 8 s
+    end_holder = f"SELECT pg_terminate_backend({holder.info.backend_pid})"
+    unblock = threading.Timer(8, server.admin_sql, [end_holder])
+    try:
+        holder.execute(f"SELECT pg_advisory_xact_lock({postgres.WRITE_LOCK})")
+        unblock.start()
+        qtbot.keyClicks(empathy, "I am sorry.")
+        started = time.monotonic()
+        window.session.save()
+        assert time.monotonic() - started < 5  # before: her window froze until it was free
+        assert window.session.pending and window.save_label.text() == "⚠ Not saved"
+        message = window.statusBar().currentMessage()
+        assert "is busy" in message and "Nothing was saved" in message
+        assert empathy.toPlainText() == "I am sorry."
+    finally:
+        unblock.cancel()
+        with contextlib.suppress(psycopg.Error):
+            holder.rollback()
+        holder.close()
+    qtbot.keyClicks(empathy, " Come in today.")  # her next change saves it all
+    wait_saved(qtbot, window)
+    with ServerProject.open(server.url(database)) as project:
+        answer = StudyService(project).as_viewer("ava").get_answer(study.units["respond"])
+    assert answer.payload["parts"]["empathy"] == "I am sorry. Come in today."
     window.close_project()
 
 

@@ -8,7 +8,8 @@ layer as a project file; what differs lives here:
   (``BEGIN IMMEDIATE``). That keeps the audit log's hash chain a chain: each entry hashes the
   previous one, read inside the same locked transaction, which is READ COMMITTED (so that it
   reads the newest entry as it is once the lock is held). Reads never wait for it; a read
-  session is one REPEATABLE READ snapshot.
+  session is one REPEATABLE READ snapshot; a dry run (:meth:`ServerProject.trial`) writes
+  without it. No one waits for ever: see "bounded waits" below.
 * **What is ours.** A database is a PortalReview study when its ``project_meta`` holds
   ``application = PortalReview``; its format is ``project_meta.schema_version``.
 * **Secrets.** The URL may carry no password: libpq then finds it in ``~/.pgpass`` (or
@@ -50,6 +51,9 @@ APPLICATION = "PortalReview"
 # pg_advisory_xact_lock's key: "PRRV" as a number, as the file's SQLite application id.
 WRITE_LOCK = 0x50525256
 SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+# SQLSTATEs: lock_timeout passed; statement_timeout passed (or a cancel request);
+# idle_in_transaction_session_timeout passed
+LOCK_NOT_AVAILABLE, QUERY_CANCELED, IDLE_TOO_LONG = "55P03", "57014", "25P03"
 
 
 class ServerError(ProjectError):
@@ -113,6 +117,39 @@ def _rules_statements() -> list[str]:
     )
 
 
+# --- bounded waits (docs/deployment.md, "When the server goes away") --------------------------
+#: libpq's TCP settings: a link that went dead is noticed in seconds, not TCP's ~15 min. An idle
+#: connection is probed after 15 s, then every 5 s, and dropped after 3 unanswered probes (45 s
+#: in all, for the live-saves listener); data the server's machine does not acknowledge for
+#: 15 s (a save sent over a dropped link) ends the connection: "did not answer ... Nothing was
+#: saved". A hospital LAN or VPN hiccup of a few seconds (TCP resends within ~13 s) survives.
+TCP_ARGS = {
+    "keepalives": 1,
+    "keepalives_idle": 15,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 15_000,  # ms; Linux only (libpq ignores it elsewhere)
+}
+#: Seconds a write waits for the team's write lock before it gives up, nothing saved: a save
+#: takes milliseconds, so a longer wait means a long writer (the PI's import or merge) or a
+#: workstation that stopped in the middle of a save; the person is told and the text kept.
+LOCK_WAIT_S = 10
+#: Seconds one statement of a clinician's save may run (each takes milliseconds).
+SAVE_STATEMENT_S = 15
+#: Seconds one statement of other writes may run: the PI's imports, merges and set-up run many
+#: statements, none long; this only ends a runaway one.
+LONG_STATEMENT_S = 600
+#: Seconds a write transaction may sit idle, its workstation silent (stopped, asleep, cut off),
+#: before the server ends it and frees the write lock for everyone else. Between two
+#: statements of a write the program only computes: it never waits for a person there.
+IDLE_IN_WRITE_S = 30
+
+#: The kinds of write transaction (the execution option ``portalreview_writes``): a clinician's
+#: save, other writes (long work), and a dry run (written, checked, always rolled back; it
+#: takes no write lock, so that the team's saves go on meanwhile).
+SAVE, LONG, TRIAL = "save", "long", "trial"
+
+
 def _make_engine(url: URL) -> Engine:
     engine = create_engine(
         url,
@@ -121,15 +158,37 @@ def _make_engine(url: URL) -> Engine:
         # ask for REPEATABLE READ themselves
         isolation_level="READ COMMITTED",
         pool_pre_ping=True,  # a connection the server dropped is replaced, not used
-        connect_args={"connect_timeout": 10, "application_name": "PortalReview"},
+        connect_args={"connect_timeout": 10, "application_name": "PortalReview", **TCP_ARGS},
     )
 
     @event.listens_for(engine, "begin")
     def _begin(conn) -> None:
-        if conn.get_execution_options().get("portalreview_writer"):
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
+        writes = conn.get_execution_options().get("portalreview_writes")
+        if writes:
+            _bound_waits(conn, writes)
+            if writes != TRIAL:
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
 
     return engine
+
+
+def _bound_waits(conn: Connection, writes: str) -> None:
+    """This write transaction's time limits (SET LOCAL: they end with it)."""
+    statement_s = SAVE_STATEMENT_S if writes == SAVE else LONG_STATEMENT_S
+    conn.exec_driver_sql(
+        "SELECT set_config('lock_timeout', %(lock)s, true), "
+        "set_config('statement_timeout', %(statement)s, true), "
+        "set_config('idle_in_transaction_session_timeout', %(idle)s, true)",
+        {
+            "lock": f"{LOCK_WAIT_S * 1000:.0f}",
+            "statement": f"{statement_s * 1000:.0f}",
+            "idle": f"{IDLE_IN_WRITE_S * 1000:.0f}",
+        },
+    )
+
+
+def _sqlstate(exc: DBAPIError) -> str | None:
+    return getattr(exc.orig, "sqlstate", None)
 
 
 def _reason(exc: DBAPIError) -> str:
@@ -156,9 +215,12 @@ class ServerProject:
         self._reader = sessionmaker(
             engine.execution_options(isolation_level="REPEATABLE READ"), expire_on_commit=False
         )
-        self._writer = sessionmaker(
-            engine.execution_options(portalreview_writer=True), expire_on_commit=False
-        )
+        self._writers = {
+            writes: sessionmaker(
+                engine.execution_options(portalreview_writes=writes), expire_on_commit=False
+            )
+            for writes in (SAVE, LONG, TRIAL)
+        }
 
     @property
     def location(self) -> str:
@@ -291,30 +353,75 @@ class ServerProject:
             yield session
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Session]:
-        """One short write transaction, after the writers before it (see :data:`WRITE_LOCK`):
-        committed when the block ends, rolled back on error."""
+    def write(self, quick: bool = False) -> Iterator[Session]:
+        """One write transaction, after the writers before it (see :data:`WRITE_LOCK`):
+        committed when the block ends, rolled back on error. ``quick``: a clinician's save,
+        whose statements get a shorter time limit (:data:`SAVE_STATEMENT_S`)."""
         if self.read_only:
             raise ProjectError(f"{self.location} is open read-only; changes cannot be saved.")
+        writer = self._writers[SAVE if quick else LONG]
         with (
             self._life.writing(),
             self._unavailable("save"),
-            self._writer() as session,
+            writer() as session,
             session.begin(),
         ):
             yield session
 
     @contextlib.contextmanager
+    def trial(self) -> Iterator[Session]:
+        """A write transaction that is always rolled back, for a dry run: the database checks
+        every row written as in :meth:`write`, but it takes no write lock, so the team's saves
+        go on meanwhile (PostgreSQL's row locks still order two writers of the same row)."""
+        if self.read_only:
+            raise ProjectError(f"{self.location} is open read-only; changes cannot be saved.")
+        with (
+            self._life.writing(),
+            self._unavailable("save"),
+            self._writers[TRIAL]() as session,
+        ):
+            session.begin()
+            try:
+                yield session
+            finally:
+                session.rollback()
+
+    @contextlib.contextmanager
     def _unavailable(self, doing: str) -> Iterator[None]:
-        """A lost server or connection as :class:`ServerUnavailable`, in words."""
+        """A lost server or connection, or a wait past its limit, as
+        :class:`ServerUnavailable`, in words."""
         try:
             yield
-        except (OperationalError, InterfaceError) as exc:
+        except DBAPIError as exc:
+            lost = isinstance(exc, OperationalError | InterfaceError)
+            if not lost and _sqlstate(exc) != IDLE_TOO_LONG:  # (psycopg's InternalError)
+                raise
             what = "Nothing was saved." if doing == "save" else "Nothing was read."
-            raise ServerUnavailable(
-                f"The study server {self.location} did not answer ({_reason(exc)}). {what} "
-                "Try again when it is back."
-            ) from exc
+            raise ServerUnavailable(self._unavailable_words(exc, what)) from exc
+
+    def _unavailable_words(self, exc: DBAPIError, what: str) -> str:
+        code = _sqlstate(exc)
+        if code == LOCK_NOT_AVAILABLE:
+            return (
+                f"The study server {self.location} is busy: another change to the study (an "
+                "import or a merge, or a workstation that stopped in the middle of a save) "
+                f"held it for more than {LOCK_WAIT_S:g} s. {what} Try again in a moment."
+            )
+        if code == IDLE_TOO_LONG:
+            return (
+                f"The study server {self.location} ended this save: this computer did not go "
+                f"on with it for more than {IDLE_IN_WRITE_S:g} s, and it held up everyone "
+                f"else's. {what} Try again."
+            )
+        if code == QUERY_CANCELED:
+            return (
+                f"The study server {self.location} did not answer in time ({_reason(exc)}). "
+                f"{what} Try again in a moment."
+            )
+        return (
+            f"The study server {self.location} did not answer ({_reason(exc)}). {what} "
+            "Try again when it is back."
+        )
 
     def last_audit_hash(self, session: Session) -> str | None:
         """The newest audit entry's hash, which the next entry chains to. Asked of a function

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from sqlalchemy.engine import URL
 
+from portalreview.store.backends.postgres import TCP_ARGS
 from portalreview.store.schema_sql import PG_SEARCH_PATH
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,8 @@ class Listener:
     def _listen(self, report_missed: bool) -> None:
         import psycopg
 
-        with psycopg.connect(self._dsn, autocommit=True, connect_timeout=10) as conn:
+        # keepalives: a dead link is noticed (and the listener starts again) within a minute
+        with psycopg.connect(self._dsn, autocommit=True, connect_timeout=10, **TCP_ARGS) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
             self.listening.set()
             if report_missed:

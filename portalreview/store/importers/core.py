@@ -22,10 +22,6 @@ from portalreview.store.service import StoreError, readable_integrity
 _NAME_THEM = " (to import files you changed on purpose, name them one by one, not the folder)"
 
 
-class _DryRun(Exception):
-    """Raised inside the transaction of a dry run so that it is rolled back."""
-
-
 def import_files(
     project: Project,
     paths: Sequence[Path | str],
@@ -50,14 +46,12 @@ def import_files(
         report.note(f"empty files skipped: {', '.join(skipped)}")
     plan = _plan(parts, kind, report)
     try:
-        with project.write() as session:
-            ctx = ImportContext(project, session, report, _by_format(plan))
+        # a dry run writes everything, so that the database checks it too, then rolls it back;
+        # on a server it takes no write lock: the team's saves go on while it runs
+        with project.trial() if dry_run else project.write() as session:
+            ctx = ImportContext(project, session, report, _by_format(plan), dry_run)
             ctx.redcap_mapping = redcap_mapping
             _load(ctx, plan)
-            if dry_run:
-                raise _DryRun
-    except _DryRun:
-        pass
     except (IntegrityError, StoreError) as exc:  # only at commit: each record flushes itself
         message = readable_integrity(exc) if isinstance(exc, IntegrityError) else str(exc)
         raise ImportFailed(f"not saved: {message}") from exc
@@ -75,6 +69,8 @@ def _load(ctx: ImportContext, plan: list[tuple[Part, Format]]) -> None:
     _audit(ctx, plan, before)
     after = count_rows(ctx.session)
     ctx.report.added = {t: after[t] - before[t] for t in after if after[t] > before[t]}
+    if ctx.svc.audit_entries_not_written:  # a dry run's: see ImportService
+        ctx.report.added["audit_log"] = ctx.svc.audit_entries_not_written
 
 
 def read_all(paths: Sequence[Path | str]) -> tuple[list[Part], list[str]]:
