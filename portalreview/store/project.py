@@ -547,9 +547,10 @@ class Project:
         self._lock = lock
         self._place = place  # a writer's: saves are refused once the file is not at its name
         # Each save merged into the file itself (a checkpoint; a save's median time 1.1x, see
-        # benchmarks/bench_save.py), not left in the -wal: a file renamed, moved or copied alone while open holds every save so far
-        # (the -wal of its old name is read by no one). Off only for a file being built under
-        # a temporary name (the demo's thousands of saves), merged once when done.
+        # benchmarks/bench_save.py), not left in the -wal: a file renamed, moved or copied
+        # alone while open holds every save so far (the -wal of its old name is read by no
+        # one). Off only for a file being built under a temporary name (the demo's thousands
+        # of saves), merged once when done.
         self.merge_each_save = True
         self._wal_merged = False  # every save in the -wal merged into the file (the last save's)
         # closed: every later session or connection is refused (see store/closing.py)
