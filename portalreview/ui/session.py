@@ -326,7 +326,12 @@ class AnnotationSession(QObject):
         """A save refused because the answer on screen is still the offered suggestion: a
         flag (``fields``) and a comment are kept, to be saved with the answer."""
         if "flagged" in fields:
-            self._held_flag = {"flagged": fields["flagged"], "flag_note": fields["flag_note"]}
+            stored = bool(self.answer and self.answer.flagged)
+            # a flag taken back before it was saved leaves nothing of the person's own
+            held = fields["flagged"] or stored
+            self._held_flag = (
+                {"flagged": fields["flagged"], "flag_note": fields["flag_note"]} if held else None
+            )
         self._set_pending(False)
         if not self.has_held_input():
             self.notice.emit("Not saved: accept the suggestion (Ctrl+Shift+A) or edit it first.")

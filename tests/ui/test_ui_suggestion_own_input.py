@@ -105,3 +105,13 @@ def test_a_comment_typed_while_offered_is_saved_on_leaving(qtbot, offered, gui):
 def test_leaving_an_offered_suggestion_with_nothing_of_ones_own_saves_nothing(qtbot, offered, gui):
     show_kind(offered, "rank")
     assert urgency_answer(gui) is None
+
+
+def test_a_flag_set_and_taken_back_while_offered_leaves_nothing_to_save(qtbot, offered, gui):
+    offered.session.set_flag(True, "Please look")
+    offered.toggle_flag()
+    assert not offered.session.has_held_input()
+    show_kind(offered, "rank")
+    assert urgency_answer(gui) is None  # no empty draft, the suggestion not set aside
+    show_kind(offered, "urgency")
+    qtbot.waitUntil(lambda: offered.session.suggestion_state == "offered", timeout=5000)
