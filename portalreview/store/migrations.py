@@ -68,10 +68,15 @@ def _respond_units_may_name_a_draft(conn: sqlite3.Connection) -> None:
     """Version 2 lets a respond unit name a response (an edit-a-draft unit). SQLite cannot
     alter a CHECK constraint, so ``units`` is rebuilt (SQLite's documented procedure: create the
     new table, copy, drop, rename, then recreate its indexes and triggers); foreign keys are off
-    during steps and checked by :func:`upgrade` afterwards."""
+    during steps and checked by :func:`upgrade` afterwards.
+
+    Files of the first desktop-app builds (1285cd4..073926e, all "0.1.0") are version 1 but
+    already have the version-2 rule: their units table is kept as it is."""
     (create,) = conn.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'units'"
     ).fetchone()
+    if _RESPOND_V2 in create:
+        return
     if _RESPOND_V1 not in create:
         raise MigrationError("the units table is not in the expected version-1 shape")
     extras = [
