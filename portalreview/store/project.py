@@ -26,7 +26,8 @@ that no kind pushes out another:
   ``BACKUPS_KEPT`` are kept.
 * **by hand** (:meth:`Project.backup`): the newest ``BACKUPS_KEPT`` of them are kept.
 * **before an upgrade** to a newer project format: never deleted by the program (one per
-  upgrade; the only copy in the format the older version reads).
+  upgrade; the only copy in the format the older version reads); an upgrade tried again on the
+  same content (one refused, or cut short) reuses it.
 """
 
 from __future__ import annotations
@@ -498,7 +499,7 @@ def _back_up_before_upgrade(path: Path, version: int) -> Path:
     """The backup an upgrade needs first (the only copy the older version reads): without
     it, no upgrade."""
     try:
-        return make_backup(path, reason=f"{UPGRADE_BACKUP}-from-v{version}")
+        return make_upgrade_backup(path, version)
     except (OSError, sqlite3.Error) as exc:
         folder = backup_dir(path)
         if folder.exists() and not folder.is_dir():
@@ -943,6 +944,17 @@ def make_automatic_backup(path: Path, progress: Progress | None = None) -> Path 
     return _write_backup(
         path, AUTO_BACKUP, progress, unless_same_as=newest.path if newest else None
     )
+
+
+def make_upgrade_backup(path: Path, version: int) -> Path:
+    """The backup made before upgrading ``path`` from format ``version``. These are never
+    deleted, so an upgrade tried again on the same content (one refused, or cut short) reuses
+    the newest such backup rather than leaving one more full copy each time.
+    The caller must hold the project's lock."""
+    reason = f"{UPGRADE_BACKUP}-from-v{version}"
+    earlier = [b for b in list_backups(path) if b.reason == reason]
+    made = _write_backup(path, reason, None, unless_same_as=earlier[-1].path if earlier else None)
+    return made or earlier[-1].path  # None only when it matched the newest one
 
 
 def _write_backup(
