@@ -301,7 +301,12 @@ STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
 
 
 class MigrationError(Exception):
-    pass
+    """An upgrade refused or undone; ``reason`` is what went wrong, without the words about
+    the file and its backup, for a caller that upgrades a temporary copy and says its own."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 def _begin(path: Path, backup: Path) -> sqlite3.Connection:
@@ -320,7 +325,8 @@ def _begin(path: Path, backup: Path) -> sqlite3.Connection:
         conn.close()
         raise MigrationError(
             f"Upgrading {path.name} could not start ({exc}); the file is unchanged and a copy "
-            f"was saved as {backup.name}."
+            f"was saved as {backup.name}.",
+            reason=f"it could not start: {exc}",
         ) from exc
     return conn
 
@@ -346,7 +352,8 @@ def upgrade(path: Path, from_version: int, backup: Path) -> None:
         conn.execute("ROLLBACK")
         raise MigrationError(
             f"Upgrading {path.name} failed ({exc}); the file is unchanged and a copy was "
-            f"saved as {backup.name}."
+            f"saved as {backup.name}.",
+            reason=str(exc),
         ) from exc
     finally:
         conn.close()
