@@ -545,8 +545,30 @@ def test_older_file_opened_read_only_asks_for_an_upgrade(tmp_path, monkeypatch):
     path = tmp_path / "s.prproj"
     Project.create(path).close()
     monkeypatch.setattr(migrations, "SCHEMA_VERSION", migrations.SCHEMA_VERSION + 1)
-    with pytest.raises(ProjectError, match="older project format"):
+    with pytest.raises(ProjectError, match="older project format") as refused:
         Project.open(path, read_only=True)
+    assert "run `portalreview upgrade s.prproj`" in str(refused.value)  # the verb, by name
+
+
+def test_an_older_file_the_person_cannot_write_is_not_offered_read_only(tmp_path, monkeypatch):
+    """Read-only is no way into a file this version reads only once upgraded: the refusal
+    (a plain ProjectError, which the app does not answer with "open it read-only?") says what
+    to do instead."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", migrations.SCHEMA_VERSION + 1)
+    real = project_module._writable
+    monkeypatch.setattr(
+        project_module, "_writable", lambda p, folder=False: p != path and real(p, folder)
+    )
+    with pytest.raises(ProjectError) as refused:
+        Project.open(path)
+    assert type(refused.value) is ProjectError
+    message = str(refused.value)
+    assert message.startswith("s.prproj is read-only for you (you may not write s.prproj). ")
+    assert "older project format" in message and "open it read-only" not in message.lower()
+    assert "`portalreview upgrade s.prproj`" in message and "copy it to a folder" in message
+    assert not backup_dir(path).exists()
 
 
 def test_backups_roll(tmp_path, monkeypatch):
