@@ -89,7 +89,7 @@ from portalreview.store.importers.portable import (
     translate,
 )
 from portalreview.store.kinds import PayloadError
-from portalreview.store.migrations import SCHEMA_VERSION
+from portalreview.store.migrations import SCHEMA_VERSION, MigrationError
 from portalreview.store.models import (
     Annotator,
     Answer,
@@ -873,7 +873,7 @@ def open_read_only_upgraded(
         try:
             upgraded = work / path.name
             _sqlite_copy(path, upgraded)
-            Project.open(upgraded, automatic_backup=False).close()  # upgrades it
+            _upgrade_temporary_copy(upgraded, version)
             with Project.open(upgraded, read_only=True) as project:
                 yield project, version
         finally:
@@ -883,6 +883,20 @@ def open_read_only_upgraded(
         yield project, None
     finally:
         project.close()
+
+
+def _upgrade_temporary_copy(upgraded: Path, version: int) -> None:
+    """Upgrade the temporary copy of an older file. Its refusal names no backup: the one
+    made beside the copy goes with the temporary folder, and the file itself is unchanged."""
+    try:
+        Project.open(upgraded, automatic_backup=False).close()
+    except ProjectError as exc:
+        cause = exc.__cause__
+        why = cause.reason if isinstance(cause, MigrationError) else str(cause or exc)
+        raise ProjectError(
+            f"{upgraded.name} is in the older project format {version}, and a temporary copy "
+            f"of it could not be upgraded to be read ({why}). The file itself is unchanged."
+        ) from exc
 
 
 @contextlib.contextmanager

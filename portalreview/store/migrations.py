@@ -68,10 +68,15 @@ def _respond_units_may_name_a_draft(conn: sqlite3.Connection) -> None:
     """Version 2 lets a respond unit name a response (an edit-a-draft unit). SQLite cannot
     alter a CHECK constraint, so ``units`` is rebuilt (SQLite's documented procedure: create the
     new table, copy, drop, rename, then recreate its indexes and triggers); foreign keys are off
-    during steps and checked by :func:`upgrade` afterwards."""
+    during steps and checked by :func:`upgrade` afterwards.
+
+    Files of the first desktop-app builds (1285cd4..073926e, all "0.1.0") are version 1 but
+    already have the version-2 rule: their units table is kept as it is."""
     (create,) = conn.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'units'"
     ).fetchone()
+    if _RESPOND_V2 in create:
+        return
     if _RESPOND_V1 not in create:
         raise MigrationError("the units table is not in the expected version-1 shape")
     extras = [
@@ -296,7 +301,12 @@ STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
 
 
 class MigrationError(Exception):
-    pass
+    """An upgrade refused or undone; ``reason`` is what went wrong, without the words about
+    the file and its backup, for a caller that upgrades a temporary copy and says its own."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 def _begin(path: Path, backup: Path) -> sqlite3.Connection:
@@ -315,7 +325,8 @@ def _begin(path: Path, backup: Path) -> sqlite3.Connection:
         conn.close()
         raise MigrationError(
             f"Upgrading {path.name} could not start ({exc}); the file is unchanged and a copy "
-            f"was saved as {backup.name}."
+            f"was saved as {backup.name}.",
+            reason=f"it could not start: {exc}",
         ) from exc
     return conn
 
@@ -341,7 +352,8 @@ def upgrade(path: Path, from_version: int, backup: Path) -> None:
         conn.execute("ROLLBACK")
         raise MigrationError(
             f"Upgrading {path.name} failed ({exc}); the file is unchanged and a copy was "
-            f"saved as {backup.name}."
+            f"saved as {backup.name}.",
+            reason=str(exc),
         ) from exc
     finally:
         conn.close()

@@ -26,7 +26,8 @@ that no kind pushes out another:
   ``BACKUPS_KEPT`` are kept.
 * **by hand** (:meth:`Project.backup`): the newest ``BACKUPS_KEPT`` of them are kept.
 * **before an upgrade** to a newer project format: never deleted by the program (one per
-  upgrade; the only copy in the format the older version reads).
+  upgrade; the only copy in the format the older version reads); an upgrade tried again on the
+  same content (one refused, or cut short) reuses it.
 """
 
 from __future__ import annotations
@@ -83,24 +84,29 @@ class ProjectError(Exception):
 
 
 class ProjectLockedError(ProjectError):
+    """Someone else has the project open for writing; ``why`` says who, without the advice."""
+
     def __init__(self, path: Path, holder: LockHolder) -> None:
         self.holder = holder
         if holder.here:  # this very program (another of its windows or tools) has it open
-            super().__init__(
+            self.why = (
                 f"{path.name} is already open for writing in this PortalReview (process "
-                f"{holder.pid}), in another of its windows or tools. You can open it "
-                "read-only, or close it there first."
+                f"{holder.pid}), in another of its windows or tools"
             )
+            super().__init__(f"{self.why}. You can open it read-only, or close it there first.")
             return
-        super().__init__(
-            f"{path.name} is open in another PortalReview: {holder.describe()}. "
-            "You can open it read-only, or ask them to close it."
-        )
+        self.why = f"{path.name} is open in another PortalReview: {holder.describe()}"
+        super().__init__(f"{self.why}. You can open it read-only, or ask them to close it.")
 
 
 class ProjectNotWritableError(ProjectError):
     """The person may read the project but not write it (the file's or its folder's
-    permissions, a read-only disk): it can be opened read-only."""
+    permissions, a read-only disk): it can be opened read-only. ``why`` is the message without
+    that advice."""
+
+    def __init__(self, why: str, advice: str) -> None:
+        self.why = why
+        super().__init__(f"{why}{advice}")
 
 
 class ProjectDamagedError(ProjectError):
@@ -401,14 +407,14 @@ def _refuse_if_not_writable(path: Path) -> None:
     would open a file it cannot write without a word, and fail at the first save)."""
     if not _writable(path.parent, folder=True):
         raise ProjectNotWritableError(
-            f"{path.name} is in a folder you cannot write to ({path.parent}): open it "
-            "read-only, or copy it to a folder of yours."
+            f"{path.name} is in a folder you cannot write to ({path.parent})",
+            ": open it read-only, or copy it to a folder of yours.",
         )
     for part in (path, _beside(path, "-wal"), _beside(path, "-shm")):
         if part.exists() and not _writable(part):
             raise ProjectNotWritableError(
-                f"{path.name} is read-only for you (you may not write {part.name}): open it "
-                "read-only, or copy it to a folder of yours."
+                f"{path.name} is read-only for you (you may not write {part.name})",
+                ": open it read-only, or copy it to a folder of yours.",
             )
 
 
@@ -421,14 +427,43 @@ def _lock_for_writing(path: Path) -> ProjectLock:
     except PermissionError as exc:  # another person's lock file, private to them
         raise ProjectNotWritableError(
             f"{path.name} cannot be locked for writing: {lock.path.name} belongs to another "
-            "person (their PortalReview has it open, or stopped without closing it). Open it "
-            "read-only, or ask them to open and close it."
+            "person (their PortalReview has it open, or stopped without closing it)",
+            ". Open it read-only, or ask them to open and close it.",
         ) from exc
     except OSError as exc:
         raise _disk_problem(path, lock.path.name, exc) from exc
     if holder is not None:
         raise ProjectLockedError(path, holder)
     return lock
+
+
+def _lock_to_open(path: Path, version: int) -> ProjectLock:
+    """The lock, taken. A file in an older format that cannot be locked is not offered
+    read-only: this version reads it only once it is upgraded, which writes it."""
+    try:
+        return _lock_for_writing(path)
+    except (ProjectLockedError, ProjectNotWritableError) as exc:
+        if version >= migrations.SCHEMA_VERSION:
+            raise
+        raise _older_format_refusal(path, version, exc) from exc
+
+
+def _older_format_refusal(
+    path: Path, version: int, exc: ProjectLockedError | ProjectNotWritableError
+) -> ProjectError:
+    if isinstance(exc, ProjectLockedError):
+        advice = "Open it again once it is closed there: it is upgraded then."
+    else:
+        advice = (
+            "Ask someone who may write it to open it in this version, or to run "
+            f"`portalreview upgrade {path.name}`; or copy it to a folder of yours and open "
+            "the copy."
+        )
+    return ProjectError(
+        f"{exc.why}. It is in an older project format ({version}), which this version reads "
+        "only once it is upgraded, and upgrading writes to it (after a backup), so it cannot "
+        f"be opened read-only. {advice}"
+    )
 
 
 def _disk_problem(path: Path, beside: str, exc: Exception) -> ProjectError:
@@ -498,7 +533,7 @@ def _back_up_before_upgrade(path: Path, version: int) -> Path:
     """The backup an upgrade needs first (the only copy the older version reads): without
     it, no upgrade."""
     try:
-        return make_backup(path, reason=f"{UPGRADE_BACKUP}-from-v{version}")
+        return make_upgrade_backup(path, version)
     except (OSError, sqlite3.Error) as exc:
         folder = backup_dir(path)
         if folder.exists() and not folder.is_dir():
@@ -672,7 +707,7 @@ class Project:
                 _undo_interrupted_save(path)
             _, version = _probe(path)
             if lock is None:
-                lock = _lock_for_writing(path)
+                lock = _lock_to_open(path, version)
             upgraded = version < migrations.SCHEMA_VERSION
             if upgraded:
                 backup = _back_up_before_upgrade(path, version)
@@ -700,8 +735,9 @@ class Project:
         _, version = _probe(path)
         if version < migrations.SCHEMA_VERSION:
             raise ProjectError(
-                f"{path.name} is in an older project format ({version}); open it once "
-                "for writing so that it is upgraded (a backup is made first)."
+                f"{path.name} is in an older project format ({version}), which this version "
+                f"reads only once it is upgraded: run `portalreview upgrade {path.name}` (a "
+                "backup is made first), or open it in the app."
             )
         life = Closing(path.name)
         engine = _make_engine(path, read_only=True, life=life)
@@ -960,6 +996,17 @@ def make_automatic_backup(path: Path, progress: Progress | None = None) -> Path 
     return _write_backup(
         path, AUTO_BACKUP, progress, unless_same_as=newest.path if newest else None
     )
+
+
+def make_upgrade_backup(path: Path, version: int) -> Path:
+    """The backup made before upgrading ``path`` from format ``version``. These are never
+    deleted, so an upgrade tried again on the same content (one refused, or cut short) reuses
+    the newest such backup rather than leaving one more full copy each time.
+    The caller must hold the project's lock."""
+    reason = f"{UPGRADE_BACKUP}-from-v{version}"
+    earlier = [b for b in list_backups(path) if b.reason == reason]
+    made = _write_backup(path, reason, None, unless_same_as=earlier[-1].path if earlier else None)
+    return made or earlier[-1].path  # None only when it matched the newest one
 
 
 def _write_backup(

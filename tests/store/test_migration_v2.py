@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from portalreview.store import migrations
+from portalreview.store.audit_verify import verify_file
 from portalreview.store.migrations import SCHEMA_VERSION
-from portalreview.store.project import Project, backup_dir
+from portalreview.store.project import Project, ProjectError, backup_dir
 from portalreview.store.service import StudyService
 
 V1_FILE = Path(__file__).parent / "data" / "v1-small.prproj"
@@ -78,3 +80,19 @@ def test_an_upgraded_file_takes_edit_a_draft_units(upgraded):
         unit_set = svc.create_unit_set("edit", "respond")
         unit = svc.add_unit(unit_set, case, response_id=draft)
         assert svc.read_unit(unit).responses[0].id == draft
+
+
+def test_a_verify_that_cannot_upgrade_its_copy_names_no_backup(upgraded, monkeypatch):
+    """verify reads an older file through an upgraded temporary copy, removed afterwards: when
+    that upgrade fails, the message must not point to a backup made (and removed) in there."""
+
+    def broken(conn: sqlite3.Connection) -> None:
+        raise RuntimeError("step failed")
+
+    monkeypatch.setitem(migrations.STEPS, 1, broken)
+    with pytest.raises(ProjectError) as refused:
+        verify_file(upgraded)
+    message = str(refused.value)
+    assert "old.prproj" in message and "step failed" in message and "unchanged" in message
+    assert "copy was saved" not in message and "before-upgrade" not in message
+    assert not backup_dir(upgraded).exists()

@@ -420,6 +420,33 @@ def test_failed_migration_leaves_the_file_unchanged(tmp_path, monkeypatch):
     assert not path.with_name("s.prproj.lock").exists()
 
 
+def test_a_failed_upgrade_tried_again_keeps_one_backup_of_the_file(tmp_path, monkeypatch):
+    """Before-upgrade backups are never deleted: each refused attempt (open, upgrade, merge...)
+    on the same content names the same copy instead of adding another full one."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    old_version = migrations.SCHEMA_VERSION
+
+    def broken(conn: sqlite3.Connection) -> None:
+        raise RuntimeError("step failed")
+
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old_version + 1)
+    monkeypatch.setitem(migrations.STEPS, old_version, broken)
+    messages = []
+    for _ in range(3):
+        with pytest.raises(ProjectError, match="unchanged") as refused:
+            Project.open(path)
+        messages.append(str(refused.value))
+    (backup,) = [b for b in list_backups(path) if b.kind == "before upgrade"]
+    assert all(backup.path.name in message for message in messages)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE changed_since (x)")  # a new state gets a copy of its own
+    conn.close()
+    with pytest.raises(ProjectError, match="unchanged"):
+        Project.open(path)
+    assert len([b for b in list_backups(path) if b.kind == "before upgrade"]) == 2
+
+
 def _interrupt_a_save(path: Path) -> None:
     """Leave ``path`` as a program killed during a save in rollback-journal mode (an older
     file, an offline copy) leaves it: changed pages in the file, the old ones in a hot
@@ -518,8 +545,30 @@ def test_older_file_opened_read_only_asks_for_an_upgrade(tmp_path, monkeypatch):
     path = tmp_path / "s.prproj"
     Project.create(path).close()
     monkeypatch.setattr(migrations, "SCHEMA_VERSION", migrations.SCHEMA_VERSION + 1)
-    with pytest.raises(ProjectError, match="older project format"):
+    with pytest.raises(ProjectError, match="older project format") as refused:
         Project.open(path, read_only=True)
+    assert "run `portalreview upgrade s.prproj`" in str(refused.value)  # the verb, by name
+
+
+def test_an_older_file_the_person_cannot_write_is_not_offered_read_only(tmp_path, monkeypatch):
+    """Read-only is no way into a file this version reads only once upgraded: the refusal
+    (a plain ProjectError, which the app does not answer with "open it read-only?") says what
+    to do instead."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", migrations.SCHEMA_VERSION + 1)
+    real = project_module._writable
+    monkeypatch.setattr(
+        project_module, "_writable", lambda p, folder=False: p != path and real(p, folder)
+    )
+    with pytest.raises(ProjectError) as refused:
+        Project.open(path)
+    assert type(refused.value) is ProjectError
+    message = str(refused.value)
+    assert message.startswith("s.prproj is read-only for you (you may not write s.prproj). ")
+    assert "older project format" in message and "open it read-only" not in message.lower()
+    assert "`portalreview upgrade s.prproj`" in message and "copy it to a folder" in message
+    assert not backup_dir(path).exists()
 
 
 def test_backups_roll(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ project the person cannot write to, and a warning when the automatic backup fail
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from portalreview.ui.main_window import MainWindow
 
 SHOTS = Path("/tmp/portalreview-ui-backups")
 RESTORE = "Open the latest backup (as a copy)"
+V1_FILE = Path(__file__).parents[1] / "store" / "data" / "v1-small.prproj"
 
 
 def _digest(path: Path) -> str:
@@ -149,6 +151,26 @@ def test_a_project_the_person_cannot_write_is_offered_read_only(
     SHOTS.mkdir(exist_ok=True)
     window.grab().save(str(SHOTS / "not-writable-read-only.png"))
     window.close_project()
+
+
+def test_an_older_project_the_person_cannot_write_says_what_to_do(
+    qtbot, window, boxes, tmp_path, monkeypatch
+):
+    """Not "open it read-only?" (then "open it once for writing"): the app reads an older
+    format only once upgraded, which writes the file."""
+    path = tmp_path / "old.prproj"
+    shutil.copy(V1_FILE, path)
+    real = project_module._writable
+    monkeypatch.setattr(
+        project_module, "_writable", lambda p, folder=False: p != path and real(p, folder)
+    )
+    window.open_project(path, annotator="ava")
+    qtbot.waitUntil(lambda: bool(boxes), timeout=20000)
+    ((kind, text),) = boxes
+    assert kind == "critical"
+    assert "older project format (1)" in text and "`portalreview upgrade old.prproj`" in text
+    assert "open it read-only" not in text.lower()
+    assert window.project is None
 
 
 def test_a_failed_automatic_backup_is_told_but_the_project_opens(qtbot, window, boxes, gui):
