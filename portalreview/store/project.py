@@ -812,14 +812,18 @@ class Project:
         reader, and what a reader still uses is merged with the next save). The save is
         committed already: a failure here loses nothing, it is merged later."""
         self._wal_merged = False
+        try:
+            busy, frames, merged = self._checkpoint("PASSIVE")
+            self._wal_merged = busy == 0 and frames == merged
+        except (sqlite3.Error, DBAPIError) as exc:
+            log.warning("the saves in %s-wal were not merged into it now: %s", self.label, exc)
+
+    def _checkpoint(self, mode: str) -> tuple[int, int, int]:
+        """``PRAGMA wal_checkpoint(mode)`` on a pooled connection: (busy, frames in the -wal,
+        frames merged)."""
         raw = self._engine.raw_connection()
         try:
-            busy, frames, merged = raw.driver_connection.execute(
-                "PRAGMA wal_checkpoint(PASSIVE)"
-            ).fetchone()
-            self._wal_merged = busy == 0 and frames == merged
-        except sqlite3.Error as exc:
-            log.warning("the saves in %s-wal were not merged into it now: %s", self.label, exc)
+            return tuple(raw.driver_connection.execute(f"PRAGMA wal_checkpoint({mode})").fetchone())
         finally:
             raw.close()
 
@@ -833,15 +837,16 @@ class Project:
         still brings them in."""
         if self._place is None or not self._wal_merged or self._place.in_place():
             return
-        raw = self._engine.raw_connection()
         try:
-            raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except sqlite3.Error as exc:
+            busy, _, _ = self._checkpoint("TRUNCATE")  # waits for readers up to busy_timeout
+        except (sqlite3.Error, DBAPIError) as exc:
+            busy, why = 1, str(exc)
+        else:
+            why = "a reader held it"
+        if busy:
             log.warning(
-                "the -wal left under the old name of %s was not emptied: %s", self.label, exc
+                "the -wal left under the old name of %s was not emptied: %s", self.label, why
             )
-        finally:
-            raw.close()
 
     def _refuse_save_if_gone(self) -> None:
         if self._place is not None:
