@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sqlalchemy.exc import DBAPIError
-
 from portalreview import __version__
 from portalreview.applog import setup_logging
 from portalreview.store.backends import (
@@ -79,12 +77,7 @@ def _new_project_file(path: Path, name: str | None, fill: Callable[[Project], No
     attempt under the same name."""
     from portalreview.store.building import create_project_file
 
-    try:
-        create_project_file(path, name=name, fill=fill)
-    except (OSError, DBAPIError) as exc:  # a full disk while adding the people
-        raise ProjectError(
-            f"{path.name} could not be made ({getattr(exc, 'orig', exc)}). Nothing was left behind."
-        ) from exc
+    create_project_file(path, name=name, fill=fill)  # a failure names path, as asked for
 
 
 def format_info(info: dict) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -538,4 +539,57 @@ def test_new_failing_while_creating_names_the_file_asked_for(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert "s.prproj could not be created (database or disk is full" in err, err
     assert ".portalreview-new-" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _full_disk_in_the_transaction(monkeypatch) -> None:
+    """Adding a person fails as a full disk does inside the save (service.py words it as
+    SaveFailed, naming the project by its file name: here the hidden one it is made under)."""
+    from sqlalchemy.exc import OperationalError
+
+    from portalreview.store.service import StudyService
+
+    def full(*args, **kwargs) -> None:
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorname = "SQLITE_FULL"
+        raise OperationalError("INSERT", {}, error)
+
+    monkeypatch.setattr(StudyService, "_audit", full)
+
+
+def test_new_failing_while_adding_people_names_the_file_asked_for(tmp_path, capsys, monkeypatch):
+    """It said "The disk holding .portalreview-new-<pid>-<random>.prproj is full ... Nothing
+    was saved ... save again": a file nobody will find, and a save nobody asked for."""
+    _full_disk_in_the_transaction(monkeypatch)
+    assert main(["new", str(tmp_path / "s.prproj"), "--annotator", "ava"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "portalreview new: s.prproj could not be made (database or disk is full). "
+        "Nothing was left behind.\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (errno.ENOSPC, "is full"),
+        (errno.EROFS, "its disk is read-only"),
+        (errno.EACCES, "you may not write"),
+    ],
+)
+def test_new_failing_to_give_the_file_its_name_names_the_file_asked_for(
+    tmp_path, capsys, monkeypatch, code, words
+):
+    import portalreview.store.building as building
+
+    def refused(partial, target) -> None:
+        raise OSError(code, os.strerror(code), str(partial), None, str(target))
+
+    monkeypatch.setattr(building, "replace_durably", refused)
+    assert main(["new", str(tmp_path / "s.prproj"), "--annotator", "ava"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and f"{tmp_path / 's.prproj'}" in err, err
+    assert ".portalreview-new-" not in err and "[Errno" not in err
+    assert err.rstrip().endswith("Nothing was left behind.")
     assert list(tmp_path.iterdir()) == []

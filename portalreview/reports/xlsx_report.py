@@ -42,6 +42,7 @@ from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.importers.ooxml import EXCEL_CELL_LIMIT, excel_prefix, fits_excel_cell
 from portalreview.store.models import Answer, AuditEntry, Suggestion
 from portalreview.store.output_files import (
+    make_folder,
     save_workbook,
     write_files_together,
     write_through_temporary,
@@ -2591,7 +2592,7 @@ def write_csv_report(
     folder = Path(out_dir)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is a file; the CSV report needs a folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)  # before the long work: a read-only disk is told at once
     steps = Steps(_n_steps(), progress, cancel)
     report, frames = _prepare(
         project, seed, n_resamples, include_drafts, report, frames, steps, use_cache

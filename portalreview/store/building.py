@@ -20,8 +20,11 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from sqlalchemy.exc import DBAPIError
+
 from portalreview.store import leftovers
-from portalreview.store.output_files import sync_file
+from portalreview.store.errors import SaveFailed, StoreError
+from portalreview.store.output_files import output_error, sync_file
 from portalreview.store.project import (
     SUFFIX,
     Project,
@@ -126,6 +129,23 @@ def create_project_file(
 
     try:
         return build_file(path, make, NEW_PREFIX)
-    except ProjectError as exc:  # named as asked for, not by the hidden name nobody will find
+    except (ProjectError, StoreError, OSError, sqlite3.Error, DBAPIError) as exc:
+        raise _not_made(path, exc) from exc
+
+
+def _not_made(path: Path, exc: Exception) -> ProjectError:
+    """``exc``, met making ``path`` (:func:`build_file` has removed all of it), for a person:
+    naming ``path``, not the hidden name it was made under that nobody will find, and saying
+    that nothing was left behind."""
+    if isinstance(exc, SaveFailed) and isinstance(exc.__cause__, DBAPIError):
+        exc = exc.__cause__  # its words are for a save ("Nothing was saved ... save again")
+    if isinstance(exc, (sqlite3.Error, DBAPIError)):  # a full disk while adding the people
+        why = f"{path.name} could not be made ({getattr(exc, 'orig', exc)})."
+    elif isinstance(exc, OSError) and exc.errno is not None:
+        why = str(output_error(exc, path))
+    else:  # worded already (a refusal, or the disk's failure to create the file)
         hidden = rf"{re.escape(NEW_PREFIX)}\d+-[0-9a-f]+{re.escape(SUFFIX)}"
-        raise ProjectError(re.sub(hidden, path.name, str(exc))) from exc
+        why = re.sub(hidden, path.name, str(exc))
+    if "left behind" not in why:
+        why = f"{why.rstrip('.')}. Nothing was left behind."
+    return ProjectError(why)

@@ -70,7 +70,7 @@ from portalreview.store.models import (
     Unit,
     UnitSet,
 )
-from portalreview.store.output_files import save_workbook, write_through_temporary
+from portalreview.store.output_files import make_folder, save_workbook, write_through_temporary
 from portalreview.store.project import Project, refuse_project_output
 from portalreview.store.service import CHART_SECTIONS, StudyService, chart_text_of
 
@@ -394,7 +394,7 @@ def _write_folder(out: Path, fmt: str, meta: dict, tables: dict[str, Table]) -> 
     then project.json again, recording each file. A process killed part-way through writing
     over an earlier export leaves a folder that verify and import refuse, not a mixture of
     the two exports taken for one (store/export_manifest.py)."""
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)  # a read-only disk named in words
     project_json = out / PROJECT_JSON
     _write_json(project_json, {**meta, RECORD_KEY: unfinished(fmt)})
     writer = _write_jsonl if fmt == "jsonl" else _write_csv

@@ -784,9 +784,10 @@ def remove_abandoned_parts(folder: Path, older_than: float = leftovers.STALE_AFT
 
 
 def _deliver(finished: Path, out: Path) -> None:
-    """Copy the finished file to ``out`` under a temporary name beside it, then rename it: a
-    failure leaves no half file there, and one a kill leaves is removed by the next copy
-    delivered to that folder."""
+    """Copy the finished file to ``out`` under a temporary name beside it, then rename it
+    (:func:`~portalreview.store.output_files.write_through_temporary`): a failure leaves no
+    half file there, and one a kill leaves is removed by the next copy delivered to that
+    folder."""
     remove_abandoned_parts(out.parent)
     try:
         fd, name = tempfile.mkstemp(
@@ -796,21 +797,14 @@ def _deliver(finished: Path, out: Path) -> None:
         )
     except OSError as exc:  # it names the hidden part file, not the copy asked for
         raise output_error(exc, out) from exc
-    part = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as target, finished.open("rb") as source:
-            shutil.copyfileobj(source, target, 1 << 20)
-            target.flush()
-            os.fsync(target.fileno())
-        os.replace(part, out)
-    except OSError as exc:
-        part.unlink(missing_ok=True)
-        if exc.filename not in (None, str(part)) or exc.errno is None:
-            raise
-        raise output_error(exc, out) from exc  # a full disk names no file
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
+    os.close(fd)  # made owner-only under a name no other copy takes; written below
+    # the same wording as every other output (a copy open in another program on Windows)
+    write_through_temporary(out, lambda part: _copy_file(finished, part), temporary=Path(name))
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    with source.open("rb") as read, target.open("wb") as written:
+        shutil.copyfileobj(read, written, 1 << 20)
 
 
 def _settle(path: Path) -> None:

@@ -3,10 +3,11 @@
 leaves no half file and the old file as it was. A folder of several files that belong together
 (:func:`write_files_together`) is written whole before any of them is renamed into place.
 
-Four failures are worded for the person here rather than left to the system's words:
+These failures are worded for the person here rather than left to the system's words:
 
-- A file that cannot be written (a read-only folder) is named as asked for, not by the
-  temporary name.
+- A file that cannot be written (a read-only folder or disk) is named as asked for, not by
+  the temporary name or the hidden staging folder; removing the temporary file afterwards,
+  which fails on a read-only disk too, never hides that message.
 - A write that fails (a full disk: "[Errno 28] No space left on device", naming no file) is
   reported by :func:`output_error` naming the file and saying in words what happened: the
   disk is full, the file or folder may not be written, the disk is read-only.
@@ -17,6 +18,10 @@ Four failures are worded for the person here rather than left to the system's wo
   (a read-only folder, a full disk) left those to the garbage collector, which printed
   "Exception ignored ... I/O operation on closed file" tracebacks and kept the sheets'
   temporary files until the program ended. :func:`save_workbook` closes them itself.
+
+Writing the folder's entry to disk after the rename (:func:`sync_folder`) is done where the
+file system allows it; where it does not, the output written stays written and is not
+reported as failed.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
+import logging
 import os
 import secrets
 import shutil
@@ -37,6 +43,8 @@ from portalreview.store import leftovers
 # A folder of files being written together: ".portalreview-export-<pid>-<random>" in the folder
 # they go to (the same file system, so renaming them into place moves no data).
 STAGING_PREFIX = ".portalreview-export-"
+
+log = logging.getLogger(__name__)
 
 
 class OutputInUse(OSError):
@@ -95,23 +103,28 @@ def _worded_output_failure(code: int | None, reason: str, target: Path) -> str |
     return None
 
 
-def write_through_temporary(target: Path, write: Callable[[Path], Any]) -> Path:
-    """Call ``write`` on a temporary file beside ``target``, then rename it to ``target``
-    (:func:`replace_output`); the temporary file never stays behind."""
-    temporary = target.with_name(target.name + ".tmp")
+def write_through_temporary(
+    target: Path, write: Callable[[Path], Any], temporary: Path | None = None
+) -> Path:
+    """Call ``write`` on a temporary file beside ``target`` (``temporary``, by default
+    ``<target>.tmp``), then rename it to ``target`` (:func:`replace_output`); the temporary
+    file never stays behind."""
+    temporary = temporary or target.with_name(target.name + ".tmp")
     try:
         try:
             write(temporary)
+            sync_file(temporary)
         except OSError as exc:
             if exc.filename not in (None, str(temporary)) or exc.errno is None:
                 raise
             # the message names the file asked for, not a temporary one nobody will find
             raise output_error(exc, target) from exc
-        sync_file(temporary)
         replace_output(temporary, target)
         sync_folder(target.parent)
     finally:
-        temporary.unlink(missing_ok=True)
+        # on a read-only disk this fails too, and would hide the worded error raised above
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
     return target
 
 
@@ -123,14 +136,30 @@ def sync_file(path: Path) -> None:
 
 
 def sync_folder(folder: Path) -> None:
-    """Write ``folder``'s entries (a rename into it) to disk (POSIX; Windows has no way to)."""
+    """Write ``folder``'s entries (a rename into it) to disk (POSIX; Windows has no way to),
+    as far as the file system allows. Called once the file is in place, so a refusal never
+    fails the output: some file systems (FUSE, 9p, network mounts) reject fsync on a folder
+    (EINVAL, ENOTSUP), and a folder one may write but not read cannot be opened (EACCES).
+    SQLite ignores these errors too."""
     if os.name != "posix":
         return
-    fd = os.open(folder, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        log.debug("the folder %s could not be written to disk (%s)", folder, exc)
+
+
+def make_folder(folder: Path) -> None:
+    """Make the output folder ``folder`` (and its parents) unless it exists; a failure (a
+    read-only disk, a full one) is worded by :func:`output_error`, naming ``folder``."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise output_error(exc, folder) from exc
 
 
 def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]:
@@ -141,19 +170,30 @@ def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]
     files as they were, and no half file under a file's name; so does a file that cannot be
     replaced (open in Excel on Windows). The staging folder a killed run leaves is removed by
     the next (:func:`remove_abandoned_staging`). Other files in ``folder`` are left alone."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     remove_abandoned_staging(folder)
     staging = folder / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
-    staging.mkdir()
+    try:
+        staging.mkdir()
+    except OSError as exc:  # a read-only disk: named as asked for, never the hidden staging
+        raise output_error(exc, folder) from exc
     try:
         for name, data in files.items():
             _write_whole(staging / name, folder / name, data)
         sync_folder(staging)
         _move_into_place(staging, folder, list(files))
         sync_folder(folder)
+    except OSError as exc:
+        if exc.errno is None or not _names_a_file_in(exc, staging):
+            raise
+        raise output_error(exc, folder) from exc  # e.g. the disk full keeping the earlier files
     finally:
         leftovers.remove(staging)
     return [folder / name for name in files]
+
+
+def _names_a_file_in(exc: OSError, folder: Path) -> bool:
+    return exc.filename is not None and Path(os.fsdecode(exc.filename)).is_relative_to(folder)
 
 
 def _move_into_place(staging: Path, folder: Path, names: list[str]) -> None:
