@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -413,8 +414,8 @@ def _summary(report) -> int:
         f"{len(report.failed)} did not fit, in {report.seconds:.0f} s.",
         file=sys.stderr,
     )
-    _listing("Did not fit", report.failed)
-    _listing("Refused by the quality gates (stored for the PI, not offered)", refused)
+    _listing("Did not fit", report.failed, report.named)
+    _listing("Refused by the quality gates (stored for the PI, not offered)", refused, report.named)
     stopped = report.stopped  # the model went away (drafts)
     if report.cancelled or stopped:
         why = f" {stopped}" if stopped else ""
@@ -438,11 +439,12 @@ def _by_reason(refused: dict[int, str]) -> str:
     return " (" + ", ".join(f"{n} {name}" for name, n in counts.most_common()) + ")"
 
 
-def _listing(title: str, reasons: dict[int, str]) -> None:
+def _listing(title: str, reasons: dict[int, str], named: Callable[[int], str]) -> None:
+    """Up to ten reasons, each after its unit or case as ``named`` names it."""
     if not reasons:
         return
     print(f"{title}:", file=sys.stderr)
-    for unit, reason in list(reasons.items())[:10]:
-        print(f"  unit {unit}: {reason}", file=sys.stderr)
+    for key, reason in list(reasons.items())[:10]:
+        print(f"  {named(key)}: {reason}", file=sys.stderr)
     if len(reasons) > 10:
         print(f"  ... and {len(reasons) - 10} more", file=sys.stderr)

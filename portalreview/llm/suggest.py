@@ -612,10 +612,19 @@ class BatchReport:
     # why a drafting run stopped early because the model went away (its process died, the
     # server stopped answering); what was stored before is kept
     stopped: str | None = None
+    # a drafting run keys its lists by case id: the external ids that messages name them by
+    case_names: dict[int, str] = field(default_factory=dict)
 
     @property
     def done(self) -> int:
         return len(self.stored) + len(self.skipped) + len(self.failed) + len(self.refused)
+
+    def named(self, key: int) -> str:
+        """How messages name an entry of the lists: "case demo-001" in a drafting run (keyed by
+        case id), "unit 7" in a batch run."""
+        if key in self.case_names:
+            return f"case {self.case_names[key]}"
+        return f"unit {key}"
 
 
 def run_batch(
@@ -842,7 +851,7 @@ def run_drafts(
     if template.kind not in DRAFT_KINDS:
         raise LlmError(f"{template.kind} is not a drafting template")
     params = params or GenerationParams()
-    report = BatchReport(len(cases))
+    report = BatchReport(len(cases), case_names={case.id: case.external_id for case in cases})
     started = time.perf_counter()
     for case in cases:
         if cancel is not None and cancel.is_set():

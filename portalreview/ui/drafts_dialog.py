@@ -576,7 +576,7 @@ class DraftsDialog(QDialog):
                 "where it stopped."
             )
         failed = "".join(
-            f"<br>Case {case_id}: {_escape(reason)}"
+            f"<br>Case {_escape(report.case_names.get(case_id, str(case_id)))}: {_escape(reason)}"
             for case_id, reason in list(report.failed.items())[:5]
         )
         project = getattr(self.window_, "project", None)

@@ -286,6 +286,23 @@ def test_a_draft_cut_off_by_the_token_limit_is_not_stored(engine, study):  # noq
     assert not any(sg.has_draft(service, engine, template, c) for c in cases)
 
 
+def test_the_cli_names_drafts_that_did_not_fit_by_their_case(engine, study, capsys):  # noqa: F811
+    """A drafting run keys what did not fit by case, not by unit: the CLI names each case by
+    its external id, as the drafts window does while drafting (never "unit <case id>")."""
+    from portalreview.llm.cli import _summary
+
+    cases = study.service.read_unit(study.units["urgency"]).cases
+    template = default_template("draft_zero_shot")
+    report = sg.run_drafts(
+        study.service, engine, cases, template, params=PARAMS.__class__(max_tokens=8)
+    )
+    _summary(report)
+    err = capsys.readouterr().err
+    for case in cases:
+        assert f"  case {case.external_id}: the draft is unfinished" in err
+        assert f"unit {case.id}:" not in err
+
+
 @pytest.fixture
 def short_context(tmp_path_factory):
     from portalreview.llm.engine import Engine

@@ -147,6 +147,16 @@ def provenance(path: Path, response_id: int) -> dict:
         return sg.draft_provenance(StudyService(project), response_id)
 
 
+def test_the_summary_names_drafts_that_did_not_fit_by_their_case(qtbot, prefs, study):
+    """The cases that got no draft are named by their external id, as while drafting."""
+    path, cases = study
+    dialog = open_dialog(qtbot, open_as(qtbot, prefs, path, "pat"))
+    report = sg.BatchReport(2, stored=[cases["k1"]])
+    report.failed = {cases["k2"]: "the model wrote an empty draft"}
+    report.case_names = {cases["k1"]: "k1", cases["k2"]: "k2"}
+    assert "<br>Case k2: the model wrote an empty draft" in dialog._summary(report)
+
+
 def test_drafts_stream_into_the_dialog_and_are_stored_with_provenance(qtbot, prefs, study, model):
     path, cases = study
     window = open_as(qtbot, prefs, path, "pat")
