@@ -264,6 +264,19 @@ _DEFAULT_SECOND = {
     "empathy": ResponseFilter(productions=("edited_empathy",)),
     "facts": ResponseFilter(productions=("edited_empathy",)),
 }
+# The response filters each recipe reads (``--first`` / ``--second``): the others would be
+# ignored, so they are refused (the study set-up window greys them out, ui RECIPE_RESPONSES).
+RECIPE_FILTERS: dict[str, tuple[str, ...]] = {
+    "respond": (),
+    "rank": ("first",),
+    "match": ("first", "second"),
+    "iap": ("first",),
+    "urgency": (),
+    "adaptive-inbox": (),
+    "eppc": ("first",),
+    "empathy": ("first", "second"),
+    "facts": ("first", "second"),
+}
 _DESCRIPTIONS = {
     "respond": "Write a response per theme (seed 000, App. G).",
     "rank": "Rank each case's drafts, blinded and shuffled, ties allowed (seed 001).",
@@ -379,7 +392,8 @@ def plan_units(
     judges (default :func:`~portalreview.store.adaptive.default_judgements`).
 
     ``cases`` narrows the cases; ``first``/``second`` choose the responses (see the module
-    docstring for each recipe's meaning and defaults); ``inbox`` names the inbox of an urgency
+    docstring for each recipe's meaning and defaults; one the recipe does not read, as
+    ``RECIPE_FILTERS`` says, is refused); ``inbox`` names the inbox of an urgency
     set (cases tagged ``inbox=<inbox>``). ``batch_size`` > 0 labels units ``batch-1``,
     ``batch-2``... in order (kappa per batch, seed 003). ``seed`` shuffles the units' order
     (urgency pairs are shuffled with seed 0 by default, so that one case does not fill the
@@ -395,6 +409,7 @@ def plan_units(
         raise SetupError("an adaptive inbox chooses its own pairs: no comparisons per message")
     if judgements < 0 or (judgements and not adaptive):
         raise SetupError("a number of judgements is for the adaptive-inbox recipe, and positive")
+    _refuse_unread_filters(recipe, first=first, second=second)
     if RECIPE_KIND[recipe] == "urgency":
         if inbox:
             cases = CaseFilter((*cases.tags, ("inbox", inbox)), cases.external_ids)
@@ -466,6 +481,18 @@ def plan_units(
         options=options,
         notes=tuple(notes),
     )
+
+
+def _refuse_unread_filters(recipe: str, **filters: ResponseFilter | None) -> None:
+    """A response filter the recipe does not read would be ignored without a word (the units
+    made would not be the ones asked for): refuse it."""
+    for option, given in filters.items():
+        if given is not None and option not in RECIPE_FILTERS[recipe]:
+            read = " and ".join(f"--{o}" for o in RECIPE_FILTERS[recipe])
+            takes = f"only {read}" if read else "no responses"
+            raise SetupError(
+                f"the {recipe} recipe takes {takes}: leave out --{option} ({given.describe()})"
+            )
 
 
 def _adaptive_judgements(n_messages: int, wanted: int, notes: list[str]) -> int:

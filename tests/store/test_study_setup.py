@@ -190,6 +190,26 @@ def test_recipes_on_a_small_study(project):
         create_unit_set(project, rank)
 
 
+@pytest.mark.parametrize(
+    ("recipe", "option", "takes"),
+    [
+        ("respond", "second", "no responses"),
+        ("respond", "first", "no responses"),
+        ("urgency", "first", "no responses"),
+        ("adaptive-inbox", "second", "no responses"),
+        ("rank", "second", "only --first"),
+        ("eppc", "second", "only --first"),
+    ],
+)
+def test_a_response_filter_the_recipe_does_not_read_is_refused(project, recipe, option, takes):
+    """Ignored, it would make units other than the ones asked for (respond units over no
+    draft) without a word."""
+    build_small_study(project)
+    given = {option: ResponseFilter.parse(["author_kind=model"])}
+    with pytest.raises(SetupError, match=f"{recipe} recipe takes {takes}: leave out --{option}"):
+        plan_units(project, recipe, inbox="x", **given)
+
+
 def test_a_cancelled_set_up_saves_nothing(tmp_path):
     with _inbox_project(tmp_path / "a.prproj") as project:
         plan = plan_units(project, "urgency", inbox="ward-3")

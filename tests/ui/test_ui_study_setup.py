@@ -347,6 +347,20 @@ def cancel_when_shown(qtbot, dialog) -> None:
     wait_idle(qtbot, dialog)
 
 
+def test_the_window_sends_only_the_response_filters_a_recipe_reads(qtbot, gui, prefs):
+    """plan_units refuses the others (setup.RECIPE_FILTERS): the window never sends them."""
+    dialog = open_setup(qtbot, open_window(qtbot, prefs, gui.path, "pat"))
+    dialog.tabs.setCurrentIndex(1)
+    dialog.first_edit.setText("author_kind=model")  # left there, greyed out or not
+    dialog.second_edit.setText("author_kind=model")
+    for index in range(dialog.recipe_box.count()):
+        dialog.recipe_box.setCurrentIndex(index)
+        recipe = dialog.recipe_box.currentData()
+        arguments = dialog._plan_arguments()
+        sent = tuple(option for option in ("first", "second") if arguments[option] is not None)
+        assert sent == setup.RECIPE_FILTERS[recipe], recipe
+
+
 def test_a_cancelled_creation_or_hand_out_saves_nothing(qtbot, gui, prefs, monkeypatch):
     window = open_window(qtbot, prefs, gui.path, "pat")
     dialog = open_setup(qtbot, window)
