@@ -10,7 +10,10 @@ and after it (end of turn, the assistant turn's start). A prompt's segments are 
 
 so that the instructions stay a shared first part (prefix reuse and the urgency probabilities
 in both orders work as before) and the answer cue ("Answer:", "JSON:") opens the assistant's
-turn, where the options " YES" / " NO" or the grammar-constrained JSON follow. Markup segments
+turn, where the options " YES" / " NO" or the grammar-constrained JSON follow. The cue is the
+template's own last line: a template whose last line holds a placeholder (it ends with
+``{{message}}``) has none, and its prompt's last segment comes marked :class:`NoCue`, so no
+substituted text (a patient's sign-off) can leave the user's turn. Markup segments
 are :class:`ChatMarkup` and are tokenized with special tokens; every other segment is text and
 never is, so a patient message holding "<|im_end|>" cannot end the turn. A model whose file
 has no template, or one we cannot render, keeps plain completion.
@@ -35,6 +38,18 @@ class ChatMarkup(str):
     __slots__ = ()
 
 
+class NoCue(str):
+    """A prompt's last segment that ends with substituted text, not with the template's own
+    wording: all of it stays in the user's turn."""
+
+    __slots__ = ()
+
+
+def keep_cue_mark(last_segment: str, text: str) -> str:
+    """``text``, rebuilt from a prompt's last segment, marked :class:`NoCue` as that one was."""
+    return NoCue(text) if isinstance(last_segment, NoCue) else text
+
+
 class ChatTemplateError(ValueError):
     """The model's chat template cannot be used (it fails to render, or has no user turn)."""
 
@@ -49,11 +64,13 @@ class ChatFormat:
 
     def wrap(self, segments: Sequence[str]) -> list[str]:
         """The prompt's segments inside a user turn, the last line (the cue) after the
-        assistant turn's start. Already-wrapped prompts are returned as they are."""
+        assistant turn's start; a :class:`NoCue` prompt has no cue, and the assistant's turn
+        starts empty. Already-wrapped prompts are returned as they are."""
         parts = [s for s in segments if s]
         if not parts or isinstance(parts[0], ChatMarkup):
             return parts
-        body, cue = split_cue(parts[-1])
+        no_cue = isinstance(segments[-1], NoCue)
+        body, cue = (parts[-1], "") if no_cue else split_cue(parts[-1])
         content = [*parts[:-1], body]
         content[0] = content[0].lstrip()
         content[-1] = content[-1].rstrip()

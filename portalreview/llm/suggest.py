@@ -39,6 +39,7 @@ from sqlalchemy import func, select
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.llm import answers, gates, grammars
+from portalreview.llm.chat import keep_cue_mark
 from portalreview.llm.engine import Engine, Generation, GenerationParams
 from portalreview.llm.errors import (
     AnswerError,
@@ -216,7 +217,7 @@ def one_token_options(
     for end, lead in (("", " "), (" ", ""), ("", "")):
         options = {label: lead + label for label in labels}
         if _one_token_each(engine, last + end, list(options.values())):
-            return [*segments[:-1], last + end], options
+            return [*segments[:-1], keep_cue_mark(last, last + end)], options
     raise LlmError(
         f"the answer options {', '.join(labels)} are not one token each in this model's "
         "tokenizer, neither after a space nor right after the prompt; end the template with a "

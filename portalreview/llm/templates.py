@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from portalreview.domain.catalogs import Catalogs
+from portalreview.llm.chat import NoCue, split_cue
 from portalreview.llm.errors import TemplateError
 from portalreview.resources import resources_dir
 from portalreview.store.service import StudyService
@@ -270,7 +271,9 @@ def render(text: str, values: Mapping[str, str], cuts: Sequence[Sequence[str]] =
     """Fill the placeholders and split the result into segments before the first placeholder
     of each cut group. Values are inserted as they are (a value that looks like a placeholder
     is not filled again). Trailing spaces of the template are dropped, so an answer option
-    such as " YES" follows the cue directly."""
+    such as " YES" follows the cue directly. A template without a cue line of its own
+    (:func:`cue_of`) renders its last segment :class:`NoCue`: a chat model's user turn then
+    holds all of it."""
     text = text.rstrip()
     missing = [p for p in placeholders_of(text) if p not in values]
     if missing:
@@ -285,7 +288,17 @@ def render(text: str, values: Mapping[str, str], cuts: Sequence[Sequence[str]] =
     def fill(piece: str) -> str:
         return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), piece)
 
-    return [fill(text[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
+    segments = [fill(text[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
+    if segments and not cue_of(text):
+        segments[-1] = NoCue(segments[-1])
+    return segments
+
+
+def cue_of(text: str) -> str:
+    """The template's answer cue ("Answer:", "Your reply:"): its last line when that is short
+    fixed wording; "" when the line holds a placeholder, whose value is never a cue."""
+    cue = split_cue(text.rstrip())[1]
+    return "" if PLACEHOLDER.search(cue) else cue
 
 
 # --- bundled defaults -------------------------------------------------------------------------

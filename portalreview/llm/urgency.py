@@ -34,6 +34,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from portalreview.llm.chat import keep_cue_mark
 from portalreview.llm.engine import ChoiceProbabilities, Engine
 from portalreview.llm.errors import Cancelled, PromptTooLongError, TemplateError
 from portalreview.llm.templates import PLACEHOLDER, PromptTemplate
@@ -261,7 +262,7 @@ def inbox_prompt(template: PromptTemplate, listed: str, first: int, second: int)
     segments = template.render({"patients": listed, "first": str(first), "second": str(second)})
     head, question = "".join(segments[:-1]), segments[-1]
     cut = head.rfind("\n") + 1
-    return [head[:cut], head[cut:] + question]
+    return [head[:cut], keep_cue_mark(question, head[cut:] + question)]
 
 
 def _check_inbox_template(template: PromptTemplate) -> None:

@@ -16,9 +16,10 @@ from portalreview.llm.chat import (
     split_cue,
 )
 from portalreview.llm.engine import Engine
-from portalreview.llm.templates import default_template
+from portalreview.llm.suggest import one_token_options
+from portalreview.llm.templates import TEMPLATE_KINDS, PromptTemplate, default_template
 from portalreview.llm.testing_model import TINY, prompt_corpus, write_model
-from portalreview.llm.urgency import Patient, pair_probability
+from portalreview.llm.urgency import Patient, inbox_prompt, pair_probability
 
 CHATML = (
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
@@ -69,6 +70,57 @@ def test_split_cue() -> None:
     long_line = "x" * 80
     assert split_cue(f"a\n{long_line}") == (f"a\n{long_line}", "")
     assert split_cue("a\n   ") == ("a\n   ", "")
+
+
+ENDS_WITH_MESSAGE = "Write a short reply.\n\n{{chart}}\n\nMessage from the patient:\n{{message}}"
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Could we talk about it? No rush.\nThanks,\nLena", "Thanks!"],
+    ids=["sign-off on its own line", "one short line"],
+)
+def test_a_template_ending_with_a_placeholder_keeps_the_whole_message_in_the_user_turn(
+    message: str,
+) -> None:
+    fmt = chat_format(CHATML)
+    template = PromptTemplate("draft_zero_shot", "mine", ENDS_WITH_MESSAGE, "mine@v1")
+    values = {"chart": "Age 40.", "message": message}
+    user = ENDS_WITH_MESSAGE.replace("{{chart}}", "Age 40.").replace("{{message}}", message)
+    wrapped = fmt.wrap(template.render(values))
+    # as the model's own template renders one user message: the assistant's turn starts empty
+    assert "".join(wrapped) == fmt.before + user + fmt.after
+    assert isinstance(wrapped[-1], ChatMarkup)
+
+
+class _CharTokenizer:
+    def tokenize(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+
+def test_prompts_rebuilt_from_the_last_segment_keep_the_message_in_the_user_turn() -> None:
+    fmt = chat_format(CHATML)
+    level = PromptTemplate("urgency_level", "mine", "{{levels}}\n{{chart}}\n{{message}}", "l@v1")
+    segments = level.render({"levels": "1-6", "chart": "Age 40.", "message": "Hi\nLena"})
+    one_token, _ = one_token_options(_CharTokenizer(), segments, ["1", "2"])
+    assert "".join(fmt.wrap(one_token)).endswith("Hi\nLena<|im_end|>\n<|im_start|>assistant\n")
+    text = "Inbox:\n{{patients}}\n\nIs {{first}} more urgent\nthan {{second}}"
+    inbox = PromptTemplate("urgency_inbox", "mine", text, "i@v1")
+    wrapped = fmt.wrap(inbox_prompt(inbox, "1. a\n2. b", 1, 2))
+    assert "".join(wrapped).endswith("more urgent\nthan 2<|im_end|>\n<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize("kind", list(TEMPLATE_KINDS))
+def test_a_bundled_template_still_opens_the_answer_turn_with_its_last_line(kind: str) -> None:
+    fmt = chat_format(CHATML)
+    template = default_template(kind)
+    values = {p: f"{p} value\nsigned,\nLena" for p in template.spec.allowed}
+    rendered = "".join(template.render(values))
+    body, cue = rendered.rsplit("\n", 1)
+    assert cue == template.text.rstrip().rsplit("\n", 1)[1]  # fixed wording, e.g. "Answer:"
+    wrapped = fmt.wrap(template.render(values))
+    assert wrapped[-1] == cue
+    assert "".join(wrapped) == fmt.before + body.strip() + fmt.after + cue
 
 
 def test_templates_that_cannot_serve_are_refused_with_a_reason() -> None:
