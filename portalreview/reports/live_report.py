@@ -16,8 +16,9 @@ refreshes:
 
 The report it returns equals ``build_report`` on the same project and settings (with the
 filter applied to the frames first), key for key: the tests check that after every kind of
-write. A refresh that is cancelled (``before_each`` raises) leaves the analyses it did not
-reach marked stale, so the next refresh computes them.
+write. With a filter, only the analyses rest on the answers it keeps: ``study`` counts the
+whole project (docs/report.md, ``settings``). A refresh that is cancelled (``before_each``
+raises) leaves the analyses it did not reach marked stale, so the next refresh computes them.
 
 With ``use_cache`` (the default), the results also outlive the program: an analysis out of date
 here whose result the project keeps, valid for the same snapshot of the study
@@ -83,7 +84,7 @@ class LiveReport:
         self._frames = LiveFrames(include_drafts=include_drafts)
         self._results: dict[str, dict[str, Any]] = {}
         self._stale: set[str] = set(KINDS)
-        # the frames of the last refresh, when it was unfiltered (what carry_memo reads)
+        # the whole frames of the last refresh (what carry_memo reads)
         self._last_frames: StudyFrames | None = None
         # kind -> keys of its kept result to compute again alone (analysis.PIECES)
         self._stale_pieces: dict[str, set[str]] = {}
@@ -158,11 +159,12 @@ class LiveReport:
         self._mark_stale(change, settings)
         from_cache = self._take_from_cache(opened.stored)
         filtered = choice.apply(change.frames) if choice.active else change.frames
-        # What a filtered refresh made holds only the answers the filter kept: carry nothing
-        # from it, nor into it (the next unfiltered refresh makes its tables whole).
-        last, self._last_frames = self._last_frames, None if choice.active else filtered
-        if last is not None and not change.full and not choice.active and last is not filtered:
-            carry_memo(last, filtered, change.changed_kinds, change.reread)  # kept answers
+        # The memo is carried from whole frames to whole frames only: filtered frames are
+        # made afresh at each refresh, with their own memo (what they made holds only the
+        # answers the filter kept). The whole frames' memo holds the study's counts.
+        last, self._last_frames = self._last_frames, change.frames
+        if last is not None and not change.full and last is not change.frames:
+            carry_memo(last, change.frames, change.changed_kinds, change.reread)  # kept answers
         timings = {"read": time.perf_counter() - started}
         recomputed = [k for k in KINDS if k in self._stale or k in self._stale_pieces]
         for kind in recomputed:  # one at a time: a cancel keeps the results done before it
@@ -182,9 +184,9 @@ class LiveReport:
             )[kind]
             self._stale.discard(kind)
             self._stale_pieces.pop(kind, None)
-        header = report_header(
+        header = report_header(  # ``study`` counts the whole project, filter or not
             project,
-            filtered,
+            change.frames,
             catalogs,
             seed=seed,
             n_resamples=n_resamples,

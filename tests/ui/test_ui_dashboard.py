@@ -67,10 +67,15 @@ def wait_computed(qtbot, dashboard: Dashboard) -> None:
 
 
 def expected_report(path: Path, **choice) -> dict:
-    """The JSON report of the file, read on a connection of its own (as the CLI does)."""
+    """The JSON report of the file, read on a connection of its own (as the CLI does); with
+    a filter, its figures on the answers kept and ``study`` the whole project's."""
     with Project.open(path, read_only=True) as project:
-        frames = filter_frames(read_frames(project), **choice) if choice else None
-        return build_report(project, seed=0, n_resamples=QUICK_RESAMPLES, frames=frames)
+        whole = build_report(project, seed=0, n_resamples=QUICK_RESAMPLES)
+        if not choice:
+            return whole
+        frames = filter_frames(read_frames(project), **choice)
+        report = build_report(project, seed=0, n_resamples=QUICK_RESAMPLES, frames=frames)
+        return {**report, "study": whole["study"]}
 
 
 def shown_figures(dashboard: Dashboard) -> list[tuple[str, str, int, int, object, tuple]]:
@@ -438,6 +443,9 @@ def test_the_exported_workbook_holds_the_figures_shown(qtbot, demo, prefs, tmp_p
     header = [c.value for c in raw[2]]
     who = {r[header.index("Annotator")] for r in raw.iter_rows(min_row=3, values_only=True)}
     assert "nurse_ava" in who and who <= {"nurse_ava", PI}
+    # while the Summary's counts are the whole project's (docs/report.md), as in the JSON
+    summary = [r[0] for r in book["Summary"].iter_rows(values_only=True)]
+    assert {"dr_ben", "np_chloe", "nurse_ava", PI} <= set(summary)
 
     # the JSON report of the same figures, with the filter in its settings
     out_json = tmp_path / "shown.json"
