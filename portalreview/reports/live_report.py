@@ -47,7 +47,7 @@ from portalreview.analysis import (
     analyse_piece,
 )
 from portalreview.analysis._common import carry_memo
-from portalreview.analysis.filters import FrameFilter
+from portalreview.analysis.filters import FrameFilter, filter_choices
 from portalreview.domain.catalogs import Catalogs
 from portalreview.reports import report_cache
 from portalreview.reports.json_report import report_header
@@ -69,6 +69,7 @@ class LiveResult:
     recomputed: tuple[str, ...]  # the analyses computed in this refresh, in report order
     timings: dict[str, float] = field(default_factory=dict)  # seconds: read, each analysis
     from_cache: tuple[str, ...] = ()  # the analyses taken from the project's report cache
+    choice: FrameFilter = field(default_factory=FrameFilter)  # the filter applied
 
 
 class LiveReport:
@@ -118,13 +119,18 @@ class LiveReport:
         choice: FrameFilter | None = None,
         before_each: Callable[[str], None] | None = None,
         keep: bool = True,
+        drop_unoffered: bool = False,
     ) -> LiveResult:
         """The report now: re-read what changed, recompute the analyses it touches. With the
         cache on, what it computed is written to the project before it returns, or, with
         ``keep=False``, when :meth:`keep_pending` is called (a window shows the figures
-        first)."""
+        first). A filter naming an annotator, source or tag value the study no longer has is
+        refused (a ValueError), or, with ``drop_unoffered``, applied without it (the
+        result's ``choice``: a dashboard's tick may outlive the last answer it named)."""
         with self._lock:
-            result = self._refresh(project, seed, n_resamples, choice or FrameFilter(), before_each)
+            result = self._refresh(
+                project, seed, n_resamples, choice or FrameFilter(), before_each, drop_unoffered
+            )
         if keep:
             started = time.perf_counter()
             self.keep_pending(project)
@@ -148,6 +154,7 @@ class LiveReport:
         n_resamples: int,
         choice: FrameFilter,
         before_each: Callable[[str], None] | None,
+        drop_unoffered: bool,
     ) -> LiveResult:
         started = time.perf_counter()
         if project is not self._project:  # another project, or the same file opened again
@@ -155,6 +162,9 @@ class LiveReport:
             self._project = project
         opened = _Opened(self, seed, n_resamples, choice)
         change = self._frames.refresh(project, first=opened.read)
+        if drop_unoffered and choice.active:
+            choice = choice.within(filter_choices(change.frames))
+            opened.narrowed_to(choice)
         catalogs, settings = opened.catalogs, opened.settings
         self._mark_stale(change, settings)
         from_cache = self._take_from_cache(opened.stored)
@@ -205,6 +215,7 @@ class LiveReport:
             tuple(recomputed),
             timings,
             tuple(from_cache),
+            choice,
         )
 
     def _only_pieces_changed(self, kind: str, changed: frozenset[str]) -> bool:
@@ -358,6 +369,16 @@ class _Opened:
         self.settings: CacheSettings | None = None
         self.snapshot: Snapshot | None = None
         self.stored: dict[str, StoredPart] = {}
+
+    def narrowed_to(self, choice: FrameFilter) -> None:
+        """The refresh applies ``choice`` instead (ticks the study no longer offers left
+        out): its settings, and nothing kept for the filter asked is taken."""
+        if choice == self.choice:
+            return
+        self.choice, self.stored = choice, {}
+        self.settings = CacheSettings.of(
+            self.seed, self.n_resamples, choice, self.live.include_drafts, self.catalogs
+        )
 
     def read(self, s: Session, mark: Mark) -> None:
         self.catalogs = read_catalogs(s)

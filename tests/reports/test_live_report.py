@@ -130,6 +130,23 @@ def test_a_filtered_reports_study_counts_the_whole_project(demo):
     assert kept is not None and kept.report["study"] == again.report["study"]
 
 
+def test_a_filter_value_the_study_no_longer_has(demo):
+    """Refused by default (a typo must not silently keep nothing); with ``drop_unoffered``
+    (the dashboard) left out of the filter applied, which the result gives."""
+    people = filter_choices(read_frames(demo)).annotators
+    choice = FrameFilter.of(annotators=[people[0], "dr_gone"], tags={"topic": ["astrology"]})
+    live = LiveReport()
+    with pytest.raises(ValueError, match=r"unknown annotator.*'dr_gone'"):
+        live.refresh(demo, choice=choice, **SETTINGS)
+    result = live.refresh(demo, choice=choice, drop_unoffered=True, **SETTINGS)
+    assert result.choice == FrameFilter.of(annotators=people[:1])
+    assert result.report == _fresh(demo, result.choice)
+    assert choice.left_out_of(result.choice) == [
+        "dr_gone has no submitted answer any more",
+        "no case is tagged topic=astrology any more",
+    ]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_filter_taken_off_after_a_save_gives_the_whole_report(demo, kind):
     """Unfiltered, filtered, an answer saved, unfiltered again: nothing the filtered refresh
