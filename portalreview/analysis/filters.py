@@ -83,6 +83,38 @@ class FrameFilter:
     def apply(self, frames: StudyFrames) -> StudyFrames:
         return filter_frames(frames, self.annotators, self.sources, self.tags)
 
+    def within(self, choices: FilterChoices) -> FrameFilter:
+        """This filter less the annotators, sources and tag values ``choices`` no longer
+        offers (for the dashboard: a tick may outlive the last answer it named)."""
+        return FrameFilter.of(
+            [name for name in self.annotators or () if name in choices.annotators],
+            [source for source in self.sources or () if source in choices.sources],
+            {
+                key: [value for value in values if value in choices.tags.get(key, ())]
+                for key, values in self.tags.items()
+            },
+        )
+
+    def left_out_of(self, narrowed: FrameFilter) -> list[str]:
+        """What :meth:`within` left out to give ``narrowed``, in words, one line each."""
+        people = [
+            f"{name} has no submitted answer any more"
+            for name in self.annotators or ()
+            if name not in (narrowed.annotators or ())
+        ]
+        sources = [
+            f"no draft is of source {source} any more"
+            for source in self.sources or ()
+            if source not in (narrowed.sources or ())
+        ]
+        tags = [
+            f"no case is tagged {key}={value} any more"
+            for key, values in self.tags.items()
+            for value in values
+            if value not in narrowed.tags.get(key, ())
+        ]
+        return people + sources + tags
+
     def describe(self) -> str:
         """The filter in words, for a screen or a workbook ("" when it keeps everything)."""
         parts = []

@@ -16,8 +16,9 @@ refreshes:
 
 The report it returns equals ``build_report`` on the same project and settings (with the
 filter applied to the frames first), key for key: the tests check that after every kind of
-write. A refresh that is cancelled (``before_each`` raises) leaves the analyses it did not
-reach marked stale, so the next refresh computes them.
+write. With a filter, only the analyses rest on the answers it keeps: ``study`` counts the
+whole project (docs/report.md, ``settings``). A refresh that is cancelled (``before_each``
+raises) leaves the analyses it did not reach marked stale, so the next refresh computes them.
 
 With ``use_cache`` (the default), the results also outlive the program: an analysis out of date
 here whose result the project keeps, valid for the same snapshot of the study
@@ -46,7 +47,7 @@ from portalreview.analysis import (
     analyse_piece,
 )
 from portalreview.analysis._common import carry_memo
-from portalreview.analysis.filters import FrameFilter
+from portalreview.analysis.filters import FrameFilter, filter_choices
 from portalreview.domain.catalogs import Catalogs
 from portalreview.reports import report_cache
 from portalreview.reports.json_report import report_header
@@ -68,6 +69,7 @@ class LiveResult:
     recomputed: tuple[str, ...]  # the analyses computed in this refresh, in report order
     timings: dict[str, float] = field(default_factory=dict)  # seconds: read, each analysis
     from_cache: tuple[str, ...] = ()  # the analyses taken from the project's report cache
+    choice: FrameFilter = field(default_factory=FrameFilter)  # the filter applied
 
 
 class LiveReport:
@@ -83,7 +85,7 @@ class LiveReport:
         self._frames = LiveFrames(include_drafts=include_drafts)
         self._results: dict[str, dict[str, Any]] = {}
         self._stale: set[str] = set(KINDS)
-        # the frames of the last refresh, when it was unfiltered (what carry_memo reads)
+        # the whole frames of the last refresh (what carry_memo reads)
         self._last_frames: StudyFrames | None = None
         # kind -> keys of its kept result to compute again alone (analysis.PIECES)
         self._stale_pieces: dict[str, set[str]] = {}
@@ -117,13 +119,18 @@ class LiveReport:
         choice: FrameFilter | None = None,
         before_each: Callable[[str], None] | None = None,
         keep: bool = True,
+        drop_unoffered: bool = False,
     ) -> LiveResult:
         """The report now: re-read what changed, recompute the analyses it touches. With the
         cache on, what it computed is written to the project before it returns, or, with
         ``keep=False``, when :meth:`keep_pending` is called (a window shows the figures
-        first)."""
+        first). A filter naming an annotator, source or tag value the study no longer has is
+        refused (a ValueError), or, with ``drop_unoffered``, applied without it (the
+        result's ``choice``: a dashboard's tick may outlive the last answer it named)."""
         with self._lock:
-            result = self._refresh(project, seed, n_resamples, choice or FrameFilter(), before_each)
+            result = self._refresh(
+                project, seed, n_resamples, choice or FrameFilter(), before_each, drop_unoffered
+            )
         if keep:
             started = time.perf_counter()
             self.keep_pending(project)
@@ -147,6 +154,7 @@ class LiveReport:
         n_resamples: int,
         choice: FrameFilter,
         before_each: Callable[[str], None] | None,
+        drop_unoffered: bool,
     ) -> LiveResult:
         started = time.perf_counter()
         if project is not self._project:  # another project, or the same file opened again
@@ -154,15 +162,19 @@ class LiveReport:
             self._project = project
         opened = _Opened(self, seed, n_resamples, choice)
         change = self._frames.refresh(project, first=opened.read)
+        if drop_unoffered and choice.active:
+            choice = choice.within(filter_choices(change.frames))
+            opened.narrowed_to(choice)
         catalogs, settings = opened.catalogs, opened.settings
         self._mark_stale(change, settings)
         from_cache = self._take_from_cache(opened.stored)
         filtered = choice.apply(change.frames) if choice.active else change.frames
-        # What a filtered refresh made holds only the answers the filter kept: carry nothing
-        # from it, nor into it (the next unfiltered refresh makes its tables whole).
-        last, self._last_frames = self._last_frames, None if choice.active else filtered
-        if last is not None and not change.full and not choice.active and last is not filtered:
-            carry_memo(last, filtered, change.changed_kinds, change.reread)  # kept answers
+        # The memo is carried from whole frames to whole frames only: filtered frames are
+        # made afresh at each refresh, with their own memo (what they made holds only the
+        # answers the filter kept). The whole frames' memo holds the study's counts.
+        last, self._last_frames = self._last_frames, change.frames
+        if last is not None and not change.full and last is not change.frames:
+            carry_memo(last, change.frames, change.changed_kinds, change.reread)  # kept answers
         timings = {"read": time.perf_counter() - started}
         recomputed = [k for k in KINDS if k in self._stale or k in self._stale_pieces]
         for kind in recomputed:  # one at a time: a cancel keeps the results done before it
@@ -182,9 +194,9 @@ class LiveReport:
             )[kind]
             self._stale.discard(kind)
             self._stale_pieces.pop(kind, None)
-        header = report_header(
+        header = report_header(  # ``study`` counts the whole project, filter or not
             project,
-            filtered,
+            change.frames,
             catalogs,
             seed=seed,
             n_resamples=n_resamples,
@@ -203,6 +215,7 @@ class LiveReport:
             tuple(recomputed),
             timings,
             tuple(from_cache),
+            choice,
         )
 
     def _only_pieces_changed(self, kind: str, changed: frozenset[str]) -> bool:
@@ -356,6 +369,16 @@ class _Opened:
         self.settings: CacheSettings | None = None
         self.snapshot: Snapshot | None = None
         self.stored: dict[str, StoredPart] = {}
+
+    def narrowed_to(self, choice: FrameFilter) -> None:
+        """The refresh applies ``choice`` instead (ticks the study no longer offers left
+        out): its settings, and nothing kept for the filter asked is taken."""
+        if choice == self.choice:
+            return
+        self.choice, self.stored = choice, {}
+        self.settings = CacheSettings.of(
+            self.seed, self.n_resamples, choice, self.live.include_drafts, self.catalogs
+        )
 
     def read(self, s: Session, mark: Mark) -> None:
         self.catalogs = read_catalogs(s)

@@ -133,6 +133,7 @@ class Computed:
     seconds: float = 0.0  # reading and computing
     models: Sheet | None = None  # the Models tab: each model beside the clinicians
     from_cache: tuple[str, ...] = ()  # the analyses taken from the results the project keeps
+    left_out: tuple[str, ...] = ()  # ticks no longer offered, left out of ``choice``, in words
 
 
 class _Stopped(Exception):
@@ -167,6 +168,7 @@ def compute(
             choice=choice,
             before_each=lambda _kind: step(1),  # a cancel stops between two analyses
             keep=False,  # written to the project once shown (Dashboard._keep)
+            drop_unoffered=True,  # a tick whose last answer went: left out, not an error
         )
         step(2)
         sheets = workbook_model(result.report)
@@ -179,7 +181,7 @@ def compute(
         result.filtered,
         sheets,
         filter_choices(result.frames),
-        choice,
+        result.choice,
         len(result.filtered.answers),
         len(result.frames.answers),
         time.strftime("%H:%M:%S"),
@@ -187,6 +189,7 @@ def compute(
         result.timings.get("total", 0.0),
         models,
         result.from_cache,
+        tuple(choice.left_out_of(result.choice)),
     )
 
 
@@ -807,7 +810,11 @@ class Dashboard(QWidget):
         if generation != self._generation:
             return
         self._finish()
-        self.status.setText(f"Could not compute the figures: {message}")
+        self._set_export_enabled(False)  # until figures of now are shown
+        self.status.setText(
+            f"Could not compute the figures: {message}. The figures shown are older ones: "
+            "export is off until the figures of now are shown."
+        )
         self.finished.emit()
 
     def _finish(self) -> None:
@@ -826,13 +833,20 @@ class Dashboard(QWidget):
                 "them again."
             )
         else:
-            self._offer_choices(computed.choices)
+            self._offer_choices(computed.choices)  # drops the ticks no longer offered
             self.show_computed(computed)
+            self._say_left_out(computed.left_out)
             self._keep()
         self.finished.emit()
         if self._again:
             self._again = False
             self._auto_timer.start()
+
+    def _say_left_out(self, left_out: tuple[str, ...]) -> None:
+        """Say which ticks the study no longer offers, left out of the figures' filter."""
+        if left_out:
+            words = "; ".join(left_out)  # names keep their case: no capital first
+            self.status.setText(f"{words}: left out of the filter. {self.status.text()}")
 
     def _keep(self) -> None:
         """Write the figures just computed to the project, in the background, for the next

@@ -7,8 +7,8 @@ import pytest
 
 from portalreview.analysis import DEPENDS_ON, KINDS
 from portalreview.analysis.filters import FrameFilter, filter_choices
-from portalreview.reports.json_report import build_report
-from portalreview.reports.live_report import LiveReport
+from portalreview.reports.json_report import build_report, read_project_catalogs, report_header
+from portalreview.reports.live_report import LiveReport, stored_report
 from portalreview.store.backends import open_project
 from portalreview.store.frames import read_frames
 from portalreview.store.project import Project
@@ -26,10 +26,18 @@ def demo(fresh_demo):
 
 
 def _fresh(project: Project, choice: FrameFilter | None = None) -> dict:
+    """The report from scratch: with a filter, the analyses on the answers it keeps and
+    ``study`` counting the whole project (docs/report.md)."""
     frames = read_frames(project)
-    if choice is not None and choice.active:
-        frames = choice.apply(frames)
-    return build_report(project, frames=frames, **SETTINGS)
+    if choice is None or not choice.active:
+        return build_report(project, frames=frames, **SETTINGS)
+    report = build_report(project, frames=choice.apply(frames), **SETTINGS)
+    return {**report, "study": _study(project, frames)}
+
+
+def _study(project: Project, frames) -> dict:
+    catalogs = read_project_catalogs(project)
+    return report_header(project, frames, catalogs, include_drafts=False, **SETTINGS)["study"]
 
 
 def _flag_one_answer(project: Project, kind: str) -> None:
@@ -103,6 +111,40 @@ def test_a_filtered_report_follows_saved_answers(demo):
     result = live.refresh(demo, choice=choice, **SETTINGS)
     assert result.recomputed == tuple(k for k in KINDS if "rank" in DEPENDS_ON[k])
     assert result.report == _fresh(demo, choice)
+
+
+def test_a_filtered_reports_study_counts_the_whole_project(demo):
+    """docs/report.md: with a filter, the figures rest on the answers it keeps while
+    ``study`` counts the whole project, also after a save and when the figures are kept in
+    the project. It counted the kept answers only (two annotators and the gold one)."""
+    live = LiveReport()
+    whole = live.refresh(demo, **SETTINGS).report["study"]
+    choice = FrameFilter.of(annotators=filter_choices(read_frames(demo)).annotators[:1])
+    filtered = live.refresh(demo, choice=choice, **SETTINGS)
+    assert filtered.report["study"] == whole
+    assert filtered.report["urgency"]["n_answers"] < whole["kinds"]["urgency"]["n_answers"]
+    _flag_one_answer(demo, "urgency")
+    again = live.refresh(demo, choice=choice, **SETTINGS)
+    assert again.report["study"] == _fresh(demo)["study"]
+    kept = stored_report(demo, choice=choice, **SETTINGS)
+    assert kept is not None and kept.report["study"] == again.report["study"]
+
+
+def test_a_filter_value_the_study_no_longer_has(demo):
+    """Refused by default (a typo must not silently keep nothing); with ``drop_unoffered``
+    (the dashboard) left out of the filter applied, which the result gives."""
+    people = filter_choices(read_frames(demo)).annotators
+    choice = FrameFilter.of(annotators=[people[0], "dr_gone"], tags={"topic": ["astrology"]})
+    live = LiveReport()
+    with pytest.raises(ValueError, match=r"unknown annotator.*'dr_gone'"):
+        live.refresh(demo, choice=choice, **SETTINGS)
+    result = live.refresh(demo, choice=choice, drop_unoffered=True, **SETTINGS)
+    assert result.choice == FrameFilter.of(annotators=people[:1])
+    assert result.report == _fresh(demo, result.choice)
+    assert choice.left_out_of(result.choice) == [
+        "dr_gone has no submitted answer any more",
+        "no case is tagged topic=astrology any more",
+    ]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -12,7 +12,7 @@ import pytest
 
 from portalreview.analysis import KINDS
 from portalreview.analysis.filters import FrameFilter, filter_choices
-from portalreview.reports.json_report import build_report
+from portalreview.reports.json_report import build_report, read_project_catalogs, report_header
 from portalreview.reports.live_report import LiveReport
 from portalreview.store.frames import read_frames
 from portalreview.store.service import StudyService
@@ -48,10 +48,22 @@ def _cancelled(live: LiveReport, project, choice: FrameFilter, at: str) -> bool:
 
 
 def _fresh(project, include_drafts: bool, choice: FrameFilter) -> dict:
+    """The report from scratch: with a filter, the analyses on the answers it keeps and
+    ``study`` counting the whole project (docs/report.md)."""
     frames = read_frames(project, include_drafts=include_drafts)
-    if choice.active:
-        frames = choice.apply(frames)
-    return build_report(project, frames=frames, include_drafts=include_drafts, **SETTINGS)
+    if not choice.active:
+        return build_report(project, frames=frames, include_drafts=include_drafts, **SETTINGS)
+    report = build_report(
+        project, frames=choice.apply(frames), include_drafts=include_drafts, **SETTINGS
+    )
+    whole = report_header(
+        project,
+        frames,
+        read_project_catalogs(project),
+        include_drafts=include_drafts,
+        **SETTINGS,
+    )
+    return {**report, "study": whole["study"]}
 
 
 @pytest.mark.parametrize("include_drafts", [False, True], ids=["submitted", "with-drafts"])

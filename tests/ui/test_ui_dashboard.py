@@ -67,10 +67,15 @@ def wait_computed(qtbot, dashboard: Dashboard) -> None:
 
 
 def expected_report(path: Path, **choice) -> dict:
-    """The JSON report of the file, read on a connection of its own (as the CLI does)."""
+    """The JSON report of the file, read on a connection of its own (as the CLI does); with
+    a filter, its figures on the answers kept and ``study`` the whole project's."""
     with Project.open(path, read_only=True) as project:
-        frames = filter_frames(read_frames(project), **choice) if choice else None
-        return build_report(project, seed=0, n_resamples=QUICK_RESAMPLES, frames=frames)
+        whole = build_report(project, seed=0, n_resamples=QUICK_RESAMPLES)
+        if not choice:
+            return whole
+        frames = filter_frames(read_frames(project), **choice)
+        report = build_report(project, seed=0, n_resamples=QUICK_RESAMPLES, frames=frames)
+        return {**report, "study": whole["study"]}
 
 
 def shown_figures(dashboard: Dashboard) -> list[tuple[str, str, int, int, object, tuple]]:
@@ -362,6 +367,69 @@ def test_a_filter_shows_the_filtered_reports_figures(qtbot, demo, prefs):
     assert assert_figures_are(dashboard, expected_report(demo)) > 1500
 
 
+def _one_answer_of_dr_new(path: Path) -> tuple[int, object, int]:
+    """dr_new submits the same urgency answer as someone else: (unit, payload, dr_new's id)."""
+    with Project.open(path) as project:
+        service = StudyService(project)
+        answers = read_frames(project).answers
+        row = answers[(answers.kind == "urgency") & ~answers.is_gold.astype(bool)].iloc[0]
+        someone = next(a for a in service.annotators() if a.name == row.annotator)
+        view = service.get_answer(int(row.unit_id), someone.id)
+        new = service.add_annotator("dr_new")
+        service.assign(view.unit_id, new)
+        service.save_answer(view.unit_id, view.payload, status="submitted", annotator_id=new)
+    return view.unit_id, view.payload, new
+
+
+def test_a_tick_whose_last_answer_went_is_left_out_of_the_filter(qtbot, demo, prefs):
+    """Filtered to dr_new, whose only answer then goes back to a draft: the refresh leaves
+    dr_new out of the filter and says so. It failed ("unknown annotator(s) 'dr_new'") at
+    every refresh, the old figures staying on screen and exportable."""
+    unit_id, payload, new = _one_answer_of_dr_new(demo)
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    whole = dashboard.computed
+    tick(dashboard.annotator_button, "dr_new")
+    qtbot.waitUntil(
+        lambda: dashboard.computed is not whole and not dashboard.loading, timeout=COMPUTE_MS
+    )
+    shown = dashboard.computed
+    StudyService(window.project).save_answer(unit_id, payload, status="draft", annotator_id=new)
+    dashboard.refresh()
+    wait_computed(qtbot, dashboard)
+    assert dashboard.computed is not shown and not dashboard.computed.choice.active
+    assert "dr_new has no submitted answer any more: left out of the filter" in (
+        dashboard.status.text()
+    )
+    assert dashboard.annotator_button.text() == "Annotators: all"
+    assert dashboard.export_button.isEnabled()
+    assert assert_figures_are(dashboard, expected_report(demo)) > 1500
+
+
+def test_a_failed_refresh_turns_export_off(qtbot, demo, prefs, monkeypatch):
+    """The figures shown are no longer those of now: export is off until they are."""
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    assert dashboard.export_button.isEnabled()
+    compute = dashboard_module.compute
+
+    def failing(*_args, **_kwargs):
+        raise ValueError("the study cannot be read")
+
+    monkeypatch.setattr(dashboard_module, "compute", failing)
+    dashboard.refresh()
+    qtbot.waitUntil(lambda: not dashboard.loading, timeout=COMPUTE_MS)
+    assert "Could not compute the figures: the study cannot be read" in dashboard.status.text()
+    assert not dashboard.export_button.isEnabled() and not dashboard.json_button.isEnabled()
+    monkeypatch.setattr(dashboard_module, "compute", compute)
+    shown = dashboard.computed
+    dashboard.refresh()
+    qtbot.waitUntil(
+        lambda: dashboard.computed is not shown and not dashboard.loading, timeout=COMPUTE_MS
+    )
+    assert dashboard.export_button.isEnabled() and dashboard.json_button.isEnabled()
+
+
 def test_cancel_keeps_the_figures_shown(qtbot, demo, prefs):
     window = open_window(qtbot, prefs, demo, PI)
     dashboard = open_dashboard(qtbot, window)
@@ -438,6 +506,9 @@ def test_the_exported_workbook_holds_the_figures_shown(qtbot, demo, prefs, tmp_p
     header = [c.value for c in raw[2]]
     who = {r[header.index("Annotator")] for r in raw.iter_rows(min_row=3, values_only=True)}
     assert "nurse_ava" in who and who <= {"nurse_ava", PI}
+    # while the Summary's counts are the whole project's (docs/report.md), as in the JSON
+    summary = [r[0] for r in book["Summary"].iter_rows(values_only=True)]
+    assert {"dr_ben", "np_chloe", "nurse_ava", PI} <= set(summary)
 
     # the JSON report of the same figures, with the filter in its settings
     out_json = tmp_path / "shown.json"
