@@ -278,3 +278,16 @@ def llama_server_binary() -> Path:
     if path is None:
         _missing("llama-server is missing: run `python packaging/build_llama_server.py`")
     return path
+
+
+def open_in_excel(monkeypatch: pytest.MonkeyPatch, held: Path) -> None:
+    """What Windows does to a rename over a file that Excel (or another program) holds open:
+    refuses it (winerror 5), naming the temporary source first and the target second."""
+    rename = os.replace
+
+    def refused(source, target, *args, **kwargs) -> None:
+        if Path(target) == Path(held):
+            raise PermissionError(13, "Access is denied", str(source), 5, str(target))
+        rename(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", refused)

@@ -16,7 +16,7 @@ import pytest
 import portalreview
 from portalreview.cli import main
 from portalreview.store.project import Project
-from tests.conftest import build_small_study
+from tests.conftest import build_small_study, open_in_excel
 
 
 def test_new_on_a_full_disk_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
@@ -259,19 +259,6 @@ def test_an_xlsx_report_into_a_missing_folder_names_the_folder(tmp_path, capsys)
     assert capsys.readouterr().err.strip().endswith(f"{out.parent}: no such folder")
 
 
-def _open_in_excel(monkeypatch, held: Path) -> None:
-    """What Windows does to a rename over a file that Excel holds open: refuses it, naming
-    the temporary source first and the target second."""
-    rename = os.replace
-
-    def refused(source, target, *args, **kwargs) -> None:
-        if Path(target) == held:
-            raise PermissionError(13, "Access is denied", str(source), 5, str(target))
-        rename(source, target, *args, **kwargs)
-
-    monkeypatch.setattr(os, "replace", refused)
-
-
 @pytest.mark.parametrize(
     "command, name",
     [
@@ -295,7 +282,7 @@ def test_a_report_or_export_open_in_excel_is_named_with_what_to_do(
     args = [verb, str(path), *options, "-o", str(out)]
     assert main(args) == 0
     before = (tmp_path / name).read_bytes()
-    _open_in_excel(monkeypatch, tmp_path / name)
+    open_in_excel(monkeypatch, tmp_path / name)
     assert main(args) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / name} cannot be written over (access is denied): it may be open in " in err

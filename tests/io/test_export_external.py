@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ from portalreview.store.exports.tokens import token_range, tokenize
 from portalreview.store.importers import import_files
 from portalreview.store.output_files import STAGING_PREFIX, OutputInUse
 from portalreview.store.project import Project
-from tests.conftest import build_small_study
+from tests.conftest import build_small_study, open_in_excel
 
 SENTENCE = "I have had crushing chest pain since this morning."
 
@@ -449,14 +448,7 @@ def test_a_file_open_in_excel_leaves_the_earlier_export_whole(
     for name in names:
         (out / name).write_bytes(b"the earlier export\n")
     held = out / names[-1]  # the last one: every other file is renamed before it
-    rename = os.replace
-
-    def refused(source, target, *args, **kwargs) -> None:
-        if Path(target) == held:
-            raise PermissionError(13, "Access is denied", str(source), 5, str(target))
-        rename(source, target, *args, **kwargs)
-
-    monkeypatch.setattr(os, "replace", refused)
+    open_in_excel(monkeypatch, held)
     with pytest.raises(OutputInUse, match=f"{held} cannot be written over"):
         export_external(project, fmt, out)
     monkeypatch.undo()

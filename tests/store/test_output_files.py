@@ -20,6 +20,7 @@ from portalreview.store.output_files import (
     write_through_temporary,
 )
 from portalreview.store.project import Project
+from tests.conftest import open_in_excel
 
 REFUSALS = [errno.EROFS, errno.EACCES, errno.ENOSPC]
 WORDS = {
@@ -122,14 +123,7 @@ def test_an_offline_copy_open_in_another_program_says_close_it(tmp_path, monkeyp
     finished.write_bytes(b"x" * 100)
     out = tmp_path / "copy-ava.prproj"
     out.write_bytes(b"the copy the clinician has open")
-    rename = os.replace
-
-    def held(source, target, *args, **kwargs) -> None:
-        if Path(target) == out:
-            raise PermissionError(13, "Access is denied", str(source), 5, str(target))
-        rename(source, target, *args, **kwargs)
-
-    monkeypatch.setattr(os, "replace", held)
+    open_in_excel(monkeypatch, out)
     with pytest.raises(OutputInUse) as failure:
         merge._deliver(finished, out)
     assert str(failure.value) == (

@@ -14,17 +14,7 @@ from portalreview.store.backends import ServerProject
 from portalreview.store.backends.postgres import ServerUnavailable
 from portalreview.store.models import Answer
 from portalreview.store.service import StudyService
-from tests.conftest import build_small_study
 from tests.store.test_transfer import _same_export
-
-
-@pytest.fixture
-def server_study(postgres_server):
-    database = postgres_server.new_database()
-    project = ServerProject.create(postgres_server.url(database))
-    study = build_small_study(project)
-    yield postgres_server, database, project, study
-    project.close()
 
 
 def _answers(project) -> int:

@@ -19,19 +19,9 @@ from portalreview.store.backends.postgres import WRITE_LOCK, ServerUnavailable
 from portalreview.store.importers import import_files
 from portalreview.store.models import Answer, AuditEntry, Case
 from portalreview.store.service import StudyService
-from tests.conftest import build_small_study
 
 # Longer than any wait these tests expect: before the fix a save waited for the lock forever.
 GIVE_UP_S = 8.0
-
-
-@pytest.fixture
-def server_study(postgres_server):
-    database = postgres_server.new_database()
-    project = ServerProject.create(postgres_server.url(database))
-    study = build_small_study(project)
-    yield postgres_server, database, project, study
-    project.close()
 
 
 @pytest.fixture

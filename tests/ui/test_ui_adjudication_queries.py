@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 from sqlalchemy import event
-from ui_support import make_gui_study, open_window, preferences
+from ui_support import held_off_gui_thread, make_gui_study, open_window, preferences
 
 from portalreview.store.models import KINDS
 from portalreview.store.project import Project
@@ -128,24 +128,10 @@ def test_the_window_reads_as_many_statements_for_many_units_as_for_few(qtbot, tm
     assert len(many) == len(few), "the window's statements grow with the number of units"
 
 
-@contextlib.contextmanager
-def held_reads(monkeypatch) -> Iterator[tuple[threading.Event, list[threading.Thread]]]:
+def held_reads(monkeypatch):
     """``collect`` held back until the event is set, when it runs off the GUI thread; the
     threads it ran on."""
-    release = threading.Event()
-    threads: list[threading.Thread] = []
-
-    def held_collect(*args, **kwargs):
-        threads.append(threading.current_thread())
-        if threading.current_thread() is not threading.main_thread():
-            release.wait(20)
-        return collect(*args, **kwargs)
-
-    monkeypatch.setattr(adjudication, "collect", held_collect)
-    try:
-        yield release, threads
-    finally:
-        release.set()
+    return held_off_gui_thread(monkeypatch, adjudication, "collect")
 
 
 def test_the_window_reads_in_the_background_and_says_it_is_loading(qtbot, tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 from sqlalchemy import event
-from ui_support import make_gui_study, open_window, preferences
+from ui_support import held_off_gui_thread, make_gui_study, open_window, preferences
 
 from portalreview.store import study_setup as setup
 from portalreview.store.project import Project
@@ -71,25 +71,10 @@ def test_the_window_reads_as_many_statements_for_many_cases_as_for_few(qtbot, tm
     assert len(many) == len(few), "the window's statements grow with the number of units"
 
 
-@contextlib.contextmanager
-def held_progress(monkeypatch) -> Iterator[tuple[threading.Event, list[threading.Thread]]]:
+def held_progress(monkeypatch):
     """``study_progress`` held back until the event is set, when it runs off the GUI thread;
     the threads it ran on."""
-    release = threading.Event()
-    threads: list[threading.Thread] = []
-    study_progress = setup.study_progress
-
-    def held(project):
-        threads.append(threading.current_thread())
-        if threading.current_thread() is not threading.main_thread():
-            release.wait(20)
-        return study_progress(project)
-
-    monkeypatch.setattr(setup, "study_progress", held)
-    try:
-        yield release, threads
-    finally:
-        release.set()
+    return held_off_gui_thread(monkeypatch, setup, "study_progress")
 
 
 def test_the_progress_is_read_in_the_background_the_window_saying_so(qtbot, tmp_path, monkeypatch):

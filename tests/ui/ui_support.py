@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,3 +131,27 @@ def drag_select(view, start: int, end: int) -> None:
     QTest.mouseRelease(
         viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point(end)
     )
+
+
+@contextlib.contextmanager
+def held_off_gui_thread(
+    monkeypatch, owner: object, name: str
+) -> Iterator[tuple[threading.Event, list[threading.Thread]]]:
+    """``owner.name`` held back, when called off the GUI thread, until the event is set (20 s
+    at most); yields the event and the threads it was called on. For checking that a window
+    reads in the background and says so meanwhile."""
+    release = threading.Event()
+    threads: list[threading.Thread] = []
+    original = getattr(owner, name)
+
+    def held(*args, **kwargs):
+        threads.append(threading.current_thread())
+        if threading.current_thread() is not threading.main_thread():
+            release.wait(20)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, held)
+    try:
+        yield release, threads
+    finally:
+        release.set()
