@@ -31,6 +31,7 @@ from portalreview.store.service import StudyService
 from portalreview.ui import dashboard as dashboard_module
 from portalreview.ui.charts import ChartView, HeatMapView
 from portalreview.ui.dashboard import PATH_ROLE, QUICK_RESAMPLES, VALUE_ROLE, Dashboard
+from portalreview.ui import workers
 from portalreview.ui.tools import TOOLS
 from tests.reports.test_live_report import _flag_one_answer
 
@@ -539,6 +540,8 @@ def test_an_export_over_the_project_file_is_refused(qtbot, demo, prefs, monkeypa
     dashboard = open_dashboard(qtbot, window)
     warnings = []
     monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *a, **k: warnings.append(a[2])))
+    # the figures just shown are written to the project in the background (Dashboard._keep)
+    qtbot.waitUntil(lambda: not workers._running, timeout=COMPUTE_MS)
     before = demo.read_bytes()
     assert dashboard.write_workbook_to(demo) is None
     assert dashboard.write_json_to(demo) is None
