@@ -29,9 +29,9 @@ from portalreview.store.frames import read_frames
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.ui import dashboard as dashboard_module
+from portalreview.ui import workers
 from portalreview.ui.charts import ChartView, HeatMapView
 from portalreview.ui.dashboard import PATH_ROLE, QUICK_RESAMPLES, VALUE_ROLE, Dashboard
-from portalreview.ui import workers
 from portalreview.ui.tools import TOOLS
 from tests.reports.test_live_report import _flag_one_answer
 
