@@ -197,19 +197,20 @@ def criteria_table(long: pd.DataFrame, catalogs: Catalogs) -> list[dict]:
     ids = [c.id for c in catalogs.criteria]
     sources = sorted(long.source.unique().tolist())
     where = pd.Index(sources).get_indexer(long.source)
-    ticked = {
-        c: np.bincount(
-            where, np.fromiter((c in t for t in long.criteria.tolist()), float), len(sources)
-        )
-        for c in ids
-    }
-    any_ticked = np.fromiter((len(t) > 0 for t in long.criteria.tolist()), float)
-    n_any = np.bincount(where, any_ticked, len(sources))
+    # A study's rankings tick few distinct sets of criteria: count the (source, set) pairs,
+    # then each set's criteria once, instead of testing every criterion on every row.
+    sets, distinct = pd.factorize(long.criteria.to_numpy(dtype=object))
+    per_set = np.bincount(
+        where * len(distinct) + sets, minlength=len(sources) * len(distinct)
+    ).reshape(len(sources), len(distinct))
+    member = np.array([[c in t for c in ids] for t in distinct], dtype=np.int64)
+    ticked = per_set @ member.reshape(len(distinct), len(ids))
+    n_any = per_set @ np.array([len(t) > 0 for t in distinct], dtype=np.int64)
     n = np.bincount(where, minlength=len(sources))
     return [
         {
             "source": source,
-            "counts": {c: int(ticked[c][i]) for c in ids},
+            "counts": {c: int(ticked[i, j]) for j, c in enumerate(ids)},
             "n_with_any_criterion": int(n_any[i]),
             "n_responses": int(n[i]),
         }
