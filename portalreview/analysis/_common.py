@@ -266,8 +266,8 @@ def carry_memo(
     * ``("people", kind)``: that kind's rows of ``answers`` (``kind`` not changed) and
       ``units`` (merged, so the rows' positions in ``answers`` do not matter); the same for
       ``("people_counts", kind)``, counted from it (``reports.json_report``);
-    * the :data:`_NO_ANSWERS` entries (``"sources"``, ``"eppc_batches"``, ``"cases_by_id"``):
-      the frames listed there;
+    * the :data:`_NO_ANSWERS` entries (``"sources"``, ``"eppc_batches"``, ``"cases_by_id"``,
+      ``"units_per_kind"``): the frames listed there;
     * ``"eppc_evidence"`` (``analysis.eppc.EvidenceTexts``): always, while not too large (it
       holds evidence texts and what was decided of them, whatever frames they came from);
     * the :data:`PER_ANSWER` tables: their kind's rows of ``answers`` and the frames listed
@@ -332,6 +332,7 @@ _NO_ANSWERS = {
     "sources": ("responses",),
     "eppc_batches": ("units",),
     "cases_by_id": ("cases",),
+    "units_per_kind": ("units",),
 }
 
 

@@ -505,6 +505,20 @@ def _mean_interval(
     return interval_and_count(np.mean(np.vstack(rows), axis=0))
 
 
+#: The columns of the decisions that the inboxes and accuracy tables read: they filter the
+#: decisions inbox by inbox and annotator by annotator, and a narrow frame is cheaper to copy.
+_INBOX_COLUMNS = ("unit_id", "answer_id", "annotator", "chosen", "case_a", "case_b")
+_INBOX_OPTIONAL = ("adaptive", "unit_set")
+_ACCURACY_COLUMNS = ("unit_id", "annotator", "level_a", "level_b", "chose_a")
+
+
+def _narrow(
+    rows: pd.DataFrame, columns: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """``rows`` with only ``columns`` and those of ``optional`` it has."""
+    return rows[[*columns, *(c for c in optional if c in rows)]]
+
+
 def _long(rows: pd.DataFrame) -> pd.DataFrame:
     """(unit_id, annotator, value) with value 1 when the unit's first case was chosen."""
     return rows.assign(value=rows.chose_a.astype(int))[["unit_id", "annotator", "value"]]
@@ -531,12 +545,15 @@ def analyse(
     model_names = ordered_names(models(rows).annotator)
     resampled: list[dict[str, np.ndarray | None]] = []
     inboxes = []
+    inbox_rows = _narrow(people_rows, _INBOX_COLUMNS, _INBOX_OPTIONAL)
     for index, (name, members) in enumerate(inbox_members(frames).items()):
         resampled.append({})
-        inboxes.append(inbox(name, members, people_rows, frames, s, resampled[-1], index))
+        inboxes.append(inbox(name, members, inbox_rows, frames, s, resampled[-1], index))
     summary = _inbox_summary(inboxes, resampled)
     for entry in inboxes:
         entry.pop("unit_ids", None)
+    graded = _narrow(people_rows, _ACCURACY_COLUMNS)
+    model_graded = _narrow(rows, _ACCURACY_COLUMNS)
     return jsonable(
         {
             **answer_counts(people_rows),
@@ -544,15 +561,15 @@ def analyse(
             "relevance_mapping": {str(k): v for k, v in DEFAULT_RELEVANCE.items()},
             "accuracy": accuracy(people_rows, s),
             "accuracy_by_annotator": [
-                {"annotator": who, **accuracy(people_rows[people_rows.annotator == who], s)}
-                for who in ordered_names(people_rows.annotator)
+                {"annotator": who, **accuracy(graded[graded.annotator == who], s)}
+                for who in ordered_names(graded.annotator)
             ],
             "agreement": nominal_agreement(_long(people_rows), s),
             "model_agreement": model_vs_people(
                 _long(rows[~rows.is_gold.astype(bool)]), model_names, s
             ),
             "model_accuracy": [
-                {"annotator": who, **accuracy(rows[rows.annotator == who], s)}
+                {"annotator": who, **accuracy(model_graded[model_graded.annotator == who], s)}
                 for who in model_names
             ],
             "position_bias": position_bias(people_rows, s),
