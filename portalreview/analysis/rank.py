@@ -76,8 +76,24 @@ def average_ranks(ranks: np.ndarray) -> np.ndarray:
 
 def _unit_sums(values: np.ndarray, units: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Rows of ``values`` (one per ranking) summed per unit, units in ``order``."""
-    frame = pd.DataFrame(values.reshape(len(values), -1))
-    return frame.groupby(units).sum().reindex(order).to_numpy()
+    flat = np.asarray(values, dtype=float).reshape(len(values), -1)
+    where = np.searchsorted(order, units)
+    known = (where < len(order)).all() and np.array_equal(order[where], units)
+    if not known or not _exact_sums(flat):
+        return pd.DataFrame(flat).groupby(units).sum().reindex(order).to_numpy()
+    # Counts, ranks and their products are multiples of 1/4 far below 2**48: every partial
+    # sum is exact, so one bincount gives pandas' (compensated) sums bit for bit.
+    width = flat.shape[1]
+    cells = (where[:, None] * width + np.arange(width)).reshape(-1)
+    sums = np.bincount(cells, flat.reshape(-1), minlength=len(order) * width)
+    return sums.reshape(len(order), width)
+
+
+def _exact_sums(values: np.ndarray) -> bool:
+    """Whether every sum of some of ``values`` is exact in float64 (quarters, well within
+    range), so that the order of the additions does not matter."""
+    quarters = values * 4
+    return bool(np.array_equal(quarters, np.rint(quarters)) and np.abs(values).sum() < 2**48)
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,13 +125,19 @@ def _average_win_rate(sums: Mapping[str, np.ndarray], m: int, i: int) -> np.ndar
 
 
 def source_table(
-    ranks: np.ndarray, correct: np.ndarray, units: np.ndarray, sources: list[str], s: Settings
+    ranks: np.ndarray,
+    correct: np.ndarray,
+    units: np.ndarray,
+    sources: list[str],
+    s: Settings,
+    avg: np.ndarray | None = None,
 ) -> tuple[list[dict], list[dict]]:
-    """Per source (Table 3) and per ordered pair of sources (Figure 2), with CIs over units."""
+    """Per source (Table 3) and per ordered pair of sources (Figure 2), with CIs over units;
+    ``avg``: ``average_ranks(ranks)`` when the caller has it."""
     order = np.unique(units)
     m = len(sources)
     pair = _pairwise(ranks)
-    avg = average_ranks(ranks)
+    avg = average_ranks(ranks) if avg is None else avg
     columns = {name: _unit_sums(v, units, order) for name, v in pair.items()}
     columns["rank_sum"] = _unit_sums(np.nan_to_num(avg), units, order)
     columns["ranked"] = _unit_sums(~np.isnan(avg), units, order)
@@ -337,10 +359,10 @@ def analyse(
     correct = wide(long, "correct", sources).reindex(ranks.index)
     meta = long.drop_duplicates("answer_id").set_index("answer_id").loc[ranks.index]
     units = meta.unit.to_numpy()
-    by_source, matrix = source_table(
-        ranks.to_numpy(float), correct.to_numpy(float), units, sources, s
-    )
     avg = average_ranks(ranks.to_numpy(float))
+    by_source, matrix = source_table(
+        ranks.to_numpy(float), correct.to_numpy(float), units, sources, s, avg
+    )
     return jsonable(
         {
             **out,
