@@ -59,9 +59,16 @@ def long_table(answers: pd.DataFrame, frames: StudyFrames) -> tuple[pd.DataFrame
 
 def wide(long: pd.DataFrame, column: str, sources: list[str]) -> pd.DataFrame:
     """Rankings (index answer_id, with unit) x sources table of one column, NaN = absent."""
-    values = long.assign(v=pd.to_numeric(long[column].astype("float"), errors="coerce"))
-    table = values.pivot(index="answer_id", columns="source", values="v")
-    return table.reindex(columns=sources)
+    values = pd.to_numeric(long[column].astype("float"), errors="coerce").to_numpy(float)
+    # As ``pivot`` then ``reindex(columns=sources)``, placed with numpy: the rankings in
+    # answer id order, one entry per (ranking, source) (``long_table`` keeps one).
+    ids, rows = np.unique(long.answer_id.to_numpy(), return_inverse=True)
+    columns = pd.Index(sources).get_indexer(long.source)
+    known = columns >= 0
+    table = np.full((len(ids), len(sources)), np.nan)
+    table[rows.reshape(-1)[known], columns[known]] = values[known]
+    index = pd.Index(ids, name="answer_id")
+    return pd.DataFrame(table, index=index, columns=pd.Index(sources, name="source"))
 
 
 def average_ranks(ranks: np.ndarray) -> np.ndarray:
@@ -87,6 +94,20 @@ def _unit_sums(values: np.ndarray, units: np.ndarray, order: np.ndarray) -> np.n
     cells = (where[:, None] * width + np.arange(width)).reshape(-1)
     sums = np.bincount(cells, flat.reshape(-1), minlength=len(order) * width)
     return sums.reshape(len(order), width)
+
+
+def _unit_sums_of(
+    arrays: Mapping[str, np.ndarray], units: np.ndarray, order: np.ndarray
+) -> dict[str, np.ndarray]:
+    """:func:`_unit_sums` of each array (one row per ranking), in one pass: each the same
+    (units x flattened row) sums as on its own (exact, or pandas' per column)."""
+    flat = {k: np.asarray(v, dtype=float).reshape(len(units), -1) for k, v in arrays.items()}
+    summed = _unit_sums(np.hstack(list(flat.values())), units, order)
+    out, start = {}, 0
+    for name, block in flat.items():
+        out[name] = summed[:, start : start + block.shape[1]]
+        start += block.shape[1]
+    return out
 
 
 def _exact_sums(values: np.ndarray) -> bool:
@@ -138,11 +159,14 @@ def source_table(
     m = len(sources)
     pair = _pairwise(ranks)
     avg = average_ranks(ranks) if avg is None else avg
-    columns = {name: _unit_sums(v, units, order) for name, v in pair.items()}
-    columns["rank_sum"] = _unit_sums(np.nan_to_num(avg), units, order)
-    columns["ranked"] = _unit_sums(~np.isnan(avg), units, order)
-    columns["correct"] = _unit_sums(np.nan_to_num(correct), units, order)
-    columns["judged"] = _unit_sums(~np.isnan(correct), units, order)
+    per_ranking = {
+        **pair,
+        "rank_sum": np.nan_to_num(avg),
+        "ranked": ~np.isnan(avg),
+        "correct": np.nan_to_num(correct),
+        "judged": ~np.isnan(correct),
+    }
+    columns = _unit_sums_of(per_ranking, units, order)
     pop = s.population(columns, order)
     totals = pop.totals()
     # Each figure's n_units: the units that add to its denominator.
@@ -319,9 +343,8 @@ def correctness_vs_rank(
     c, r = np.where(both, correct, 0.0), np.where(both, avg, 0.0)
     order = np.unique(units)
     cols = {"n": both, "c": c, "r": r, "cc": c * c, "rr": r * r, "cr": c * r}
-    pooled = s.population(
-        {k: _unit_sums(v.sum(axis=1), units, order)[:, 0] for k, v in cols.items()}, order
-    )
+    summed = _unit_sums_of({k: v.sum(axis=1) for k, v in cols.items()}, units, order)
+    pooled = s.population({k: v[:, 0] for k, v in summed.items()}, order)
     return {**summary, "pooled": pooled.figure(_pooled_pearson)}
 
 

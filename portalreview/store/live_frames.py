@@ -9,7 +9,8 @@ order (the tests check it after every kind of write).
 **The rule.** Each refresh notes, in the read transaction it reads in, a *watermark*: the last
 audit-log entry (id and hash); a *fingerprint* of the tables the frames read besides the
 answers; the assignments' count and largest rowid; and the answers' time on task summed per
-block of 256 answer ids (``BLOCK_BITS``). The next refresh reads **in full** when
+block of 256 answer ids (``BLOCK_BITS``), with each block's count of answers
+(:func:`block_counts`). The next refresh reads **in full** when
 
 * the fingerprint changed: the count and largest rowid of ``units``, ``unit_sets``, ``cases``,
   ``case_tags``, ``responses``, ``sentences`` and ``annotators``; the annotators' names and
