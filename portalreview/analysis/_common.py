@@ -266,8 +266,8 @@ def carry_memo(
     * ``("people", kind)``: that kind's rows of ``answers`` (``kind`` not changed) and
       ``units`` (merged, so the rows' positions in ``answers`` do not matter); the same for
       ``("people_counts", kind)``, counted from it (``reports.json_report``);
-    * the :data:`_NO_ANSWERS` entries (``"sources"``, ``"eppc_batches"``): the frames listed
-      there;
+    * the :data:`_NO_ANSWERS` entries (``"sources"``, ``"eppc_batches"``, ``"cases_by_id"``,
+      ``"units_per_kind"``): the frames listed there;
     * ``"eppc_evidence"`` (``analysis.eppc.EvidenceTexts``): always, while not too large (it
       holds evidence texts and what was decided of them, whatever frames they came from);
     * the :data:`PER_ANSWER` tables: their kind's rows of ``answers`` and the frames listed
@@ -328,7 +328,12 @@ def _how_carried(
 
 
 #: Memo entries made from no answer: the frames each is made from.
-_NO_ANSWERS = {"sources": ("responses",), "eppc_batches": ("units",)}
+_NO_ANSWERS = {
+    "sources": ("responses",),
+    "eppc_batches": ("units",),
+    "cases_by_id": ("cases",),
+    "units_per_kind": ("units",),
+}
 
 
 def _per_answer(key: Any) -> tuple | None:

@@ -59,9 +59,16 @@ def long_table(answers: pd.DataFrame, frames: StudyFrames) -> tuple[pd.DataFrame
 
 def wide(long: pd.DataFrame, column: str, sources: list[str]) -> pd.DataFrame:
     """Rankings (index answer_id, with unit) x sources table of one column, NaN = absent."""
-    values = long.assign(v=pd.to_numeric(long[column].astype("float"), errors="coerce"))
-    table = values.pivot(index="answer_id", columns="source", values="v")
-    return table.reindex(columns=sources)
+    values = pd.to_numeric(long[column].astype("float"), errors="coerce").to_numpy(float)
+    # As ``pivot`` then ``reindex(columns=sources)``, placed with numpy: the rankings in
+    # answer id order, one entry per (ranking, source) (``long_table`` keeps one).
+    ids, rows = np.unique(long.answer_id.to_numpy(), return_inverse=True)
+    columns = pd.Index(sources).get_indexer(long.source)
+    known = columns >= 0
+    table = np.full((len(ids), len(sources)), np.nan)
+    table[rows.reshape(-1)[known], columns[known]] = values[known]
+    index = pd.Index(ids, name="answer_id")
+    return pd.DataFrame(table, index=index, columns=pd.Index(sources, name="source"))
 
 
 def average_ranks(ranks: np.ndarray) -> np.ndarray:
@@ -76,8 +83,38 @@ def average_ranks(ranks: np.ndarray) -> np.ndarray:
 
 def _unit_sums(values: np.ndarray, units: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Rows of ``values`` (one per ranking) summed per unit, units in ``order``."""
-    frame = pd.DataFrame(values.reshape(len(values), -1))
-    return frame.groupby(units).sum().reindex(order).to_numpy()
+    flat = np.asarray(values, dtype=float).reshape(len(values), -1)
+    where = np.searchsorted(order, units)
+    known = (where < len(order)).all() and np.array_equal(order[where], units)
+    if not known or not _exact_sums(flat):
+        return pd.DataFrame(flat).groupby(units).sum().reindex(order).to_numpy()
+    # Counts, ranks and their products are multiples of 1/4 far below 2**48: every partial
+    # sum is exact, so one bincount gives pandas' (compensated) sums bit for bit.
+    width = flat.shape[1]
+    cells = (where[:, None] * width + np.arange(width)).reshape(-1)
+    sums = np.bincount(cells, flat.reshape(-1), minlength=len(order) * width)
+    return sums.reshape(len(order), width)
+
+
+def _unit_sums_of(
+    arrays: Mapping[str, np.ndarray], units: np.ndarray, order: np.ndarray
+) -> dict[str, np.ndarray]:
+    """:func:`_unit_sums` of each array (one row per ranking), in one pass: each the same
+    (units x flattened row) sums as on its own (exact, or pandas' per column)."""
+    flat = {k: np.asarray(v, dtype=float).reshape(len(units), -1) for k, v in arrays.items()}
+    summed = _unit_sums(np.hstack(list(flat.values())), units, order)
+    out, start = {}, 0
+    for name, block in flat.items():
+        out[name] = summed[:, start : start + block.shape[1]]
+        start += block.shape[1]
+    return out
+
+
+def _exact_sums(values: np.ndarray) -> bool:
+    """Whether every sum of some of ``values`` is exact in float64 (quarters, well within
+    range), so that the order of the additions does not matter."""
+    quarters = values * 4
+    return bool(np.array_equal(quarters, np.rint(quarters)) and np.abs(values).sum() < 2**48)
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,18 +146,27 @@ def _average_win_rate(sums: Mapping[str, np.ndarray], m: int, i: int) -> np.ndar
 
 
 def source_table(
-    ranks: np.ndarray, correct: np.ndarray, units: np.ndarray, sources: list[str], s: Settings
+    ranks: np.ndarray,
+    correct: np.ndarray,
+    units: np.ndarray,
+    sources: list[str],
+    s: Settings,
+    avg: np.ndarray | None = None,
 ) -> tuple[list[dict], list[dict]]:
-    """Per source (Table 3) and per ordered pair of sources (Figure 2), with CIs over units."""
+    """Per source (Table 3) and per ordered pair of sources (Figure 2), with CIs over units;
+    ``avg``: ``average_ranks(ranks)`` when the caller has it."""
     order = np.unique(units)
     m = len(sources)
     pair = _pairwise(ranks)
-    avg = average_ranks(ranks)
-    columns = {name: _unit_sums(v, units, order) for name, v in pair.items()}
-    columns["rank_sum"] = _unit_sums(np.nan_to_num(avg), units, order)
-    columns["ranked"] = _unit_sums(~np.isnan(avg), units, order)
-    columns["correct"] = _unit_sums(np.nan_to_num(correct), units, order)
-    columns["judged"] = _unit_sums(~np.isnan(correct), units, order)
+    avg = average_ranks(ranks) if avg is None else avg
+    per_ranking = {
+        **pair,
+        "rank_sum": np.nan_to_num(avg),
+        "ranked": ~np.isnan(avg),
+        "correct": np.nan_to_num(correct),
+        "judged": ~np.isnan(correct),
+    }
+    columns = _unit_sums_of(per_ranking, units, order)
     pop = s.population(columns, order)
     totals = pop.totals()
     # Each figure's n_units: the units that add to its denominator.
@@ -197,19 +243,20 @@ def criteria_table(long: pd.DataFrame, catalogs: Catalogs) -> list[dict]:
     ids = [c.id for c in catalogs.criteria]
     sources = sorted(long.source.unique().tolist())
     where = pd.Index(sources).get_indexer(long.source)
-    ticked = {
-        c: np.bincount(
-            where, np.fromiter((c in t for t in long.criteria.tolist()), float), len(sources)
-        )
-        for c in ids
-    }
-    any_ticked = np.fromiter((len(t) > 0 for t in long.criteria.tolist()), float)
-    n_any = np.bincount(where, any_ticked, len(sources))
+    # A study's rankings tick few distinct sets of criteria: count the (source, set) pairs,
+    # then each set's criteria once, instead of testing every criterion on every row.
+    sets, distinct = pd.factorize(long.criteria.to_numpy(dtype=object))
+    per_set = np.bincount(
+        where * len(distinct) + sets, minlength=len(sources) * len(distinct)
+    ).reshape(len(sources), len(distinct))
+    member = np.array([[c in t for c in ids] for t in distinct], dtype=np.int64)
+    ticked = per_set @ member.reshape(len(distinct), len(ids))
+    n_any = per_set @ np.array([len(t) > 0 for t in distinct], dtype=np.int64)
     n = np.bincount(where, minlength=len(sources))
     return [
         {
             "source": source,
-            "counts": {c: int(ticked[c][i]) for c in ids},
+            "counts": {c: int(ticked[i, j]) for j, c in enumerate(ids)},
             "n_with_any_criterion": int(n_any[i]),
             "n_responses": int(n[i]),
         }
@@ -296,9 +343,8 @@ def correctness_vs_rank(
     c, r = np.where(both, correct, 0.0), np.where(both, avg, 0.0)
     order = np.unique(units)
     cols = {"n": both, "c": c, "r": r, "cc": c * c, "rr": r * r, "cr": c * r}
-    pooled = s.population(
-        {k: _unit_sums(v.sum(axis=1), units, order)[:, 0] for k, v in cols.items()}, order
-    )
+    summed = _unit_sums_of({k: v.sum(axis=1) for k, v in cols.items()}, units, order)
+    pooled = s.population({k: v[:, 0] for k, v in summed.items()}, order)
     return {**summary, "pooled": pooled.figure(_pooled_pearson)}
 
 
@@ -336,10 +382,10 @@ def analyse(
     correct = wide(long, "correct", sources).reindex(ranks.index)
     meta = long.drop_duplicates("answer_id").set_index("answer_id").loc[ranks.index]
     units = meta.unit.to_numpy()
-    by_source, matrix = source_table(
-        ranks.to_numpy(float), correct.to_numpy(float), units, sources, s
-    )
     avg = average_ranks(ranks.to_numpy(float))
+    by_source, matrix = source_table(
+        ranks.to_numpy(float), correct.to_numpy(float), units, sources, s, avg
+    )
     return jsonable(
         {
             **out,

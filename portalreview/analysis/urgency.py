@@ -102,12 +102,22 @@ EMPTY: dict[str, Any] = {
 # --------------------------------------------------------------------------------------------
 
 
+def cases_by_id(frames: StudyFrames) -> pd.DataFrame:
+    """``frames.cases`` indexed by case id, made once per frames (every inbox looks its cases
+    up there; ``analysis._common.carry_memo`` carries it while the cases stay the same).
+    Read it, never change it in place."""
+    found = frames.memo.get("cases_by_id")
+    if found is None:
+        found = frames.memo["cases_by_id"] = frames.cases.set_index("case_id")
+    return found
+
+
 def decisions(frames: StudyFrames) -> pd.DataFrame:
     """Urgency answers with a choice: unit cases a and b, the chosen case, the reference levels
     of a and b, whether a was chosen and whether the chosen case was shown first."""
     answers = people(frames, KIND).merge(frames.urgency, on="answer_id")
     answers = answers.dropna(subset=["more_urgent_case_id"])
-    levels = frames.cases.set_index("case_id").urgency_level
+    levels = cases_by_id(frames).urgency_level
     a = answers.case_id.astype(int)
     b = answers.case_b_id.astype(int)
     chosen = answers.more_urgent_case_id.astype(int)
@@ -296,7 +306,7 @@ def _scorer(
     key = (
         adaptive,
         tuple(items),
-        tuple(int(levels[c]) for c in items),
+        tuple(levels.loc[items].astype(int).tolist()),
         s.seed,
         s.n_resamples,
         stream,
@@ -365,22 +375,34 @@ def _inbox_order(
     rows: pd.DataFrame, items: list[int], frames: StudyFrames, adaptive: bool = False
 ) -> list[dict]:
     """The inbox sorted by its score (win rate; strength for an adaptive inbox)."""
-    rates = win_rate_scores(items, _outcomes(rows))
-    scores = inbox_scores(items, _outcomes(rows), adaptive=adaptive)
-    cases = frames.cases.set_index("case_id")
-    wins = rows.chosen.value_counts()
-    played = pd.concat([rows.case_a, rows.case_b]).value_counts()
+    outcomes = _outcomes(rows)
+    rates = win_rate_scores(items, outcomes)
+    scores = inbox_scores(items, outcomes, adaptive=True) if adaptive else rates
+    order = sort_by_score(scores)
+    cases = cases_by_id(frames).loc[order]
+    wins = rows.chosen.value_counts().reindex(order, fill_value=0)
+    played = pd.concat([rows.case_a, rows.case_b]).value_counts().reindex(order, fill_value=0)
+    columns = zip(
+        order,
+        cases.external_id.tolist(),
+        cases.urgency_level.astype(int).tolist(),
+        wins.tolist(),
+        played.tolist(),
+        rates.loc[order].tolist(),
+        scores.loc[order].tolist(),
+        strict=True,
+    )
     return [
         {
             "case_id": c,
-            "external_id": cases.external_id[c],
-            "level": int(cases.urgency_level[c]),
-            "wins": int(wins.get(c, 0)),
-            "comparisons": int(played.get(c, 0)),
-            "win_rate": rates[c],
-            **({"strength": scores[c]} if adaptive else {}),
+            "external_id": external_id,
+            "level": level,
+            "wins": n_wins,
+            "comparisons": n_played,
+            "win_rate": rate,
+            **({"strength": score} if adaptive else {}),
         }
-        for c in sort_by_score(scores)
+        for c, external_id, level, n_wins, n_played, rate, score in columns
     ]
 
 
@@ -407,7 +429,7 @@ def inbox(
     """One inbox: the pooled scorer (every annotator's answers) and one per annotator;
     ``resampled`` receives the pooled scorer's resampled NDCG / T-NDCG (see _scorer);
     ``index`` (the inbox's place in name order) seeds its judgement resamples."""
-    levels = frames.cases.set_index("case_id").urgency_level
+    levels = cases_by_id(frames).urgency_level
     items = [c for c in members if pd.notna(levels.get(c))]
     inside = rows[rows.case_a.isin(items) & rows.case_b.isin(items)]
     adaptive = bool(inside.adaptive.any()) if "adaptive" in inside else False
@@ -483,6 +505,20 @@ def _mean_interval(
     return interval_and_count(np.mean(np.vstack(rows), axis=0))
 
 
+#: The columns of the decisions that the inboxes and accuracy tables read: they filter the
+#: decisions inbox by inbox and annotator by annotator, and a narrow frame is cheaper to copy.
+_INBOX_COLUMNS = ("unit_id", "answer_id", "annotator", "chosen", "case_a", "case_b")
+_INBOX_OPTIONAL = ("adaptive", "unit_set")
+_ACCURACY_COLUMNS = ("unit_id", "annotator", "level_a", "level_b", "chose_a")
+
+
+def _narrow(
+    rows: pd.DataFrame, columns: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """``rows`` with only ``columns`` and those of ``optional`` it has."""
+    return rows[[*columns, *(c for c in optional if c in rows)]]
+
+
 def _long(rows: pd.DataFrame) -> pd.DataFrame:
     """(unit_id, annotator, value) with value 1 when the unit's first case was chosen."""
     return rows.assign(value=rows.chose_a.astype(int))[["unit_id", "annotator", "value"]]
@@ -509,12 +545,15 @@ def analyse(
     model_names = ordered_names(models(rows).annotator)
     resampled: list[dict[str, np.ndarray | None]] = []
     inboxes = []
+    inbox_rows = _narrow(people_rows, _INBOX_COLUMNS, _INBOX_OPTIONAL)
     for index, (name, members) in enumerate(inbox_members(frames).items()):
         resampled.append({})
-        inboxes.append(inbox(name, members, people_rows, frames, s, resampled[-1], index))
+        inboxes.append(inbox(name, members, inbox_rows, frames, s, resampled[-1], index))
     summary = _inbox_summary(inboxes, resampled)
     for entry in inboxes:
         entry.pop("unit_ids", None)
+    graded = _narrow(people_rows, _ACCURACY_COLUMNS)
+    model_graded = _narrow(rows, _ACCURACY_COLUMNS)
     return jsonable(
         {
             **answer_counts(people_rows),
@@ -522,15 +561,15 @@ def analyse(
             "relevance_mapping": {str(k): v for k, v in DEFAULT_RELEVANCE.items()},
             "accuracy": accuracy(people_rows, s),
             "accuracy_by_annotator": [
-                {"annotator": who, **accuracy(people_rows[people_rows.annotator == who], s)}
-                for who in ordered_names(people_rows.annotator)
+                {"annotator": who, **accuracy(graded[graded.annotator == who], s)}
+                for who in ordered_names(graded.annotator)
             ],
             "agreement": nominal_agreement(_long(people_rows), s),
             "model_agreement": model_vs_people(
                 _long(rows[~rows.is_gold.astype(bool)]), model_names, s
             ),
             "model_accuracy": [
-                {"annotator": who, **accuracy(rows[rows.annotator == who], s)}
+                {"annotator": who, **accuracy(model_graded[model_graded.annotator == who], s)}
                 for who in model_names
             ],
             "position_bias": position_bias(people_rows, s),

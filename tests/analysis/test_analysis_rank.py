@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from analysis_builders import new_study
@@ -230,3 +231,19 @@ def test_two_drafts_of_one_source_give_the_same_figures_whatever_the_order_liste
         (m1,) = build_report(st.project, n_resamples=0)["rank"]["by_source"]
         figures.append((m1["n_correct"], m1["percent_correct"]["value"]))
     assert figures == [(1, 100.0), (1, 100.0)]
+
+
+def test_unit_sums_equal_pandas_group_sums():
+    # Quarters and counts are summed with one bincount (exact in any order); other values
+    # keep pandas' compensated sums: either way pandas' sums, bit for bit.
+    rng = np.random.default_rng(4)
+    units = rng.integers(0, 50, 3000) * 7
+    order = np.unique(units)
+    for values in (
+        rng.integers(0, 9, (3000, 3)) / 4,
+        rng.integers(0, 2, 3000).astype(bool),
+        rng.random((3000, 2)) * 1e3,
+    ):
+        frame = pd.DataFrame(values.reshape(len(values), -1))
+        expected = frame.groupby(units).sum().reindex(order).to_numpy()
+        assert np.array_equal(rank._unit_sums(values, units, order), expected)

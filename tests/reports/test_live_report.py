@@ -268,6 +268,30 @@ def test_nothing_is_carried_when_the_answers_column_types_changed(demo):
     assert carry_memo(frames, other_units, frozenset({"eppc"})) == 1  # only the sources
 
 
+def test_what_no_answer_makes_is_carried_while_its_frames_stay(demo):
+    """The cases indexed by id (urgency's inboxes) and the units per kind (the study's
+    counts) are carried while their frame is the same object, whatever answers changed."""
+    from dataclasses import replace
+
+    from portalreview.analysis._common import carry_memo
+    from portalreview.analysis.urgency import cases_by_id
+    from portalreview.reports.json_report import _units_per_kind
+
+    frames = read_frames(demo)
+    cases_by_id(frames), _units_per_kind(frames)
+    every = frozenset(KINDS)
+    assert carry_memo(frames, replace(frames), every) == 2
+    assert carry_memo(frames, replace(frames, cases=frames.cases.copy()), every) == 1
+    assert carry_memo(frames, replace(frames, units=frames.units.copy()), every) == 1
+    live = LiveReport(use_cache=False)
+    first = live.refresh(demo, **SETTINGS).frames
+    _flag_one_answer(demo, "urgency")
+    result = live.refresh(demo, **SETTINGS)
+    assert result.frames.memo["cases_by_id"] is first.memo["cases_by_id"]
+    assert result.frames.memo["cases_by_id"].equals(result.frames.cases.set_index("case_id"))
+    assert result.report == _fresh(demo)
+
+
 def _per_answer_tables(frames, project) -> dict:
     """Every :data:`analysis._common.PER_ANSWER` table of ``frames``, by its key's name."""
     from portalreview.analysis import match, respond

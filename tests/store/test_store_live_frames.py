@@ -794,3 +794,26 @@ def test_live_frames_the_comparison_sees_none_against_nan():
     others = StudyFrames(**{name: other for name in FRAMES})
     with pytest.raises(AssertionError):
         assert_same_frames(frames, others)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [[], [1], [0, 1, 2], list(range(3, 700)), [*range(1, 600), 900], [5, 7, 256, 1000]],
+)
+def test_live_frames_block_counts_from_the_id_range_equal_the_counted(ids):
+    # Without gaps the blocks' counts follow from the ids' range; with gaps they are counted:
+    # either way each block's count of ids, as counting every block in SQL gives it.
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    with Session(create_engine("sqlite://")) as s:
+        s.execute(text("CREATE TABLE answers (id INTEGER PRIMARY KEY, active_seconds REAL)"))
+        for answer_id in ids:
+            s.execute(text("INSERT INTO answers VALUES (:id, 1.0)"), {"id": answer_id})
+        sums = live_frames.sql_rows(s, live_frames._BLOCK_SUMS["sqlite"])
+        counted = [row[0] for row in live_frames.sql_rows(s, live_frames._BLOCK_COUNTS_SQL)]
+        found = live_frames.block_counts(s, len(sums))
+    expected = np.bincount(np.array(ids, dtype=np.int64) >> live_frames.BLOCK_BITS)
+    expected = np.pad(expected, (0, len(sums) - len(expected)))
+    assert found.tolist() == counted == expected.tolist()
+    assert found.dtype == np.int64 and [row[0] for row in sums] == expected.tolist()
