@@ -46,6 +46,7 @@ from portalreview.analysis._common import (
     ordered_names,
     people,
     prf_columns,
+    spliced_or_whole,
 )
 from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
@@ -54,6 +55,8 @@ from portalreview.store.frames import StudyFrames
 
 KIND = "eppc"
 BATCH_SIZE = 50
+
+_NUMBERINGS = itertools.count()
 
 
 # --------------------------------------------------------------------------------------------
@@ -64,7 +67,33 @@ BATCH_SIZE = 50
 def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> pd.DataFrame:
     """One row per (answer, code): unit_id, code, subcode ('' when none), the evidence text
     (the sentence sliced by each span, pieces joined with a space; '' without spans), and
-    integer ids of the code (its catalog position) and of the (code, subcode) pair."""
+    integer ids of the evidence text and of the (code, subcode) pair (numbered by the frames'
+    :class:`EvidenceTexts`) and of the code (its catalog position).
+
+    For the frames' eppc answers (``people``) the table is kept in the frames' memo, and a live
+    report's next refresh makes only the re-read answers' rows again
+    (``analysis._common.PER_ANSWER``, ``spliced``). Read it, never change it in place."""
+    numbering = evidence_texts(frames)
+    if answers is not people(frames, KIND):
+        return _label_rows_of(answers, frames, codes, numbering)
+    # The ids are the numbering's: the key names it, so a table numbered by another (one not
+    # carried to these frames) is never spliced into this one.
+    key = ("eppc_label_rows", tuple(codes), numbering.serial)
+    found = frames.memo.get(key)
+    if found is None:
+
+        def make(answer_ids: pd.Series) -> pd.DataFrame:
+            mine = answers[answers.answer_id.isin(answer_ids).to_numpy()]
+            return _label_rows_of(mine, frames, codes, numbering)
+
+        found = spliced_or_whole(frames, key, answers.answer_id, make)
+    return found
+
+
+def _label_rows_of(
+    answers: pd.DataFrame, frames: StudyFrames, codes: list[str], numbering: EvidenceTexts
+) -> pd.DataFrame:
+    """:func:`label_rows` of ``answers``, made from their label rows."""
     labels = frames.eppc_labels.merge(answers[["answer_id", "unit_id", "sentence_id"]])
     texts = frames.sentences.set_index("sentence_id").text
     sentence = labels.sentence_id.map(texts)
@@ -74,26 +103,21 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
         else " ".join(text[a:b] for a, b in spans)
         for text, spans in zip(sentence.tolist(), labels.spans.tolist(), strict=True)
     ]
-    numbering = evidence_texts(frames)
     evidence_id = numbering.numbered(evidence)
     subcode = labels.subcode.fillna("").astype(str)
-    # The (code, subcode) pairs numbered as they are first met: each part numbered on its own,
-    # the pair of numbers numbered again (the pairs of numbers match the pairs of texts).
-    code_of, _ = pd.factorize(labels.code.astype(str))
-    subcode_of, subcodes_met = pd.factorize(subcode)
-    pair_id, _ = pd.factorize(code_of.astype(np.int64) * (len(subcodes_met) + 1) + subcode_of)
+    # Explicit types: the rows of a few answers (or of none) are spliced into the whole table.
     return pd.DataFrame(
         {
             "answer_id": labels.answer_id,
             "unit_id": labels.unit_id,
             "code": labels.code,
             "subcode": subcode,
-            "evidence": evidence,
-            "has_evidence": [text != "" for text in evidence],
+            "evidence": pd.Series(evidence, index=labels.index, dtype="str"),
+            "has_evidence": np.array([text != "" for text in evidence], dtype=bool),
             "evidence_id": evidence_id,
-            "tokens": numbering.tokens_of(evidence_id),
+            "tokens": pd.Series(numbering.tokens_of(evidence_id), index=labels.index, dtype=object),
             "code_id": pd.Index(codes).get_indexer(labels.code),
-            "pair_id": pair_id,
+            "pair_id": numbering.pairs_numbered(labels.code.astype(str), subcode),
         }
     )
 
@@ -122,49 +146,69 @@ def _tokens_of(texts: list[str]) -> list[frozenset[str]]:
 # --------------------------------------------------------------------------------------------
 
 
-def _keys(rows: pd.DataFrame, column: str, units: pd.Index, n_labels: int) -> np.ndarray:
-    """Distinct (unit, label) items of ``rows`` as integers unit_position * n_labels + label,
-    sorted."""
-    where = units.get_indexer(rows.unit_id.to_numpy())
-    label = rows[column].to_numpy()
-    keep = (where >= 0) & (label >= 0)
-    return np.unique(where[keep].astype(np.int64) * n_labels + label[keep])
+@dataclass(frozen=True)
+class OnUnits:
+    """One coder's label rows on the units compared: each row's unit position ``at`` (-1 for
+    a unit not among them) and the rows' label and evidence columns as arrays."""
+
+    at: np.ndarray
+    code_id: np.ndarray
+    pair_id: np.ndarray
+    evidence_id: np.ndarray
+    has_evidence: np.ndarray
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame, units: pd.Index) -> OnUnits:
+        """``rows`` (``label_rows``' columns) placed on ``units``."""
+        return cls(
+            units.get_indexer(rows.unit_id.to_numpy()),
+            rows.code_id.to_numpy(),
+            rows.pair_id.to_numpy(),
+            rows.evidence_id.to_numpy(),
+            rows.has_evidence.to_numpy(bool),
+        )
+
+
+def _keys(at: np.ndarray, label: np.ndarray, n_units: int, n_labels: int) -> np.ndarray:
+    """Distinct (unit, label) items of rows on unit positions ``at`` with labels ``label`` as
+    integers unit_position * n_labels + label, sorted."""
+    keep = (at >= 0) & (label >= 0)
+    return np.unique(at[keep].astype(np.int64) * n_labels + label[keep])
 
 
 # Above this many (unit, label) items the sets are compared as sorted keys, not as masks.
 _MAX_MASK = 2**25
 
 
-def _item_mask(rows: pd.DataFrame, column: str, units: pd.Index, n_labels: int) -> np.ndarray:
-    """The (unit, label) items of ``rows`` as a mask over every item unit_position * n_labels
+def _item_mask(at: np.ndarray, label: np.ndarray, n_units: int, n_labels: int) -> np.ndarray:
+    """The (unit, label) items of rows as a mask over every item unit_position * n_labels
     + label: the set of :func:`_keys` without sorting (a few thousand units x labels)."""
-    where = units.get_indexer(rows.unit_id.to_numpy())
-    label = rows[column].to_numpy()
-    keep = (where >= 0) & (label >= 0)
-    mask = np.zeros(len(units) * n_labels, dtype=bool)
-    mask[where[keep].astype(np.int64) * n_labels + label[keep]] = True
+    keep = (at >= 0) & (label >= 0)
+    mask = np.zeros(n_units * n_labels, dtype=bool)
+    mask[at[keep].astype(np.int64) * n_labels + label[keep]] = True
     return mask
 
 
-def set_counts(ref: pd.DataFrame, pred: pd.DataFrame, column: str, units: pd.Index, n: int):
-    """TP / FP / FN of the label sets of ``pred`` against ``ref`` per unit (dict of arrays
-    over ``units``) and per label (dict of arrays over the n labels): micro counting as
-    ``metrics.micro_prf`` / ``per_label_prf``."""
-    if len(units) * n <= _MAX_MASK:
-        r, p = _item_mask(ref, column, units, n), _item_mask(pred, column, units, n)
+def set_counts(ref: OnUnits, pred: OnUnits, column: str, n_units: int, n: int):
+    """TP / FP / FN of the label sets (``column``: code_id or pair_id) of ``pred`` against
+    ``ref`` per unit (dict of arrays over the n_units units) and per label (dict of arrays
+    over the n labels): micro counting as ``metrics.micro_prf`` / ``per_label_prf``."""
+    items = _item_mask if n_units * n <= _MAX_MASK else _keys
+    r = items(ref.at, getattr(ref, column), n_units, n)
+    p = items(pred.at, getattr(pred, column), n_units, n)
+    if items is _item_mask:
         found = {
             "tp": np.flatnonzero(r & p),
             "fp": np.flatnonzero(p & ~r),
             "fn": np.flatnonzero(r & ~p),
         }
     else:
-        r, p = _keys(ref, column, units, n), _keys(pred, column, units, n)
         found = {
             "tp": np.intersect1d(r, p, assume_unique=True),
             "fp": np.setdiff1d(p, r, assume_unique=True),
             "fn": np.setdiff1d(r, p, assume_unique=True),
         }
-    per_unit = {k: np.bincount(v // n, minlength=len(units)) for k, v in found.items()}
+    per_unit = {k: np.bincount(v // n, minlength=n_units) for k, v in found.items()}
     per_label = {k: np.bincount(v % n, minlength=n) for k, v in found.items()}
     return per_unit, per_label
 
@@ -223,7 +267,8 @@ class RelaxedMatcher:
 class EvidenceTexts(RelaxedMatcher):
     """The evidence texts of a study's label rows numbered as first met (``label_rows``'
     ``evidence_id``), with their token sets, and the relaxed match of each pair of them
-    decided so far (:class:`RelaxedMatcher`). One lives in a frames' memo
+    decided so far (:class:`RelaxedMatcher`); the (code, subcode) pairs numbered as first met
+    too (``pair_id``). One lives in a frames' memo
     (:func:`evidence_texts`), and a live report carries it to the next refresh's frames
     (``analysis._common.carry_memo``), numbers and decisions alike: a refresh after one eppc
     answer meets the same texts and pairs again (on 10,000 cases, deciding 38,000 pairs anew
@@ -235,6 +280,9 @@ class EvidenceTexts(RelaxedMatcher):
     def __init__(self) -> None:
         super().__init__()
         self._ids: dict[str, int] = {}
+        self._pair_ids: dict[tuple[str, str], int] = {}
+        #: Tells numberings apart (``label_rows`` keeps its table under it).
+        self.serial = next(_NUMBERINGS)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -252,6 +300,23 @@ class EvidenceTexts(RelaxedMatcher):
             numbers = np.array([ids[text] for text in distinct], dtype=np.int64)
         return numbers[codes] if len(codes) else np.zeros(0, dtype=np.int64)
 
+    def pairs_numbered(self, codes: pd.Series, subcodes: pd.Series) -> np.ndarray:
+        """Each (code, subcode) pair's number (pairs met for the first time numbered in
+        order): each part factorized on its own, the pairs of numbers factorized again."""
+        code_of, code_names = pd.factorize(codes)
+        subcode_of, subcode_names = pd.factorize(subcodes)
+        width = len(subcode_names) + 1
+        pair_of, met = pd.factorize(code_of.astype(np.int64) * width + subcode_of)
+        pairs = zip(
+            code_names.take(met // width).tolist(),
+            subcode_names.take(met % width).tolist(),
+            strict=True,
+        )
+        with self._lock:
+            ids = self._pair_ids
+            numbers = np.array([ids.setdefault(pair, len(ids)) for pair in pairs], np.int64)
+        return numbers[pair_of] if len(pair_of) else np.zeros(0, dtype=np.int64)
+
     def tokens_of(self, numbers: np.ndarray) -> list[frozenset[str]]:
         """The token set of each numbered text."""
         tokens = self.tokens
@@ -266,31 +331,41 @@ def evidence_texts(frames: StudyFrames) -> EvidenceTexts:
     return found
 
 
-def _with_evidence(rows: pd.DataFrame, units: pd.Index, name: str) -> pd.DataFrame:
-    """Rows on ``units`` that have evidence text: unit position ``u``, evidence id ``name``
-    and a row number ``{name}_row``."""
-    u = units.get_indexer(rows.unit_id.to_numpy())
-    keep = rows.has_evidence.to_numpy(bool) & (u >= 0)
-    evidence = rows.evidence_id.to_numpy()[keep]
-    return pd.DataFrame({"u": u[keep], name: evidence, f"{name}_row": np.arange(len(evidence))})
+def _with_evidence(rows: OnUnits) -> tuple[np.ndarray, np.ndarray]:
+    """The unit positions and evidence ids of the rows on the units that have evidence."""
+    keep = rows.has_evidence & (rows.at >= 0)
+    return rows.at[keep], rows.evidence_id[keep]
 
 
-def _span_counts(
-    ref: pd.DataFrame, pred: pd.DataFrame, units: pd.Index, matcher: RelaxedMatcher
-) -> dict:
-    """Per unit: predicted and gold spans, TP (predicted spans matching a gold span of the
-    same sentence), matched gold spans, FP and FN - ``metrics.span_prf``'s counting."""
-    p, g = _with_evidence(pred, units, "p"), _with_evidence(ref, units, "g")
-    pairs = p.merge(g, on="u")
-    hits = pairs[matcher(pairs.p.to_numpy(), pairs.g.to_numpy())]
-    n = len(units)
-    hit_p = np.flatnonzero(np.bincount(hits.p_row.to_numpy(), minlength=len(p)))
-    hit_g = np.flatnonzero(np.bincount(hits.g_row.to_numpy(), minlength=len(g)))
+def _same_unit_pairs(p_unit: np.ndarray, g_unit: np.ndarray, n: int) -> tuple:
+    """Every (p row, g row) pair of rows on the same unit (rows given by unit position, n
+    units): the p rows' and the g rows' numbers, without a merge."""
+    g_order = np.argsort(g_unit, kind="stable")
+    g_count = np.bincount(g_unit, minlength=n)
+    g_start = np.cumsum(g_count) - g_count
+    per_p = g_count[p_unit]
+    p_row = np.repeat(np.arange(len(p_unit)), per_p)
+    # Each pair's place among its p row's pairs: 0, 1, ... within each run of p_row.
+    place = np.arange(len(p_row)) - np.repeat(np.cumsum(per_p) - per_p, per_p)
+    return p_row, g_order[g_start[p_unit][p_row] + place]
+
+
+def _span_counts(ref: OnUnits, pred: OnUnits, n: int, matcher: RelaxedMatcher) -> dict:
+    """Per unit (n units): predicted and gold spans, TP (predicted spans matching a gold span
+    of the same sentence), matched gold spans, FP and FN - ``metrics.span_prf``'s
+    counting."""
+    (p_unit, p_text), (g_unit, g_text) = _with_evidence(pred), _with_evidence(ref)
+    p_row, g_row = _same_unit_pairs(p_unit, g_unit, n)
+    hits = matcher(p_text[p_row], g_text[g_row])
+    hit_p = np.zeros(len(p_unit), dtype=bool)
+    hit_p[p_row[hits]] = True
+    hit_g = np.zeros(len(g_unit), dtype=bool)
+    hit_g[g_row[hits]] = True
     out = {
-        "n_predicted": np.bincount(p.u, minlength=n),
-        "n_gold": np.bincount(g.u, minlength=n),
-        "tp": np.bincount(p.u.to_numpy()[hit_p], minlength=n),
-        "matched_gold": np.bincount(g.u.to_numpy()[hit_g], minlength=n),
+        "n_predicted": np.bincount(p_unit, minlength=n),
+        "n_gold": np.bincount(g_unit, minlength=n),
+        "tp": np.bincount(p_unit[hit_p], minlength=n),
+        "matched_gold": np.bincount(g_unit[hit_g], minlength=n),
     }
     out["fp"] = out["n_predicted"] - out["tp"]
     out["fn"] = out["n_gold"] - out["matched_gold"]
@@ -335,12 +410,11 @@ def compare(
 ) -> dict[str, Any]:
     """Micro P / R / F1 of codes, code-subcode pairs and spans of ``pred`` against ``ref`` on
     ``units`` (seed 003, Appendix B), CIs over units, and the per-code table."""
-    ref = ref[ref.unit_id.isin(units)]
-    pred = pred[pred.unit_id.isin(units)]
-    code_counts, per_label = set_counts(ref, pred, "code_id", units, len(codes))
-    n_pairs = max(int(np.max(np.r_[ref.pair_id.to_numpy(), pred.pair_id.to_numpy(), 0])) + 1, 1)
-    pair_counts, _ = set_counts(ref, pred, "pair_id", units, n_pairs)
-    spans = _span_counts(ref, pred, units, matcher)
+    r, p = OnUnits.of(ref, units), OnUnits.of(pred, units)
+    code_counts, per_label = set_counts(r, p, "code_id", len(units), len(codes))
+    on = np.r_[r.pair_id[r.at >= 0], p.pair_id[p.at >= 0], 0]
+    pair_counts, _ = set_counts(r, p, "pair_id", len(units), max(int(on.max()) + 1, 1))
+    spans = _span_counts(r, p, len(units), matcher)
     columns = {f"c_{k}": v for k, v in code_counts.items()}
     columns |= {f"p_{k}": v for k, v in pair_counts.items()}
     columns |= {f"s_{k}": v for k, v in spans.items()}
@@ -353,6 +427,10 @@ def compare(
         "spans": _prf_figures(pop, "s_", span_counts),
         "per_code": _per_code(per_label, codes),
     }
+
+
+#: The label rows' columns a comparison of two coders reads.
+_COMPARED = ("unit_id", "code_id", "pair_id", "evidence_id", "has_evidence")
 
 
 @dataclass
@@ -373,7 +451,8 @@ class Coding:
         if self.matcher is None:
             self.matcher = RelaxedMatcher(self.rows)
         # Each answer's coder as a number (the gold answers last), each label row's by its
-        # answer: one split of the rows, not one look-up of every row per coder.
+        # answer: one split of the rows, not one look-up of every row per coder. The coders'
+        # rows keep the columns compared only (the text columns cost most to split).
         answers = self.answers
         gold = answers.is_gold.astype(bool).to_numpy()
         code, names = pd.factorize(answers.annotator.to_numpy(dtype=object)[~gold])
@@ -381,12 +460,15 @@ class Coding:
         coder[~gold] = code  # -1: no name, no coder
         where = pd.Index(answers.answer_id).get_indexer(self.rows.answer_id)
         row_coder = np.where(where >= 0, coder[where], -2)
+        unit_ids = answers.unit_id.to_numpy()
+        is_model = answers.is_model.astype(bool).to_numpy()
+        compared = self.rows[list(_COMPARED)]
         for i, name in enumerate([*map(str, names), ""]):
-            mine = answers[coder == i]
-            self.units_of[name] = pd.Index(sorted(mine.unit_id.unique()), name="unit_id")
-            self.rows_of[name] = self.rows.take(np.flatnonzero(row_coder == i))
+            mine = coder == i
+            self.units_of[name] = pd.Index(np.unique(unit_ids[mine]), name="unit_id")
+            self.rows_of[name] = compared.take(np.flatnonzero(row_coder == i))
             if name:
-                self.is_model[name] = bool(mine.is_model.astype(bool).any())
+                self.is_model[name] = bool(is_model[mine].any())
 
     def shared(self, a: str, b: str) -> pd.Index:
         return self.units_of[a].intersection(self.units_of[b])
