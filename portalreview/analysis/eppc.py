@@ -372,9 +372,10 @@ def _span_counts(ref: OnUnits, pred: OnUnits, n: int, matcher: RelaxedMatcher) -
     return out
 
 
-def _prf_figures(pop: Population, prefix: str, counts: tuple[str, ...]) -> dict[str, Any]:
-    totals = pop.totals()
-    out: dict[str, Any] = {c: int(totals[f"{prefix}{c}"]) for c in counts}
+def _prf_figures(pop: Population, prefix: str, counts: dict[str, int]) -> dict[str, Any]:
+    """The summed ``counts`` and the micro P / R / F1 of the population's columns
+    ``{prefix}tp`` / ``fp`` / ``fn``."""
+    out: dict[str, Any] = dict(counts)
     for score in ("precision", "recall", "f1"):
         out[score] = pop.figure(
             lambda x, k=score: prf_columns(x[f"{prefix}tp"], x[f"{prefix}fp"], x[f"{prefix}fn"])[k]
@@ -415,16 +416,21 @@ def compare(
     on = np.r_[r.pair_id[r.at >= 0], p.pair_id[p.at >= 0], 0]
     pair_counts, _ = set_counts(r, p, "pair_id", len(units), max(int(on.max()) + 1, 1))
     spans = _span_counts(r, p, len(units), matcher)
-    columns = {f"c_{k}": v for k, v in code_counts.items()}
-    columns |= {f"p_{k}": v for k, v in pair_counts.items()}
-    columns |= {f"s_{k}": v for k, v in spans.items()}
+    # The population holds what the intervals read (TP, FP, FN); the other span counts are
+    # only summed.
+    parts = {"c_": code_counts, "p_": pair_counts, "s_": spans}
+    columns = {f"{part}{k}": of[k] for part, of in parts.items() for k in ("tp", "fp", "fn")}
     pop = s.population(columns, units)
     span_counts = ("n_predicted", "n_gold", "tp", "fp", "fn", "matched_gold")
+
+    def summed(of: dict[str, np.ndarray], names: tuple[str, ...]) -> dict[str, int]:
+        return {name: int(of[name].sum()) for name in names}
+
     return {
         "n_units": len(units),
-        "codes": _prf_figures(pop, "c_", ("tp", "fp", "fn")),
-        "code_subcode": _prf_figures(pop, "p_", ("tp", "fp", "fn")),
-        "spans": _prf_figures(pop, "s_", span_counts),
+        "codes": _prf_figures(pop, "c_", summed(code_counts, ("tp", "fp", "fn"))),
+        "code_subcode": _prf_figures(pop, "p_", summed(pair_counts, ("tp", "fp", "fn"))),
+        "spans": _prf_figures(pop, "s_", summed(spans, span_counts)),
         "per_code": _per_code(per_label, codes),
     }
 
@@ -446,6 +452,7 @@ class Coding:
     #: Decides the relaxed match of the rows' evidence texts: the :class:`EvidenceTexts` that
     #: numbered them (``label_rows``), or one made of the rows alone.
     matcher: RelaxedMatcher | None = None
+    _layouts: dict[bytes, BatchLayout] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.matcher is None:
@@ -472,6 +479,15 @@ class Coding:
 
     def shared(self, a: str, b: str) -> pd.Index:
         return self.units_of[a].intersection(self.units_of[b])
+
+    def batch_layout(self, frames: StudyFrames, units: pd.Index) -> BatchLayout:
+        """The :class:`BatchLayout` of ``units`` (made once per set of units: most pairs of
+        coders share the same units)."""
+        key = units.to_numpy().tobytes()
+        found = self._layouts.get(key)
+        if found is None:
+            found = self._layouts[key] = BatchLayout.of(batches(frames, units), units)
+        return found
 
 
 def versus_gold(c: Coding, codes: list[str], s: Settings) -> list[dict[str, Any]]:
@@ -533,34 +549,59 @@ def _batches(info: pd.DataFrame) -> pd.DataFrame:
     return info.sort_values(["unit_set", "position"], kind="stable")
 
 
+@dataclass(frozen=True)
+class BatchLayout:
+    """The batches of a set of units (``batches``' rows): each batch's (unit set, label) in
+    order of first unit, its number of units, and the units' rows (positions in the unit
+    set) grouped by batch, each group starting at ``starts``."""
+
+    keys: list[tuple[Any, str]]
+    sizes: np.ndarray
+    rows: np.ndarray
+    starts: np.ndarray
+
+    @classmethod
+    def of(cls, info: pd.DataFrame, units: pd.Index) -> BatchLayout:
+        # The (unit set, label) pairs numbered as first met: each part numbered on its own,
+        # the pairs of numbers numbered again (the same order as the pairs of values).
+        set_of, sets = pd.factorize(info.unit_set)
+        label_of, labels = pd.factorize(info.label)
+        width = len(labels) + 1
+        batch_of, met = pd.factorize(set_of.astype(np.int64) * width + label_of)
+        keys = list(
+            zip(sets.take(met // width).tolist(), labels.take(met % width).tolist(), strict=True)
+        )
+        sizes = np.bincount(batch_of, minlength=len(keys))
+        rows = units.get_indexer(info.index)[np.argsort(batch_of, kind="stable")]
+        return cls(keys, sizes, rows, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+
+    def sums(self, blocks: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Each block (units x codes) summed over each batch's units: batches x codes. The
+        blocks hold 0 / 1 counts, so the sums are exact in any order (np.add.at adds one row
+        at a time)."""
+        return {
+            name: np.add.reduceat(block[self.rows], self.starts, axis=0)
+            if len(self.rows)
+            else np.zeros((0, block.shape[1]))
+            for name, block in blocks.items()
+        }
+
+
 def _batch_sums(
     info: pd.DataFrame, blocks: Mapping[str, np.ndarray], units: pd.Index
 ) -> tuple[list[tuple[str, str]], np.ndarray, dict[str, np.ndarray]]:
     """Each batch's (unit set, label), its number of units, and each block summed over the
     batch's units: a (batches x codes) array of counts per block."""
-    keys = list(zip(info.unit_set.tolist(), info.label.tolist(), strict=True))
-    batch_of, order = pd.factorize(pd.Series(keys, dtype=object))
-    rows = units.get_indexer(info.index)
-    # Rows grouped by batch, each group summed at once (the blocks hold 0 / 1 counts, so the
-    # sums are exact in any order; np.add.at adds one row at a time).
-    by_batch = np.argsort(batch_of, kind="stable")
-    sizes = np.bincount(batch_of, minlength=len(order))
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    sums = {
-        name: np.add.reduceat(block[rows[by_batch]], starts, axis=0)
-        if len(rows)
-        else np.zeros((0, block.shape[1]))
-        for name, block in blocks.items()
-    }
-    return order.tolist(), sizes, sums
+    layout = BatchLayout.of(info, units)
+    return layout.keys, layout.sizes, layout.sums(blocks)
 
 
 def _kappa_batches(
-    info: pd.DataFrame, blocks: Mapping[str, np.ndarray], units: pd.Index, codes: list[str]
+    layout: BatchLayout, blocks: Mapping[str, np.ndarray], codes: list[str]
 ) -> list[dict[str, Any]]:
     """Per batch: Cohen's kappa pooled over the batch's (unit, code) items, and per code over
     the batch's units with each coder's yes count (no CI: a batch is small)."""
-    keys, sizes, sums = _batch_sums(info, blocks, units)
+    keys, sizes, sums = layout.keys, layout.sizes, layout.sums(blocks)
     pooled = _finite(kappa_statistic({k: v.sum(axis=1) for k, v in sums.items()}))
     per_code = kappa_statistic(sums)
     yes_a, yes_b = sums["n10"] + sums["n11"], sums["n01"] + sums["n11"]
@@ -589,8 +630,19 @@ def _finite(values: Any) -> list[float | None]:
     return [v if math.isfinite(v) else None for v in np.asarray(values, dtype=float).tolist()]
 
 
-def _pooled(stat):
-    return lambda x: stat({k: v.sum(axis=1) for k, v in x.items()})
+def _kappa_tables(sums: Mapping[str, np.ndarray], code: int | None = None) -> np.ndarray:
+    """Cohen's kappa from a population of ``kappa_pair``'s columns: of code ``code``, or
+    pooled over (unit, code) items when None. The 2x2 tables' n00 is the units' count less
+    the other three (the population sums three blocks and a column of ones, not four
+    blocks: its resampled sums are exact integers either way, so the figures are the same)."""
+    n01, n10, n11 = sums["n01"], sums["n10"], sums["n11"]
+    if code is None:
+        units = sums["units"] * n01.shape[1]
+        n01, n10, n11 = n01.sum(axis=1), n10.sum(axis=1), n11.sum(axis=1)
+    else:
+        units = sums["units"]
+        n01, n10, n11 = n01[:, code], n10[:, code], n11[:, code]
+    return binary_kappa(units - n01 - n10 - n11, n01, n10, n11)
 
 
 def kappa_pair(c: Coding, a: str, b: str, frames, codes: list[str], s: Settings) -> dict:
@@ -606,22 +658,24 @@ def kappa_pair(c: Coding, a: str, b: str, frames, codes: list[str], s: Settings)
         "n10": x * (1 - y),
         "n11": x * y,
     }
-    pop = s.population(blocks, units)
+    counted = {"n01": blocks["n01"], "n10": blocks["n10"], "n11": blocks["n11"]}
+    pop = s.population({**counted, "units": np.ones(len(units))}, units)
+    yes_a, yes_b = x.sum(axis=0).tolist(), y.sum(axis=0).tolist()
     per_code = [
         {
             "code": code,
-            "n_yes_a": int(x[:, i].sum()),
-            "n_yes_b": int(y[:, i].sum()),
-            "kappa": pop.figure(lambda v, i=i: binary_kappa(*(v[k][:, i] for k in blocks))),
+            "n_yes_a": int(yes_a[i]),
+            "n_yes_b": int(yes_b[i]),
+            "kappa": pop.figure(lambda v, i=i: _kappa_tables(v, i)),
         }
         for i, code in enumerate(codes)
     ]
-    per_batch = _kappa_batches(batches(frames, units), blocks, units, codes)
+    per_batch = _kappa_batches(c.batch_layout(frames, units), blocks, codes)
     return {
         "annotator_a": a,
         "annotator_b": b,
         "n_units": len(units),
-        "pooled": pop.figure(_pooled(kappa_statistic)),
+        "pooled": pop.figure(_kappa_tables),
         "per_code": per_code,
         "per_batch": per_batch,
     }
