@@ -68,35 +68,53 @@ def label_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> 
     """One row per (answer, code): unit_id, code, subcode ('' when none), the evidence text
     (the sentence sliced by each span, pieces joined with a space; '' without spans), and
     integer ids of the evidence text and of the (code, subcode) pair (numbered by the frames'
-    :class:`EvidenceTexts`) and of the code (its catalog position).
+    :class:`EvidenceTexts`) and of the code (its catalog position)."""
+    return _label_rows_of(answers, frames, codes, evidence_texts(frames))
 
-    For the frames' eppc answers (``people``) the table is kept in the frames' memo, and a live
-    report's next refresh makes only the re-read answers' rows again
+
+#: The label rows' columns a comparison of two coders reads (``Coding``).
+_COMPARED = ("unit_id", "code_id", "pair_id", "evidence_id", "has_evidence")
+
+
+def compared_rows(answers: pd.DataFrame, frames: StudyFrames, codes: list[str]) -> pd.DataFrame:
+    """:func:`label_rows`' answer_id and :data:`_COMPARED` columns (numbers only: cheap to
+    split and to splice). For the frames' eppc answers (``people``) the table is kept in the
+    frames' memo, and a live report's next refresh makes only the re-read answers' rows again
     (``analysis._common.PER_ANSWER``, ``spliced``). Read it, never change it in place."""
     numbering = evidence_texts(frames)
+    columns = ["answer_id", *_COMPARED]
     if answers is not people(frames, KIND):
-        return _label_rows_of(answers, frames, codes, numbering)
+        return _label_rows_of(answers, frames, codes, numbering, columns)
     # The ids are the numbering's: the key names it, so a table numbered by another (one not
     # carried to these frames) is never spliced into this one.
-    key = ("eppc_label_rows", tuple(codes), numbering.serial)
+    key = ("eppc_compared_rows", tuple(codes), numbering.serial)
     found = frames.memo.get(key)
     if found is None:
 
         def make(answer_ids: pd.Series) -> pd.DataFrame:
             mine = answers[answers.answer_id.isin(answer_ids).to_numpy()]
-            return _label_rows_of(mine, frames, codes, numbering)
+            return _label_rows_of(mine, frames, codes, numbering, columns)
 
         found = spliced_or_whole(frames, key, answers.answer_id, make)
     return found
 
 
 def _label_rows_of(
-    answers: pd.DataFrame, frames: StudyFrames, codes: list[str], numbering: EvidenceTexts
+    answers: pd.DataFrame,
+    frames: StudyFrames,
+    codes: list[str],
+    numbering: EvidenceTexts,
+    columns: list[str] | None = None,
 ) -> pd.DataFrame:
-    """:func:`label_rows` of ``answers``, made from their label rows."""
-    labels = frames.eppc_labels.merge(answers[["answer_id", "unit_id", "sentence_id"]])
-    texts = frames.sentences.set_index("sentence_id").text
-    sentence = labels.sentence_id.map(texts)
+    """:func:`label_rows` of ``answers`` (only ``columns`` when given), made from their label
+    rows. The label rows and sentences are narrowed to the answers' first: a few answers'
+    rows are made again after a save."""
+    labels = frames.eppc_labels
+    labels = labels[labels.answer_id.isin(answers.answer_id).to_numpy()]
+    labels = labels.merge(answers[["answer_id", "unit_id", "sentence_id"]])
+    sentences = frames.sentences
+    sentences = sentences[sentences.sentence_id.isin(labels.sentence_id.unique()).to_numpy()]
+    sentence = labels.sentence_id.map(sentences.set_index("sentence_id").text)
     evidence = [
         text[spans[0][0] : spans[0][1]]
         if len(spans) == 1
@@ -106,20 +124,21 @@ def _label_rows_of(
     evidence_id = numbering.numbered(evidence)
     subcode = labels.subcode.fillna("").astype(str)
     # Explicit types: the rows of a few answers (or of none) are spliced into the whole table.
-    return pd.DataFrame(
-        {
-            "answer_id": labels.answer_id,
-            "unit_id": labels.unit_id,
-            "code": labels.code,
-            "subcode": subcode,
-            "evidence": pd.Series(evidence, index=labels.index, dtype="str"),
-            "has_evidence": np.array([text != "" for text in evidence], dtype=bool),
-            "evidence_id": evidence_id,
-            "tokens": pd.Series(numbering.tokens_of(evidence_id), index=labels.index, dtype=object),
-            "code_id": pd.Index(codes).get_indexer(labels.code),
-            "pair_id": numbering.pairs_numbered(labels.code.astype(str), subcode),
-        }
-    )
+    made = {
+        "answer_id": lambda: labels.answer_id,
+        "unit_id": lambda: labels.unit_id,
+        "code": lambda: labels.code,
+        "subcode": lambda: subcode,
+        "evidence": lambda: pd.Series(evidence, index=labels.index, dtype="str"),
+        "has_evidence": lambda: np.array([text != "" for text in evidence], dtype=bool),
+        "evidence_id": lambda: evidence_id,
+        "tokens": lambda: pd.Series(
+            numbering.tokens_of(evidence_id), index=labels.index, dtype=object
+        ),
+        "code_id": lambda: pd.Index(codes).get_indexer(labels.code),
+        "pair_id": lambda: numbering.pairs_numbered(labels.code.astype(str), subcode),
+    }
+    return pd.DataFrame({name: made[name]() for name in columns or made})
 
 
 #: The token set of each evidence text, kept for the process. Why: tokenising every evidence
@@ -435,13 +454,10 @@ def compare(
     }
 
 
-#: The label rows' columns a comparison of two coders reads.
-_COMPARED = ("unit_id", "code_id", "pair_id", "evidence_id", "has_evidence")
-
-
 @dataclass
 class Coding:
-    """The eppc answers and label rows of a study, split once per coder."""
+    """The eppc answers and label rows of a study, split once per coder. ``rows``:
+    :func:`label_rows`' table, or :func:`compared_rows`' with a ``matcher``."""
 
     answers: pd.DataFrame
     rows: pd.DataFrame
@@ -732,7 +748,8 @@ def analyse(
     codes = [c.id for c in s.catalogs.eppc_codes]
     if answers.empty:
         return jsonable({**answer_counts(answers), **_empty(codes)})
-    coding = Coding(answers, label_rows(answers, frames, codes), matcher=evidence_texts(frames))
+    rows = compared_rows(answers, frames, codes)
+    coding = Coding(answers, rows, matcher=evidence_texts(frames))
     coders = ordered_names(humans(answers).annotator)
     gold = answers[answers.is_gold.astype(bool)]
     return jsonable(
