@@ -18,6 +18,8 @@ the same sentence's gold spans, whatever their labels.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
 import math
 import threading
@@ -300,8 +302,11 @@ class EvidenceTexts(RelaxedMatcher):
         super().__init__()
         self._ids: dict[str, int] = {}
         self._pair_ids: dict[tuple[str, str], int] = {}
-        #: Tells numberings apart (``label_rows`` keeps its table under it).
+        #: Tells numberings apart (``compared_rows`` keeps its table under it).
         self.serial = next(_NUMBERINGS)
+        #: The last analysis's JSON-ready results of pairs of coders (:class:`KeptPairs`),
+        #: by a digest of what each is made of: the rows numbered here.
+        self.pair_results: dict[tuple, Any] = {}
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -506,28 +511,100 @@ class Coding:
         return found
 
 
-def versus_gold(c: Coding, codes: list[str], s: Settings) -> list[dict[str, Any]]:
+def versus_gold(
+    c: Coding, codes: list[str], s: Settings, kept: KeptPairs | None = None
+) -> list[dict[str, Any]]:
     """Each annotator (people and models) against the gold answers, on units with both."""
     out = []
     for name in sorted(c.is_model):
         units = c.shared(name, "")
         if units.empty:
             continue
-        entry = {"annotator": name, "is_model": c.is_model[name]}
-        out.append({**entry, **compare(c.rows_of[""], c.rows_of[name], units, codes, s, c.matcher)})
+
+        def made(name: str = name, units: pd.Index = units) -> dict[str, Any]:
+            entry = {"annotator": name, "is_model": c.is_model[name]}
+            return {**entry, **compare(c.rows_of[""], c.rows_of[name], units, codes, s, c.matcher)}
+
+        out.append(_pair(kept, ("vs_gold", len(out), name, "", c.is_model[name]), made))
     return out
 
 
-def between_annotators(c: Coding, coders: list[str], codes: list[str], s: Settings) -> list:
+def between_annotators(
+    c: Coding, coders: list[str], codes: list[str], s: Settings, kept: KeptPairs | None = None
+) -> list:
     """Each pair of people (first as reference) on the units both coded."""
     out = []
     for a, b in itertools.combinations(coders, 2):
         units = c.shared(a, b)
         if units.empty:
             continue
-        scores = compare(c.rows_of[a], c.rows_of[b], units, codes, s, c.matcher)
-        out.append({"annotator_a": a, "annotator_b": b, **scores})
+
+        def made(a: str = a, b: str = b, units: pd.Index = units) -> dict[str, Any]:
+            scores = compare(c.rows_of[a], c.rows_of[b], units, codes, s, c.matcher)
+            return {"annotator_a": a, "annotator_b": b, **scores}
+
+        out.append(_pair(kept, ("between_annotators", len(out), a, b), made))
     return out
+
+
+def _pair(kept: KeptPairs | None, place: tuple, make: Any) -> Any:
+    return make() if kept is None else kept.result(place, make)
+
+
+class KeptPairs:
+    """The results of pairs of coders of one analysis taken from the last analysis's
+    (``EvidenceTexts.pair_results``) where nothing they are made of changed, and the others
+    made now; :meth:`keep` hands them all on. Why: a save changes one coder's answers, so a
+    refresh after it compares that coder again and takes the other pairs' figures (and their
+    bootstrap sums) as they were.
+
+    A result's key is its place in the analysis's result (section, position, the coders'
+    names) and a digest of all it is made of: both coders' label rows (numbers of the
+    ``EvidenceTexts`` that keeps them) and units, the codes, the resampler's seed, count and
+    units, and for kappa the units' batches. A result made now is kept once the analysis's
+    result is JSON-ready (its intervals are summed with the others at the end)."""
+
+    def __init__(self, c: Coding, codes: list[str], s: Settings, numbering: EvidenceTexts):
+        self.coding, self.numbering = c, numbering
+        self._found = numbering.pair_results
+        resampler = s.resampler
+        context = hashlib.blake2b(repr((codes, s.seed, s.n_resamples)).encode())
+        if resampler is not None:
+            context.update(repr((resampler.seed, resampler.n_resamples)).encode())
+            context.update(np.ascontiguousarray(resampler.units.to_numpy(np.int64)).data)
+        self._context = context.digest()
+        self._coders: dict[str, bytes] = {}
+        self._results: dict[tuple, Any] = {}
+        self._made: list[tuple[tuple, tuple]] = []  # (key, place) of the results made now
+
+    def _coder(self, name: str) -> bytes:
+        found = self._coders.get(name)
+        if found is None:
+            digest = hashlib.blake2b(self.coding.units_of[name].to_numpy(np.int64).tobytes())
+            rows = self.coding.rows_of[name]
+            for column in _COMPARED:
+                digest.update(np.ascontiguousarray(rows[column].to_numpy()).data)
+            found = self._coders[name] = digest.digest()
+        return found
+
+    def result(self, place: tuple, make: Any, extra: bytes = b"") -> Any:
+        """The result at ``place`` (its section, position and coders' names first, then
+        anything else that tells it apart): the last analysis's when nothing it is made of
+        changed (``extra``: a digest of anything else it reads), else ``make()``."""
+        key = (place, self._context, *(self._coder(n) for n in place[2:4]), extra)
+        found = self._found.get(key)
+        if found is None:
+            found = make()
+            self._made.append((key, place))
+        self._results[key] = found
+        return found
+
+    def keep(self, result: dict[str, Any]) -> None:
+        """Keep this analysis's pair results (those made now from the JSON-ready ``result``)
+        for the next analysis; the last analysis's others are dropped."""
+        for key, place in self._made:
+            self._results[key] = result[place[0]][place[1]]
+        self.numbering.pair_results = self._results
 
 
 # --------------------------------------------------------------------------------------------
@@ -590,6 +667,14 @@ class BatchLayout:
         sizes = np.bincount(batch_of, minlength=len(keys))
         rows = units.get_indexer(info.index)[np.argsort(batch_of, kind="stable")]
         return cls(keys, sizes, rows, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+
+    @functools.cached_property
+    def digest(self) -> bytes:
+        """A digest of the layout (for :class:`KeptPairs`)."""
+        digest = hashlib.blake2b(repr(self.keys).encode())
+        for array in (self.sizes, self.rows, self.starts):
+            digest.update(np.ascontiguousarray(array, dtype=np.int64).data)
+        return digest.digest()
 
     def sums(self, blocks: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Each block (units x codes) summed over each batch's units: batches x codes. The
@@ -697,6 +782,32 @@ def kappa_pair(c: Coding, a: str, b: str, frames, codes: list[str], s: Settings)
     }
 
 
+def kappas(
+    c: Coding,
+    coders: list[str],
+    frames: StudyFrames,
+    codes: list[str],
+    s: Settings,
+    kept: KeptPairs | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`kappa_pair` of each pair of people who coded units in common."""
+    out = []
+    for a, b in itertools.combinations(coders, 2):
+        units = c.shared(a, b)
+        if units.empty:
+            continue
+
+        def made(a: str = a, b: str = b) -> dict[str, Any]:
+            return kappa_pair(c, a, b, frames, codes, s)
+
+        if kept is None:
+            out.append(made())
+            continue
+        batches_of = c.batch_layout(frames, units).digest
+        out.append(kept.result(("kappa", len(out), a, b), made, batches_of))
+    return out
+
+
 def alpha_all(c: Coding, coders: list[str], codes: list[str], s: Settings) -> dict:
     """Krippendorff's alpha (nominal) of code presence over every coder (people), per code and
     pooled over (sentence, code) items; units coded by one person only are not pairable."""
@@ -748,23 +859,22 @@ def analyse(
     codes = [c.id for c in s.catalogs.eppc_codes]
     if answers.empty:
         return jsonable({**answer_counts(answers), **_empty(codes)})
-    rows = compared_rows(answers, frames, codes)
-    coding = Coding(answers, rows, matcher=evidence_texts(frames))
+    numbering = evidence_texts(frames)
+    coding = Coding(answers, compared_rows(answers, frames, codes), matcher=numbering)
+    kept = KeptPairs(coding, codes, s, numbering)
     coders = ordered_names(humans(answers).annotator)
     gold = answers[answers.is_gold.astype(bool)]
-    return jsonable(
+    result = jsonable(
         {
             **answer_counts(humans(answers)),
             "n_gold_units": int(gold.unit_id.nunique()),
             "n_model_answers": len(models(answers)),
             "codes": codes,
-            "vs_gold": versus_gold(coding, codes, s),
-            "between_annotators": between_annotators(coding, coders, codes, s),
-            "kappa": [
-                kappa_pair(coding, a, b, frames, codes, s)
-                for a, b in itertools.combinations(coders, 2)
-                if not coding.shared(a, b).empty
-            ],
+            "vs_gold": versus_gold(coding, codes, s, kept),
+            "between_annotators": between_annotators(coding, coders, codes, s, kept),
+            "kappa": kappas(coding, coders, frames, codes, s, kept),
             "alpha": alpha_all(coding, coders, codes, s) if len(coders) >= 2 else None,
         }
     )
+    kept.keep(result)
+    return result
