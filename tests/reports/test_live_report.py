@@ -401,6 +401,37 @@ def test_the_evidence_texts_and_their_decisions_are_carried(demo):
     assert result.report == _fresh(demo)
 
 
+def test_eppc_compares_again_only_the_pairs_of_the_coder_who_saved(demo, monkeypatch):
+    """After one person's eppc answer is saved over, the results of the pairs of coders
+    without that person are the last refresh's (analysis.eppc.KeptPairs): only that person's
+    comparisons and kappas are made again, and the report equals a fresh one."""
+    import random
+
+    from portalreview.analysis import eppc
+    from tests.store.test_store_live_frames import payload, resave, stored
+
+    svc = StudyService(demo)
+    live = LiveReport(use_cache=False)
+    first = live.refresh(demo, **SETTINGS)
+    made: list[tuple] = []
+    result_of = eppc.KeptPairs.result
+
+    def spy(self, place, make, extra=b""):
+        return result_of(self, place, lambda: made.append(place) or make(), extra)
+
+    monkeypatch.setattr(eppc.KeptPairs, "result", spy)
+    answer = next(a for a in stored(demo, "eppc", "submitted") if not a[3])
+    answers = first.frames.answers
+    person = answers.annotator[answers.answer_id == answer[0]].item()
+    resave(svc, answer, payload(svc, answer[1], random.Random(4)))
+    result = live.refresh(demo, **SETTINGS)
+    assert result.recomputed == ("eppc",)
+    assert made and all(person in place[2:4] for place in made)
+    sections = ("vs_gold", "between_annotators", "kappa")
+    assert sum(len(result.report["eppc"][k]) for k in sections) > len(made)
+    assert result.report == _fresh(demo)
+
+
 def test_eppc_rows_of_evidence_texts_not_carried_are_made_whole(demo, monkeypatch):
     """The eppc compared rows hold numbers of the evidence texts that numbered them: when
     those are not carried (too many texts), the next refresh numbers afresh and makes the
