@@ -811,7 +811,8 @@ def kappas(
 def alpha_all(c: Coding, coders: list[str], codes: list[str], s: Settings) -> dict:
     """Krippendorff's alpha (nominal) of code presence over every coder (people), per code and
     pooled over (sentence, code) items; units coded by one person only are not pairable."""
-    units = pd.Index(sorted(set().union(*(c.units_of[n] for n in coders))), name="unit_id")
+    every = [c.units_of[n].to_numpy(np.int64) for n in coders]
+    units = pd.Index(np.unique(np.concatenate(every)), name="unit_id")
     raters = np.zeros(len(units))
     present = np.zeros((len(units), len(codes)))
     for name in coders:
