@@ -245,6 +245,7 @@ PER_ANSWER = {
     "match_pair_records": (("units", "responses"), ("match_decisions",), "match"),
     "respond_composed_texts": ((), ("respond_answers", "respond_parts"), "respond"),
     "respond_edit_rows": (("responses",), ("respond_answers",), "respond"),
+    "eppc_compared_rows": (("units", "sentences"), ("eppc_labels",), "eppc"),
 }
 
 

@@ -294,11 +294,13 @@ def test_what_no_answer_makes_is_carried_while_its_frames_stay(demo):
 
 def _per_answer_tables(frames, project) -> dict:
     """Every :data:`analysis._common.PER_ANSWER` table of ``frames``, by its key's name."""
-    from portalreview.analysis import match, respond
+    from portalreview.analysis import _common, eppc, match, respond
     from portalreview.reports.json_report import read_project_catalogs
 
-    themes = [t.id for t in read_project_catalogs(project).themes]
+    catalogs = read_project_catalogs(project)
+    themes = [t.id for t in catalogs.themes]
     texts = respond.people_composed_texts(frames, themes)
+    codes = [c.id for c in catalogs.eppc_codes]
     return {
         "match_pair_counts": match.people_pair_counts(frames),
         "match_theme_recall": match.theme_recall_counts(frames),
@@ -307,6 +309,7 @@ def _per_answer_tables(frames, project) -> dict:
         "respond_composed_texts": texts.rename_axis("answer_id").reset_index(name="text"),
         "match_pair_records": _pair_records(frames),
         "respond_edit_rows": _edit_rows(frames),
+        "eppc_compared_rows": eppc.compared_rows(_common.people(frames, "eppc"), frames, codes),
     }
 
 
@@ -330,7 +333,7 @@ def _pair_records(frames):
     return frames.memo["match_pair_records"]
 
 
-@pytest.mark.parametrize("kind", ["match", "respond"])
+@pytest.mark.parametrize("kind", ["match", "respond", "eppc"])
 def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, kind, monkeypatch):
     """After answers of a kind change (a new one, another answer saved over one, one taken
     back to a draft), its per-answer tables (analysis._common.PER_ANSWER) are the last
@@ -341,14 +344,18 @@ def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, kind,
 
     import pandas as pd
 
-    from portalreview.analysis import _common, match, respond
+    from portalreview.analysis import _common, eppc, match, respond
     from tests.store.test_store_live_frames import payload, resave, stored, todo
 
     svc = StudyService(demo)
     live = LiveReport(use_cache=False)
     live.refresh(demo, **SETTINGS)
     sizes: list[int] = []
-    module, name = (match, "pair_counts") if kind == "match" else (respond, "composed_texts")
+    module, name = {
+        "match": (match, "pair_counts"),
+        "respond": (respond, "composed_texts"),
+        "eppc": (eppc, "_label_rows_of"),
+    }[kind]
     made = getattr(module, name)
     monkeypatch.setattr(module, name, lambda a, *rest: sizes.append(len(a)) or made(a, *rest))
     rng = random.Random(7)
@@ -372,7 +379,10 @@ def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, kind,
         assert sizes in ([1], [])  # only the saved answer's rows (none when it left)
         tables = _per_answer_tables(result.filtered, demo)
         assert set(tables) == set(_common.PER_ANSWER)
-        fresh = _per_answer_tables(read_frames(demo), demo)
+        # The eppc ids are numbers of the live report's evidence texts: the same numbering.
+        fresh_frames = read_frames(demo)
+        fresh_frames.memo["eppc_evidence"] = result.filtered.memo["eppc_evidence"]
+        fresh = _per_answer_tables(fresh_frames, demo)
         for key, table in tables.items():
             pd.testing.assert_frame_equal(table, fresh[key], obj=key)
         assert result.report == _fresh(demo)
@@ -412,6 +422,67 @@ def test_the_evidence_texts_and_their_decisions_are_carried(demo):
     assert result.recomputed == ("eppc",)
     assert result.filtered.memo["eppc_evidence"] is evidence
     assert len(evidence._keys) == decided  # a flag changes no text: no pair to decide again
+    assert result.report == _fresh(demo)
+
+
+def test_eppc_compares_again_only_the_pairs_of_the_coder_who_saved(demo, monkeypatch):
+    """After one person's eppc answer is saved over, the results of the pairs of coders
+    without that person are the last refresh's (analysis.eppc.KeptPairs): only that person's
+    comparisons and kappas are made again, and the report equals a fresh one."""
+    import random
+
+    from portalreview.analysis import eppc
+    from tests.store.test_store_live_frames import payload, resave, stored
+
+    svc = StudyService(demo)
+    live = LiveReport(use_cache=False)
+    first = live.refresh(demo, **SETTINGS)
+    made: list[tuple] = []
+    result_of = eppc.KeptPairs.result
+
+    def spy(self, place, make, extra=b""):
+        return result_of(self, place, lambda: made.append(place) or make(), extra)
+
+    monkeypatch.setattr(eppc.KeptPairs, "result", spy)
+    answer = next(a for a in stored(demo, "eppc", "submitted") if not a[3])
+    answers = first.frames.answers
+    person = answers.annotator[answers.answer_id == answer[0]].item()
+    resave(svc, answer, payload(svc, answer[1], random.Random(4)))
+    result = live.refresh(demo, **SETTINGS)
+    assert result.recomputed == ("eppc",)
+    assert made and all(person in place[2:4] for place in made)
+    sections = ("vs_gold", "between_annotators", "kappa")
+    assert sum(len(result.report["eppc"][k]) for k in sections) > len(made)
+    assert result.report == _fresh(demo)
+
+
+def test_eppc_rows_of_evidence_texts_not_carried_are_made_whole(demo, monkeypatch):
+    """The eppc compared rows hold numbers of the evidence texts that numbered them: when
+    those are not carried (too many texts), the next refresh numbers afresh and makes the
+    rows whole, not spliced from the last refresh's; the report equals a fresh one."""
+    import random
+
+    import pandas as pd
+
+    from portalreview.analysis import eppc
+    from tests.store.test_store_live_frames import payload, todo
+
+    svc = StudyService(demo)
+    live = LiveReport(use_cache=False)
+    first = live.refresh(demo, **SETTINGS)
+    evidence = first.filtered.memo["eppc_evidence"]
+    monkeypatch.setattr(eppc.EvidenceTexts, "MAX_TEXTS", 0)  # carried no more
+    unit, person = todo(demo, "eppc")
+    answer = payload(svc, unit, random.Random(3))
+    svc.save_answer(unit, answer, status="submitted", annotator_id=person)
+    result = live.refresh(demo, **SETTINGS)
+    numbering = result.filtered.memo["eppc_evidence"]
+    assert numbering is not evidence and result.change.changed_kinds == {"eppc"}
+    tables = _per_answer_tables(result.filtered, demo)
+    fresh = read_frames(demo)
+    fresh.memo["eppc_evidence"] = numbering
+    expected = _per_answer_tables(fresh, demo)["eppc_compared_rows"]
+    pd.testing.assert_frame_equal(tables["eppc_compared_rows"], expected)
     assert result.report == _fresh(demo)
 
 
