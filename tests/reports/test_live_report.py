@@ -281,6 +281,7 @@ def _per_answer_tables(frames, project) -> dict:
         "match_theme_presence": match.people_theme_presence(frames),
         "match_span_columns": match.span_columns(frames),
         "respond_composed_texts": texts.rename_axis("answer_id").reset_index(name="text"),
+        "respond_term_counts": respond.people_term_counts(frames, themes),
         "match_pair_records": _pair_records(frames),
         "respond_edit_rows": _edit_rows(frames),
     }
