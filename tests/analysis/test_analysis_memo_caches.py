@@ -258,6 +258,27 @@ def test_cached_term_counts_give_scikit_learns_tfidf_matrix_bit_for_bit(monkeypa
             respond.tfidf_matrix(blank)
 
 
+def test_term_counts_kept_per_answer_give_the_same_matrix_and_not_after_a_restart():
+    """respond.people_term_counts' rows (each text's term counts, made once per answer) give
+    scikit-learn's matrix; after the term numbering restarts (the cache emptied) the kept
+    counts name other terms and are made again instead."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    _memo.clear_caches()
+    rows = respond._term_count_rows(pd.Series(TEXTS, index=range(len(TEXTS))))
+    assert rows.blank.tolist() == [not t.strip() for t in TEXTS]
+    present = [t for t in TEXTS if t.strip()]
+    known = (rows.counts[~rows.blank].tolist(), rows.generation[~rows.blank].to_numpy())
+    for restart in (False, True):
+        if restart:
+            _memo.clear_caches()
+            respond.tfidf_matrix(["zebra quokka", "numbat"])  # new terms take the old ids
+        got = respond.tfidf_matrix(present, known)
+        expected = TfidfVectorizer().fit_transform(present)
+        for name in ("data", "indices", "indptr"):
+            assert np.array_equal(getattr(got, name), getattr(expected, name)), (restart, name)
+
+
 def test_composed_texts_equal_compose_on_each_answer(frames):
     themes = [t.id for t in DEFAULT_CATALOGS.themes]
     answers = respond.respond_answers(frames)
