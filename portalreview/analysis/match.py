@@ -143,16 +143,23 @@ def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     ea = np.bincount(inverse, minlength=len(ids)) - em
     per = pd.DataFrame({"em": em, "ea": ea}, index=pd.Index(ids, name="answer_id"))
     spans = _spans_by_answer(decisions[matched])
-    texts = dict(
-        zip(frames.responses.response_id.tolist(), frames.responses.text.tolist(), strict=True)
-    )
     out = answers[["answer_id", "unit_id", "annotator", "response_id", "response_b_id"]].copy()
     out[["response_id", "response_b_id"]] = out[["response_id", "response_b_id"]].astype(int)
+    texts = _texts_of(frames.responses, out.response_b_id.unique())
     out = out.join(per, on="answer_id")
     out[["em", "ea"]] = out[["em", "ea"]].fillna(0).astype(int)
     out["ed"] = _expected_deletions(out, spans, texts)
     scores = prf_columns(out.em.to_numpy(), out.ed.to_numpy(), out.ea.to_numpy())
     return out.assign(**scores).reset_index(drop=True)
+
+
+def _texts_of(responses: pd.DataFrame, response_ids: np.ndarray) -> dict[int, str]:
+    """The texts of the responses ``response_ids`` (a refresh's few answers need a few
+    drafts, not a dict of every response)."""
+    where = pd.Index(responses.response_id).get_indexer(response_ids)
+    found = where >= 0  # (a draft not among the responses: a KeyError where it is read)
+    texts = responses.text.to_numpy(dtype=object)[where[found]].tolist()
+    return dict(zip(np.asarray(response_ids)[found].tolist(), texts, strict=True))
 
 
 def _has_spans(decisions: pd.DataFrame) -> np.ndarray:
