@@ -244,6 +244,7 @@ PER_ANSWER = {
     "match_span_columns": ((), ("match_decisions",), "match"),
     "match_pair_records": (("units", "responses"), ("match_decisions",), "match"),
     "respond_composed_texts": ((), ("respond_answers", "respond_parts"), "respond"),
+    "respond_term_counts": ((), ("respond_answers", "respond_parts"), "respond"),
     "respond_edit_rows": (("responses",), ("respond_answers",), "respond"),
     "eppc_compared_rows": (("units", "sentences"), ("eppc_labels",), "eppc"),
 }

@@ -19,7 +19,7 @@ counterpart of seed 000's *estimated* editing load (Section 3.1). Reported:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,9 +34,13 @@ from portalreview.analysis._common import (
     safe_ratio,
     sources_of,
 )
+from portalreview.analysis._kept import kept_figures
 from portalreview.analysis._memo import Memo
 from portalreview.metrics.editing import DraftEdits, draft_edits, with_active_seconds
 from portalreview.store.frames import StudyFrames
+
+if TYPE_CHECKING:
+    from portalreview.analysis._bootstrap import Population
 
 MODE = "edit_draft"
 _WORDS = ("draft_words", "final_words", "kept", "deleted", "added")
@@ -137,18 +141,26 @@ def load_figures(rows: pd.DataFrame, s: Settings) -> dict[str, Any]:
     units = rows.groupby("unit_id")
     columns = {f: units[f].sum().to_numpy() for f in (*_WORDS, "active_seconds")}
     columns["answers"] = units.size().to_numpy()
-    pop = s.population(columns, units.size().index)
-    totals = pop.totals()
     n = len(rows)
+
+    def make(pop: Population) -> dict[str, Any]:
+        totals = pop.totals()
+        return {
+            "n_units": pop.n_units,
+            **{f: int(totals[f]) for f in _WORDS},
+            **{f"mean_{f}": totals[f] / n for f in ("kept", "deleted", "added")},
+            "precision": pop.figure(lambda x: _micro(x, "precision")),
+            "recall": pop.figure(lambda x: _micro(x, "recall")),
+            "f1": pop.figure(lambda x: _micro(x, "f1")),
+            "mean_active_seconds": pop.figure(
+                lambda x: safe_ratio(x["active_seconds"], x["answers"])
+            ),
+        }
+
+    kept = kept_figures("editing.load_figures", s, columns, units.size().index, make, n)
     return {
         "n_answers": n,
-        "n_units": pop.n_units,
-        **{f: int(totals[f]) for f in _WORDS},
-        **{f"mean_{f}": totals[f] / n for f in ("kept", "deleted", "added")},
-        "precision": pop.figure(lambda x: _micro(x, "precision")),
-        "recall": pop.figure(lambda x: _micro(x, "recall")),
-        "f1": pop.figure(lambda x: _micro(x, "f1")),
-        "mean_active_seconds": pop.figure(lambda x: safe_ratio(x["active_seconds"], x["answers"])),
+        **kept,
         "median_active_seconds": float(rows.active_seconds.median()),
     }
 
@@ -171,16 +183,24 @@ def estimate_figures(pairs: pd.DataFrame, s: Settings) -> dict[str, Any] | None:
     if pairs.empty:
         return None
     units = pairs.groupby("unit_id")[["em", "ea", "ed"]].sum()
-    pop = s.population({c: units[c].to_numpy() for c in units.columns}, units.index)
-    out: dict[str, Any] = {
+    columns = {c: units[c].to_numpy() for c in units.columns}
+
+    def make(pop: Population) -> dict[str, Any]:
+        return {
+            **{c: int(units[c].sum()) for c in ("em", "ea", "ed")},
+            **{
+                key: pop.figure(lambda x, k=key: prf_columns(x["em"], x["ed"], x["ea"])[k])
+                for key in ("precision", "recall", "f1")
+            },
+        }
+
+    kept = kept_figures("editing.estimate_figures", s, columns, units.index, make)
+    return {
         "n_pairs": len(pairs),
         "n_units": len(units),
         "n_drafts": int(pairs.response_b_id.nunique()),
-        **{c: int(units[c].sum()) for c in ("em", "ea", "ed")},
+        **kept,
     }
-    for key in ("precision", "recall", "f1"):
-        out[key] = pop.figure(lambda x, k=key: prf_columns(x["em"], x["ed"], x["ea"])[k])
-    return out
 
 
 def by_source(rows: pd.DataFrame, frames: StudyFrames, s: Settings) -> list[dict[str, Any]]:

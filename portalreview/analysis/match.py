@@ -44,6 +44,7 @@ from portalreview.analysis._common import (
     sources_of,
     spliced_or_whole,
 )
+from portalreview.analysis._kept import kept_figures
 from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics import count_expected_deletions
@@ -142,16 +143,23 @@ def pair_counts(answers: pd.DataFrame, frames: StudyFrames) -> pd.DataFrame:
     ea = np.bincount(inverse, minlength=len(ids)) - em
     per = pd.DataFrame({"em": em, "ea": ea}, index=pd.Index(ids, name="answer_id"))
     spans = _spans_by_answer(decisions[matched])
-    texts = dict(
-        zip(frames.responses.response_id.tolist(), frames.responses.text.tolist(), strict=True)
-    )
     out = answers[["answer_id", "unit_id", "annotator", "response_id", "response_b_id"]].copy()
     out[["response_id", "response_b_id"]] = out[["response_id", "response_b_id"]].astype(int)
+    texts = _texts_of(frames.responses, out.response_b_id.unique())
     out = out.join(per, on="answer_id")
     out[["em", "ea"]] = out[["em", "ea"]].fillna(0).astype(int)
     out["ed"] = _expected_deletions(out, spans, texts)
     scores = prf_columns(out.em.to_numpy(), out.ed.to_numpy(), out.ea.to_numpy())
     return out.assign(**scores).reset_index(drop=True)
+
+
+def _texts_of(responses: pd.DataFrame, response_ids: np.ndarray) -> dict[int, str]:
+    """The texts of the responses ``response_ids`` (a refresh's few answers need a few
+    drafts, not a dict of every response)."""
+    where = pd.Index(responses.response_id).get_indexer(response_ids)
+    found = where >= 0  # (a draft not among the responses: a KeyError where it is read)
+    texts = responses.text.to_numpy(dtype=object)[where[found]].tolist()
+    return dict(zip(np.asarray(response_ids)[found].tolist(), texts, strict=True))
 
 
 def _has_spans(decisions: pd.DataFrame) -> np.ndarray:
@@ -278,16 +286,28 @@ def _scores(pop: Population, which: str, count_names: tuple[str, ...]) -> dict[s
 
 
 def _group_figures(
-    pairs: pd.DataFrame, presence: pd.DataFrame, settings: Settings
+    pairs: pd.DataFrame,
+    presence: pd.DataFrame,
+    settings: Settings,
+    units: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """Content- and Theme-Level Edit-F1 of a group of pairs, micro over the group."""
-    other = _other_id(settings)
-    units = _unit_columns(pairs, presence, other)
-    pop = settings.population({c: units[c].to_numpy() for c in units.columns}, units.index)
+    """Content- and Theme-Level Edit-F1 of a group of pairs, micro over the group (``units``:
+    its :func:`_unit_columns`, when made already); a group met before with the same per-unit
+    columns is not resampled again (``analysis._kept``)."""
+    if units is None:
+        units = _unit_columns(pairs, presence, _other_id(settings))
+    columns = {c: units[c].to_numpy() for c in units.columns}
+    kept = kept_figures("match.group_figures", settings, columns, units.index, _group_scores)
     return {
         "n_units": len(units),
         "n_pairs": len(pairs),
         "n_annotators": int(pairs.annotator.nunique()),
+        **kept,
+    }
+
+
+def _group_scores(pop: Population) -> dict[str, Any]:
+    return {
         "content": _scores(pop, "content", ("em", "ea", "ed")),
         "theme": _scores(pop, "theme", ("tp", "fp", "fn")),
         "theme_with_other": _scores(pop, "theme_with_other", ("tp_all", "fp_all", "fn_all")),
@@ -382,14 +402,140 @@ def per_theme_recall(pairs: pd.DataFrame, frames: StudyFrames, settings: Setting
 def _groups(
     pairs: pd.DataFrame, presence: pd.DataFrame, frames: StudyFrames, keys: list[str], s: Settings
 ) -> list[dict[str, Any]]:
+    """The figures of each group of pairs (by ``keys``, sorted): :func:`_group_figures`,
+    :func:`per_theme_f1` and :func:`per_theme_recall`, with the theme counts of every pair and
+    group made in one pass each instead of one join of the theme tables per group."""
+    pairs = pairs.reset_index(drop=True)
+    grouped = list(pairs.groupby(keys, sort=True))
+    themes = _theme_ids(s)
+    if not grouped or not pd.Index(themes).is_unique:  # (a catalog's ids are unique)
+        return _groups_one_by_one(grouped, pairs, presence, frames, keys, s)
+    group_of = np.full(len(pairs), -1, dtype=np.int64)
+    for i, (_, group) in enumerate(grouped):
+        group_of[pairs.index.get_indexer(group.index)] = i
+    with_counts = pairs.assign(**_pair_theme_counts(pairs, presence, _other_id(s)))
+    f1_tables = _per_theme_f1_tables(pairs, presence, group_of, len(grouped), themes)
+    recall_tables = _per_theme_recall_tables(
+        pairs, theme_recall_counts(frames), group_of, len(grouped), themes
+    )
     out = []
-    for key, group in pairs.groupby(keys, sort=True):
+    for i, (key, group) in enumerate(grouped):
+        labels = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        units = _summed_by_unit(with_counts.loc[group.index])
+        entry = {**labels, **_group_figures(group, presence, s, units)}
+        entry["per_theme"] = f1_tables[i]
+        entry["per_theme_content_recall"] = recall_tables[i]
+        out.append(entry)
+    return out
+
+
+def _groups_one_by_one(
+    grouped: list, pairs: pd.DataFrame, presence: pd.DataFrame, frames, keys, s: Settings
+) -> list[dict[str, Any]]:
+    out = []
+    for key, group in grouped:
         labels = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
         entry = {**labels, **_group_figures(group, presence, s)}
         entry["per_theme"] = per_theme_f1(group, presence, s)
         entry["per_theme_content_recall"] = per_theme_recall(group, frames, s)
         out.append(entry)
     return out
+
+
+_THEME_COUNTS = ("tp", "fp", "fn", "tp_all", "fp_all", "fn_all")
+
+
+def _pair_theme_counts(
+    pairs: pd.DataFrame, presence: pd.DataFrame, other: str
+) -> dict[str, np.ndarray]:
+    """Per pair (row of ``pairs``, one per answer): its answer's theme TP / FP / FN without
+    and with the Other theme - what :func:`_theme_unit_counts` sums per unit."""
+    row = pd.Index(pairs.answer_id).get_indexer(presence.answer_id)
+    mine = row >= 0
+    in_ref, in_draft = presence.in_ref.to_numpy(bool), presence.in_draft.to_numpy(bool)
+    flags = {"tp": in_ref & in_draft, "fp": in_draft & ~in_ref, "fn": in_ref & ~in_draft}
+    not_other = (presence.theme != other).to_numpy(bool)
+    out = {}
+    for suffix, keep in (("", mine & not_other), ("_all", mine)):
+        for name, flag in flags.items():
+            counts = np.bincount(row[keep], flag[keep], len(pairs))
+            out[f"{name}{suffix}"] = counts.astype(np.int64)
+    return out
+
+
+def _summed_by_unit(pairs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_unit_columns` of a group from its pairs with :func:`_pair_theme_counts`."""
+    return pairs.groupby("unit_id")[["em", "ea", "ed", *_THEME_COUNTS]].sum()
+
+
+def _by_group_and_theme(
+    pair_rows: np.ndarray,
+    theme_of_row: pd.Series,
+    values: Mapping[str, np.ndarray],
+    group_of: np.ndarray,
+    n_groups: int,
+    themes: list[str],
+) -> dict[str, np.ndarray]:
+    """Sums of each of ``values`` (one per row) per group and catalog theme, (n_groups,
+    n_themes) int64 each, over the rows of a pair (``pair_rows`` >= 0) of a group."""
+    column = pd.Index(themes).get_indexer(theme_of_row)
+    group = np.where(pair_rows >= 0, group_of[pair_rows], -1)
+    keep = (group >= 0) & (column >= 0)
+    cell = group[keep] * len(themes) + column[keep]
+    size = n_groups * len(themes)
+    return {
+        name: np.bincount(cell, v[keep], size).astype(np.int64).reshape(n_groups, len(themes))
+        for name, v in values.items()
+    }
+
+
+def _per_theme_f1_tables(
+    pairs: pd.DataFrame,
+    presence: pd.DataFrame,
+    group_of: np.ndarray,
+    n_groups: int,
+    themes: list[str],
+) -> list[JsonRows]:
+    """:func:`per_theme_f1` of every group at once (``group_of``: each pair's group)."""
+    row = pd.Index(pairs.answer_id).get_indexer(presence.answer_id)
+    in_ref, in_draft = presence.in_ref.to_numpy(bool), presence.in_draft.to_numpy(bool)
+    flags = {"tp": in_ref & in_draft, "fp": in_draft & ~in_ref, "fn": in_ref & ~in_draft}
+    sums = _by_group_and_theme(row, presence.theme, flags, group_of, n_groups, themes)
+    return [
+        _per_theme_f1_records(*(sums[c][i] for c in ("tp", "fp", "fn")), themes)
+        for i in range(n_groups)
+    ]
+
+
+def _per_theme_f1_records(
+    tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, themes: list[str]
+) -> JsonRows:
+    table = pd.DataFrame({"theme": themes, "tp": tp, "fp": fp, "fn": fn})
+    return records(table.assign(**prf_columns(tp, fp, fn), support=table.tp + table.fn))
+
+
+def _per_theme_recall_tables(
+    pairs: pd.DataFrame,
+    counts: pd.DataFrame,
+    group_of: np.ndarray,
+    n_groups: int,
+    themes: list[str],
+) -> list[list[dict]]:
+    """:func:`per_theme_recall` of every group at once (``group_of``: each pair's group)."""
+    row = pd.Index(pairs.answer_id).get_indexer(counts.answer_id)
+    values = {"size": counts["size"].to_numpy(), "sum": counts["sum"].to_numpy()}
+    sums = _by_group_and_theme(row, counts.theme, values, group_of, n_groups, themes)
+    return [
+        _recall_records(sums["size"][i].tolist(), sums["sum"][i].tolist(), themes)
+        for i in range(n_groups)
+    ]
+
+
+def _recall_records(sizes: list[int], hits: list[int], themes: list[str]) -> list[dict]:
+    return [
+        {"theme": theme, "n_sentences": n, "n_matched": hit, "recall": hit / n if n else None}
+        for theme, n, hit in zip(themes, sizes, hits, strict=True)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -571,11 +717,16 @@ def _agreement_figures(rows: pd.DataFrame, settings: Settings) -> dict[str, Any]
     units = {  # rows.groupby("unit_id").sum(), with numpy (counts: exact in float64)
         c: np.bincount(inverse, rows[c].to_numpy(), len(ids)) for c in rows.columns[1:]
     }
-    pop = settings.population(units, ids)
     return {
         "n_sentences": int(units["n"].sum()),
         "n_reference_matches": int(units["ref_match"].sum()),
         "n_reference_non_matches": int(units["ref_non_match"].sum()),
+        **kept_figures("match.agreement_figures", settings, units, ids, _agreement_scores),
+    }
+
+
+def _agreement_scores(pop: Population) -> dict[str, Any]:
+    return {
         "agreement": pop.figure(lambda s: safe_ratio(s["same"], s["n"])),
         "non_match_agreement": pop.figure(
             lambda s: safe_ratio(s["non_match_hit"], s["ref_non_match"])

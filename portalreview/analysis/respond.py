@@ -21,7 +21,7 @@ from __future__ import annotations
 import array
 import functools
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -38,10 +38,14 @@ from portalreview.analysis._common import (
     safe_ratio,
     spliced_or_whole,
 )
+from portalreview.analysis._kept import kept_figures
 from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.frames import StudyFrames
 from portalreview.store.kinds.respond import compose
+
+if TYPE_CHECKING:
+    from portalreview.analysis._bootstrap import Population
 
 KIND = "respond"
 #: The result's keys (after the counts) when the study has no respond answer.
@@ -85,14 +89,22 @@ def proportions(guided: pd.DataFrame, table: pd.DataFrame, themes: list[str], s:
     units = guided.set_index("answer_id").unit_id.loc[table.index].to_numpy()
     per_unit = table.groupby(units).sum()
     n = pd.Series(units).value_counts().reindex(per_unit.index).to_numpy()
-    pop = s.population({"n": n, "k": per_unit.to_numpy()}, per_unit.index)
+    columns = {"n": n, "k": per_unit.to_numpy()}
+
+    def make(pop: Population) -> dict[str, Any]:
+        return {
+            i: pop.figure(lambda x, i=i: safe_ratio(x["k"][:, i], x["n"]))
+            for i in range(len(themes))
+        }
+
+    shares = kept_figures("respond.proportions", s, columns, per_unit.index, make, tuple(themes))
     who = guided.set_index("answer_id").annotator.loc[table.index].to_numpy()
     by_annotator = table.groupby(who).mean()
     return [
         {
             "theme": theme,
             "n_responses_including": int(table[theme].sum()),
-            "share": pop.figure(lambda x, i=i: safe_ratio(x["k"][:, i], x["n"])),
+            "share": shares[i],
             "share_by_annotator": {a: by_annotator.loc[a, theme] for a in by_annotator.index},
         }
         for i, theme in enumerate(themes)
@@ -114,26 +126,42 @@ def theme_iaa(guided: pd.DataFrame, table: pd.DataFrame, themes: list[str], s: S
         "exc": (k == 0).astype(float),
         **presence_alpha_blocks(m, k),
     }
-    pop = s.population(blocks, ids)
-    rows = []
-    for i, theme in enumerate(themes):
-        rows.append(
-            {
-                "theme": theme,
-                "strict_inclusion": pop.figure(lambda x, i=i: safe_ratio(x["inc"][:, i], x["one"])),
-                "strict_exclusion": pop.figure(lambda x, i=i: safe_ratio(x["exc"][:, i], x["one"])),
-                "strict_agreement": pop.figure(
-                    lambda x, i=i: safe_ratio(x["inc"][:, i] + x["exc"][:, i], x["one"])
-                ),
-                "alpha": pop.figure(lambda x, i=i: presence_alpha(x, i)),
-            }
-        )
+    figures = kept_figures(
+        "respond.theme_iaa",
+        s,
+        blocks,
+        ids,
+        functools.partial(_iaa_figures, themes=themes),
+        tuple(themes),
+    )
+    rows = [
+        {"theme": theme, **{name: figures[(i, name)] for name in _IAA_FIGURES}}
+        for i, theme in enumerate(themes)
+    ]
     return {
         "n_units": int(shared.sum()),
         "n_responses": int(m.sum()),
         "per_theme": rows,
-        "alpha_pooled": pop.figure(presence_alpha),
+        "alpha_pooled": figures["alpha_pooled"],
     }
+
+
+_IAA_FIGURES = ("strict_inclusion", "strict_exclusion", "strict_agreement", "alpha")
+
+
+def _iaa_figures(pop: Population, themes: list[str]) -> dict[Any, Any]:
+    """:func:`theme_iaa`'s figures: per (theme's position, figure's name), and the pooled
+    alpha."""
+    out: dict[Any, Any] = {}
+    for i, _ in enumerate(themes):
+        out[i, "strict_inclusion"] = pop.figure(lambda x, i=i: safe_ratio(x["inc"][:, i], x["one"]))
+        out[i, "strict_exclusion"] = pop.figure(lambda x, i=i: safe_ratio(x["exc"][:, i], x["one"]))
+        out[i, "strict_agreement"] = pop.figure(
+            lambda x, i=i: safe_ratio(x["inc"][:, i] + x["exc"][:, i], x["one"])
+        )
+        out[i, "alpha"] = pop.figure(lambda x, i=i: presence_alpha(x, i))
+    out["alpha_pooled"] = pop.figure(presence_alpha)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,21 +246,32 @@ def _composed_one_by_one(
     return pd.Series(texts, index=answers.answer_id.to_numpy())
 
 
-def pair_cosines(answers: pd.DataFrame, texts: pd.Series) -> pd.DataFrame:
+def pair_cosines(
+    answers: pd.DataFrame, texts: pd.Series, kept: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Cosine of the TF-IDF vectors of two clinicians' responses to the same case, for every
     pair of clinicians on every shared case; one TF-IDF model fitted on all non-blank texts
     (scikit-learn defaults, as ``metrics.tfidf_cosine_matrix``; its term counts taken from
+    ``kept``, :func:`people_term_counts` of ``texts``, when given, else from
     :func:`tfidf_matrix`'s cache). Texts without a token give no value."""
-    values = texts.tolist()
-    blank = np.fromiter((isinstance(t, str) and not t.strip() for t in values), bool, len(values))
+    if kept is not None and np.array_equal(kept.answer_id.to_numpy(), texts.index.to_numpy()):
+        blank = kept.blank.to_numpy(bool)
+        known = (kept.counts.to_numpy()[~blank].tolist(), kept.generation.to_numpy()[~blank])
+    else:
+        values = texts.tolist()
+        blank = np.fromiter((_blank(t) for t in values), bool, len(values))
+        known = None
     present = texts[~blank]
     rows = answers[answers.answer_id.isin(present.index)][["answer_id", "unit_id", "annotator"]]
+    # The annotators' ranks in sorted order compare as their names do (fewer string compares).
+    rows = rows.assign(rank=pd.factorize(rows.annotator, sort=True)[0])
     pairs = rows.merge(rows, on="unit_id", suffixes=("_a", "_b"))
-    pairs = pairs[pairs.annotator_a < pairs.annotator_b].reset_index(drop=True)
+    pairs = pairs[pairs.rank_a < pairs.rank_b].drop(columns=["rank_a", "rank_b"])
+    pairs = pairs.reset_index(drop=True)
     if pairs.empty:
         return pairs.assign(cosine=[])
     try:
-        matrix = tfidf_matrix(present.tolist()).tocsr()
+        matrix = tfidf_matrix(present.tolist(), known).tocsr()
     except ValueError:  # no text has a token
         return pairs.iloc[:0].assign(cosine=[])
     where = pd.Series(np.arange(len(present)), index=present.index)
@@ -244,6 +283,49 @@ def pair_cosines(answers: pd.DataFrame, texts: pd.Series) -> pd.DataFrame:
     return pairs.dropna(subset=["cosine"])
 
 
+def _blank(text: Any) -> bool:
+    return isinstance(text, str) and not text.strip()
+
+
+def people_term_counts(frames: StudyFrames, themes: list[str]) -> pd.DataFrame:
+    """Per people's respond answer (:func:`people_composed_texts`' order): whether its text is
+    blank and, for a text that is not, its term counts (``_TERM_COUNTS``' value) and the term
+    numbering they use (``_NUMBERING``); made once per frames and themes (and, in a live
+    report, only for the answers saved since: ``analysis._common.spliced``), so a refresh
+    does not look up every text in the cache again."""
+    key = ("respond_term_counts", tuple(themes))
+    found = frames.memo.get(key)
+    if found is None:
+        texts = people_composed_texts(frames, themes)
+
+        def make(ids: pd.Series) -> pd.DataFrame:
+            return _term_count_rows(texts[texts.index.isin(ids)])
+
+        found = spliced_or_whole(frames, key, pd.Series(texts.index), make)
+    return found
+
+
+def _term_count_rows(texts: pd.Series) -> pd.DataFrame:
+    """:func:`people_term_counts`' rows of ``texts`` (a text that is not a string: None)."""
+    values = texts.tolist()
+    blank = np.fromiter((_blank(t) for t in values), bool, len(values))
+    counted = [i for i, t in enumerate(values) if isinstance(t, str) and not blank[i]]
+    counts = np.full(len(values), None, dtype=object)
+    with _TERMS_LOCK:
+        if counted:
+            analyze = _vectorizer_class()().build_analyzer()
+            counts[counted] = _counts_of([values[i] for i in counted], analyze)
+        numbering = _NUMBERING[0]
+    return pd.DataFrame(
+        {
+            "answer_id": texts.index.to_numpy(),
+            "blank": blank,
+            "counts": counts,
+            "generation": np.full(len(values), numbering, dtype=np.int64),
+        }
+    )
+
+
 class _TermCountsMemo(Memo):
     """The term-count cache and the term numbering its values use, emptied together (a kept
     value's term ids would name other terms once the numbering restarts)."""
@@ -253,6 +335,7 @@ class _TermCountsMemo(Memo):
             super().clear()
             _TERM_IDS.clear()
             _TERMS.clear()
+            _NUMBERING[0] += 1
 
 
 #: Each text's term counts under scikit-learn's default TF-IDF tokenisation, kept for the
@@ -264,24 +347,36 @@ class _TermCountsMemo(Memo):
 #: texts, least recently used dropped first (a 10,000-case study has 40,000 respond answers:
 #: 19.1 MiB measured with the keys). ``_TERM_IDS`` numbers every term met
 #: (``_TERMS`` lists them by id); past 2,000,000 terms it restarts, emptying the cache with
-#: it. ``_TERMS_LOCK`` guards the numbering and its use.
+#: it (``_NUMBERING`` counts the restarts: counts kept elsewhere are valid while it holds).
+#: ``_TERMS_LOCK`` guards the numbering and its use.
 _TERMS_LOCK = threading.RLock()
+_NUMBERING = [0]
 _TERM_IDS: dict[str, int] = {}
 _TERMS: list[str] = []
 _MAX_TERMS = 2_000_000
 _TERM_COUNTS = _TermCountsMemo("respond.tfidf_term_counts", max_entries=100_000)
 
 
-def tfidf_matrix(texts: list[str]) -> Any:
+def tfidf_matrix(texts: list[str], known: tuple[list, np.ndarray] | None = None) -> Any:
     """scikit-learn's ``TfidfVectorizer().fit_transform(texts)`` (default settings), with the
-    term counts of each text taken from ``_TERM_COUNTS`` instead of tokenising it again.
+    term counts of each text taken from ``known`` (each text's ``_TERM_COUNTS`` value or
+    None, and the ``_NUMBERING`` it was made in: :func:`people_term_counts`) or from
+    ``_TERM_COUNTS`` instead of tokenising it again.
 
     Only the counting step (``_count_vocab``: the vocabulary in the order terms are first met
     and the per-text counts, as a CSR matrix with sorted indices) is replaced; the
     vocabulary's sorting, the idf weights and the L2 normalisation stay scikit-learn's, so
     the matrix is the same, bit for bit (the tests compare its arrays). Raises ValueError
     when no text has a term, as scikit-learn does."""
-    return _vectorizer_class()().fit_transform(texts)
+    return _vectorizer_class()().fit_transform(_Texts(texts, known))
+
+
+class _Texts(list):
+    """Texts for the vectoriser, with the term counts already known of some (``known``)."""
+
+    def __init__(self, texts: list[str], known: tuple[list, np.ndarray] | None) -> None:
+        super().__init__(texts)
+        self.known = known
 
 
 @functools.cache
@@ -296,31 +391,25 @@ def _vectorizer_class() -> type:
         def _count_vocab(self, raw_documents: Any, fixed_vocab: bool) -> tuple[dict, Any]:
             if fixed_vocab or self.get_params() != defaults:
                 return super()._count_vocab(raw_documents, fixed_vocab)
-            return _cached_counts(list(raw_documents), self.build_analyzer(), self.dtype)
+            known = getattr(raw_documents, "known", None)
+            return _cached_counts(list(raw_documents), self.build_analyzer(), self.dtype, known)
 
     return CachedCountsTfidfVectorizer
 
 
-def _cached_counts(texts: list[str], analyze: Any, dtype: Any) -> tuple[dict[str, int], Any]:
-    """``CountVectorizer._count_vocab(texts, False)``'s (vocabulary, counts) from the cache:
-    the vocabulary numbers terms in the order they are first met (text by text, each text's
-    terms in the order they occur); the counts are a CSR matrix of ``dtype`` (the
-    vectoriser's) with sorted indices."""
+def _cached_counts(
+    texts: list[str], analyze: Any, dtype: Any, known: tuple[list, np.ndarray] | None = None
+) -> tuple[dict[str, int], Any]:
+    """``CountVectorizer._count_vocab(texts, False)``'s (vocabulary, counts) from the cache
+    (or ``known``, see :func:`tfidf_matrix`): the vocabulary numbers terms in the order they
+    are first met (text by text, each text's terms in the order they occur); the counts are a
+    CSR matrix of ``dtype`` (the vectoriser's) with sorted indices."""
     import scipy.sparse as sp
 
     with _TERMS_LOCK:  # the ids of the counts and of the vocabulary must be one numbering
         if len(_TERMS) > _MAX_TERMS:
             _TERM_COUNTS.clear()
-        counts = _TERM_COUNTS.get_many(texts)
-        made = {}
-        for i, found in enumerate(counts):
-            if found is None:
-                text = texts[i]
-                found = made.get(text)
-                if found is None:
-                    found = made[text] = _term_counts(analyze(text))
-                counts[i] = found
-        _TERM_COUNTS.put_many(made.items())
+        counts = _counts_of(texts, analyze, _still_valid(known, len(texts)))
         # Each value: its k term ids, then their k counts (int32); all texts' values at once.
         flat = np.frombuffer(b"".join(counts), dtype=np.int32)
         lengths = np.fromiter(map(len, counts), np.int64, len(counts)) // 8
@@ -340,6 +429,38 @@ def _cached_counts(texts: list[str], analyze: Any, dtype: Any) -> tuple[dict[str
     return vocabulary, matrix
 
 
+def _still_valid(known: tuple[list, np.ndarray] | None, n: int) -> list | None:
+    """The known counts made in the numbering of now (None for the others), or None when
+    there are none. Called with ``_TERMS_LOCK`` held."""
+    if known is None or len(known[0]) != n:
+        return None
+    values, numbering = known
+    valid = np.asarray(numbering) == _NUMBERING[0]
+    return [v if ok else None for v, ok in zip(values, valid.tolist(), strict=True)]
+
+
+def _counts_of(texts: list[str], analyze: Any, known: list | None = None) -> list[bytes]:
+    """Each text's term counts (``_term_counts``): ``known``'s where it holds one, else the
+    cache's, else made (and kept). Called with ``_TERMS_LOCK`` held."""
+    if known is None:
+        counts = _TERM_COUNTS.get_many(texts)
+    else:
+        counts = list(known)
+        missing = [i for i, found in enumerate(counts) if found is None]
+        for i, found in zip(missing, _TERM_COUNTS.get_many(texts[i] for i in missing), strict=True):
+            counts[i] = found
+    made = {}
+    for i, found in enumerate(counts):
+        if found is None:
+            text = texts[i]
+            found = made.get(text)
+            if found is None:
+                found = made[text] = _term_counts(analyze(text))
+            counts[i] = found
+    _TERM_COUNTS.put_many(made.items())
+    return counts
+
+
 def _term_counts(tokens: list[str]) -> bytes:
     """The distinct tokens' ids (numbered in ``_TERM_IDS`` as first met) in the order they
     first occur, then how often each occurs: 2k int32 as bytes (a third of the memory of a
@@ -355,18 +476,20 @@ def _term_counts(tokens: list[str]) -> bytes:
     return array.array("i", [*seen, *seen.values()]).tobytes()
 
 
-def similarity(answers: pd.DataFrame, texts: pd.Series, s: Settings) -> dict[str, Any]:
-    """Mean pairwise TF-IDF cosine per pair of clinicians and overall (CI over cases)."""
-    pairs = pair_cosines(answers, texts)
+def similarity(
+    answers: pd.DataFrame, texts: pd.Series, s: Settings, kept: pd.DataFrame | None = None
+) -> dict[str, Any]:
+    """Mean pairwise TF-IDF cosine per pair of clinicians and overall (CI over cases;
+    ``kept``: see :func:`pair_cosines`)."""
+    pairs = pair_cosines(answers, texts, kept)
     per_unit = pairs.groupby("unit_id").cosine.agg(["sum", "size"])
-    pop = s.population(
-        {"total": per_unit["sum"].to_numpy(), "n": per_unit["size"].to_numpy()}, per_unit.index
-    )
+    columns = {"total": per_unit["sum"].to_numpy(), "n": per_unit["size"].to_numpy()}
+    mean = kept_figures("respond.similarity", s, columns, per_unit.index, _mean_cosine)
     by_pair = pairs.groupby(["annotator_a", "annotator_b"]).cosine.agg(["mean", "size"])
     return {
         "method": "tfidf_cosine",
         "n_comparisons": len(pairs),
-        "mean": pop.figure(lambda x: safe_ratio(x["total"], x["n"])),
+        "mean": mean["mean"],
         "by_pair": [
             {"annotator_a": a, "annotator_b": b, "mean_cosine": r["mean"], "n_units": r["size"]}
             for (a, b), r in by_pair.iterrows()
@@ -377,6 +500,10 @@ def similarity(answers: pd.DataFrame, texts: pd.Series, s: Settings) -> dict[str
 # --------------------------------------------------------------------------------------------
 # Editing load and time
 # --------------------------------------------------------------------------------------------
+
+
+def _mean_cosine(pop: Population) -> dict[str, Any]:
+    return {"mean": pop.figure(lambda x: safe_ratio(x["total"], x["n"]))}
 
 
 def time_on_task(answers: pd.DataFrame) -> list[dict[str, Any]]:
@@ -417,7 +544,7 @@ def analyse(
             "n_edit_draft": int(modes.get("edit_draft", 0)),
             "theme_proportions": proportions(guided, table, themes, s),
             "theme_agreement": theme_iaa(guided, table, themes, s),
-            "similarity": similarity(answers, texts, s),
+            "similarity": similarity(answers, texts, s, people_term_counts(frames, themes)),
             "editing_load": edits.editing(answers, frames, s),
             "time_on_task": time_on_task(answers),
         }

@@ -64,11 +64,14 @@ def test_warm_caches_give_the_cold_result_and_after_a_change(frames, kind):
     before = _memo.cache_stats()
     again = ANALYSES[kind](dataclasses.replace(frames), **SETTINGS)
     assert again == first
-    # A second run finds what the first kept (every kind resamples: the weights at least).
+    # A second run finds what the first kept (every kind resamples: the weights at least, or,
+    # for match and respond, whose groups' figures are kept whole, those figures).
     hits = {k: v["hits"] - before[k]["hits"] for k, v in _memo.cache_stats().items()}
-    assert hits["bootstrap.drawn_counts"] > 0
     if kind in ("respond", "match"):
+        assert hits["figures.kept_groups"] > 0
         assert hits["match.expected_deletions"] > 0
+    else:
+        assert hits["bootstrap.drawn_counts"] > 0
     if kind == "respond":
         assert hits["respond.tfidf_term_counts"] > 0 and hits["editing.draft_edits"] > 0
     if kind == "eppc":
@@ -253,6 +256,27 @@ def test_cached_term_counts_give_scikit_learns_tfidf_matrix_bit_for_bit(monkeypa
     for blank in (["", " ", "a"], []):
         with pytest.raises(ValueError):
             respond.tfidf_matrix(blank)
+
+
+def test_term_counts_kept_per_answer_give_the_same_matrix_and_not_after_a_restart():
+    """respond.people_term_counts' rows (each text's term counts, made once per answer) give
+    scikit-learn's matrix; after the term numbering restarts (the cache emptied) the kept
+    counts name other terms and are made again instead."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    _memo.clear_caches()
+    rows = respond._term_count_rows(pd.Series(TEXTS, index=range(len(TEXTS))))
+    assert rows.blank.tolist() == [not t.strip() for t in TEXTS]
+    present = [t for t in TEXTS if t.strip()]
+    known = (rows.counts[~rows.blank].tolist(), rows.generation[~rows.blank].to_numpy())
+    for restart in (False, True):
+        if restart:
+            _memo.clear_caches()
+            respond.tfidf_matrix(["zebra quokka", "numbat"])  # new terms take the old ids
+        got = respond.tfidf_matrix(present, known)
+        expected = TfidfVectorizer().fit_transform(present)
+        for name in ("data", "indices", "indptr"):
+            assert np.array_equal(getattr(got, name), getattr(expected, name)), (restart, name)
 
 
 def test_composed_texts_equal_compose_on_each_answer(frames):

@@ -307,6 +307,7 @@ def _per_answer_tables(frames, project) -> dict:
         "match_theme_presence": match.people_theme_presence(frames),
         "match_span_columns": match.span_columns(frames),
         "respond_composed_texts": texts.rename_axis("answer_id").reset_index(name="text"),
+        "respond_term_counts": respond.people_term_counts(frames, themes),
         "match_pair_records": _pair_records(frames),
         "respond_edit_rows": _edit_rows(frames),
         "eppc_compared_rows": eppc.compared_rows(_common.people(frames, "eppc"), frames, codes),
@@ -385,6 +386,40 @@ def test_per_answer_tables_are_made_again_only_for_the_answers_saved(demo, kind,
         fresh = _per_answer_tables(fresh_frames, demo)
         for key, table in tables.items():
             pd.testing.assert_frame_equal(table, fresh[key], obj=key)
+        assert result.report == _fresh(demo)
+
+
+@pytest.mark.parametrize("kind", ["match", "respond"])
+def test_kept_group_figures_equal_figures_computed_with_every_cache_emptied(demo, kind):
+    """A group's figures kept by content (``analysis._kept``: match's per-source and judge
+    agreement groups, respond's tables and the editing load's groups) are taken again by a
+    refresh after a new answer, an answer saved over and one taken back to a draft only where
+    they are still right: the report equals one built with every cache emptied first."""
+    import random
+
+    from portalreview.analysis import _memo
+    from tests.store.test_store_live_frames import payload, resave, stored, todo
+
+    svc = StudyService(demo)
+    live = LiveReport(use_cache=False)
+    live.refresh(demo, **SETTINGS)
+    rng = random.Random(11)
+    first, second = stored(demo, kind, "submitted")[:2]
+    unit, person = todo(demo, kind)
+    writes = (
+        lambda: svc.save_answer(
+            unit, payload(svc, unit, rng), status="submitted", annotator_id=person
+        ),
+        lambda: resave(svc, first, payload(svc, first[1], rng)),
+        lambda: resave(svc, second, status="draft"),
+    )
+    for write in writes:
+        write()
+        before = _memo.cache_stats()["figures.kept_groups"]
+        result = live.refresh(demo, **SETTINGS)
+        after = _memo.cache_stats()["figures.kept_groups"]
+        assert after["hits"] > before["hits"]  # some groups kept, not computed again
+        _memo.clear_caches()
         assert result.report == _fresh(demo)
 
 
