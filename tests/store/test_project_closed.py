@@ -59,7 +59,12 @@ def test_closing_waits_for_a_save_under_way(new_project):
     closed = threading.Event()
     closer = threading.Thread(target=lambda: (project.close(), closed.set()))
     closer.start()
-    time.sleep(0.3)
+    # the closing thread may start late on a loaded machine: the write below must come once
+    # closing began (before, it waits for the save's lock instead of being refused)
+    began = time.monotonic()
+    while not project._life.closed and time.monotonic() - began < 10:
+        time.sleep(0.01)
+    time.sleep(0.3)  # time for close() to end, were it not waiting for the save
     assert not closed.is_set()  # waiting for the save
     with pytest.raises(ProjectClosed), project.write():  # and refusing new ones meanwhile
         pass

@@ -162,7 +162,8 @@ def test_a_newer_read_replaces_the_one_under_way(qtbot, tmp_path, monkeypatch):
         dialog.set_kind("respond")  # before the facts were read
         release.set()
         wait_loaded(qtbot, dialog)
-        qtbot.wait(200)  # the stale facts result arrives too, and is dropped
+        qtbot.waitUntil(lambda: not workers._running, timeout=20_000)  # the stale facts
+        # result has arrived too, and was dropped
     assert dialog.kind == "respond" and dialog.unit is not None and dialog.unit.kind == "respond"
 
 

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from portalreview.store import project as project_module
 from portalreview.store.project import Project, backup_dir, latest_backup
 from portalreview.store.service import StudyService
-from portalreview.ui import main_window
+from portalreview.ui import main_window, workers
 from portalreview.ui.main_window import MainWindow
 
 SHOTS = Path("/tmp/portalreview-ui-backups")
@@ -111,7 +111,8 @@ def test_closing_the_offer_opens_nothing_and_copies_nothing(qtbot, window, gui):
     _answer_the_box(qtbot, "Close", "damaged-close.png", seen)
     window.open_project(gui.path, annotator="ava")
     qtbot.waitUntil(lambda: bool(seen), timeout=20000)
-    qtbot.wait(300)  # time for a copy to start, were one started
+    qtbot.wait(300)  # time for a copy to start, were one started...
+    qtbot.waitUntil(lambda: not workers._running, timeout=20000)  # ...and to end
     assert window.project is None
     assert sorted(p.name for p in gui.path.parent.iterdir()) == before
 

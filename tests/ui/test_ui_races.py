@@ -21,7 +21,7 @@ from portalreview.reports import report_cache
 from portalreview.store import study_setup as setup
 from portalreview.store.project import Project
 from portalreview.ui import dashboard as dash
-from portalreview.ui import model_panel
+from portalreview.ui import model_panel, workers
 from portalreview.ui import study_setup_dialog as ssd
 from portalreview.ui.main_window import MainWindow
 
@@ -146,7 +146,7 @@ def test_setup_plan_arriving_after_the_window_was_replaced(qtbot, gui, prefs, mo
     qtbot.wait(50)  # the old window's deleteLater
     with uncaught() as errors:
         gate.set()
-        qtbot.wait(1000)
+        qtbot.waitUntil(lambda: not workers._running, timeout=20000)  # the old plan arrived
     assert errors == []
     assert new.plan is None and not new.busy  # the new window is not told of the old plan
 
@@ -176,7 +176,7 @@ def test_figures_kept_after_the_project_closed_are_not_written(qtbot, gui, prefs
     try:
         with uncaught() as errors:
             gate.set()
-            qtbot.wait(1000)
+            qtbot.waitUntil(lambda: not workers._running, timeout=20000)  # the late write ended
         assert kept_rows(gui.path) == before
     finally:
         other.close()
