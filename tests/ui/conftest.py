@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from ui_support import make_gui_study, preferences
 
@@ -16,3 +18,16 @@ def gui(tmp_path):
 def prefs(tmp_path):
     """Preferences in a QSettings file of the test's own."""
     return preferences(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def background_work_ends_with_its_test(qtbot):
+    """After each test, wait (up to 10 s) for the background work it started, so that a
+    late result or error does not land in the next test."""
+    yield
+    from portalreview.ui import workers
+
+    try:
+        qtbot.waitUntil(lambda: not workers._running, timeout=10_000)
+    except qtbot.TimeoutError:  # work held on purpose and never let go: say so, go on
+        warnings.warn(f"{len(workers._running)} background task(s) outlived the test", stacklevel=1)
