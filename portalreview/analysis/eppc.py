@@ -580,10 +580,14 @@ class KeptPairs:
     def _coder(self, name: str) -> bytes:
         found = self._coders.get(name)
         if found is None:
-            digest = hashlib.blake2b(self.coding.units_of[name].to_numpy(np.int64).tobytes())
+            units = self.coding.units_of[name].to_numpy(np.int64)
             rows = self.coding.rows_of[name]
+            digest = hashlib.blake2b(repr((len(units), len(rows))).encode())  # no run-on
+            digest.update(units.tobytes())
             for column in _COMPARED:
-                digest.update(np.ascontiguousarray(rows[column].to_numpy()).data)
+                values = np.ascontiguousarray(rows[column].to_numpy())
+                digest.update(values.dtype.str.encode())
+                digest.update(values.data)
             found = self._coders[name] = digest.digest()
         return found
 
