@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 _MISSING = object()
@@ -118,6 +118,22 @@ class Memo:
                 entries[key] = value
                 self._bytes += size
             self._trim()
+
+    def fill(
+        self, found: list[Any], keys: Sequence[Hashable], make: Callable[[Any], Any]
+    ) -> list[Any]:
+        """``found`` (lookups of ``keys``, None for a miss) with each miss made by
+        ``make(key)`` (once per distinct key) and kept; returns ``found``, filled in place."""
+        made: dict[Hashable, Any] = {}
+        for i, value in enumerate(found):
+            if value is None:
+                key = keys[i]
+                value = made.get(key)
+                if value is None:
+                    value = made[key] = make(key)
+                found[i] = value
+        self.put_many(made.items())
+        return found
 
     def _trim(self) -> None:
         entries = self._entries

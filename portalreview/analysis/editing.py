@@ -118,17 +118,7 @@ _EDITS = Memo("editing.draft_edits", max_entries=50_000)
 
 def _word_edits(pairs: list[tuple[str, str]]) -> list[DraftEdits]:
     """``metrics.draft_edits`` (without a time) of each (draft, final text), cached."""
-    found = _EDITS.get_many(pairs)
-    made = {}
-    for i, edits in enumerate(found):
-        if edits is None:
-            key = pairs[i]
-            edits = made.get(key)
-            if edits is None:
-                edits = made[key] = draft_edits(*key)
-            found[i] = edits
-    _EDITS.put_many(made.items())
-    return found
+    return _EDITS.fill(_EDITS.get_many(pairs), pairs, lambda pair: draft_edits(*pair))
 
 
 def _micro(sums: Mapping[str, np.ndarray], key: str) -> np.ndarray:

@@ -449,16 +449,7 @@ def _counts_of(texts: list[str], analyze: Any, known: list | None = None) -> lis
         missing = [i for i, found in enumerate(counts) if found is None]
         for i, found in zip(missing, _TERM_COUNTS.get_many(texts[i] for i in missing), strict=True):
             counts[i] = found
-    made = {}
-    for i, found in enumerate(counts):
-        if found is None:
-            text = texts[i]
-            found = made.get(text)
-            if found is None:
-                found = made[text] = _term_counts(analyze(text))
-            counts[i] = found
-    _TERM_COUNTS.put_many(made.items())
-    return counts
+    return _TERM_COUNTS.fill(counts, texts, lambda text: _term_counts(analyze(text)))
 
 
 def _term_counts(tokens: list[str]) -> bytes:
