@@ -327,15 +327,7 @@ class EvidenceTexts(RelaxedMatcher):
     def pairs_numbered(self, codes: pd.Series, subcodes: pd.Series) -> np.ndarray:
         """Each (code, subcode) pair's number (pairs met for the first time numbered in
         order): each part factorized on its own, the pairs of numbers factorized again."""
-        code_of, code_names = pd.factorize(codes)
-        subcode_of, subcode_names = pd.factorize(subcodes)
-        width = len(subcode_names) + 1
-        pair_of, met = pd.factorize(code_of.astype(np.int64) * width + subcode_of)
-        pairs = zip(
-            code_names.take(met // width).tolist(),
-            subcode_names.take(met % width).tolist(),
-            strict=True,
-        )
+        pair_of, pairs = _pairs_first_met(codes, subcodes)
         with self._lock:
             ids = self._pair_ids
             numbers = np.array([ids.setdefault(pair, len(ids)) for pair in pairs], np.int64)
@@ -646,6 +638,18 @@ def _batches(info: pd.DataFrame) -> pd.DataFrame:
     return info.sort_values(["unit_set", "position"], kind="stable")
 
 
+def _pairs_first_met(first: Any, second: Any) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
+    """Each row's (first, second) pair as a number, pairs numbered as first met, and the
+    pairs in that order: each part factorized on its own, the pairs of numbers factorized
+    again (the same order as factorizing the pairs of values, without making them)."""
+    first_of, firsts = pd.factorize(first)
+    second_of, seconds = pd.factorize(second)
+    width = len(seconds) + 1
+    pair_of, met = pd.factorize(first_of.astype(np.int64) * width + second_of)
+    pairs = zip(firsts.take(met // width).tolist(), seconds.take(met % width).tolist(), strict=True)
+    return pair_of, list(pairs)
+
+
 @dataclass(frozen=True)
 class BatchLayout:
     """The batches of a set of units (``batches``' rows): each batch's (unit set, label) in
@@ -659,15 +663,7 @@ class BatchLayout:
 
     @classmethod
     def of(cls, info: pd.DataFrame, units: pd.Index) -> BatchLayout:
-        # The (unit set, label) pairs numbered as first met: each part numbered on its own,
-        # the pairs of numbers numbered again (the same order as the pairs of values).
-        set_of, sets = pd.factorize(info.unit_set)
-        label_of, labels = pd.factorize(info.label)
-        width = len(labels) + 1
-        batch_of, met = pd.factorize(set_of.astype(np.int64) * width + label_of)
-        keys = list(
-            zip(sets.take(met // width).tolist(), labels.take(met % width).tolist(), strict=True)
-        )
+        batch_of, keys = _pairs_first_met(info.unit_set, info.label)
         sizes = np.bincount(batch_of, minlength=len(keys))
         rows = units.get_indexer(info.index)[np.argsort(batch_of, kind="stable")]
         return cls(keys, sizes, rows, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
@@ -690,15 +686,6 @@ class BatchLayout:
             else np.zeros((0, block.shape[1]))
             for name, block in blocks.items()
         }
-
-
-def _batch_sums(
-    info: pd.DataFrame, blocks: Mapping[str, np.ndarray], units: pd.Index
-) -> tuple[list[tuple[str, str]], np.ndarray, dict[str, np.ndarray]]:
-    """Each batch's (unit set, label), its number of units, and each block summed over the
-    batch's units: a (batches x codes) array of counts per block."""
-    layout = BatchLayout.of(info, units)
-    return layout.keys, layout.sizes, layout.sums(blocks)
 
 
 def _kappa_batches(

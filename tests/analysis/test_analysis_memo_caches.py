@@ -383,7 +383,8 @@ def test_eppc_batch_sums_and_pair_ids_equal_the_plain_routes(frames):
         index=pd.Index([13, 10, 12, 11, 14], name="unit_id"),
     )
     blocks = {"n11": rng.integers(0, 2, (5, 3)).astype(float), "n00": np.ones((5, 3))}
-    keys, sizes, sums = eppc._batch_sums(info, blocks, units)
+    layout = eppc.BatchLayout.of(info, units)
+    keys, sizes, sums = layout.keys, layout.sizes, layout.sums(blocks)
     assert keys == [("s", "#1"), ("s", "#2"), ("t", "#1")] and sizes.tolist() == [2, 1, 2]
     rows = units.get_indexer(info.index)
     for name, block in blocks.items():  # np.add.at, one unit at a time
