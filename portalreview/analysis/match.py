@@ -327,20 +327,8 @@ def per_theme_f1(pairs: pd.DataFrame, presence: pd.DataFrame, settings: Settings
     """Theme-Level Edit-F1 of each theme over the group (seed 000, Table 15), Other kept as
     its own row: per theme, TP = pairs whose reference and draft both contain it, FP = only
     the draft, FN = only the reference (``metrics.per_theme_edit_f1``'s set counting)."""
-    rows = presence[presence.answer_id.isin(pairs.answer_id)]
-    flags = pd.DataFrame(
-        {
-            "theme": rows.theme,
-            "tp": rows.in_ref & rows.in_draft,
-            "fp": rows.in_draft & ~rows.in_ref,
-            "fn": rows.in_ref & ~rows.in_draft,
-        }
-    )
-    sums = flags.groupby("theme")[["tp", "fp", "fn"]].sum().reindex(_theme_ids(settings))
-    sums = sums.fillna(0).astype(int)
-    scores = prf_columns(sums.tp.to_numpy(), sums.fp.to_numpy(), sums.fn.to_numpy())
-    table = sums.assign(**scores, support=sums.tp + sums.fn)
-    return records(table.rename_axis("theme").reset_index())
+    one_group = np.zeros(len(pairs), dtype=np.int64)
+    return _per_theme_f1_tables(pairs, presence, one_group, 1, _theme_ids(settings))[0]
 
 
 def theme_recall_counts(frames: StudyFrames) -> pd.DataFrame:
@@ -386,17 +374,9 @@ def per_theme_recall(pairs: pd.DataFrame, frames: StudyFrames, settings: Setting
     of a theme / reference sentences of that theme, summed over the group's pairs (the
     theme is the one the same annotator gave the sentence; unlabelled sentences are left
     out). Same counting as ``metrics.per_theme_content_recall``."""
+    one_group = np.zeros(len(pairs), dtype=np.int64)
     counts = theme_recall_counts(frames)
-    mine = counts[counts.answer_id.isin(pairs.answer_id)]
-    grouped = mine.groupby("theme")[["size", "sum"]].sum()
-    out = []
-    for theme in _theme_ids(settings):
-        n = int(grouped["size"].get(theme, 0))
-        hit = int(grouped["sum"].get(theme, 0))
-        out.append(
-            {"theme": theme, "n_sentences": n, "n_matched": hit, "recall": hit / n if n else None}
-        )
-    return out
+    return _per_theme_recall_tables(pairs, counts, one_group, 1, _theme_ids(settings))[0]
 
 
 def _groups(
@@ -407,9 +387,7 @@ def _groups(
     group made in one pass each instead of one join of the theme tables per group."""
     pairs = pairs.reset_index(drop=True)
     grouped = list(pairs.groupby(keys, sort=True))
-    themes = _theme_ids(s)
-    if not grouped or not pd.Index(themes).is_unique:  # (a catalog's ids are unique)
-        return _groups_one_by_one(grouped, pairs, presence, frames, keys, s)
+    themes = _theme_ids(s)  # unique: the catalog refuses a duplicate id
     group_of = np.full(len(pairs), -1, dtype=np.int64)
     for i, (_, group) in enumerate(grouped):
         group_of[pairs.index.get_indexer(group.index)] = i
@@ -429,19 +407,6 @@ def _groups(
     return out
 
 
-def _groups_one_by_one(
-    grouped: list, pairs: pd.DataFrame, presence: pd.DataFrame, frames, keys, s: Settings
-) -> list[dict[str, Any]]:
-    out = []
-    for key, group in grouped:
-        labels = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        entry = {**labels, **_group_figures(group, presence, s)}
-        entry["per_theme"] = per_theme_f1(group, presence, s)
-        entry["per_theme_content_recall"] = per_theme_recall(group, frames, s)
-        out.append(entry)
-    return out
-
-
 _THEME_COUNTS = ("tp", "fp", "fn", "tp_all", "fp_all", "fn_all")
 
 
@@ -452,8 +417,7 @@ def _pair_theme_counts(
     and with the Other theme - what :func:`_theme_unit_counts` sums per unit."""
     row = pd.Index(pairs.answer_id).get_indexer(presence.answer_id)
     mine = row >= 0
-    in_ref, in_draft = presence.in_ref.to_numpy(bool), presence.in_draft.to_numpy(bool)
-    flags = {"tp": in_ref & in_draft, "fp": in_draft & ~in_ref, "fn": in_ref & ~in_draft}
+    flags = _presence_flags(presence)
     not_other = (presence.theme != other).to_numpy(bool)
     out = {}
     for suffix, keep in (("", mine & not_other), ("_all", mine)):
@@ -461,6 +425,13 @@ def _pair_theme_counts(
             counts = np.bincount(row[keep], flag[keep], len(pairs))
             out[f"{name}{suffix}"] = counts.astype(np.int64)
     return out
+
+
+def _presence_flags(presence: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Each theme-presence row as TP (in the reference and the draft), FP (the draft only),
+    FN (the reference only)."""
+    in_ref, in_draft = presence.in_ref.to_numpy(bool), presence.in_draft.to_numpy(bool)
+    return {"tp": in_ref & in_draft, "fp": in_draft & ~in_ref, "fn": in_ref & ~in_draft}
 
 
 def _summed_by_unit(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -479,7 +450,9 @@ def _by_group_and_theme(
     """Sums of each of ``values`` (one per row) per group and catalog theme, (n_groups,
     n_themes) int64 each, over the rows of a pair (``pair_rows`` >= 0) of a group."""
     column = pd.Index(themes).get_indexer(theme_of_row)
-    group = np.where(pair_rows >= 0, group_of[pair_rows], -1)
+    group = np.full(len(pair_rows), -1, dtype=np.int64)
+    of_a_pair = pair_rows >= 0
+    group[of_a_pair] = group_of[pair_rows[of_a_pair]]
     keep = (group >= 0) & (column >= 0)
     cell = group[keep] * len(themes) + column[keep]
     size = n_groups * len(themes)
@@ -498,8 +471,7 @@ def _per_theme_f1_tables(
 ) -> list[JsonRows]:
     """:func:`per_theme_f1` of every group at once (``group_of``: each pair's group)."""
     row = pd.Index(pairs.answer_id).get_indexer(presence.answer_id)
-    in_ref, in_draft = presence.in_ref.to_numpy(bool), presence.in_draft.to_numpy(bool)
-    flags = {"tp": in_ref & in_draft, "fp": in_draft & ~in_ref, "fn": in_ref & ~in_draft}
+    flags = _presence_flags(presence)
     sums = _by_group_and_theme(row, presence.theme, flags, group_of, n_groups, themes)
     return [
         _per_theme_f1_records(*(sums[c][i] for c in ("tp", "fp", "fn")), themes)
