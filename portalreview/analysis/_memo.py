@@ -124,15 +124,27 @@ class Memo:
     ) -> list[Any]:
         """``found`` (lookups of ``keys``, None for a miss) with each miss made by
         ``make(key)`` (once per distinct key) and kept; returns ``found``, filled in place."""
-        made: dict[Hashable, Any] = {}
+        return self.fill_all(found, keys, lambda missing: [make(key) for key in missing])
+
+    def fill_all(
+        self,
+        found: list[Any],
+        keys: Sequence[Hashable],
+        make_all: Callable[[list[Any]], Sequence[Any]],
+    ) -> list[Any]:
+        """:meth:`fill`, the misses made in one call: ``make_all(missing)`` gives the value
+        of each distinct missing key, in the order they are first met in ``keys``."""
+        slots: dict[Hashable, list[int]] = {}
         for i, value in enumerate(found):
             if value is None:
-                key = keys[i]
-                value = made.get(key)
-                if value is None:
-                    value = made[key] = make(key)
+                slots.setdefault(keys[i], []).append(i)
+        if not slots:
+            return found
+        made = make_all(list(slots))
+        for where, value in zip(slots.values(), made, strict=True):
+            for i in where:
                 found[i] = value
-        self.put_many(made.items())
+        self.put_many(zip(slots, made, strict=True))
         return found
 
     def _trim(self) -> None:

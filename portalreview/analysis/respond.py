@@ -18,8 +18,9 @@ response includes that theme, Appendix G) or a clinician's edit of an LLM draft.
 
 from __future__ import annotations
 
-import array
 import functools
+import itertools
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -440,7 +441,7 @@ def _still_valid(known: tuple[list, np.ndarray] | None, n: int) -> list | None:
 
 
 def _counts_of(texts: list[str], analyze: Any, known: list | None = None) -> list[bytes]:
-    """Each text's term counts (``_term_counts``): ``known``'s where it holds one, else the
+    """Each text's term counts (:func:`_term_counts_many`): ``known``'s where it holds one, else the
     cache's, else made (and kept). Called with ``_TERMS_LOCK`` held."""
     if known is None:
         counts = _TERM_COUNTS.get_many(texts)
@@ -449,22 +450,75 @@ def _counts_of(texts: list[str], analyze: Any, known: list | None = None) -> lis
         missing = [i for i, found in enumerate(counts) if found is None]
         for i, found in zip(missing, _TERM_COUNTS.get_many(texts[i] for i in missing), strict=True):
             counts[i] = found
-    return _TERM_COUNTS.fill(counts, texts, lambda text: _term_counts(analyze(text)))
+    return _TERM_COUNTS.fill_all(counts, texts, functools.partial(_term_counts_of, analyze))
 
 
-def _term_counts(tokens: list[str]) -> bytes:
-    """The distinct tokens' ids (numbered in ``_TERM_IDS`` as first met) in the order they
-    first occur, then how often each occurs: 2k int32 as bytes (a third of the memory of a
-    small array). Called with ``_TERMS_LOCK`` held."""
-    seen: dict[int, int] = {}  # term id -> count, in the order the terms first occur
-    ids = _TERM_IDS
-    for token in tokens:
-        found = ids.get(token)
-        if found is None:
-            found = ids[token] = len(_TERMS)
-            _TERMS.append(token)
-        seen[found] = seen.get(found, 0) + 1
-    return array.array("i", [*seen, *seen.values()]).tobytes()
+def _term_counts_of(analyze: Any, texts: list[str]) -> list[bytes]:
+    """:func:`_term_counts_many` of ``analyze(text)`` of each text (``analyze``: scikit-learn's
+    default analyser), ``_TERMS_CHUNK`` texts at a time."""
+    out: list[bytes] = []
+    for start in range(0, len(texts), _TERMS_CHUNK):
+        chunk = texts[start : start + _TERMS_CHUNK]
+        out += _term_counts_many([_default_tokens(text, analyze) for text in chunk])
+    return out
+
+
+#: Texts tokenised and counted together (bounds the tokens held at once: a few MiB).
+_TERMS_CHUNK = 4096
+
+#: scikit-learn's default token pattern ``(?u)\b\w\w+\b`` on lower-cased ASCII text: there a
+#: word character is one of these, and findall takes each run of them whole (it starts
+#: only where a run starts), so a run of two or more is a token and the boundaries hold.
+_ASCII_TOKEN = re.compile(r"[0-9a-z_]{2,}")
+
+
+def _default_tokens(text: str, analyze: Any) -> list[str]:
+    """``analyze(text)`` (scikit-learn's default analyser: lower case, then the token
+    pattern), with a narrower pattern of the same tokens when the lowered text is ASCII
+    (about a quarter faster)."""
+    lowered = text.lower()
+    return _ASCII_TOKEN.findall(lowered) if lowered.isascii() else analyze(text)
+
+
+def _term_counts_many(token_lists: list[list[str]]) -> list[bytes]:
+    """Each token list's term counts: its distinct terms' ids (``_TERM_IDS``, new terms
+    numbered as first met, list by list) in the order they first occur, then how often each
+    occurs, as 2k int32 in bytes (a third of the memory of a small array). Counted for all
+    lists at once with numpy. Called with ``_TERMS_LOCK`` held."""
+    lengths = np.fromiter(map(len, token_lists), np.int64, len(token_lists))
+    n_tokens = int(lengths.sum())
+    if not n_tokens:
+        return [b""] * len(token_lists)
+    tokens = np.fromiter(itertools.chain.from_iterable(token_lists), object, n_tokens)
+    codes, terms = pd.factorize(tokens, sort=False)
+    ids = np.fromiter(map(_term_id, terms.tolist()), np.int64, len(terms))
+    # Each (list, term) pair as first met: lists are laid end to end, so within a list its
+    # terms come in the order they first occur.
+    owner = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
+    pair, first = pd.factorize(owner * len(terms) + codes, sort=False)
+    counts = np.bincount(pair, minlength=len(first))
+    owner = first // len(terms)
+    per_list = np.bincount(owner, minlength=len(token_lists))
+    starts = np.cumsum(per_list) - per_list
+    # List i's value: its k term ids, then their k counts, at int32 slots 2 * starts[i] on.
+    within = np.arange(len(first)) - starts[owner]
+    slots = np.empty(2 * len(first), dtype=np.int32)
+    slots[2 * starts[owner] + within] = ids[first % len(terms)]
+    slots[2 * starts[owner] + per_list[owner] + within] = counts
+    data = slots.tobytes()
+    return [
+        data[8 * s : 8 * (s + k)] for s, k in zip(starts.tolist(), per_list.tolist(), strict=True)
+    ]
+
+
+def _term_id(token: str) -> int:
+    """The id of ``token`` in ``_TERM_IDS``, numbered as the next one when new. Called with
+    ``_TERMS_LOCK`` held."""
+    found = _TERM_IDS.get(token)
+    if found is None:
+        found = _TERM_IDS[token] = len(_TERMS)
+        _TERMS.append(token)
+    return found
 
 
 def similarity(

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from portalreview.analysis import ANALYSES, KINDS, _bootstrap, _common, _memo, match, respond
@@ -256,6 +256,56 @@ def test_cached_term_counts_give_scikit_learns_tfidf_matrix_bit_for_bit(monkeypa
     for blank in (["", " ", "a"], []):
         with pytest.raises(ValueError):
             respond.tfidf_matrix(blank)
+
+
+def _term_counts_one_by_one(tokens: list[str]) -> bytes:
+    """The reference for ``respond._term_counts_many``: one list counted in a plain loop."""
+    seen: dict[int, int] = {}  # term id -> count, in the order the terms first occur
+    for token in tokens:
+        found = respond._TERM_IDS.get(token)
+        if found is None:
+            found = respond._TERM_IDS[token] = len(respond._TERMS)
+            respond._TERMS.append(token)
+        seen[found] = seen.get(found, 0) + 1
+    return np.array([*seen, *seen.values()], dtype=np.int32).tobytes()
+
+
+# Letters whose lower case leaves or enters ASCII (the Kelvin sign's is "k"; dotted I's is
+# not ASCII), accents, Greek final sigma, CJK, Arabic, underscores and digits.
+TOKEN_TEXT = st.text(
+    alphabet=st.sampled_from([*"aZ9_ -.,'!?\n\t", "é", "É", "ß", "İ", "\u212a", "Σ", "日", "ٹ"]),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TOKEN_TEXT)
+def test_the_ascii_token_pattern_gives_scikit_learns_tokens(text):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    analyze = TfidfVectorizer().build_analyzer()
+    assert respond._default_tokens(text, analyze) == analyze(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(first=st.lists(TOKEN_TEXT, max_size=12), then=st.lists(TOKEN_TEXT, max_size=12))
+@example(first=["aa bb aa", "bb Aa cc", "", "x"], then=["cc dd bb", "É_9 dd"])
+def test_term_counts_counted_together_equal_counting_each_text_alone(first, then):
+    """Two batches, the second meeting terms the first numbered: the same bytes and the same
+    numbering as counting text by text."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    analyze = TfidfVectorizer().build_analyzer()
+    results = []
+    for together in (False, True):
+        _memo.clear_caches()
+        with respond._TERMS_LOCK:
+            if together:
+                got = [respond._term_counts_of(analyze, batch) for batch in (first, then)]
+            else:
+                got = [[_term_counts_one_by_one(analyze(t)) for t in b] for b in (first, then)]
+            results.append((got, list(respond._TERMS)))
+    assert results[0] == results[1]
 
 
 def test_term_counts_kept_per_answer_give_the_same_matrix_and_not_after_a_restart():
