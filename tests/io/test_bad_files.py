@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from io_support import refused
+from io_support import refused, write_csv
 
+from portalreview.store.importers import import_files
+from portalreview.store.importers.readers import read_parts
 from portalreview.store.project import Project
 from tests.conftest import build_small_study
 
 HERE = Path(__file__).parent / "bad_files"
+OTHER_SEPARATORS = Path(__file__).parent / "other_separators"
 COMPANIONS = {"redcap_unknown_case.csv": ["companions/redcap_dictionary.csv"]}
 
 # file -> fragments the message must contain (the file name is always checked too)
@@ -43,10 +46,7 @@ EXPECTED: dict[str, list[str]] = {
     "cases_nan.jsonl": ["line 1", "NaN is not allowed"],
     "cases_non_object.jsonl": ["line 2", "expected a JSON object", "a list"],
     "cases_ragged_row.csv": ["row 3", "4 values but the header has 3 columns"],
-    "cases_semicolon.csv": ["row 1", "semicolons"],
-    "cases_semicolon_quoted.csv": ["row 1", "column '\"case_id\";\"message\"':",
-                                   "separates columns with semicolons"],
-    "cases_tabs_quoted.csv": ["row 1", "separates columns with tabs"],
+    "cases_semicolon_unclosed_quote.csv": ["row 3", "cannot be read as CSV"],
     "cases_surrogate.jsonl": ["line 1, field 'message'", "surrogate"],
     "cases_truncated.jsonl": ["line 2", "not valid JSON", "Unterminated string", "cut short"],
     "cases_unclosed_quote.csv": ["row 3", "cannot be read as CSV"],
@@ -137,3 +137,32 @@ def test_a_good_file_with_a_bad_one_imports_neither(base, tmp_path):
 def test_a_missing_file_and_an_empty_call(base, tmp_path):
     assert "no such file" in refused(base, [tmp_path / "nope.csv"])
     assert "no files" in refused(base, [])
+
+
+# files Excel saves as "CSV" on a German or French Windows: read, not refused
+# file -> (what separates its columns, its rows)
+SEPARATED: dict[str, tuple[str, list[list[str]]]] = {
+    "cases_semicolon.csv": (
+        "semicolons",
+        [["case_id", "message", "urgency_level"], ["x1", "Hello there", "3"]],
+    ),
+    "cases_semicolon_quoted.csv": ("semicolons", [["case_id", "message"], ["c1", "Hello there."]]),
+    "cases_tabs_quoted.csv": ("tabs", [["case_id", "message"], ["c1", "Hello there."]]),
+}
+
+
+def test_each_file_separated_otherwise_has_an_expectation():
+    assert sorted(p.name for p in OTHER_SEPARATORS.iterdir()) == sorted(SEPARATED)
+
+
+@pytest.mark.parametrize("name", sorted(SEPARATED))
+def test_a_file_separated_otherwise_imports_as_its_comma_twin(tmp_path, name):
+    separator, rows = SEPARATED[name]
+    [part] = read_parts(OTHER_SEPARATORS / name)
+    [twin] = read_parts(write_csv(tmp_path / name, rows))
+    assert part.columns == twin.columns
+    assert [r.values for r in part.records] == [r.values for r in twin.records]
+    with Project.create(tmp_path / "s.prproj") as project:
+        report = import_files(project, [OTHER_SEPARATORS / name])
+    assert report.added["cases"] == 1
+    assert report.notes == [f"{name}: columns separated by {separator}, not commas; read that way"]

@@ -8,11 +8,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from io_support import refused
+from io_support import refused, write_csv
 from openpyxl import Workbook
 from sqlalchemy import select
 
 from portalreview.store.importers import import_files
+from portalreview.store.importers.readers import read_parts
 from portalreview.store.models import Case, CaseTag
 from portalreview.store.project import Project
 
@@ -158,44 +159,117 @@ def test_hidden_sheets_are_skipped_with_a_note(empty_project, tmp_path):
 _GERMAN_EXCEL = {  # as Excel on a German Windows saves "CSV (Trennzeichen-getrennt)"
     "quoted first cell": (
         'message;case_id\r\n"Guten Tag; ich habe ""Fieber"",\r\n38,5 °C seit gestern";101\r\n',
-        "the header is a single column 'message;case_id'",
+        [["message", "case_id"], ['Guten Tag; ich habe "Fieber",\r\n38,5 °C seit gestern', "101"]],
     ),
-    "REDCap dictionary": (
+    "REDCap dictionary": (  # header names holding commas, separated by semicolons
         "Variable / Field Name;Form Name;Section Header;Field Type;Field Label;"
         '"Choices, Calculations, OR Slider Labels";Field Note\r\n'
         "record_id;survey;;text;Record ID;;\r\n"
         'pain;survey;;radio;"Schmerzen; seit wann?";"1, heute | 2, gestern";\r\n',
-        "the header 'Variable / Field Name;Form Name;Section Header;Field Type;Field Label;"
-        "\"Choices, ' is 7 columns separated by semicolons",
+        [
+            ["Variable / Field Name", "Form Name", "Section Header", "Field Type", "Field Label",
+             "Choices, Calculations, OR Slider Labels", "Field Note"],
+            ["record_id", "survey", "", "text", "Record ID", "", ""],
+            ["pain", "survey", "", "radio", "Schmerzen; seit wann?", "1, heute | 2, gestern", ""],
+        ],
     ),
     "quoted header and cells": (
         '"case_id";"message"\r\n"101";"Guten Tag; ich habe Fieber"\r\n',
-        'the header is a single column \'"case_id";"message"\'',
+        [["case_id", "message"], ["101", "Guten Tag; ich habe Fieber"]],
     ),
-}
+}  # fmt: skip
 
 
-@pytest.mark.parametrize("content, header", _GERMAN_EXCEL.values(), ids=_GERMAN_EXCEL)
-def test_a_semicolon_file_is_named_so_whatever_its_rows_hold(
-    empty_project, tmp_path, content, header
-):
+def _table(path: Path) -> tuple[list[str], list[tuple[str, dict]]]:
+    """The columns and the (place, values) of each record of a one-table file."""
+    [part] = read_parts(path)
+    return part.columns, [(record.place, record.values) for record in part.records]
+
+
+def _twins(tmp_path: Path, name: str, content: str, rows: list[list[str]]) -> tuple[Path, Path]:
+    """``content`` as Excel wrote it (Windows-1252) and ``rows`` written with commas."""
+    path = tmp_path / name
+    path.write_bytes(content.encode("cp1252"))
+    return path, write_csv(tmp_path / f"comma-{name}", rows)
+
+
+@pytest.mark.parametrize("content, rows", _GERMAN_EXCEL.values(), ids=_GERMAN_EXCEL)
+def test_a_semicolon_file_reads_as_its_comma_twin_whatever_its_rows_hold(tmp_path, content, rows):
     """The separator is decided from the header row: a first data cell that Excel quoted (it
     holds a ';', quotes, a line break) or header names holding commas do not hide it."""
-    path = tmp_path / "excel.csv"
-    path.write_bytes(content.encode("cp1252"))
-    message = refused(empty_project, [path])
-    assert message.startswith(f"excel.csv, row 1: {header}")
-    assert message.endswith(
-        ": the file separates columns with semicolons; save it as comma-separated CSV or as an "
-        "Excel workbook (.xlsx)"
+    path, comma = _twins(tmp_path, "excel.csv", content, rows)
+    assert _table(path) == _table(comma)
+    [part] = read_parts(path)
+    assert part.note.endswith("columns separated by semicolons, not commas; read that way")
+
+
+def test_a_semicolon_file_imports_the_cases_of_its_comma_twin(tmp_path):
+    """Quoted cells holding semicolons, commas, quotes and line breaks; a blank row."""
+    content = (
+        "case_id;message;tags\r\n"
+        '101;"Guten Tag; ich habe ""Fieber"",\r\n38,5 C seit gestern";"site=Köln; ward=3"\r\n'
+        ";;\r\n"
+        "102;Schmerzen, seit gestern;site=Bonn\r\n"
     )
+    rows = [
+        ["case_id", "message", "tags"],
+        ["101", 'Guten Tag; ich habe "Fieber",\r\n38,5 C seit gestern', "site=Köln; ward=3"],
+        ["102", "Schmerzen, seit gestern", "site=Bonn"],
+    ]
+    path, comma = _twins(tmp_path, "cases.csv", content, rows)
+    imported = []
+    for name, file in (("semi", path), ("comma", comma)):
+        with Project.create(tmp_path / f"{name}.prproj") as project:
+            assert import_files(project, [file]).added["cases"] == 2
+            with project.read() as session:
+                cases = session.execute(select(Case.external_id, Case.message)).all()
+                tags = session.execute(select(CaseTag.key, CaseTag.value)).all()
+            imported.append((sorted(cases), sorted(tags)))
+    assert imported[0] == imported[1]
+    assert imported[0][0][0] == ("101", 'Guten Tag; ich habe "Fieber",\r\n38,5 C seit gestern')
 
 
-def test_a_tab_separated_file_with_a_quoted_first_cell_is_named_so(empty_project, tmp_path):
-    path = tmp_path / "tabs.csv"
-    path.write_text('message\tcase_id\n"Hello,\tthere"\t101\n')
-    assert "row 1: the header is a single column" in refused(empty_project, [path])
-    assert "the file separates columns with tabs" in refused(empty_project, [path])
+def test_a_semicolon_windows_1252_file_gets_both_notes(empty_project, tmp_path):
+    path = tmp_path / "fälle.csv"
+    path.write_bytes(
+        "case_id;message\r\nc1;Ich habe Bauchschmerzen ä, seit Montag.\r\n".encode("cp1252")
+    )
+    report = import_files(empty_project, [path])
+    assert report.notes == [
+        "fälle.csv: not UTF-8; read as Windows-1252 (cp1252); "
+        "columns separated by semicolons, not commas; read that way"
+    ]
+    with empty_project.read() as session:
+        assert session.scalar(select(Case.message)) == "Ich habe Bauchschmerzen ä, seit Montag."
+
+
+@pytest.mark.parametrize("mark, name", [("\t", "tabs"), ("|", "vertical bars")])
+def test_a_tab_or_bar_file_with_a_quoted_first_cell_reads_as_its_comma_twin(
+    empty_project, tmp_path, mark, name
+):
+    content = f'message{mark}case_id\n"Hello,{mark}there"{mark}101\n'
+    path, comma = _twins(
+        tmp_path, "tabs.csv", content, [["message", "case_id"], [f"Hello,{mark}there", "101"]]
+    )
+    assert _table(path) == _table(comma)
+    report = import_files(empty_project, [path])
+    assert report.notes == [f"tabs.csv: columns separated by {name}, not commas; read that way"]
+
+
+def test_a_broken_quote_in_a_semicolon_file_names_its_row(empty_project, tmp_path):
+    path = tmp_path / "cases.csv"
+    path.write_text('case_id;message\nc1;Fine.\nc2;"Never closed; at all\nc3;Lost.\n')
+    message = refused(empty_project, [path])
+    assert message.startswith("cases.csv, row 3: the file cannot be read as CSV")
+
+
+def test_a_workbook_with_a_csv_pasted_into_one_column_is_still_refused(empty_project, tmp_path):
+    path = _book(tmp_path / "w.xlsx", [["case_id;message"], ["c1;Hello."]])
+    assert refused(empty_project, [path]) == (
+        "w.xlsx, sheet 'cases', row 1: the header is a single column 'case_id;message': the "
+        "file separates columns with semicolons; save it as comma-separated CSV or as an Excel "
+        "workbook (.xlsx)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 from io_support import fingerprint, write_csv
 
@@ -148,3 +150,29 @@ def test_a_second_record_of_the_same_person_and_case_is_refused(project, study, 
     recs = records(tmp_path, [{"case_id": "c1", "other_box": "a"}, {"case_id": "c1"}])
     with pytest.raises(ImportFailed, match=r"row 3.*already has a response to this case"):
         import_files(project, [recs, dictionary(tmp_path)])
+
+
+def _as_german_excel(path):
+    """The CSV file re-saved as Excel on a German Windows saves "CSV": semicolons, cp1252."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    with path.open("w", encoding="cp1252", newline="") as fh:
+        csv.writer(fh, delimiter=";").writerows(rows)
+    return path
+
+
+def test_a_german_excel_export_is_read_as_the_comma_one(project, study, tmp_path):
+    """The dictionary's header names hold commas ("Choices, Calculations, OR Slider Labels"):
+    its semicolons still separate the columns."""
+    row = {"case_id": "c1", "empathy_box": "Das tut mir leid, gute Besserung; bis bald."}
+    recs = _as_german_excel(records(tmp_path, [row]))
+    fields = _as_german_excel(dictionary(tmp_path))
+    assert propose_redcap_mapping(project, recs, fields).fields == EXPECTED
+    report = import_files(project, [recs, fields])
+    assert report.added["answers"] == 1
+    for name in ("survey_records.csv", "Survey_DataDictionary.csv"):
+        assert f"{name}: columns separated by semicolons, not commas; read that way" in report.notes
+    svc = StudyService(project)
+    nurse = next(a.id for a in svc.annotators() if a.name == "nurse1")
+    [item] = svc.queue("respond", annotator_id=nurse)
+    assert svc.get_answer(item.unit_id, nurse).payload["parts"] == {"empathy": row["empathy_box"]}

@@ -1,7 +1,9 @@
 """Read CSV, XLSX, JSON Lines and JSON files into :class:`Part` tables.
 
 Text files are decoded as UTF-8 (a byte-order mark is fine) and, failing that, as Windows-1252,
-which is reported. Every problem is an :class:`ImportFailed` naming the file and the row or line.
+which is reported. A CSV file may separate its columns with semicolons, tabs or vertical bars
+(as Excel saves "CSV" on a German or French Windows), told from its header row; that too is
+reported. Every problem is an :class:`ImportFailed` naming the file and the row or line.
 """
 
 from __future__ import annotations
@@ -52,12 +54,18 @@ def read_parts(path: Path) -> list[Part]:
         data = path.read_bytes()
     except OSError as exc:
         raise ImportFailed(f"cannot be read ({exc.strerror})", file=label) from None
-    text, note = decode(label, data)
+    text, encoding_note = decode(label, data)
     style = TEXT_SUFFIXES[suffix]
     reader = {"csv": _csv_part, "jsonl": _jsonl_part, "json": _json_part}[style]
     part = reader(path, text)
-    part.note = note
+    part.note = _joined_note(label, [encoding_note, part.note])
     return [part]
+
+
+def _joined_note(label: str, notes: list[str | None]) -> str | None:
+    """One note from the notes on one file, named once: "cases.csv: not UTF-8; ...; ..."."""
+    said = [note.removeprefix(f"{label}: ") for note in notes if note]
+    return f"{label}: {'; '.join(said)}" if said else None
 
 
 def decode(label: str, data: bytes) -> tuple[str, str | None]:
@@ -127,24 +135,27 @@ def _plausible(char: str) -> bool:
 
 
 def _csv_part(path: Path, text: str) -> Part:
+    """The table of a CSV file, read with the separator its header row shows; a file not
+    separated by commas says so in its note."""
     label = path.name
-    rows = _csv_rows(label, text)
+    mark = _separator(text)
+    rows = _csv_rows(label, text, mark)
     if not rows:
         raise EmptyTable("is empty", file=label)
-    return _table_part(path, label, "csv", rows, stem=path.stem)
+    part = _table_part(path, label, "csv", rows, stem=path.stem)
+    if mark != ",":
+        name = _OTHER_DELIMITERS[mark]
+        part.note = f"{label}: columns separated by {name}, not commas; read that way"
+    return part
 
 
-def _csv_rows(label: str, text: str) -> list[tuple[int, list[str]]]:
-    """(row number, cells) of every row, blank rows dropped; the header is row 1. A cell
-    escaped against spreadsheet formulas (``'=...``, as PortalReview writes) loses its quote.
-    A file whose columns are separated otherwise than by commas is refused (its header says
-    so: :func:`_separator`)."""
+def _csv_rows(label: str, text: str, mark: str = ",") -> list[tuple[int, list[str]]]:
+    """(row number, cells) of every row split at ``mark``, blank rows dropped; the header is
+    row 1. A cell escaped against spreadsheet formulas (``'=...``, as PortalReview writes)
+    loses its quote."""
     if csv.field_size_limit() < CSV_CELL_LIMIT:  # an exported audit log holds long cells
         csv.field_size_limit(CSV_CELL_LIMIT)
-    mark = _separator(text)
-    if mark != ",":
-        raise _separator_error(label, _OTHER_DELIMITERS[mark], text, mark)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=mark, strict=True)
     rows: list[tuple[int, list[str]]] = []
     number = 0
     try:
@@ -195,21 +206,13 @@ def _header_cells(text: str, mark: str) -> list[str] | None:
     return cells
 
 
-def _separator_error(
-    label: str, name: str, source: str, mark: str | None = None, place: str = "row 1"
-) -> ImportFailed:
-    """The refusal of a file separated by ``name``: ``source`` is the header cell (a workbook)
-    or the file's text (CSV), ``mark`` the separator when the file is CSV."""
-    header = source.split("\n", 1)[0].rstrip("\r")
-    by_commas = next(csv.reader([header]), []) if mark else []
-    if mark and len(by_commas) > 1:  # the separator's columns hold commas
-        n = len(_header_cells(source, mark) or [])
-        shape = f"the header {header[:80]!r} is {n} columns separated by {name}"
-    else:
-        shape = f"the header is a single column {header[:80]!r}"
+def _separator_error(label: str, name: str, header: str, place: str) -> ImportFailed:
+    """The refusal of a table whose header is one cell holding ``name`` (a workbook with a
+    CSV file pasted into its first column, or a CSV header quoted whole)."""
+    header = header.split("\n", 1)[0].rstrip("\r")
     return ImportFailed(
-        f"{shape}: the file separates columns with {name}; save it as comma-separated CSV "
-        "or as an Excel workbook (.xlsx)",
+        f"the header is a single column {header[:80]!r}: the file separates columns with "
+        f"{name}; save it as comma-separated CSV or as an Excel workbook (.xlsx)",
         file=label,
         place=place,
     )
@@ -354,7 +357,7 @@ def _table_part(
 
 
 def _header(label: str, columns: list[str], place: str) -> list[str]:
-    """Check the header row: distinct columns, separated by commas."""
+    """Check the header row: distinct columns, not one cell holding another separator."""
     while columns and not columns[-1]:
         columns.pop()
     if len(columns) == 1:
