@@ -5,12 +5,15 @@ following another person's saves by LISTEN/NOTIFY."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import threading
 import time
 
 import psycopg
 import pytest
 from PySide6.QtWidgets import QDialog, QMessageBox
+from sqlalchemy import text
 from test_ui_dashboard import COMPUTE_MS, Dashboard, cell_of, open_dashboard
 from ui_support import show_kind, wait_saved
 
@@ -130,6 +133,59 @@ def test_a_save_behind_a_busy_server_keeps_the_text(qtbot, prefs, team_study, mo
     with ServerProject.open(server.url(database)) as project:
         answer = StudyService(project).as_viewer("ava").get_answer(study.units["respond"])
     assert answer.payload["parts"]["empathy"] == "I am sorry. Come in today."
+    window.close_project()
+
+
+def test_a_save_to_a_frozen_server_ends_in_words_and_keeps_the_text(
+    qtbot, prefs, team_study, monkeypatch
+):
+    """The server freezes in the middle of her save (its process stopped, the connection
+    left open): the save gives up after the watchdog's bound, says so, and keeps her text."""
+    server, database, study, _accounts = team_study
+    monkeypatch.setattr(postgres, "SAVE_WATCHDOG_S", 2, raising=False)
+    window = _open(qtbot, prefs, team_study, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    empathy = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(empathy, "I am sorry.")
+    wait_saved(qtbot, window)
+    real_audit, frozen = StudyService._audit, []
+
+    def freeze_then_audit(self, s, *args):
+        s.flush()
+        frozen.append(s.scalar(text("SELECT pg_backend_pid()")))
+        os.kill(frozen[-1], signal.SIGSTOP)
+        return real_audit(self, s, *args)
+
+    def wake() -> None:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    # should the save wait on (before the fix: for as long as the server is frozen), the
+    # server is woken after 12 s
+    unfreeze = threading.Timer(12, wake)
+    monkeypatch.setattr(StudyService, "_audit", freeze_then_audit)
+    try:
+        unfreeze.start()
+        qtbot.keyClicks(empathy, " Please come in today.")
+        started = time.monotonic()
+        window.session.save()
+        waited = time.monotonic() - started
+        monkeypatch.setattr(StudyService, "_audit", real_audit)
+        assert waited < 6  # the bound (2 s here, 30 s in use) and some slack
+        assert window.session.pending and window.save_label.text() == "⚠ Not saved"
+        message = window.statusBar().currentMessage()
+        assert "did not answer for 2 s" in message and "Nothing was saved" in message
+        assert empathy.toPlainText() == "I am sorry. Please come in today."
+    finally:
+        unfreeze.cancel()
+        wake()
+    qtbot.keyClicks(empathy, " Or call us.")  # once it is back, her next change saves it all
+    wait_saved(qtbot, window)
+    with ServerProject.open(server.url(database)) as project:
+        answer = StudyService(project).as_viewer("ava").get_answer(study.units["respond"])
+    assert answer.payload["parts"]["empathy"] == "I am sorry. Please come in today. Or call us."
     window.close_project()
 
 

@@ -15,13 +15,15 @@ layer as a project file; what differs lives here:
 * **Secrets.** The URL may carry no password: libpq then finds it in ``~/.pgpass`` (or
   ``PGPASSFILE``), as hospital IT sets it up. :attr:`ServerProject.location` never shows it.
 * **Who reads what**: ``postgres_security.py``; **live saves**: ``postgres_listen.py``;
-  **schema versions**: ``server_migrations/`` (Alembic).
+  **a frozen server**: ``postgres_watchdog.py``; **schema versions**: ``server_migrations/``
+  (Alembic).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +37,7 @@ from portalreview import __version__
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store import migrations
 from portalreview.store.backends import server_migrations
+from portalreview.store.backends.postgres_watchdog import Watchdog
 from portalreview.store.closing import Closing
 from portalreview.store.dialects import POSTGRES_FUNCTIONS, postgres_rowid_statements
 from portalreview.store.models import Base, ProjectMeta
@@ -143,11 +146,22 @@ LONG_STATEMENT_S = 600
 #: before the server ends it and frees the write lock for everyone else. Between two
 #: statements of a write the program only computes: it never waits for a person there.
 IDLE_IN_WRITE_S = 30
+#: Seconds a clinician's save may take in all, from taking a connection (and checking it is
+#: alive) to its commit, before the program cuts the connection itself (postgres_watchdog): a
+#: frozen server never answers, and nothing above ends that wait. A live server ends a save
+#: well within it: the lock wait (LOCK_WAIT_S) and a few statements of milliseconds; a save
+#: whose server stopped answering for as long as IDLE_IN_WRITE_S would be ended by a live
+#: server too. Nothing of a cut save is kept (the server rolls it back when it wakes).
+SAVE_WATCHDOG_S = 30
 
 #: The kinds of write transaction (the execution option ``portalreview_writes``): a clinician's
 #: save, other writes (long work), and a dry run (written, checked, always rolled back; it
 #: takes no write lock, so that the team's saves go on meanwhile).
 SAVE, LONG, TRIAL = "save", "long", "trial"
+
+
+#: Each engine's save watchdog.
+_WATCHDOGS: weakref.WeakKeyDictionary[Engine, Watchdog] = weakref.WeakKeyDictionary()
 
 
 def _make_engine(url: URL) -> Engine:
@@ -157,13 +171,18 @@ def _make_engine(url: URL) -> Engine:
         # entry only in a READ COMMITTED transaction (postgres_security.AUDIT_GUARD); reads
         # ask for REPEATABLE READ themselves
         isolation_level="READ COMMITTED",
-        pool_pre_ping=True,  # a connection the server dropped is replaced, not used
+        # (no pool_pre_ping: the watchdog pings each connection taken from the pool itself,
+        # under its deadline; a connection the server dropped is replaced, not used)
         connect_args={"connect_timeout": 10, "application_name": "PortalReview", **TCP_ARGS},
     )
+
+    watchdog = _WATCHDOGS[engine] = Watchdog(engine, lambda: SAVE_WATCHDOG_S)
 
     @event.listens_for(engine, "begin")
     def _begin(conn) -> None:
         writes = conn.get_execution_options().get("portalreview_writes")
+        if writes != SAVE:  # reads and long writes may take as long as they need
+            watchdog.release(conn.connection.info)
         if writes:
             _bound_waits(conn, writes)
             if writes != TRIAL:
@@ -209,6 +228,7 @@ class ServerProject:
         self.automatic_backup = None  # backups of a server are IT's (pg_dump)
         self.backup_problem: str | None = None
         self._engine = engine
+        self._watchdog = _WATCHDOGS[engine]
         # closed: every later session or connection is refused (see store/closing.py)
         self._life = Closing(self.location)
         event.listen(engine, "do_connect", self._life.refuse_connection)
@@ -390,6 +410,7 @@ class ServerProject:
     def _unavailable(self, doing: str) -> Iterator[None]:
         """A lost server or connection, or a wait past its limit, as
         :class:`ServerUnavailable`, in words."""
+        self._watchdog.forget_here()
         try:
             yield
         except DBAPIError as exc:
@@ -400,6 +421,11 @@ class ServerProject:
             raise ServerUnavailable(self._unavailable_words(exc, what)) from exc
 
     def _unavailable_words(self, exc: DBAPIError, what: str) -> str:
+        if self._watchdog.was_cut_here():  # (libpq's words would blame the server's close)
+            return (
+                f"The study server {self.location} did not answer for {SAVE_WATCHDOG_S:g} s "
+                f"(it may be stopped or overloaded). {what} Try again when it is back."
+            )
         code = _sqlstate(exc)
         if code == LOCK_NOT_AVAILABLE:
             return (
