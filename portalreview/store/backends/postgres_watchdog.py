@@ -144,6 +144,8 @@ class Watchdog:
             record.info[_KEY] = Deadline(dbapi_connection, self._seconds(), self._mark_cut)
         except (OSError, self._dialect.loaded_dbapi.Error):  # no socket: the ping says why
             log.debug("no deadline for a connection without a socket", exc_info=True)
+        except Exception:  # a safety net that cannot be armed must not stop the work itself
+            log.warning("no save deadline for this connection", exc_info=True)
         self._ping(dbapi_connection)
 
     def _ping(self, dbapi_connection: Any) -> None:
