@@ -780,6 +780,34 @@ class StudyService:
             items = [i for i in items if i.flagged == flagged]
         return items
 
+    def units_in_queues(self, kind: str) -> list[int]:
+        """Every unit of ``kind`` assigned to anyone as work, in the order first met going
+        through the annotators' queues (:meth:`queue`), annotator by annotator in id order
+        (PI: adjudication). One query, not one per annotator, unless an adaptive set makes
+        each queue its own (``store/adaptive.py``)."""
+        self._require_admin("list everyone's units")
+        with self.project.read() as s:
+            if kind != "urgency" or not adaptive_settings(s):
+                # sorted here, as queue's ORDER BY sorts each annotator's rows: the database
+                # sorted them slower than it read them
+                query = (
+                    select(
+                        Assignment.annotator_id,
+                        Unit.unit_set_id,
+                        Assignment.position,
+                        Assignment.unit_id,
+                    )
+                    .join(Unit, Unit.id == Assignment.unit_id)
+                    .where(Unit.kind == kind, _not_gold_holder())
+                )
+                rows = sorted(map(tuple, s.execute(query)))  # plain tuples compare fast
+                return list(dict.fromkeys(unit_id for *_order, unit_id in rows))
+        seen: dict[int, None] = {}
+        for person in self.annotators():
+            for item in self.queue(kind, annotator_id=person.id):
+                seen.setdefault(item.unit_id, None)
+        return list(seen)
+
     def assigned_kinds(self) -> set[str]:
         """The kinds with units assigned to anyone as work, in one query (PI)."""
         query = (

@@ -90,11 +90,8 @@ def canonical(payload: dict[str, Any]) -> str:
 
 def units_of_kind(service: StudyService, kind: str) -> list[int]:
     """Every unit of ``kind`` assigned to anyone, in queue order (PI)."""
-    seen: dict[int, None] = {}
-    for person in service.annotators():
-        for item in service.queue(kind, annotator_id=person.id):
-            seen.setdefault(item.unit_id, None)
-    return list(seen)
+    # one query: a queue read per annotator took a third of a second at 10,000 units
+    return service.units_in_queues(kind)
 
 
 def collect(service: StudyService, kind: str, include_drafts: bool = False) -> list[UnitAnswers]:
