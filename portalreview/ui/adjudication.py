@@ -48,6 +48,7 @@ from PySide6.QtWidgets import (
 from shiboken6 import isValid
 
 from portalreview.domain.catalogs import Catalogs
+from portalreview.store.gc_pause import paused_gc
 from portalreview.store.kinds.base import PayloadError
 from portalreview.store.models import KINDS
 from portalreview.store.service import (
@@ -188,11 +189,13 @@ def read_kind(
 ) -> Loaded:
     """Worker thread: the kinds (``with_kinds``), then ``kind``'s (by default the first
     kind's) answers and the list labels of its units that differ; seconds on 10,000 units."""
-    kinds = kinds_to_adjudicate(service) if with_kinds else None
-    if kind is None and kinds:
-        kind = kinds[0]
-    reports = [] if kind is None else collect(service, kind, include_drafts)
-    briefs = service.unit_briefs([r.unit_id for r in reports if r.differs])
+    # half the time went on garbage collections walking the growing heap of payloads
+    with paused_gc():
+        kinds = kinds_to_adjudicate(service) if with_kinds else None
+        if kind is None and kinds:
+            kind = kinds[0]
+        reports = [] if kind is None else collect(service, kind, include_drafts)
+        briefs = service.unit_briefs([r.unit_id for r in reports if r.differs])
     return Loaded(kinds, kind, reports, briefs)
 
 
