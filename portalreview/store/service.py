@@ -910,6 +910,9 @@ class StudyService:
         cases = pairs(Case.id, Case.external_id, case_ids)
         texts = pairs(Sentence.id, Sentence.text, sentence_ids)
         sets = pairs(UnitSet.id, UnitSet.name, set_ids)
+        # held, so the session keeps it: each pair's _presentation reads it, which otherwise
+        # was a query per unit (the session holds its objects only while they are used)
+        _seed_row = s.get(ProjectMeta, "project_id")
         out = {}
         for unit in units:
             pair = [c for c in (unit.case_id, unit.case_b_id) if c is not None]
