@@ -121,7 +121,7 @@ def _same_json(a: Any, b: Any) -> bool | None:
             return None
         if a.keys() != b.keys():
             return False
-        return _all_same((value, b[key]) for key, value in a.items())
+        return _all_same(zip(a.values(), map(b.__getitem__, a), strict=True))
     return None
 
 
