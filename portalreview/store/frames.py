@@ -20,12 +20,10 @@ the live frames can keep to it without reading the table again.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -51,6 +49,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.sqltypes import NullType
 
 from portalreview.store.adaptive import KEY_PREFIX as ADAPTIVE_PREFIX
+from portalreview.store.gc_pause import paused_gc
 from portalreview.store.models import (
     Annotator,
     Answer,
@@ -880,24 +879,6 @@ def column_types(name: str) -> dict[str, Any]:
 
 
 # --- the whole study ------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the block (reference counting still frees
-    memory at once), then restore it as it was.
-
-    Reading a large study creates millions of row tuples in a few seconds; each automatic
-    collection walks every live container, so with the collector on, reading 10,000 cases
-    spends about as long collecting as reading. Nothing read here forms reference cycles.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def read_frames(project: Project, include_drafts: bool = False) -> StudyFrames:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import Row, and_, case, func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
@@ -29,6 +29,7 @@ from portalreview.store.adaptive import AdaptiveSetting, adaptive_settings, next
 from portalreview.store.catalog_store import read_catalogs, write_catalogs
 from portalreview.store.errors import SaveFailed, StoreError
 from portalreview.store.kinds import CODECS, PayloadError, UnitContext
+from portalreview.store.kinds.base import plain_rows
 from portalreview.store.models import (
     KINDS,
     Annotator,
@@ -57,6 +58,34 @@ _CHART_HEADINGS = {
 }
 GENESIS_HASH = "0" * 64
 _BULK = 500  # answers per bulk read of payloads (within any database's parameter limit)
+# what a UnitBrief shows of a unit's own row
+_UNIT_BRIEF_COLUMNS = (
+    Unit.id,
+    Unit.kind,
+    Unit.unit_set_id,
+    Unit.position,
+    Unit.case_id,
+    Unit.case_b_id,
+    Unit.sentence_id,
+)
+# what an AnswerView shows of an answer's own row, in its fields' order, the payload left out
+# (it goes at _PAYLOAD_AT): answers_for_units makes views of these rows by position
+_PAYLOAD_AT = 6
+_ANSWER_VIEW_COLUMNS = (
+    Answer.id,
+    Answer.unit_id,
+    Answer.kind,
+    Answer.annotator_id,
+    Answer.is_gold,
+    Answer.status,
+    Answer.active_seconds,
+    Answer.flagged,
+    Answer.flag_note,
+    Answer.comment,
+    Answer.suggestion_id,
+    Answer.suggestion_use,
+    Answer.updated_at,
+)
 
 
 class AccessError(PermissionError):
@@ -578,7 +607,7 @@ class StudyService:
 
         self._in_session(session, insert)
 
-    def _presentation(self, s: Session, unit: Unit, annotator_id: int) -> dict[str, Any]:
+    def _presentation(self, s: Session, unit: Unit | Row, annotator_id: int) -> dict[str, Any]:
         """The order a unit is shown in, for one annotator: drafts shuffled (seed 001), the
         sides of a pair randomised (seed 002, 004). Seeded by the project, the unit and the
         annotator, so it is stable for one person and differs between people."""
@@ -754,6 +783,34 @@ class StudyService:
             items = [i for i in items if i.flagged == flagged]
         return items
 
+    def units_in_queues(self, kind: str) -> list[int]:
+        """Every unit of ``kind`` assigned to anyone as work, in the order first met going
+        through the annotators' queues (:meth:`queue`), annotator by annotator in id order
+        (PI: adjudication). One query, not one per annotator, unless an adaptive set makes
+        each queue its own (``store/adaptive.py``)."""
+        self._require_admin("list everyone's units")
+        with self.project.read() as s:
+            if kind != "urgency" or not adaptive_settings(s):
+                # sorted here, as queue's ORDER BY sorts each annotator's rows: the database
+                # sorted them slower than it read them
+                query = (
+                    select(
+                        Assignment.annotator_id,
+                        Unit.unit_set_id,
+                        Assignment.position,
+                        Assignment.unit_id,
+                    )
+                    .join(Unit, Unit.id == Assignment.unit_id)
+                    .where(Unit.kind == kind, _not_gold_holder())
+                )
+                rows = sorted(map(tuple, s.execute(query)))  # plain tuples compare fast
+                return list(dict.fromkeys(unit_id for *_order, unit_id in rows))
+        seen: dict[int, None] = {}
+        for person in self.annotators():
+            for item in self.queue(kind, annotator_id=person.id):
+                seen.setdefault(item.unit_id, None)
+        return list(seen)
+
     def assigned_kinds(self) -> set[str]:
         """The kinds with units assigned to anyone as work, in one query (PI)."""
         query = (
@@ -839,11 +896,13 @@ class StudyService:
         return out
 
     def _unit_briefs(self, s: Session, ids: list[int]) -> dict[int, UnitBrief]:
-        units = s.scalars(select(Unit).where(Unit.id.in_(ids))).all()
-        mine = select(Assignment).where(
+        # rows, not ORM objects (a tenth of a second per 10,000 units); _presentation_of reads
+        # only the columns named here
+        units = s.execute(select(*_UNIT_BRIEF_COLUMNS).where(Unit.id.in_(ids))).all()
+        mine = select(Assignment.unit_id, Assignment.presentation_json).where(
             Assignment.annotator_id == self.viewer.annotator_id, Assignment.unit_id.in_(ids)
         )
-        assignments = {a.unit_id: a for a in s.scalars(mine)}
+        assignments = {a.unit_id: a for a in s.execute(mine)}
         case_ids = {c for u in units for c in (u.case_id, u.case_b_id) if c is not None}
         sentence_ids = {u.sentence_id for u in units if u.sentence_id is not None}
         set_ids = {u.unit_set_id for u in units}
@@ -854,6 +913,9 @@ class StudyService:
         cases = pairs(Case.id, Case.external_id, case_ids)
         texts = pairs(Sentence.id, Sentence.text, sentence_ids)
         sets = pairs(UnitSet.id, UnitSet.name, set_ids)
+        # held, so the session keeps it: each pair's _presentation reads it, which otherwise
+        # was a query per unit (the session holds its objects only while they are used)
+        _seed_row = s.get(ProjectMeta, "project_id")
         out = {}
         for unit in units:
             pair = [c for c in (unit.case_id, unit.case_b_id) if c is not None]
@@ -903,9 +965,10 @@ class StudyService:
         return self._presentation_of(s, unit, assignment)
 
     def _presentation_of(
-        self, s: Session, unit: Unit, assignment: Assignment | None
+        self, s: Session, unit: Unit | Row, assignment: Assignment | Row | None
     ) -> dict[str, Any]:
-        """The order the viewer sees ``unit`` in, given the viewer's assignment to it."""
+        """The order the viewer sees ``unit`` in, given the viewer's assignment to it (ORM
+        objects, or rows with the unit's id and kind and the assignment's presentation)."""
         if assignment is not None:
             # {}: the assignment only holds a gold answer, or a merge made it; a rank or a
             # pair unit is then shown as drawn for this person
@@ -1065,16 +1128,23 @@ class StudyService:
         return StudyService._answer_views(s, [answer])[0]
 
     @staticmethod
-    def _answer_views(s: Session, answers: Sequence[Answer]) -> list[AnswerView]:
-        """The views of many answers, in their order: each kind's payloads read in bulk, a
-        few queries per ``_BULK`` answers (the same codec code as one answer's view)."""
-        payloads: dict[int, dict] = {}
+    def _payloads(s: Session, answers: Iterable[tuple[int, str]]) -> dict[int, dict]:
+        """Answer id -> payload, of many (answer id, kind) pairs: each kind's payloads read
+        in bulk, a few queries per ``_BULK`` answers (the same codec code as one answer's)."""
         by_kind: dict[str, list[int]] = {}
-        for answer in answers:
-            by_kind.setdefault(answer.kind, []).append(answer.id)
+        for answer_id, kind in answers:
+            by_kind.setdefault(kind, []).append(answer_id)
+        payloads: dict[int, dict] = {}
         for kind, ids in by_kind.items():
             for start in range(0, len(ids), _BULK):
                 payloads.update(CODECS[kind].read_many(s, ids[start : start + _BULK]))
+        return payloads
+
+    @staticmethod
+    def _answer_views(s: Session, answers: Sequence[Answer | Row]) -> list[AnswerView]:
+        """The views of many answers (ORM objects, or rows with the answers' columns), in
+        their order, their payloads read in bulk (:meth:`_payloads`)."""
+        payloads = StudyService._payloads(s, ((answer.id, answer.kind) for answer in answers))
         return [
             AnswerView(
                 answer_id=answer.id,
@@ -1121,11 +1191,14 @@ class StudyService:
         with self.project.read() as s:
             for start in range(0, len(ids), _BULK):
                 chunk = ids[start : start + _BULK]
-                rows = s.scalars(
-                    select(Answer).where(Answer.unit_id.in_(chunk)).order_by(Answer.id)
-                ).all()
-                for view in self._answer_views(s, rows):
-                    out[view.unit_id].append(view)
+                # plain tuples, not ORM objects: making 40,000 of those, and reading their
+                # fields by name, took over a second at 10,000 units
+                query = select(*_ANSWER_VIEW_COLUMNS).where(Answer.unit_id.in_(chunk))
+                rows = [tuple(row) for row in plain_rows(s, query.order_by(Answer.id))]
+                payloads = self._payloads(s, ((row[0], row[2]) for row in rows))
+                for row in rows:
+                    view = AnswerView(*row[:_PAYLOAD_AT], payloads[row[0]], *row[_PAYLOAD_AT:])
+                    out[row[1]].append(view)
         return out
 
     def save_answer(

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sqlalchemy import Row, Select
 from sqlalchemy.orm import Session
 
 from portalreview.domain.catalogs import Catalogs
@@ -47,6 +48,16 @@ class Codec(Protocol):
     def read_many(self, session: Session, answer_ids: Sequence[int]) -> dict[int, dict]: ...
 
     def incomplete(self, ctx: UnitContext, payload: dict) -> str | None: ...
+
+
+def plain_rows(session: Session, query: Select) -> Sequence[Row]:
+    """``session.execute(query)``'s rows, run on the session's connection without the ORM's
+    work on each row: a third of the time of reading 40,000 answers' payloads (adjudication
+    at 10,000 units). Flushed first, as ``session.execute`` would (autoflush): a payload read
+    back in the transaction that wrote it has all its rows."""
+    if session.autoflush:
+        session.flush()
+    return session.connection().execute(query).all()  # fetched at once, not row by row
 
 
 def field(payload: dict, key: str, kind: type | tuple[type, ...], where: str, default: Any = ...):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, select
 
-from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
+from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, plain_rows
 from portalreview.store.models import EmpathyAnswer
 
 KIND = "empathy"
@@ -40,10 +40,11 @@ def read(session, answer) -> dict:
 def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
     """The payloads of several answers of this kind, in one query (answer id -> payload)."""
     out: dict[int, dict] = {a: {} for a in answer_ids}
-    for a, chosen in session.execute(
+    for a, chosen in plain_rows(
+        session,
         select(EmpathyAnswer.answer_id, EmpathyAnswer.more_empathetic_response_id).where(
             EmpathyAnswer.answer_id.in_(answer_ids)
-        )
+        ),
     ):
         out[a] = {"equal": True} if chosen is None else {"more_empathetic_response_id": chosen}
     return out

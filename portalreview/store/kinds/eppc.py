@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from sqlalchemy import delete, select
 
 from portalreview.domain.catalogs import Catalogs
-from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, spans
+from portalreview.store.kinds.base import (
+    PayloadError,
+    UnitContext,
+    check_keys,
+    field,
+    plain_rows,
+    spans,
+)
 from portalreview.store.models import EppcLabel, EppcSpan
 
 KIND = "eppc"
@@ -58,17 +65,19 @@ def read(session, answer) -> dict:
 def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
     """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
     evidence: dict[tuple[int, str], list[list[int]]] = {}
-    for a, code, start, end in session.execute(
+    for a, code, start, end in plain_rows(
+        session,
         select(EppcSpan.answer_id, EppcSpan.code_id, EppcSpan.start, EppcSpan.end)
         .where(EppcSpan.answer_id.in_(answer_ids))
-        .order_by(EppcSpan.answer_id, EppcSpan.code_id, EppcSpan.start)
+        .order_by(EppcSpan.answer_id, EppcSpan.code_id, EppcSpan.start),
     ):
         evidence.setdefault((a, code), []).append([start, end])
     out: dict[int, dict] = {a: {"labels": []} for a in answer_ids}
-    for a, code, subcode in session.execute(
+    for a, code, subcode in plain_rows(
+        session,
         select(EppcLabel.answer_id, EppcLabel.code_id, EppcLabel.subcode_id)
         .where(EppcLabel.answer_id.in_(answer_ids))
-        .order_by(EppcLabel.answer_id, EppcLabel.code_id)
+        .order_by(EppcLabel.answer_id, EppcLabel.code_id),
     ):
         out[a]["labels"].append(
             {"code": code, "subcode": subcode, "spans": evidence.get((a, code), [])}

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, select
 
-from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
+from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, plain_rows
 from portalreview.store.models import FACT_SIDES, Fact, FactCheck
 
 KIND = "facts"
@@ -81,16 +81,18 @@ def read(session, answer) -> dict:
 def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
     """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
     out: dict[int, dict] = {a: {"facts": []} for a in answer_ids}
-    for a, side, text, entailed, category in session.execute(
+    for a, side, text, entailed, category in plain_rows(
+        session,
         select(Fact.answer_id, Fact.side, Fact.text, Fact.entailed, Fact.error_category_id)
         .where(Fact.answer_id.in_(answer_ids))
-        .order_by(Fact.answer_id, Fact.side.desc(), Fact.position)
+        .order_by(Fact.answer_id, Fact.side.desc(), Fact.position),
     ):
         out[a]["facts"].append(
             {"side": side, "text": text, "entailed": entailed, "error_category": category}
         )
-    for a, no_facts in session.execute(
-        select(FactCheck.answer_id, FactCheck.no_facts).where(FactCheck.answer_id.in_(answer_ids))
+    for a, no_facts in plain_rows(
+        session,
+        select(FactCheck.answer_id, FactCheck.no_facts).where(FactCheck.answer_id.in_(answer_ids)),
     ):
         if no_facts:
             out[a]["no_facts"] = True

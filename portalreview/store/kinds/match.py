@@ -17,7 +17,14 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, select
 
-from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, spans
+from portalreview.store.kinds.base import (
+    PayloadError,
+    UnitContext,
+    check_keys,
+    field,
+    plain_rows,
+    spans,
+)
 from portalreview.store.models import MatchDecision, MatchSpan, SentenceTheme
 
 KIND = "match"
@@ -73,23 +80,26 @@ def read(session, answer) -> dict:
 def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
     """The payloads of several answers of this kind, in three queries (answer id -> payload)."""
     found: dict[int, dict[int, list[list[int]]]] = {a: {} for a in answer_ids}
-    for a, sid in session.execute(
+    for a, sid in plain_rows(
+        session,
         select(MatchDecision.answer_id, MatchDecision.sentence_id)
         .where(MatchDecision.answer_id.in_(answer_ids))
-        .order_by(MatchDecision.answer_id, MatchDecision.sentence_id)
+        .order_by(MatchDecision.answer_id, MatchDecision.sentence_id),
     ):
         found[a][sid] = []
-    for a, sid, start, end in session.execute(
+    for a, sid, start, end in plain_rows(
+        session,
         select(MatchSpan.answer_id, MatchSpan.sentence_id, MatchSpan.start, MatchSpan.end)
         .where(MatchSpan.answer_id.in_(answer_ids))
-        .order_by(MatchSpan.answer_id, MatchSpan.sentence_id, MatchSpan.start)
+        .order_by(MatchSpan.answer_id, MatchSpan.sentence_id, MatchSpan.start),
     ):
         found[a][sid].append([start, end])
     themes: dict[int, list[dict]] = {a: [] for a in answer_ids}
-    for a, sid, theme in session.execute(
+    for a, sid, theme in plain_rows(
+        session,
         select(SentenceTheme.answer_id, SentenceTheme.sentence_id, SentenceTheme.theme_id)
         .where(SentenceTheme.answer_id.in_(answer_ids))
-        .order_by(SentenceTheme.answer_id, SentenceTheme.sentence_id)
+        .order_by(SentenceTheme.answer_id, SentenceTheme.sentence_id),
     ):
         themes[a].append({"sentence_id": sid, "theme": theme})
     return {

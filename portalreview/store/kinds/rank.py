@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, select
 
-from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
+from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, plain_rows
 from portalreview.store.models import RankCriterion, RankEntry
 
 KIND = "rank"
@@ -67,17 +67,19 @@ def read(session, answer) -> dict:
 def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
     """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
     reasons: dict[tuple[int, int], list[str]] = {}
-    for a, response_id, criterion in session.execute(
+    for a, response_id, criterion in plain_rows(
+        session,
         select(RankCriterion.answer_id, RankCriterion.response_id, RankCriterion.criterion_id)
         .where(RankCriterion.answer_id.in_(answer_ids))
-        .order_by(RankCriterion.answer_id, RankCriterion.criterion_id)
+        .order_by(RankCriterion.answer_id, RankCriterion.criterion_id),
     ):
         reasons.setdefault((a, response_id), []).append(criterion)
     out: dict[int, dict] = {a: {"entries": []} for a in answer_ids}
-    for a, response_id, rank, correct in session.execute(
+    for a, response_id, rank, correct in plain_rows(
+        session,
         select(RankEntry.answer_id, RankEntry.response_id, RankEntry.rank, RankEntry.correct)
         .where(RankEntry.answer_id.in_(answer_ids))
-        .order_by(RankEntry.answer_id, RankEntry.response_id)
+        .order_by(RankEntry.answer_id, RankEntry.response_id),
     ):
         out[a]["entries"].append(
             {

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, select
 
-from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
+from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, plain_rows
 from portalreview.store.models import RespondAnswer, RespondPart
 
 KIND = "respond"
@@ -74,21 +74,23 @@ def read(session, answer) -> dict:
 def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
     """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
     parts: dict[int, dict[str, str]] = {}
-    for a, theme, text in session.execute(
+    for a, theme, text in plain_rows(
+        session,
         select(RespondPart.answer_id, RespondPart.theme_id, RespondPart.text)
         .where(RespondPart.answer_id.in_(answer_ids))
-        .order_by(RespondPart.answer_id, RespondPart.theme_id)
+        .order_by(RespondPart.answer_id, RespondPart.theme_id),
     ):
         parts.setdefault(a, {})[theme] = text
     out: dict[int, dict] = {a: {} for a in answer_ids}
-    for a, mode, base, final_text, notes in session.execute(
+    for a, mode, base, final_text, notes in plain_rows(
+        session,
         select(
             RespondAnswer.answer_id,
             RespondAnswer.mode,
             RespondAnswer.base_response_id,
             RespondAnswer.final_text,
             RespondAnswer.notes,
-        ).where(RespondAnswer.answer_id.in_(answer_ids))
+        ).where(RespondAnswer.answer_id.in_(answer_ids)),
     ):
         if mode == "edit_draft":
             out[a] = {

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, select
 
-from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field
+from portalreview.store.kinds.base import PayloadError, UnitContext, check_keys, field, plain_rows
 from portalreview.store.models import UrgencyAnswer, UrgencyCaseLevel
 
 KIND = "urgency"
@@ -57,19 +57,21 @@ def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
     """The payloads of several answers of this kind, in two queries (answer id -> payload)."""
     rows = {
         a: (chosen, ask)
-        for a, chosen, ask in session.execute(
+        for a, chosen, ask in plain_rows(
+            session,
             select(
                 UrgencyAnswer.answer_id,
                 UrgencyAnswer.more_urgent_case_id,
                 UrgencyAnswer.ask_second,
-            ).where(UrgencyAnswer.answer_id.in_(answer_ids))
+            ).where(UrgencyAnswer.answer_id.in_(answer_ids)),
         )
     }
     levels: dict[int, dict[str, int]] = {a: {} for a in answer_ids}
-    for a, case_id, level in session.execute(
+    for a, case_id, level in plain_rows(
+        session,
         select(UrgencyCaseLevel.answer_id, UrgencyCaseLevel.case_id, UrgencyCaseLevel.level)
         .where(UrgencyCaseLevel.answer_id.in_(answer_ids))
-        .order_by(UrgencyCaseLevel.answer_id, UrgencyCaseLevel.case_id)
+        .order_by(UrgencyCaseLevel.answer_id, UrgencyCaseLevel.case_id),
     ):
         levels[a][str(case_id)] = level
     out = {}
