@@ -774,11 +774,12 @@ class Project:
     # --- sessions -------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[Session]:
+    def read(self, quick: bool = False) -> Iterator[Session]:
         """A session for reading (one consistent snapshot). A file that cannot be read any
         more (moved or deleted, its drive gone, damaged, held locked by another program past
         the busy timeout) raises :class:`ReadFailed`, in words, not the driver's error; a
-        project closed, :class:`ProjectClosed`."""
+        project closed, :class:`ProjectClosed`. (``quick``, a clinician's read on the
+        window's thread, matters on a server only: its reads are bounded there.)"""
         self._life.check()
         try:
             with self._reader() as session, session.begin():

@@ -401,6 +401,13 @@ class StudyService:
     def _write(self, quick: bool = False):
         return _TranslatingWrite(self.project, quick)
 
+    def _quick_read(self):
+        """A read the clinician's window makes on its own thread (a unit, the list of units,
+        their progress), which takes milliseconds: on a study server it gives up, in words,
+        when the server stops answering, rather than freeze the window (postgres.py,
+        READ_WATCHDOG_S). Long reads (dashboard, reports, exports) use ``project.read()``."""
+        return self.project.read(quick=True)
+
     def as_viewer(self, annotator_name: str) -> StudyService:
         """A service for the named annotator (sign-in)."""
         with self.project.read() as s:
@@ -674,7 +681,7 @@ class StudyService:
     def own_examples(self) -> int:
         """How many of a clinician's own earlier replies a respond suggestion may show the
         model (0: the study has not chosen this)."""
-        with self.project.read() as s:
+        with self._quick_read() as s:
             return self.own_examples_in(s)
 
     @staticmethod
@@ -768,7 +775,7 @@ class StudyService:
             .where(Assignment.annotator_id == annotator_id, Unit.kind == kind, _not_gold_holder())
             .order_by(Unit.unit_set_id, Assignment.position, Assignment.unit_id)
         )
-        with self.project.read() as s:
+        with self._quick_read() as s:
             rows = s.execute(query).all()
             adaptive = adaptive_settings(s) if kind == "urgency" else {}
             if adaptive:
@@ -838,7 +845,7 @@ class StudyService:
             .where(Assignment.annotator_id == annotator_id, _not_gold_holder())
             .group_by(Unit.kind)
         )
-        with self.project.read() as s:
+        with self._quick_read() as s:
             counts = {kind: (int(done or 0), total) for kind, done, total in s.execute(query)}
             adaptive = adaptive_settings(s)
             if adaptive and "urgency" in counts:
@@ -881,7 +888,7 @@ class StudyService:
 
         if session is not None:
             return read(session)
-        with self.project.read() as s:
+        with self._quick_read() as s:
             return read(s)
 
     def unit_briefs(self, unit_ids: Sequence[int]) -> dict[int, UnitBrief]:
@@ -1171,7 +1178,7 @@ class StudyService:
         if gold and not self.viewer.sees_all:
             raise AccessError("only the PI can see gold answers")
         annotator_id = None if gold else self._whose(annotator_id)
-        with self.project.read() as s:
+        with self._quick_read() as s:
             query = select(Answer).where(Answer.unit_id == unit_id, Answer.is_gold.is_(gold))
             if not gold:
                 query = query.where(Answer.annotator_id == annotator_id)

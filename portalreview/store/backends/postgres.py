@@ -153,11 +153,20 @@ IDLE_IN_WRITE_S = 30
 #: whose server stopped answering for as long as IDLE_IN_WRITE_S would be ended by a live
 #: server too. Nothing of a cut save is kept (the server rolls it back when it wakes).
 SAVE_WATCHDOG_S = 30
+#: Seconds a clinician's read (the unit, the list of units, the progress the window shows,
+#: read on the window's own thread: ``read(quick=True)``) may take from its begin to its end
+#: before the watchdog cuts it, as a save: a frozen server would freeze the window until it
+#: wakes. Such a read takes milliseconds (one unit, one person's list); nothing else is
+#: bounded: the PI's dashboard, reports, exports, adjudication and set-up read in the
+#: background and may take as long as they need. Nothing is lost when a read is cut.
+READ_WATCHDOG_S = 30
 
 #: The kinds of write transaction (the execution option ``portalreview_writes``): a clinician's
 #: save, other writes (long work), and a dry run (written, checked, always rolled back; it
 #: takes no write lock, so that the team's saves go on meanwhile).
 SAVE, LONG, TRIAL = "save", "long", "trial"
+#: The execution option that marks a clinician's read (bounded by READ_WATCHDOG_S), and its value.
+READS, QUICK = "portalreview_reads", "quick"
 
 
 #: Each engine's save watchdog.
@@ -180,8 +189,12 @@ def _make_engine(url: URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn) -> None:
-        writes = conn.get_execution_options().get("portalreview_writes")
-        if writes != SAVE:  # reads and long writes may take as long as they need
+        options = conn.get_execution_options()
+        writes = options.get("portalreview_writes")
+        if options.get(READS) == QUICK:  # a clinician's read: bounded from here on
+            watchdog.keep(conn.connection.dbapi_connection, conn.connection.info,
+                          READ_WATCHDOG_S)  # fmt: skip
+        elif writes != SAVE:  # other reads and long writes may take as long as they need
             watchdog.release(conn.connection.info)
         if writes:
             _bound_waits(conn, writes)
@@ -232,9 +245,15 @@ class ServerProject:
         # closed: every later session or connection is refused (see store/closing.py)
         self._life = Closing(self.location)
         event.listen(engine, "do_connect", self._life.refuse_connection)
-        self._reader = sessionmaker(
-            engine.execution_options(isolation_level="REPEATABLE READ"), expire_on_commit=False
-        )
+        self._readers = {
+            quick: sessionmaker(
+                engine.execution_options(
+                    isolation_level="REPEATABLE READ", **({READS: QUICK} if quick else {})
+                ),
+                expire_on_commit=False,
+            )
+            for quick in (False, True)
+        }
         self._writers = {
             writes: sessionmaker(
                 engine.execution_options(portalreview_writes=writes), expire_on_commit=False
@@ -366,10 +385,13 @@ class ServerProject:
     # --- sessions -------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[Session]:
-        """A session for reading (one consistent snapshot); ProjectClosed once closed."""
+    def read(self, quick: bool = False) -> Iterator[Session]:
+        """A session for reading (one consistent snapshot); ProjectClosed once closed.
+        ``quick``: a clinician's read on the window's thread (a unit, the list of units),
+        cut by the watchdog after :data:`READ_WATCHDOG_S` (a frozen server); other reads
+        may take as long as they need."""
         self._life.check()
-        with self._unavailable("read"), self._reader() as session, session.begin():
+        with self._unavailable("read"), self._readers[quick]() as session, session.begin():
             yield session
 
     @contextlib.contextmanager
@@ -421,9 +443,10 @@ class ServerProject:
             raise ServerUnavailable(self._unavailable_words(exc, what)) from exc
 
     def _unavailable_words(self, exc: DBAPIError, what: str) -> str:
-        if self._watchdog.was_cut_here():  # (libpq's words would blame the server's close)
+        bound = self._watchdog.cut_here()
+        if bound is not None:  # (libpq's words would blame the server's close)
             return (
-                f"The study server {self.location} did not answer for {SAVE_WATCHDOG_S:g} s "
+                f"The study server {self.location} did not answer for {bound:g} s "
                 f"(it may be stopped or overloaded). {what} Try again when it is back."
             )
         code = _sqlstate(exc)

@@ -10,12 +10,14 @@ program loses what was typed since the last save.
 So each connection taken from the pool gets a deadline (:class:`Deadline`): first for the
 check that it is still alive (:func:`ping`, which would wait as long as any statement), and,
 when the transaction it then begins is a clinician's save, for the whole save, up to its
-commit or rollback and the connection's return to the pool. Other transactions (reads, the
-PI's imports and merges) may legitimately run long: their deadline ends when they begin. When a
-deadline passes, the watchdog's timer thread shuts the connection's socket down: libpq sees the
-connection closed, psycopg raises OperationalError, SQLAlchemy drops the connection, and the
-person is told that the server did not answer and nothing was saved, the text kept on screen
-(docs/deployment.md, "When the server goes away").
+commit or rollback and the connection's return to the pool. A clinician's read (the unit, the
+list of units the window opens on its own thread) is bounded the same way, from its begin, by
+its own bound (:meth:`Watchdog.keep`). Other transactions (the PI's dashboard, reports,
+exports, imports and merges) may legitimately run long: their deadline ends when they begin.
+When a deadline passes, the watchdog's timer thread shuts the connection's socket down: libpq
+sees the connection closed, psycopg raises OperationalError, SQLAlchemy drops the connection,
+and the person is told that the server did not answer and nothing was saved (or read), the
+text kept on screen (docs/deployment.md, "When the server goes away").
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class Deadline:
     pool may hand out again) is never cut by this deadline."""
 
     def __init__(
-        self, dbapi_connection: Any, seconds: float, on_cut: Callable[[int], None]
+        self, dbapi_connection: Any, seconds: float, on_cut: Callable[[int, float], None]
     ) -> None:
         # socket.fromfd duplicates the descriptor (a SOCKET handle on Windows); shutdown ignores
         # the family given, so a Unix-domain connection is cut the same way
@@ -101,7 +103,7 @@ class Deadline:
         self._lock = threading.Lock()  # end() and the timer's cut never overlap
         self._over = False
         self._owner = threading.get_ident()  # the thread that waits on the connection
-        self._on_cut = on_cut
+        self._on_cut = on_cut  # (given the thread and the bound passed)
         _ALARMS.at(time.monotonic() + seconds, self._cut)
 
     def _cut(self) -> None:
@@ -109,7 +111,7 @@ class Deadline:
             if self._over:
                 return
             self._over = True
-            self._on_cut(self._owner)  # before the waiting thread can see the error
+            self._on_cut(self._owner, self._seconds)  # before the waiting thread sees the error
             with contextlib.suppress(OSError):  # already closed by the other side
                 self._socket.shutdown(socket.SHUT_RDWR)
             self._socket.close()
@@ -133,20 +135,24 @@ class Watchdog:
         self._seconds = seconds
         self._dialect = engine.dialect
         self._lock = threading.Lock()
-        self._cut_threads: set[int] = set()  # threads whose connection was cut, not yet told
+        # threads whose connection was cut, not yet told, and the bound that passed
+        self._cut_threads: dict[int, float] = {}
         event.listen(engine, "checkout", self._checked_out)
         for ended in ("checkin", "invalidate", "close"):  # before the connection is closed
             event.listen(engine, ended, self._returned)
 
     def _checked_out(self, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        self._end(record.info)
+        self._arm(dbapi_connection, record.info, self._seconds())
+        self._ping(dbapi_connection)
+
+    def _arm(self, dbapi_connection: Any, info: dict, seconds: float) -> None:
+        self._end(info)
         try:
-            record.info[_KEY] = Deadline(dbapi_connection, self._seconds(), self._mark_cut)
+            info[_KEY] = Deadline(dbapi_connection, seconds, self._mark_cut)
         except (OSError, self._dialect.loaded_dbapi.Error):  # no socket: the ping says why
             log.debug("no deadline for a connection without a socket", exc_info=True)
         except Exception:  # a safety net that cannot be armed must not stop the work itself
-            log.warning("no save deadline for this connection", exc_info=True)
-        self._ping(dbapi_connection)
+            log.warning("no deadline for this connection", exc_info=True)
 
     def _ping(self, dbapi_connection: Any) -> None:
         """Check that a connection taken from the pool is still alive (SQLAlchemy's pre-ping,
@@ -167,21 +173,28 @@ class Watchdog:
         clinician's save: it may run as long as it needs."""
         self._end(info)
 
+    def keep(self, dbapi_connection: Any, info: dict, seconds: float) -> None:
+        """The transaction now begun on the connection (``info``: its pool record's) is a
+        clinician's read: it must end within ``seconds`` from now, up to the connection's
+        return to the pool."""
+        self._arm(dbapi_connection, info, seconds)
+
     def _end(self, info: dict) -> None:
         deadline = info.pop(_KEY, None)
         if deadline is not None:
             deadline.end()
 
-    def _mark_cut(self, thread: int) -> None:
+    def _mark_cut(self, thread: int, seconds: float) -> None:
         with self._lock:
-            self._cut_threads.add(thread)
+            self._cut_threads[thread] = seconds
 
     def forget_here(self) -> None:
         """A new read or save on this thread: an earlier cut is no longer its story."""
         with self._lock:
-            self._cut_threads.discard(threading.get_ident())
+            self._cut_threads.pop(threading.get_ident(), None)
 
-    def was_cut_here(self) -> bool:
-        """Whether the watchdog cut this thread's connection since :meth:`forget_here`."""
+    def cut_here(self) -> float | None:
+        """The bound that passed when the watchdog cut this thread's connection since
+        :meth:`forget_here` (None: it cut none)."""
         with self._lock:
-            return threading.get_ident() in self._cut_threads
+            return self._cut_threads.get(threading.get_ident())
