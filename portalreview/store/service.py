@@ -390,8 +390,15 @@ class StudyService:
     @property
     def catalogs(self) -> Catalogs:
         if self._catalogs is None:
-            with self.project.read() as s:
+            with self._quick_read() as s:  # (one row, read once: by the window's first unit)
                 self._catalogs = read_catalogs(s)
+        return self._catalogs
+
+    def _catalogs_in(self, s: Session) -> Catalogs:
+        """:attr:`catalogs`, read in session ``s`` if not yet read: a save reads them in its
+        own transaction, under its own time limits, not in a second one beside it."""
+        if self._catalogs is None:
+            self._catalogs = read_catalogs(s)
         return self._catalogs
 
     def _require_admin(self, what: str) -> None:
@@ -1122,7 +1129,7 @@ class StudyService:
             sentence_length = len(s.get(Sentence, unit.sentence_id).text)
         return UnitContext(
             unit=unit,
-            catalogs=self.catalogs,
+            catalogs=self._catalogs_in(s),
             members=members,
             reference_sentences=sentence_ids(unit.response_id) if unit.kind == "match" else (),
             draft_sentences=sentence_ids(unit.response_b_id) if unit.kind == "match" else (),

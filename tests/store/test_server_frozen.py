@@ -163,6 +163,19 @@ def test_work_that_ends_in_time_is_never_cut(server_study, short_watchdog, caplo
     assert "did not answer" not in caplog.text
 
 
+def test_a_clinicians_first_save_reads_the_catalogs_within_itself(server_study, short_watchdog):
+    """The first save of her window's service reads the study's catalogs in the save's own
+    transaction, under the save's bound and words: a second transaction beside it, on a
+    frozen server, waited for ever (and, bounded, would say "Nothing was read")."""
+    _server, _database, project, study = server_study
+    ava = StudyService(project).as_viewer("ava")  # (as her window's, catalogs not yet read)
+    pids: list[int] = []
+    with frozen(pids) as wake, freezing_the_next_read(project, pids):
+        _within(GIVE_UP_S, lambda: ava.save_answer(study.units["empathy"], {"equal": True}), wake)
+    assert not pids  # no read beside the save
+    assert _answers(project) == 1
+
+
 CLINICIANS_READS = {
     "unit": lambda ava, study: ava.read_unit(study.units["respond"]),
     "answer": lambda ava, study: ava.get_answer(study.units["urgency"]),
