@@ -23,6 +23,7 @@ from portalreview.tasks.common.editor_base import TextBox
 from portalreview.ui.main_window import MainWindow
 from portalreview.ui.server_dialog import ServerStudyDialog
 from tests.conftest import build_small_study
+from tests.store.test_server_frozen import freezing_the_next_read, frozen
 
 
 @pytest.fixture
@@ -186,6 +187,56 @@ def test_a_save_to_a_frozen_server_ends_in_words_and_keeps_the_text(
     with ServerProject.open(server.url(database)) as project:
         answer = StudyService(project).as_viewer("ava").get_answer(study.units["respond"])
     assert answer.payload["parts"]["empathy"] == "I am sorry. Please come in today. Or call us."
+    window.close_project()
+
+
+def test_the_next_unit_from_a_frozen_server_ends_in_words_and_keeps_the_unit_shown(
+    qtbot, prefs, team_study, monkeypatch
+):
+    """The server freezes as her window reads the next unit (its process stopped, the
+    connection left open): the read gives up after the watchdog's bound, says so, and the
+    unit she typed in stays on screen and highlighted; once the server is back, it opens."""
+    server, database, study, _accounts = team_study
+    with ServerProject.open(server.url(database)) as project:  # a second unit in her list
+        pi = StudyService(project)
+        second = pi.add_unit(pi.create_unit_set("more replies", "respond"), study.case1)
+        pi.assign(second, study.ava)
+    monkeypatch.setattr(postgres, "READ_WATCHDOG_S", 2, raising=False)
+    window = _open(qtbot, prefs, team_study, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    first = window.session.unit.unit_id
+    empathy = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(empathy, "I am sorry.")
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
+    pids: list[int] = []
+    with (
+        frozen(pids) as wake,
+        freezing_the_next_read(window.project, pids, on_thread=threading.main_thread()),
+    ):
+        # should the read wait on (before the fix: for as long as the server is frozen), the
+        # server is woken after 12 s
+        unfreeze = threading.Timer(12, wake)
+        unfreeze.start()
+        try:
+            started = time.monotonic()
+            window.step(1)  # her text is saved as she leaves; then the next unit is read
+            waited = time.monotonic() - started
+        finally:
+            unfreeze.cancel()
+    assert pids and waited < 6  # the bound (2 s here, 30 s in use) and some slack
+    assert len(warnings) == 1 and warnings[0].startswith("Could not show this unit:")
+    assert "did not answer for 2 s" in warnings[0] and "Nothing was read" in warnings[0]
+    assert warnings[0].endswith("Unit 1 stays on screen.")
+    assert window.session.unit.unit_id == first and window.queue.current_unit() == first
+    assert empathy.toPlainText() == "I am sorry." and window.editors["respond"].isEnabled()
+    assert not window.session.pending
+    window.step(1)  # the server is back: the next unit opens
+    assert window.session.unit.unit_id == second and window.queue.current_unit() == second
+    with ServerProject.open(server.url(database)) as project:
+        answer = StudyService(project).as_viewer("ava").get_answer(first)
+    assert answer.payload["parts"]["empathy"] == "I am sorry."
     window.close_project()
 
 
