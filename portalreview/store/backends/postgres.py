@@ -169,7 +169,7 @@ SAVE, LONG, TRIAL = "save", "long", "trial"
 READS, QUICK = "portalreview_reads", "quick"
 
 
-#: Each engine's save watchdog.
+#: Each engine's watchdog (a clinician's saves and reads).
 _WATCHDOGS: weakref.WeakKeyDictionary[Engine, Watchdog] = weakref.WeakKeyDictionary()
 
 
@@ -245,15 +245,11 @@ class ServerProject:
         # closed: every later session or connection is refused (see store/closing.py)
         self._life = Closing(self.location)
         event.listen(engine, "do_connect", self._life.refuse_connection)
-        self._readers = {
-            quick: sessionmaker(
-                engine.execution_options(
-                    isolation_level="REPEATABLE READ", **({READS: QUICK} if quick else {})
-                ),
-                expire_on_commit=False,
-            )
-            for quick in (False, True)
-        }
+        snapshots = engine.execution_options(isolation_level="REPEATABLE READ")
+        self._reader = sessionmaker(snapshots, expire_on_commit=False)
+        self._quick_reader = sessionmaker(  # a clinician's read: bounded (READ_WATCHDOG_S)
+            snapshots.execution_options(**{READS: QUICK}), expire_on_commit=False
+        )
         self._writers = {
             writes: sessionmaker(
                 engine.execution_options(portalreview_writes=writes), expire_on_commit=False
@@ -391,7 +387,8 @@ class ServerProject:
         cut by the watchdog after :data:`READ_WATCHDOG_S` (a frozen server); other reads
         may take as long as they need."""
         self._life.check()
-        with self._unavailable("read"), self._readers[quick]() as session, session.begin():
+        reader = self._quick_reader if quick else self._reader
+        with self._unavailable("read"), reader() as session, session.begin():
             yield session
 
     @contextlib.contextmanager
