@@ -310,7 +310,7 @@ def _adaptive_progress(
         select(Unit.unit_set_id, func.count(), func.count(Answer.id))
         .select_from(Assignment)
         .join(Unit, Unit.id == Assignment.unit_id)
-        .outerjoin(Answer, _own_answer())
+        .outerjoin(Answer, own_answer())
         .where(
             Assignment.annotator_id == annotator_id,
             Unit.unit_set_id.in_(adaptive),
@@ -323,7 +323,18 @@ def _adaptive_progress(
     return done, total
 
 
-def _own_answer():
+def _project_seed(s: Session) -> str:
+    """The project's id, which seeds every presentation, read once per session: a session
+    drops objects nobody holds, so each ``s.get`` of it was a query again (one per urgency
+    pair of adjudication's list, one per unit handed out)."""
+    seed = s.info.get("project_seed")
+    if seed is None:
+        row = s.get(ProjectMeta, "project_id")
+        seed = s.info["project_seed"] = row.value if row else ""
+    return seed
+
+
+def own_answer():
     """The join of an assignment to its annotator's own (not gold) answer."""
     return and_(
         Answer.unit_id == Assignment.unit_id,
@@ -625,8 +636,7 @@ class StudyService:
         """The order a unit is shown in, for one annotator: drafts shuffled (seed 001), the
         sides of a pair randomised (seed 002, 004). Seeded by the project, the unit and the
         annotator, so it is stable for one person and differs between people."""
-        seed = s.get(ProjectMeta, "project_id")
-        rng = random.Random(f"{seed.value if seed else ''}:{unit.id}:{annotator_id}")
+        rng = random.Random(f"{_project_seed(s)}:{unit.id}:{annotator_id}")
         if unit.kind == "rank":
             members = sorted(
                 s.scalars(select(RankMember.response_id).where(RankMember.unit_id == unit.id))
@@ -778,7 +788,7 @@ class StudyService:
                 Answer.id,
             )
             .join(Unit, Unit.id == Assignment.unit_id)
-            .outerjoin(Answer, _own_answer())
+            .outerjoin(Answer, own_answer())
             .where(Assignment.annotator_id == annotator_id, Unit.kind == kind, _not_gold_holder())
             .order_by(Unit.unit_set_id, Assignment.position, Assignment.unit_id)
         )
@@ -848,7 +858,7 @@ class StudyService:
             select(Unit.kind, submitted, func.count())
             .select_from(Assignment)
             .join(Unit, Unit.id == Assignment.unit_id)
-            .outerjoin(Answer, _own_answer())
+            .outerjoin(Answer, own_answer())
             .where(Assignment.annotator_id == annotator_id, _not_gold_holder())
             .group_by(Unit.kind)
         )
@@ -927,9 +937,6 @@ class StudyService:
         cases = pairs(Case.id, Case.external_id, case_ids)
         texts = pairs(Sentence.id, Sentence.text, sentence_ids)
         sets = pairs(UnitSet.id, UnitSet.name, set_ids)
-        # held, so the session keeps it: each pair's _presentation reads it, which otherwise
-        # was a query per unit (the session holds its objects only while they are used)
-        _seed_row = s.get(ProjectMeta, "project_id")
         out = {}
         for unit in units:
             pair = [c for c in (unit.case_id, unit.case_b_id) if c is not None]

@@ -78,7 +78,7 @@ from portalreview.store.models import (
 )
 from portalreview.store.own_responses import own_units, response_authors
 from portalreview.store.project import Project
-from portalreview.store.service import StoreError, StudyService, _own_answer
+from portalreview.store.service import StoreError, StudyService, own_answer
 
 ProgressFn = Callable[[int, int], None]
 CancelFn = Callable[[], bool]
@@ -1384,7 +1384,7 @@ def _plain_tallies(s: Session, adaptive: list[int]) -> dict[tuple[int, int], lis
         .select_from(Assignment)
         .join(Unit, Unit.id == Assignment.unit_id)
         .join(raters, raters.c.unit_id == Assignment.unit_id)
-        .outerjoin(Answer, _own_answer())
+        .outerjoin(Answer, own_answer())
         .where(work)
         .group_by(Unit.unit_set_id, Assignment.annotator_id)
     )
@@ -1402,7 +1402,7 @@ def _adaptive_tallies(s: Session, judgements: dict[int, int]) -> dict[tuple[int,
     query = (
         select(Assignment.unit_id, Assignment.annotator_id, Unit.unit_set_id, Answer.status)
         .join(Unit, Unit.id == Assignment.unit_id)
-        .outerjoin(Answer, _own_answer())
+        .outerjoin(Answer, own_answer())
         .where(Assignment.is_gold_holder.is_(False), Unit.unit_set_id.in_(list(judgements)))
     )
     rows = plain_rows(s, query)
