@@ -558,6 +558,20 @@ def build_synthetic_study(
     return {name: len(tables.get(name, [])) for name in TABLES}
 
 
+def kept_study(folder: Path | None, n_cases: int) -> Path:
+    """The synthetic study of ``n_cases`` in ``folder`` (a new temporary folder when None),
+    built there first unless an earlier run left it (``--keep``)."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="portalreview-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"synthetic-{n_cases}.prproj"
+    if not path.exists():
+        started = time.perf_counter()
+        rows = build_synthetic_study(path, n_cases)
+        print(f"built {n_cases} cases: {rows['answers']:,} answers", end=" ")
+        print(f"in {time.perf_counter() - started:.1f} s")
+    return path
+
+
 def _uniform(rows: list[dict]) -> list[dict]:
     """Rows with the same keys (an executemany needs them): a key some rows lack is None."""
     keys = {k for row in rows for k in row}

@@ -34,7 +34,6 @@ import argparse
 import contextlib
 import io
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,7 +44,7 @@ from sqlalchemy import select
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_adjudication import fastest
-from bench_report import build_synthetic_study
+from bench_report import kept_study
 
 from portalreview.cli import main as cli
 from portalreview.store import study_setup
@@ -229,14 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="folder to keep the study in (and reuse)")
     args = parser.parse_args(argv)
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="portalreview-bench-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"synthetic-{args.cases}.prproj"
-    if not path.exists():
-        started = time.perf_counter()
-        rows = build_synthetic_study(path, args.cases)
-        print(f"built {args.cases} cases: {rows['answers']:,} answers", end=" ")
-        print(f"in {time.perf_counter() - started:.1f} s")
+    path = kept_study(args.keep, args.cases)
     project = Project.open(path, automatic_backup=False, read_only=True)
     try:
         progress = study_setup.study_progress(project)

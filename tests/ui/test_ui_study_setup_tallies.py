@@ -8,8 +8,11 @@ with the same values of the same types."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import random
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,136 +21,35 @@ from test_ui_adjudication_fast_read import add_everything
 
 from portalreview.store.adaptive import adaptive_settings
 from portalreview.store.models import (
-    Annotator,
-    Answer,
     Assignment,
     Case,
-    Unit,
     UnitSet,
-    UrgencyAnswer,
 )
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
-from portalreview.store.study_setup import HardPair, ProgressRow, hard_pairs, study_progress
+from portalreview.store.study_setup import ProgressRow, hard_pairs, study_progress
 from portalreview.ui.study_setup_dialog import read_tallies
 from tests.store.test_store_live_frames import payload as random_payload
 
 # --- the slow reference: the code before 2026-11-28, row by row -------------------------------
 
-
-def slow_study_progress(project: Project) -> list[ProgressRow]:
-    """Every assignment and answer read, then counted here."""
-    with project.read() as s:
-        gold = set(
-            s.execute(
-                select(Assignment.unit_id, Assignment.annotator_id).where(
-                    Assignment.is_gold_holder.is_(True)
-                )
-            )
-        )
-        settings = adaptive_settings(s)
-        adaptive = {
-            name: settings[set_id].judgements
-            for set_id, name in s.execute(select(UnitSet.id, UnitSet.name))
-            if set_id in settings
-        }
-        rows = [
-            (u, a, name, set_name, kind)
-            for u, a, name, set_name, kind in s.execute(
-                select(
-                    Assignment.unit_id,
-                    Assignment.annotator_id,
-                    Annotator.name,
-                    UnitSet.name,
-                    UnitSet.kind,
-                )
-                .join(Annotator, Annotator.id == Assignment.annotator_id)
-                .join(Unit, Unit.id == Assignment.unit_id)
-                .join(UnitSet, UnitSet.id == Unit.unit_set_id)
-            )
-            if (u, a) not in gold
-        ]
-        status = {
-            (u, a): st
-            for u, a, st in s.execute(
-                select(Answer.unit_id, Answer.annotator_id, Answer.status).where(
-                    Answer.is_gold.is_(False)
-                )
-            )
-        }
-        set_order = {
-            n: i for i, n in enumerate(s.scalars(select(UnitSet.name).order_by(UnitSet.id)))
-        }
-    raters: dict[int, int] = {}
-    for u, a, _name, set_name, _kind in rows:
-        if set_name not in adaptive or (u, a) in status:
-            raters[u] = raters.get(u, 0) + 1
-    table: dict[tuple[str, str, str], list[int]] = {}
-    for u, a, name, set_name, kind in rows:
-        counts = table.setdefault((set_name, kind, name), [0, 0, 0, 0])
-        st = status.get((u, a))
-        if set_name in adaptive and st is None:
-            continue
-        counts[0] += 1
-        counts[1] += raters.get(u, 0) > 1
-        counts[2] += st == "draft"
-        counts[3] += st == "submitted"
-    for (set_name, _kind, _name), counts in table.items():
-        if set_name in adaptive:
-            counts[0] = max(counts[0], adaptive[set_name])
-    return [
-        ProgressRow(set_name, kind, name, *counts)
-        for (set_name, kind, name), counts in sorted(
-            table.items(), key=lambda item: (set_order[item[0][0]], item[0][2])
-        )
-    ]
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_setup.py"
 
 
-def slow_hard_pairs(project: Project) -> list[HardPair]:
-    """Every answer scanned for those asking, the units read as ORM objects."""
-    with project.read() as s:
-        asking: dict[int, set[str]] = {}
-        for unit_id, name in s.execute(
-            select(Answer.unit_id, Annotator.name)
-            .join(UrgencyAnswer, UrgencyAnswer.answer_id == Answer.id)
-            .join(Annotator, Annotator.id == Answer.annotator_id)
-            .where(
-                UrgencyAnswer.ask_second.is_(True),
-                Answer.is_gold.is_(False),
-                Answer.status == "submitted",
-                Annotator.is_model.is_(False),
-            )
-        ):
-            asking.setdefault(unit_id, set()).add(name)
-        workers: dict[int, set[int]] = {}
-        for unit_id, annotator_id in s.execute(
-            select(Assignment.unit_id, Assignment.annotator_id)
-            .join(Annotator, Annotator.id == Assignment.annotator_id)
-            .where(
-                Assignment.unit_id.in_(list(asking)),
-                Assignment.is_gold_holder.is_(False),
-                Annotator.is_model.is_(False),
-            )
-        ):
-            workers.setdefault(unit_id, set()).add(annotator_id)
-        adaptive = set(adaptive_settings(s))
-        names = dict(s.execute(select(Case.id, Case.external_id)).all())
-        sets = dict(s.execute(select(UnitSet.id, UnitSet.name)).all())
-        units = s.scalars(
-            select(Unit)
-            .where(Unit.id.in_(list(asking)), Unit.kind == "urgency")
-            .order_by(Unit.unit_set_id, Unit.position, Unit.id)
-        )
-        return [
-            HardPair(
-                unit_id=u.id,
-                unit_set=sets[u.unit_set_id],
-                cases=(names[u.case_id], names.get(u.case_b_id, "?")),
-                asked_by=", ".join(sorted(asking[u.id])),
-            )
-            for u in units
-            if u.unit_set_id not in adaptive and len(workers.get(u.id, ())) == 1
-        ]
+def _old_code() -> Any:
+    """``benchmarks/bench_setup.py``, which keeps the code before 2026-11-28 as the reference
+    it times (every assignment and answer read, then counted here; every answer scanned for
+    those asking, the units read as ORM objects)."""
+    spec = importlib.util.spec_from_file_location("portalreview_bench_setup", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+OLD = _old_code()
+slow_study_progress = OLD.old_study_progress
+slow_hard_pairs = OLD.old_hard_pairs
 
 
 # --- a study with everything the counts must tell apart ---------------------------------------
