@@ -229,6 +229,36 @@ def _reason(exc: DBAPIError) -> str:
     return message[0] if message else type(exc.orig).__name__
 
 
+#: The write's transaction id, once it has written (NULL when it wrote nothing), and what became
+#: of a transaction (PostgreSQL 13 or newer).
+_TRANSACTION_ID = text("SELECT CAST(pg_current_xact_id_if_assigned() AS text)")
+_TRANSACTION_STATUS = text("SELECT pg_xact_status(CAST(:xid AS xid8))")
+
+
+class _Commit:
+    """A write's transaction id, known once its work is done and only its COMMIT is left: if
+    the connection is lost then, the server may have kept the write or not (it may have
+    received the COMMIT and not told us), so :meth:`ServerProject._unavailable` asks it."""
+
+    def __init__(self, quick: bool) -> None:
+        self.quick = quick  # a clinician's save, which she can make again
+        self.xid: str | None = None
+
+    def unsure_words(self, outcome: str | None) -> str:
+        """What to say when the server could not tell whether it kept the write."""
+        why = (
+            "the server had not finished it when it stopped answering"
+            if outcome == "in progress"
+            else "the server could not be asked afterwards"
+        )
+        again = (
+            "Saving it again replaces it."
+            if self.quick
+            else "Look at the study before doing it again."
+        )
+        return f"It may or may not have been saved ({why}). {again}"
+
+
 class ServerProject:
     """An open study on a PostgreSQL server, with the interface of
     :class:`portalreview.store.project.Project` (read, write, meta, close...)."""
@@ -399,13 +429,15 @@ class ServerProject:
         if self.read_only:
             raise ProjectError(f"{self.location} is open read-only; changes cannot be saved.")
         writer = self._writers[SAVE if quick else LONG]
+        commit = _Commit(quick)
         with (
             self._life.writing(),
-            self._unavailable("save"),
+            self._unavailable("save", commit),
             writer() as session,
             session.begin(),
         ):
             yield session
+            commit.xid = session.scalar(_TRANSACTION_ID)  # (the COMMIT is next)
 
     @contextlib.contextmanager
     def trial(self) -> Iterator[Session]:
@@ -426,9 +458,12 @@ class ServerProject:
                 session.rollback()
 
     @contextlib.contextmanager
-    def _unavailable(self, doing: str) -> Iterator[None]:
+    def _unavailable(self, doing: str, commit: _Commit | None = None) -> Iterator[None]:
         """A lost server or connection, or a wait past its limit, as
-        :class:`ServerUnavailable`, in words."""
+        :class:`ServerUnavailable`, in words. A write whose connection was lost while its
+        COMMIT was under way (``commit`` holds its transaction's id) is asked about on a new
+        connection: kept, it raises nothing; rolled back, nothing was saved; not known, the
+        words say so."""
         self._watchdog.forget_here()
         try:
             yield
@@ -437,7 +472,25 @@ class ServerProject:
             if not lost and _sqlstate(exc) != IDLE_TOO_LONG:  # (psycopg's InternalError)
                 raise
             what = "Nothing was saved." if doing == "save" else "Nothing was read."
+            if lost and commit is not None and commit.xid is not None:
+                outcome = self._commit_outcome(commit.xid)
+                if outcome == "committed":
+                    log.warning("the server kept a save whose answer was lost: %s", _reason(exc))
+                    return
+                if outcome != "aborted":
+                    what = commit.unsure_words(outcome)
             raise ServerUnavailable(self._unavailable_words(exc, what)) from exc
+
+    def _commit_outcome(self, xid: str) -> str | None:
+        """What became of transaction ``xid``: ``committed``, ``aborted`` or ``in progress``
+        (``pg_xact_status``), asked on a new connection under the read watchdog's bound; None
+        when the server cannot be asked."""
+        try:
+            with self._quick_reader() as session, session.begin():
+                return session.scalar(_TRANSACTION_STATUS, {"xid": xid})
+        except DBAPIError as exc:
+            log.warning("could not ask the server whether a save was kept: %s", _reason(exc))
+            return None
 
     def _unavailable_words(self, exc: DBAPIError, what: str) -> str:
         bound = self._watchdog.cut_here()
