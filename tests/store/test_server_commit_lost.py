@@ -100,7 +100,8 @@ def test_a_save_the_server_rolled_back_says_nothing_was_saved(server_study):
 
 
 def test_a_save_frozen_at_its_commit_may_or_may_not_have_been_saved(
-    server_study, short_watchdog  # noqa: F811
+    server_study,
+    short_watchdog,  # noqa: F811
 ):
     """The server froze with the COMMIT in hand: when the watchdog cuts the connection it
     has not kept the save, and once awake it does. "Nothing was saved" would be wrong."""
