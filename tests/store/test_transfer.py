@@ -58,6 +58,25 @@ def test_the_server_copy_goes_on_with_new_ids_and_saves(demo_file, postgres_serv
         assert verify_project(study).ok
 
 
+def test_the_server_copy_has_its_statistics_at_once(demo_file, postgres_server):
+    """Without them the planner guesses (nested loops over whole tables) until autovacuum
+    comes by, a minute or more after the copy."""
+    database = postgres_server.new_database()
+    with Project.open(demo_file, read_only=True) as original:
+        copy_study(original, postgres_server.url(database)).close()
+    with psycopg.connect(postgres_server.dsn(database)) as conn:
+        counted = dict(
+            conn.execute(
+                "SELECT relname, reltuples FROM pg_class WHERE relname IN "
+                "('answers', 'units', 'sentences', 'audit_log')"
+            ).fetchall()
+        )
+        rows = conn.execute("SELECT count(*) FROM answers").fetchone()[0]
+    assert len(counted) == 4
+    assert all(tuples > 0 for tuples in counted.values())  # -1: never analysed
+    assert counted["answers"] == rows
+
+
 def test_a_failed_copy_leaves_nothing(demo_file, postgres_server, tmp_path, monkeypatch):
     from portalreview.store import transfer
 
