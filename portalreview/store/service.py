@@ -427,8 +427,8 @@ class StudyService:
         return self.project.read(quick=True)
 
     def as_viewer(self, annotator_name: str) -> StudyService:
-        """A service for the named annotator (sign-in)."""
-        with self.project.read() as s:
+        """A service for the named annotator (sign-in, on the window's thread)."""
+        with self._quick_read() as s:
             person = s.scalar(select(Annotator).where(Annotator.name == annotator_name))
         if person is None:
             raise StoreError(f"there is no annotator called {annotator_name!r}")
@@ -459,7 +459,9 @@ class StudyService:
         return self._in_session(session, insert)
 
     def annotators(self) -> list[Annotator]:
-        with self.project.read() as s:
+        """Everyone in the study, in the order they were added (one small table, read by the
+        window at sign-in: a quick read)."""
+        with self._quick_read() as s:
             return list(s.scalars(select(Annotator).order_by(Annotator.id)))
 
     def add_case(

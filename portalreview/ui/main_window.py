@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
@@ -65,6 +66,9 @@ from portalreview.ui.settings import Preferences, clamp_point_size, default_poin
 from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
 from portalreview.ui.workers import run_with_progress
+
+if TYPE_CHECKING:
+    from portalreview.store.backends import ServerProject
 
 log = logging.getLogger(__name__)
 APP_NAME = "PortalReview"
@@ -397,7 +401,6 @@ class MainWindow(QMainWindow):
         """Open the server study at ``address`` off the GUI thread, then sign in: as the
         annotator the database account works as, or (IT's own account) as the person chosen.
         The password stays in memory only while the study is open."""
-        from portalreview.store.backends import ServerProject
         from portalreview.store.backends.postgres import redact
 
         if self._opening:
@@ -406,9 +409,9 @@ class MainWindow(QMainWindow):
             return
         self.read_only_because = "opened read-only"
 
-        def opened(project: ServerProject) -> None:
+        def opened(found: tuple[ServerProject, str | None]) -> None:
             try:
-                self._project_opened(project, project.member())
+                self._project_opened(*found)
             finally:
                 self._opening = False
 
@@ -420,7 +423,7 @@ class MainWindow(QMainWindow):
         run_with_progress(
             self,
             f"Opening {redact(address)}…",
-            ServerProject.open,
+            _open_server_study,
             address,
             password=password,
             on_done=opened,
@@ -569,17 +572,22 @@ class MainWindow(QMainWindow):
             self.prefs.add_recent(project.path)
         # A server study says when anyone saves (the PI's dashboard follows); a file does not.
         self._listener = project.listen(self.study_saved_elsewhere.emit)
-        people = [a for a in self.admin.annotators() if not a.is_model]
-        if not people:
-            QMessageBox.warning(self, APP_NAME, "This project has no annotators yet.")
+        try:
+            people = [a for a in self.admin.annotators() if not a.is_model]
+            if not people:
+                QMessageBox.warning(self, APP_NAME, "This project has no annotators yet.")
+                self.close_project()
+                return
+            if annotator is None:
+                annotator = self._ask_who(people)
+            if annotator is None:
+                self.close_project()
+                return
+            self.sign_in(annotator)
+        except StoreError as exc:  # (a server gone, or frozen, as she signs in)
+            log.warning("signing in to %s failed: %s", project.label, exc)
             self.close_project()
-            return
-        if annotator is None:
-            annotator = self._ask_who(people)
-        if annotator is None:
-            self.close_project()
-            return
-        self.sign_in(annotator)
+            QMessageBox.critical(self, APP_NAME, f"Could not sign in to {project.label}:\n{exc}")
 
     def _ask_who(self, people: list) -> str | None:
         key = self._project_key()
@@ -1207,3 +1215,18 @@ class _FocusFollowingScrollArea(QScrollArea):
     def _show(self, widget: QWidget) -> None:
         if isValid(widget) and widget.hasFocus():
             self.ensureWidgetVisible(widget, 0, 0)
+
+
+def _open_server_study(
+    address: str, password: str | None = None
+) -> tuple[ServerProject, str | None]:
+    """Worker thread: the server study at ``address``, open, and the annotator its database
+    account works as (read here, off the window's thread; None: IT's own account)."""
+    from portalreview.store.backends import ServerProject  # (psycopg: loaded when needed)
+
+    project = ServerProject.open(address, password=password)
+    try:
+        return project, project.member()
+    except BaseException:
+        project.close()
+        raise

@@ -240,6 +240,51 @@ def test_the_next_unit_from_a_frozen_server_ends_in_words_and_keeps_the_unit_sho
     window.close_project()
 
 
+def test_signing_in_to_a_frozen_server_ends_in_words(qtbot, prefs, team_study, monkeypatch):
+    """The server freezes as the window reads who may sign in (after the study was opened
+    off the window's thread): the read gives up after the watchdog's bound, the window says
+    it could not sign in and shows the welcome page again; once the server is back, she signs
+    in. Before, the window waited for as long as the server stayed frozen."""
+    server, database, _study, accounts = team_study
+    monkeypatch.setattr(postgres, "READ_WATCHDOG_S", 2, raising=False)
+    errors = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *args: errors.append(args[2]))
+    pids: list[int] = []
+    real_open = ServerProject.open
+    with contextlib.ExitStack() as stack:
+
+        def open_then_freeze(*args, **kwargs):
+            project = real_open(*args, **kwargs)
+            stack.enter_context(
+                freezing_the_next_read(project, pids, on_thread=threading.main_thread())
+            )
+            return project
+
+        monkeypatch.setattr(ServerProject, "open", open_then_freeze)
+        wake = stack.enter_context(frozen(pids))
+        unfreeze = threading.Timer(12, wake)  # (should the read wait on, as before the fix)
+        stack.callback(unfreeze.cancel)
+        unfreeze.start()
+        window = MainWindow(prefs)
+        qtbot.addWidget(window)
+        window.show()
+        role, password = accounts["ava"]
+        started = time.monotonic()
+        window.open_server_study(server.dsn(database, role), password)
+        qtbot.waitUntil(lambda: bool(errors), timeout=20000)
+        waited = time.monotonic() - started
+    assert pids and waited < 8  # the bound (2 s here, 30 s in use) and some slack
+    assert errors[0].startswith("Could not sign in to postgresql://")
+    assert "did not answer for 2 s" in errors[0] and "Nothing was read" in errors[0]
+    assert window.project is None and window.session is None
+    assert window.stack.currentWidget() is window.welcome
+    monkeypatch.setattr(ServerProject, "open", real_open)
+    window.open_server_study(server.dsn(database, role), password)  # the server is back
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+    assert window.annotator_name == "ava"
+    window.close_project()
+
+
 def test_the_pis_dashboard_hears_another_persons_save(qtbot, prefs, team_study):
     server, database, study, accounts = team_study
     window = _open(qtbot, prefs, team_study, "pat")

@@ -538,7 +538,7 @@ class ServerProject:
     def member(self) -> str | None:
         """The annotator this connection's database role works as (None: the study's owner
         or IT's administrator, who is no annotator)."""
-        with self.read() as session:
+        with self.read(quick=True) as session:
             return session.scalar(
                 text("SELECT name FROM annotators WHERE id = portalreview_me()")
             )
@@ -552,7 +552,9 @@ class ServerProject:
             return add_member(conn, Base.metadata, role, annotator)
 
     def meta(self, key: str) -> str | None:
-        with self.read() as session:
+        """One value of ``project_meta`` (a one-row read, bounded as a clinician's: the window
+        reads the study's name as she signs in)."""
+        with self.read(quick=True) as session:
             row = session.get(ProjectMeta, key)
             return row.value if row else None
 
