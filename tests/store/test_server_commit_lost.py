@@ -49,6 +49,17 @@ def _at_the_next_commit(project, action) -> None:
     event.listen(project._engine, "commit", before_commit)
 
 
+def _failing_save(ava, study):
+    """Her save of the empathy unit, which must fail: its ServerUnavailable."""
+
+    def save() -> ServerUnavailable:
+        with pytest.raises(ServerUnavailable) as failure:
+            ava.save_answer(study.units["empathy"], {"equal": True})
+        return failure.value
+
+    return save
+
+
 def _wait_for(condition, seconds: float = GIVE_UP_S) -> bool:
     until = time.monotonic() + seconds
     while time.monotonic() < until:
@@ -113,14 +124,9 @@ def test_a_save_frozen_at_its_commit_may_or_may_not_have_been_saved(
         pids.append(dbapi_connection.info.backend_pid)
         os.kill(pids[-1], signal.SIGSTOP)
 
-    def save():
-        with pytest.raises(ServerUnavailable) as failure:
-            ava.save_answer(study.units["empathy"], {"equal": True})
-        return failure.value
-
     _at_the_next_commit(project, freeze)
     with frozen(pids) as wake:
-        failure = _within(GIVE_UP_S, save, wake)
+        failure = _within(GIVE_UP_S, _failing_save(ava, study), wake)
         assert _answers(project) == 1  # (not kept while the server is frozen)
     words = str(failure)
     assert f"did not answer for {BOUND_S} s" in words
@@ -149,14 +155,9 @@ def test_a_save_whose_fate_cannot_be_asked_says_so(server_study, short_watchdog)
             os.kill(pid, signal.SIGSTOP)
         event.listen(project._engine, "do_connect", refuse)
 
-    def save():
-        with pytest.raises(ServerUnavailable) as failure:
-            ava.save_answer(study.units["empathy"], {"equal": True})
-        return failure.value
-
     _at_the_next_commit(project, freeze_everything)
     with frozen(pids) as wake:
-        failure = _within(GIVE_UP_S + BOUND_S, save, wake)
+        failure = _within(GIVE_UP_S + BOUND_S, _failing_save(ava, study), wake)
     event.remove(project._engine, "do_connect", refuse)
     words = str(failure)
     assert "It may or may not have been saved (the server could not be asked" in words
