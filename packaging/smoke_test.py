@@ -19,7 +19,13 @@ PYTHONPATH, no LD_LIBRARY_PATH, ``QT_QPA_PLATFORM=offscreen``. Steps:
     offscreen and the main window shows every kind's editor on the demo, the model generates;
  7. the program with no arguments (the desktop app) starts offscreen and keeps running until
     it is closed;
- 8. every output is searched for the marks of a broken build (import errors, libraries or Qt
+ 8. a team study on PostgreSQL, where this machine has PostgreSQL's server programs (``initdb``,
+    ``pg_ctl``; ``--no-server`` skips it, and the log says when it is skipped): a temporary
+    server is started (``portalreview.store.testing_postgres``, from the source), the frozen
+    program copies the demo study into it (``copy --to``: libpq, psycopg and the Alembic
+    steps, which are data files), verifies it and reports from it, with the same figures as
+    from the file;
+ 9. every output is searched for the marks of a broken build (import errors, libraries or Qt
     plugins that cannot be loaded, tracebacks).
 
 Exit status 0 when all passed. The whole output goes to ``--log``.
@@ -53,6 +59,10 @@ BROKEN = re.compile(
     r"|Failed to execute script|Unhandled exception in script"
     r"|selftest: .*FAILED",
 )
+
+
+#: The report's analyses (its JSON's keys besides the header: report, project, settings, study).
+ANALYSES = ("respond", "match", "rank", "urgency", "eppc", "empathy", "facts")
 
 
 class SmokeFailure(Exception):
@@ -155,6 +165,37 @@ def write_model(path: Path) -> Path:
     return write(path, TINY, corpus=prompt_corpus())
 
 
+def check_team_study(smoke: Smoke, demo: Path, file_report: dict) -> None:
+    """Step 8: the demo study copied to a temporary PostgreSQL server, verified and reported
+    from by the frozen program (see the module docstring)."""
+    if os.name != "posix":  # (testing_postgres runs the server as another Unix account)
+        smoke.say("team study on PostgreSQL: SKIPPED (the test server is started on Unix only)")
+        return
+    sys.path.insert(0, str(REPO))
+    from portalreview.store import testing_postgres
+
+    if testing_postgres.find_programs() is None:
+        smoke.say("team study on PostgreSQL: SKIPPED (no initdb / pg_ctl on this machine)")
+        return
+    folder = Path(tempfile.mkdtemp(prefix="portalreview-smoke-pg-"))
+    folder.chmod(0o755)  # the server may run as another account (never as root)
+    try:
+        with testing_postgres.running(folder / "cluster") as server:
+            address = server.dsn(server.new_database())
+            smoke.run("copy", str(demo), "--to", address)
+            smoke.run("verify", address)
+            smoke.run(
+                "report", address, "--format", "json", "-o", "server.json", "--resamples", "50"
+            )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    report = json.loads((smoke.workdir / "server.json").read_text(encoding="utf-8"))
+    differ = [part for part in (*ANALYSES, "study") if report.get(part) != file_report.get(part)]
+    if differ:
+        raise SmokeFailure(f"the server study's report differs from the file's: {differ}")
+    smoke.say("team study on PostgreSQL: copied, verified, reported (the same figures)")
+
+
 def check_tree(exe: Path, smoke: Smoke, allow_native: bool) -> None:
     """What must be in the folder beside the program."""
     root = exe.resolve().parent
@@ -255,6 +296,10 @@ def smoke_test(args: argparse.Namespace) -> None:
             smoke.run(*selftest, "--log", str(gui_log), exe=Path(args.gui_exe))
             smoke.outputs.append(gui_log.read_text(encoding="utf-8", errors="replace"))
         smoke.start_and_close_the_app(Path(args.gui_exe) if args.gui_exe else exe)
+        if args.no_server:
+            smoke.say("team study on PostgreSQL: SKIPPED (--no-server)")
+        else:
+            check_team_study(smoke, demo, report)
 
         broken = [m.group(0) for out in smoke.outputs for m in BROKEN.finditer(out)]
         if broken:
@@ -275,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where to work (default: a temporary folder)")
     parser.add_argument("--log", help="write the whole output here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument(
+        "--no-server", action="store_true", help="skip the team study on PostgreSQL (step 8)"
+    )
     parser.add_argument(
         "--allow-native", action="store_true", help="do not fail on an AVX-512 llama.cpp build"
     )
