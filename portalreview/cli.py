@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -431,11 +433,16 @@ def cmd_progress(args: argparse.Namespace) -> int:
         print(json.dumps([{**asdict(r), "todo": r.todo} for r in rows], indent=2))
         return 0
     label = "kind" if args.by_kind else "unit set"
-    print(f"{label:<34}{'annotator':<16}{'assigned':>9}{'shared':>8}{'drafts':>8}{'done':>7}")
-    for r in rows:
-        name = r.kind if args.by_kind else f"{r.unit_set} ({r.kind})"
+    names = [r.kind if args.by_kind else f"{r.unit_set} ({r.kind})" for r in rows]
+    # each column as wide as its longest entry: a name cut short could name another set
+    wide = max(map(len, [label, *names])) + 2
+    who = max(map(len, ["annotator", *(r.annotator for r in rows)])) + 2
+    print(
+        f"{label:<{wide}}{'annotator':<{who}}{'assigned':>9}{'shared':>8}{'drafts':>8}{'done':>7}"
+    )
+    for name, r in zip(names, rows, strict=True):
         print(
-            f"{name[:33]:<34}{r.annotator[:15]:<16}{r.assigned:>9}{r.shared:>8}{r.drafts:>8}"
+            f"{name:<{wide}}{r.annotator:<{who}}{r.assigned:>9}{r.shared:>8}{r.drafts:>8}"
             f"{r.submitted:>7}"
         )
     return 0
@@ -1151,12 +1158,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("command %s", args.verb)  # only the verb: arguments may name patient files
     try:
         status = args.func(args)
+    except BrokenPipeError:  # the reader stopped reading (`portalreview progress | head`)
+        _nowhere_more_to_write()
+        return EXIT_BROKEN_PIPE
     except (ProjectError, CliError, ValueError, OSError) as exc:
         print(f"portalreview {args.verb}: {_worded(exc)}", file=sys.stderr)
         log.warning("command %s failed: %s", args.verb, exc)  # applog.error_text
         return EXIT_USAGE
     log.info("command %s done (status %s) in %.3f s", args.verb, status, _since(started))
     return status
+
+
+#: The status of a command whose output nobody reads any more: a program killed by SIGPIPE's.
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def _nowhere_more_to_write() -> None:
+    """Standard output sent nowhere from now on: Python flushes it at exit, and the broken
+    pipe would raise again there ("Exception ignored ... BrokenPipeError")."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def write_any_text() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import portalreview
-from portalreview.cli import main
+from portalreview.cli import EXIT_BROKEN_PIPE, main
 from portalreview.store.project import Project
 from tests.conftest import build_small_study, open_in_excel
 
@@ -36,7 +36,7 @@ def test_new_on_a_full_disk_leaves_nothing_behind(tmp_path, capsys, monkeypatch)
 KILLED_NEW = r"""
 import os, signal, sys
 import portalreview.store.project as project
-from portalreview.cli import main
+from portalreview.cli import EXIT_BROKEN_PIPE, main
 from portalreview.store.service import StudyService
 
 def killed(*args, **kwargs):
@@ -303,7 +303,7 @@ def test_a_refused_rename_names_its_target_not_the_temporary_file():
 _READ_ONLY_FOLDER = """
 import io, sys
 from openpyxl.worksheet import _writer
-from portalreview.cli import main
+from portalreview.cli import EXIT_BROKEN_PIPE, main
 
 opener = io.open
 
@@ -580,3 +580,19 @@ def test_new_failing_to_give_the_file_its_name_names_the_file_asked_for(
     assert ".portalreview-new-" not in err and "[Errno" not in err
     assert err.rstrip().endswith("Nothing was left behind.")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_output_nobody_reads_any_more_ends_quietly(tmp_path):
+    """`portalreview progress study.prproj | head -1`: the reader closes the pipe early. The
+    command used to say "portalreview progress: [Errno 32] Broken pipe" and exit with 2."""
+    path = tmp_path / "s.prproj"
+    project = Project.create(path)
+    build_small_study(project)
+    project.close()
+    command = [sys.executable, "-m", "portalreview", "progress", str(path)]
+    running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    running.stdout.close()  # before it writes a line: its first write finds the pipe broken
+    error = running.stderr.read().decode()
+    running.stderr.close()
+    assert running.wait(timeout=120) == EXIT_BROKEN_PIPE  # (128 + SIGPIPE, as a killed one)
+    assert error == ""

@@ -248,6 +248,25 @@ def test_setup_assign_and_progress_from_the_command_line(tmp_path, capsys):
     assert sum(r["assigned"] for r in rows) == 6 * 4 + 60 and {r["shared"] for r in rows} == {6}
     assert main(["progress", str(path), "--by-kind"]) == 0
     assert "urgency" in capsys.readouterr().out
+    assert main(["progress", str(path)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["unit", "set", "annotator", "assigned", "shared", "drafts", "done"]
+    assert len({len(line) for line in table}) == 1  # the columns line up
+    assert any(line.startswith("Ward 3 (urgency)  dee ") for line in table)
+
+
+def test_progress_names_every_unit_set_whole(tmp_path, capsys):
+    """A long unit set's name was cut at 33 characters ("Match drafts to the reference (ma"),
+    which could leave two sets looking the same."""
+    path = tmp_path / "a.prproj"
+    _inbox_project(path).close()
+    long_name = "Ward 3 urgency pairs, second round after the audit"
+    assert main(["setup", str(path), "urgency", "--inbox", "ward-3", "--name", long_name]) == 0
+    assert main(["assign", str(path), long_name, "--annotator", "ava"]) == 0
+    capsys.readouterr()
+    assert main(["progress", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{long_name} (urgency)  ava " in out
     assert main(["assign", str(path), "Nope", "--annotator", "ava"]) == 2
     assert "there is no unit set 'Nope'" in capsys.readouterr().err
 
