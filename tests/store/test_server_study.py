@@ -89,6 +89,25 @@ def test_a_study_of_a_newer_version_is_refused(server, address, capsys):
     assert "written by a newer PortalReview (study format 99" in capsys.readouterr().err
 
 
+def test_a_server_too_old_is_refused_in_words(server, address, capsys, monkeypatch):
+    """Every save asks the server for its transaction's id (PostgreSQL 13's functions): an
+    older server is refused when a study is made or opened, not at the first save."""
+    from portalreview.store.backends import postgres
+
+    with psycopg.connect(address) as conn:
+        major, minor = divmod(int(conn.execute("SHOW server_version_num").fetchone()[0]), 10000)
+    ServerProject.create(address).close()
+    monkeypatch.setattr(postgres, "MIN_SERVER_VERSION", (major + 1,))
+    assert main(["info", address]) == 2
+    words = capsys.readouterr().err
+    assert f"runs PostgreSQL {major}.{minor};" in words
+    assert f"PortalReview needs PostgreSQL {major + 1} or newer" in words
+    with pytest.raises(ServerError, match="Ask IT to upgrade the server"):
+        ServerProject.create(server.dsn(server.new_database()))
+    monkeypatch.setattr(postgres, "MIN_SERVER_VERSION", (major,))  # this very server: opens
+    assert main(["info", address]) == 0
+
+
 def test_a_wrong_or_missing_password(server, address, capsys, monkeypatch):
     ServerProject.create(address).close()
     wrong = address.replace(server.admin_password, "not-the-password")

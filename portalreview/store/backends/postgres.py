@@ -582,6 +582,7 @@ def _install(conn: Connection, url: URL) -> None:
     """Make the empty database of ``conn`` a study with no rows (see create_empty)."""
     from portalreview.store.backends.postgres_security import security_statements
 
+    _require_supported_server(url, conn)
     if conn.execute(text(_COUNT_TABLES)).scalar():
         raise ServerError(
             f"{redact(url)} already holds tables: a new study needs an empty database "
@@ -630,9 +631,26 @@ def _format_of(url: URL, conn: Connection) -> int:
     return int(value)
 
 
+#: The oldest PostgreSQL a study runs on: 13 has what every save asks of it
+#: (``pg_current_xact_id_if_assigned``, ``pg_xact_status``: see :class:`_Commit`).
+MIN_SERVER_VERSION = (13,)
+
+
+def _require_supported_server(url: URL, conn: Connection) -> None:
+    """A server older than :data:`MIN_SERVER_VERSION` is refused in words, before any save
+    could fail on a function it lacks."""
+    found = conn.dialect.server_version_info or ()
+    if found < MIN_SERVER_VERSION:
+        raise ServerError(
+            f"{redact(url)} runs PostgreSQL {'.'.join(map(str, found[:2]))}; PortalReview needs "
+            f"PostgreSQL {MIN_SERVER_VERSION[0]} or newer. Ask IT to upgrade the server."
+        )
+
+
 def _check_is_study(url: URL, engine: Engine) -> None:
     try:
         with engine.connect() as conn:
+            _require_supported_server(url, conn)
             has_meta = conn.execute(text("SELECT to_regclass('project_meta') IS NOT NULL")).scalar()
             meta = {}
             if has_meta:
