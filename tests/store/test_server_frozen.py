@@ -254,3 +254,39 @@ def test_long_reads_wait_past_the_bound_and_are_never_cut(
         holder.join()
     assert _pooled(server, database) == pooled  # the same connections: none cut or replaced
     assert "did not answer" not in caplog.text
+
+
+def test_opening_a_study_on_a_frozen_server_ends_in_words(
+    server_study, short_watchdog, monkeypatch
+):
+    """The server freezes as the study is being opened (its first query): the open gives up
+    after the read watchdog's bound, in words; before, it waited for as long as the server
+    stayed frozen (the window's "Opening…" cannot be cancelled)."""
+    server, database, _project, _study = server_study
+    real_make_engine = postgres._make_engine
+    pids: list[int] = []
+
+    def freeze_first_query(conn, *_statement) -> None:
+        if not pids:
+            pids.append(conn.connection.dbapi_connection.info.backend_pid)
+            os.kill(pids[-1], signal.SIGSTOP)
+
+    def freezing_engine(url):
+        engine = real_make_engine(url)
+        event.listen(engine, "before_cursor_execute", freeze_first_query)
+        return engine
+
+    def open_in_vain():
+        with pytest.raises(ServerUnavailable) as failure:
+            postgres.ServerProject.open(server.url(database))
+        return failure.value
+
+    monkeypatch.setattr(postgres, "_make_engine", freezing_engine)
+    with frozen(pids) as wake:
+        started = time.monotonic()
+        failure = _within(GIVE_UP_S, open_in_vain, wake)
+        waited = time.monotonic() - started
+    assert pids and BOUND_S <= waited < BOUND_S + 4
+    assert f"did not answer for {BOUND_S} s (it may be stopped or overloaded)" in str(failure)
+    monkeypatch.setattr(postgres, "_make_engine", real_make_engine)
+    postgres.ServerProject.open(server.url(database)).close()  # and opens once it is back

@@ -648,8 +648,11 @@ def _require_supported_server(url: URL, conn: Connection) -> None:
 
 
 def _check_is_study(url: URL, engine: Engine) -> None:
+    watchdog = _WATCHDOGS[engine]
+    watchdog.forget_here()
     try:
         with engine.connect() as conn:
+            conn.execution_options(**{READS: QUICK})  # bounded: a frozen server ends the open
             _require_supported_server(url, conn)
             has_meta = conn.execute(text("SELECT to_regclass('project_meta') IS NOT NULL")).scalar()
             meta = {}
@@ -662,6 +665,12 @@ def _check_is_study(url: URL, engine: Engine) -> None:
                 )
                 meta = dict(rows.all())
     except DBAPIError as exc:
+        bound = watchdog.cut_here()
+        if bound is not None:
+            raise ServerUnavailable(
+                f"The study server {redact(url)} did not answer for {bound:g} s (it may be "
+                "stopped or overloaded). Try again when it is back."
+            ) from exc
         raise _server_error(url, exc) from exc
     if meta.get("application") != APPLICATION:
         raise ServerError(f"{redact(url)} is a database, but not a PortalReview study.")
