@@ -15,8 +15,9 @@ Steps, each reported on its own line as ``selftest: <step>: ok (...)`` or ``... 
 * **audit** (with ``--project``): the project's audit log is intact (its hash chain), and every
   answer matches its last entry, as ``portalreview verify`` checks them;
 * **qt**: Qt starts (offscreen unless ``QT_QPA_PLATFORM`` says otherwise) and names its
-  platform plugin; with ``--project`` (and ``--as``), the main window opens the project
-  read-only and shows every kind's editor in turn;
+  platform plugin; with ``--project``, the main window opens the project read-only, signed
+  in as ``--as`` (by default the first person with a unit assigned), and shows every kind's
+  editor in turn (a dialog the window opens instead fails the step with its words);
 * **model** (with ``--model FILE``): the GGUF model loads in its own process (as in the app)
   and generates a few tokens.
 
@@ -37,7 +38,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from portalreview import __version__
 
@@ -135,7 +136,27 @@ def _qt(project: Path | None, annotator: str | None) -> str:
 
     # a file of an older format is shown from an upgraded temporary copy, removed afterwards
     with open_read_only_upgraded(Path(project), SELFTEST_PREFIX) as (opened, _):
-        return _qt_window(opened.path, annotator)
+        return _qt_window(opened.path, annotator or _someone_with_work(opened))
+
+
+def _someone_with_work(project: Any) -> str:
+    """Whom to sign in as when ``--as`` is not given: the first person (not a model) with a
+    unit assigned. (Without a name the window would ask, and nobody would answer.)"""
+    from sqlalchemy import select
+
+    from portalreview.store.models import Annotator, Assignment
+
+    with project.read() as s:
+        name = s.scalar(
+            select(Annotator.name)
+            .join(Assignment, Assignment.annotator_id == Annotator.id)
+            .where(Annotator.is_model.is_(False))
+            .order_by(Annotator.id)
+            .limit(1)
+        )
+    if name is None:
+        raise RuntimeError(f"nobody in {project.label} has a unit to show (none is assigned)")
+    return name
 
 
 def _qt_window(path: Path | None, annotator: str | None) -> str:
@@ -159,12 +180,16 @@ def _qt_window(path: Path | None, annotator: str | None) -> str:
     )
     window = MainWindow(Preferences(settings))
     window.show()
+    asked = _DismissedQuestions(app)
     try:
         # read-only, as the audit step: opening for writing would make an automatic backup
         # beside the project, and upgrade a file of an older format
         window.open_project(path, annotator=annotator, read_only=True)
         deadline = time.monotonic() + 60
         while window.session is None:
+            if asked.words:
+                raise RuntimeError(f"the window asked instead of opening {path.name}: "
+                                   f"{asked.words[0]}")  # fmt: skip
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the window did not open {path.name}")
             app.processEvents()
@@ -176,11 +201,46 @@ def _qt_window(path: Path | None, annotator: str | None) -> str:
             kinds.append(window.kind)
         if not kinds:
             raise RuntimeError(f"{annotator or 'the person'} has no work in {path.name}")
-        return f"{detail}; opened {path.name} read-only, editors shown: {', '.join(kinds)}"
+        return (
+            f"{detail}; opened {path.name} read-only, editors shown: {', '.join(kinds)} "
+            f"(signed in as {annotator})"
+        )
     finally:
+        asked.stop()
         window.close()
         app.processEvents()
         Path(settings.fileName()).unlink(missing_ok=True)
+
+
+class _DismissedQuestions:
+    """Closes any dialog the window opens and keeps its words: nobody is there to answer, and
+    a modal dialog would hold the self-test for ever (its own event loop runs inside the
+    wait for the window)."""
+
+    def __init__(self, app: Any) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.words: list[str] = []
+        self._app = app
+        self._timer = QTimer()
+        self._timer.timeout.connect(self._dismiss)
+        self._timer.start(200)
+
+    def _dismiss(self) -> None:
+        from PySide6.QtWidgets import QDialog, QMessageBox
+
+        dialog = self._app.activeModalWidget()
+        if dialog is None:
+            return
+        words = dialog.text() if isinstance(dialog, QMessageBox) else dialog.windowTitle()
+        self.words.append(" ".join(words.split()) or type(dialog).__name__)
+        if isinstance(dialog, QDialog):
+            dialog.reject()
+        else:
+            dialog.close()
+
+    def stop(self) -> None:
+        self._timer.stop()
 
 
 def _audit(project: Path) -> str:

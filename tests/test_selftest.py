@@ -88,3 +88,17 @@ def test_the_window_opens_a_project_without_changing_it(qapp, study, capsys, old
     assert status == selftest.EXIT_OK, out
     _assert_unchanged(study.path.parent, before)
     assert _temporary_folders() == folders
+
+
+def test_the_window_signs_in_as_someone_with_work_when_no_name_is_given(qapp, study, capsys):
+    """Without --as the window asked who was signing in, and the self-test waited for ever."""
+    status, out = _run(capsys, "--project", str(study.path), qt=True)
+    assert "editors shown: respond, rank" in out and "(signed in as ava)" in out, out
+    assert status == selftest.EXIT_OK, out
+
+
+def test_a_dialog_instead_of_the_window_fails_the_step_in_its_words(qapp, study, capsys):
+    status, out = _run(capsys, "--project", str(study.path), "--as", "zed", qt=True)
+    assert "selftest: qt: FAILED: RuntimeError: the window asked instead of opening" in out, out
+    assert "there is no annotator called 'zed'" in out, out
+    assert status == selftest.EXIT_FAILED
