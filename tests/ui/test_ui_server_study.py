@@ -240,11 +240,22 @@ def test_the_next_unit_from_a_frozen_server_ends_in_words_and_keeps_the_unit_sho
     window.close_project()
 
 
-def test_signing_in_to_a_frozen_server_ends_in_words(qtbot, prefs, team_study, monkeypatch):
-    """The server freezes as the window reads who may sign in (after the study was opened
-    off the window's thread): the read gives up after the watchdog's bound, the window says
-    it could not sign in and shows the welcome page again; once the server is back, she signs
-    in. Before, the window waited for as long as the server stayed frozen."""
+# where the server freezes: the account's annotator, read with the open on the worker thread
+# (any thread), or who may sign in, read by the window (its thread); and what the window says
+FREEZES = {
+    "opening": (None, "Could not open postgresql://"),
+    "signing in": (threading.main_thread(), "Could not sign in to postgresql://"),
+}
+
+
+@pytest.mark.parametrize("where", list(FREEZES))
+def test_signing_in_to_a_frozen_server_ends_in_words(qtbot, prefs, team_study, monkeypatch, where):
+    """The server freezes as the study is opened (the account's annotator is read with the
+    open, off the window's thread) or as the window reads who may sign in: the read gives up
+    after the watchdog's bound, the window says so and shows the welcome page again; once the
+    server is back, she signs in. Before, the window waited for as long as the server stayed
+    frozen."""
+    on_thread, words = FREEZES[where]
     server, database, _study, accounts = team_study
     monkeypatch.setattr(postgres, "READ_WATCHDOG_S", 2, raising=False)
     errors = []
@@ -255,9 +266,7 @@ def test_signing_in_to_a_frozen_server_ends_in_words(qtbot, prefs, team_study, m
 
         def open_then_freeze(*args, **kwargs):
             project = real_open(*args, **kwargs)
-            stack.enter_context(
-                freezing_the_next_read(project, pids, on_thread=threading.main_thread())
-            )
+            stack.enter_context(freezing_the_next_read(project, pids, on_thread=on_thread))
             return project
 
         monkeypatch.setattr(ServerProject, "open", open_then_freeze)
@@ -274,7 +283,7 @@ def test_signing_in_to_a_frozen_server_ends_in_words(qtbot, prefs, team_study, m
         qtbot.waitUntil(lambda: bool(errors), timeout=20000)
         waited = time.monotonic() - started
     assert pids and waited < 8  # the bound (2 s here, 30 s in use) and some slack
-    assert errors[0].startswith("Could not sign in to postgresql://")
+    assert errors[0].startswith(words)
     assert "did not answer for 2 s" in errors[0] and "Nothing was read" in errors[0]
     assert window.project is None and window.session is None
     assert window.stack.currentWidget() is window.welcome
