@@ -223,6 +223,15 @@ def _sqlstate(exc: DBAPIError) -> str | None:
     return getattr(exc.orig, "sqlstate", None)
 
 
+def _no_answer_words(location: str, bound: float, what: str = "") -> str:
+    """The words for work the watchdog cut after ``bound`` seconds (``what``: what became of
+    it, e.g. "Nothing was saved.")."""
+    return (
+        f"The study server {location} did not answer for {bound:g} s (it may be stopped or "
+        f"overloaded). {what + ' ' if what else ''}Try again when it is back."
+    )
+
+
 def _reason(exc: DBAPIError) -> str:
     """The server's or libpq's own words, first line, without the driver's decorations."""
     message = str(exc.orig).strip().splitlines()
@@ -495,10 +504,7 @@ class ServerProject:
     def _unavailable_words(self, exc: DBAPIError, what: str) -> str:
         bound = self._watchdog.cut_here()
         if bound is not None:  # (libpq's words would blame the server's close)
-            return (
-                f"The study server {self.location} did not answer for {bound:g} s "
-                f"(it may be stopped or overloaded). {what} Try again when it is back."
-            )
+            return _no_answer_words(self.location, bound, what)
         code = _sqlstate(exc)
         if code == LOCK_NOT_AVAILABLE:
             return (
@@ -667,10 +673,7 @@ def _check_is_study(url: URL, engine: Engine) -> None:
     except DBAPIError as exc:
         bound = watchdog.cut_here()
         if bound is not None:
-            raise ServerUnavailable(
-                f"The study server {redact(url)} did not answer for {bound:g} s (it may be "
-                "stopped or overloaded). Try again when it is back."
-            ) from exc
+            raise ServerUnavailable(_no_answer_words(redact(url), bound)) from exc
         raise _server_error(url, exc) from exc
     if meta.get("application") != APPLICATION:
         raise ServerError(f"{redact(url)} is a database, but not a PortalReview study.")
