@@ -32,5 +32,7 @@ tar -cJf "$OUTDIR"/llama-src.tar.xz -C "$TMP"/pack src
 $PY -m pip download -q --no-deps --only-binary=:all: -d "$OUTDIR" diskcache==5.6.3
 MODEL=$($PY packaging/fetch_small_model.py)
 $PY benchmarks/shaped_model.py tokenizer "$MODEL" "$OUTDIR"/smollm2-tokenizer.json.gz
-[ -f "$OUTDIR"/workload.json ] || $PY benchmarks/bench_llm_server.py --record "$OUTDIR"/workload.json
+# WORKLOAD=0: not the server benchmark's workload (gpu_real_model.sh does not need it)
+[ "${WORKLOAD:-1}" = 0 ] || [ -f "$OUTDIR"/workload.json ] \
+  || $PY benchmarks/bench_llm_server.py --record "$OUTDIR"/workload.json
 du -sh "$OUTDIR"/*

@@ -280,17 +280,18 @@ class Engine:
     ) -> Engine:
         """Check the file, then load it with llama.cpp.
 
-        ``gpu``: None = offload everything when the build supports it. ``available_bytes``:
-        the memory to plan with (-1 = ask the system; None = do not check). ``hash_cache``: where
-        to remember the file's SHA-256 across runs (True: the user's cache folder; False: only
-        in memory). ``chat``: use the model's chat template when its file has one (False:
-        plain completion).
+        ``gpu``: None or True = offload everything when the build supports it (a build without
+        GPU offload loads on the CPU, and says so in :attr:`info`); False = the CPU.
+        ``available_bytes``: the memory to plan with (-1 = ask the system; None = do not check).
+        ``hash_cache``: where to remember the file's SHA-256 across runs (True: the user's cache
+        folder; False: only in memory). ``chat``: use the model's chat template when its file has
+        one (False: plain completion).
         Raises :class:`ModelFileError` with a readable reason; never passes a file it could not
         check to llama.cpp.
         """
         header = read_header(path)
         loaded_file = FileIdentity.of(header.path)  # before llama.cpp maps it
-        use_gpu = gpu_offload_supported() if gpu is None else gpu
+        use_gpu = gpu is not False and gpu_offload_supported()
         if available_bytes == -1:
             available_bytes = available_memory()
         plan = plan_memory(

@@ -35,6 +35,17 @@ def test_load_reports_device_layers_and_context(engine):  # noqa: F811
     assert len(engine.sha256) == 64
 
 
+def test_asking_for_the_gpu_on_a_build_without_offload_loads_on_the_cpu_and_says_so(
+    tmp_path_factory, monkeypatch
+):
+    import portalreview.llm.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "gpu_offload_supported", lambda: False)
+    with Engine.load(tiny_model_file(tmp_path_factory), gpu=True, hash_cache=False) as eng:
+        assert eng.info.device == "CPU" and eng.info.gpu_layers == 0
+        assert "on the CPU" in eng.info.describe()
+
+
 def test_streaming_yields_the_text_piece_by_piece(engine):  # noqa: F811
     gen = engine.stream(PROMPT, GenerationParams(max_tokens=12))
     pieces = list(gen)
