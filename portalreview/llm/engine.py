@@ -81,6 +81,12 @@ def gpu_offload_supported() -> bool:
     return bool(llama_cpp.llama_supports_gpu_offload())
 
 
+def _build_name() -> str:
+    import llama_cpp
+
+    return f"llama-cpp-python {getattr(llama_cpp, '__version__', '?')}"
+
+
 def _gpu_backend_name() -> str:
     import llama_cpp
 
@@ -113,10 +119,23 @@ class EngineInfo:
     n_ctx: int
     n_ctx_train: int
     load_seconds: float
+    build: str = ""  # the llama.cpp that ran it: "llama-cpp-python 0.3.36", a server's build
 
     @property
     def file_name(self) -> str:
         return self.path.name
+
+    @property
+    def runtime(self) -> dict[str, Any]:
+        """Where the model ran, for a suggestion's provenance: the same file, prompt and greedy
+        settings can give another answer on a GPU than on a CPU (docs/llm.md, "On a GPU")."""
+        return {
+            "device": self.device,
+            "gpu_layers": self.gpu_layers,
+            "n_layers": self.n_layers,
+            "n_threads": self.n_threads,
+            "build": self.build,
+        }
 
     def describe(self) -> str:
         main = max(self.weight_types, key=self.weight_types.get) if self.weight_types else "?"
@@ -318,6 +337,7 @@ class Engine:
             n_ctx=llm.n_ctx(),
             n_ctx_train=header.context_length or llm.n_ctx(),
             load_seconds=time.perf_counter() - started,
+            build=_build_name(),
         )
         cache = default_hash_cache() if hash_cache is True else (hash_cache or None)
         log.info(

@@ -508,6 +508,7 @@ def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
         **({"observed": observed} if observed else {}),
         "prompt_format": ctx.engine.prompt_format,
         "prompts": recorder.prompts,
+        "runtime": ctx.engine.info.runtime,
     }
     origin = getattr(ctx.engine, "origin", None)  # a model server: its address and file
     if origin:
@@ -793,6 +794,7 @@ def store_draft(
                 "finish_reason": finish_reason,
                 "prompt_format": engine.prompt_format,
                 "prompt": prompt,
+                "runtime": engine.info.runtime,
                 **({"model_origin": engine.origin} if getattr(engine, "origin", None) else {}),
             },
         )
@@ -1082,6 +1084,7 @@ def store_inbox_answers(
                         **params.as_dict(),
                         "observed": observed,
                         "prompt_format": engine.prompt_format,
+                        "runtime": engine.info.runtime,
                     },
                     params.seed,
                     per_pair,

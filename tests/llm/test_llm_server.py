@@ -303,4 +303,6 @@ def test_a_draft_from_the_server_records_where_it_was_made(remote, study) -> Non
                                  prompt=remote.render_prompt(template.render(values)))
     made = sg.draft_provenance(study.service, response_id)
     assert made["model_origin"]["server"] == remote.address.url
+    assert made["runtime"]["device"] == f"server {remote.address}"
+    assert made["runtime"]["build"] == remote.info.build != ""
     assert made["model_sha256"] == remote.sha256

@@ -6,6 +6,7 @@ urgency inbox is scored from YES/NO probabilities with and without prefix reuse 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import threading
 
@@ -24,6 +25,7 @@ from portalreview.llm.errors import Cancelled, ModelProcessDied, ModelServerErro
 from portalreview.llm.templates import PromptLibrary, default_template
 from portalreview.store.models import Suggestion
 from portalreview.store.service import StoreError
+from portalreview.store.templates import response_by_external_id
 
 
 def context(engine, study, kind):  # noqa: F811
@@ -189,6 +191,14 @@ def test_batch_stores_provenance_resumes_and_answers_as_a_model(engine, study): 
         assert row.template_id == "empathy_judge@default"
         assert row.template_text == default_template("empathy_judge").text
         assert json.loads(row.params_json)["max_tokens"] == PARAMS.max_tokens
+        # where it ran: the same greedy settings answer otherwise on a GPU (docs/llm.md)
+        assert json.loads(row.params_json)["runtime"] == {
+            "device": "CPU",
+            "gpu_layers": 0,
+            "n_layers": engine.info.n_layers,
+            "n_threads": engine.info.n_threads,
+            "build": f"llama-cpp-python {importlib.metadata.version('llama-cpp-python')}",
+        }
         assert row.seed == PARAMS.seed and row.seconds > 0
     judge = next(a for a in service.annotators() if a.name == "tiny-judge")
     assert judge.is_model
@@ -236,6 +246,9 @@ def test_drafts_are_stored_once_per_case_and_template(engine, study, monkeypatch
     report = sg.run_drafts(service, engine, cases, template, params=params)
     assert report.stored == [cases[0].id]
     assert sg.run_drafts(service, engine, cases, template, params=params).skipped == [cases[0].id]
+    draft = response_by_external_id(service, sg.draft_external_id(engine, template, cases[0]))
+    made = sg.draft_provenance(service, draft)
+    assert made is not None and made["runtime"] == engine.info.runtime
     gen = sg.stream_draft(
         engine, template, sg.draft_values(template, cases[0], service.catalogs), params
     )

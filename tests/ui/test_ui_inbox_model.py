@@ -222,6 +222,9 @@ def test_the_pi_sorts_by_the_model_and_keeps_it_as_an_annotator(qtbot, prefs, st
             assert row.template_id == "urgency_pair@default"
             assert row.template_text == default_text("urgency_pair")
             observed = json.loads(row.params_json)["observed"]
+            runtime = json.loads(row.params_json)["runtime"]
+            assert runtime["device"] == "CPU" and runtime["gpu_layers"] == 0
+            assert runtime["build"].startswith("llama-cpp-python ")
             # A is the case shown first (the unit's presentation may swap the stored order)
             first, second = observed["a"], observed["b"]
             assert {first, second} == {a, b}

@@ -76,7 +76,6 @@ class ServerInfo(EngineInfo):
 
     address: str = ""
     slots: int = 1
-    build: str = ""
 
     def describe(self) -> str:
         kind = next(iter(self.weight_types), "?")
