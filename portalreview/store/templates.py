@@ -247,6 +247,7 @@ class SuggestionPrompts:
     template_text: str
     prompt_format: dict
     prompts: list[str]
+    runtime: dict  # where the model ran (EngineInfo.runtime); empty for older suggestions
 
 
 def suggestion_prompts(service: StudyService, suggestion_id: int) -> SuggestionPrompts:
@@ -264,6 +265,7 @@ def suggestion_prompts(service: StudyService, suggestion_id: int) -> SuggestionP
             row.template_text,
             params.get("prompt_format") or {"format": "not recorded"},
             list(params.get("prompts") or []),
+            dict(params.get("runtime") or {}),
         )
 
 

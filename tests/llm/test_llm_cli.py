@@ -139,3 +139,20 @@ def test_ctrl_c_stops_and_keeps_what_was_finished(project_file, tiny_model):  # 
 SUMMARY = (
     r"(\d+) stored, (\d+) refused by the quality gates.*?, \d+ already done, (\d+) did not fit"
 )
+
+
+def test_the_prompts_say_where_the_model_ran_and_when_that_was_not_recorded() -> None:
+    from portalreview.llm.cli import describe_prompts
+    from portalreview.store.templates import SuggestionPrompts
+
+    def described(runtime: dict) -> str:
+        found = SuggestionPrompts(7, "m.gguf", "urgency_pair@default", "", {}, ["P"], runtime)
+        return describe_prompts(found).splitlines()[1]
+
+    gpu = {"device": "GPU (CUDA)", "gpu_layers": 30, "n_layers": 30, "n_threads": 8}
+    assert described({**gpu, "build": "llama-cpp-python 0.3.36"}) == (
+        "Ran on: GPU (CUDA), 30 of 30 layers; llama-cpp-python 0.3.36"
+    )
+    cpu = {"device": "CPU", "gpu_layers": 0, "n_layers": 30, "n_threads": 1, "build": "b1"}
+    assert described(cpu) == "Ran on: CPU, 1 thread; b1"
+    assert described({}) == "Ran on: not recorded (a suggestion stored before this was recorded)"

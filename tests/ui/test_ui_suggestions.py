@@ -298,6 +298,9 @@ def test_only_the_pi_sees_the_prompts_behind_a_suggestion(qtbot, window, gui, mo
     controller.show_prompt()
     text = controller.prompt_dialog.findChild(QPlainTextEdit, "suggestionPromptText")
     assert "Prompt format: plain completion" in text.toPlainText()
+    threads = row["params"]["runtime"]["n_threads"]
+    build = row["params"]["runtime"]["build"]
+    assert f"Ran on: CPU, {threads} thread" in text.toPlainText() and build in text.toPlainText()
     assert row["params"]["prompts"][0] in text.toPlainText()
     assert text.isReadOnly()
 
