@@ -9,14 +9,10 @@
 #   call 3:  bash benchmarks/device/gpu_real_model.sh check     # carry .devC: part 3, the check
 # A CPU rehearsal here: CUDA_ARCH= WORK=/tmp/rehearse bash ... build; ... stash; ... check
 set -uo pipefail
-export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/gpu-real-out}
 W=${WORK:-/tmp/gpu-real}
-CUDA_ARCH=${CUDA_ARCH-90}
-PY=${PY:-python3}
-mkdir -p "$OUT" "$W"
-stamp() { echo "[$(date +%T)] $*"; }
-export PYTHONPATH="$W/py:$W/src/llama.cpp/gguf-py:$PWD"
+# shellcheck source=benchmarks/device/common.sh
+source benchmarks/device/common.sh
 
 prepare() {
   local model exclude
@@ -38,19 +34,8 @@ prepare() {
 }
 
 build() {
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null \
-    | tee "$OUT/gpu.txt"
   cp .devA/model.part00 "$W/"
-  rm -rf "$W"/src "$W"/build "$W"/py && tar -xJf .devA/llama-src.tar.xz -C "$W"
-  stamp "building (CUDA ${CUDA_ARCH:-none})"
-  $PY packaging/build_llama_server.py --source "$W/src/llama.cpp" --out "$W/build" --shared \
-    --jobs "$(nproc)" ${CUDA_ARCH:+--cuda "$CUDA_ARCH"} > "$OUT/build.log" 2>&1 \
-    || { tail -60 "$OUT/build.log"; exit 1; }
-  stamp built
-  mkdir -p "$W/py/llama_cpp/lib" && cp -r "$W"/src/llama_cpp/* "$W/py/llama_cpp/"
-  find "$W/build" -name '*.so*' -exec cp -P {} "$W/py/llama_cpp/lib/" \;
-  $PY -m pip install -q --no-index --no-deps --target "$W/py" .devA/*.whl
-  $PY -c "import llama_cpp; print('GPU offload:', llama_cpp.llama_supports_gpu_offload())"
+  build_libllama .devA
 }
 
 stash() { cp .devB/model.part01 "$W/" && ls -la "$W"/model.part*; }
