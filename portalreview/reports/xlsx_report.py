@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, inspect, select
 from sqlalchemy import text as sql
 
 from portalreview import __version__
@@ -1969,10 +1969,8 @@ def _provenance(project: Project, r: _Reader, generated_at: str) -> Sheet:
         )
         n_audit = s.scalar(select(func.count()).select_from(AuditEntry))
         stored = []
-        has_table = s.execute(
-            sql("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'prompt_templates'")
-        ).first()
-        if has_table:  # project format 2 keeps the templates themselves
+        # project format 2 keeps the templates themselves (asked of either back end)
+        if inspect(s.connection()).has_table("prompt_templates"):
             stored = s.execute(
                 sql(
                     "SELECT name, kind, version, updated_at, text FROM prompt_templates "

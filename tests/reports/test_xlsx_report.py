@@ -579,3 +579,21 @@ def test_raw_sheets_look_rows_up_without_a_loc_per_answer(demo, monkeypatch):
     sheets = _raw_sheets(frames, _Reader(report))
     assert sum(len(s.tables[0].rows) for s in sheets) > 100
     assert len(calls) < 10
+
+
+@pytest.mark.both_backends
+def test_the_workbook_and_the_csv_report_of_a_study_on_either_back_end(fresh_demo, tmp_path):
+    """Both reports read the study through either back end: on a server they once asked for
+    SQLite's own list of tables and stopped there, so a team's PI could not export them."""
+    from portalreview.llm.templates import PromptLibrary
+    from portalreview.store.service import StudyService
+
+    installed = PromptLibrary(StudyService(fresh_demo)).install_defaults()
+    assert installed  # the templates the provenance sheet lists from the project
+    report = build_report(fresh_demo, seed=0, n_resamples=0)
+    book = load_workbook(write_xlsx_report(fresh_demo, tmp_path / "report.xlsx", n_resamples=0))
+    assert set(KIND_SHEETS + RAW_SHEETS) <= set(book.sheetnames)
+    values = [v for row in book["Provenance"].iter_rows(values_only=True) for v in row if v]
+    assert set(installed) <= set(values)
+    write_csv_report(fresh_demo, tmp_path / "csv", n_resamples=0)
+    assert json.loads((tmp_path / "csv" / "report.json").read_text()) == report
