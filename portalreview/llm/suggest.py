@@ -496,6 +496,17 @@ class PromptRecorder:
         return self.engine.choice_probabilities(prompt, *args, **kwargs)
 
 
+def engine_provenance(engine: Any) -> dict[str, Any]:
+    """What every stored suggestion and draft records of the engine that made it: the prompt
+    format, where it ran (``runtime``: the same model can answer otherwise on a GPU) and, for a
+    model server, its address and file (``model_origin``)."""
+    found = {"prompt_format": engine.prompt_format, "runtime": engine.info.runtime}
+    origin = getattr(engine, "origin", None)
+    if origin:
+        found["model_origin"] = origin
+    return found
+
+
 def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
     """The model's payload for one unit (raises :class:`AnswerError` when the answer does not
     fit, :class:`Cancelled` when cancelled). Its parameters record the prompt format and
@@ -506,13 +517,9 @@ def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
     params = {
         **ctx.params.as_dict(),
         **({"observed": observed} if observed else {}),
-        "prompt_format": ctx.engine.prompt_format,
         "prompts": recorder.prompts,
-        "runtime": ctx.engine.info.runtime,
+        **engine_provenance(ctx.engine),
     }
-    origin = getattr(ctx.engine, "origin", None)  # a model server: its address and file
-    if origin:
-        params["model_origin"] = origin
     personal = "respond_own_examples" in ctx.templates
     if personal:
         params["own_examples"] = [e.provenance() for e in ctx.own_examples]
@@ -792,10 +799,8 @@ def store_draft(
                 "seed": params.seed,
                 "seconds": seconds,
                 "finish_reason": finish_reason,
-                "prompt_format": engine.prompt_format,
                 "prompt": prompt,
-                "runtime": engine.info.runtime,
-                **({"model_origin": engine.origin} if getattr(engine, "origin", None) else {}),
+                **engine_provenance(engine),
             },
         )
     return response_id
@@ -1083,8 +1088,7 @@ def store_inbox_answers(
                     {
                         **params.as_dict(),
                         "observed": observed,
-                        "prompt_format": engine.prompt_format,
-                        "runtime": engine.info.runtime,
+                        **engine_provenance(engine),
                     },
                     params.seed,
                     per_pair,

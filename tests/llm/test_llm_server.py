@@ -179,6 +179,20 @@ def test_an_inbox_is_scored_through_the_server_as_locally(remote, smol) -> None:
         assert far.scores[key] == pytest.approx(score, abs=1e-2)
 
 
+def test_an_inbox_kept_as_answers_records_the_server_it_was_scored_on(remote, study) -> None:
+    service = study.service
+    unit = service.read_unit(study.units["urgency"])
+    patients = [Patient(c.id, c.message, c.chart_text) for c in unit.cases[:2]]
+    template = default_template("urgency_pair")
+    scores = score_inbox(remote, template, patients)
+    report = sg.store_inbox_answers(service, remote, template, scores, "served")
+    assert report.stored == [study.units["urgency"]]
+    with service.project.read() as s:
+        params = json.loads(s.query(Suggestion).one().params_json)
+    assert params["model_origin"]["server"] == remote.address.url
+    assert params["runtime"]["device"] == f"server {remote.address}"
+
+
 def test_cancel_closes_the_request_and_the_server_goes_on(remote) -> None:
     cancel = threading.Event()
     stream = remote.stream("Write a long story about a hospital.",
