@@ -23,8 +23,8 @@ PYTHONPATH, no LD_LIBRARY_PATH, ``QT_QPA_PLATFORM=offscreen``. Steps:
     ``pg_ctl``; ``--no-server`` skips it, and the log says when it is skipped): a temporary
     server is started (``portalreview.store.testing_postgres``, from the source), the frozen
     program copies the demo study into it (``copy --to``: libpq, psycopg and the Alembic
-    steps, which are data files), verifies it and reports from it, with the same figures as
-    from the file;
+    steps, which are data files), verifies it and reports from it as JSON, with the same
+    figures as from the file, and as an Excel workbook;
  9. every output is searched for the marks of a broken build (import errors, libraries or Qt
     plugins that cannot be loaded, tracebacks).
 
@@ -187,13 +187,23 @@ def check_team_study(smoke: Smoke, demo: Path, file_report: dict) -> None:
             smoke.run(
                 "report", address, "--format", "json", "-o", "server.json", "--resamples", "50"
             )
+            # The workbook's provenance sheet asks the database for its tables (a frozen
+            # program needs SQLAlchemy's PostgreSQL inspection modules bundled).
+            smoke.run(
+                "report", address, "--format", "xlsx", "-o", "server.xlsx", "--resamples", "50"
+            )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     report = json.loads((smoke.workdir / "server.json").read_text(encoding="utf-8"))
     differ = [part for part in (*ANALYSES, "study") if report.get(part) != file_report.get(part)]
     if differ:
         raise SmokeFailure(f"the server study's report differs from the file's: {differ}")
-    smoke.say("team study on PostgreSQL: copied, verified, reported (the same figures)")
+    if (smoke.workdir / "server.xlsx").read_bytes()[:2] != b"PK":
+        raise SmokeFailure("server.xlsx is not a workbook")
+    smoke.say(
+        "team study on PostgreSQL: copied, verified, reported as JSON (the same figures)"
+        " and as a workbook"
+    )
 
 
 def check_tree(exe: Path, smoke: Smoke, allow_native: bool) -> None:

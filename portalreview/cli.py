@@ -560,6 +560,7 @@ def format_model_evaluation(evaluation) -> str:
     ]
     for model in evaluation.models:
         lines += ["", f"== {model} (model) beside the clinicians, on the units {model} answered =="]
+        lines += _where_the_model_ran(evaluation.ran_on.get(model, {}))
         rows = evaluation.rows_of(model)
         width = {  # each column as wide as its longest entry
             "measure": max(len(r.measure) for r in rows),
@@ -580,6 +581,21 @@ def format_model_evaluation(evaluation) -> str:
                 )
     lines += ["", "* the model's own figure; the rows below it are the clinicians' on its units."]
     return "\n".join(lines)
+
+
+def _where_the_model_ran(ran_on: dict[str, int]) -> list[str]:
+    """Where a model's answers were made; a warning when they pool more than one device or
+    build (a GPU and a CPU can answer the same prompt otherwise: docs/llm.md)."""
+    if not ran_on:
+        return []
+    lines = [f"Ran on: {where} ({n} answer{'s' * (n != 1)})" for where, n in ran_on.items()]
+    if len(ran_on) > 1:
+        lines.append(
+            "Note: these answers were made on different hardware or llama.cpp builds and are "
+            "pooled below; the same model can answer otherwise on a GPU than on a CPU. Store "
+            "each run under its own name (--as-annotator NAME) to compare them."
+        )
+    return lines
 
 
 def cmd_evaluate_model(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ pair once, has no such interval, and its figure says so.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ from portalreview.analysis._common import (
     safe_ratio,
 )
 from portalreview.domain.catalogs import Catalogs
+from portalreview.llm.runtime import where_it_ran
 from portalreview.store.frames import StudyFrames
 
 #: The kinds a model is evaluated on, in the order the table lists them (respond has no
@@ -146,6 +148,8 @@ class ModelEvaluation:
     rows: list[Row] = field(default_factory=list)
     seed: int = 0
     n_resamples: int = 1000
+    # model -> where its answers' suggestions were made (in words) -> how many answers
+    ran_on: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def rows_of(self, model: str, kind: str | None = None) -> list[Row]:
         return [r for r in self.rows if r.model == model and (kind is None or r.kind == kind)]
@@ -391,7 +395,8 @@ EVALUATORS: dict[str, Callable[[StudyFrames, str, Settings], list[Row]]] = {
 @dataclass(frozen=True)
 class Suggestions:
     """The study's model suggestions (``rows``: suggestion_id, unit_id, kind, model_file,
-    model_sha256, refused; one row per suggestion) and which of them each pseudo-annotator's
+    model_sha256, refused, ran_on - where the model ran, in words; one row per suggestion)
+    and which of them each pseudo-annotator's
     answers started from (``links``: annotator, suggestion_id)."""
 
     rows: pd.DataFrame
@@ -413,6 +418,7 @@ def read_suggestions(project: Any) -> Suggestions:
                 Suggestion.model_file,
                 Suggestion.model_sha256,
                 Suggestion.refused_reason,
+                Suggestion.params_json,
             ).order_by(Suggestion.id)
         ).all()
         links = s.execute(
@@ -421,11 +427,33 @@ def read_suggestions(project: Any) -> Suggestions:
             .where(Annotator.is_model.is_(True), Answer.suggestion_id.is_not(None))
         ).all()
     columns = ["suggestion_id", "unit_id", "kind", "model_file", "model_sha256", "reason"]
-    frame = pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame([r[:6] for r in rows], columns=columns)
     frame["refused"] = frame.reason.notna() & (frame.reason.astype(str).str.strip() != "")
+    frame["ran_on"] = [_ran_on(r.params_json) for r in rows]
     return Suggestions(
         frame.drop(columns="reason"), pd.DataFrame(links, columns=["annotator", "suggestion_id"])
     )
+
+
+def _ran_on(params_json: str | None) -> str:
+    """A suggestion's recorded runtime in words (or that it was not recorded)."""
+    try:
+        params = json.loads(params_json or "{}")
+    except ValueError:
+        params = {}
+    return where_it_ran(params.get("runtime") if isinstance(params, dict) else None)
+
+
+def ran_on(suggestions: Suggestions | None, model: str) -> dict[str, int]:
+    """Where the suggestions that ``model``'s answers started from were made -> how many
+    answers: a model pseudo-annotator run once on a GPU and once on a CPU pools answers that
+    can differ for that reason alone (docs/llm.md, "On a GPU")."""
+    if suggestions is None:
+        return {}
+    linked = suggestions.links[suggestions.links.annotator == model].suggestion_id
+    rows = suggestions.rows[suggestions.rows.suggestion_id.isin(linked)]
+    counts = rows.ran_on.value_counts()
+    return {str(where): int(n) for where, n in sorted(counts.items())}
 
 
 def _file_stem(name: str) -> str:
@@ -498,6 +526,7 @@ def evaluate(
     base = Settings.of(catalogs, seed, n_resamples)
     result = ModelEvaluation(chosen, seed=base.seed, n_resamples=base.n_resamples)
     for model in chosen:
+        result.ran_on[model] = ran_on(suggestions, model)
         refused = _refused_counts(suggestions, model)
         for kind in kinds:
             rows = EVALUATORS[kind](frames, model, base)

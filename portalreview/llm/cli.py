@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from portalreview.llm.model_server import looks_like_address
+from portalreview.llm.runtime import where_it_ran
 from portalreview.store.models import KINDS
 
 EXIT_REFUSED, EXIT_USAGE, EXIT_STOPPED = 1, 2, 130
@@ -217,7 +218,7 @@ def describe_prompts(found) -> str:
         how = "not recorded (a suggestion stored before prompts were recorded)"
     lines = [
         f"Suggestion {found.suggestion_id} by {found.model_file}, template {found.template_id}",
-        f"Ran on: {_where_it_ran(found.runtime)}",
+        f"Ran on: {where_it_ran(found.runtime)}",
         f"Prompt format: {how}",
     ]
     if not found.prompts:
@@ -225,18 +226,6 @@ def describe_prompts(found) -> str:
     for number, prompt in enumerate(found.prompts, 1):
         lines += [f"----- prompt {number} of {len(found.prompts)} -----", prompt]
     return "\n".join(lines)
-
-
-def _where_it_ran(runtime: dict) -> str:
-    """A suggestion's runtime in words: the same model can answer otherwise on a GPU."""
-    if not runtime:
-        return "not recorded (a suggestion stored before this was recorded)"
-    device = runtime.get("device", "?")
-    if runtime.get("gpu_layers"):
-        device += f", {runtime['gpu_layers']} of {runtime.get('n_layers', '?')} layers"
-    elif device == "CPU" and runtime.get("n_threads"):
-        device += f", {runtime['n_threads']} thread{'s' * (runtime['n_threads'] != 1)}"
-    return f"{device}; {runtime.get('build') or 'build not known'}"
 
 
 class ProgressBar:

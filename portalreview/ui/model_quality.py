@@ -47,6 +47,12 @@ def model_sheet(evaluation: ModelEvaluation) -> Sheet:
         f"resamples, seed {evaluation.seed}); n = the units a figure rests on. An inbox sorted "
         "by one judge has no interval: its intervals resample judgements."
     )
+    for model in evaluation.models:
+        ran_on = evaluation.ran_on.get(model, {})
+        if ran_on:  # a GPU and a CPU can answer otherwise: say which made what
+            places = "; ".join(f"{where} ({n})" for where, n in ran_on.items())
+            mixed = " - more than one device or build, pooled" if len(ran_on) > 1 else ""
+            note += f"\n{model} ran on: {places}{mixed}."
     sheet = Sheet(TAB, "Models beside the clinicians", note)
     for i, model in enumerate(evaluation.models):
         kinds = dict.fromkeys(r.kind for r in evaluation.rows_of(model))

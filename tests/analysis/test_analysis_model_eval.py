@@ -417,6 +417,61 @@ def test_a_kind_whose_suggestions_were_all_refused_says_so(tmp_path):
     assert (refused.value, refused.n) == (1.0, 1)
 
 
+def test_where_the_models_answers_were_made_is_counted_and_a_mix_is_said(tmp_path, capsys):
+    """A pseudo-annotator whose answers came from a GPU run and a CPU run pools answers that
+    can differ for that reason alone: the evaluation counts each place, and the CLI says so."""
+    from portalreview.cli import main
+
+    st = new_study(tmp_path)
+    st.person("ava")
+    st.person(M, model=True)
+    st.case("A", "a", 1)
+    st.case("B", "b", 3)
+    gpu = {"device": "GPU (CUDA)", "gpu_layers": 30, "n_layers": 30, "build": "b9"}
+    cpu = {"device": "CPU", "gpu_layers": 0, "n_threads": 8, "build": "b9"}
+    for unit, runtime in [("u1", gpu), ("u2", cpu), ("u3", cpu), ("u4", None)]:
+        st.unit(unit, "urgency", "A", who=["ava", M], case_b_id=st.cases["B"])
+        made = st.svc.add_suggestion(
+            st.units[unit],
+            {"more_urgent_case_id": st.cases["A"]},
+            model_file="smol.gguf",
+            model_sha256="a" * 64,
+            template_id="t",
+            params={"runtime": runtime} if runtime else {},
+        )
+        st.answer(
+            unit,
+            M,
+            {"more_urgent_case_id": st.cases["A"]},
+            suggestion_id=made,
+            suggestion_use="accepted",
+        )
+    found = model_eval.read_suggestions(st.project)
+    result = evaluate(st.frames(), n_resamples=0, suggestions=found)
+    path = str(st.project.path)
+    st.project.close()
+    assert result.ran_on[M] == {
+        "CPU, 8 threads; b9": 2,
+        "GPU (CUDA), 30 of 30 layers; b9": 1,
+        "not recorded (a suggestion stored before this was recorded)": 1,
+    }
+    assert main(["evaluate-model", path, "--resamples", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "Ran on: CPU, 8 threads; b9 (2 answers)" in lines
+    assert "Ran on: GPU (CUDA), 30 of 30 layers; b9 (1 answer)" in lines
+    assert any(x.startswith("Note: these answers were made on different hardware") for x in lines)
+
+
+def test_one_place_is_said_without_a_warning(study, capsys):
+    from portalreview.cli import main
+
+    st, _, result = study
+    assert result.ran_on[M] == {"not recorded (a suggestion stored before this was recorded)": 1}
+    assert main(["evaluate-model", str(st.project.path), "--resamples", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "Ran on: not recorded" in out and "Note: these answers" not in out
+
+
 def test_no_suggestions_read_says_so(study):
     _, frames, _ = study
     (row,) = evaluate(frames, n_resamples=0, kinds=()).rows_of(M, "suggestions")

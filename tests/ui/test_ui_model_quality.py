@@ -120,3 +120,19 @@ def test_models_tab_without_a_model_says_how_to_add_one(qtbot, built, tmp_path, 
     labels = dashboard.tabs.currentWidget().widget().findChildren(type(dashboard.info))
     assert any("evaluate-model" in label.text() for label in labels)
     window.close()
+
+
+def test_the_tab_says_where_each_model_ran_and_when_runs_are_pooled():
+    from portalreview.analysis.model_eval import ModelEvaluation
+    from portalreview.ui.model_quality import model_sheet
+
+    ran = ModelEvaluation(
+        ["one", "two"],
+        ran_on={"one": {"CPU, 8 threads; b9": 3}, "two": {"CPU; b9": 1, "GPU (CUDA); b9": 2}},
+    )
+    lines = model_sheet(ran).note.splitlines()
+    assert "one ran on: CPU, 8 threads; b9 (3)." in lines
+    assert (
+        "two ran on: CPU; b9 (1); GPU (CUDA); b9 (2) - more than one device or build, pooled."
+        in lines
+    )
