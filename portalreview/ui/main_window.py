@@ -59,6 +59,7 @@ from portalreview.store.service import AnswerView, StoreError, StudyService, Uni
 from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
+from portalreview.ui.flag_dialog import FlagNoteDialog
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import AnnotationSession, UnsavedChanges
@@ -972,11 +973,9 @@ class MainWindow(QMainWindow):
         if self.session.flagged:
             self.session.set_flag(False, "")
             return
-        note, ok = QInputDialog.getMultiLineText(
-            self, "Flag for the PI", "What should the principal investigator look at?"
-        )
-        if ok:
-            self.session.set_flag(True, note)
+        dialog = FlagNoteDialog(self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.session.set_flag(True, dialog.note())
 
     def _on_saved(self, view: AnswerView) -> None:
         self.queue.update_unit(view.unit_id, view.status, view.flagged)

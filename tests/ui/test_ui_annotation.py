@@ -5,9 +5,9 @@ a restart shows them again, and another clinician sees none of them."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import QComboBox, QInputDialog
+from PySide6.QtWidgets import QApplication, QComboBox
 from ui_support import (
     answer_sign_in_dialog,
     drag_select,
@@ -305,18 +305,59 @@ def test_undo_takes_back_the_last_typing_when_it_followed_on_in_an_earlier_box(
     assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry. Call us.", "Rest.")
 
 
-def test_flag_with_a_note_for_the_pi(qtbot, gui, prefs, monkeypatch):
+def _in_flag_dialog(qtbot, keys: list[tuple[Qt.Key, Qt.KeyboardModifier]], seen: dict) -> None:
+    """When the flag dialog opens, type a note in it and press ``keys``, as a keyboard user
+    does; ``seen`` records whether the dialog was still open afterwards (then it is cancelled,
+    so that the test goes on)."""
+
+    def act() -> None:
+        dialog = QApplication.activeModalWidget()
+        if dialog is None:
+            QTimer.singleShot(30, act)
+            return
+        qtbot.keyClicks(QApplication.focusWidget(), "Dose unclear")
+        for key, modifiers in keys:
+            qtbot.keyClick(QApplication.focusWidget(), key, modifiers)
+        seen["open"] = dialog.isVisible()
+        if dialog.isVisible():
+            dialog.reject()
+
+    QTimer.singleShot(30, act)
+
+
+NONE, CTRL = Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ControlModifier
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [[(Qt.Key.Key_Tab, NONE), (Qt.Key.Key_Return, NONE)], [(Qt.Key.Key_Return, CTRL)]],
+    ids=["tab-to-flag-then-enter", "ctrl-enter"],
+)
+def test_flag_with_a_note_for_the_pi_from_the_keyboard(qtbot, gui, prefs, keys):
+    """Qt's own multi-line input dialog kept Tab and Enter in its box: only the mouse, or two
+    Shift+Tabs and Space, could flag (Shift+Tab and Enter cancelled)."""
     window = open_window(qtbot, prefs, gui.path, "ava")
     show_kind(window, "respond")
-    monkeypatch.setattr(
-        QInputDialog, "getMultiLineText", staticmethod(lambda *a, **k: ("Dose unclear", True))
-    )
+    seen: dict = {}
+    _in_flag_dialog(qtbot, [*keys], seen)
     window.act_flag.trigger()
+    assert seen == {"open": False}
     answer = stored_answer(gui.path, gui.ids.units["respond"], "ava")
     assert (answer.flagged, answer.flag_note) == (True, "Dose unclear")
     assert "⚑" in window.queue.model.data(window.queue.model.index(0))
     window.act_flag.trigger()  # again: the flag comes off
     assert stored_answer(gui.path, gui.ids.units["respond"], "ava").flagged is False
+
+
+def test_escape_in_the_flag_dialog_flags_nothing(qtbot, gui, prefs):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    seen: dict = {}
+    _in_flag_dialog(qtbot, [(Qt.Key.Key_Escape, NONE)], seen)
+    window.act_flag.trigger()
+    assert seen == {"open": False}
+    answer = stored_answer(gui.path, gui.ids.units["respond"], "ava")
+    assert answer is None or not answer.flagged
 
 
 def test_submitting_an_incomplete_answer_keeps_it_as_a_draft(qtbot, gui, prefs):
