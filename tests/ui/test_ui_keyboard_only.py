@@ -270,3 +270,44 @@ def test_every_tool_window_is_walked_with_tab_and_closed_with_the_keyboard(
     assert unreached == {}
     assert still_open == []
     window.close()
+
+
+@pytest.mark.parametrize("kind", ["match", "facts"])
+def test_tab_never_rests_on_a_control_scrolled_out_of_sight(qtbot, tmp_path, kind) -> None:
+    """The demo's longer drafts do not fit match's sentence tables on a 1366 x 768 screen: Tab
+    walked onto the theme drop-downs of rows scrolled away, where an arrow key changed a theme
+    the clinician could not see. Now the table scrolls to the row whose drop-down takes the
+    focus. (A fact list grows with its facts inside a page that follows the focus: checked
+    with more facts than its first height shows.)"""
+    from PySide6.QtWidgets import QComboBox
+
+    from portalreview.demo import build_demo
+
+    demo = build_demo(tmp_path / "demo.prproj")
+    window = open_window(qtbot, preferences(tmp_path), demo, "np_chloe")
+    window.resize(1366, 768)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    kb = Keyboard(window)
+    QTest.keyClick(kb.focus(), getattr(K, f"Key_{list(EDITORS).index(kind) + 1}"), CTRL)
+    qtbot.waitUntil(lambda: window.kind == kind)
+    if kind == "facts":  # the unit has no fact yet: list more than its table shows
+        from PySide6.QtWidgets import QLineEdit
+
+        box = window.editors["facts"].findChild(QLineEdit, "originalNewFact")
+        box.setFocus()
+        for n in range(12):
+            QTest.keyClicks(box, f"Fact number {n + 1}")
+            QTest.keyClick(box, K.Key_Return)
+    in_tables = []
+    for _ in range(60):
+        QTest.keyClick(kb.focus(), K.Key_Tab)
+        QTest.qWait(20)
+        focused = QApplication.focusWidget()
+        if isinstance(focused, QComboBox) and focused.accessibleName().startswith(
+            ("Theme of sentence", "Error category", "Kept in the edit?", "Supported by")
+        ):
+            in_tables.append(focused.accessibleName())
+            kb.check_focus_shown()
+    assert len(in_tables) > 3, in_tables
+    window.close()

@@ -22,7 +22,7 @@ from PySide6.QtGui import (
     QUndoCommand,
     QUndoStack,
 )
-from PySide6.QtWidgets import QBoxLayout, QLabel, QPlainTextEdit, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QBoxLayout, QLabel, QPlainTextEdit, QWidget
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, UnitView
@@ -356,6 +356,29 @@ def keep_selection_keys(view: QWidget) -> None:
     """Let ``view`` (a read-only text view) select text with the keyboard's usual keys."""
     keeper = _SelectionKeys(view)
     view.installEventFilter(keeper)
+
+
+class _CellInView(QObject):
+    """Scrolls a table to the cell of one of its cell widgets when that widget takes the
+    keyboard focus: Tab reaches the widgets of rows scrolled out of sight, where a key press
+    would change what the clinician cannot see."""
+
+    def __init__(self, table: QAbstractItemView, row: int, column: int, parent: QObject) -> None:
+        super().__init__(parent)
+        self.table, self.row, self.column = table, row, column
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.FocusIn:
+            self.table.scrollTo(self.table.model().index(self.row, self.column))
+        return False
+
+
+def keep_in_view_when_focused(
+    table: QAbstractItemView, row: int, column: int, widget: QWidget
+) -> None:
+    """Scroll ``table`` to (``row``, ``column``) whenever ``widget`` (a control in that cell,
+    or inside it) takes the keyboard focus."""
+    widget.installEventFilter(_CellInView(table, row, column, widget))
 
 
 def clear_layout(layout) -> None:

@@ -38,7 +38,12 @@ from portalreview.domain.spans import merge_spans
 from portalreview.metrics.edit_f1 import content_edit_f1, theme_edit_f1
 from portalreview.store.service import AnswerView, ResponseView, SentenceView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
-from portalreview.tasks.common.editor_base import Editor, LiveFigure, keep_selection_keys
+from portalreview.tasks.common.editor_base import (
+    Editor,
+    LiveFigure,
+    keep_in_view_when_focused,
+    keep_selection_keys,
+)
 from portalreview.tasks.common.offsets import TextOffsets
 from portalreview.ui import colours
 
@@ -125,6 +130,7 @@ class SentenceTable(QTableWidget):
             self._describe(box)
             holder_layout.addWidget(box, 0, Qt.AlignmentFlag.AlignVCenter)
             self.setCellWidget(row, theme_column, holder)
+            keep_in_view_when_focused(self, row, theme_column, box)
         self.resizeRowsToContents()
         self.updateGeometry()  # the columns' widths changed: so did the minimum width
 
