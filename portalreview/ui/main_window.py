@@ -122,6 +122,14 @@ class WelcomePage(QWidget):
             self.recent.addWidget(button, 0, Qt.AlignmentFlag.AlignHCenter)
 
 
+def _with_ctrl_y(redo_keys: list[QKeySequence]) -> list[QKeySequence]:
+    """The platform's Redo keys, and Ctrl+Y where they lack it: a key listed twice on one
+    action is an "ambiguous shortcut" to Qt, which then does nothing (Windows' Redo keys hold
+    Ctrl+Y already)."""
+    ctrl_y = QKeySequence("Ctrl+Y")
+    return redo_keys if ctrl_y in redo_keys else [*redo_keys, ctrl_y]
+
+
 class MainWindow(QMainWindow):
     #: A server study's listener heard a change saved by anyone (its kind, or "study"); emitted
     #: from the listener's thread, delivered on the GUI thread.
@@ -202,7 +210,7 @@ class MainWindow(QMainWindow):
         self.act_undo = self.undo_group.createUndoAction(self, "&Undo")
         self.act_undo.setShortcuts(QKeySequence.keyBindings(std.Undo))
         self.act_redo = self.undo_group.createRedoAction(self, "&Redo")
-        self.act_redo.setShortcuts([*QKeySequence.keyBindings(std.Redo), QKeySequence("Ctrl+Y")])
+        self.act_redo.setShortcuts(_with_ctrl_y(QKeySequence.keyBindings(std.Redo)))
         self.act_next = self._action(
             "&Next unit", lambda: self.step(1), ["Ctrl+Right", "Alt+Right"], "Next unit"
         )
