@@ -697,6 +697,7 @@ class MainWindow(QMainWindow):
         self.prefs.set_last_annotator(self._project_key(), name)
         read_only = self.project.read_only
         self.session = AnnotationSession(self.service, read_only=read_only)
+        self.session.read_only_why = self.read_only_because if read_only else ""
         self.session.saved.connect(self._on_saved)
         self.session.save_failed.connect(self._on_save_failed)
         self.session.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
@@ -771,6 +772,13 @@ class MainWindow(QMainWindow):
         self.session.leave()
         self.work_of = person
         self.session.read_only = self.project.read_only or person != self.annotator_id
+        self.session.read_only_why = (
+            self.read_only_because
+            if self.project.read_only
+            else f"the work of {self.work_of_box.currentText().removeprefix('Work of ')}"
+            if person != self.annotator_id
+            else ""
+        )
         self._build_kinds()
 
     def _build_kinds(self) -> None:
@@ -965,6 +973,9 @@ class MainWindow(QMainWindow):
 
     def submit(self) -> None:
         if self.session is None or self.session.unit is None:
+            return
+        if self.session.read_only:
+            self.statusBar().showMessage(self.session.read_only_notice(), 8000)
             return
         view = self.session.submit()
         if view is not None and view.status == "submitted":

@@ -123,6 +123,8 @@ class AnnotationSession(QObject):
         super().__init__()
         self.service = service
         self.read_only = read_only
+        self.read_only_why = ""  # said when a change is refused: "another annotator's work"...
+        self._restore_due = False
         self.editor: Editor | None = None
         self.unit: UnitView | None = None
         self.answer: AnswerView | None = None
@@ -202,10 +204,29 @@ class AnnotationSession(QObject):
 
     def _on_changed(self) -> None:
         if self.read_only:
+            self._refuse_change()
             return
         self._set_pending(True)
         if not self._timer.isActive():  # throttle, not debounce: a fast typist is saved too
             self._timer.start()
+
+    def read_only_notice(self) -> str:
+        why = f" ({self.read_only_why})" if self.read_only_why else ""
+        return f"Read-only{why}: nothing typed or chosen here is kept."
+
+    def _refuse_change(self) -> None:
+        """A read-only view keeps no change, so it shows none: the stored answer goes back on
+        screen (once the editor has finished the change) and the notice says why. Before,
+        the change stayed on screen unsaved and vanished on the next unit without a word."""
+        self.notice.emit(self.read_only_notice())
+        if not self._restore_due:
+            self._restore_due = True
+            QTimer.singleShot(0, self._show_stored_answer)
+
+    def _show_stored_answer(self) -> None:
+        self._restore_due = False
+        if self.read_only and self.editor is not None and self.unit is not None:
+            self.editor.load(self.unit, self.answer)
 
     def _set_pending(self, pending: bool) -> None:
         if pending != self.pending:
