@@ -218,7 +218,10 @@ class MainWindow(QMainWindow):
             "&Previous unit", lambda: self.step(-1), ["Ctrl+Left", "Alt+Left"], "Previous unit"
         )
         self.act_next_todo = self._action(
-            "Next unit &to do", self.next_todo, "Ctrl+Shift+Right", "Next unit not done yet"
+            "Next unit &to do",
+            self.next_todo,
+            ["Ctrl+Shift+Right", "Alt+Shift+Right"],  # a text box keeps Ctrl+Shift+Right
+            "Next unit not done yet",
         )
         self.act_jump = self._action("&Jump to unit…", self.jump, "Ctrl+G")
         self.act_submit = self._action(

@@ -311,3 +311,27 @@ def test_tab_never_rests_on_a_control_scrolled_out_of_sight(qtbot, tmp_path, kin
             kb.check_focus_shown()
     assert len(in_tables) > 3, in_tables
     window.close()
+
+
+def test_next_unit_to_do_from_inside_a_text_box(qtbot, tmp_path) -> None:
+    """Ctrl+Shift+Right selects the next word in a text box, where the respond, match and facts
+    screens put the focus, so "next unit to do" was out of reach there; Alt+Shift+Right (as
+    Alt+Right for the next unit) works everywhere."""
+    from portalreview.demo import build_demo
+    from portalreview.tasks.common.editor_base import TextBox
+
+    demo = build_demo(tmp_path / "demo.prproj")
+    window = open_window(qtbot, preferences(tmp_path), demo, "np_chloe")
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    kb = Keyboard(window)
+    kb.press(K.Key_1, CTRL)  # Write responses: the focus is in a reply box
+    qtbot.waitUntil(lambda: window.kind == "respond")
+    window.queue.jump_to_number(1)  # done: the next to do is further on
+    assert isinstance(QApplication.focusWidget(), TextBox)
+    first = window.session.unit.unit_id
+    assert window.session.answer is not None and window.session.answer.status == "submitted"
+    kb.press(K.Key_Right, ALT | SHIFT)
+    assert window.session.unit.unit_id != first
+    assert window.session.answer is None or window.session.answer.status != "submitted"
+    window.close()
