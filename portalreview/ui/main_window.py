@@ -829,6 +829,7 @@ class MainWindow(QMainWindow):
             self.editors[kind] = editor
             self.stack.addWidget(_scrolling(editor, f"{kind}Page"))
             self.undo_group.addStack(editor.undo_stack)
+            editor.said.connect(lambda text: self.statusBar().showMessage(text, 8000))
         editor = self.editors[kind]
         editor.set_text_zoom(self.point_size)
         return editor

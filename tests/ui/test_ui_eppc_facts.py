@@ -149,6 +149,7 @@ def test_a_subcode_of_another_code_is_refused(qtbot, gui, prefs):
     qtbot.keyClick(editor.codes_list, Qt.Key.Key_9, Qt.KeyboardModifier.AltModifier)
     assert editor.state["labels"]["InfoGive"]["subcode"] is None
     assert "has 8 subcodes" in editor.notice_label.text()
+    assert "has 8 subcodes" in window.statusBar().currentMessage()  # said where it is seen
     wait_saved(qtbot, window)
     assert stored_answer(gui.path, gui.ids.units["eppc"], "ava").payload == {
         "labels": [{"code": "InfoGive", "subcode": None, "spans": []}]

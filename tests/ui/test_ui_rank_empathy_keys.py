@@ -194,8 +194,11 @@ def test_the_rank_editor_s_name_says_the_current_response_and_its_state(qtbot, m
 def test_rank_keys_that_cannot_apply_say_why(qtbot):
     editor = rank_editor(qtbot, text=SHORT)
     before = editor.payload()
+    said = []
+    editor.said.connect(said.append)  # for the window's status bar
     qtbot.keyClick(editor, Qt.Key.Key_5)  # three responses
     assert editor.payload() == before
+    assert said and "ranks go from 1 to 3" in said[-1]
     assert editor.notice.isVisible()
     assert "ranks go from 1 to 3" in editor.notice.text()
     assert "ranks go from 1 to 3" in editor.accessibleName()  # and a screen reader hears it

@@ -35,6 +35,9 @@ class Editor(QWidget):
     title: str = ""
     #: Emitted whenever the answer on screen changes (never while loading).
     changed = Signal()
+    #: A refusal the editor shows in its own notice, for the window's status bar too: on a
+    #: small screen the notice can sit below the part of the page in view.
+    said = Signal(str)
 
     def __init__(self, catalogs: Catalogs, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -465,10 +465,13 @@ class EppcEditor(Editor):
     def toggle_message(self) -> None:
         self.message_toggle.toggle()
 
-    def _say(self, text: str) -> None:
+    def _say(self, text: str, again: bool = False) -> None:
+        """Show ``text`` in the notice (``again``: redrawn, not said anew)."""
         self._notice = text
         error = colours.text("error")
         self.notice_label.setText(f"<span style='color:{error}'>{html.escape(text)}</span>")
+        if text and not again:
+            self.said.emit(text)
 
     # --- keyboard ---------------------------------------------------------------------------
 
@@ -677,7 +680,7 @@ class EppcEditor(Editor):
                 item.setFlags(Qt.ItemFlag.NoItemFlags)
                 self.evidence_list.addItem(item)
         if self._notice:
-            self._say(self._notice)
+            self._say(self._notice, again=True)
         else:
             self.notice_label.clear()
 

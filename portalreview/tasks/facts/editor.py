@@ -506,6 +506,8 @@ class FactsEditor(Editor):
         error = colours.text("error")
         self.notice.setText(f"<span style='color:{error}'>{html.escape(text)}</span>")
         self.notice.setVisible(bool(text))
+        if text:
+            self.said.emit(text)
 
     # --- keyboard ---------------------------------------------------------------------------
 

@@ -566,6 +566,8 @@ class RankEditor(Editor):
         error = colours.text("error")
         self.notice.setText(f"<span style='color:{error}'>{html.escape(text)}</span>")
         self.notice.setVisible(bool(text))
+        if text:
+            self.said.emit(text)
 
     def state_text(self) -> str:
         """The current response and its state, as the editor's accessible name says it."""
