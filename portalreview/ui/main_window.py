@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QByteArray, QPoint, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -1235,8 +1235,18 @@ class _FocusFollowingScrollArea(QScrollArea):
             QTimer.singleShot(0, self, lambda: self._show(new))
 
     def _show(self, widget: QWidget) -> None:
-        if isValid(widget) and widget.hasFocus():
-            self.ensureWidgetVisible(widget, 0, 0)
+        if not (isValid(widget) and widget.hasFocus()):
+            return
+        self.ensureWidgetVisible(widget, 0, 0)
+        # A control larger than the view (the editor itself takes the focus in some kinds; on
+        # a zoomed screen it is wider and taller than the page) is shown from its top-left
+        # corner: centred, the start of its first lines was cut off.
+        corner = widget.mapTo(self.widget(), QPoint(0, 0))
+        view = self.viewport().size()
+        if widget.width() > view.width():
+            self.horizontalScrollBar().setValue(corner.x())
+        if widget.height() > view.height():
+            self.verticalScrollBar().setValue(corner.y())
 
 
 def _open_server_study(

@@ -335,3 +335,33 @@ def test_next_unit_to_do_from_inside_a_text_box(qtbot, tmp_path) -> None:
     assert window.session.unit.unit_id != first
     assert window.session.answer is None or window.session.answer.status != "submitted"
     window.close()
+
+
+def test_a_page_larger_than_the_view_opens_at_its_top_left(qtbot, tmp_path) -> None:
+    """With the text 1.5x larger on a 1024 x 768 window the urgency and empathy editors, which
+    take the focus themselves, are wider and taller than the page: it scrolled to centre them,
+    cutting off the start of the first patient's message and the question line above it."""
+    from PySide6.QtWidgets import QScrollArea
+
+    from portalreview.demo import build_demo
+
+    demo = build_demo(tmp_path / "demo.prproj")
+    window = open_window(qtbot, preferences(tmp_path), demo, "np_chloe")
+    window.resize(1024, 768)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    kb = Keyboard(window)
+    for _ in range(5):
+        kb.press(K.Key_Plus, CTRL)
+    assert window.point_size >= 16
+    scrolled = {}
+    for kind in ("urgency", "empathy"):
+        kb.press(getattr(K, f"Key_{list(EDITORS).index(kind) + 1}"), CTRL)
+        qtbot.waitUntil(lambda k=kind: window.kind == k)
+        page = window.findChild(QScrollArea, f"{kind}Page")
+        bars = page.horizontalScrollBar(), page.verticalScrollBar()
+        qtbot.wait(300)  # the page follows the focus once laid out
+        assert bars[0].maximum() > 0, kind  # larger than the view: the case in point
+        scrolled[kind] = (bars[0].value(), bars[1].value())
+    assert scrolled == {"urgency": (0, 0), "empathy": (0, 0)}
+    window.close()
