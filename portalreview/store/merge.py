@@ -341,7 +341,10 @@ def _drop_unused_responses(conn: sqlite3.Connection, annotator_id: int) -> None:
         "UNION SELECT more_empathetic_response_id FROM empathy_answers "
         "WHERE more_empathetic_response_id IS NOT NULL"
     )
-    conn.execute(f"DELETE FROM sentences WHERE response_id NOT IN ({used})")
+    # (a case's own sentences have no response; "NOT IN" an empty set is true even of NULL)
+    conn.execute(
+        f"DELETE FROM sentences WHERE response_id IS NOT NULL AND response_id NOT IN ({used})"
+    )
     conn.execute(f"DELETE FROM responses WHERE id NOT IN ({used})")
 
 
@@ -595,6 +598,14 @@ def whole_study_contents(project: Project, annotator: str | None = None) -> str:
     )
 
 
+def _has_assignments(project: Project, annotator_id: int) -> bool:
+    with project.read() as s:
+        found = s.scalar(
+            select(Assignment.unit_id).where(Assignment.annotator_id == annotator_id).limit(1)
+        )
+    return found is not None
+
+
 def make_copy(
     project: Project,
     out: str | os.PathLike,
@@ -627,6 +638,12 @@ def make_copy(
             person_id = s.scalar(select(Annotator.id).where(Annotator.name == annotator))
         if person_id is None:
             raise StoreError(f"there is no annotator called {annotator!r}")
+    if only_assigned and not _has_assignments(project, person_id):
+        raise StoreError(
+            f"{annotator} has no unit to work on in {project.label}, so a copy for them would "
+            "hold nothing to do: assign them units first (portalreview assign; a copy made for "
+            "another clinician holds only that clinician's units)"
+        )
     if only_assigned and project.read_only:
         raise StoreError(
             f"{project.label} is open read-only: a copy for one clinician renumbers the drafts, "

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from portalreview.cli import main
+from portalreview.store.errors import StoreError
 from portalreview.store.merge import (
     MergeRefused,
     make_copy,
@@ -195,6 +196,40 @@ def test_a_copy_that_keeps_only_one_clinicians_work(master, tmp_path):
     (report,) = merge_copies(project, [info.path])
     assert len(report.added) == 1 and report.unchanged == 1
     assert study.service.get_answer(study.units["rank"], study.ben).status == "submitted"
+
+
+def _case_sentences(path) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT case_id, start, \"end\", text FROM sentences WHERE response_id IS NULL "
+            "ORDER BY case_id, start"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_copy_for_a_clinician_whose_units_name_no_response_keeps_the_messages(
+    master, tmp_path
+):
+    """A triage nurse given urgency pairs only: nothing she holds names a response, and the
+    copy's "responses nothing uses" then took every patient message's sentences with them
+    ("NOT IN" an empty list is true even of NULL): a traceback where an EPPC unit still named
+    one, else a copy whose messages had lost their sentences."""
+    project, study = master
+    nurse = study.service.add_annotator("nurse", "Triage nurse")
+    study.service.assign(study.units["urgency"], nurse)
+    info = make_copy(project, tmp_path / "nurse.prproj", annotator="nurse", only_assigned=True)
+    assert _case_sentences(info.path) == _case_sentences(project.path)
+    assert _case_sentences(info.path)  # (the study's messages have sentences)
+
+
+def test_a_copy_for_a_clinician_with_no_unit_is_refused(master, tmp_path):
+    project, study = master
+    study.service.add_annotator("newbie", "New colleague")
+    with pytest.raises(StoreError, match="newbie has no unit to work on"):
+        make_copy(project, tmp_path / "newbie.prproj", annotator="newbie", only_assigned=True)
+    assert not (tmp_path / "newbie.prproj").exists()
 
 
 def _conflicted(project, study, tmp_path) -> tuple:
