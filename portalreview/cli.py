@@ -499,6 +499,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """Merge clinicians' copies back into the master project."""
     from portalreview.store.merge import merge_copies, write_conflicts
 
+    if args.conflicts:  # checked first: a merge is saved before the conflicts are written
+        _check_conflicts_file(Path(args.conflicts), [args.path, *args.copies])
     with open_project(_project_path(args.path), read_only=args.dry_run) as project:
         reports = merge_copies(project, [Path(p) for p in args.copies], dry_run=args.dry_run)
     for report in reports:
@@ -509,6 +511,22 @@ def cmd_merge(args: argparse.Namespace) -> int:
         out = write_conflicts([c for r in reports for c in r.conflicts], args.conflicts)
         print(f"Wrote the conflicts to {out}")
     return 0
+
+
+def _check_conflicts_file(out: Path, projects: list[str]) -> None:
+    """Refuse a conflicts file that could not be written, or would write over the master or
+    a copy (and destroy it), before anything is merged."""
+    from portalreview.store.project import refuse_project_output
+
+    for project in map(project_target, projects):
+        if isinstance(project, Path):  # (a server study has no file to overwrite)
+            refuse_project_output(project, out)
+    if out.is_dir():
+        raise CliError(f"--conflicts {out}: that is a folder; name a .csv or .json file")
+    if not out.parent.is_dir():
+        raise CliError(f"--conflicts {out}: the folder {out.parent} does not exist")
+    if not os.access(out.parent, os.W_OK):
+        raise CliError(f"--conflicts {out}: the folder {out.parent} cannot be written to")
 
 
 def cmd_conflicts(args: argparse.Namespace) -> int:

@@ -467,6 +467,21 @@ def test_copy_and_merge_from_the_command_line(master, tmp_path, capsys):
     _edit(copy, "ava", study.units["rank"], ranking)  # (a blinded copy)
     assert main(["merge", str(path), str(copy), "--dry-run"]) == 0
     assert "would add 1" in capsys.readouterr().out
+    # a conflicts file that cannot be written, or would be the master or the copy: refused
+    # before the merge (the master was written over with the CSV; a missing folder failed
+    # after the merge was saved, with the status that says nothing changed)
+    with Project.open(path, read_only=True) as before:
+        unmerged = _snapshot(before)
+    for bad, said in [
+        (path, "would write over the project file"),
+        (copy, "would write over the project file"),
+        (tmp_path / "no-folder" / "c.csv", "does not exist"),
+        (tmp_path, "that is a folder"),
+    ]:
+        assert main(["merge", str(path), str(copy), "--conflicts", str(bad)]) == 2, bad
+        assert said in capsys.readouterr().err, bad
+        with Project.open(path, read_only=True) as after:
+            assert _snapshot(after) == unmerged, bad
     conflicts = tmp_path / "conflicts.json"
     assert main(["merge", str(path), str(copy), "--conflicts", str(conflicts)]) == 0
     assert "added 1 answer" in capsys.readouterr().out
