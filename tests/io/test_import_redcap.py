@@ -137,6 +137,10 @@ def test_a_confirmed_mapping_is_checked(project, study, tmp_path):
                      redcap_mapping={**EXPECTED, "assess": "diagnosis"})  # fmt: skip
     with pytest.raises(ImportFailed, match="names no case_id field"):
         import_files(project, [recs, dictionary(tmp_path)], redcap_mapping={"assess": "notes"})
+    for odd in (["notes"], {"to": "notes"}, 3):  # a list or an object was a TypeError
+        with pytest.raises(ImportFailed, match=r"maps 'assess' to .*targets are theme ids"):
+            import_files(project, [recs, dictionary(tmp_path)],
+                         redcap_mapping={**EXPECTED, "assess": odd})  # fmt: skip
 
 
 def test_records_without_their_dictionary_are_refused(project, study, tmp_path):

@@ -316,7 +316,7 @@ def _checked(ctx: ImportContext, part: Part, given: dict | RedcapMapping) -> dic
             )
         if target is None or str(target).strip().lower() in IGNORE:
             continue
-        if target not in targets:
+        if not isinstance(target, str) or target not in targets:  # (a list: unhashable)
             raise ImportFailed(
                 f"the REDCap mapping maps {name!r} to {target!r}; targets are theme ids "
                 f"({', '.join(t.id for t in ctx.catalogs.themes)}), notes, case_id, annotator",
