@@ -107,10 +107,23 @@ def test_windows_1252_french_that_looks_like_utf8_by_chance(empty_project, tmp_p
         assert session.scalar(select(Case.message)) == "« J’ai mal au côté\u00a0» depuis hier"
 
 
-def test_utf8_with_a_stray_windows_1252_byte_is_still_mixed(empty_project, tmp_path):
+@pytest.mark.parametrize("mark", [b"", b"\xef\xbb\xbf"], ids=["no-mark", "utf8-mark"])
+def test_utf8_with_a_stray_windows_1252_byte_is_still_mixed(empty_project, tmp_path, mark):
     path = tmp_path / "mixed.csv"
-    path.write_bytes("case_id,message\nc1,Café « ok »\nc2,Caf".encode() + b"\xe9 again\n")
+    text = "case_id,message\nc1,Café « ok »\nc2,Caf".encode()
+    path.write_bytes(mark + text + b"\xe9 again\n")
+    # (after a mark, the line and byte were counted 3 bytes off)
     assert "mixed encodings: line 3 has byte 0xE9" in refused(empty_project, [path])
+
+
+def test_a_utf8_mark_before_windows_1252_text_is_mixed(empty_project, tmp_path):
+    """Read as Windows-1252, the mark became "ï»¿case_id", and the refusal said the file
+    lacked a case_id column that its first line plainly showed."""
+    path = tmp_path / "marked.csv"
+    path.write_bytes(b"\xef\xbb\xbfcase_id,message\nx1,Caf\xe9 au lait made me ill.\n")
+    message = refused(empty_project, [path])
+    assert "mixed encodings" in message and "line 2 has byte 0xE9" in message
+    assert "ï»¿" not in message
 
 
 def test_merged_cells_in_the_data_are_refused_naming_the_range(empty_project, tmp_path):

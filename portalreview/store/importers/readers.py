@@ -8,6 +8,7 @@ reported. Every problem is an :class:`ImportFailed` naming the file and the row 
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -89,12 +90,21 @@ def _decoded(label: str, data: bytes) -> tuple[str, str | None]:
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        byte = data[exc.start]
+        # the codec counts from after a byte-order mark
+        at = exc.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
+        line = data.count(b"\n", 0, at) + 1
+        byte = data[at]
         if _looks_mixed(data):
             raise ImportFailed(
                 f"mixed encodings: line {line} has byte 0x{byte:02X}, which is not UTF-8, "
                 "while other characters are UTF-8; save the whole file as UTF-8",
+                file=label,
+            ) from None
+        if data.startswith(codecs.BOM_UTF8):  # read as cp1252, the mark became "ï»¿"
+            raise ImportFailed(
+                f"mixed encodings: the file starts with the mark of UTF-8 text, but line "
+                f"{line} has byte 0x{byte:02X}, which is not UTF-8; save the whole file as "
+                "UTF-8",
                 file=label,
             ) from None
     try:
