@@ -270,6 +270,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(f"--unit-set applies to the {', '.join(EXTERNAL_FORMATS)} exports")
     if args.annotator and args.format != "preferences":
         raise CliError("--as applies to the preferences export")
+    if not str(args.output).strip():
+        raise CliError("-o needs the name of the folder (or file) to export to")
     with open_project(_project_path(args.path), read_only=True) as project:
         if external:
             written = export_external(
@@ -281,8 +283,17 @@ def cmd_export(args: argparse.Namespace) -> int:
             )
         else:
             written = export_project(project, args.format, Path(args.output))
-    print(f"Wrote {len(written)} file(s) to {args.output}")
+    print(_where_written(written))
     return 0
+
+
+def _where_written(written: list[Path]) -> str:
+    """Where an export went, as written (an Excel export to "out" is "out.xlsx")."""
+    if len(written) == 1:
+        return f"Wrote {written[0]}"
+    folders = {Path(p).parent for p in written}
+    where = folders.pop() if len(folders) == 1 else "several folders"
+    return f"Wrote {len(written)} files to {where}"
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -534,6 +545,8 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
     from portalreview.store.merge import open_conflicts, resolve_conflict
 
     path = _project_path(args.path)
+    if args.take and args.resolve is None:
+        raise CliError("--take goes with --resolve N: which conflict to resolve that way")
     if args.resolve is not None:
         if not args.take:
             raise CliError("say which version to keep: --take master or --take copy")

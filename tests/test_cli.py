@@ -198,6 +198,31 @@ def test_export_then_import_through_the_cli(tmp_path, capsys):
     assert copied["cases"] == original["cases"] and copied["responses"] == original["responses"]
 
 
+def test_an_export_says_where_it_wrote_and_needs_a_name(tmp_path, capsys, monkeypatch):
+    """An Excel export to "out" (an existing folder) wrote out.xlsx and said "to out"; an empty
+    -o wrote ten files into the current folder."""
+    source = tmp_path / "s.prproj"
+    with Project.create(source) as p:
+        build_small_study(p)
+    (tmp_path / "out").mkdir()
+    assert main(["export", str(source), "--format", "xlsx", "-o", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().out.strip() == f"Wrote {tmp_path / 'out.xlsx'}"
+    assert main(["export", str(source), "--format", "jsonl", "-o", str(tmp_path / "e")]) == 0
+    assert capsys.readouterr().out.strip() == f"Wrote 10 files to {tmp_path / 'e'}"
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["export", str(source), "--format", "jsonl", "-o", ""]) == 2
+    assert "-o needs the name" in capsys.readouterr().err and not list(here.iterdir())
+
+
+def test_conflicts_take_without_resolve_is_refused(tmp_path, capsys):
+    source = tmp_path / "s.prproj"
+    Project.create(source).close()
+    assert main(["conflicts", str(source), "--take", "copy"]) == 2  # was ignored, status 0
+    assert "--take goes with --resolve N" in capsys.readouterr().err
+
+
 def test_import_error_names_file_and_row_and_changes_nothing(tmp_path, capsys):
     path = tmp_path / "s.prproj"
     Project.create(path).close()

@@ -116,6 +116,15 @@ def test_utf8_with_a_stray_windows_1252_byte_is_still_mixed(empty_project, tmp_p
     assert "mixed encodings: line 3 has byte 0xE9" in refused(empty_project, [path])
 
 
+def test_a_number_too_long_for_python_is_said_in_the_files_terms(empty_project, tmp_path):
+    """Python's own message advised calling sys.set_int_max_str_digits()."""
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"case_id": ' + "9" * 5000 + ', "message": "hi"}\n')
+    message = refused(empty_project, [path])
+    assert "line 1: is not valid JSON (a number with more than 4,300 digits)" in message
+    assert "sys." not in message
+
+
 def test_a_utf8_mark_before_windows_1252_text_is_mixed(empty_project, tmp_path):
     """Read as Windows-1252, the mark became "ï»¿case_id", and the refusal said the file
     lacked a case_id column that its first line plainly showed."""

@@ -357,6 +357,22 @@ def test_a_setting_the_project_has_otherwise_is_kept_and_said(project, tmp_path)
     fresh.close()
 
 
+def test_settings_that_are_not_an_object_are_refused_in_words(project, tmp_path):
+    """A list was reported as "settings.own_examples must be a whole number, not None"."""
+    full_study(project)
+    out = tmp_path / "export1"
+    export_project(project, "jsonl", out)
+    whole = json.loads((out / "project.json").read_text())
+    whole["settings"] = [1]
+    (out / "project.json").write_text(json.dumps(whole))
+    fresh = Project.create(tmp_path / "copy.prproj")
+    before = fingerprint(fresh)
+    with pytest.raises(ImportFailed, match=r"settings must be a JSON object \{\.\.\.\}, not"):
+        import_files(fresh, [out])
+    assert fingerprint(fresh) == before
+    fresh.close()
+
+
 def test_adaptive_judgements_only_for_an_urgency_set(project, tmp_path):
     full_study(project)
     out = tmp_path / "export1"

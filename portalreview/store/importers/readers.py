@@ -446,7 +446,7 @@ def _json_line(label: str, number: int, line: str, last: bool) -> dict:
     try:
         value = json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_constant)
     except (ValueError, RecursionError) as exc:
-        reason = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+        reason = _json_reason(exc)
         hint = "; is the file cut short?" if last and "Unterminated" in reason else ""
         raise ImportFailed(f"is not valid JSON ({reason}){hint}", file=label, place=place) from None
     if not isinstance(value, dict):
@@ -456,12 +456,22 @@ def _json_line(label: str, number: int, line: str, last: bool) -> dict:
     return value
 
 
+def _json_reason(exc: Exception) -> str:
+    """Why JSON did not parse, in the file's terms (Python's own words name a Python call for
+    a number of over 4,300 digits)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if "int_max_str_digits" in str(exc):
+        return "a number with more than 4,300 digits"
+    return str(exc)
+
+
 def _json_part(path: Path, text: str) -> Part:
     label = path.name
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_constant)
     except (ValueError, RecursionError) as exc:
-        raise ImportFailed(f"is not valid JSON ({exc})", file=label) from None
+        raise ImportFailed(f"is not valid JSON ({_json_reason(exc)})", file=label) from None
     if isinstance(value, list):
         raise ImportFailed(
             "is a JSON array: tables are imported from JSON Lines (.jsonl), one object per line",

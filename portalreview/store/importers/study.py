@@ -13,7 +13,7 @@ from portalreview.domain.catalogs import CatalogError, Catalogs
 from portalreview.store.adaptive import AdaptiveSetting, meta_key
 from portalreview.store.catalog_store import write_catalogs
 from portalreview.store.importers.context import ImportContext
-from portalreview.store.importers.errors import ImportFailed
+from portalreview.store.importers.errors import ImportFailed, json_type
 from portalreview.store.importers.portable import (
     UNIT_OPTIONAL,
     UNIT_REFS,
@@ -231,7 +231,11 @@ def _load_settings(ctx: ImportContext, part: Part, settings: Any) -> None:
     a project that chose its own keeps it, and the report says so."""
     if settings is None:  # an export written before settings travelled
         return
-    theirs = settings.get("own_examples", 0) if isinstance(settings, dict) else None
+    if not isinstance(settings, dict):
+        raise ImportFailed(
+            f"settings must be a JSON object {{...}}, not {json_type(settings)}", file=part.label
+        )
+    theirs = settings.get("own_examples", 0)
     if not isinstance(theirs, int) or isinstance(theirs, bool):
         raise ImportFailed(
             f"settings.own_examples must be a whole number, not {theirs!r}", file=part.label
