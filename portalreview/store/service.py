@@ -254,14 +254,30 @@ def readable_integrity(exc: IntegrityError) -> str:
     if "FOREIGN KEY constraint failed" in message:
         return "it refers to something that does not exist"
     if "CHECK constraint failed" in message:
-        return "a value breaks the rule " + message.split(":", 1)[1].strip()
+        return _broken_rule(message.split(":", 1)[1].strip())
     return message
+
+
+# The rules a file can break, in words (the others are named as they are).
+_RULE_WORDS = {
+    "two_different_cases": "a pair needs two different cases (case_b_id is the unit's case)",
+    "two_different_responses": "a pair needs two different responses",
+    "level_1_to_6": "an urgency level is a whole number from 1 to 6",
+    "name_not_blank": "a name is blank",
+    "external_id_not_blank": "an id is blank",
+    "tag_key_not_blank": "a tag's key is blank",
+    "fact_not_blank": "a fact is blank",
+}
+
+
+def _broken_rule(rule: str) -> str:
+    words = _RULE_WORDS.get(rule)
+    return f"{words} (rule {rule})" if words else f"a value breaks the rule {rule}"
 
 
 _POSTGRES_CLASSES = {
     "23505": "it already exists ({})",
     "23503": "it refers to something that does not exist",
-    "23514": "a value breaks the rule {}",
 }
 
 
@@ -274,6 +290,8 @@ def _readable_postgres(error: Exception) -> str:
     constraint = getattr(getattr(error, "diag", None), "constraint_name", None) or "?"
     if constraint in _UNIQUE_WORDS:
         return _UNIQUE_WORDS[constraint]
+    if getattr(error, "sqlstate", None) == "23514":  # a CHECK rule
+        return _broken_rule(constraint)
     template = _POSTGRES_CLASSES.get(getattr(error, "sqlstate", None) or "")
     return template.format(constraint) if template else first
 

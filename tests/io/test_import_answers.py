@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import filecmp
+import re
 
 import pytest
 from io_support import fingerprint, full_study, write_jsonl
@@ -113,6 +114,24 @@ def test_unknown_references_name_their_field(project, study, tmp_path):
     row = {"kind": "match", "unit": _unit("match"), "annotator": "ava", "answer": answer}
     with pytest.raises(ImportFailed, match="'ref1' has no sentence 9"):
         import_files(project, [write_jsonl(tmp_path / "a.jsonl", [row])])
+
+
+def test_a_refused_answer_names_cases_and_responses_by_the_files_ids(project, study, tmp_path):
+    """The kinds' checks see the project's own ids: the refusal said "response 19 is listed
+    twice", which nothing in the file is called."""
+    twice = {"entries": [{"response_id": "d1", "rank": 1}, {"response_id": "d1", "rank": 2}]}
+    rows = [
+        {"kind": "rank", "unit": _unit("rank"), "annotator": "ava", "answer": twice},
+        {"kind": "empathy", "unit": _unit("empathy"), "annotator": "ava",
+         "answer": {"more_empathetic_response_id": "d1"}},
+    ]  # fmt: skip
+    said = []
+    for row in rows:
+        with pytest.raises(ImportFailed) as err:
+            import_files(project, [write_jsonl(tmp_path / "a.jsonl", [row])])
+        said.append(str(err.value))
+    assert "rank: entries[1]: response 'd1' is listed twice" in said[0]
+    assert re.search(r"empathy: response 'd1' is not one of the pair \('\w+', '\w+'\)", said[1])
 
 
 def test_a_second_answer_by_the_same_person_is_refused(project, study, tmp_path):

@@ -461,3 +461,14 @@ def test_a_refusal_reads_the_same_and_shows_no_row(study):
         s.execute(text("UPDATE cases SET chart_json = 'SECRET {'"))
     said = readable_integrity(caught.value)
     assert said == "a value breaks the rule chart_is_json"
+    with pytest.raises(IntegrityError) as caught, project.write() as s:  # a rule with words
+        s.execute(
+            text("INSERT INTO units (unit_set_id, kind, position, case_id, case_b_id, batch)"
+                 " SELECT unit_set_id, kind, position + 1000, case_id, case_id, batch"
+                 " FROM units WHERE kind = 'urgency'")
+        )  # fmt: skip
+    said = readable_integrity(caught.value)
+    assert said == (
+        "a pair needs two different cases (case_b_id is the unit's case) "
+        "(rule two_different_cases)"
+    )

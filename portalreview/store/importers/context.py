@@ -4,6 +4,7 @@ translation of any refusal from below into an :class:`ImportFailed` naming the r
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,6 +49,12 @@ COUNTED = {
     "answers": Answer,
     "audit_log": AuditEntry,
 }
+
+
+# "case 21", "response 19" and "pair (21, 26)" in a payload's refusal: the project's ids
+_INTERNAL_IDS = re.compile(
+    r"\b(?P<what>case|response) (?P<id>\d+)\b|\bpair \((?P<a>\d+), (?P<b>\d+)\)"
+)
 
 
 class ImportService(StudyService):
@@ -126,10 +133,31 @@ class ImportContext:
             self.session.flush()
         except ImportFailed:
             raise
-        except (StoreError, PayloadError, CatalogError, AccessError) as exc:
+        except PayloadError as exc:
+            rec.fail(name, self._in_file_terms(str(exc)))
+        except (StoreError, CatalogError, AccessError) as exc:
             rec.fail(name, str(exc))
         except IntegrityError as exc:
             rec.fail(name, f"not saved: {readable_integrity(exc)}")
+
+    def _in_file_terms(self, message: str) -> str:
+        """A payload's refusal names cases and responses by the project's own ids ("case 21
+        is not one of the pair (21, 26)"); the file knows them by their external ids."""
+        said = ["case"]  # what a bare pair of ids after it holds
+
+        def external(what: str, number: str) -> str:
+            names = {v: k for k, v in self.ids(f"{what}s").items()}
+            found = names.get(int(number))
+            return repr(found) if found is not None else number
+
+        def swap(m: re.Match) -> str:
+            if m.group("what"):
+                said[0] = m.group("what")
+                return f"{m.group('what')} {external(said[0], m.group('id'))}"
+            first, second = (external(said[0], m.group(g)) for g in ("a", "b"))
+            return f"pair ({first}, {second})"
+
+        return _INTERNAL_IDS.sub(swap, message)
 
     def claim(self, table: str, key: str, rec: Record, name: str, exists: bool) -> None:
         """Refuse an id that the project already has or that this import already used."""
