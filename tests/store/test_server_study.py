@@ -164,6 +164,40 @@ def test_member_lets_a_database_role_work_as_an_annotator(server, address, capsy
     assert "members are for server studies" in capsys.readouterr().err
 
 
+def test_a_pi_role_made_a_clinicians_keeps_none_of_the_pis_rights(server, address, capsys):
+    """IT moved the PI's database role to a clinician: the role kept every right of the PI
+    (grants were only ever added), writing study_members among them, and one UPDATE made it
+    the PI again."""
+    assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
+    assert main(["setup", address, "--add-annotator", "cy"]) == 0
+    lee = f"lee_{secrets.token_hex(4)}"
+    server.admin_sql(f"CREATE ROLE {lee} LOGIN PASSWORD 'lee-pw'")
+    assert main(["member", address, lee, "--as", "pat"]) == 0
+    assert main(["member", address, lee, "--as", "cy"]) == 0
+    assert "now works as cy (a clinician" in capsys.readouterr().out
+    as_lee = server.dsn(address.rsplit("/", 1)[1], lee, "lee-pw")
+    with open_project(as_lee) as p:
+        assert p.member() == "cy"
+    with psycopg.connect(as_lee) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("UPDATE study_members SET annotator_id = annotator_id")
+    capsys.readouterr()
+
+
+def test_a_person_has_one_database_role(server, address, capsys):
+    """A second role for the same annotator stopped with a UniqueViolation traceback."""
+    assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
+    one, two = (f"ava_{secrets.token_hex(4)}" for _ in range(2))
+    server.admin_sql(
+        f"CREATE ROLE {one} LOGIN PASSWORD 'a'", f"CREATE ROLE {two} LOGIN PASSWORD 'b'"
+    )
+    assert main(["member", address, one, "--as", "ava"]) == 0
+    capsys.readouterr()
+    assert main(["member", address, two, "--as", "ava"]) == 2
+    assert f"ava already works through the database role '{one}'" in capsys.readouterr().err
+    with open_project(address, read_only=True) as p, p.read() as s:
+        assert s.execute(text("SELECT role_name FROM study_members")).scalars().all() == [one]
+
+
 def test_the_documented_set_up_with_an_owner_who_is_no_superuser(server, capsys, tmp_path):
     """docs/deployment.md's set-up, step by step: an owner without CREATEROLE is told what to
     grant (nothing changed), then the clinician's role reads a report (no kept results)."""

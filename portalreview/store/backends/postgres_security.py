@@ -395,6 +395,15 @@ def add_member(conn: Connection, metadata: MetaData, role: str, annotator: str) 
     if found is None:
         raise StoreError(f"there is no annotator {annotator!r} in this study")
     annotator_id, study_role = found
+    other = conn.execute(
+        text("SELECT role_name FROM study_members WHERE annotator_id = :a AND role_name <> :r"),
+        {"a": annotator_id, "r": role},
+    ).scalar()
+    if other is not None:
+        raise StoreError(
+            f"{annotator} already works through the database role {other!r}: a person has one "
+            "role in a study (their answers are theirs by it). Nothing was changed"
+        )
     conn.execute(
         text(
             "INSERT INTO study_members (role_name, annotator_id) VALUES (:r, :a) "
@@ -432,8 +441,18 @@ def _grant(conn: Connection, metadata: MetaData, role: str, study_role: str) -> 
         grants = _pi_grants(quoted)
     else:
         grants = _clinician_grants(metadata, quoted, existing)
-    for statement in grants:
+    # What the role had first goes: a PI's role made a clinician's kept the PI's rights,
+    # writing study_members among them, and could make itself the PI again.
+    for statement in (*_revokes(quoted), *grants):
         conn.exec_driver_sql(statement)
+
+
+def _revokes(role: str) -> list[str]:
+    return [
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}",
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA blinded FROM {role}",
+        f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {role}",
+    ]
 
 
 def grant_members_again(conn: Connection, metadata: MetaData) -> None:
