@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from sqlalchemy.exc import DBAPIError
+
 from portalreview import __version__
 from portalreview.applog import setup_logging
 from portalreview.store.backends import (
@@ -1212,6 +1214,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"portalreview {args.verb}: {_worded(exc)}", file=sys.stderr)
         log.warning("command %s failed: %s", args.verb, exc)  # applog.error_text
         return EXIT_USAGE
+    except DBAPIError as exc:
+        refused = _not_this_accounts(exc)
+        if refused is None:
+            raise
+        print(f"portalreview {args.verb}: {refused}", file=sys.stderr)
+        log.warning("command %s refused by the study server: %s", args.verb, refused)
+        return EXIT_USAGE
     log.info("command %s done (status %s) in %.3f s", args.verb, status, _since(started))
     return status
 
@@ -1248,6 +1257,21 @@ def _worded(exc: Exception) -> str:
         file = exc.filename2 if refused else exc.filename
         return f"{file}: {exc.strerror[:1].lower()}{exc.strerror[1:]}"
     return str(exc)
+
+
+def _not_this_accounts(exc: DBAPIError) -> str | None:
+    """A study server's refusal of the signed-in account (a clinician's role running a PI's
+    command: setup, member, import...) in words; None for any other database error. The
+    server checks every right itself; this only says what it refused, without a traceback."""
+    state = getattr(exc.orig, "sqlstate", None) or ""
+    if state not in ("42501", "0A000"):  # insufficient privilege; a clinician's blinded view
+        return None
+    first = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else ""
+    return (
+        "the study server refused this to your database account, which works as a "
+        f"clinician or lacks this right ({first}); the study's PI, or IT with the study "
+        "owner's account, runs it"
+    )
 
 
 def _since(started: float) -> float:

@@ -183,6 +183,31 @@ def test_a_pi_role_made_a_clinicians_keeps_none_of_the_pis_rights(server, addres
     capsys.readouterr()
 
 
+def test_a_pis_command_run_by_a_clinicians_role_is_refused_in_words(
+    server, address, capsys, tmp_path
+):
+    """The server refuses a clinician's role the PI's commands; the refusal came as a Python
+    traceback (permission denied for table annotators...)."""
+    assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
+    ava = f"ava_{secrets.token_hex(4)}"
+    server.admin_sql(f"CREATE ROLE {ava} LOGIN PASSWORD 'ava-pw'")
+    assert main(["member", address, ava, "--as", "ava"]) == 0
+    capsys.readouterr()
+    as_ava = server.dsn(address.rsplit("/", 1)[1], ava, "ava-pw")
+    for command in (
+        ["setup", as_ava, "--add-annotator", "zed"],
+        ["own-examples", as_ava, "--examples", "3"],
+        ["copy", as_ava, "--to", str(tmp_path / "mine.prproj")],
+    ):
+        assert main(command) == 2, command
+        said = capsys.readouterr().err
+        assert "the study server refused this to your database account" in said, command
+        assert "Traceback" not in said
+    with open_project(address, read_only=True) as p, p.read() as s:
+        assert "zed" not in s.execute(text("SELECT name FROM annotators")).scalars().all()
+    assert not (tmp_path / "mine.prproj").exists()
+
+
 def test_a_person_has_one_database_role(server, address, capsys):
     """A second role for the same annotator stopped with a UniqueViolation traceback."""
     assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
