@@ -22,6 +22,7 @@ from sqlalchemy.exc import DBAPIError
 
 from portalreview import __version__
 from portalreview.applog import setup_logging
+from portalreview.llm.model_server import looks_like_address
 from portalreview.store.backends import (
     AnyProject,
     create_project,
@@ -643,6 +644,12 @@ def cmd_evaluate_model(args: argparse.Namespace) -> int:
         raise CliError(f"--limit must be a positive number of units, not {args.limit}")
     if args.model is None and args.limit is not None:
         raise CliError("--limit needs --model (the model to run over that many units)")
+    if args.model is not None and looks_like_address(args.model):
+        raise CliError(
+            "evaluate-model --model runs a model file (.gguf) here; a model server's answers "
+            "are stored with `portalreview suggest STUDY --model ADDRESS --as-annotator NAME`, "
+            "then evaluated with evaluate-model STUDY (no --model)"
+        )
     if args.own_examples is not None:
         return _compare_own_examples(path, args)
     name = args.as_annotator
@@ -783,9 +790,10 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
     try:
         with open_project(path) as project:
             service = StudyService(project)
-            sg.model_annotator(service, name)  # a person's name is refused before loading
+            # a person's name is refused before loading; the model's account is made only
+            # once the model has loaded (a model that does not load leaves nothing behind)
+            sg.existing_model_annotator(service, name)
             library = PromptLibrary(service)
-            library.install_defaults()
             frames = read_frames(project)
             plan = {}
             for kind in KINDS:
@@ -802,6 +810,8 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
                 ) as engine,
                 _CtrlC(cancel),
             ):
+                sg.model_annotator(service, name)
+                library.install_defaults()
                 for kind, units in plan.items():
                     bar = ProgressBar(len(units), unit=f"{kind} units")
                     bar.update(0, 0, 0, 0)

@@ -567,6 +567,15 @@ def store(service: StudyService, engine: Engine, answer: ModelAnswer) -> int:
 def model_annotator(service: StudyService, name: str) -> int:
     """The id of the pseudo annotator ``name`` for a model's answers (created if needed). A
     person's account is never reused for a model."""
+    found = existing_model_annotator(service, name)
+    if found is not None:
+        return found
+    return service.add_annotator(name, display_name=f"{name} (model)", is_model=True)
+
+
+def existing_model_annotator(service: StudyService, name: str) -> int | None:
+    """The id of the pseudo annotator ``name`` if there is one (None: not yet); a person's
+    account of that name is refused, before a model is loaded and nothing is written."""
     for person in service.annotators():
         if person.name == name:
             if not person.is_model:
@@ -574,7 +583,7 @@ def model_annotator(service: StudyService, name: str) -> int:
                     f"{name!r} is a person's account; choose another name for the model"
                 )
             return person.id
-    return service.add_annotator(name, display_name=f"{name} (model)", is_model=True)
+    return None
 
 
 def save_as_annotator(

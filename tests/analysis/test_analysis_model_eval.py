@@ -12,6 +12,8 @@ from analysis_builders import new_study, span_of
 from portalreview import metrics
 from portalreview.analysis import model_eval
 from portalreview.analysis.model_eval import Figure, evaluate, format_figure
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
 
 M = "smol"
 REFERENCE = "I am sorry to hear that. Please go to the emergency room now. Do not drive yourself."
@@ -581,3 +583,12 @@ def test_cli_refuses_bad_input_and_says_when_there_is_no_model(study, tmp_path, 
     empty.project.close()
     assert main(["evaluate-model", str(empty.project.path)]) == 0
     assert "No model pseudo-annotator has answers" in capsys.readouterr().out
+    # a model that does not load leaves no pseudo-annotator behind (one was made first), and
+    # a model server's address is refused as such (it was read as the file "http:/...")
+    path = str(empty.project.path)
+    assert main(["evaluate-model", path, "--model", str(tmp_path / "none.gguf")]) == 2
+    assert "There is no model file" in capsys.readouterr().err
+    assert main(["evaluate-model", path, "--model", "http://127.0.0.1:9"]) == 2
+    assert "runs a model file (.gguf) here" in capsys.readouterr().err
+    with Project.open(path, read_only=True) as project:
+        assert [a.name for a in StudyService(project).annotators()] == ["ava"]
