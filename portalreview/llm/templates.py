@@ -394,6 +394,7 @@ class PromptLibrary:
 
     def __init__(self, service: StudyService | None = None) -> None:
         self._store = None if service is None else TemplateService(service)
+        self._may_store = service is not None and service.viewer.sees_all
 
     def template(self, kind: str, name: str | None = None) -> PromptTemplate:
         """The template named ``name`` (default: the one named like its kind, else the first
@@ -414,8 +415,10 @@ class PromptLibrary:
         return default_template(kind)
 
     def install_defaults(self) -> list[str]:
-        """Copy the bundled defaults the project lacks into it (PI or system viewer)."""
-        if self._store is None:
+        """Copy the bundled defaults the project lacks into it (PI or system viewer). A
+        clinician may not write templates (a team study's server refuses it): their run uses
+        the bundled default of each template the project lacks, as the app does."""
+        if self._store is None or not self._may_store:
             return []
         return self._store.install(defaults())
 

@@ -83,6 +83,11 @@ def test_library_stores_defaults_and_the_pis_edits(study):
     service = study.service
     library = tpl.PromptLibrary(service)
     assert library.template("fact_entail").key == "fact_entail@default"  # nothing stored yet
+    # a clinician's run (suggest with their own account) stores none and uses the defaults:
+    # a team study's server refused the write with a traceback
+    clinicians = tpl.PromptLibrary(service.as_viewer("ava"))
+    assert clinicians.install_defaults() == []
+    assert clinicians.template("fact_entail").key == "fact_entail@default"
     added = library.install_defaults()
     assert set(added) == set(tpl.TEMPLATE_KINDS)
     assert library.install_defaults() == []  # never twice
