@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -87,7 +88,22 @@ class ServerSetting:
                 f"the model-server setting in {origin} names a certificate file that does not "
                 f"exist: {setting.ca_file}"
             )
+        if setting.ca_file:
+            _check_certificates(setting.ca_file, origin)
         return setting
+
+
+def _check_certificates(ca_file: str, origin: str) -> None:
+    """Refuse a CA file TLS cannot read (not PEM, not a certificate): saved, it made every
+    later connection fail with OpenSSL's words alone, naming neither file nor server."""
+    try:
+        ssl.create_default_context(cafile=ca_file)
+    except (ssl.SSLError, OSError) as exc:
+        raise ServerSettingError(
+            f"the model-server setting in {origin} names {ca_file} as the certificate file, "
+            f"which holds no certificate TLS can read (a PEM file, '-----BEGIN "
+            f"CERTIFICATE-----'): {getattr(exc, 'reason', None) or exc}"
+        ) from None
 
 
 def parse_address(url: str) -> ServerAddress:

@@ -139,3 +139,18 @@ def test_addresses_are_checked_exactly() -> None:
         with pytest.raises(ServerSettingError):
             parse_address(bad)
     assert parse_address("http://[::1]:8080").url == "http://[::1]:8080"
+
+
+def test_a_certificate_file_tls_cannot_read_is_refused_naming_it(study_file, tmp_path) -> None:
+    """It was saved, and every later connection failed with OpenSSL's words alone
+    ("[X509: NO_CERTIFICATE_OR_CRL_FOUND] ...")."""
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    data = {"url": "https://gpu.hospital.local:8443", "sha256": "a" * 64, "ca_file": str(junk)}
+    with pytest.raises(ServerSettingError, match=r"junk\.pem as the certificate file, which holds"):
+        ServerSetting.from_dict(data, "the command line")
+    path = str(study_file[0])
+    assert cli_main(["model-server", path, "--set", data["url"], "--sha256", data["sha256"],
+                     "--ca-file", str(junk)]) == 2  # fmt: skip
+    with Project.open(study_file[0], read_only=True) as project, project.read() as s:
+        assert not s.query(AuditEntry).filter(AuditEntry.action == "model_server").all()
