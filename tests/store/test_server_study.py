@@ -146,6 +146,9 @@ def test_no_server_at_the_address(capsys):
 def test_an_address_without_a_database_is_explained():
     with pytest.raises(ServerError, match="names no database"):
         open_project("postgresql://127.0.0.1:5432")
+    with pytest.raises(ServerError, match="its port is not a number") as caught:
+        open_project("postgresql://lee:secret@127.0.0.1:notaport/ward5")  # (Python's int())
+    assert "secret" not in str(caught.value)
 
 
 def test_member_lets_a_database_role_work_as_an_annotator(server, address, capsys, tmp_path):

@@ -84,6 +84,11 @@ def parse_url(target: str) -> URL:
         url = make_url(target)
     except ArgumentError as exc:
         raise ServerError(f"{redact(target)} is not a database address: {exc}") from exc
+    except ValueError:  # SQLAlchemy's int() of the port; its words name neither
+        raise ServerError(
+            "the database address cannot be read: its port is not a number "
+            "(postgresql://user@host:PORT/database)"
+        ) from None
     if not url.database:
         raise ServerError(f"{redact(target)} names no database (postgresql://host/DATABASE).")
     return url.set(drivername="postgresql+psycopg")
@@ -93,7 +98,7 @@ def redact(target: str | URL) -> str:
     """The address as it may be shown or logged: the password, if any, as ***."""
     try:
         url = make_url(target) if isinstance(target, str) else target
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "(an address that cannot be read)"
     shown = url.set(drivername=url.drivername.split("+")[0])
     return shown.render_as_string(hide_password=True)
