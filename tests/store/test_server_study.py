@@ -211,6 +211,22 @@ def test_a_pis_command_run_by_a_clinicians_role_is_refused_in_words(
     assert not (tmp_path / "mine.prproj").exists()
 
 
+def test_member_is_run_by_the_databases_owner(server, address, capsys):
+    """Run with the PI's account it told the owner to get CREATEROLE, which it had."""
+    assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
+    pat, ava = (f"{who}_{secrets.token_hex(4)}" for who in ("pat", "ava"))
+    server.admin_sql(f"CREATE ROLE {pat} LOGIN PASSWORD 'p'", f"CREATE ROLE {ava} LOGIN")
+    assert main(["member", address, pat, "--as", "pat"]) == 0
+    capsys.readouterr()
+    as_pat = server.dsn(address.rsplit("/", 1)[1], pat, "p")
+    assert main(["member", as_pat, ava, "--as", "ava"]) == 2
+    said = capsys.readouterr().err
+    assert "is run with the account that owns the study's database" in said
+    assert "CREATEROLE" not in said
+    with open_project(address, read_only=True) as p, p.read() as s:
+        assert s.execute(text("SELECT role_name FROM study_members")).scalars().all() == [pat]
+
+
 def test_a_person_has_one_database_role(server, address, capsys):
     """A second role for the same annotator stopped with a UniqueViolation traceback."""
     assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0

@@ -386,6 +386,7 @@ def add_member(conn: Connection, metadata: MetaData, role: str, annotator: str) 
     """Let the database role ``role`` work in the study as ``annotator`` (see the module
     docstring for what each study role may do); the annotator's study role ("pi" or not).
     Run by the study's owner; the role must exist (IT creates it, with its password)."""
+    _require_owner(conn)
     exists = conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first()
     if exists is None:
         raise StoreError(f"there is no database role {role!r}: IT creates it first")
@@ -429,6 +430,22 @@ def add_member(conn: Connection, metadata: MetaData, role: str, annotator: str) 
         )
     conn.exec_driver_sql(f"ALTER ROLE {quoted} IN DATABASE {database} SET search_path = {path}")
     return study_role
+
+
+def _require_owner(conn: Connection) -> None:
+    """Only the database's owner (or a superuser) grants rights on its tables: another
+    account (the PI's) got as far as a misleading message about CREATEROLE."""
+    me, owner, superuser = conn.execute(
+        text(
+            "SELECT current_user, pg_get_userbyid(d.datdba), r.rolsuper FROM pg_database d, "
+            "pg_roles r WHERE d.datname = current_database() AND r.rolname = current_user"
+        )
+    ).one()
+    if me != owner and not superuser:
+        raise StoreError(
+            f"portalreview member is run with the account that owns the study's database "
+            f"({owner}), not {me}: IT runs it (docs/deployment.md, set-up). Nothing was changed"
+        )
 
 
 def _grant(conn: Connection, metadata: MetaData, role: str, study_role: str) -> None:
