@@ -31,6 +31,7 @@ from portalreview.store.backends import (
     shown_target,
     target_name,
 )
+from portalreview.store.errors import INSUFFICIENT_PRIVILEGE
 from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StudyService
 
@@ -1274,7 +1275,7 @@ def _not_this_accounts(exc: DBAPIError) -> str | None:
     command: setup, member, import...) in words; None for any other database error. The
     server checks every right itself; this only says what it refused, without a traceback."""
     state = getattr(exc.orig, "sqlstate", None) or ""
-    if state not in ("42501", "0A000"):  # insufficient privilege; a clinician's blinded view
+    if state not in (INSUFFICIENT_PRIVILEGE, "0A000"):  # "0A000": a clinician's blinded view
         return None
     first = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else ""
     return (

@@ -27,10 +27,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from sqlalchemy.exc import DBAPIError
+
 from portalreview.domain.catalogs import Catalogs
 from portalreview.llm.chat import NoCue, split_cue
 from portalreview.llm.errors import TemplateError
 from portalreview.resources import resources_dir
+from portalreview.store.errors import INSUFFICIENT_PRIVILEGE
 from portalreview.store.service import StudyService
 from portalreview.store.templates import TemplateService
 
@@ -420,7 +423,12 @@ class PromptLibrary:
         the bundled default of each template the project lacks, as the app does."""
         if self._store is None or not self._may_store:
             return []
-        return self._store.install(defaults())
+        try:
+            return self._store.install(defaults())
+        except DBAPIError as exc:  # a clinician's own account on a team study's server
+            if getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
+                return []
+            raise
 
     def save(self, kind: str, name: str, text: str) -> PromptTemplate:
         """Check and store a PI's template text (a new version when it changed)."""

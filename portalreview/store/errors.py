@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: PostgreSQL's SQLSTATE for a right the signed-in account lacks (a table's grant, a row's
+#: policy): a clinician's database role on a team study doing what only the PI may.
+INSUFFICIENT_PRIVILEGE = "42501"
+
 
 class StoreError(ValueError):
     """A request the project refuses (unknown id, duplicate, broken rule); the message says

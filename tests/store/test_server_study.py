@@ -227,6 +227,23 @@ def test_member_is_run_by_the_databases_owner(server, address, capsys):
         assert s.execute(text("SELECT role_name FROM study_members")).scalars().all() == [pat]
 
 
+def test_a_clinicians_role_uses_the_bundled_prompt_templates(server, address, capsys):
+    """A clinician's first suggest on a team study stopped with a traceback: it tried to
+    store the default templates, which the server lets only the PI write."""
+    from portalreview.llm.templates import PromptLibrary
+
+    assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
+    ava = f"ava_{secrets.token_hex(4)}"
+    server.admin_sql(f"CREATE ROLE {ava} LOGIN PASSWORD 'ava-pw'")
+    assert main(["member", address, ava, "--as", "ava"]) == 0
+    with open_project(server.dsn(address.rsplit("/", 1)[1], ava, "ava-pw")) as project:
+        library = PromptLibrary(StudyService(project))
+        assert library.install_defaults() == []
+        assert library.template("urgency_pair").key == "urgency_pair@default"
+    with open_project(address, read_only=True) as p, p.read() as s:
+        assert s.execute(text("SELECT count(*) FROM prompt_templates")).scalar() == 0
+
+
 def test_a_person_has_one_database_role(server, address, capsys):
     """A second role for the same annotator stopped with a UniqueViolation traceback."""
     assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
