@@ -143,8 +143,13 @@ def test_only_abandoned_temporary_folders_are_removed(local_tmp, processes):
 
 
 def _small_master(path: Path) -> Path:
+    """A study with one unit for ava (a copy for someone with nothing to do is refused)."""
     with Project.create(path, name="Leftovers") as project:
-        StudyService(project).add_annotator("ava")
+        service = StudyService(project)
+        ava = service.add_annotator("ava")
+        case = service.add_case("c1", "My knee hurts.")
+        unit = service.add_unit(service.create_unit_set("replies", "respond"), case)
+        service.assign(unit, ava)
     return path
 
 
