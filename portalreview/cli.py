@@ -31,7 +31,7 @@ from portalreview.store.backends import (
     shown_target,
     target_name,
 )
-from portalreview.store.errors import INSUFFICIENT_PRIVILEGE
+from portalreview.store.errors import FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE
 from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StudyService
 
@@ -811,8 +811,7 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
                 ) as engine,
                 _CtrlC(cancel),
             ):
-                sg.model_annotator(service, name)
-                library.install_defaults()
+                library.install_defaults()  # (run_batch makes the model's account)
                 for kind, units in plan.items():
                     bar = ProgressBar(len(units), unit=f"{kind} units")
                     bar.update(0, 0, 0, 0)
@@ -1275,7 +1274,7 @@ def _not_this_accounts(exc: DBAPIError) -> str | None:
     command: setup, member, import...) in words; None for any other database error. The
     server checks every right itself; this only says what it refused, without a traceback."""
     state = getattr(exc.orig, "sqlstate", None) or ""
-    if state not in (INSUFFICIENT_PRIVILEGE, "0A000"):  # "0A000": a clinician's blinded view
+    if state not in (INSUFFICIENT_PRIVILEGE, FEATURE_NOT_SUPPORTED):
         return None
     first = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else ""
     return (

@@ -395,16 +395,17 @@ EVALUATORS: dict[str, Callable[[StudyFrames, str, Settings], list[Row]]] = {
 @dataclass(frozen=True)
 class Suggestions:
     """The study's model suggestions (``rows``: suggestion_id, unit_id, kind, model_file,
-    model_sha256, refused, ran_on - where the model ran, in words; one row per suggestion)
-    and which of them each pseudo-annotator's
-    answers started from (``links``: annotator, suggestion_id)."""
+    model_sha256, refused; one row per suggestion) and which of them each pseudo-annotator's
+    answers started from (``links``: annotator, suggestion_id, ran_on - where the model ran,
+    in words)."""
 
     rows: pd.DataFrame
     links: pd.DataFrame
 
 
 def read_suggestions(project: Any) -> Suggestions:
-    """:class:`Suggestions` of a project (PI / system read)."""
+    """:class:`Suggestions` of a project (PI / system read). Only the suggestions an answer
+    started from have their parameters read (they hold every prompt: kilobytes each)."""
     from sqlalchemy import select
 
     from portalreview.store.models import Annotator, Answer, Suggestion
@@ -418,21 +419,22 @@ def read_suggestions(project: Any) -> Suggestions:
                 Suggestion.model_file,
                 Suggestion.model_sha256,
                 Suggestion.refused_reason,
-                Suggestion.params_json,
             ).order_by(Suggestion.id)
         ).all()
         links = s.execute(
-            select(Annotator.name, Answer.suggestion_id)
+            select(Annotator.name, Answer.suggestion_id, Suggestion.params_json)
             .join(Annotator, Annotator.id == Answer.annotator_id)
-            .where(Annotator.is_model.is_(True), Answer.suggestion_id.is_not(None))
+            .join(Suggestion, Suggestion.id == Answer.suggestion_id)
+            .where(Annotator.is_model.is_(True))
         ).all()
     columns = ["suggestion_id", "unit_id", "kind", "model_file", "model_sha256", "reason"]
-    frame = pd.DataFrame([r[:6] for r in rows], columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
     frame["refused"] = frame.reason.notna() & (frame.reason.astype(str).str.strip() != "")
-    frame["ran_on"] = [_ran_on(r.params_json) for r in rows]
-    return Suggestions(
-        frame.drop(columns="reason"), pd.DataFrame(links, columns=["annotator", "suggestion_id"])
+    linked = pd.DataFrame(
+        [(name, sid, _ran_on(params)) for name, sid, params in links],
+        columns=["annotator", "suggestion_id", "ran_on"],
     )
+    return Suggestions(frame.drop(columns="reason"), linked)
 
 
 def _ran_on(params_json: str | None) -> str:
@@ -450,9 +452,8 @@ def ran_on(suggestions: Suggestions | None, model: str) -> dict[str, int]:
     can differ for that reason alone (docs/llm.md, "On a GPU")."""
     if suggestions is None:
         return {}
-    linked = suggestions.links[suggestions.links.annotator == model].suggestion_id
-    rows = suggestions.rows[suggestions.rows.suggestion_id.isin(linked)]
-    counts = rows.ran_on.value_counts()
+    links = suggestions.links
+    counts = links[links.annotator == model].ran_on.value_counts()
     return {str(where): int(n) for where, n in sorted(counts.items())}
 
 

@@ -34,7 +34,7 @@ from portalreview.llm.chat import NoCue, split_cue
 from portalreview.llm.errors import TemplateError
 from portalreview.resources import resources_dir
 from portalreview.store.errors import INSUFFICIENT_PRIVILEGE
-from portalreview.store.service import StudyService
+from portalreview.store.service import AccessError, StudyService
 from portalreview.store.templates import TemplateService
 
 PLACEHOLDER = re.compile(r"\{\{([a-z][a-z0-9_]*)\}\}")
@@ -397,7 +397,6 @@ class PromptLibrary:
 
     def __init__(self, service: StudyService | None = None) -> None:
         self._store = None if service is None else TemplateService(service)
-        self._may_store = service is not None and service.viewer.sees_all
 
     def template(self, kind: str, name: str | None = None) -> PromptTemplate:
         """The template named ``name`` (default: the one named like its kind, else the first
@@ -421,11 +420,13 @@ class PromptLibrary:
         """Copy the bundled defaults the project lacks into it (PI or system viewer). A
         clinician may not write templates (a team study's server refuses it): their run uses
         the bundled default of each template the project lacks, as the app does."""
-        if self._store is None or not self._may_store:
+        if self._store is None:
             return []
         try:
             return self._store.install(defaults())
-        except DBAPIError as exc:  # a clinician's own account on a team study's server
+        except AccessError:  # a clinician viewer: refused before anything is written
+            return []
+        except DBAPIError as exc:  # a clinician's own account: the team study's server refuses
             if getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
                 return []
             raise

@@ -8,6 +8,8 @@ from pathlib import Path
 #: PostgreSQL's SQLSTATE for a right the signed-in account lacks (a table's grant, a row's
 #: policy): a clinician's database role on a team study doing what only the PI may.
 INSUFFICIENT_PRIVILEGE = "42501"
+#: ... and for a write into a view the server refuses (a clinician's blinded ``cases``).
+FEATURE_NOT_SUPPORTED = "0A000"
 
 
 class StoreError(ValueError):

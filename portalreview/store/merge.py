@@ -598,14 +598,6 @@ def whole_study_contents(project: Project, annotator: str | None = None) -> str:
     )
 
 
-def _has_assignments(project: Project, annotator_id: int) -> bool:
-    with project.read() as s:
-        found = s.scalar(
-            select(Assignment.unit_id).where(Assignment.annotator_id == annotator_id).limit(1)
-        )
-    return found is not None
-
-
 def make_copy(
     project: Project,
     out: str | os.PathLike,
@@ -632,13 +624,16 @@ def make_copy(
         raise StoreError(f"the folder {out.parent} does not exist")
     if only_assigned and not annotator:
         raise StoreError("name the annotator whose assignments the copy keeps")
-    person_id = None
+    person_id = has_units = None
     if annotator:
         with project.read() as s:
             person_id = s.scalar(select(Annotator.id).where(Annotator.name == annotator))
+            has_units = s.scalar(
+                select(Assignment.unit_id).where(Assignment.annotator_id == person_id).limit(1)
+            )
         if person_id is None:
             raise StoreError(f"there is no annotator called {annotator!r}")
-    if only_assigned and not _has_assignments(project, person_id):
+    if only_assigned and has_units is None:
         raise StoreError(
             f"{annotator} has no unit to work on in {project.label}, so a copy for them would "
             "hold nothing to do: assign them units first (portalreview assign; a copy made for "

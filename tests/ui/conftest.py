@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import warnings
+from pathlib import Path
 
 import pytest
 from ui_support import make_gui_study, preferences
@@ -12,6 +14,21 @@ from ui_support import make_gui_study, preferences
 def gui(tmp_path):
     """The small study plus an edit-a-draft unit, on disk and closed."""
     return make_gui_study(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def built_demo(tmp_path_factory) -> Path:
+    """The demo study, built once for the GUI tests; a test that changes it takes
+    ``demo_copy``."""
+    from portalreview.demo import build_demo
+
+    return build_demo(tmp_path_factory.mktemp("built_demo") / "demo.prproj")
+
+
+@pytest.fixture
+def demo_copy(built_demo, tmp_path) -> Path:
+    """A fresh copy of the demo study for one test."""
+    return Path(shutil.copy(built_demo, tmp_path / built_demo.name))
 
 
 @pytest.fixture

@@ -272,20 +272,6 @@ def test_every_tool_window_is_walked_with_tab_and_closed_with_the_keyboard(
     window.close()
 
 
-@pytest.fixture(scope="module")
-def built_demo(tmp_path_factory):
-    from portalreview.demo import build_demo
-
-    return build_demo(tmp_path_factory.mktemp("keyboard_demo") / "demo.prproj")
-
-
-@pytest.fixture
-def demo(built_demo, tmp_path):
-    import shutil
-
-    return shutil.copy(built_demo, tmp_path / "demo.prproj")
-
-
 def chloe_on_the_demo(qtbot, demo, tmp_path, width=None, height=None):
     """The demo's np_chloe (work still to do) signed in, the window active, at that size."""
     window = open_window(qtbot, preferences(tmp_path), demo, "np_chloe")
@@ -297,7 +283,9 @@ def chloe_on_the_demo(qtbot, demo, tmp_path, width=None, height=None):
 
 
 @pytest.mark.parametrize("kind", ["match", "facts"])
-def test_tab_never_rests_on_a_control_scrolled_out_of_sight(qtbot, demo, tmp_path, kind) -> None:
+def test_tab_never_rests_on_a_control_scrolled_out_of_sight(
+    qtbot, demo_copy, tmp_path, kind
+) -> None:
     """The demo's longer drafts do not fit match's sentence tables on a 1366 x 768 screen: Tab
     walked onto the theme drop-downs of rows scrolled away, where an arrow key changed a theme
     the clinician could not see. Now the table scrolls to the row whose drop-down takes the
@@ -305,7 +293,7 @@ def test_tab_never_rests_on_a_control_scrolled_out_of_sight(qtbot, demo, tmp_pat
     with more facts than its first height shows.)"""
     from PySide6.QtWidgets import QComboBox
 
-    window, kb = chloe_on_the_demo(qtbot, demo, tmp_path, 1366, 768)
+    window, kb = chloe_on_the_demo(qtbot, demo_copy, tmp_path, 1366, 768)
     QTest.keyClick(kb.focus(), getattr(K, f"Key_{list(EDITORS).index(kind) + 1}"), CTRL)
     qtbot.waitUntil(lambda: window.kind == kind)
     if kind == "facts":  # the unit has no fact yet: list more than its table shows
@@ -330,13 +318,13 @@ def test_tab_never_rests_on_a_control_scrolled_out_of_sight(qtbot, demo, tmp_pat
     window.close()
 
 
-def test_next_unit_to_do_from_inside_a_text_box(qtbot, demo, tmp_path) -> None:
+def test_next_unit_to_do_from_inside_a_text_box(qtbot, demo_copy, tmp_path) -> None:
     """Ctrl+Shift+Right selects the next word in a text box, where the respond, match and facts
     screens put the focus, so "next unit to do" was out of reach there; Alt+Shift+Right (as
     Alt+Right for the next unit) works everywhere."""
     from portalreview.tasks.common.editor_base import TextBox
 
-    window, kb = chloe_on_the_demo(qtbot, demo, tmp_path)
+    window, kb = chloe_on_the_demo(qtbot, demo_copy, tmp_path)
     kb.press(K.Key_1, CTRL)  # Write responses: the focus is in a reply box
     qtbot.waitUntil(lambda: window.kind == "respond")
     window.queue.jump_to_number(1)  # done: the next to do is further on
@@ -349,13 +337,13 @@ def test_next_unit_to_do_from_inside_a_text_box(qtbot, demo, tmp_path) -> None:
     window.close()
 
 
-def test_a_page_larger_than_the_view_opens_at_its_top_left(qtbot, demo, tmp_path) -> None:
+def test_a_page_larger_than_the_view_opens_at_its_top_left(qtbot, demo_copy, tmp_path) -> None:
     """With the text 1.5x larger on a 1024 x 768 window the urgency and empathy editors, which
     take the focus themselves, are wider and taller than the page: it scrolled to centre them,
     cutting off the start of the first patient's message and the question line above it."""
     from PySide6.QtWidgets import QScrollArea
 
-    window, kb = chloe_on_the_demo(qtbot, demo, tmp_path, 1024, 768)
+    window, kb = chloe_on_the_demo(qtbot, demo_copy, tmp_path, 1024, 768)
     for _ in range(5):
         kb.press(K.Key_Plus, CTRL)
     assert window.point_size >= 16

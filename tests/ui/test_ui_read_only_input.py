@@ -6,30 +6,17 @@ by exploratory testing on the demo)."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 from ui_support import open_window, preferences, show_kind
 
-from portalreview.demo import build_demo
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui.main_window import MainWindow
 
 CTRL = Qt.KeyboardModifier.ControlModifier
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    return build_demo(tmp_path_factory.mktemp("read_only") / "demo.prproj")
-
-
-@pytest.fixture
-def demo(built, tmp_path) -> Path:
-    return Path(shutil.copy(built, tmp_path / built.name))
 
 
 def answers_in(path: Path) -> list[tuple]:
@@ -63,26 +50,28 @@ def try_to_change_every_kind(qtbot, window: MainWindow) -> None:
         assert editor.payload() == before, kind
 
 
-def test_the_pi_looking_at_a_clinicians_work_changes_nothing_and_is_told(qtbot, demo, tmp_path):
-    stored = answers_in(demo)
-    window = open_window(qtbot, preferences(tmp_path), demo, "dr_pi")
+def test_the_pi_looking_at_a_clinicians_work_changes_nothing_and_is_told(
+    qtbot, demo_copy, tmp_path
+):
+    stored = answers_in(demo_copy)
+    window = open_window(qtbot, preferences(tmp_path), demo_copy, "dr_pi")
     box = window.work_of_box
     box.setCurrentIndex(next(i for i in range(box.count()) if "Chloe" in box.itemText(i)))
     assert window.session.read_only
     try_to_change_every_kind(qtbot, window)
     assert "the work of Chloe" in window.session.read_only_notice()
     window.close()
-    assert answers_in(demo) == stored
+    assert answers_in(demo_copy) == stored
 
 
-def test_a_study_opened_read_only_changes_nothing_and_is_told(qtbot, demo, tmp_path):
-    stored = answers_in(demo)
+def test_a_study_opened_read_only_changes_nothing_and_is_told(qtbot, demo_copy, tmp_path):
+    stored = answers_in(demo_copy)
     window = MainWindow(preferences(tmp_path))
     qtbot.addWidget(window)
     window.show()
-    window.open_project(demo, annotator="np_chloe", read_only=True)
+    window.open_project(demo_copy, annotator="np_chloe", read_only=True)
     qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
     try_to_change_every_kind(qtbot, window)
     assert "opened read-only" in window.session.read_only_notice()
     window.close()
-    assert answers_in(demo) == stored
+    assert answers_in(demo_copy) == stored
