@@ -31,7 +31,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,6 +70,7 @@ from portalreview.llm.urgency import (
     Patient,
     pair_probability,
 )
+from portalreview.store.claims import in_turn
 from portalreview.store.kinds import PayloadError
 from portalreview.store.models import AuditEntry, Unit, UnitSet
 from portalreview.store.service import CaseView, StoreError, StudyService, UnitView
@@ -570,7 +571,13 @@ def model_annotator(service: StudyService, name: str) -> int:
     found = existing_model_annotator(service, name)
     if found is not None:
         return found
-    return service.add_annotator(name, display_name=f"{name} (model)", is_model=True)
+    try:
+        return service.add_annotator(name, display_name=f"{name} (model)", is_model=True)
+    except StoreError:  # another run (another workstation) made it a moment ago
+        found = existing_model_annotator(service, name)
+        if found is None:
+            raise
+        return found
 
 
 def existing_model_annotator(service: StudyService, name: str) -> int | None:
@@ -682,20 +689,40 @@ def run_batch(
     annotator_id = model_annotator(service, annotator) if annotator else None
     report = BatchReport(len(units))
     started = time.perf_counter()
-    for unit_id in units:
-        if cancel is not None and cancel.is_set():
-            report.cancelled = True
-            break
-        try:
-            _one_unit(service, ctx, unit_id, existing, existing_refused, annotator_id, report)
-        except Cancelled:
-            report.cancelled = True
-            break
-        report.seconds = time.perf_counter() - started
-        if progress is not None:
-            progress(report, unit_id)
+    with _in_turn(service, units, f"suggest:{engine.sha256}:{template_id}", cancel) as turn:
+        for unit_id in turn:
+            if cancel is not None and cancel.is_set():
+                break
+            try:
+                _one_unit(service, ctx, unit_id, existing, existing_refused, annotator_id, report)
+            except Cancelled:
+                report.cancelled = True
+                break
+            report.seconds = time.perf_counter() - started
+            if progress is not None:
+                progress(report, unit_id)
+    report.cancelled = report.cancelled or _left_when_cancelled(report, cancel)
     report.seconds = time.perf_counter() - started
     return report
+
+
+@contextlib.contextmanager
+def _in_turn(
+    service: StudyService, items: Sequence[Any], work: str, cancel: threading.Event | None
+) -> Iterator[Iterator[Any]]:
+    """The items of a run (unit ids, cases), each while this run holds its claim
+    ``work:item`` (store/claims.py): another run making the same answers at the same moment
+    (another workstation on a team study) does each item once, and this run finds it done."""
+
+    def key(item: Any) -> str:
+        return f"{work}:{getattr(item, 'id', item)}"
+
+    with contextlib.closing(in_turn(service.project, items, key, cancel)) as turn:
+        yield turn
+
+
+def _left_when_cancelled(report: BatchReport, cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set() and report.done < report.total
 
 
 def _one_unit(
@@ -707,6 +734,8 @@ def _one_unit(
     annotator_id: int | None,
     report: BatchReport,
 ) -> None:
+    if unit_id not in existing:  # another run may have answered it since this one began
+        _look_again(service, ctx, unit_id, existing, existing_refused)
     if unit_id in existing_refused:  # refused before: kept for the PI, never an answer
         report.refused[unit_id] = existing_refused[unit_id]
         return
@@ -734,6 +763,23 @@ def _one_unit(
     if annotator_id is not None:
         save_as_annotator(service, annotator_id, unit_id, answer.payload, suggestion_id)
     report.stored.append(unit_id)
+
+
+def _look_again(
+    service: StudyService,
+    ctx: SuggestContext,
+    unit_id: int,
+    existing: dict[int, int],
+    existing_refused: dict[int, str],
+) -> None:
+    """Add the unit's suggestion by this model and template to ``existing`` (and its reason
+    to ``existing_refused`` when the gates refused it), if one was stored meanwhile."""
+    template_id = "+".join(t.key for t in ctx.templates.values())
+    found = suggestions_by(service, [unit_id], ctx.engine.sha256, template_id)
+    if unit_id in found:
+        existing[unit_id] = found[unit_id]
+        for reason in refused_reasons(service, [found[unit_id]]).values():
+            existing_refused[unit_id] = reason
 
 
 # --- drafts (new responses, not answers) ------------------------------------------------------
@@ -870,20 +916,28 @@ def run_drafts(
     params = params or GenerationParams()
     report = BatchReport(len(cases), case_names={case.id: case.external_id for case in cases})
     started = time.perf_counter()
-    for case in cases:
-        if cancel is not None and cancel.is_set():
-            report.cancelled = True
-            break
-        try:
-            _draft_case(service, engine, template, case, params, cancel, report, on_start, on_piece)
-        except MODEL_GONE as exc:  # every next case would fail the same way
-            report.stopped = str(exc)
-            break
-        if report.cancelled:
-            break
-        report.seconds = time.perf_counter() - started
-        if progress is not None:
-            progress(report, case.id)
+    try:
+        work = f"draft:{engine.sha256}:{template.key}"
+    except MODEL_GONE as exc:  # (the file was written over since the last run)
+        report.stopped = str(exc)
+        return report
+    with _in_turn(service, cases, work, cancel) as turn:
+        for case in turn:
+            if cancel is not None and cancel.is_set():
+                break
+            try:
+                _draft_case(
+                    service, engine, template, case, params, cancel, report, on_start, on_piece
+                )
+            except MODEL_GONE as exc:  # every next case would fail the same way
+                report.stopped = str(exc)
+                break
+            if report.cancelled:
+                break
+            report.seconds = time.perf_counter() - started
+            if progress is not None:
+                progress(report, case.id)
+    report.cancelled = report.cancelled or _left_when_cancelled(report, cancel)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -1079,39 +1133,51 @@ def store_inbox_answers(
     report = BatchReport(len(units))
     started = time.perf_counter()
     per_pair = scores.seconds / max(len(scores.pairs), 1)
-    for unit_id, pair in units:
-        if cancel is not None and cancel.is_set():
-            report.cancelled = True
-            break
-        if service.get_answer(unit_id, annotator_id=annotator_id) is not None:
-            report.skipped.append(unit_id)
-        else:
-            suggestion_id = existing.get(unit_id)
-            if suggestion_id is None:
-                payload, observed = urgency_payload(pair)
-                answer = ModelAnswer(
-                    unit_id,
-                    "urgency",
-                    payload,
-                    (template,),
-                    {
-                        **params.as_dict(),
-                        "observed": observed,
-                        **engine_provenance(engine),
-                    },
-                    params.seed,
-                    per_pair,
-                )
-                suggestion_id = store(service, engine, answer)
+    scored = dict(units)
+    with _in_turn(service, list(scored), f"suggest:{engine.sha256}:{template.key}", cancel) as turn:
+        for unit_id in turn:
+            if cancel is not None and cancel.is_set():
+                break
+            if service.get_answer(unit_id, annotator_id=annotator_id) is not None:
+                report.skipped.append(unit_id)
             else:
+                answer = _inbox_answer(engine, template, params, unit_id, scored[unit_id], per_pair)
+                suggestion_id = _stored_once(service, engine, answer, existing)
                 payload = suggestion_payload(service, suggestion_id)
-            save_as_annotator(service, annotator_id, unit_id, payload, suggestion_id)
-            report.stored.append(unit_id)
-        report.seconds = time.perf_counter() - started
-        if progress is not None:
-            progress(report, unit_id)
+                save_as_annotator(service, annotator_id, unit_id, payload, suggestion_id)
+                report.stored.append(unit_id)
+            report.seconds = time.perf_counter() - started
+            if progress is not None:
+                progress(report, unit_id)
+    report.cancelled = _left_when_cancelled(report, cancel)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _inbox_answer(
+    engine: Engine,
+    template: PromptTemplate,
+    params: GenerationParams,
+    unit_id: int,
+    pair: PairProbability,
+    seconds: float,
+) -> ModelAnswer:
+    payload, observed = urgency_payload(pair)
+    provenance = {**params.as_dict(), "observed": observed, **engine_provenance(engine)}
+    return ModelAnswer(unit_id, "urgency", payload, (template,), provenance, params.seed, seconds)
+
+
+def _stored_once(
+    service: StudyService, engine: Engine, answer: ModelAnswer, existing: dict[int, int]
+) -> int:
+    """The id of this model's suggestion for the answer's unit from the same template: the
+    one in ``existing`` or stored since (by another run), else ``answer`` stored now."""
+    if answer.unit_id not in existing:
+        found = suggestions_by(service, [answer.unit_id], engine.sha256, answer.template_id)
+        existing.update(found)
+    if answer.unit_id not in existing:
+        existing[answer.unit_id] = store(service, engine, answer)
+    return existing[answer.unit_id]
 
 
 def _urgency_units(service: StudyService) -> list[tuple[int, UnitView]]:

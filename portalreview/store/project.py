@@ -54,6 +54,7 @@ from sqlalchemy.pool import QueuePool
 from portalreview import __version__
 from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
 from portalreview.store import migrations
+from portalreview.store.claims import LocalClaims
 from portalreview.store.closing import Closing
 from portalreview.store.errors import ReadFailed, readable_read_error
 from portalreview.store.file_place import FilePlace
@@ -590,6 +591,7 @@ class Project:
         self._wal_merged = False  # every save in the -wal merged into the file (the last save's)
         # closed: every later session or connection is refused (see store/closing.py)
         self._life = life or Closing(path.name)
+        self._claims = LocalClaims()  # (this program is the file's only writer: lock.py)
         self._reader = sessionmaker(engine, expire_on_commit=False)
         self._writer = sessionmaker(
             engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False
@@ -790,6 +792,11 @@ class Project:
             raise ReadFailed(readable_read_error(self.path, exc.orig)) from exc
         except sqlite3.Error as exc:  # the frames' readers use the driver's cursor directly
             raise ReadFailed(readable_read_error(self.path, exc)) from exc
+
+    def claim(self, key: str) -> contextlib.AbstractContextManager[bool]:
+        """Hold ``key`` while working on it (True), or False when another thread of this
+        program holds it: see store/claims.py."""
+        return self._claims.claim(key)
 
     @contextlib.contextmanager
     def write(self, quick: bool = False) -> Iterator[Session]:

@@ -38,6 +38,7 @@ from portalreview.domain.catalogs import Catalogs
 from portalreview.store import migrations
 from portalreview.store.backends import server_migrations
 from portalreview.store.backends.postgres_watchdog import Watchdog
+from portalreview.store.claims import key_number
 from portalreview.store.closing import Closing
 from portalreview.store.dialects import POSTGRES_FUNCTIONS, postgres_rowid_statements
 from portalreview.store.models import Base, ProjectMeta
@@ -53,6 +54,11 @@ log = logging.getLogger(__name__)
 APPLICATION = "PortalReview"
 # pg_advisory_xact_lock's key: "PRRV" as a number, as the file's SQLite application id.
 WRITE_LOCK = 0x50525256
+# The first key of a claim's advisory lock ("PRCL"); the second is claims.key_number. (Locks
+# with two 32-bit keys never meet a lock with one 64-bit key such as WRITE_LOCK.)
+CLAIM_SPACE = 0x5052434C
+_TRY_CLAIM = text("SELECT pg_try_advisory_lock(:space, :key)")
+_END_CLAIM = text("SELECT pg_advisory_unlock(:space, :key)")
 SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 # SQLSTATEs: lock_timeout passed; statement_timeout passed (or a cancel request);
 # idle_in_transaction_session_timeout passed
@@ -472,6 +478,28 @@ class ServerProject:
                 session.rollback()
 
     @contextlib.contextmanager
+    def claim(self, key: str) -> Iterator[bool]:
+        """Hold ``key`` while working on it (True), or False when another workstation or
+        thread holds it (store/claims.py): a session-level advisory lock on a connection of
+        its own, let go when the block ends, or by the server if this workstation's
+        connection is lost first."""
+        self._life.check()
+        lock = {"space": CLAIM_SPACE, "key": key_number(key)}
+        with self._unavailable("read"):
+            conn = self._engine.connect()
+            try:
+                mine = bool(conn.scalar(_TRY_CLAIM, lock))
+                conn.commit()  # (the lock outlives the transaction: it is the session's)
+            except BaseException:
+                conn.invalidate()  # never back to the pool maybe holding the lock
+                conn.close()
+                raise
+        try:
+            yield mine
+        finally:
+            _let_go(conn, lock if mine else None)
+
+    @contextlib.contextmanager
     def _unavailable(self, doing: str, commit: _Commit | None = None) -> Iterator[None]:
         """A lost server or connection, or a wait past its limit, as
         :class:`ServerUnavailable`, in words. A write whose connection was lost while its
@@ -587,6 +615,20 @@ class ServerProject:
             f"{self.location} is on a server: its backups are made there by IT (pg_dump, "
             "docs/deployment.md), not by PortalReview."
         )
+
+
+def _let_go(conn: Connection, lock: dict[str, int] | None) -> None:
+    """End a claim (``lock``, None when the claim was not had) and return its connection; a
+    connection that cannot end it is dropped, which ends it on the server."""
+    try:
+        if lock is not None:
+            conn.execute(_END_CLAIM, lock)
+            conn.commit()
+    except DBAPIError as exc:
+        log.warning("a claim was not let go (its connection is dropped): %s", _reason(exc))
+        conn.invalidate()
+    finally:
+        conn.close()
 
 
 def _install(conn: Connection, url: URL) -> None:
