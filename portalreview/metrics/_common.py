@@ -7,8 +7,10 @@ them, so that a module using only the arithmetic (``edit_f1``, ``editing``) impo
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -127,3 +129,27 @@ def multilabel_counts(
     fp = (~y_true & y_pred).sum(axis=0).astype(int)
     fn = (y_true & ~y_pred).sum(axis=0).astype(int)
     return tp, fp, fn
+
+
+# Where Unicode puts combining marks (categories Mn, Mc, Me): the Basic Multilingual Plane,
+# the Supplementary Multilingual Plane, and the variation selectors of plane 14. (A test
+# checks that no mark lies elsewhere in this Python's Unicode.)
+MARK_PLANES = ((0x0000, 0x20000), (0xE0000, 0xE1000))
+
+
+@functools.cache
+def word_character_class() -> str:
+    """A regular-expression class of the characters a word is made of: ``\\w`` (letters,
+    digits, underscore) and the combining marks, which ``\\w`` leaves out (the diaeresis of a
+    decomposed "ï", a Devanagari vowel sign), so that a word is not cut at its accent. Built
+    on first use (a 0.02 s scan): ``re`` has no ``\\p{M}``."""
+    ranges: list[tuple[int, int]] = []
+    for start, end in MARK_PLANES:
+        for code in range(start, end):
+            if unicodedata.category(chr(code))[0] == "M":
+                if ranges and ranges[-1][1] == code - 1:
+                    ranges[-1] = (ranges[-1][0], code)
+                else:
+                    ranges.append((code, code))
+    marks = "".join(f"{chr(a)}-{chr(b)}" if b > a else chr(a) for a, b in ranges)
+    return f"[\\w{marks}]"

@@ -5,9 +5,11 @@ clinician would edit a draft (Content-Level Edit-F1, :mod:`portalreview.metrics.
 clinicians edit drafts in place, the edits can be *measured*: this module is that observed
 counterpart. It is not from a paper; every convention is ours and stated here.
 
-Tokenisation (:func:`word_tokens`): a word is a run of letters, digits or underscores, keeping
-inner apostrophes and hyphens ("don't", "follow-up"); punctuation and whitespace are dropped,
-so "today." and "today!" are the same word. Case is kept unless ``lowercase=True``.
+Tokenisation (:func:`word_tokens`): a word is a run of letters, digits or underscores (with
+their combining accents), keeping inner apostrophes and hyphens ("don't", "follow-up");
+punctuation and whitespace are dropped, so "today." and "today!" are the same word. Texts are
+compared in Unicode's composed form (NFC): "naïve" typed with a separate diaeresis, as some
+systems and copied text give it, is the same word. Case is kept unless ``lowercase=True``.
 
 Alignment: the kept words are a longest common subsequence (LCS) of the draft's words and the
 final text's words - the most draft words that survive, in their order, into the final text.
@@ -19,15 +21,16 @@ words - kept, and with the draft as the prediction of the final text: precision 
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import re
+import unicodedata
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from portalreview.metrics._common import f1_from_counts, ratio
+from portalreview.metrics._common import f1_from_counts, ratio, word_character_class
 
-_WORD_TOKEN = re.compile(r"\w+(?:['\u2019-]\w+)*")
 _LINE_BREAK = re.compile("\r\n|[\r\u2028\u2029]")
 
 
@@ -47,15 +50,23 @@ class DraftEdits:
 
 
 def word_tokens(text: str, *, lowercase: bool = False) -> list[str]:
-    """Word tokens: runs of letters/digits/underscore, keeping inner apostrophes and hyphens
-    ("don't", "follow-up"); punctuation and whitespace are dropped.
+    """Word tokens of the text in composed form (NFC): runs of letters/digits/underscore with
+    their combining marks, keeping inner apostrophes and hyphens ("don't", "follow-up");
+    punctuation and whitespace are dropped.
 
     Not from a paper: the tokenisation of :func:`draft_edits` (and of
     ``metrics.editing_load``). ``lowercase=True`` folds case first.
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
-    return _WORD_TOKEN.findall(text.lower() if lowercase else text)
+    text = unicodedata.normalize("NFC", text)
+    return _word_token().findall(text.lower() if lowercase else text)
+
+
+@functools.cache
+def _word_token() -> re.Pattern[str]:
+    word = rf"\w{word_character_class()}*"
+    return re.compile(rf"{word}(?:['\u2019-]{word})*")
 
 
 def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
@@ -150,6 +161,7 @@ def left_unchanged(draft: str, final: str) -> bool:
 
 
 def _plain(text: str) -> str:
+    text = unicodedata.normalize("NFC", text)
     return _LINE_BREAK.sub("\n", text).removeprefix("\ufeff").strip()
 
 

@@ -10,7 +10,9 @@ scikit-learn's ``MultiLabelBinarizer`` and counted with numpy (checked against
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -23,9 +25,8 @@ from portalreview.metrics._common import (
     multilabel_counts,
     ratio,
     sorted_labels,
+    word_character_class,
 )
-
-_TOKEN = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,8 @@ def per_label_prf(
 
 
 def span_tokens(text: str) -> frozenset[str]:
-    """The set of lowercase word tokens (regex ``\\w+``) of a span; punctuation is dropped.
+    """The set of lowercase word tokens of a span, in composed form (NFC): runs of ``\\w``
+    with their combining marks; punctuation is dropped.
 
     Seed 003, Appendix B (3) matches spans "token-level" without defining the tokens; this
     tokenization is our choice.
@@ -189,7 +191,12 @@ def span_tokens(text: str) -> frozenset[str]:
     """
     if not isinstance(text, str):
         raise ValueError(f"a span must be a string, got {type(text).__name__}")
-    return frozenset(_TOKEN.findall(text.lower()))
+    return frozenset(_span_token().findall(unicodedata.normalize("NFC", text).lower()))
+
+
+@functools.cache
+def _span_token() -> re.Pattern[str]:
+    return re.compile(rf"\w{word_character_class()}*")
 
 
 def token_jaccard(a: str, b: str) -> float:

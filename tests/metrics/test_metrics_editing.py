@@ -7,12 +7,16 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import re
+import sys
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from portalreview import metrics
+from portalreview.metrics._common import word_character_class
 from portalreview.metrics.editing import (
     DraftEdits,
     draft_edits,
@@ -216,3 +220,24 @@ def test_counts_add_up(draft, final):
     assert edits.kept + edits.added == edits.final_words == len(word_tokens(final))
     assert edits.kept == dp_lcs(word_tokens(draft), word_tokens(final))
     assert 0.0 <= edits.f1 <= 1.0
+
+
+def test_a_text_with_decomposed_accents_is_the_same_text():
+    """ "Zoë" and "naïve" with a separate combining diaeresis (as macOS and copied text may
+    give them) are the words they look like: an unedited draft scores as unedited."""
+    draft = "Zoë, the naïve café test. Don't worry.\nCall us."
+    final = unicodedata.normalize("NFD", draft)
+    assert final != draft
+    edits = draft_edits(draft, final)
+    assert (edits.draft_words, edits.final_words, edits.kept, edits.f1) == (9, 9, 9, 1.0)
+    assert left_unchanged(draft, final)
+    # a mark with no composed form, and a script whose vowel signs are marks, stay in the word
+    assert word_tokens("q\u0308x हिन्दी") == ["q\u0308x", "हिन्दी"]
+
+
+def test_every_combining_mark_of_this_python_is_a_word_character():
+    marks = [
+        chr(code) for code in range(sys.maxunicode + 1) if unicodedata.category(chr(code))[0] == "M"
+    ]
+    inside = re.compile(word_character_class())
+    assert marks and all(inside.fullmatch(mark) for mark in marks)

@@ -114,6 +114,7 @@ def test_micro_f1_agrees_with_sklearn_and_is_bounded(gold, data):
 def test_span_tokens_lowercase_words_without_punctuation():
     assert span_tokens("Knee, PAIN!") == {"knee", "pain"}
     assert span_tokens("...") == frozenset()
+    assert span_tokens("Naïve KNEE") == span_tokens("Nai\u0308ve knee") == {"naïve", "knee"}
 
 
 def test_spans_match_rules():
