@@ -536,7 +536,12 @@ def similarity(
         "n_comparisons": len(pairs),
         "mean": mean["mean"],
         "by_pair": [
-            {"annotator_a": a, "annotator_b": b, "mean_cosine": r["mean"], "n_units": r["size"]}
+            {
+                "annotator_a": a,
+                "annotator_b": b,
+                "mean_cosine": r["mean"],
+                "n_units": int(r["size"]),
+            }
             for (a, b), r in by_pair.iterrows()
         ],
     }
@@ -557,7 +562,7 @@ def time_on_task(answers: pd.DataFrame) -> list[dict[str, Any]]:
     return [
         {
             "mode": mode,
-            "n_answers": r["size"],
+            "n_answers": int(r["size"]),  # (a row of floats: the size as 23.0)
             "mean_seconds": r["mean"],
             "median_seconds": r["median"],
         }

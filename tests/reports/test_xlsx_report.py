@@ -430,6 +430,27 @@ def test_no_table_has_two_columns_of_the_same_name(demo):
             assert len(set(table.headers)) == len(table.headers), (sheet.name, table.title)
 
 
+def test_every_count_in_the_report_is_a_whole_number(demo):
+    """Counts (``n_...``) are JSON integers, as a strict reader of the report expects (two of
+    them came out of a pandas row as 23.0)."""
+    _, report, _, _, _ = demo
+    counts: list[tuple[str, object]] = []
+
+    def walk(value, where: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key.startswith("n_") and not isinstance(item, dict | list):
+                    counts.append((f"{where}.{key}", item))
+                walk(item, f"{where}.{key}")
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, f"{where}[]")
+
+    walk(json.loads(json.dumps(report)), "report")
+    assert len(counts) > 100
+    assert [c for c in counts if not (c[1] is None or type(c[1]) is int)] == []
+
+
 def test_a_text_xml_cannot_hold_leaves_a_workbook_excel_opens(tmp_path):
     """A reply holding U+FFFE (mis-decoded pasted text) used to make a workbook no XML reader
     could open; such characters are left out of the report, as control characters are."""
