@@ -510,6 +510,9 @@ def _summary(r: _Reader) -> Sheet:
         f"{study['n_responses']} responses. Bootstrap: {settings['n_resamples']} resamples, "
         f"seed {settings['seed']}, {settings['ci_method']}; "
         + ("drafts included." if settings["include_drafts"] else "submitted answers only.")
+        + " An empty figure is one these answers do not define: alpha or kappa when every "
+        "answer holds the same value, a share or mean with nothing to count, an interval with "
+        "no resamples (docs/report.md, \"Undefined values\")."
     )
     return Sheet("Summary", "Agreement report", note, [headline, kinds, people])
 

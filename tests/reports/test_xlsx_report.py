@@ -430,6 +430,15 @@ def test_no_table_has_two_columns_of_the_same_name(demo):
             assert len(set(table.headers)) == len(table.headers), (sheet.name, table.title)
 
 
+def test_the_summary_says_what_an_empty_figure_means(demo):
+    _, _, workbook, _, _ = demo
+    cells = [c.value for row in workbook["Summary"].iter_rows(max_row=5) for c in row]
+    assert any(
+        isinstance(v, str) and "An empty figure is one these answers do not define" in v
+        for v in cells
+    )
+
+
 def test_every_count_in_the_report_is_a_whole_number(demo):
     """Counts (``n_...``) are JSON integers, as a strict reader of the report expects (two of
     them came out of a pandas row as 23.0)."""
