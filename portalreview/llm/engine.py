@@ -39,7 +39,13 @@ from typing import Any
 import numpy as np
 
 from portalreview.llm import gbnf
-from portalreview.llm.chat import ChatFormat, ChatMarkup, format_of, segments_of
+from portalreview.llm.chat import (
+    CHAT_TEMPLATE_KEY,
+    ChatFormat,
+    ChatMarkup,
+    format_of,
+    segments_of,
+)
 from portalreview.llm.chat import prompt_format as describe_prompt_format
 from portalreview.llm.errors import (
     EngineBusyError,
@@ -804,6 +810,7 @@ def _native_grammar_check(llm: Any, text: str) -> None:
 
 
 def _load_llama(header: GgufHeader, n_ctx: int, threads: int, gpu: bool, n_batch: int) -> Any:
+    import jinja2
     from llama_cpp import Llama
 
     with _LOAD_LOCK:
@@ -818,6 +825,13 @@ def _load_llama(header: GgufHeader, n_ctx: int, threads: int, gpu: bool, n_batch
                 logits_all=False,
                 verbose=False,
             )
+        except jinja2.TemplateError as exc:  # llama-cpp-python compiles it on loading
+            raise ModelFileError(
+                f"{header.path.name} cannot be loaded: its chat template "
+                f"({CHAT_TEMPLATE_KEY}) is not a valid Jinja template ({exc}), and llama.cpp's "
+                "Python binding refuses such a file. Use a file converted with a correct "
+                "template, or correct it (gguf's gguf_new_metadata.py --chat-template)."
+            ) from exc
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelFileError(
                 f"llama.cpp could not load {header.path.name} (architecture "

@@ -16,6 +16,7 @@ from portalreview.llm.chat import (
     split_cue,
 )
 from portalreview.llm.engine import Engine
+from portalreview.llm.errors import ModelFileError
 from portalreview.llm.suggest import one_token_options
 from portalreview.llm.templates import TEMPLATE_KINDS, PromptTemplate, default_template
 from portalreview.llm.testing_model import TINY, prompt_corpus, write_model
@@ -170,6 +171,16 @@ def test_engine_without_a_template_keeps_plain_completion(tiny_model) -> None:  
             "why": "the model file has no chat template",
         }
         assert eng.render_prompt(["a\n", "b\nAnswer:"]) == "a\nb\nAnswer:"
+
+
+def test_a_chat_template_that_is_not_jinja_is_named_on_loading(tmp_path) -> None:
+    """llama-cpp-python compiles a file's chat template when it loads it and refuses one
+    that is not Jinja: the words name the template, not a jinja2 traceback."""
+    path = write_model(
+        tmp_path / "bad.gguf", TINY, corpus=prompt_corpus(), chat_template="{% for x in %}"
+    )
+    with pytest.raises(ModelFileError, match=r"chat template \(tokenizer.chat_template\) is not"):
+        Engine.load(path, gpu=False, hash_cache=False)
 
 
 def test_chat_can_be_turned_off(tmp_path_factory) -> None:
