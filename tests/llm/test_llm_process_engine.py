@@ -489,6 +489,59 @@ def test_a_main_script_that_imports_everything_is_not_run_in_the_child(tiny_mode
     check_child_modules({k: tuple(v) for k, v in json.loads(done.stdout).items()})
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_model_process_ends_with_its_parent_even_mid_answer(tiny_model):  # noqa: F811
+    """A parent ended from outside (kill -9; SIGTERM from a service manager or timeout(1)
+    runs no clean-up either) while its model writes a long answer: the child does not go on
+    alone, at full speed, until the answer is done."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from portalreview.llm.engine import GenerationParams
+        from portalreview.llm.engines.process import ProcessEngine
+
+        if __name__ == "__main__":
+            engine = ProcessEngine.load({str(tiny_model)!r}, gpu=False, hash_cache=False)
+            stream = engine.stream("Once", GenerationParams(max_tokens=1_000_000))
+            next(iter(stream))  # the answer is under way
+            print(engine.pid, flush=True)
+            sys.stdin.read()
+        """
+    )
+    path = Path(tiny_model).parent / "parent_killed_mid_answer.py"
+    path.write_text(script, encoding="utf-8")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *sys.path])}
+    parent = subprocess.Popen(
+        [sys.executable, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        child_pid = int(parent.stdout.readline())
+    finally:
+        parent.kill()
+        parent.wait(30)
+    deadline = time.monotonic() + 20
+    while _running(child_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    gone = not _running(child_pid)
+    if not gone:
+        os.kill(child_pid, signal.SIGKILL)
+    assert gone, "the model process went on after its parent was killed"
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 @pytest.mark.real_model
 def test_the_real_model_gives_the_in_process_text_and_probabilities(real_model_path):
     prompt = [

@@ -18,7 +18,7 @@ The protocol (one request at a time, over one duplex pipe):
 * a shared two-byte flag array carries *cancel* (the current request) and *closing* (the whole
   engine): the in-process engine checks them before every token and between prompt batches;
 * ``close`` closes the model and ends the process; so does the pipe closing (the parent is
-  gone).
+  gone), and the parent's end, whatever the child is doing (:func:`_end_with_parent`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def main(conn: Any, flags: Any, path: str, options: dict[str, Any]) -> None:
 
     # Ctrl+C in a terminal reaches the whole process group: the parent decides, not us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_parent()
     from portalreview.llm.engine import Engine
 
     try:
@@ -73,6 +74,26 @@ def main(conn: Any, flags: Any, path: str, options: dict[str, Any]) -> None:
         pass  # the parent is gone: nobody to answer
     finally:
         engine.close()
+
+
+def _end_with_parent() -> None:
+    """End this process as soon as its parent is gone (killed, ended by SIGTERM, crashed). The
+    closed pipe tells the child only between requests: a load or a long answer under way
+    would otherwise go on alone, at full speed, with nobody to answer."""
+    import multiprocessing
+    import os
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])  # ready when the parent's end of the spawn pipe is closed
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent watch", daemon=True).start()
 
 
 def _serve(conn: Any, flags: Any, engine: Any) -> None:
