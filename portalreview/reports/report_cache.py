@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import json
 import logging
 from collections.abc import Mapping
@@ -85,20 +86,34 @@ _LATER_ENTRIES_SQL = (
 )
 
 
+#: The libraries whose arithmetic is in the figures: a result computed with another version
+#: of one of them is not taken for this one's.
+COMPUTING_LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "krippendorff")
+
+
 @functools.cache
 def code_digest() -> str:
-    """A digest of the program's own source (every ``.py`` file of the package), so that a
-    result computed by other code is never taken for this code's; the version alone where
-    the source is not on disk (a frozen installer's build: one version, one code)."""
+    """A digest of the program's own source (every ``.py`` file of the package) and of the
+    versions of :data:`COMPUTING_LIBRARIES`, so that a result computed by other code is never
+    taken for this code's; the versions alone where the source is not on disk (a frozen
+    installer's build: one version, one code)."""
     root = Path(__file__).resolve().parents[1]
     files = sorted(root.rglob("*.py"))
+    versions = " ".join(f"{name} {_version(name)}" for name in COMPUTING_LIBRARIES)
     if not files:
-        return f"portalreview {__version__}"
-    digest = hashlib.sha256(__version__.encode())
+        return f"portalreview {__version__}; {versions}"
+    digest = hashlib.sha256(f"{__version__}; {versions}".encode())
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import numbers
 import random
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -1266,6 +1268,7 @@ class StudyService:
         """
         if gold:
             self._require_admin("save gold answers")
+        _check_active_seconds(active_seconds)
         annotator_id = self._whose(annotator_id)
 
         def work(s: Session) -> AnswerView:
@@ -1584,3 +1587,15 @@ def readable_file_error(label: str, error: sqlite3.Error) -> str:
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
         return f"{label} is damaged ({reason}). Nothing was saved."
     return f"{label} could not be written ({reason}). Nothing was saved."
+
+
+def _check_active_seconds(seconds: float | None) -> None:
+    """Time on task is a finite number of seconds >= 0 (or None: kept as stored). Infinity
+    passes the database's ``>= 0`` and would make every report fail (metrics/editing.py
+    refuses it) and hide later changes of time in its block of the report's watermark."""
+    if seconds is None:
+        return
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise StoreError(f"time on task must be a number of seconds, not {seconds!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise StoreError(f"time on task must be a finite number of seconds >= 0, not {seconds}")

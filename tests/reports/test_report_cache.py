@@ -179,6 +179,21 @@ def test_other_code_is_another_key(monkeypatch):
     assert settings.key != key
 
 
+def test_another_version_of_a_computing_library_is_another_key(monkeypatch):
+    """numpy, pandas, scipy, scikit-learn or krippendorff upgraded under the same program:
+    figures kept by the old version are computed again."""
+    before = report_cache.code_digest()
+    real = report_cache._version
+    monkeypatch.setattr(
+        report_cache, "_version", lambda name: "9.9" if name == "scipy" else real(name)
+    )
+    report_cache.code_digest.cache_clear()
+    try:
+        assert report_cache.code_digest() != before
+    finally:
+        report_cache.code_digest.cache_clear()
+
+
 AHEAD, PUT_RIGHT = "2027-12-01T00:00:00.000+00:00", "2026-11-27T00:00:00.000+00:00"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 
 import pytest
 from sqlalchemy import select, text
@@ -133,6 +134,18 @@ def test_incomplete_answers_cannot_be_submitted(study, kind, payload, message):
     with pytest.raises((PayloadError, StoreError), match=message):
         ava.save_answer(study.units[kind], payload, status="submitted")
     assert ava.get_answer(study.units[kind]) is None
+
+
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, -1.0, "12", True])
+def test_time_on_task_must_be_a_finite_number_of_seconds(study, seconds):
+    """Infinity passed the database's ">= 0" and then made every report fail."""
+    ava = study.service.as_viewer("ava")
+    unit = study.units["urgency"]
+    ava.save_answer(unit, {"more_urgent_case_id": study.case1}, active_seconds=3.0)
+    with pytest.raises(StoreError, match="time on task must be"):
+        ava.save_answer(unit, {"more_urgent_case_id": study.case2}, active_seconds=seconds)
+    kept = ava.get_answer(unit)
+    assert (kept.payload["more_urgent_case_id"], kept.active_seconds) == (study.case1, 3.0)
 
 
 def test_a_failed_save_keeps_the_previous_answer(study):
