@@ -997,6 +997,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--as", dest="as_annotator", metavar="NAME", help="sign in as NAME")
     demo.set_defaults(func=cmd_demo)
 
+    from portalreview.llm.cli import add_suggest_parser, at_least_one
+
     ev = verbs.add_parser(
         "evaluate-model",
         help="each model pseudo-annotator beside the clinicians, with the papers' measures",
@@ -1008,7 +1010,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("path", help=STUDY_HELP)
     ev.add_argument("--model", metavar="FILE", help="a .gguf model to run first")
-    ev.add_argument("--limit", type=int, metavar="N", help="with --model: N units of each kind")
+    ev.add_argument(
+        "--limit", type=at_least_one, metavar="N", help="with --model: N units of each kind"
+    )
     ev.add_argument(
         "--as-annotator",
         metavar="NAME",
@@ -1020,9 +1024,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)"
     )
     ev.add_argument("--json", action="store_true", help="print the rows as JSON")
-    ev.add_argument("--max-tokens", type=int, default=1024, help="per generated answer")
-    ev.add_argument("--threads", type=int, help="CPU threads (default: one per physical core)")
-    ev.add_argument("--ctx", type=int, help="context size in tokens (default: from the model)")
+    ev.add_argument("--max-tokens", type=at_least_one, default=1024, help="per generated answer")
+    ev.add_argument(
+        "--threads", type=at_least_one, help="CPU threads (default: one per physical core)"
+    )
+    ev.add_argument(
+        "--ctx", type=at_least_one, help="context size in tokens (default: from the model)"
+    )
     ev.add_argument("--cpu", action="store_true", help="do not offload to a GPU")
     ev.add_argument(
         "--own-examples",
@@ -1033,9 +1041,6 @@ def build_parser() -> argparse.ArgumentParser:
         "held-out reply; --limit replies per clinician)",
     )
     ev.set_defaults(func=cmd_evaluate_model)
-
-    from portalreview.llm.cli import add_suggest_parser
-
     add_suggest_parser(verbs)
 
     for register in EXTRA_VERBS:

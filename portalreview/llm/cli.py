@@ -26,6 +26,19 @@ from portalreview.llm.model_server import looks_like_address
 from portalreview.llm.runtime import where_it_ran
 from portalreview.store.models import KINDS
 
+
+def at_least_one(text: str) -> int:
+    """An option that counts something (units, tokens, threads): a whole number >= 1. (0 or
+    less gave "every unit" for --limit, a model context of 256 tokens for --ctx.)"""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 EXIT_REFUSED, EXIT_USAGE, EXIT_STOPPED = 1, 2, 130
 
 
@@ -62,12 +75,16 @@ def add_suggest_parser(verbs: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="drafts: draft_zero_shot (default), draft_thematic, or a project template's name",
     )
-    p.add_argument("--limit", type=int, metavar="N", help="at most N units (a trial run)")
-    p.add_argument("--max-tokens", type=int, default=1024, help="per generated answer")
+    p.add_argument("--limit", type=at_least_one, metavar="N", help="at most N units (a trial run)")
+    p.add_argument("--max-tokens", type=at_least_one, default=1024, help="per generated answer")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (reproducible)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, help="CPU threads (default: one per physical core)")
-    p.add_argument("--ctx", type=int, help="context size in tokens (default: from the model)")
+    p.add_argument(
+        "--threads", type=at_least_one, help="CPU threads (default: one per physical core)"
+    )
+    p.add_argument(
+        "--ctx", type=at_least_one, help="context size in tokens (default: from the model)"
+    )
     p.add_argument("--cpu", action="store_true", help="do not offload to a GPU")
     p.add_argument("--no-themes", action="store_true", help="match: no sentence theme labels")
     p.set_defaults(func=cmd_suggest)

@@ -91,6 +91,22 @@ def test_suggest_refuses_a_bad_model_file(project_file, tmp_path, capsys):
     assert "broken.gguf is not a GGUF model file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("verb", ["suggest", "evaluate-model"])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--limit", "0"), ("--max-tokens", "-1"), ("--ctx", "0"), ("--threads", "x")],
+)
+def test_counting_options_must_be_one_or_more(project_file, capsys, verb, option, value):
+    """--limit 0 ran every unit, --ctx 0 a 256-token context: refused before anything opens."""
+    before = project_file.read_bytes()
+    more = ["--model", "m.gguf", "--kind", "eppc"] if verb == "suggest" else []
+    with pytest.raises(SystemExit) as stopped:
+        main([verb, str(project_file), *more, option, value])
+    assert stopped.value.code == 2
+    assert f"argument {option}:" in capsys.readouterr().err
+    assert project_file.read_bytes() == before
+
+
 def test_ctrl_c_stops_and_keeps_what_was_finished(project_file, tiny_model):  # noqa: F811
     with Project.open(project_file) as project:
         service = StudyService(project)
