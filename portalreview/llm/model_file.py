@@ -516,14 +516,19 @@ def small_model_path() -> Path | None:
     return path if path.is_file() else None
 
 
-def _file_key(path: Path) -> tuple[str, int, int]:
-    st = path.stat()
-    return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+def _file_key(path: Path) -> tuple[str | int, ...]:
+    """What the cached hash of a file is kept under: its path and identity. The change time
+    and inode are in it because ``cp -p``, ``rsync -t`` or ``touch -r`` set a file written over
+    back to the old modification time (and the size may be the same), but not its change
+    time; a file moved into place has a new inode."""
+    who = FileIdentity.of(path)
+    return (str(path.resolve()), who.mtime_ns, who.size, who.inode, who.ctime_ns)
 
 
 def model_sha256(path: str | os.PathLike, cache_file: Path | None = None) -> str:
-    """The file's SHA-256 (hex), computed once per (path, modification time, size): kept in
-    memory and, when ``cache_file`` is given, in that JSON file across runs."""
+    """The file's SHA-256 (hex), computed once per path and identity (modification and change
+    times, size, inode: :func:`_file_key`): kept in memory and, when ``cache_file`` is given,
+    in that JSON file across runs."""
     path = Path(path)
     key = _file_key(path)
     with _hash_lock:
@@ -596,8 +601,8 @@ def loaded_model_sha256(
     return digest
 
 
-def _cache_key(key: tuple[str, int, int]) -> str:
-    return f"{key[0]}|{key[1]}|{key[2]}"
+def _cache_key(key: tuple[str | int, ...]) -> str:
+    return "|".join(map(str, key))
 
 
 def _load_hash_cache(cache_file: Path | None) -> dict[str, str]:
@@ -610,7 +615,7 @@ def _load_hash_cache(cache_file: Path | None) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-def _store_hash(cache_file: Path | None, key: tuple[str, int, int], digest: str) -> None:
+def _store_hash(cache_file: Path | None, key: tuple[str | int, ...], digest: str) -> None:
     if cache_file is None:
         return
     with _hash_lock:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 import zipfile
 
 import pytest
@@ -143,6 +144,25 @@ def test_sha256_is_computed_once_and_remembered(tmp_path, monkeypatch):
     model.write_bytes(b"changed" * 1000)
     os.utime(model, ns=(1, 1))
     assert mf.model_sha256(model, cache) != first
+
+
+def test_a_file_written_over_with_the_same_size_and_time_is_hashed_again(tmp_path):
+    """``cp -p`` (or ``rsync -t``, ``touch -r``) of another model of the same size sets the
+    old modification time back: the next run must not take the old file's digest from the
+    cache (its suggestions would name weights that did not make them)."""
+    import hashlib
+
+    model, other = tmp_path / "m.gguf", tmp_path / "other.gguf"
+    model.write_bytes(b"A" * 4096)
+    other.write_bytes(b"B" * 4096)
+    cache = tmp_path / "hashes.json"
+    os.utime(model, ns=(10**18, 10**18))
+    first = mf.model_sha256(model, cache)
+    mf._hash_memo.clear()  # a new run
+    time.sleep(0.01)  # (a later change time)
+    model.write_bytes(other.read_bytes())  # written over in place
+    os.utime(model, ns=(10**18, 10**18))  # the old modification time set back
+    assert mf.model_sha256(model, cache) == hashlib.sha256(b"B" * 4096).hexdigest() != first
 
 
 def test_scan_lists_models_and_problems(tmp_path, tiny_model):  # noqa: F811
