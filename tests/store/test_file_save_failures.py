@@ -10,7 +10,7 @@ import signal
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from portalreview.store.audit_verify import verify_project
 from portalreview.store.service import SaveFailed, StoreError
@@ -74,3 +74,26 @@ def test_a_save_the_file_cannot_take_is_refused_in_words(study, trouble, words):
     ava.save_answer(unit, _respond(LONG))  # once there is room again, it saves
     assert ava.get_answer(unit).payload["parts"]["empathy"] == LONG
     assert verify_project(project).ok
+
+
+def test_an_import_the_file_cannot_take_is_refused_in_words(study, tmp_path):
+    """An import on a full disk: ImportFailed in the save's words, without SQLAlchemy's text
+    (which quoted the row being written: a patient's message), and nothing imported."""
+    from portalreview.store.importers import ImportFailed, import_files
+
+    project = study.service.project
+    table = tmp_path / "cases.csv"
+    rows = [f"big-{i},My chest has hurt since this morning. {LONG}" for i in range(20)]
+    table.write_text("case_id,message\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    before = _cases(project)
+    with full_disk(project), pytest.raises(ImportFailed) as refused:
+        import_files(project, [table])
+    message = str(refused.value)
+    assert "is full" in message and "Nothing was saved" in message
+    assert "chest" not in message and refused.value.__cause__ is None
+    assert _cases(project) == before
+
+
+def _cases(project) -> int:
+    with project.read() as s:
+        return s.scalar(text("SELECT count(*) FROM cases"))

@@ -3,10 +3,11 @@ transaction, in dependency order. Any error rolls everything back."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from portalreview.store.export_manifest import check_export_folder
 from portalreview.store.importers import study
@@ -17,7 +18,7 @@ from portalreview.store.importers.readers import SUFFIXES, read_parts
 from portalreview.store.importers.records import Part
 from portalreview.store.importers.report import ImportReport
 from portalreview.store.project import Project
-from portalreview.store.service import StoreError, readable_integrity
+from portalreview.store.service import StoreError, readable_file_error, readable_integrity
 
 _NAME_THEM = " (to import files you changed on purpose, name them one by one, not the folder)"
 
@@ -55,6 +56,11 @@ def import_files(
     except (IntegrityError, StoreError) as exc:  # only at commit: each record flushes itself
         message = readable_integrity(exc) if isinstance(exc, IntegrityError) else str(exc)
         raise ImportFailed(f"not saved: {message}") from exc
+    except DBAPIError as exc:  # the file could not be written (a full disk...): in words, and
+        # without SQLAlchemy's text, which quotes the row (a patient's message) it was writing
+        if not isinstance(exc.orig, sqlite3.Error):
+            raise
+        raise ImportFailed(readable_file_error(project.label, exc.orig)) from None
     return report
 
 
