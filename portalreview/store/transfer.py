@@ -23,12 +23,16 @@ from sqlalchemy.orm import Session
 
 from portalreview.store.backends import AnyProject, Project, ServerProject, is_server_url
 from portalreview.store.backends.postgres import SERVER_KEYS
+from portalreview.store.building import build_file
 from portalreview.store.models import Base, ProjectMeta
+from portalreview.store.project import ProjectError
 
 log = logging.getLogger(__name__)
 
 #: Rows inserted per statement.
 CHUNK = 5000
+#: The hidden name a copy into a file is made under (store/building.py).
+COPY_PREFIX = ".portalreview-copy-"
 
 Progress = Callable[[int, int], None]
 
@@ -54,17 +58,31 @@ def copy_study(
     if is_server_url(target):
         copy: AnyProject = ServerProject.create_empty(str(target), fill=fill)
     else:
-        copy = Project.create_empty(target)
-        try:
-            with copy.write() as writing:
-                fill(writing)
-        except BaseException:
-            copy.close()
-            for leftover in ("", "-wal", "-shm", ".lock"):  # the file and what SQLite kept beside
-                Path(f"{target}{leftover}").unlink(missing_ok=True)
-            raise
+        copy = _copy_to_file(Path(target), fill)
     log.info("study copied: %s -> %s", source.location, copy.location)
     return copy
+
+
+def _copy_to_file(path: Path, fill: Callable[[Session], None]) -> Project:
+    """The copy made under a hidden name beside ``path`` and given its name once whole
+    (store/building.py): a copy cut short by a kill or a power cut leaves no empty study under
+    the name asked for (which would pass ``verify``: an empty audit log is intact)."""
+    path = path.resolve()
+    if path.exists():
+        raise ProjectError(f"{path} already exists; choose another name.")
+    if not path.parent.is_dir():
+        raise ProjectError(f"The folder {path.parent} does not exist.")
+
+    def make(building: Path) -> None:
+        made = Project.create_empty(building)
+        try:
+            with made.write() as writing:
+                fill(writing)
+        finally:
+            made.close()
+
+    build_file(path, make, COPY_PREFIX)
+    return Project.open(path, automatic_backup=False)  # (the copy is its source's backup)
 
 
 def _copy_table(reading: Session, writing: Session, table) -> None:

@@ -118,3 +118,44 @@ def test_copy_to_and_back_from_the_command_line(demo_file, postgres_server, tmp_
     assert main(["copy", str(demo_file), "--to", address]) == 2  # not empty any more
     assert "already holds tables" in capsys.readouterr().err
     assert main(["copy", str(demo_file), "--to", address, "--for", "ava"]) == 2
+
+
+def test_a_copy_into_a_file_killed_part_way_leaves_no_study_under_its_name(demo_file, tmp_path):
+    """Killed (here: the process ends itself half-way, as a kill -9 or a power cut would end
+    it), a copy left an empty study under the name asked for, which ``verify`` called intact
+    and a second copy refused to write over. Now it is made under a hidden name, and the next
+    copy into that folder removes what the killed one left."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    target = tmp_path / "archive.prproj"
+    script = textwrap.dedent(
+        f"""
+        import os
+        from portalreview.store import transfer
+        from portalreview.store.backends import Project
+
+        real, done = transfer._copy_table, []
+
+        def dying(reading, writing, table):
+            done.append(table)
+            if len(done) == 12:
+                os._exit(9)
+            return real(reading, writing, table)
+
+        transfer._copy_table = dying
+        with Project.open({str(demo_file)!r}, read_only=True) as original:
+            transfer.copy_study(original, {str(target)!r})
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    killed = subprocess.run([sys.executable, "-c", script], env=env, timeout=120)
+    assert killed.returncode == 9
+    assert not target.exists() and any(tmp_path.iterdir())  # only the hidden build is left
+    with Project.open(demo_file, read_only=True) as original:
+        copy_study(original, target).close()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    with Project.open(target, read_only=True) as copy:
+        assert verify_project(copy).ok
