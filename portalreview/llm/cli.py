@@ -335,6 +335,7 @@ def _suggest(args: argparse.Namespace) -> int:
     )
     with open_project(path) as project:
         service = StudyService(project)
+        service.catalogs  # noqa: B018 - a damaged study is refused before anything is written
         if looks_like_address(args.model):
             with _connect(args.model, project) as engine:
                 return _run(args, service, engine, params)

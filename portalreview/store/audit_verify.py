@@ -51,6 +51,7 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.csv_cells import unescape_formula
 from portalreview.store.errors import StoreError
 from portalreview.store.export_manifest import CUT_SHORT, check_export_folder
@@ -220,6 +221,7 @@ def verify_project(
 
     with project.read() as session:
         _check_sees_everything(session)
+        read_catalogs(session)  # a file whose making was cut short holds no study: refused
         chain = verify_rows(rows(session), expected_last)
         if not answers:
             return chain

@@ -82,6 +82,10 @@ class NoCatalogsError(ProjectError, LookupError):
     """A project file whose making was cut short (by a version that left it behind)."""
 
 
+class DamagedCatalogsError(ProjectError, ValueError):
+    """A project file whose stored catalogs cannot be read (damaged)."""
+
+
 def read_catalogs(session: Session) -> Catalogs:
     row = session.get(ProjectMeta, CATALOGS_KEY)
     if row is None:
@@ -89,7 +93,14 @@ def read_catalogs(session: Session) -> Catalogs:
             "the project has no catalogs: making it was cut short (a full disk?), so it holds "
             "no work. Delete it and make it again."
         )
-    return Catalogs.from_dict(json.loads(row.value))
+    try:
+        return Catalogs.from_dict(json.loads(row.value))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise DamagedCatalogsError(
+            "the project's catalogs (themes, urgency scale, EPPC codebook, criteria) cannot be "
+            f"read ({type(exc).__name__}: {exc}): the file is damaged. Nothing was changed; "
+            "restore a backup made before the damage (the .backups folder beside a project file)."
+        ) from exc
 
 
 def install_catalogs(project, catalogs: Catalogs) -> None:
