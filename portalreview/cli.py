@@ -516,8 +516,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     if args.conflicts:  # checked first: a merge is saved before the conflicts are written
         _check_conflicts_file(Path(args.conflicts), [args.path, *args.copies])
+    reports: list = []
+    stopped: Exception | None = None
     with open_project(_project_path(args.path), read_only=args.dry_run) as project:
-        reports = merge_copies(project, [Path(p) for p in args.copies], dry_run=args.dry_run)
+        for copy in args.copies:  # each copy is merged in its own transaction
+            try:
+                reports += merge_copies(project, [Path(copy)], dry_run=args.dry_run)
+            except (ProjectError, ValueError, OSError) as exc:  # (what main words)
+                if not reports:
+                    raise
+                stopped = exc  # the copies before it are merged: say so, then stop
+                break
     for report in reports:
         print(report.summary())
     if args.dry_run:
@@ -525,6 +534,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if args.conflicts:
         out = write_conflicts([c for r in reports for c in r.conflicts], args.conflicts)
         print(f"Wrote the conflicts to {out}")
+    if stopped is not None:
+        merged = ", ".join(Path(r.copy_file).name for r in reports)
+        verb = "checked" if args.dry_run else "merged"
+        raise CliError(
+            f"{_worded(stopped)}\nThe merge stopped there: {merged} {verb} (above), the copies "
+            "after it not touched. Merging the same copies again finds the merged ones done."
+        )
     return 0
 
 

@@ -490,6 +490,29 @@ def test_copy_and_merge_from_the_command_line(master, tmp_path, capsys):
     assert "there is no file" in capsys.readouterr().err
 
 
+
+def test_a_merge_of_several_copies_that_stops_says_what_it_merged(master, tmp_path, capsys):
+    """The second copy is damaged: the first, merged in its own transaction, stays merged, and
+    the command said only what was wrong with the second (the PI could not tell that the
+    master had changed)."""
+    project, study = master
+    path = project.path
+    project.close()
+    good, damaged = tmp_path / "ava.prproj", tmp_path / "cut.prproj"
+    assert main(["copy", str(path), "-o", str(good), "--for", "ava"]) == 0
+    with Project.open(path, read_only=True) as master_again:
+        ranking = _rank(replace(study, service=StudyService(master_again)), good)
+    _edit(good, "ava", study.units["rank"], ranking)
+    damaged.write_bytes(good.read_bytes()[:10_000])  # a copy cut short
+    capsys.readouterr()
+    assert main(["merge", str(path), str(good), str(damaged)]) == 2
+    said = capsys.readouterr()
+    assert "ava.prproj (copy for ava): added 1 answer" in said.out
+    assert "cut.prproj" in said.err and "The merge stopped there: ava.prproj merged" in said.err
+    assert main(["merge", str(path), str(damaged), str(good)]) == 2  # the first: nothing else
+    assert "stopped there" not in capsys.readouterr().err
+
+
 @pytest.mark.both_backends
 def test_the_pis_adjudication_in_a_copy_merges_as_work_or_holder(master, tmp_path):
     """The PI given a unit answers and adjudicates it in their copy, and adjudicates a unit
