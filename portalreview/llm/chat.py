@@ -21,8 +21,11 @@ has no template, or one we cannot render, keeps plain completion.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,29 +107,43 @@ def split_cue(text: str) -> tuple[str, str]:
     return text[:cut], cue
 
 
+#: Bounds on rendering a model file's chat template, which is code the file brings: a few
+#: loops and joins of a real template take milliseconds; one written to loop or grow for ever
+#: would otherwise hold the model's load (and the machine's memory) for good.
+RENDER_SECONDS = 2.0
+RENDER_GROWTH_BYTES = 256 * 1024 * 1024
+RENDER_RANGE = 10_000
+RENDER_TEXT_CHARS = 1_000_000
+
+
 def chat_format(template: str, *, bos_token: str = "", eos_token: str = "") -> ChatFormat:
     """Learn the markup around a user message from a Jinja2 chat template, rendered in a
-    sandbox the way Hugging Face and llama.cpp render it (``add_generation_prompt``).
+    sandbox the way Hugging Face and llama.cpp render it (``add_generation_prompt``), within
+    the bounds above (:class:`ChatTemplateError` past them).
     ``bos_token``: pass "" when the engine adds the BOS token itself."""
     import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     def raise_exception(message: str) -> None:
         raise ChatTemplateError(f"the chat template refused the prompt: {message}")
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env = _bounded_sandbox()
     env.globals["raise_exception"] = raise_exception
     try:
-        text = env.from_string(template).render(
-            messages=[{"role": "user", "content": _PLACEHOLDER}],
-            add_generation_prompt=True,
-            bos_token=bos_token,
-            eos_token=eos_token,
-        )
+        with _render_bounds():
+            text = env.from_string(template).render(
+                messages=[{"role": "user", "content": _PLACEHOLDER}],
+                add_generation_prompt=True,
+                bos_token=bos_token,
+                eos_token=eos_token,
+            )
     except ChatTemplateError:
         raise
     except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError) as exc:
         raise ChatTemplateError(f"the model's chat template does not render: {exc}") from exc
+    except (MemoryError, RecursionError, OverflowError) as exc:
+        raise ChatTemplateError(
+            f"the model's chat template does not render: it ran out of room ({exc!r})"
+        ) from exc
     if text.count(_PLACEHOLDER) != 1:
         raise ChatTemplateError("the model's chat template does not show the user's message")
     before, after = text.split(_PLACEHOLDER)
@@ -134,6 +151,78 @@ def chat_format(template: str, *, bos_token: str = "", eos_token: str = "") -> C
         raise ChatTemplateError("the model's chat template has no assistant turn to answer in")
     digest = hashlib.sha256(template.encode("utf-8")).hexdigest()
     return ChatFormat(before, after, digest)
+
+
+def _bounded_sandbox() -> Any:
+    """Jinja's immutable sandbox with shorter ranges and no repetition or power past the
+    bounds (each checked before it is computed)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+    def bounded_range(*args: int) -> range:
+        numbers = range(*args)
+        if len(numbers) > RENDER_RANGE:
+            raise SecurityError(f"a range of {len(numbers)} is more than {RENDER_RANGE}")
+        return numbers
+
+    class Bounded(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**" and isinstance(right, int) and abs(right) > 64:
+                raise SecurityError(f"a power of {right} is more than a template needs")
+            if operator == "*":
+                for seq, times in ((left, right), (right, left)):
+                    sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                    if sized and len(seq) * times > RENDER_TEXT_CHARS:
+                        raise SecurityError("a repetition past a million items")
+            return super().call_binop(context, operator, left, right)
+
+    env = Bounded(trim_blocks=True, lstrip_blocks=True)
+    env.globals["range"] = bounded_range
+    return env
+
+
+@contextlib.contextmanager
+def _render_bounds() -> Iterator[None]:
+    """Stop the render (ChatTemplateError) once it ran :data:`RENDER_SECONDS`, or grew this
+    process's peak memory by :data:`RENDER_GROWTH_BYTES`: a trace function, called on every
+    line of the compiled template, looks at the clock (and every 256 calls at the memory)."""
+    deadline = time.monotonic() + RENDER_SECONDS
+    peak = _peak_bytes()
+    calls = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if time.monotonic() > deadline:
+            raise ChatTemplateError(
+                f"the model's chat template did not render in {RENDER_SECONDS:g} s"
+            )
+        if calls % 256 == 0 and peak is not None:
+            now = _peak_bytes()
+            if now is not None and now - peak > RENDER_GROWTH_BYTES:
+                raise ChatTemplateError(
+                    "the model's chat template did not render: it took more than "
+                    f"{RENDER_GROWTH_BYTES // 2**20} MB of memory"
+                )
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+
+
+def _peak_bytes() -> int | None:
+    """This process's peak resident memory (None where the system does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # (bytes on macOS, KiB here)
 
 
 def format_of(metadata: dict[str, Any], **tokens: str) -> tuple[ChatFormat | None, str]:

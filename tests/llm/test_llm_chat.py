@@ -219,3 +219,31 @@ def test_urgency_in_both_orders_reuses_the_shared_prefix_and_gives_the_same_numb
         [" YES", " NO"],
     )
     assert result.evaluated_tokens < result.prompt_tokens / 2
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        (
+            "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}",
+            "did not render in 2 s",
+        ),
+        ("{% for a in range(100000) %}x{% endfor %}", "more than 10000"),
+        ("{{ 'x' * 10 ** 10 }}", "repetition"),
+        ("{{ 2 ** 100000 }}", "power"),
+        (
+            "{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}"
+            "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ messages[0].content }}",
+            "MB of memory",
+        ),
+    ],
+    ids=["loops", "range", "repeat", "power", "doubling"],
+)
+def test_a_template_that_loops_or_grows_for_ever_is_stopped(template, why) -> None:
+    """A chat template is code the model file brings: one written to run or grow for ever
+    held the model's load at full speed until memory ran out. It is stopped, and the model
+    keeps plain completion with the reason."""
+    with pytest.raises(ChatTemplateError, match=why):
+        chat_format(template)
+    fmt, note = format_of({"tokenizer.chat_template": template})
+    assert fmt is None and why in note
