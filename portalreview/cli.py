@@ -657,8 +657,6 @@ def cmd_evaluate_model(args: argparse.Namespace) -> int:
     from portalreview.store.frames import read_frames
 
     path = _project_path(args.path)
-    if args.limit is not None and args.limit < 1:
-        raise CliError(f"--limit must be a positive number of units, not {args.limit}")
     if args.model is None and args.limit is not None:
         raise CliError("--limit needs --model (the model to run over that many units)")
     if args.model is not None and looks_like_address(args.model):

@@ -576,8 +576,10 @@ def test_cli_refuses_bad_input_and_says_when_there_is_no_model(study, tmp_path, 
     assert "no answers of a model pseudo-annotator named gpt" in capsys.readouterr().err
     assert main(["evaluate-model", path, "--limit", "3"]) == 2
     assert "--limit needs --model" in capsys.readouterr().err
-    assert main(["evaluate-model", path, "--model", "x.gguf", "--limit", "0"]) == 2
-    assert "--limit must be a positive number" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # (by the option's own check)
+        main(["evaluate-model", path, "--model", "x.gguf", "--limit", "0"])
+    assert refused.value.code == 2
+    assert "argument --limit: must be 1 or more, not 0" in capsys.readouterr().err
     empty = new_study(tmp_path)
     empty.person("ava")
     empty.project.close()

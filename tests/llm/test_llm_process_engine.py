@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -489,44 +490,41 @@ def test_a_main_script_that_imports_everything_is_not_run_in_the_child(tiny_mode
     check_child_modules({k: tuple(v) for k, v in json.loads(done.stdout).items()})
 
 
+@pytest.mark.real_model
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_the_model_process_ends_with_its_parent_even_mid_answer(tiny_model):  # noqa: F811
+def test_the_model_process_ends_with_its_parent_even_mid_call(real_model_path):
     """A parent ended from outside (kill -9; SIGTERM from a service manager or timeout(1)
-    runs no clean-up either) while its model writes a long answer: the child does not go on
-    alone, at full speed, until the answer is done."""
+    runs no clean-up either) while its model reads a long prompt, a call that sends nothing
+    back until done (about 10 s to 80 s on two cores): the child used to go on alone, at full
+    speed, until the call ended and it found nobody to answer."""
     script = textwrap.dedent(
         f"""
         import sys
-        from portalreview.llm.engine import GenerationParams
         from portalreview.llm.engines.process import ProcessEngine
 
         if __name__ == "__main__":
-            engine = ProcessEngine.load({str(tiny_model)!r}, gpu=False, hash_cache=False)
-            stream = engine.stream("Once", GenerationParams(max_tokens=1_000_000))
-            next(iter(stream))  # the answer is under way
+            engine = ProcessEngine.load({str(real_model_path)!r}, gpu=False, hash_cache=False)
             print(engine.pid, flush=True)
-            sys.stdin.read()
+            engine.next_token_logprobs("A patient wrote about chest pain. " * 900)
         """
     )
-    path = Path(tiny_model).parent / "parent_killed_mid_answer.py"
-    path.write_text(script, encoding="utf-8")
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *sys.path])}
-    parent = subprocess.Popen(
-        [sys.executable, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        child_pid = int(parent.stdout.readline())
-    finally:
-        parent.kill()
-        parent.wait(30)
-    deadline = time.monotonic() + 20
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "parent_killed_mid_call.py"
+        path.write_text(script, encoding="utf-8")
+        parent = subprocess.Popen(
+            [sys.executable, str(path)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            child_pid = int(parent.stdout.readline())
+            time.sleep(1.0)  # the long call is under way
+        finally:
+            parent.kill()
+            parent.wait(30)
+    deadline = time.monotonic() + 5
     while _running(child_pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.05)
     gone = not _running(child_pid)
     if not gone:
         os.kill(child_pid, signal.SIGKILL)

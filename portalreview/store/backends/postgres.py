@@ -627,6 +627,9 @@ def _let_go(conn: Connection, lock: dict[str, int] | None) -> None:
     except DBAPIError as exc:
         log.warning("a claim was not let go (its connection is dropped): %s", _reason(exc))
         conn.invalidate()
+    except BaseException:  # (an interrupt): never back to the pool holding the lock
+        conn.invalidate()
+        raise
     finally:
         conn.close()
 
