@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import sys
 import time
+import tracemalloc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +115,7 @@ RENDER_SECONDS = 2.0
 RENDER_GROWTH_BYTES = 256 * 1024 * 1024
 RENDER_RANGE = 10_000
 RENDER_TEXT_CHARS = 1_000_000
+RENDER_INT_BITS = 1_000_000
 
 
 def chat_format(template: str, *, bos_token: str = "", eos_token: str = "") -> ChatFormat:
@@ -129,13 +131,16 @@ def chat_format(template: str, *, bos_token: str = "", eos_token: str = "") -> C
     env = _bounded_sandbox()
     env.globals["raise_exception"] = raise_exception
     try:
+        compiled = env.from_string(template)  # (its size bounds its compiling)
         with _render_bounds():
-            text = env.from_string(template).render(
+            text = compiled.render(
                 messages=[{"role": "user", "content": _PLACEHOLDER}],
                 add_generation_prompt=True,
                 bos_token=bos_token,
                 eos_token=eos_token,
             )
+    except _RenderStopped as exc:
+        raise ChatTemplateError(f"the model's chat template did not render: {exc}") from None
     except ChatTemplateError:
         raise
     except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError) as exc:
@@ -168,13 +173,8 @@ def _bounded_sandbox() -> Any:
         intercepted_binops = frozenset({"*", "**"})
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**" and isinstance(right, int) and abs(right) > 64:
-                raise SecurityError(f"a power of {right} is more than a template needs")
-            if operator == "*":
-                for seq, times in ((left, right), (right, left)):
-                    sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
-                    if sized and len(seq) * times > RENDER_TEXT_CHARS:
-                        raise SecurityError("a repetition past a million items")
+            if _too_big(operator, left, right):
+                raise SecurityError(f"a {operator} whose result would be too large")
             return super().call_binop(context, operator, left, right)
 
     env = Bounded(trim_blocks=True, lstrip_blocks=True)
@@ -182,29 +182,47 @@ def _bounded_sandbox() -> Any:
     return env
 
 
+def _too_big(operator: str, left: Any, right: Any) -> bool:
+    """Whether ``left operator right`` (``*`` or ``**``) would make a value past the bounds:
+    one C call a trace cannot stop, so it is judged before it is made."""
+    if operator == "*":
+        for seq, times in ((left, right), (right, left)):
+            if isinstance(seq, str | list | tuple) and isinstance(times, int):
+                return len(seq) * times > RENDER_TEXT_CHARS
+    ints = isinstance(left, int) and isinstance(right, int)
+    if ints and operator == "*":
+        return left.bit_length() + right.bit_length() > RENDER_INT_BITS
+    if ints and operator == "**":
+        return right > 0 and max(left.bit_length(), 1) * right > RENDER_INT_BITS
+    return False
+
+
+class _RenderStopped(BaseException):
+    """Raised by the render's trace past a bound: a BaseException, so that no ``except
+    ValueError`` in the template's own filters (``int``, ``float``) can swallow it (a trace
+    that raises is switched off, and the render would go on unbounded)."""
+
+
 @contextlib.contextmanager
 def _render_bounds() -> Iterator[None]:
-    """Stop the render (ChatTemplateError) once it ran :data:`RENDER_SECONDS`, or grew this
-    process's peak memory by :data:`RENDER_GROWTH_BYTES`: a trace function, called on every
-    line of the compiled template, looks at the clock (and every 256 calls at the memory)."""
+    """Stop the render once it ran :data:`RENDER_SECONDS`, or holds
+    :data:`RENDER_GROWTH_BYTES` more memory than when it began (Python's own allocations, as
+    tracemalloc counts them): a trace function, called on every line of the compiled
+    template, looks at the clock, and every 256 calls at the memory."""
     deadline = time.monotonic() + RENDER_SECONDS
-    peak = _peak_bytes()
+    started_tracing = not tracemalloc.is_tracing()
+    if started_tracing:
+        tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
     calls = 0
 
     def trace(frame: Any, event: str, arg: Any) -> Any:
         nonlocal calls
         calls += 1
         if time.monotonic() > deadline:
-            raise ChatTemplateError(
-                f"the model's chat template did not render in {RENDER_SECONDS:g} s"
-            )
-        if calls % 256 == 0 and peak is not None:
-            now = _peak_bytes()
-            if now is not None and now - peak > RENDER_GROWTH_BYTES:
-                raise ChatTemplateError(
-                    "the model's chat template did not render: it took more than "
-                    f"{RENDER_GROWTH_BYTES // 2**20} MB of memory"
-                )
+            raise _RenderStopped(f"it ran past {RENDER_SECONDS:g} s")
+        if calls % 256 == 0 and tracemalloc.get_traced_memory()[0] - base > RENDER_GROWTH_BYTES:
+            raise _RenderStopped(f"it took more than {RENDER_GROWTH_BYTES // 2**20} MB of memory")
         return trace
 
     previous = sys.gettrace()
@@ -213,16 +231,9 @@ def _render_bounds() -> Iterator[None]:
         yield
     finally:
         sys.settrace(previous)
+        if started_tracing:
+            tracemalloc.stop()
 
-
-def _peak_bytes() -> int | None:
-    """This process's peak resident memory (None where the system does not say)."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024  # (bytes on macOS, KiB here)
 
 
 def format_of(metadata: dict[str, Any], **tokens: str) -> tuple[ChatFormat | None, str]:

@@ -226,18 +226,24 @@ def test_urgency_in_both_orders_reuses_the_shared_prefix_and_gives_the_same_numb
     [
         (
             "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}",
-            "did not render in 2 s",
+            "ran past 2 s",
         ),
+        (  # the int filter catches ValueError: the stop must pass through it
+            "{% for a in range(10000) %}{% for b in range(10000) %}{% set x = (b ~ 'a')|int %}"
+            "{% endfor %}{% endfor %}",
+            "ran past 2 s",
+        ),
+        ("{{ (((10 ** 64) ** 64) ** 64) ** 64 }}", "too large"),
+        ("{{ 7 ** 2000000 }}", "too large"),
         ("{% for a in range(100000) %}x{% endfor %}", "more than 10000"),
-        ("{{ 'x' * 10 ** 10 }}", "repetition"),
-        ("{{ 2 ** 100000 }}", "power"),
+        ("{{ 'x' * 10 ** 10 }}", "too large"),
         (
             "{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}"
             "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ messages[0].content }}",
             "MB of memory",
         ),
     ],
-    ids=["loops", "range", "repeat", "power", "doubling"],
+    ids=["loops", "int filter", "power tower", "power", "range", "repeat", "doubling"],
 )
 def test_a_template_that_loops_or_grows_for_ever_is_stopped(template, why) -> None:
     """A chat template is code the model file brings: one written to run or grow for ever
