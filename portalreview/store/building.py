@@ -129,11 +129,15 @@ def create_project_file(
 
     try:
         return build_file(path, make, NEW_PREFIX)
-    except (ProjectError, StoreError, OSError, sqlite3.Error, DBAPIError) as exc:
-        raise _not_made(path, exc) from exc
+    except BUILD_ERRORS as exc:
+        raise not_made(path, exc) from exc
 
 
-def _not_made(path: Path, exc: Exception) -> ProjectError:
+#: What building a project file can meet, worded by :func:`not_made`.
+BUILD_ERRORS = (ProjectError, StoreError, OSError, sqlite3.Error, DBAPIError)
+
+
+def not_made(path: Path, exc: Exception, prefix: str = NEW_PREFIX) -> ProjectError:
     """``exc``, met making ``path`` (:func:`build_file` has removed all of it), for a person:
     naming ``path``, not the hidden name it was made under that nobody will find, and saying
     that nothing was left behind."""
@@ -144,7 +148,7 @@ def _not_made(path: Path, exc: Exception) -> ProjectError:
     elif isinstance(exc, OSError) and exc.errno is not None:
         why = str(output_error(exc, path))
     else:  # worded already (a refusal, or the disk's failure to create the file)
-        hidden = rf"{re.escape(NEW_PREFIX)}\d+-[0-9a-f]+{re.escape(SUFFIX)}"
+        hidden = rf"{re.escape(prefix)}\d+-[0-9a-f]+{re.escape(SUFFIX)}"
         why = re.sub(hidden, path.name, str(exc))
     if "left behind" not in why:
         why = f"{why.rstrip('.')}. Nothing was left behind."

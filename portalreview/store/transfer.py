@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from portalreview.store.backends import AnyProject, Project, ServerProject, is_server_url
 from portalreview.store.backends.postgres import SERVER_KEYS
-from portalreview.store.building import build_file
+from portalreview.store.building import BUILD_ERRORS, build_file, not_made
 from portalreview.store.models import Base, ProjectMeta
 from portalreview.store.project import ProjectError
 
@@ -81,7 +81,10 @@ def _copy_to_file(path: Path, fill: Callable[[Session], None]) -> Project:
         finally:
             made.close()
 
-    build_file(path, make, COPY_PREFIX)
+    try:
+        build_file(path, make, COPY_PREFIX)
+    except BUILD_ERRORS as exc:  # named by the name asked for, not the hidden one
+        raise not_made(path, exc, COPY_PREFIX) from exc
     return Project.open(path, automatic_backup=False)  # (the copy is its source's backup)
 
 

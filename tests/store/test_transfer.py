@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import filecmp
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -159,3 +160,22 @@ def test_a_copy_into_a_file_killed_part_way_leaves_no_study_under_its_name(demo_
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
     with Project.open(target, read_only=True) as copy:
         assert verify_project(copy).ok
+
+
+def test_a_copy_into_a_file_that_fails_names_the_file_asked_for(demo_file, tmp_path, monkeypatch):
+    """The copy is made under a hidden name: a failure (here the disk full as the file is
+    created) names the file asked for, and leaves nothing."""
+    from portalreview.store.project import ProjectError
+
+    def full(path):
+        raise ProjectError(f"{Path(path).name} could not be created (No space left on device).")
+
+    monkeypatch.setattr(Project, "create_empty", full)
+    with (
+        Project.open(demo_file, read_only=True) as original,
+        pytest.raises(ProjectError) as refused,
+    ):
+        copy_study(original, tmp_path / "archive.prproj")
+    said = str(refused.value)
+    assert "archive.prproj could not be created" in said and "left behind" in said
+    assert ".portalreview" not in said and list(tmp_path.iterdir()) == []
