@@ -520,7 +520,8 @@ def _file_key(path: Path) -> tuple[str | int, ...]:
     """What the cached hash of a file is kept under: its path and identity. The change time
     and inode are in it because ``cp -p``, ``rsync -t`` or ``touch -r`` set a file written over
     back to the old modification time (and the size may be the same), but not its change
-    time; a file moved into place has a new inode."""
+    time; a file moved into place has a new inode. (Windows keeps no change time: there a
+    file written over in place with its size and modification time kept is not told apart.)"""
     who = FileIdentity.of(path)
     return (str(path.resolve()), who.mtime_ns, who.size, who.inode, who.ctime_ns)
 
