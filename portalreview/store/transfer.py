@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import insert, literal_column, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from portalreview.store.backends import AnyProject, Project, ServerProject, is_server_url
@@ -84,6 +86,8 @@ def _copy_to_file(path: Path, fill: Callable[[Session], None]) -> Project:
     try:
         build_file(path, make, COPY_PREFIX)
     except BUILD_ERRORS as exc:  # named by the name asked for, not the hidden one
+        if isinstance(exc, DBAPIError) and not isinstance(exc.orig, sqlite3.Error):
+            raise  # the source server's refusal (a clinician's role): the command words it
         raise not_made(path, exc, COPY_PREFIX) from exc
     return Project.open(path, automatic_backup=False)  # (the copy is its source's backup)
 
