@@ -235,7 +235,6 @@ def _render_bounds() -> Iterator[None]:
             tracemalloc.stop()
 
 
-
 def format_of(metadata: dict[str, Any], **tokens: str) -> tuple[ChatFormat | None, str]:
     """The chat format of a model file's metadata, or None with the reason plain completion
     is used."""

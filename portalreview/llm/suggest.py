@@ -122,6 +122,11 @@ class SuggestContext:
     for_annotator: int | None = None
     own_examples: tuple[OwnExample, ...] = ()
 
+    @property
+    def template_id(self) -> str:
+        """What a suggestion made with these templates records (:attr:`ModelAnswer.template_id`)."""
+        return "+".join(t.key for t in self.templates.values())
+
 
 @dataclass(frozen=True)
 class ModelAnswer:
@@ -682,7 +687,7 @@ def run_batch(
         cancel,
         match_themes,
     )
-    template_id = "+".join(t.key for t in ctx.templates.values())
+    template_id = ctx.template_id
     existing = suggestions_by(service, list(units), engine.sha256, template_id)
     refused = refused_reasons(service, list(existing.values()))
     existing_refused = {u: refused[sid] for u, sid in existing.items() if sid in refused}
@@ -774,8 +779,7 @@ def _look_again(
 ) -> None:
     """Add the unit's suggestion by this model and template to ``existing`` (and its reason
     to ``existing_refused`` when the gates refused it), if one was stored meanwhile."""
-    template_id = "+".join(t.key for t in ctx.templates.values())
-    found = suggestions_by(service, [unit_id], ctx.engine.sha256, template_id)
+    found = suggestions_by(service, [unit_id], ctx.engine.sha256, ctx.template_id)
     if unit_id in found:
         existing[unit_id] = found[unit_id]
         for reason in refused_reasons(service, [found[unit_id]]).values():
@@ -1142,8 +1146,8 @@ def store_inbox_answers(
                 report.skipped.append(unit_id)
             else:
                 answer = _inbox_answer(engine, template, params, unit_id, scored[unit_id], per_pair)
-                suggestion_id = _stored_once(service, engine, answer, existing)
-                payload = suggestion_payload(service, suggestion_id)
+                suggestion_id, made = _stored_once(service, engine, answer, existing)
+                payload = answer.payload if made else suggestion_payload(service, suggestion_id)
                 save_as_annotator(service, annotator_id, unit_id, payload, suggestion_id)
                 report.stored.append(unit_id)
             report.seconds = time.perf_counter() - started
@@ -1169,15 +1173,17 @@ def _inbox_answer(
 
 def _stored_once(
     service: StudyService, engine: Engine, answer: ModelAnswer, existing: dict[int, int]
-) -> int:
-    """The id of this model's suggestion for the answer's unit from the same template: the
-    one in ``existing`` or stored since (by another run), else ``answer`` stored now."""
+) -> tuple[int, bool]:
+    """The id of this model's suggestion for the answer's unit from the same template, and
+    whether it was stored now: the one in ``existing`` or stored since (by another run), else
+    ``answer`` stored now."""
     if answer.unit_id not in existing:
         found = suggestions_by(service, [answer.unit_id], engine.sha256, answer.template_id)
         existing.update(found)
-    if answer.unit_id not in existing:
-        existing[answer.unit_id] = store(service, engine, answer)
-    return existing[answer.unit_id]
+    if answer.unit_id in existing:
+        return existing[answer.unit_id], False
+    existing[answer.unit_id] = store(service, engine, answer)
+    return existing[answer.unit_id], True
 
 
 def _urgency_units(service: StudyService) -> list[tuple[int, UnitView]]:
