@@ -41,7 +41,10 @@ audit logs):
   **conflict**. Nothing is overwritten: the master keeps its answer, and both versions (and the
   base) are kept in the merge's audit entry, listed by :func:`open_conflicts` until the PI
   resolves them (:func:`resolve_conflict`, keeping either version);
-* everything else (unchanged in the copy, or the same answer in both) is left alone.
+* everything else (unchanged in the copy, or the same answer in both) is left alone, but for
+  its time on task: time spent in the copy on an answer without changing it (no audit entry)
+  is taken when it is longer than the master's (:func:`_longer_times`). Time on task only
+  grows, so an updated answer keeps the longer of its two times too.
 
 An answer of a copy merged before is measured from what the master last took in of it, found
 alike in both, or settled of it (a resolved conflict, either way), not from the base: an answer
@@ -72,11 +75,11 @@ import sqlite3
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from portalreview.store import leftovers
@@ -982,10 +985,17 @@ class MergeReport:
     settled: int = 0  # conflicts an earlier merge of this copy found that it no longer finds
     skipped: list[str] = field(default_factory=list)  # why an answer could not be merged
     recorded: bool = False  # a merge entry was written to the audit log
+    # answers alike in both whose time on task the master took from the copy (it was longer)
+    timed: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         return bool(self.added or self.updated)
+
+    @property
+    def brought_anything(self) -> bool:
+        """Whether the merge changed the master (or would: a dry run)."""
+        return self.changed or bool(self.timed or self.new_conflicts or self.settled)
 
     def summary(self) -> str:
         head = f"{self.copy_file}" + (f" (copy for {self.copy_for})" if self.copy_for else "")
@@ -1001,7 +1011,12 @@ class MergeReport:
                 f"  {self.settled} conflict(s) found by an earlier merge of this copy "
                 f"{'would be' if self.dry_run else 'are'} settled: the copy's answer changed since"
             )
-        if not self.changed and not self.new_conflicts and not self.settled and not self.dry_run:
+        if self.timed:
+            lines.append(
+                f"  {'would take' if self.dry_run else 'took'} the longer time on task of "
+                f"{len(self.timed)} answer(s) alike in both from the copy"
+            )
+        if not self.brought_anything and not self.dry_run:
             lines.append(
                 "  nothing new: merged before, its conflicts are already on record"
                 if self.conflicts
@@ -1076,6 +1091,8 @@ class _Copy:
     responses: dict[int, str] = field(default_factory=dict)
     presentations: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
     n_same: int = 0  # answers the copy's audit log shows untouched since the base
+    # every answer's time on task, read or not (it changes without an audit entry)
+    times: dict[tuple[int, str, bool], float] = field(default_factory=dict)
 
     @property
     def head(self) -> str:
@@ -1098,13 +1115,15 @@ def _read_copy(path: Path, master: Project) -> _Copy:
             to_master = _copy_ids(ms, master.label, found)
         changed = {a for i, _, a in audit if a is not None and i > found.base}
         names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
-        keys = {
-            (unit_id, names[annotator_id], bool(is_gold))
-            for answer_id, unit_id, annotator_id, is_gold in s.execute(
-                select(Answer.id, Answer.unit_id, Answer.annotator_id, Answer.is_gold)
-            )
-            if answer_id in changed
-        }
+        keys = set()
+        columns = (Answer.id, Answer.unit_id, Answer.annotator_id, Answer.is_gold)
+        for answer_id, unit_id, annotator_id, is_gold, seconds in s.execute(
+            select(*columns, Answer.active_seconds)
+        ):
+            key = (unit_id, names[annotator_id], bool(is_gold))
+            found.times[key] = seconds
+            if answer_id in changed:
+                keys.add(key)
         found.rows = _rows(s, keys, with_suggestions=True)
         found.n_same = s.scalar(select(func.count()).select_from(Answer)) - len(found.rows)
         found.signatures = _unit_signature(
@@ -1320,10 +1339,9 @@ def _merge(
     master_digests = {_key_text(*k): _digest(r.state) for k, r in master_rows.items()}
     open_before = _open_of_copy(records, master_digests, copy_id)
     master_people = dict(s.execute(select(Annotator.name, Annotator.id)).all())
-    master_signatures = _unit_signature(
-        s, {r.unit_id for r in copy.rows.values()}, copy.blinded
-    )
+    master_signatures = _unit_signature(s, {r.unit_id for r in copy.rows.values()}, copy.blinded)
     master_responses = _response_ids(s)
+    alike: set[tuple[int, str, bool]] = set()  # read, and the same in both or not changed
 
     def base_state(m: _Row | None) -> dict | None:
         if m is None:
@@ -1376,17 +1394,21 @@ def _merge(
         m_digest = master_digests.get(text_key)
         if m is not None and m_digest == c_digest:
             report.unchanged += 1
+            alike.add(key)
             if copy_id and not unchanged_in_copy:
                 agreed[text_key] = c_digest  # the copy's next change starts from here
             continue
         if m is not None and unchanged_in_copy:
             report.unchanged += 1  # not changed in the copy since, or merged already
+            alike.add(key)
             continue
         if m is None:
             todo.append(("add", c, None))
             continue
         if m_digest == reference:
-            todo.append(("update", c, m))
+            # time on task only grows, in either file: the longer one is the answer's
+            longer = max(c.active_seconds, m.active_seconds)
+            todo.append(("update", replace(c, active_seconds=longer), m))
             continue
         conflict = _conflict(s, c, m, b, copy)
         report.conflicts.append(conflict)
@@ -1407,8 +1429,13 @@ def _merge(
             merged[text_key] = _digest(_normal(_state_of(s, c.unit_id, c)))
         steps.step()
     steps.check()
+    longer_times = _longer_times(s, copy, alike)
+    report.timed = sorted(longer_times)
+    if not dry_run:
+        for answer_id, seconds in longer_times.values():
+            s.execute(update(Answer).where(Answer.id == answer_id).values(active_seconds=seconds))
     report.settled = len(open_before - {(c.key, c.copy_hash) for c in report.conflicts})
-    if not dry_run and (report.changed or report.new_conflicts or report.settled or agreed):
+    if not dry_run and (report.brought_anything or agreed):
         recorder.record(
             s,
             "merge",
@@ -1423,6 +1450,7 @@ def _merge(
                 "unchanged": report.unchanged,
                 "skipped": report.skipped,
                 "merged": {**agreed, **merged},
+                "time_on_task": {key: seconds for key, (_, seconds) in longer_times.items()},
                 "conflicts": [
                     {
                         **c.to_dict(),
@@ -1436,6 +1464,28 @@ def _merge(
         )
         report.recorded = True
     return report
+
+
+def _longer_times(
+    s: Session, copy: _Copy, alike: set[tuple[int, str, bool]]
+) -> dict[str, tuple[int, float]]:
+    """Answer key -> (the master's answer id, the copy's time on task) for the answers the
+    same in both files (not read in full: untouched in the copy since its base) whose time
+    on task is longer in the copy. A clinician who opens a submitted answer again in her copy
+    and works on without changing it adds time with no audit entry; the longer time is kept
+    because time on task only grows (the time at the base is not kept, so it is not summed)."""
+    names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
+    columns = (Answer.id, Answer.unit_id, Answer.annotator_id, Answer.is_gold)
+    out = {}
+    for answer_id, unit_id, annotator_id, is_gold, seconds in s.execute(
+        select(*columns, Answer.active_seconds)
+    ):
+        key = (unit_id, names[annotator_id], bool(is_gold))
+        theirs = copy.times.get(key)
+        same = key in alike or key not in copy.rows
+        if same and theirs is not None and theirs > seconds:
+            out[_key_text(*key)] = (answer_id, theirs)
+    return out
 
 
 def _last_agreed(records: list[dict], copy_id: str) -> dict[str, str]:

@@ -135,6 +135,8 @@ class MergeOutcome:
                 return (
                     f"settled {report.settled} earlier conflict(s): the copy's answer changed since"
                 )
+            if report.timed:
+                return f"took the longer time on task of {len(report.timed)} answer(s)"
             on_record = ": its conflicts are already on record" if report.conflicts else ""
             return "nothing new" + on_record
         skipped = f", {len(report.skipped)} answer(s) skipped" if report.skipped else ""

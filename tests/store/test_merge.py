@@ -172,6 +172,94 @@ def test_two_edited_copies_add_conflict_and_merge_idempotently(master, tmp_path)
     assert _snapshot(project) == before
 
 
+def _work_on(path, annotator: str, unit: int, seconds: float) -> None:
+    """Open an answer in a copy again and save it unchanged after more time on task (what
+    the desktop program does: the stored time plus the clock)."""
+    with Project.open(path) as copy:
+        svc = StudyService(copy).as_viewer(annotator)
+        answer = svc.get_answer(unit)
+        svc.save_answer(unit, answer.payload, status=answer.status, active_seconds=seconds)
+
+
+def _seconds(study, unit: int, annotator_id: int) -> float:
+    return study.service.get_answer(unit, annotator_id).active_seconds
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("only_assigned", [False, True])
+def test_time_on_task_added_in_a_copy_without_a_change_is_merged(master, tmp_path, only_assigned):
+    """A clinician who opens a submitted answer again in her copy and works on without
+    changing it adds time on task and no audit entry: the merge once reported "nothing new"
+    and dropped that time. The longer time is kept, in either direction, once."""
+    project, study = master
+    units, svc = study.units, study.service
+    svc.save_answer(
+        units["urgency"],
+        _urgent(study.case1),
+        status="submitted",
+        annotator_id=study.ava,
+        active_seconds=30.0,
+    )
+    svc.save_answer(
+        units["empathy"],
+        {"equal": True},
+        status="submitted",
+        annotator_id=study.ben,
+        active_seconds=50.0,
+    )
+    ava_copy = make_copy(
+        project, tmp_path / "ava.prproj", annotator="ava", only_assigned=only_assigned
+    ).path
+    ben_copy = make_copy(
+        project, tmp_path / "ben.prproj", annotator="ben", only_assigned=only_assigned
+    ).path
+    _work_on(ava_copy, "ava", units["urgency"], 95.5)
+    _work_on(ben_copy, "ben", units["empathy"], 10.0)  # shorter than the master's: kept there
+    before = _snapshot(project)
+
+    preview = merge_copy(project, ava_copy, dry_run=True)
+    assert _seconds(study, units["urgency"], study.ava) == 30.0
+    assert preview.timed == [f"{units['urgency']}:ava:answer"] and not preview.recorded
+    assert "would take the longer time on task of 1 answer" in preview.summary()
+
+    report = merge_copy(project, ava_copy)
+    assert _seconds(study, units["urgency"], study.ava) == 95.5
+    assert report.timed == [f"{units['urgency']}:ava:answer"] and report.recorded
+    assert not report.changed and "nothing new" not in report.summary()
+    assert _snapshot(project)[0] == before[0]  # the answers themselves are as they were
+    with project.read() as s:
+        entry = s.scalars(select(AuditEntry).where(AuditEntry.action == "merge")).one()
+    assert json.loads(entry.new_json)["time_on_task"] == {f"{units['urgency']}:ava:answer": 95.5}
+
+    again = merge_copy(project, ava_copy)
+    assert not again.timed and not again.recorded and "nothing new" in again.summary()
+    shorter = merge_copy(project, ben_copy)
+    assert not shorter.timed and not shorter.recorded
+    assert _seconds(study, units["empathy"], study.ben) == 50.0
+
+
+def test_an_answer_changed_in_a_copy_keeps_the_longer_time_on_task(master, tmp_path):
+    """An answer the copy changed replaces the master's, but time on task spent on it in the
+    master since the copy was made is not taken away."""
+    project, study = master
+    units, svc = study.units, study.service
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    with Project.open(copy) as opened:
+        StudyService(opened).as_viewer("ava").save_answer(
+            units["urgency"], _urgent(study.case2), status="submitted", active_seconds=40.0
+        )
+    svc.save_answer(
+        units["urgency"],
+        _urgent(study.case1),
+        status="submitted",
+        annotator_id=study.ava,
+        active_seconds=60.0,
+    )  # read again, unchanged
+    assert len(merge_copy(project, copy).updated) == 1
+    kept = svc.get_answer(units["urgency"], study.ava)
+    assert kept.payload["more_urgent_case_id"] == study.case2 and kept.active_seconds == 60.0
+
+
 @pytest.mark.both_backends
 def test_a_copy_that_keeps_only_one_clinicians_work(master, tmp_path):
     project, study = master
@@ -202,16 +290,14 @@ def _case_sentences(path) -> list[tuple]:
     conn = sqlite3.connect(path)
     try:
         return conn.execute(
-            "SELECT case_id, start, \"end\", text FROM sentences WHERE response_id IS NULL "
+            'SELECT case_id, start, "end", text FROM sentences WHERE response_id IS NULL '
             "ORDER BY case_id, start"
         ).fetchall()
     finally:
         conn.close()
 
 
-def test_a_copy_for_a_clinician_whose_units_name_no_response_keeps_the_messages(
-    master, tmp_path
-):
+def test_a_copy_for_a_clinician_whose_units_name_no_response_keeps_the_messages(master, tmp_path):
     """A triage nurse given urgency pairs only: nothing she holds names a response, and the
     copy's "responses nothing uses" then took every patient message's sentences with them
     ("NOT IN" an empty list is true even of NULL): a traceback where an EPPC unit still named
@@ -488,7 +574,6 @@ def test_copy_and_merge_from_the_command_line(master, tmp_path, capsys):
     assert json.loads(conflicts.read_text()) == []
     assert main(["merge", str(path), str(tmp_path / "missing.prproj")]) == 2
     assert "there is no file" in capsys.readouterr().err
-
 
 
 def test_a_merge_of_several_copies_that_stops_says_what_it_merged(master, tmp_path, capsys):
