@@ -640,8 +640,13 @@ class StudyService:
             presentation = json.dumps(self._presentation(s, unit, annotator_id))
             holder = s.get(Assignment, (unit_id, annotator_id))
             if holder is not None and holder.is_gold_holder:  # the PI's gold stays; now work
+                old = {"presentation": json.loads(holder.presentation_json or "{}")}
                 holder.is_gold_holder = False
                 holder.position, holder.presentation_json = pos, presentation
+                # the gold answer is now shown in this order: an entry, so that the live
+                # report reads the study again (a new assignment alone changes no figure)
+                new = {"annotator_id": annotator_id, "presentation": json.loads(presentation)}
+                self._audit(s, "presentation", None, unit_id, old, new)
                 return
             s.add(
                 Assignment(

@@ -593,6 +593,15 @@ def _write_of(name: str, project: Project, svc: StudyService, tmp_path: Path) ->
         path = tmp_path / "answers.jsonl"
         path.write_text(json.dumps(row) + "\n", encoding="utf-8")
         import_files(project, [path])
+    elif name == "gold_holder_to_work":  # the PI's gold answer, now shown in a new order
+        pi = next(a.id for a in svc.annotators() if a.role == "pi")
+        with project.read() as s:
+            gold_units = set(s.scalars(select(Answer.unit_id).where(Answer.is_gold.is_(True))))
+            taken = set(s.scalars(select(Assignment.unit_id).where(Assignment.annotator_id == pi)))
+        unit = next(a[1] for a in stored(project, "empathy") if a[1] not in gold_units | taken)
+        answer = payload(svc, unit, random.Random(3))
+        svc.save_answer(unit, answer, status="submitted", annotator_id=pi, gold=True)
+        svc.assign(unit, pi)  # (the gold answer's sides: shown as they now are to the PI)
     else:  # rows changed in place, as no code of ours does: the fingerprint sees them
         statement = {
             "urgency_level": "UPDATE cases SET urgency_level = 7 - urgency_level "
@@ -616,6 +625,7 @@ NOT_ANSWERS = [
     "annotator",
     "catalogs",
     "import",
+    "gold_holder_to_work",
     "urgency_level",
     "annotator_name",
     "model_flag",
