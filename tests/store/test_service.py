@@ -377,8 +377,13 @@ def test_a_code_added_without_subcodes_is_submitted_without_one(study):
     humor = {"labels": [{"code": "Humor", "subcode": None, "spans": [[0, 3]]}]}
     assert ava.save_answer(unit, humor, status="submitted").status == "submitted"
     both = {"labels": [*humor["labels"], {"code": "InfoSeek", "subcode": None, "spans": [[0, 3]]}]}
-    with pytest.raises(PayloadError, match="code InfoSeek has no subcode yet"):
+    # in the codebook's words, as the clinician sees it (it once named the code's id)
+    with pytest.raises(PayloadError, match="the code 'Information seeking' has no subcode yet"):
         ava.save_answer(unit, both, status="submitted")
+    seek = next(c for c in ava.catalogs.eppc_codes if c.id == "InfoSeek")
+    no_span = {"labels": [{"code": "InfoSeek", "subcode": seek.subcodes[0].id, "spans": []}]}
+    with pytest.raises(PayloadError, match="'Information seeking' has no evidence yet: select"):
+        ava.save_answer(unit, no_span, status="submitted")
 
 
 def test_eppc_unit_shows_previous_and_next_sentence_and_sender(study):

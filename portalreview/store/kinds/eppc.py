@@ -87,8 +87,9 @@ def read_many(session, answer_ids: Sequence[int]) -> dict[int, dict]:
 
 def incomplete(ctx: UnitContext, payload: dict) -> str | None:
     with_subcodes = codes_with_subcodes(ctx.catalogs)
+    names = {c.id: c.name for c in ctx.catalogs.eppc_codes}
     for label in payload.get("labels", []):
-        missing = label_missing(label, with_subcodes)
+        missing = label_missing(label, with_subcodes, names)
         if missing:
             return missing
     return None
@@ -100,10 +101,17 @@ def codes_with_subcodes(catalogs: Catalogs) -> set[str]:
     return {c.id for c in catalogs.eppc_codes if c.subcodes}
 
 
-def label_missing(label: dict, with_subcodes: set[str]) -> str | None:
-    """What a label still lacks before its answer can be submitted (None: nothing)."""
+def label_missing(
+    label: dict, with_subcodes: set[str], names: dict[str, str] | None = None
+) -> str | None:
+    """What a label still lacks before its answer can be submitted (None: nothing), in the
+    words of the codebook the clinician sees (``names``: code id -> name)."""
+    code = (names or {}).get(label["code"], label["code"])
     if not label.get("subcode") and label["code"] in with_subcodes:
-        return f"code {label['code']} has no subcode yet"
+        return f"the code '{code}' has no subcode yet: choose one"
     if not label.get("spans"):
-        return f"code {label['code']} has no evidence span yet"
+        return (
+            f"the code '{code}' has no evidence yet: select the words of the sentence "
+            "that show it"
+        )
     return None
