@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import DBAPIError
 
@@ -34,6 +35,9 @@ from portalreview.store.backends import (
 from portalreview.store.errors import FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE
 from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StudyService
+
+if TYPE_CHECKING:
+    from portalreview.store.study_setup import SecondAssignment
 
 EXIT_USAGE = 2
 STUDY_HELP = "the project file, or a server study's address (postgresql://user@host/database)"
@@ -400,29 +404,26 @@ def cmd_hard_pairs(args: argparse.Namespace) -> int:
             _print_hard_pairs(pairs)
             return 0
         units = args.unit or [p.unit_id for p in pairs if p.asked_by != args.to]
+        if not units and not pairs:  # (given out already, or never asked for: nothing to do)
+            print("No pair is waiting for a second annotator: nothing was given.")
+            return 0
         if not units:
-            raise CliError(
-                f"{args.to} asked for a second annotator on every pair listed"
-                if pairs
-                else "no pair is waiting for a second annotator"
-            )
-        if args.dry_run:
-            _check_second(pairs, units, args.to)
-            print(f"Would give {len(units)} pair(s) to {args.to}. Dry run: nothing was saved.")
+            raise CliError(f"{args.to} asked for a second annotator on every pair listed")
+        if args.dry_run:  # the same checks as the hand-out itself
+            plan = setup.plan_second_annotator(project, units, args.to)
+            print(_would(plan))
             return 0
         done = setup.assign_second_annotator(project, units, args.to)
     print(done.summary() + ".")
     return 0
 
 
-def _check_second(pairs: Sequence, units: Sequence[int], name: str) -> None:
-    """What assign_second_annotator would refuse of ``units``, for a dry run (no write)."""
-    waiting = {p.unit_id: p for p in pairs}
-    for unit_id in units:
-        if unit_id not in waiting:
-            raise CliError(f"unit {unit_id} is not waiting for a second annotator")
-        if waiting[unit_id].asked_by == name:
-            raise CliError(f"{name} asked for a second annotator on unit {unit_id}")
+def _would(plan: SecondAssignment) -> str:
+    """A dry run's sentence about a hand-out of hard pairs."""
+    text = f"Would give {len(plan.assigned)} hard pair(s) to {plan.annotator}"
+    if plan.already:
+        text += f" ({len(plan.already)} they have already, left as they are)"
+    return text + ". Dry run: nothing was saved."
 
 
 def _print_hard_pairs(pairs: Sequence) -> None:

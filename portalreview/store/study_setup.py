@@ -1269,6 +1269,33 @@ def _new_and_kept(
     return new, already
 
 
+def _second_plan(
+    s: Session, wanted: list[int], annotator: str
+) -> tuple[Annotator, dict[int, HardPair], list[int], list[int]]:
+    """The person, the pairs waiting, and the units of ``wanted`` to give them now and those
+    they have already; SetupError for what :func:`assign_second_annotator` refuses."""
+    if not wanted:
+        raise SetupError("choose at least one hard pair")
+    person = s.scalar(select(Annotator).where(Annotator.name == annotator))
+    if person is None:
+        raise SetupError(f"there is no annotator called {annotator!r}")
+    if person.is_model:
+        raise SetupError(f"{annotator} is a model, not a person: choose a person")
+    waiting = {pair.unit_id: pair for pair in _hard_pairs(s)}
+    new, already = _new_and_kept(s, wanted, person, waiting)
+    return person, waiting, new, already
+
+
+def plan_second_annotator(
+    project: Project, unit_ids: Iterable[int], annotator: str
+) -> SecondAssignment:
+    """What :func:`assign_second_annotator` would do, with the same refusals; nothing is
+    written (a dry run; the project may be open read-only)."""
+    with project.read() as s:
+        _, _, new, already = _second_plan(s, list(dict.fromkeys(unit_ids)), annotator)
+    return SecondAssignment(annotator, tuple(new), tuple(already))
+
+
 def assign_second_annotator(
     project: Project, unit_ids: Iterable[int], annotator: str, *, by: int | None = None
 ) -> SecondAssignment:
@@ -1284,17 +1311,9 @@ def assign_second_annotator(
     repeated); when nothing is new, nothing is recorded.
     """
     wanted = list(dict.fromkeys(unit_ids))
-    if not wanted:
-        raise SetupError("choose at least one hard pair")
     recorder = EventRecorder(project, by)
     with recorder._write() as s:
-        person = s.scalar(select(Annotator).where(Annotator.name == annotator))
-        if person is None:
-            raise SetupError(f"there is no annotator called {annotator!r}")
-        if person.is_model:
-            raise SetupError(f"{annotator} is a model, not a person: choose a person")
-        waiting = {pair.unit_id: pair for pair in _hard_pairs(s)}
-        new, already = _new_and_kept(s, wanted, person, waiting)
+        person, waiting, new, already = _second_plan(s, wanted, annotator)
         for unit_id in new:
             recorder.assign(unit_id, person.id, session=s)  # (a gold holder becomes work)
         if new:

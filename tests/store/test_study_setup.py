@@ -514,18 +514,33 @@ def _audit_count(s) -> int:
 def test_hard_pairs_listed_and_handed_out_from_the_command_line(tmp_path, capsys):
     path = tmp_path / "a.prproj"
     with Project.create(path, name="t") as project:
-        _, flagged = _flagged_pair(project)
+        svc, flagged = _flagged_pair(project)
+        svc.add_annotator("llama", is_model=True)
     assert main(["hard-pairs", str(path)]) == 0
     out = capsys.readouterr().out
     assert f"unit {flagged} of 'Box'" in out and "asked by ava" in out
     assert main(["hard-pairs", str(path), "--to", "ava"]) == 2
     assert "ava asked for a second annotator on every pair listed" in capsys.readouterr().err
     assert main(["hard-pairs", str(path), "--to", "ben", "--dry-run"]) == 0
-    assert "Dry run: nothing was saved." in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Would give 1 hard pair(s) to ben. Dry run: nothing was saved." in out
+    # a dry run refuses what the hand-out refuses (it once said yes to anyone)
+    for who, why in [("nobody", "there is no annotator called 'nobody'"),
+                     ("llama", "llama is a model, not a person")]:  # fmt: skip
+        assert main(["hard-pairs", str(path), "--to", who, "--dry-run"]) == 2
+        assert why in capsys.readouterr().err
     assert main(["hard-pairs", str(path), "--to", "ben", "--unit", str(flagged)]) == 0
     assert "1 hard pair(s) given to ben" in capsys.readouterr().out
     assert main(["hard-pairs", str(path)]) == 0
     assert "No pair is waiting for a second annotator" in capsys.readouterr().out
+    # repeated, as the guide says it may be: nothing new, no error, dry run or not
+    unit = ["--unit", str(flagged)]
+    assert main(["hard-pairs", str(path), "--to", "ben", *unit, "--dry-run"]) == 0
+    assert "Would give 0 hard pair(s) to ben (1 they have already" in capsys.readouterr().out
+    assert main(["hard-pairs", str(path), "--to", "ben", *unit]) == 0
+    assert "0 hard pair(s) given to ben (1 they had already" in capsys.readouterr().out
+    assert main(["hard-pairs", str(path), "--to", "ben"]) == 0
+    assert "nothing was given" in capsys.readouterr().out
     with Project.open(path, read_only=True) as project:
         ben = StudyService(project).as_viewer("ben")
         assert [q.unit_id for q in ben.queue("urgency")] == [flagged]
