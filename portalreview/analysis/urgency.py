@@ -432,7 +432,8 @@ def inbox(
     levels = cases_by_id(frames).urgency_level
     items = [c for c in members if pd.notna(levels.get(c))]
     inside = rows[rows.case_a.isin(items) & rows.case_b.isin(items)]
-    adaptive = bool(inside.adaptive.any()) if "adaptive" in inside else False
+    adaptive_sets = _adaptive_sets(frames, members)
+    adaptive = bool(adaptive_sets)
     out: dict[str, Any] = {
         "inbox": name,
         "n_messages": len(items),
@@ -441,8 +442,9 @@ def inbox(
         "score": "bradley_terry" if adaptive else "win_rate",
         "margin_weighted": None,
     }
-    if adaptive:
-        out["adaptive"] = _adaptive_summary(inside, len(items))
+    if adaptive:  # (counted over every message: the clinicians judged them all)
+        judged = rows[rows.case_a.isin(members) & rows.case_b.isin(members)]
+        out["adaptive"] = _adaptive_summary(judged, adaptive_sets, len(members))
     if len(items) < 2 or inside.empty:
         return {**out, "all": None, "by_annotator": [], "order": []}
     out["all"] = _scorer(inside, items, levels, s, (index, 0), resampled, adaptive)
@@ -460,11 +462,25 @@ def inbox(
     return out
 
 
-def _adaptive_summary(rows: pd.DataFrame, n_messages: int) -> dict[str, Any]:
-    """Which sets of an adaptive inbox, its pairs, and the judgements made (per annotator)."""
+def _adaptive_sets(frames: StudyFrames, members: list[int]) -> list[str]:
+    """The adaptive sets (store/adaptive.py) of pairs of the inbox's messages: read from the
+    units, so that an inbox is adaptive before anyone has judged a pair of it."""
+    units = frames.units
+    mine = units[
+        (units.kind == "urgency")
+        & units.adaptive.astype(bool)
+        & units.case_id.isin(members)
+        & units.case_b_id.isin(members)
+    ]
+    return sorted(mine.unit_set.unique().tolist())
+
+
+def _adaptive_summary(rows: pd.DataFrame, sets: list[str], n_messages: int) -> dict[str, Any]:
+    """Which sets of an adaptive inbox, its pairs, and the judgements made (per annotator),
+    of every message, with a reference level or not."""
     chosen = rows[rows.adaptive.astype(bool)]
     return {
-        "unit_sets": sorted(chosen.unit_set.unique().tolist()),
+        "unit_sets": sets,
         "n_pairs": n_messages * (n_messages - 1) // 2,
         "n_judgements": len(chosen),
         "judgements_by_annotator": {

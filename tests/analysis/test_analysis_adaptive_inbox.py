@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sqlalchemy import text
 
 from portalreview import metrics
 from portalreview.analysis import urgency
@@ -78,6 +79,28 @@ def test_an_adaptive_inbox_is_scored_by_strengths(judged):
         figure = scorer["ndcg@10"]
         assert figure["ci"] is not None and figure["n_resamples"] == 200
         assert figure["ci"][0] <= figure["ci"][1] <= 1.0
+
+
+def test_an_adaptive_inbox_counts_the_pairs_of_a_message_without_a_level(tmp_path):
+    """The clinicians judge every message, one without a reference level too: its pairs and
+    judgements are the inbox's (they were left out of the counts, which then disagreed with
+    the clinicians' progress); only the scores leave the message out."""
+    project = fill_inbox(Project.create(tmp_path / "c.prproj", name="Adaptive"))
+    make_adaptive(project, judgements=30)
+    truth = levels_of(project)
+    for who in ("ava", "ben"):
+        work_through(project, who, truth)
+    with project.write() as s:
+        s.execute(text("UPDATE cases SET urgency_level = NULL WHERE external_id = 'm00'"))
+    (box,) = urgency.analyse(read_frames(project), **SETTINGS)["inboxes"]
+    assert (box["n_messages"], box["n_messages_without_level"]) == (11, 1)
+    assert box["adaptive"] == {
+        "unit_sets": ["Adaptive urgency pairs: ward-3"],
+        "n_pairs": 66,
+        "n_judgements": 60,
+        "judgements_by_annotator": {"ava": 30, "ben": 30},
+    }
+    project.close()
 
 
 def test_outcome_resamples_refit_the_same_pairs():
