@@ -370,8 +370,8 @@ def _connect(address: str, project):
 
 
 def _run(args: argparse.Namespace, service, engine, params) -> int:
-    from portalreview.llm import suggest as sg
     from portalreview.llm.templates import PromptLibrary
+    from portalreview.store.project import ProjectError
     from portalreview.store.service import StoreError
     from portalreview.store.templates import unit_ids
 
@@ -391,8 +391,10 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
         return 0
     cancel = threading.Event()
     bar = ProgressBar(len(units), unit="cases" if args.kind == "drafts" else "units")
+    latest: list = []  # the run's report as of its last unit
 
     def progress(report, _unit: int) -> None:
+        latest[:] = [report]
         bar.update(
             report.done,
             len(report.stored),
@@ -401,32 +403,59 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
             len(getattr(report, "refused", {})),
         )
 
-    with _CtrlC(cancel):
-        if args.kind == "drafts":
-            cases = sg.cases_of_units(service, units)
-            bar.total = len(cases)
-            template = sg.drafting_template(service, args.template, library)
-            report = sg.run_drafts(
-                service, engine, cases, template, params=params, cancel=cancel, progress=progress
+    try:
+        with _CtrlC(cancel):
+            report = _batch_or_drafts(
+                args, service, engine, params, library, units, cancel, progress, bar
             )
-        else:
-            report = sg.run_batch(
-                service,
-                engine,
-                args.kind,
-                units,
-                library=library,
-                annotator=args.as_annotator,
-                params=params,
-                cancel=cancel,
-                progress=progress,
-                match_themes=not args.no_themes,
-            )
+    except (StoreError, ProjectError) as exc:  # the study stopped taking saves part-way
+        bar.finish()
+        return _stopped_by_the_study(exc, latest[0] if latest else None)
     bar.finish()
     return _summary(report)
 
 
-def _summary(report) -> int:
+def _batch_or_drafts(args, service, engine, params, library, units, cancel, progress, bar):
+    """The run itself: drafts for the units' cases, or suggestions (answers) for the units."""
+    from portalreview.llm import suggest as sg
+
+    if args.kind == "drafts":
+        cases = sg.cases_of_units(service, units)
+        bar.total = len(cases)
+        template = sg.drafting_template(service, args.template, library)
+        return sg.run_drafts(
+            service, engine, cases, template, params=params, cancel=cancel, progress=progress
+        )
+    return sg.run_batch(
+        service,
+        engine,
+        args.kind,
+        units,
+        library=library,
+        annotator=args.as_annotator,
+        params=params,
+        cancel=cancel,
+        progress=progress,
+        match_themes=not args.no_themes,
+    )
+
+
+def _stopped_by_the_study(exc: Exception, report) -> int:
+    """A save the study refused or could not take (a server that went away, a full disk)
+    ends the run: what was stored before it stays, and a rerun continues from there."""
+    if report is not None:
+        _summary(report, cut_short=True)
+    print(
+        f"Stopped: a save failed: {exc}\nWhat the run stored before it is kept. Run the same "
+        "command again to continue where it stopped.",
+        file=sys.stderr,
+    )
+    return EXIT_STOPPED
+
+
+def _summary(report, cut_short: bool = False) -> int:
+    """Print what the run did; its exit status (``cut_short``: the counts only, the caller
+    says why it stopped)."""
     refused = getattr(report, "refused", {})  # drafts have no quality gates
     print(
         f"{len(report.stored)} stored, {len(refused)} refused by the quality gates"
@@ -436,6 +465,8 @@ def _summary(report) -> int:
     )
     _listing("Did not fit", report.failed, report.named)
     _listing("Refused by the quality gates (stored for the PI, not offered)", refused, report.named)
+    if cut_short:
+        return EXIT_STOPPED
     stopped = report.stopped  # the model went away (drafts)
     if report.cancelled or stopped:
         why = f" {stopped}" if stopped else ""

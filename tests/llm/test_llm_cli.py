@@ -152,6 +152,46 @@ def test_ctrl_c_stops_and_keeps_what_was_finished(project_file, tiny_model):  # 
     assert 1 <= stored + gated + failed < 4
 
 
+def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
+    project_file,
+    tiny_model,  # noqa: F811
+    capsys,
+    monkeypatch,
+):
+    """A team server that goes away part-way: the run once ended with the failed save's
+    "Nothing was saved" alone, after it had stored suggestions (found on a real server)."""
+    from portalreview.llm import suggest as sg
+    from portalreview.store.errors import StoreError
+
+    with Project.open(project_file) as project:
+        service = StudyService(project)
+        unit = service.read_unit(unit_ids(service, "empathy")[0])
+        case_id, (first, second) = unit.cases[0].id, [r.id for r in unit.responses]
+        set_id = service.create_unit_set("many", "empathy")
+        for _ in range(3):
+            service.add_unit(set_id, case_id, response_id=first, response_b_id=second)
+    real_store, calls = sg.store, []
+
+    def store_then_lose_the_server(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise StoreError("The study server did not answer. Nothing was saved.")
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(sg, "store", store_then_lose_the_server)
+    args = ["suggest", str(project_file), "--model", str(tiny_model), "--kind", "empathy"]
+    args += ["--units", "many", "--as-annotator", "tiny"]
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    stored, gated, _ = map(int, re.search(SUMMARY, err).groups())
+    assert stored + gated == 1
+    assert "Stopped: a save failed: The study server did not answer. Nothing was saved." in err
+    assert "What the run stored before it is kept. Run the same command again" in err
+    monkeypatch.setattr(sg, "store", real_store)
+    assert main(args) in (0, 1)  # (1: the tiny model's answers refused by the gates)
+    assert re.search(r", 1 already done", capsys.readouterr().err)
+
+
 SUMMARY = (
     r"(\d+) stored, (\d+) refused by the quality gates.*?, \d+ already done, (\d+) did not fit"
 )
