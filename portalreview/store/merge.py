@@ -627,6 +627,7 @@ def make_copy(
         raise StoreError(f"the folder {out.parent} does not exist")
     if only_assigned and not annotator:
         raise StoreError("name the annotator whose assignments the copy keeps")
+    _refuse_a_clinicians_login(project)
     person_id = has_units = None
     if annotator:
         with project.read() as s:
@@ -736,6 +737,24 @@ MERGE_PREFIX = ".portalreview-merge-"
 VERIFY_PREFIX = ".portalreview-verify-"
 SELFTEST_PREFIX = ".portalreview-selftest-"
 TEMPORARY_PREFIXES = (WORK_PREFIX, MERGE_PREFIX, VERIFY_PREFIX, SELFTEST_PREFIX)
+
+
+def _refuse_a_clinicians_login(project: Project) -> None:
+    """A clinician's login to a team study sees only her own work, so a copy is the PI's to
+    make: said before anything is read (the server refused it part-way, and a copy for
+    another clinician was refused as "has no unit to work on": she cannot see his)."""
+    member = getattr(project, "member", None)  # a server study's login; a file has none
+    me = member() if member is not None else None
+    if me is None:
+        return
+    with project.read() as s:
+        role = s.scalar(select(Annotator.role).where(Annotator.name == me))
+    if role != "pi":
+        raise StoreError(
+            f"your database account works as the clinician {me}, who sees only their own "
+            "work: offline copies of a team study are made by the study's PI (or IT with "
+            "the study owner's account)"
+        )
 
 
 def _work_folder(prefix: str = WORK_PREFIX) -> Path:

@@ -195,6 +195,7 @@ def test_a_pis_command_run_by_a_clinicians_role_is_refused_in_words(
     ava = f"ava_{secrets.token_hex(4)}"
     server.admin_sql(f"CREATE ROLE {ava} LOGIN PASSWORD 'ava-pw'")
     assert main(["member", address, ava, "--as", "ava"]) == 0
+    assert main(["setup", address, "--add-annotator", "ben"]) == 0
     capsys.readouterr()
     as_ava = server.dsn(address.rsplit("/", 1)[1], ava, "ava-pw")
     for command in (
@@ -206,6 +207,11 @@ def test_a_pis_command_run_by_a_clinicians_role_is_refused_in_words(
         said = capsys.readouterr().err
         assert "the study server refused this to your database account" in said, command
         assert "Traceback" not in said
+    for who in ("ava", "ben"):  # (for ben it said he had no unit: she cannot see his)
+        assert main(["copy", as_ava, "-o", str(tmp_path / "mine.prproj"), "--for", who]) == 2
+        said = capsys.readouterr().err
+        assert "works as the clinician ava, who sees only their own work" in said, who
+        assert "made by the study's PI" in said and "Traceback" not in said
     with open_project(address, read_only=True) as p, p.read() as s:
         assert "zed" not in s.execute(text("SELECT name FROM annotators")).scalars().all()
     assert not (tmp_path / "mine.prproj").exists()
