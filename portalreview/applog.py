@@ -38,6 +38,10 @@ ORGANIZATION = APPLICATION = "PortalReview"  # as ui/settings.py gives Qt
 
 log = logging.getLogger(LOGGER)
 _handler: logging.handlers.RotatingFileHandler | None = None
+# Libraries whose warnings would otherwise reach the terminal through Python's last-resort
+# handler: psycopg's "error ignored terminating <psycopg.Pipeline [BAD]>..." when a team
+# server goes away mid-copy, printed before the program's own message.
+_LIBRARY_LOGGERS = ("psycopg",)
 _lock = threading.Lock()
 
 
@@ -223,10 +227,10 @@ def setup_logging(where: str) -> Path | None:
                 print(f"PortalReview: no log file ({path}: {exc.strerror})", file=sys.stderr)
                 return None
             if _handler is not None:
-                log.removeHandler(_handler)
-                _handler.close()
+                _detach(_handler)
             _handler = handler
-            log.addHandler(handler)
+            for logger in _loggers():
+                logger.addHandler(handler)
         if log.level == logging.NOTSET or log.level > logging.INFO:
             log.setLevel(logging.INFO)
     _install_excepthooks()
@@ -293,6 +297,16 @@ def close_log() -> None:
     global _handler
     with _lock:
         if _handler is not None:
-            log.removeHandler(_handler)
-            _handler.close()
+            _detach(_handler)
             _handler = None
+
+
+def _loggers() -> list[logging.Logger]:
+    """The program's logger and the libraries' that write to the same file."""
+    return [log, *map(logging.getLogger, _LIBRARY_LOGGERS)]
+
+
+def _detach(handler: logging.Handler) -> None:
+    for logger in _loggers():
+        logger.removeHandler(handler)
+    handler.close()

@@ -76,6 +76,19 @@ def test_redact_hides_free_text_and_passwords_but_keeps_names():
     assert redact(sql) == "[SQL: INSERT INTO t (a) VALUES (?)]\n[parameters: <hidden>]"
 
 
+def test_a_librarys_warning_goes_to_the_log_not_the_terminal(logs, capsys):
+    """psycopg's warning about a pipeline it could not end (a team server gone mid-copy) was
+    printed to the terminal before the program's own message."""
+    import logging
+
+    applog.setup_logging("cli")
+    logging.getLogger("psycopg").warning("error ignored terminating <psycopg.Pipeline [BAD]>")
+    assert capsys.readouterr().err == ""
+    assert "error ignored terminating" in applog.log_path().read_text(encoding="utf-8")
+    applog.close_log()
+    assert logging.getLogger("psycopg").handlers == []
+
+
 def test_the_log_is_size_capped_and_rotates(logs, monkeypatch):
     monkeypatch.setattr(applog, "MAX_BYTES", 2_000)
     path = setup_logging("cli")
