@@ -434,12 +434,14 @@ def plan_units(
         order = balanced_pairs([c.id for c in chosen], comparisons_per_message, seed or 0)
         wanted = {frozenset(pair) for pair in order}
         units = [u for u in units if frozenset((u.case_id, u.case_b_id)) in wanted]
+        one_more = comparisons_per_message % 2 and len(chosen) % 2  # (see balanced_pairs)
         notes.append(
-            f"a sample of {len(units)} pairs, each message compared {comparisons_per_message} "
-            "times"
+            f"a sample of {len(units)} pairs, each message compared "
+            f"{comparisons_per_message + one_more} times"
             + (
-                " (one more for some: an odd count needs an even inbox)"
-                if comparisons_per_message % 2 and len(chosen) % 2
+                f" ({comparisons_per_message} asked for: an odd count needs an even number of "
+                "messages, so each is compared once more)"
+                if one_more
                 else ""
             )
         )

@@ -313,6 +313,18 @@ def test_an_inbox_sample_with_four_comparisons_per_message(tmp_path, capsys):
     assert "24" in capsys.readouterr().out
 
 
+def test_an_odd_count_in_an_odd_inbox_says_how_often_each_message_is_compared(tmp_path):
+    """Three comparisons asked for in an inbox of 11: each message is compared 4 times, which
+    the note said of "some" only."""
+    with _inbox_project(tmp_path / "s.prproj", n_cases=11) as project:
+        plan = plan_units(project, "urgency", inbox="ward-3", comparisons_per_message=3)
+    per_case = Counter(c for u in plan.units for c in (u.case_id, u.case_b_id))
+    assert len(per_case) == 11 and set(per_case.values()) == {4}
+    assert "each message compared 4 times (3 asked for: an odd count needs an even" in (
+        plan.summary()
+    )
+
+
 def test_assign_reads_a_set_name_made_of_digits_as_the_name(tmp_path, capsys):
     """A set named "1" is handed out by `assign 1`, not the set whose id is 1; an id still
     works where no set has that name."""
