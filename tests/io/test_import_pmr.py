@@ -108,3 +108,14 @@ def test_inverted_pairs_are_reported(project, tmp_path):
     )
     report = import_files(project, [path])
     assert any("less urgent" in n for n in report.notes)
+
+
+def test_pairs_of_equal_levels_are_reported(project, tmp_path):
+    """Seed 002's pairs are never tied; a tied row was imported without a word, while the
+    report leaves it out of accuracy."""
+    header = ["chosen", "chosen_level", "rejected", "rejected_level"]
+    rows = [header, [RASH, "3", CHEST, "3"], [FORM, "6", RASH, "3"]]
+    report = import_files(project, [write_csv(tmp_path / "tied.csv", rows)])
+    (tied,) = [n for n in report.notes if "same level" in n]
+    assert "in 1 row(s) chosen and rejected have the same level" in tied
+    assert any("in 1 row(s) chosen has a less urgent" in n for n in report.notes)

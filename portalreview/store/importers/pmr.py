@@ -31,7 +31,7 @@ def load_pairs(ctx: ImportContext, part: Part) -> None:
     new unit set named after the file; the levels become the cases' reference levels."""
     name = part.stem
     set_id = None
-    inverted = 0
+    inverted = equal = 0
     for rec in part.records:
         with ctx.guard(rec):
             if set_id is None:
@@ -43,6 +43,7 @@ def load_pairs(ctx: ImportContext, part: Part) -> None:
             if chosen == rejected:
                 rec.fail("rejected", "chosen and rejected are the same message")
             inverted += chosen_level > rejected_level
+            equal += chosen_level == rejected_level
             ctx.svc.add_unit(
                 set_id,
                 chosen,
@@ -54,6 +55,11 @@ def load_pairs(ctx: ImportContext, part: Part) -> None:
         ctx.report.note(
             f"{part.label}: in {inverted} row(s) chosen has a less urgent (higher) level "
             "than rejected"
+        )
+    if equal:  # seed 002's pairs are never tied: the report cannot score these against levels
+        ctx.report.note(
+            f"{part.label}: in {equal} row(s) chosen and rejected have the same level; the "
+            "report leaves them out of accuracy (n_excluded_equal_levels)"
         )
 
 
