@@ -830,32 +830,54 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
                 for kind, units in plan.items():
                     bar = ProgressBar(len(units), unit=f"{kind} units")
                     bar.update(0, 0, 0, 0)
-                    report = sg.run_batch(
-                        service,
-                        engine,
-                        kind,
-                        units,
-                        library=library,
-                        annotator=name,
-                        params=params,
-                        cancel=cancel,
-                        progress=lambda r, _u, bar=bar: bar.update(
+                    latest: list = []  # the kind's report as of its last unit
+
+                    def progress(r, _u, bar=bar, latest=latest) -> None:
+                        latest[:] = [r]
+                        bar.update(
                             r.done, len(r.stored), len(r.skipped), len(r.failed), len(r.refused)
-                        ),
-                    )
+                        )
+
+                    try:
+                        report = sg.run_batch(
+                            service,
+                            engine,
+                            kind,
+                            units,
+                            library=library,
+                            annotator=name,
+                            params=params,
+                            cancel=cancel,
+                            progress=progress,
+                        )
+                    except (StoreError, ProjectError) as exc:  # a save failed part-way
+                        bar.finish()
+                        if latest:
+                            _print_model_run(kind, latest[0])
+                        print(
+                            f"Stopped: a save failed: {exc}\nThe answers stored before it are "
+                            "kept. Run the same command again to continue where it stopped.",
+                            file=sys.stderr,
+                        )
+                        return EXIT_STOPPED
                     bar.finish()
-                    print(
-                        f"{kind}: {len(report.stored)} answered, {len(report.skipped)} already "
-                        f"done, {len(report.refused)} refused by the quality gates, "
-                        f"{len(report.failed)} did not fit the kind, in {report.seconds:.0f} s",
-                        file=sys.stderr,
-                    )
+                    _print_model_run(kind, report)
                     if report.cancelled:
                         print("Stopped: the answers so far are kept.", file=sys.stderr)
                         return EXIT_STOPPED
     except (LlmError, StoreError) as exc:
         raise CliError(str(exc)) from exc
     return 0
+
+
+def _print_model_run(kind: str, report) -> None:
+    """One line of what a model run as an annotator did for ``kind``."""
+    print(
+        f"{kind}: {len(report.stored)} answered, {len(report.skipped)} already "
+        f"done, {len(report.refused)} refused by the quality gates, "
+        f"{len(report.failed)} did not fit the kind, in {report.seconds:.0f} s",
+        file=sys.stderr,
+    )
 
 
 DEFAULT_DEMO = Path("portalreview-demo.prproj")

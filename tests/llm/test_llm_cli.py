@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 from llm_testkit import drafts_end_at_the_limit, tiny_model  # noqa: F401 - fixture
+from sqlalchemy import func, select
 
 from portalreview.cli import main
+from portalreview.store.models import Suggestion
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.store.templates import unit_ids
@@ -190,6 +192,34 @@ def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
     monkeypatch.setattr(sg, "store", real_store)
     assert main(args) in (0, 1)  # (1: the tiny model's answers refused by the gates)
     assert re.search(r", 1 already done", capsys.readouterr().err)
+
+
+def test_evaluate_model_stopped_by_a_failed_save_keeps_what_it_stored(
+    project_file,
+    tiny_model,  # noqa: F811
+    capsys,
+    monkeypatch,
+):
+    """The same for the model run of evaluate-model: it said only the failed save's words."""
+    from portalreview.llm import suggest as sg
+    from portalreview.store.errors import StoreError
+
+    real_store, calls = sg.store, []
+
+    def store_then_lose_the_server(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise StoreError("The study server did not answer. Nothing was saved.")
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(sg, "store", store_then_lose_the_server)
+    args = ["evaluate-model", str(project_file), "--model", str(tiny_model), "--limit", "1"]
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert "Stopped: a save failed: The study server did not answer." in err
+    assert "The answers stored before it are kept. Run the same command again" in err
+    with Project.open(project_file, read_only=True) as project, project.read() as s:
+        assert s.scalar(select(func.count()).select_from(Suggestion)) == 2
 
 
 SUMMARY = (
