@@ -466,7 +466,9 @@ class ModelDialog(QDialog):
         self.examples_label.setText(
             f"Own replies as examples: {said}."
             + (
-                " Measure it first (evaluate-model --own-examples)."
+                " Before you turn it on, measure whether it helps: the command "
+                "portalreview evaluate-model STUDY --model FILE --own-examples N compares "
+                "drafts made with and without them (docs/llm.md)."
                 if self._is_pi()
                 else ""
             )
@@ -501,7 +503,7 @@ class ModelDialog(QDialog):
         pi = service is not None and service.viewer.sees_all
         self.gate_summary.setText(
             f"<b>Quality gates:</b> {offered} stored suggestion(s) can be offered; {refused} "
-            "refused as degenerate (empty, echoing the prompt, the same text in every box, "
+            "refused as unusable (empty, echoing the prompt, the same text in every box, "
             "spans over the whole draft, text loops), kept for the PI and never shown"
             + (" — listed below." if pi and refused else ".")
         )
