@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from portalreview.store import leftovers
 from portalreview.store.errors import SaveFailed, StoreError
-from portalreview.store.output_files import output_error, sync_file
+from portalreview.store.output_files import output_error, sync_file, sync_folder
 from portalreview.store.project import (
     SUFFIX,
     Project,
@@ -66,10 +66,23 @@ def seal(path: Path) -> None:
 
 
 def publish(building: Path, path: Path) -> None:
-    """Give the finished file its name; never over a file (another program made one first)."""
-    if path.exists():
-        raise ProjectError(f"{path} appeared while it was being made; open that one.")
-    replace_durably(building, path)
+    """Give the finished file its name; never over a file (another program made one first).
+
+    The name is given as a hard link, which the system refuses at once if the name exists:
+    checking first and then renaming would write over a file another program made in
+    between. Where the folder's file system has no hard links (FAT and exFAT drives, some
+    network shares), the check and the rename remain."""
+    appeared = ProjectError(f"{path} appeared while it was being made; open that one.")
+    try:
+        os.link(building, path)
+    except FileExistsError:
+        raise appeared from None
+    except (NotImplementedError, PermissionError, OSError) as exc:
+        if path.exists():
+            raise appeared from exc
+        replace_durably(building, path)
+        return
+    sync_folder(path.parent)  # the new name survives a power cut too (the build is removed)
 
 
 def remove_build(building: Path) -> None:

@@ -897,3 +897,42 @@ def test_an_sqlite_uri_spells_the_path_as_the_file_system_does(monkeypatch):
     assert project_module.sqlite_uri(Path("/data/Müller.prproj"), "mode=rw") == (
         "file:/data/M%FCller.prproj?mode=rw"
     )
+
+
+def test_a_file_made_at_the_name_while_the_project_is_built_is_never_written_over(
+    tmp_path, monkeypatch
+):
+    """Another program makes a file at the name between the last check and the rename: the
+    rename went over it (POSIX renames replace). It is kept and the new project is refused."""
+    from portalreview.store import building
+
+    path = (tmp_path / "s.prproj").resolve()
+    real_seal = building.seal
+
+    def seal_then_someone_else(file: Path) -> None:
+        real_seal(file)
+        path.write_bytes(b"someone else's file")
+
+    monkeypatch.setattr(building, "seal", seal_then_someone_else)
+    real_exists = Path.exists
+    # the race itself: the name is still free when checked, taken when given
+    monkeypatch.setattr(Path, "exists", lambda p: False if p == path else real_exists(p))
+    with pytest.raises(ProjectError, match="appeared while it was being made"):
+        building.create_project_file(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == b"someone else's file"
+    assert [p.name for p in tmp_path.iterdir()] == ["s.prproj"]  # the build removed
+
+
+def test_a_project_is_made_where_the_file_system_has_no_hard_links(tmp_path, monkeypatch):
+    """FAT and exFAT drives refuse hard links: the name is then given by a rename."""
+    from portalreview.store import building
+
+    def no_links(*args, **kwargs) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(building.os, "link", no_links)
+    path = building.create_project_file(tmp_path / "s.prproj", name="Pilot")
+    assert [p.name for p in tmp_path.iterdir()] == ["s.prproj"]
+    with Project.open(path) as p:
+        assert p.meta("name") == "Pilot"
