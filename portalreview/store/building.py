@@ -24,13 +24,17 @@ from sqlalchemy.exc import DBAPIError
 
 from portalreview.store import leftovers
 from portalreview.store.errors import SaveFailed, StoreError
-from portalreview.store.output_files import output_error, sync_file, sync_folder
+from portalreview.store.output_files import (
+    name_without_replacing,
+    output_error,
+    sync_file,
+    sync_folder,
+)
 from portalreview.store.project import (
     SUFFIX,
     Project,
     ProjectError,
     backup_dir,
-    replace_durably,
 )
 
 NEW_PREFIX = ".portalreview-new-"  # a project file `portalreview new` is making
@@ -68,20 +72,12 @@ def seal(path: Path) -> None:
 def publish(building: Path, path: Path) -> None:
     """Give the finished file its name; never over a file (another program made one first).
 
-    The name is given as a hard link, which the system refuses at once if the name exists:
-    checking first and then renaming would write over a file another program made in
-    between. Where the folder's file system has no hard links (FAT and exFAT drives, some
-    network shares), the check and the rename remain."""
-    appeared = ProjectError(f"{path} appeared while it was being made; open that one.")
+    (:func:`~portalreview.store.output_files.name_without_replacing`: checking first and
+    then renaming would write over a file another program made in between)."""
     try:
-        os.link(building, path)
+        name_without_replacing(building, path)
     except FileExistsError:
-        raise appeared from None
-    except (NotImplementedError, PermissionError, OSError) as exc:
-        if path.exists():
-            raise appeared from exc
-        replace_durably(building, path)
-        return
+        raise ProjectError(f"{path} appeared while it was being made; open that one.") from None
     sync_folder(path.parent)  # the new name survives a power cut too (the build is removed)
 
 

@@ -833,7 +833,14 @@ def _deliver(finished: Path, out: Path) -> None:
         raise output_error(exc, out) from exc
     os.close(fd)  # made owner-only under a name no other copy takes; written below
     # the same wording as every other output (a copy open in another program on Windows)
-    write_through_temporary(out, lambda part: _copy_file(finished, part), temporary=Path(name))
+    try:
+        write_through_temporary(
+            out, lambda part: _copy_file(finished, part), temporary=Path(name), replace=False
+        )
+    except FileExistsError:  # made there by another program since the start: never replaced
+        raise StoreError(
+            f"{out} appeared while the copy was being made; choose another name"
+        ) from None
 
 
 def _copy_file(source: Path, target: Path) -> None:

@@ -67,6 +67,23 @@ def replace_output(temporary: Path, target: Path) -> None:
         raise PermissionError(exc.errno, exc.strerror, str(target)) from exc
 
 
+def name_without_replacing(temporary: Path, target: Path) -> None:
+    """Give the finished ``temporary`` the name ``target`` unless a file has it
+    (FileExistsError naming ``target``), as a hard link: the system refuses it at once when
+    the name exists, where checking first and then renaming would write over a file another
+    program made in between. Where the file system has no hard links (FAT and exFAT drives,
+    some network shares) the check and the rename remain. ``temporary`` may stay: the caller
+    removes it."""
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, "the name is taken", str(target)) from None
+    except OSError:
+        if target.exists():
+            raise FileExistsError(errno.EEXIST, "the name is taken", str(target)) from None
+        os.replace(temporary, target)
+
+
 class OutputNotWritten(OSError):
     """An output file that could not be written, the reason in words (its ``errno`` kept)."""
 
@@ -104,10 +121,14 @@ def _worded_output_failure(code: int | None, reason: str, target: Path) -> str |
 
 
 def write_through_temporary(
-    target: Path, write: Callable[[Path], Any], temporary: Path | None = None
+    target: Path,
+    write: Callable[[Path], Any],
+    temporary: Path | None = None,
+    replace: bool = True,
 ) -> Path:
     """Call ``write`` on a temporary file beside ``target`` (``temporary``, by default
-    ``<target>.tmp``), then rename it to ``target`` (:func:`replace_output`); the temporary
+    ``<target>.tmp``), then rename it to ``target`` (:func:`replace_output`; with
+    ``replace=False`` never over a file, :func:`name_without_replacing`); the temporary
     file never stays behind."""
     temporary = temporary or target.with_name(target.name + ".tmp")
     try:
@@ -119,7 +140,10 @@ def write_through_temporary(
                 raise
             # the message names the file asked for, not a temporary one nobody will find
             raise output_error(exc, target) from exc
-        replace_output(temporary, target)
+        if replace:
+            replace_output(temporary, target)
+        else:
+            name_without_replacing(temporary, target)
         sync_folder(target.parent)
     finally:
         # on a read-only disk this fails too, and would hide the worded error raised above

@@ -657,3 +657,25 @@ def test_a_copy_is_made_and_merged_in_a_folder_whose_name_is_uri_syntax(tmp_path
         ava = StudyService(project).as_viewer("ava")
         assert ava.get_answer(study.units["urgency"]).payload["more_urgent_case_id"] == study.case2
     assert sorted(p.name for p in tmp_path.iterdir()) == [folder]  # nothing beside it
+
+
+def test_a_file_made_at_the_copys_name_meanwhile_is_never_written_over(
+    master, tmp_path, monkeypatch
+):
+    """The name is checked when the copy starts; a file another program makes there before
+    the copy is delivered was replaced by it."""
+    from portalreview.store import merge as merge_module
+
+    project, _study = master
+    out = tmp_path / "ava.prproj"
+    real_copy_file = merge_module._copy_file
+
+    def copy_then_someone_else(source, target) -> None:
+        real_copy_file(source, target)
+        out.write_bytes(b"someone else's file")
+
+    monkeypatch.setattr(merge_module, "_copy_file", copy_then_someone_else)
+    with pytest.raises(StoreError, match="appeared while the copy was being made"):
+        make_copy(project, out, annotator="ava", only_assigned=True)
+    assert out.read_bytes() == b"someone else's file"
+    assert sorted(p.name for p in tmp_path.iterdir() if "ava" in p.name) == ["ava.prproj"]
