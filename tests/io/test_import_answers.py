@@ -6,7 +6,7 @@ import filecmp
 import re
 
 import pytest
-from io_support import fingerprint, full_study, write_jsonl
+from io_support import fingerprint, full_study, refused, write_jsonl
 
 from portalreview.store.exporters import export_project
 from portalreview.store.importers import ImportFailed, import_files
@@ -220,3 +220,70 @@ def test_the_translation_table_covers_every_kind():
     assert internal == {"more_urgent_case_id": 2, "levels": {"1": 3}}
     match = {"decisions": [{"sentence_id": {"owner": "x", "position": 2}, "spans": []}]}
     assert answer_to_internal("match", match, Ids())["decisions"][0]["sentence_id"] == 12
+
+
+_SURROGATE = "contains an invalid character (an unpaired UTF-16 surrogate)"
+_RESPOND = {"mode": "theme_guided", "parts": {"empathy": "So sorry."}, "notes": ""}
+
+
+def _respond(**changes) -> dict:
+    return {**_RESPOND, **changes}
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (_respond(parts={"empathy": "x\ud800"}), f"field 'answer.parts.empathy': {_SURROGATE}"),
+        (_respond(parts={"empathy": "a\x00b"}), "field 'answer.parts.empathy': contains a NUL"),
+        (
+            _respond(notes="n" * 200_000),
+            "field 'answer.notes': is 200,000 characters long; at most 100,000 are allowed",
+        ),
+        (_respond(parts={"empathy\ud800": "x"}), f"field 'answer.parts': a key {_SURROGATE}"),
+    ],
+    ids=["surrogate", "nul", "too-long", "surrogate-key"],
+)
+def test_a_text_inside_an_answer_is_checked_as_any_text(project, study, tmp_path, answer, expected):
+    """A lone surrogate inside an answer's payload crashed in the database's flush (no file,
+    line or field named); a NUL or 200,000 characters there were imported, though any other
+    text with them is refused."""
+    row = {"kind": "respond", "unit": _unit("respond"), "annotator": "cleo", "answer": answer}
+    message = refused(project, [write_jsonl(tmp_path / "answers.jsonl", [row])])
+    assert f"answers.jsonl, line 1, {expected}" in message
+
+
+_SUGGESTION = {
+    "unit": _unit("respond"),
+    "kind": "respond",
+    "model_file": "tiny.gguf",
+    "model_sha256": "ab" * 32,
+    "template_id": "respond-v1",
+    "payload": {"parts": {"empathy": "Empathy"}},
+    "params": {"temperature": 0.2},
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"payload": {"parts": {"empathy": "x\ud800"}}}, f"'payload.parts.empathy': {_SURROGATE}"),
+        ({"params": {"stop": ["ok", "\ud800"]}}, f"'params.stop[1]': {_SURROGATE}"),
+        ({"payload": {"parts": {"empathy": "\x00"}}}, "'payload.parts.empathy': contains a NUL"),
+    ],
+    ids=["payload", "params", "nul"],
+)
+def test_a_text_inside_a_suggestion_is_checked_as_any_text(
+    project, study, tmp_path, changes, expected
+):
+    """A lone surrogate in a suggestion's payload or parameters was imported, and every later
+    export as JSON Lines or CSV then failed with a UnicodeEncodeError."""
+    row = {**_SUGGESTION, **changes}
+    message = refused(project, [write_jsonl(tmp_path / "suggestions.jsonl", [row])])
+    assert f"suggestions.jsonl, line 1, field {expected}" in message
+
+
+def test_a_suggestion_with_good_texts_is_imported(project, study, tmp_path):
+    """The rows the refusals above start from are good ones."""
+    import_files(project, [write_jsonl(tmp_path / "suggestions.jsonl", [_SUGGESTION])])
+    row = {"kind": "respond", "unit": _unit("respond"), "annotator": "cleo", "answer": _RESPOND}
+    import_files(project, [write_jsonl(tmp_path / "answers.jsonl", [row])])

@@ -196,9 +196,12 @@ class Record:
             return None
         if self.lenient and isinstance(value, str):
             try:
-                return json.loads(value, parse_constant=_no_constant)
+                value = json.loads(value, parse_constant=_no_constant)
             except (ValueError, RecursionError) as exc:
                 self.fail(name, f"is not valid JSON text ({exc})")
+        found = nested_problem(value)
+        if found:
+            self.fail(name + found[0], found[1])
         return value
 
     def obj(self, name: str, *, required: bool = False) -> dict | None:
@@ -246,6 +249,34 @@ def text_problem(text: str, limit: int) -> str | None:
     except UnicodeEncodeError:
         return "contains an invalid character (an unpaired UTF-16 surrogate)"
     return None
+
+
+def nested_problem(value: Any, limit: int = MAX_TEXT) -> tuple[str, str] | None:
+    """The first text (or key) inside a nested value that cannot be stored, by the rule of
+    :func:`text_problem`: ``(".parts.empathy", why)``, its place after the field's name; or
+    None. Keys and list items are walked in order, without recursion (a file may nest deeply)."""
+    todo: list[tuple[str, Any]] = [("", value)]
+    while todo:
+        path, item = todo.pop()
+        if isinstance(item, str):
+            problem = text_problem(item, limit)
+            if problem:
+                return path, problem
+        elif isinstance(item, dict):
+            for key in item:
+                problem = text_problem(key, limit) if isinstance(key, str) else None
+                if problem:
+                    return path, f"a key {problem}"
+            todo.extend((f"{path}.{_key_shown(k)}", v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            todo.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _key_shown(key: Any) -> str:
+    """A key as a field's name shows it (a long one cut short)."""
+    text = str(key)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def whole_number(value: Any) -> int | None:
