@@ -342,7 +342,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     with open_project(path, read_only=args.dry_run and not args.add_annotator) as project:
         if args.add_annotator and not args.dry_run:
             setup.add_annotators(project, args.add_annotator)
-            print(f"Added {', '.join(args.add_annotator)}")
+            print(f"Added {', '.join(n.strip() for n in args.add_annotator)}")
         if args.add_pi and not args.dry_run:
             setup.add_annotators(project, [args.add_pi], role="pi")
             print(f"Added {args.add_pi} (PI)")

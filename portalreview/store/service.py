@@ -233,6 +233,16 @@ def _sentences_of(text: str, **owner: int) -> list[Sentence]:
     ]
 
 
+def _outer_spaces_off(name: str, blank: str) -> str:
+    """An id or a name as the importers read one (``Record.ident``): without outer spaces, so
+    that it comes back the same through an export and an import; StoreError(``blank``) when
+    nothing is left."""
+    name = name.strip()
+    if not name:
+        raise StoreError(blank)
+    return name
+
+
 def _sentence_view(s: Sentence) -> SentenceView:
     return SentenceView(s.id, s.position, s.start, s.end, s.text)
 
@@ -464,7 +474,10 @@ class StudyService:
         is_model: bool = False,
         session: Session | None = None,
     ) -> int:
+        """A new annotator; the name is stored without outer spaces, as an import reads names
+        (" ava " exported and imported again would come back as "ava", another sign-in)."""
         self._require_admin("add annotators")
+        name = _outer_spaces_off(name, "an annotator needs a name")
 
         def insert(s: Session) -> int:
             person = Annotator(
@@ -500,8 +513,10 @@ class StudyService:
         session: Session | None = None,
     ) -> int:
         """Add a case and split its message into sentences. With ``session``, inside the
-        caller's transaction (importers add many rows in one)."""
+        caller's transaction (importers add many rows in one). The case's id is stored without
+        outer spaces, as an import reads ids."""
         self._require_admin("add cases")
+        external_id = _outer_spaces_off(external_id, "a case needs an id")
         chart = {k: list(chart.get(k, [])) for k in CHART_SECTIONS} if chart else {}
         unknown = set(chart) - set(CHART_SECTIONS)
         if unknown:
@@ -541,7 +556,10 @@ class StudyService:
         production: str = "other",
         session: Session | None = None,
     ) -> int:
+        """Add a response to a case; its id is stored without outer spaces, as an import reads
+        ids."""
         self._require_admin("add responses")
+        external_id = _outer_spaces_off(external_id, "a response needs an id")
 
         def insert(s: Session) -> int:
             row = Response(

@@ -1093,10 +1093,10 @@ def add_annotators(
     """Add people (``role`` clinician or pi) in one transaction; an existing name is refused.
     Each is recorded in the audit log, naming ``by`` (the PI in the app; None: the system)."""
     svc = EventRecorder(project, by)
-    names = list(names)
+    names = [n.strip() for n in names]  # as add_annotator stores them
     with svc._write() as s:
         existing = set(s.scalars(select(Annotator.name)))
-        dup = [n for n in names if n in existing]
+        dup = [n for i, n in enumerate(names) if n in existing or n in names[:i]]
         if dup:
             raise SetupError(f"there is already an annotator called {dup[0]!r}")
         return [svc.add_annotator(n, role=role, session=s) for n in names]

@@ -496,3 +496,41 @@ def test_a_gold_answer_under_a_clinician_s_name_is_refused(exported, tmp_path):
         import_files(fresh, edited)
     assert fingerprint(fresh) == before
     fresh.close()
+
+
+def test_names_and_ids_with_outer_spaces_come_back_the_same(project, tmp_path):
+    """The service stored " ava ", " c1 " and "d1\\t" as typed, but an import strips ids, so
+    after an export and an import ava's sign-in name was "ava" and the case "c1": the service
+    now stores them as the import reads them."""
+    svc = StudyService(project)
+    who = svc.add_annotator(" ava ")
+    case = svc.add_case(" c1 ", "Hello there. I have a cough.")
+    svc.add_response(case, "d1\t", "Please rest.")
+    unit = svc.add_unit(svc.create_unit_set(" respond set ", "respond"), case)
+    svc.assign(unit, who)
+    respond = {"mode": "theme_guided", "parts": {"empathy": "x"}, "notes": ""}
+    svc.save_answer(unit, respond, annotator_id=who)
+    assert [a.name for a in svc.annotators()] == ["ava"]
+    assert svc.as_viewer("ava").read_unit(unit).cases[0].external_id == "c1"
+    out = tmp_path / "export1"
+    export_project(project, "jsonl", out)
+    assert '"response_id": "d1"' in (out / "responses.jsonl").read_text()
+    fresh = _reimport(tmp_path, out, "copy")
+    again = tmp_path / "export2"
+    export_project(fresh, "jsonl", again)
+    for table in ("annotators", "cases", "responses", "units", "assignments", "answers"):
+        assert filecmp.cmp(out / f"{table}.jsonl", again / f"{table}.jsonl", shallow=False), table
+    fresh.close()
+
+
+@pytest.mark.parametrize(
+    ("add", "message"),
+    [
+        (lambda svc: svc.add_annotator("  "), "an annotator needs a name"),
+        (lambda svc: svc.add_case(" ", "Hello."), "a case needs an id"),
+        (lambda svc: svc.add_response(svc.add_case("c9", "Hi."), "\t", "Hi."), "a response needs"),
+    ],
+)
+def test_a_blank_name_or_id_is_refused(project, add, message):
+    with pytest.raises(StoreError, match=message):
+        add(StudyService(project))

@@ -556,3 +556,19 @@ def test_hard_pairs_listed_and_handed_out_from_the_command_line(tmp_path, capsys
     with Project.open(path, read_only=True) as project:
         ben = StudyService(project).as_viewer("ben")
         assert [q.unit_id for q in ben.queue("urgency")] == [flagged]
+
+
+def test_added_names_lose_their_outer_spaces_and_a_name_twice_is_refused(tmp_path, capsys):
+    """`new --annotator " ava "` and `setup --add-annotator " ben"` stored the names with their
+    spaces (an export and an import made them "ava" and "ben"); " ava" once "ava" exists was a
+    second person with the same name as an import reads it."""
+    path = tmp_path / "a.prproj"
+    assert main(["new", str(path), "--annotator", " ava "]) == 0
+    assert main(["setup", str(path), "--add-annotator", " ben"]) == 0
+    assert "Added ben\n" in capsys.readouterr().out
+    assert main(["setup", str(path), "--add-annotator", "ava\t"]) != 0
+    assert "there is already an annotator called 'ava'" in capsys.readouterr().err
+    assert main(["setup", str(path), "--add-annotator", "cy", "--add-annotator", "cy "]) != 0
+    assert "there is already an annotator called 'cy'" in capsys.readouterr().err
+    with Project.open(path) as project:
+        assert [a.name for a in StudyService(project).annotators()] == ["ava", "ben"]
