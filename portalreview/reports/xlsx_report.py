@@ -39,7 +39,12 @@ from portalreview.metrics.urgency import ndcg_at_k, t_ndcg_at_k
 from portalreview.reports.json_report import build_report, report_and_frames
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.frames import StudyFrames, read_frames
-from portalreview.store.importers.ooxml import EXCEL_CELL_LIMIT, excel_prefix, fits_excel_cell
+from portalreview.store.importers.ooxml import (
+    EXCEL_CELL_LIMIT,
+    excel_prefix,
+    fits_excel_cell,
+    ooxml_escape,
+)
 from portalreview.store.models import Answer, AuditEntry, Suggestion
 from portalreview.store.output_files import (
     make_folder,
@@ -2151,10 +2156,13 @@ def figure_cells(sheets: Sequence[Sheet]) -> list[tuple[str, str, int, int, Cell
 
 
 def _text(value: str) -> str:
+    """A cell's text as the workbook stores it: what XML cannot hold left out, cut to what a
+    cell holds, and OOXML-escaped (a carriage return and a literal ``_xHHHH_`` come back as
+    written, as in the data export; ooxml.py)."""
     value = _ILLEGAL.sub("", value)
     if not fits_excel_cell(value):  # counted as Excel counts: UTF-16 units
         value = excel_prefix(value, EXCEL_CELL_LIMIT - len(CUT_NOTE)) + CUT_NOTE
-    return value
+    return ooxml_escape(value)
 
 
 def _width(value: Any, fmt: str | None) -> int:

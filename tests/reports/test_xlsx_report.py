@@ -505,6 +505,30 @@ def test_a_long_text_is_cut_to_what_an_excel_cell_holds_as_excel_counts_it(tmp_p
     assert len(cut.encode("utf-16-le")) // 2 <= 32_767
 
 
+def test_a_text_with_a_carriage_return_or_an_ooxml_escape_reads_back_as_written(tmp_path):
+    """The report wrote its texts without the workbook's escapes (the data export has them):
+    a reply "see file_x0041_.pdf\r\nthen call" read back as "see fileA.pdf\nthen call", in
+    Excel as with openpyxl and PortalReview's importer, which read the escapes back."""
+    from portalreview.store.importers.ooxml import ooxml_unescape
+    from tests.conftest import build_small_study
+
+    reply = "see file_x0041_.pdf\r\nthen call"
+    with Project.create(tmp_path / "s.prproj", name="Small") as project:
+        study = build_small_study(project)
+        study.service.save_answer(
+            study.units["respond"],
+            {"mode": "theme_guided", "parts": {"empathy": reply}},
+            status="submitted",
+            annotator_id=study.ava,
+        )
+        out = write_xlsx_report(project, tmp_path / "small", n_resamples=0)
+    book = load_workbook(out, read_only=True)
+    texts = [v for row in book["Raw respond"].iter_rows(values_only=True) for v in row]
+    book.close()
+    stored = next(v for v in texts if isinstance(v, str) and v.startswith("see file"))
+    assert ooxml_unescape(stored) == reply
+
+
 def test_an_urgency_draft_with_no_patient_chosen_is_a_blank_in_the_raw_sheet(tmp_path):
     from tests.analysis.analysis_builders import new_study
 
