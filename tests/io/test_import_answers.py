@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import filecmp
+import json
 import re
 
 import pytest
@@ -287,3 +288,19 @@ def test_a_suggestion_with_good_texts_is_imported(project, study, tmp_path):
     import_files(project, [write_jsonl(tmp_path / "suggestions.jsonl", [_SUGGESTION])])
     row = {"kind": "respond", "unit": _unit("respond"), "annotator": "cleo", "answer": _RESPOND}
     import_files(project, [write_jsonl(tmp_path / "answers.jsonl", [row])])
+
+
+def test_a_number_too_large_inside_a_nested_value_is_named(project, study, tmp_path):
+    """1e400 is valid JSON that reads as infinity: in a suggestion's params it was refused by
+    the database as "a value breaks the rule params_is_json", naming no field."""
+    row = json.dumps(_SUGGESTION).replace('"temperature": 0.2', '"temperature": 1e400')
+    path = tmp_path / "suggestions.jsonl"
+    path.write_text(row + "\n", encoding="utf-8")
+    message = refused(project, [path])
+    assert "suggestions.jsonl, line 1, field 'params.temperature': is a number too large" in message
+    answer = {"more_urgent_case_id": "c1", "levels": {"c2": 5}}
+    row = json.dumps({"kind": "urgency", "unit": _unit("urgency"), "annotator": "cleo",
+                      "answer": answer}).replace('"c2": 5', '"c2": -1e400')  # fmt: skip
+    path = tmp_path / "answers.jsonl"
+    path.write_text(row + "\n", encoding="utf-8")
+    assert "line 1, field 'answer.levels.c2': is a number too large" in refused(project, [path])

@@ -23,6 +23,7 @@ from portalreview.store.importers.errors import ImportFailed, json_type
 
 MAX_TEXT = 100_000  # characters in a message, a response or any other text field
 MAX_ID = 500  # characters in an id or a name
+TOO_LARGE = "is a number too large to store (beyond about 1.8e308, read as infinity)"
 _BIG = 2**62  # whole numbers beyond this are refused (SQLite integers are 64-bit)
 _TRUE = {"true", "yes", "y", "1", "t"}
 _FALSE = {"false", "no", "n", "0", "f"}
@@ -253,8 +254,9 @@ def text_problem(text: str, limit: int) -> str | None:
 
 def nested_problem(value: Any, limit: int = MAX_TEXT) -> tuple[str, str] | None:
     """The first text (or key) inside a nested value that cannot be stored, by the rule of
-    :func:`text_problem`: ``(".parts.empathy", why)``, its place after the field's name; or
-    None. Keys and list items are walked in order, without recursion (a file may nest deeply)."""
+    :func:`text_problem`, or number that JSON read as infinity (1e400): ``(".parts.empathy",
+    why)``, its place after the field's name; or None. Keys and list items are walked in order,
+    without recursion (a file may nest deeply)."""
     todo: list[tuple[str, Any]] = [("", value)]
     while todo:
         path, item = todo.pop()
@@ -262,6 +264,8 @@ def nested_problem(value: Any, limit: int = MAX_TEXT) -> tuple[str, str] | None:
             problem = text_problem(item, limit)
             if problem:
                 return path, problem
+        elif isinstance(item, float) and not math.isfinite(item):
+            return path, TOO_LARGE
         elif isinstance(item, dict):
             for key in item:
                 problem = text_problem(key, limit) if isinstance(key, str) else None
