@@ -198,25 +198,31 @@ def outcome_row(outcome: MergeOutcome) -> list[Any]:
     ]
 
 
-def merge_message(outcomes: list[MergeOutcome]) -> tuple[str, bool]:
-    """One sentence about a merge of several copies, and whether it is bad news."""
+def merge_message(outcomes: list[MergeOutcome]) -> tuple[str, str]:
+    """One sentence about a merge of several copies, and how to show it: "error" (bad news, or
+    new conflicts to resolve), "note" (a preview: nothing happened) or "done"."""
     reports = [o.report for o in outcomes if o.report is not None]
     added = sum(len(r.added) for r in reports)
     updated = sum(len(r.updated) for r in reports)
-    new = sum(r.new_conflicts for r in reports if not r.dry_run)
+    new = sum(r.new_conflicts for r in reports)
+    preview = bool(reports) and reports[0].dry_run
     parts = []
-    if reports and not any(r.changed or r.new_conflicts for r in reports):
+    if reports and not any(r.brought_anything for r in reports):
         parts.append("Nothing new: the master already holds everything in these copies.")
     elif reports:
-        verb = "Would add" if reports[0].dry_run else "Added"
-        parts.append(f"{verb} {added} answer(s), updated {updated}; {new} new conflict(s).")
+        add, update = ("Would add", "would update") if preview else ("Added", "updated")
+        parts.append(f"{add} {added} answer(s), {update} {updated}; {new} new conflict(s).")
+        if new:
+            parts.append("Conflicts keep the master's answer until you choose below.")
     cancelled = [o.path.name for o in outcomes if o.cancelled]
     if cancelled:
         parts.append(f"Cancelled: nothing of {', '.join(cancelled)} was saved.")
     refused = [o.path.name for o in outcomes if o.refused]
     if refused:
         parts.append(f"Refused (nothing merged from it): {', '.join(refused)}.")
-    return " ".join(parts), bool(cancelled or refused)
+    if cancelled or refused or new:
+        return " ".join(parts), "error"
+    return " ".join(parts), "note" if preview else "done"
 
 
 # --- conflicts shown side by side --------------------------------------------------------------
@@ -630,8 +636,8 @@ class CopiesDialog(QDialog):
             details = outcome.report.summary() if outcome.report else outcome.result()
             for column in range(self.results_table.columnCount()):
                 self.results_table.item(row, column).setToolTip(details)
-        text, bad = merge_message(outcomes)
-        (self.message.error if bad else self.message.done)(text)
+        text, style = merge_message(outcomes)
+        getattr(self.message, style)(text)
         self.show_sent()
         self.show_conflicts()
         if any(o.report is not None and o.report.recorded for o in outcomes):

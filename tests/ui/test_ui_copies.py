@@ -122,6 +122,28 @@ def merge_through_dialog(qtbot, dialog, monkeypatch, paths: list[Path]) -> None:
     click(qtbot, dialog.merge_button)
 
 
+def test_a_preview_counts_its_conflicts_and_is_no_good_news(
+    qtbot, study, prefs, tmp_path, monkeypatch
+):
+    """A preview-only merge said "0 new conflict(s)" in green beside a row with one."""
+    ids, units, master = study.ids, study.ids.units, study.path
+    window = open_window(qtbot, prefs, master, "pat")
+    dialog = open_copies(qtbot, window)
+    copy = tmp_path / "ava-ward.prproj"
+    save_copy(qtbot, dialog, monkeypatch, "ava", False, copy)
+    edit(copy, "ava", units["urgency"], {"more_urgent_case_id": ids.case2})
+    change = {"more_urgent_case_id": ids.case1}
+    window.service.save_answer(units["urgency"], change, status="draft", annotator_id=ids.ava)
+    merges_before = sql(master, "SELECT count(*) FROM audit_log WHERE action = 'merge'")
+    dialog.dry_run_box.setChecked(True)
+    merge_through_dialog(qtbot, dialog, monkeypatch, [copy])
+    wait_idle(qtbot, dialog)
+    said = dialog.message.plain()
+    assert said.startswith("⚠ Would add 0 answer(s), would update 0; 1 new conflict(s).")
+    assert table_rows(dialog.results_table)[0][5] == "1 (1 new)"
+    assert sql(master, "SELECT count(*) FROM audit_log WHERE action = 'merge'") == merges_before
+
+
 def test_copies_go_out_come_back_with_a_conflict_and_merge_once(
     qtbot, study, prefs, tmp_path, monkeypatch
 ):
