@@ -53,8 +53,9 @@ the same copy lists all of its conflicts again and replaces the earlier ones
 (:func:`_open_conflict_records`).
 
 A merge is one transaction, recorded in the audit log (action ``merge``) with the copy's
-identity and counts; the answers it saves add their own ``create``/``update`` entries, and keep
-the copy's times. Merging the same copy again changes nothing and records nothing: what it
+identity and counts, a copy's first merge even when it brought nothing (the copy came back);
+the answers it saves add their own ``create``/``update`` entries, and keep the copy's times.
+Merging the same copy again changes nothing and records nothing: what it
 brought is already there, and its conflicts are already on record (it is recorded when it
 settles earlier conflicts of the copy or finds answers now alike, to keep that starting
 point). A copy of another project is refused, and so is a copy whose starting point is not in
@@ -1461,7 +1462,11 @@ def _merge(
         for answer_id, seconds in longer_times.values():
             s.execute(update(Answer).where(Answer.id == answer_id).values(active_seconds=seconds))
     report.settled = len(open_before - {(c.key, c.copy_hash) for c in report.conflicts})
-    if not dry_run and (report.brought_anything or agreed):
+    # a copy's first merge is recorded even when it brought nothing: it came back
+    first_return = bool(copy_id) and not any(
+        r["action"] == "merge" and r.get("copy_id") == copy_id for r in records
+    )
+    if not dry_run and (report.brought_anything or agreed or first_return):
         recorder.record(
             s,
             "merge",

@@ -234,7 +234,8 @@ def test_time_on_task_added_in_a_copy_without_a_change_is_merged(master, tmp_pat
     again = merge_copy(project, ava_copy)
     assert not again.timed and not again.recorded and "nothing new" in again.summary()
     shorter = merge_copy(project, ben_copy)
-    assert not shorter.timed and not shorter.recorded
+    assert not shorter.timed and shorter.recorded  # (recorded: ben's copy came back)
+    assert merge_copy(project, ben_copy).recorded is False
     assert _seconds(study, units["empathy"], study.ben) == 50.0
 
 
@@ -479,6 +480,24 @@ def _ids(study, copy, *master_ids: int) -> tuple[int, ...]:
     finally:
         conn.close()
     return tuple(ids[texts[m]] for m in master_ids)
+
+
+def test_a_copy_that_comes_back_unchanged_is_recorded_once(master, tmp_path):
+    """A clinician who hands back a copy without a change: its first merge is recorded, so the
+    PI's list of copies shows it came back (it stayed "not yet" for good); a second records
+    nothing."""
+    project, _study = master
+    copy = make_copy(project, tmp_path / "ben.prproj", annotator="ben", only_assigned=True)
+    first = merge_copy(project, copy.path)
+    assert first.recorded and not first.brought_anything and "nothing new" in first.summary()
+    assert merge_copy(project, copy.path, dry_run=True).recorded is False
+    assert merge_copy(project, copy.path).recorded is False
+    with project.read() as s:
+        entries = [
+            json.loads(e.new_json)
+            for e in s.scalars(select(AuditEntry).where(AuditEntry.action == "merge"))
+        ]
+    assert [(e["copy_id"], e["added"], e["updated"]) for e in entries] == [(copy.copy_id, 0, 0)]
 
 
 def test_a_plain_file_copy_merges_from_the_common_history(master, tmp_path):
