@@ -823,6 +823,7 @@ class StudySetupDialog(QDialog):
         except StoreError as exc:
             self.message.error(f"Cannot plan: {exc}.")
             return
+        self.plan = None  # the set created is the one shown: none while planning
         self._set_busy(True)
         self.plan_label.setText("Planning…")
         run_in_background(
@@ -830,11 +831,15 @@ class StudySetupDialog(QDialog):
             self.project,
             recipe,
             on_done=self._while_open(self._show_plan),
-            on_error=self._while_open(
-                lambda message, exc: self._failed("Cannot plan", message, exc)
-            ),
+            on_error=self._while_open(self._plan_failed),
             **arguments,
         )
+
+    def _plan_failed(self, message: str, exc: Exception) -> None:
+        """A refused plan leaves no plan on show (it left "Planning…", over the last one)."""
+        fill_table(self.plan_table, [])
+        self.plan_label.setText("Not planned: see the message below.")
+        self._failed("Cannot plan", message, exc)
 
     def _show_plan(self, plan: setup.UnitPlan) -> None:
         self._set_busy(False)

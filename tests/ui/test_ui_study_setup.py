@@ -296,9 +296,13 @@ def test_bad_input_is_named_and_changes_nothing(qtbot, gui, prefs):
 
     pick(qtbot, dialog.recipe_box, "urg", "urgency")
     type_into(qtbot, dialog.set_name_edit, "")
+    assert dialog.plan_table.rowCount() > 0  # the plan just shown
     click(qtbot, dialog.preview_button)
     wait_idle(qtbot, dialog)
     assert "name the inbox" in dialog.message.plain()
+    # no plan left on show (it said "Planning…" over the last plan's cases)
+    assert plain_text(dialog.plan_label.text()) == "Not planned: see the message below."
+    assert dialog.plan_table.rowCount() == 0 and not dialog.create_button.isEnabled()
 
     # the small study's urgency set holds one unit, assigned already; the match set too
     dialog.tabs.setCurrentIndex(2)
