@@ -1,11 +1,13 @@
 """Window sizes that fit the screen: a tool window asks for a comfortable size, and gets at most
 the screen's available area (a 1024 x 600 laptop, or 1366 x 768 at 125% scaling, leaves about
-1093 x 614 logical pixels), so that no window opens with its buttons off the screen."""
+1093 x 614 logical pixels), so that no window opens with its buttons off the screen; and two
+widgets that let a page fit a laptop's screen (:class:`SideBySide`, :class:`WrappingColumn`)."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import QSize, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QBoxLayout, QWidget
 
 #: What is left around a window for its frame and the taskbar.
 MARGIN = 16
@@ -24,3 +26,75 @@ def fit_to_screen(widget: QWidget, width: int, height: int) -> None:
         max(minimum.width(), min(width, area.width() - MARGIN)),
         max(minimum.height(), min(height, area.height() - MARGIN)),
     )
+
+
+class SideBySide(QWidget):
+    """Two parts, side by side when the widget is wide enough for both, else one above the
+    other. Its minimum width is the wider part's, so on a laptop's screen (1366 x 768, or
+    1920 x 1080 at 150%) the parts stack instead of making the window wider than the screen
+    or the page scroll sideways."""
+
+    #: True: side by side; False: one above the other.
+    arranged = Signal(bool)
+
+    def __init__(self, first: QWidget, second: QWidget) -> None:
+        super().__init__()
+        self.parts = (first, second)
+        self.box = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
+        self.box.setContentsMargins(0, 0, 0, 0)
+        self.box.addWidget(first, 1)
+        self.box.addWidget(second, 1)
+
+    def side_by_side(self) -> bool:
+        return self.box.direction() == QBoxLayout.Direction.LeftToRight
+
+    def _wide(self) -> int:
+        """The width both parts need side by side."""
+        first, second = (c.minimumSizeHint().width() for c in self.parts)
+        return first + second + max(self.box.spacing(), 0)
+
+    def _arrange(self, width: int) -> None:
+        wanted = (
+            QBoxLayout.Direction.LeftToRight
+            if width >= self._wide()
+            else QBoxLayout.Direction.TopToBottom
+        )
+        if self.box.direction() != wanted:
+            self.box.setDirection(wanted)
+            self.arranged.emit(self.side_by_side())
+            self.updateGeometry()
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        narrow = max(c.minimumSizeHint().width() for c in self.parts)
+        return QSize(narrow, hint.height())
+
+    def resizeEvent(self, event) -> None:
+        self._arrange(event.size().width())
+        super().resizeEvent(event)
+
+
+class WrappingColumn(QWidget):
+    """A column of widgets whose minimum and preferred heights are what its wrapped text needs
+    at the width it has, not at the narrow width a word-wrapped label's size hint assumes (the
+    EPPC editor's context lines counted four lines each, and a laptop's page scrolled for text
+    that was never there; a fact list's title counted one line, and was squeezed)."""
+
+    def _fitted(self, hint: QSize, height) -> QSize:
+        layout = self.layout()
+        if layout is None or not layout.hasHeightForWidth() or self.width() <= 0:
+            return hint
+        return QSize(hint.width(), height(self.width()))
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return self._fitted(hint, lambda w: self.layout().totalMinimumHeightForWidth(w))
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return self._fitted(hint, lambda w: self.layout().totalHeightForWidth(w))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.updateGeometry()

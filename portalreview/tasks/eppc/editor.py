@@ -24,10 +24,11 @@ import copy
 import html
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
     QButtonGroup,
     QFrame,
     QGroupBox,
@@ -52,6 +53,7 @@ from portalreview.store.service import AnswerView, SentenceView, UnitView
 from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_selection_keys
 from portalreview.tasks.common.offsets import TextOffsets, trim_span
 from portalreview.ui import colours
+from portalreview.ui.screen import SideBySide, WrappingColumn
 
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(1, 10)}
 # One colour per code (light and dark themes), so evidence of different codes can be told apart.
@@ -88,6 +90,38 @@ class FittedText(QTextEdit):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             self._fit()
+
+
+class TitledBox(QGroupBox):
+    """A group box whose title is cut with "…" to the box's width, rather than widening the
+    box to a long code's name ("Current code: Information seeking: social determinants of
+    health" made the page scroll sideways on a laptop's screen); the whole title is in
+    :attr:`full_title` and the tooltip."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__(title)
+        self.full_title = title
+
+    def setTitle(self, title: str) -> None:  # (Qt's name)
+        self.full_title = title
+        self._elide()
+
+    def _elide(self) -> None:
+        room = max(self.width() - 24, 60)  # the frame's corners and the title's margins
+        super().setTitle(
+            self.fontMetrics().elidedText(self.full_title, Qt.TextElideMode.ElideRight, room)
+        )
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        layout = self.layout()
+        if layout is None:
+            return hint
+        return QSize(layout.totalMinimumSize().width(), hint.height())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._elide()
 
 
 class EppcEditor(Editor):
@@ -139,6 +173,7 @@ class EppcEditor(Editor):
         self.sender_label.setObjectName("eppcSender")
         self.position_label = QLabel()
         self.position_label.setObjectName("eppcPosition")
+        self.position_label.setWordWrap(True)  # (its width is not the column's minimum)
         self.previous_label = self._context_label("eppcPrevious")
         self.next_label = self._context_label("eppcNext")
         self.sentence_view = FittedText(min_lines=2, max_lines=8)
@@ -195,55 +230,84 @@ class EppcEditor(Editor):
         self.codes_list.currentRowChanged.connect(self._on_code_row)
 
     def _build_label_box(self) -> None:
-        self.label_box = QGroupBox("Current code")
+        self.label_box = TitledBox("Current code")
         self.label_box.setObjectName("eppcLabel")
         box = QVBoxLayout(self.label_box)
         self.label_title = QLabel()
         self.label_title.setWordWrap(True)
         box.addWidget(self.label_title)
-        self.label_body = QWidget()
-        row = QHBoxLayout(self.label_body)
-        row.setContentsMargins(0, 0, 0, 0)
         sub = QWidget()
         self.subcodes_layout = QVBoxLayout(sub)
         self.subcodes_layout.setContentsMargins(0, 0, 0, 0)
         self.subcodes_layout.setSpacing(2)
         self.subcode_group = QButtonGroup(self)
         self.subcode_group.setExclusive(True)
-        sub_column = QVBoxLayout()
+        subcode_part = QWidget()
+        sub_column = QVBoxLayout(subcode_part)
+        sub_column.setContentsMargins(0, 0, 0, 0)
         sub_column.addWidget(QLabel("<b>Subcode</b> (one; Alt+number)"))
         sub_column.addWidget(sub)
         sub_column.addStretch(1)
-        row.addLayout(sub_column, 1)
-        evidence_column = QVBoxLayout()
-        evidence_column.addWidget(QLabel("<b>Evidence</b> (select it in the sentence)"))
+        evidence_part = QWidget()
+        evidence_column = QVBoxLayout(evidence_part)
+        evidence_column.setContentsMargins(0, 0, 0, 0)
+        evidence_title = QLabel("<b>Evidence</b> (select it in the sentence)")
+        evidence_title.setWordWrap(True)
+        evidence_column.addWidget(evidence_title)
         self.evidence_list = QListWidget()
         self.evidence_list.setObjectName("eppcEvidence")
         self.evidence_list.setAccessibleName("Evidence spans of the current code")
         self.evidence_list.setWordWrap(True)
         self.evidence_list.setMaximumHeight(150)
-        evidence_column.addWidget(self.evidence_list)
-        buttons = QHBoxLayout()
         self.add_button = QPushButton("Add selection (E)")
         self.add_button.setToolTip("Add the text selected in the sentence as evidence (E, Enter)")
         self.add_button.clicked.connect(self.add_selection)
         self.remove_button = QPushButton("Remove span (Del)")
         self.remove_button.setToolTip("Remove the chosen evidence span (Delete)")
         self.remove_button.clicked.connect(self.remove_span)
-        buttons.addWidget(self.add_button)
-        buttons.addWidget(self.remove_button)
-        buttons.addStretch(1)
-        evidence_column.addLayout(buttons)
+        # the list above its buttons (side by side with the subcodes), or beside them, the
+        # buttons one above the other (under the subcodes: the page's height is short)
+        self.evidence_buttons = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self.evidence_buttons.addWidget(self.add_button)
+        self.evidence_buttons.addWidget(self.remove_button)
+        self.evidence_buttons.addStretch(1)
+        self.evidence_row = QBoxLayout(QBoxLayout.Direction.TopToBottom)
+        self.evidence_row.addWidget(self.evidence_list, 1)
+        self.evidence_row.addLayout(self.evidence_buttons)
+        evidence_column.addLayout(self.evidence_row)
         evidence_column.addStretch(1)
-        row.addLayout(evidence_column, 1)
+        # side by side on a wide screen; Evidence under Subcode on a laptop's
+        self.label_body = SideBySide(subcode_part, evidence_part)
+        self.label_body.arranged.connect(self._arrange_evidence)
         box.addWidget(self.label_body)
         self.notice_label = QLabel()
         self.notice_label.setObjectName("eppcNotice")
         self.notice_label.setWordWrap(True)
+        self.notice_label.setVisible(False)
         box.addWidget(self.notice_label)
 
+    def _show_title(self) -> None:
+        """The code's definition (or, with no code, what to do) above the subcodes; not when
+        they are stacked, where the codebook shows the definition."""
+        self.label_title.setVisible(self.current is None or self.label_body.side_by_side())
+
+    def _arrange_evidence(self, side_by_side: bool) -> None:
+        """Side by side: the list (up to 150 px) above its buttons. Stacked (the page is short
+        of width, and so of height): the list beside its buttons, as tall as the two of them,
+        and the code's definition left to the codebook beside (scrolled to it, marked)."""
+        self._show_title()
+        if side_by_side:
+            self.evidence_row.setDirection(QBoxLayout.Direction.TopToBottom)
+            self.evidence_buttons.setDirection(QBoxLayout.Direction.LeftToRight)
+            self.evidence_list.setMaximumHeight(150)
+        else:
+            self.evidence_row.setDirection(QBoxLayout.Direction.LeftToRight)
+            self.evidence_buttons.setDirection(QBoxLayout.Direction.TopToBottom)
+            buttons = self.add_button.sizeHint().height() + self.remove_button.sizeHint().height()
+            self.evidence_list.setMaximumHeight(buttons + max(self.evidence_buttons.spacing(), 0))
+
     def _build_layout(self) -> None:
-        left = QWidget()
+        left = WrappingColumn()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addWidget(QLabel("<b>Codes</b> of this sentence (1-9)"))
@@ -252,9 +316,18 @@ class EppcEditor(Editor):
         self.summary_label.setObjectName("eppcSummary")
         self.summary_label.setWordWrap(True)
         left_layout.addWidget(self.summary_label)
+        # here, not under the sentence: the middle column's height goes to the sentence, the
+        # subcodes and the evidence (on a laptop's screen it has none to spare)
+        help_text = QLabel(
+            "1-9 choose a code (again: remove it) · Alt+1-9 its subcode · select text, then "
+            "E or Enter: evidence · Del removes a span · W whole message"
+        )
+        help_text.setObjectName("keyHelp")
+        help_text.setWordWrap(True)
+        left_layout.addWidget(help_text)
         left.setMinimumWidth(280)
 
-        middle = QWidget()
+        middle = WrappingColumn()
         mid = QVBoxLayout(middle)
         mid.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
@@ -269,14 +342,6 @@ class EppcEditor(Editor):
         mid.addWidget(self.label_box)
         self.filler = QWidget()
         mid.addWidget(self.filler, 1)
-        help_text = QLabel(
-            "1-9 choose a code (again: remove it) · Alt+1-9 its subcode · select text, then "
-            "E or Enter: evidence · Del removes a span · W whole message"
-        )
-        help_text.setObjectName("keyHelp")
-        help_text.setWordWrap(True)
-        mid.addWidget(help_text)
-        mid.addWidget(self.comment)
 
         right = QWidget()
         right_layout = QVBoxLayout(right)
@@ -296,7 +361,8 @@ class EppcEditor(Editor):
         splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(splitter)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.comment)  # across the whole width, under the columns
 
     # --- Editor interface -------------------------------------------------------------------
 
@@ -470,6 +536,7 @@ class EppcEditor(Editor):
         self._notice = text
         error = colours.text("error")
         self.notice_label.setText(f"<span style='color:{error}'>{html.escape(text)}</span>")
+        self.notice_label.setVisible(bool(text))
         if text and not again:
             self.said.emit(text)
 
@@ -545,7 +612,10 @@ class EppcEditor(Editor):
         )
         total = len(self.message_sentences)
         where = (self.sentence.position + 1) if self.sentence else 0
-        self.position_label.setText(f"Sentence {where} of {total} of this message" if total else "")
+        self.position_label.setText(f"Sentence {where} of {total}" if total else "")
+        self.position_label.setToolTip(
+            f"Sentence {where} of the {total} of this message" if total else ""
+        )
         muted = colours.text("muted")
 
         def context(title: str, sentence: SentenceView | None, missing: str) -> str:
@@ -648,8 +718,10 @@ class EppcEditor(Editor):
         self.label_body.setVisible(enabled)
         self.add_button.setEnabled(enabled)
         self.remove_button.setEnabled(enabled and bool(self.state["labels"][current]["spans"]))
+        self._show_title()
         if current is None:
             self.label_box.setTitle("Current code")
+            self.label_box.setToolTip("")
             self.label_title.setText(
                 "<i>No code chosen yet. Press 1-9 or tick a code on the left; a sentence that "
                 "carries no EPPC code is left with none.</i>"
@@ -659,6 +731,7 @@ class EppcEditor(Editor):
             label = self.state["labels"][current]
             self.label_box.setTitle(f"Current code: {code.name}")
             self.label_title.setText(f"<i>{html.escape(code.definition)}</i>")
+            self.label_box.setToolTip(f"<b>{html.escape(code.name)}</b><br>{code.definition}")
             for number, subcode in enumerate(code.subcodes, start=1):
                 button = QRadioButton(f"Alt+{number}  {subcode.name}")
                 button.setToolTip(subcode.definition)
@@ -683,6 +756,7 @@ class EppcEditor(Editor):
             self._say(self._notice, again=True)
         else:
             self.notice_label.clear()
+            self.notice_label.setVisible(False)
 
     def _highlight(self) -> None:
         selections = []
