@@ -161,3 +161,16 @@ def test_eppc_with_a_code_chosen_fits_a_laptop_screen(demo, tmp_path, width, hei
         assert seen["sideways"] == 0 and seen["down"] == 0, (code, seen)
         assert seen["hidden"] == [], (code, seen)
         assert seen["codebook_width"] >= 220, (code, seen)
+
+
+@pytest.mark.parametrize(("width", "height"), LAPTOPS[:2])
+def test_fact_check_fits_a_laptop_screen(demo, tmp_path, width, height) -> None:
+    """The fact check's page does not scroll: the no-facts box (which the empty-submit message
+    asks for), Fact-Recall, the keyboard help, the comment box and each side's new-fact box,
+    Add and fact list are in view, also under a 5,000-character patient message (the fact
+    tables took the page's spare height and pushed them below the screen)."""
+    report = laptop_report(demo, tmp_path, width, height)
+    for study, seen in report["facts"].items():
+        assert seen["sideways"] == 0 and seen["down"] == 0, (study, seen)
+        assert seen["hidden"] == [], (study, seen)
+        assert min(seen["tables"]) >= 60, (study, seen)  # a header and a fact at least

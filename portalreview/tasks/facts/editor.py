@@ -51,6 +51,7 @@ from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import Editor, LiveFigure
 from portalreview.tasks.eppc.editor import FittedText
 from portalreview.ui import colours
+from portalreview.ui.screen import WrappingColumn
 
 SIDES = ("original", "edited")
 _OTHER = {"original": "edited", "edited": "original"}
@@ -94,7 +95,7 @@ class MessagePanel(CasePanel):
         return QSize(super().sizeHint().width(), (MESSAGE_LINES + 1) * lines + title + margins)
 
 
-class FactSide(QWidget):
+class FactSide(WrappingColumn):
     """One response with its facts: the text, the fact list, and a box to type a new fact."""
 
     def __init__(self, editor: FactsEditor, side: str) -> None:
@@ -324,6 +325,14 @@ class FactsEditor(Editor):
         for side in self.sides.values():
             side.table.installEventFilter(self)
             side.text_view.installEventFilter(self)
+
+    def heightForWidth(self, width: int) -> int:
+        """The height the page needs: its minimum, not its preferred height. The window's scroll
+        area makes the page this tall (at least the view's height): at the preferred height
+        the fact tables' hint was met first and the no-facts box, Fact-Recall, the keyboard
+        help and the comment box fell below a laptop's screen (1280 x 720); at the minimum the
+        tables take what room there is and the rest stays in view."""
+        return self.layout().totalMinimumHeightForWidth(width)
 
     def _message_above(self, replies: QWidget) -> QSplitter:
         """The patient's message over the replies, at its panel's size hint: a taller window
