@@ -92,7 +92,7 @@ from portalreview.ui.charts import (
     is_distance_header,
     plot_data,
 )
-from portalreview.ui.screen import fit_to_screen
+from portalreview.ui.screen import SideBySide, fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import Worker, run_in_background, run_with_progress
@@ -548,7 +548,7 @@ class Dashboard(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(self._filter_row())
-        layout.addLayout(self._settings_row())
+        layout.addWidget(self._settings_row())
         self.info = QLabel()
         self.info.setObjectName("dashboardInfo")
         self.info.setWordWrap(True)
@@ -586,7 +586,7 @@ class Dashboard(QWidget):
         row.addStretch(1)
         return row
 
-    def _settings_row(self) -> QHBoxLayout:
+    def _settings_row(self) -> SideBySide:
         self.resamples = QSpinBox()
         self.resamples.setObjectName("resamples")
         self.resamples.setRange(0, 100_000)
@@ -614,7 +614,9 @@ class Dashboard(QWidget):
         self.json_button = QPushButton("Export JSON…")
         self.json_button.setToolTip("Write these figures as the JSON report (Ctrl+Shift+E)")
         self.json_button.clicked.connect(self.export_json)
-        row = QHBoxLayout()
+        settings = QWidget()
+        row = QHBoxLayout(settings)
+        row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(QLabel("Bootstrap resamples:"))
         row.addWidget(self.resamples)
         row.addWidget(QLabel("seed:"))
@@ -623,9 +625,15 @@ class Dashboard(QWidget):
         row.addWidget(self.refresh_button)
         row.addWidget(self.auto)
         row.addStretch(1)
-        row.addWidget(self.export_button)
-        row.addWidget(self.json_button)
-        return row
+        exports = QWidget()
+        export_row = QHBoxLayout(exports)
+        export_row.setContentsMargins(0, 0, 0, 0)
+        export_row.addStretch(1)
+        export_row.addWidget(self.export_button)
+        export_row.addWidget(self.json_button)
+        # the exports on a row of their own where the screen is narrow (1366 x 768 at 150%
+        # leaves 911 px: in one row Export JSON… lay past the screen's edge)
+        return SideBySide(settings, exports)
 
     def _status_row(self) -> QHBoxLayout:
         self.status = QLabel()

@@ -174,3 +174,12 @@ def test_fact_check_fits_a_laptop_screen(demo, tmp_path, width, height) -> None:
         assert seen["sideways"] == 0 and seen["down"] == 0, (study, seen)
         assert seen["hidden"] == [], (study, seen)
         assert min(seen["tables"]) >= 60, (study, seen)  # a header and a fact at least
+
+
+@pytest.mark.parametrize(("width", "height"), LAPTOPS)
+def test_dashboard_fits_a_laptop_screen_at_150_percent(demo, tmp_path, width, height) -> None:
+    """The agreement dashboard is no wider than the screen, down to 911 px (1366 x 768 at
+    150%), and every button, Export JSON… included, is on it (its minimum width was 943)."""
+    report = laptop_report(demo, tmp_path, width, height)
+    assert report["dashboard"]["minimum_width"] <= width, report["dashboard"]
+    assert report["dashboard"]["off_screen"] == [], report["dashboard"]
