@@ -940,9 +940,14 @@ class MainWindow(QMainWindow):
             else ("done" if answer.status == "submitted" else "draft")
         )
         flag = "  ·  ⚑ flagged" if answer is not None and answer.flagged else ""
+        # the state first (what a clinician looks for), then where the unit is; a long set
+        # name or case id is cut with "…" (whole in the tooltip), not the state pushed out
+        where = f"Unit {number} of {total}  ·  {{}}  ·  case {{}}"
         self.unit_label.setText(
-            f"Unit {number} of {total}  ·  {unit.unit_set}  ·  case {case}  ·  {state}{flag}"
+            f"{state}{flag}  ·  "
+            + where.format(_elided(unit.unit_set, SET_NAME_CHARS), _elided(case, CASE_ID_CHARS))
         )
+        self.unit_label.setToolTip(f"{state}{flag}  ·  " + where.format(unit.unit_set, case))
         self.act_flag.setText(
             "Remove the &flag" if answer and answer.flagged else "&Flag for the PI…"
         )
@@ -1203,6 +1208,15 @@ def dark_palette() -> QPalette:
     for color_role in (role.Text, role.WindowText, role.ButtonText):
         palette.setColor(disabled, color_role, QColor("#7b7f85"))
     return palette
+
+
+#: The longest unit set name and case id the status line shows whole (longer: cut with "…").
+SET_NAME_CHARS = 40
+CASE_ID_CHARS = 24
+
+
+def _elided(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _scrolling(editor: QWidget, name: str) -> QScrollArea:

@@ -92,3 +92,35 @@ def test_the_inbox_view_s_progress_words_are_whole(qtbot, gui, prefs, words):
     assert bar.fontMetrics().horizontalAdvance(bar.text()) <= room, bar.text()
     view.close()
     window.close()
+
+
+def test_the_status_line_shows_the_unit_s_state_first_and_cuts_a_long_set_name(qtbot, gui, prefs):
+    """The status line reads "not started · Unit n of N · <set> · case …": the state a
+    clinician checks comes first, in view at 1280 x 720, and a 300-character set name is cut
+    with "…" (whole in the tooltip). It read "Unit n of N · <set> · case … · state", and a long
+    set name pushed the state out of view."""
+    from portalreview.store.project import Project
+    from portalreview.store.service import StudyService
+
+    name = (
+        "Theme-guided responses for the cardiology and nephrology cohort of the spring "
+        "wave, with follow-ups "
+    ) * 4
+    name = name[:300]
+    with Project.open(gui.path) as project:
+        svc = StudyService(project)
+        unit_set = svc.create_unit_set(name, "respond")
+        unit = svc.add_unit(unit_set, gui.ids.case1, response_id=gui.ids.draft1)
+        svc.assign(unit, gui.ids.ava)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    sized(window, "1280x720")
+    assert window.queue.select_unit(unit)
+    label = window.unit_label
+    text = label.text()
+    assert text.startswith("not started  ·  Unit "), text
+    assert name not in text and "…" in text and name[:30] in text
+    assert name in label.toolTip()
+    state = label.fontMetrics().horizontalAdvance("not started")
+    assert label.isVisible() and label.width() > 0 and state <= label.width()
+    assert label.mapTo(window, label.rect().topLeft()).x() + state <= window.width()
