@@ -177,3 +177,24 @@ def test_a_dry_run_of_answers_reports_what_the_import_adds(project, study, tmp_p
     assert fingerprint(project) == before
     assert tried.added["answers"] == 1 and tried.added["audit_log"] >= 2
     assert import_files(project, [path]).added == tried.added
+
+
+def test_a_name_in_other_code_points_is_the_same_annotator_and_a_new_one_is_named(
+    project, study, tmp_path
+):
+    """A name written decomposed (macOS) made a second annotator who looked the same, without
+    a word; a new name is named in a note (a misspelling makes a new person)."""
+    import unicodedata
+
+    svc = StudyService(project)
+    svc.add_annotator(unicodedata.normalize("NFC", "josé"))
+    row = {"case_id": "c1", "sentence": "Should I come in?", "results": []}
+    rows = [
+        {**row, "annotator": unicodedata.normalize("NFD", "josé")},
+        {**row, "annotator": "jose"},
+    ]
+    report = import_files(project, [write_jsonl(tmp_path / "names.jsonl", rows)])
+    names = sorted(a.name for a in svc.annotators() if a.name.startswith("jos"))
+    assert names == ["jose", unicodedata.normalize("NFC", "josé")]
+    (note,) = [n for n in report.notes if "new annotator" in n]
+    assert note.startswith("a new annotator, 'jose', was added (named in names.jsonl, line 2")

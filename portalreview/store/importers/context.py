@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -248,12 +249,21 @@ class ImportContext:
     # --- annotators, unit sets, units, assignments ----------------------------------------
 
     def annotator(self, rec: Record, name: str) -> int:
-        """The id of the annotator named in field ``name``; created (clinician) if new."""
+        """The id of the annotator named in field ``name``; created (clinician) if new, with
+        a note naming them (a misspelt name makes a new person). A name written with other
+        Unicode code points for the same letters (NFD "josé" from macOS, NFC "josé" from
+        Windows) is the same person, not a second one who looks the same."""
         person = rec.ident(name)
-        found = self.ids("annotators").get(person)
+        known = self.ids("annotators")
+        found = known.get(person)
+        if found is None:
+            same = [n for n in known if _nfc(n) == _nfc(person)]
+            if same:
+                found = known[person] = known[same[0]]
         if found is None:
             found = self.svc.add_annotator(person, session=self.session)
-            self.ids("annotators")[person] = found
+            known[person] = found
+            self.report.note(f"a new annotator, {person!r}, was added (named in {rec.where})")
         return found
 
     def unit_set(self, name: str) -> tuple[int, str] | None:
@@ -335,3 +345,7 @@ class Resolver:
 
     def sentence(self, ref: Any, trail: str) -> int:
         return self.ctx.sentence_ref(self.rec, self._name(trail), ref)
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
