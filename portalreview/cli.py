@@ -852,6 +852,8 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
                         )
                     except (StoreError, ProjectError) as exc:  # a save failed part-way
                         bar.finish()
+                        if not latest and kind == next(iter(plan)):
+                            raise  # before anything was done: said as bad input (exit 2)
                         if latest:
                             _print_model_run(kind, latest[0])
                         print(

@@ -336,6 +336,10 @@ def _suggest(args: argparse.Namespace) -> int:
     with open_project(path) as project:
         service = StudyService(project)
         service.catalogs  # noqa: B018 - a damaged study is refused before anything is written
+        if args.as_annotator:  # a person's account is refused before the model is loaded
+            from portalreview.llm.suggest import existing_model_annotator
+
+            existing_model_annotator(service, args.as_annotator)
         if looks_like_address(args.model):
             with _connect(args.model, project) as engine:
                 return _run(args, service, engine, params)
@@ -408,9 +412,11 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
             report = _batch_or_drafts(
                 args, service, engine, params, library, units, cancel, progress, bar
             )
-    except (StoreError, ProjectError) as exc:  # the study stopped taking saves part-way
+    except (StoreError, ProjectError) as exc:
         bar.finish()
-        return _stopped_by_the_study(exc, latest[0] if latest else None)
+        if not latest:  # refused before any unit was done: bad input, nothing to resume
+            raise
+        return _stopped_by_the_study(exc, latest[0])  # the study stopped taking saves
     bar.finish()
     return _summary(report)
 
@@ -442,9 +448,9 @@ def _batch_or_drafts(args, service, engine, params, library, units, cancel, prog
 
 def _stopped_by_the_study(exc: Exception, report) -> int:
     """A save the study refused or could not take (a server that went away, a full disk)
-    ends the run: what was stored before it stays, and a rerun continues from there."""
-    if report is not None:
-        _summary(report, cut_short=True)
+    after some units were done ends the run: what was stored before it stays, and a rerun
+    continues from there."""
+    _summary(report, cut_short=True)
     print(
         f"Stopped: a save failed: {exc}\nWhat the run stored before it is kept. Run the same "
         "command again to continue where it stopped.",

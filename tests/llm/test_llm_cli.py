@@ -194,6 +194,19 @@ def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
     assert re.search(r", 1 already done", capsys.readouterr().err)
 
 
+def test_a_persons_account_is_refused_before_the_model_loads(
+    project_file,
+    tiny_model,  # noqa: F811
+    capsys,
+):
+    """Bad input, not a save cut short: exit 2 and no "run the same command again"."""
+    args = ["suggest", str(project_file), "--model", str(tiny_model), "--kind", "empathy"]
+    assert main([*args, "--as-annotator", "ava"]) == 2
+    err = capsys.readouterr().err
+    assert "'ava' is a person's account; choose another name for the model" in err
+    assert "Loading" not in err and "Run the same command again" not in err
+
+
 def test_evaluate_model_stopped_by_a_failed_save_keeps_what_it_stored(
     project_file,
     tiny_model,  # noqa: F811
