@@ -598,7 +598,7 @@ def test_new_failing_to_give_the_file_its_name_names_the_file_asked_for(
     def refused(partial, target) -> None:
         raise OSError(code, os.strerror(code), str(partial), None, str(target))
 
-    monkeypatch.setattr(building, "replace_durably", refused)
+    monkeypatch.setattr(building, "name_without_replacing", refused)
     assert main(["new", str(tmp_path / "s.prproj"), "--annotator", "ava"]) == 2
     err = capsys.readouterr().err
     assert words in err and f"{tmp_path / 's.prproj'}" in err, err

@@ -74,13 +74,17 @@ def name_without_replacing(temporary: Path, target: Path) -> None:
     program made in between. Where the file system has no hard links (FAT and exFAT drives,
     some network shares) the check and the rename remain. ``temporary`` may stay: the caller
     removes it."""
+    taken = FileExistsError(errno.EEXIST, "the name is taken", str(target))
     try:
         os.link(temporary, target)
     except FileExistsError:
-        raise FileExistsError(errno.EEXIST, "the name is taken", str(target)) from None
+        raise taken from None
     except OSError:
         if target.exists():
-            raise FileExistsError(errno.EEXIST, "the name is taken", str(target)) from None
+            with contextlib.suppress(OSError):
+                if os.path.samefile(temporary, target):
+                    return  # made after all (a network share that lost the reply)
+            raise taken from None
         os.replace(temporary, target)
 
 

@@ -190,3 +190,21 @@ def test_a_backup_in_a_folder_that_cannot_be_written_to_disk_is_made(tmp_path, m
         _fsync_refused_on_folders(monkeypatch, errno.EINVAL)
         made = project.backup()
     assert made.is_file() and not list(made.parent.glob(".*.partial"))
+
+
+def test_a_name_given_whose_reply_was_lost_is_not_taken_for_another_file(tmp_path, monkeypatch):
+    """A network share can make the link and lose the reply: the name then holds our own
+    file, which is no clash."""
+    from portalreview.store import output_files
+
+    finished = tmp_path / "built.prproj"
+    finished.write_bytes(b"ours")
+    real_link = os.link
+
+    def link_then_lose_the_reply(source, target) -> None:
+        real_link(source, target)
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "link", link_then_lose_the_reply)
+    output_files.name_without_replacing(finished, tmp_path / "copy.prproj")
+    assert (tmp_path / "copy.prproj").read_bytes() == b"ours"
