@@ -41,10 +41,12 @@ audit logs):
   **conflict**. Nothing is overwritten: the master keeps its answer, and both versions (and the
   base) are kept in the merge's audit entry, listed by :func:`open_conflicts` until the PI
   resolves them (:func:`resolve_conflict`, keeping either version);
-* everything else (unchanged in the copy, or the same answer in both) is left alone, but for
-  its time on task: time spent in the copy on an answer without changing it (no audit entry)
-  is taken when it is longer than the master's (:func:`_longer_times`). Time on task only
-  grows, so an updated answer keeps the longer of its two times too.
+* everything else (unchanged in the copy, or the same answer in both) is left alone.
+
+Time on task only grows, and time spent in the copy (on an answer left unchanged there too:
+no audit entry) was spent all the same: the master takes the copy's time where it is longer,
+whatever happened to the answer (:func:`_longer_times`; a conflict keeps the master's answer
+with the longer time, an updated answer keeps the longer of its two times).
 
 An answer of a copy merged before is measured from what the master last took in of it, found
 alike in both, or settled of it (a resolved conflict, either way), not from the base: an answer
@@ -1012,7 +1014,7 @@ class MergeReport:
     settled: int = 0  # conflicts an earlier merge of this copy found that it no longer finds
     skipped: list[str] = field(default_factory=list)  # why an answer could not be merged
     recorded: bool = False  # a merge entry was written to the audit log
-    # answers alike in both whose time on task the master took from the copy (it was longer)
+    # answers whose time on task the master took from the copy (longer there), the answer kept
     timed: list[str] = field(default_factory=list)
 
     @property
@@ -1041,7 +1043,7 @@ class MergeReport:
         if self.timed:
             lines.append(
                 f"  {'would take' if self.dry_run else 'took'} the longer time on task of "
-                f"{len(self.timed)} answer(s) alike in both from the copy"
+                f"{len(self.timed)} answer(s) from the copy"
             )
         if not self.brought_anything and not self.dry_run:
             lines.append(
@@ -1368,7 +1370,9 @@ def _merge(
     master_people = dict(s.execute(select(Annotator.name, Annotator.id)).all())
     master_signatures = _unit_signature(s, {r.unit_id for r in copy.rows.values()}, copy.blinded)
     master_responses = _response_ids(s)
-    alike: set[tuple[int, str, bool]] = set()  # read, and the same in both or not changed
+    # answers whose time on task the merge leaves alone: skipped, or added or updated (the
+    # copy's answer, with the longer time, is saved whole)
+    not_timed: set[tuple[int, str, bool]] = set()
 
     def base_state(m: _Row | None) -> dict | None:
         if m is None:
@@ -1389,12 +1393,14 @@ def _merge(
                 f"{c.annotator}'s answer to unit {c.unit_id}: there is no annotator "
                 f"{c.annotator!r} in the master"
             )
+            not_timed.add(key)
             continue
         if copy.signatures.get(c.unit_id) != master_signatures.get(c.unit_id):
             report.skipped.append(
                 f"{c.annotator}'s answer to unit {c.unit_id}: that unit is not the same in the "
                 "master (was it made in the copy?)"
             )
+            not_timed.add(key)
             continue
         base_response = c.state["payload"].get("base_response_id")
         known = (
@@ -1407,6 +1413,7 @@ def _merge(
                 f"{c.annotator}'s answer to unit {c.unit_id}: the draft it edits is not in "
                 "the master"
             )
+            not_timed.add(key)
             continue
         state = dict(c.state)
         if c.suggestion is not None:
@@ -1421,13 +1428,11 @@ def _merge(
         m_digest = master_digests.get(text_key)
         if m is not None and m_digest == c_digest:
             report.unchanged += 1
-            alike.add(key)
             if copy_id and not unchanged_in_copy:
                 agreed[text_key] = c_digest  # the copy's next change starts from here
             continue
         if m is not None and unchanged_in_copy:
             report.unchanged += 1  # not changed in the copy since, or merged already
-            alike.add(key)
             continue
         if m is None:
             todo.append(("add", c, None))
@@ -1456,7 +1461,8 @@ def _merge(
             merged[text_key] = _digest(_normal(_state_of(s, c.unit_id, c)))
         steps.step()
     steps.check()
-    longer_times = _longer_times(s, copy, alike)
+    not_timed |= {c.key for _action, c, _m in todo}
+    longer_times = _longer_times(s, copy, not_timed)
     report.timed = sorted(longer_times)
     if not dry_run:
         for answer_id, seconds in longer_times.values():
@@ -1498,13 +1504,15 @@ def _merge(
 
 
 def _longer_times(
-    s: Session, copy: _Copy, alike: set[tuple[int, str, bool]]
+    s: Session, copy: _Copy, not_timed: set[tuple[int, str, bool]]
 ) -> dict[str, tuple[int, float]]:
-    """Answer key -> (the master's answer id, the copy's time on task) for the answers the
-    same in both files (not read in full: untouched in the copy since its base) whose time
-    on task is longer in the copy. A clinician who opens a submitted answer again in her copy
-    and works on without changing it adds time with no audit entry; the longer time is kept
-    because time on task only grows (the time at the base is not kept, so it is not summed)."""
+    """Answer key -> (the master's answer id, the copy's time on task) for the answers of
+    both files, but ``not_timed``, whose time on task is longer in the copy: the same answer
+    in both, or one the copy did not change, or a conflict (the master keeps its answer, and
+    the time spent on it in the copy was spent all the same). A clinician who opens a
+    submitted answer again in her copy and works on without changing it adds time with no
+    audit entry; the longer time is kept because time on task only grows (the time at the
+    base is not kept, so it is not summed)."""
     names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
     columns = (Answer.id, Answer.unit_id, Answer.annotator_id, Answer.is_gold)
     out = {}
@@ -1513,8 +1521,7 @@ def _longer_times(
     ):
         key = (unit_id, names[annotator_id], bool(is_gold))
         theirs = copy.times.get(key)
-        same = key in alike or key not in copy.rows
-        if same and theirs is not None and theirs > seconds:
+        if key not in not_timed and theirs is not None and theirs > seconds:
             out[_key_text(*key)] = (answer_id, theirs)
     return out
 

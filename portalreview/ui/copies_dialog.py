@@ -212,7 +212,13 @@ def merge_message(outcomes: list[MergeOutcome]) -> tuple[str, str]:
     elif reports:
         add, update = ("Would add", "would update") if preview else ("Added", "updated")
         parts.append(f"{add} {added} answer(s), {update} {updated}; {new} new conflict(s).")
-        if new:
+        timed = sum(len(r.timed) for r in reports)
+        if timed:
+            take = "Would take" if preview else "Took"
+            parts.append(f"{take} the longer time on task of {timed} answer(s).")
+        if new and preview:
+            parts.append("Merging would keep the master's answer in each, for you to settle.")
+        elif new:
             parts.append("Conflicts keep the master's answer until you choose below.")
     cancelled = [o.path.name for o in outcomes if o.cancelled]
     if cancelled:

@@ -239,6 +239,28 @@ def test_time_on_task_added_in_a_copy_without_a_change_is_merged(master, tmp_pat
     assert _seconds(study, units["empathy"], study.ben) == 50.0
 
 
+def test_a_conflict_keeps_the_masters_answer_with_the_longer_time_once(master, tmp_path):
+    """The time spent in the copy on a conflicted answer is taken with the first merge, so a
+    merge after the PI settles the conflict does not take it then, recording a merge again."""
+    project, study = master
+    units, svc = study.units, study.service
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    with Project.open(copy) as opened:
+        StudyService(opened).as_viewer("ava").save_answer(
+            units["urgency"], _urgent(study.case2), status="submitted", active_seconds=80.0
+        )
+    svc.save_answer(units["urgency"], _urgent(study.case1), status="draft",
+                    annotator_id=study.ava, active_seconds=20.0)  # fmt: skip
+    first = merge_copy(project, copy)
+    assert len(first.conflicts) == 1 and first.timed == [f"{units['urgency']}:ava:answer"]
+    kept = svc.get_answer(units["urgency"], study.ava)
+    assert kept.payload["more_urgent_case_id"] == study.case1 and kept.active_seconds == 80.0
+    (conflict,) = open_conflicts(project)
+    resolve_conflict(project, conflict, "master")
+    again = merge_copy(project, copy)
+    assert not again.timed and not again.recorded
+
+
 def test_an_answer_changed_in_a_copy_keeps_the_longer_time_on_task(master, tmp_path):
     """An answer the copy changed replaces the master's, but time on task spent on it in the
     master since the copy was made is not taken away."""

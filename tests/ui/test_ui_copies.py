@@ -140,6 +140,7 @@ def test_a_preview_counts_its_conflicts_and_is_no_good_news(
     wait_idle(qtbot, dialog)
     said = dialog.message.plain()
     assert said.startswith("⚠ Would add 0 answer(s), would update 0; 1 new conflict(s).")
+    assert "Merging would keep the master's answer in each, for you to settle." in said
     assert table_rows(dialog.results_table)[0][5] == "1 (1 new)"
     assert sql(master, "SELECT count(*) FROM audit_log WHERE action = 'merge'") == merges_before
 
