@@ -113,7 +113,7 @@ from portalreview.store.models import (
 from portalreview.store.output_files import output_error, write_through_temporary
 from portalreview.store.project import SUFFIX, Project, ProjectError, sqlite_uri
 from portalreview.store.schema_sql import trigger_statements
-from portalreview.store.service import AccessError, StoreError, StudyService
+from portalreview.store.service import AccessError, StoreError, StudyService, find_annotator
 from portalreview.store.study_setup import CancelFn, EventRecorder, ProgressFn, Steps
 
 COPY_KEYS = (
@@ -584,7 +584,7 @@ def whole_study_contents(project: Project, annotator: str | None = None) -> str:
     words (the CLI's warning, the window's confirmation): the others' answers, the drafts'
     authors and sources, the reference urgency levels and the audit log."""
     with project.read() as s:
-        me = s.scalar(select(Annotator.id).where(Annotator.name == (annotator or "")))
+        me = getattr(find_annotator(s, annotator or ""), "id", None)
         n_answers, n_people = s.execute(
             select(func.count(), func.count(func.distinct(Answer.annotator_id))).where(
                 Answer.annotator_id != (me or -1)
@@ -634,7 +634,7 @@ def make_copy(
     person_id = has_units = None
     if annotator:
         with project.read() as s:
-            person_id = s.scalar(select(Annotator.id).where(Annotator.name == annotator))
+            person_id = getattr(find_annotator(s, annotator), "id", None)
             has_units = s.scalar(
                 select(Assignment.unit_id).where(Assignment.annotator_id == person_id).limit(1)
             )

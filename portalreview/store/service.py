@@ -17,6 +17,7 @@ import math
 import numbers
 import random
 import sqlite3
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,6 +244,23 @@ def _outer_spaces_off(name: str, blank: str) -> str:
     return name
 
 
+def person_name(name: str) -> str:
+    """A person's name as it is stored and looked up: its letters in one Unicode form (NFC;
+    macOS writes "é" as "e" and a combining accent) and no outer spaces."""
+    return unicodedata.normalize("NFC", name).strip()
+
+
+def find_annotator(s: Session, name: str) -> Annotator | None:
+    """The annotator called ``name``, however its letters are written (:func:`person_name`;
+    a name stored before names were kept in one form is found too)."""
+    person = s.scalar(select(Annotator).where(Annotator.name == name))
+    if person is None:
+        wanted = person_name(name)
+        people = s.scalars(select(Annotator))
+        person = next((a for a in people if person_name(a.name) == wanted), None)
+    return person
+
+
 def _sentence_view(s: Sentence) -> SentenceView:
     return SentenceView(s.id, s.position, s.start, s.end, s.text)
 
@@ -459,7 +477,7 @@ class StudyService:
     def as_viewer(self, annotator_name: str) -> StudyService:
         """A service for the named annotator (sign-in, on the window's thread)."""
         with self._quick_read() as s:
-            person = s.scalar(select(Annotator).where(Annotator.name == annotator_name))
+            person = find_annotator(s, annotator_name)
         if person is None:
             raise StoreError(f"there is no annotator called {annotator_name!r}")
         return StudyService(self.project, Viewer(person.id, person.role))
@@ -475,9 +493,10 @@ class StudyService:
         session: Session | None = None,
     ) -> int:
         """A new annotator; the name is stored without outer spaces, as an import reads names
-        (" ava " exported and imported again would come back as "ava", another sign-in)."""
+        (" ava " exported and imported again would come back as "ava", another sign-in), and
+        its letters in one Unicode form (:func:`person_name`)."""
         self._require_admin("add annotators")
-        name = _outer_spaces_off(name, "an annotator needs a name")
+        name = _outer_spaces_off(unicodedata.normalize("NFC", name), "an annotator needs a name")
 
         def insert(s: Session) -> int:
             person = Annotator(

@@ -78,7 +78,7 @@ from portalreview.store.models import (
 )
 from portalreview.store.own_responses import own_units, response_authors
 from portalreview.store.project import Project
-from portalreview.store.service import StoreError, StudyService, own_answer
+from portalreview.store.service import StoreError, StudyService, find_annotator, own_answer
 
 ProgressFn = Callable[[int, int], None]
 CancelFn = Callable[[], bool]
@@ -1278,7 +1278,7 @@ def _second_plan(
     they have already; SetupError for what :func:`assign_second_annotator` refuses."""
     if not wanted:
         raise SetupError("choose at least one hard pair")
-    person = s.scalar(select(Annotator).where(Annotator.name == annotator))
+    person = find_annotator(s, annotator)
     if person is None:
         raise SetupError(f"there is no annotator called {annotator!r}")
     if person.is_model:

@@ -198,3 +198,8 @@ def test_a_name_in_other_code_points_is_the_same_annotator_and_a_new_one_is_name
     assert names == ["jose", unicodedata.normalize("NFC", "josé")]
     (note,) = [n for n in report.notes if "new annotator" in n]
     assert note.startswith("a new annotator, 'jose', was added (named in names.jsonl, line 2")
+    # the people's own file too: the same person, already in the project
+    people = [{"name": unicodedata.normalize("NFD", "josé"), "role": "clinician"}]
+    report = import_files(project, [write_jsonl(tmp_path / "annotators.jsonl", people)])
+    assert any("annotator 'jose\u0301' was already in the project" in n for n in report.notes)
+    assert len([a for a in svc.annotators() if a.name.startswith("jos")]) == 2

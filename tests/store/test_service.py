@@ -428,3 +428,22 @@ def test_a_gold_answer_is_saved_under_a_pi_only(study):
     saved = study.service.save_answer(study.units["urgency"], payload, gold=True,
                                       annotator_id=study.pi)
     assert saved.is_gold
+
+
+def test_a_name_is_one_person_however_its_letters_are_written(study):
+    """macOS writes "é" as "e" and a combining accent: a name typed there once made a second
+    person who looked the same, and signing in from Windows did not find her."""
+    import unicodedata
+
+    from sqlalchemy import text
+
+    svc = study.service
+    nfc, nfd = (unicodedata.normalize(form, "josé") for form in ("NFC", "NFD"))
+    person = svc.add_annotator(nfd)
+    assert [a.name for a in svc.annotators() if a.id == person] == [nfc]  # one form stored
+    assert svc.as_viewer(nfd).viewer.annotator_id == person
+    with pytest.raises(StoreError):
+        svc.add_annotator(nfc)  # the same person: taken
+    with svc.project.write() as s:  # a name stored decomposed by an earlier version
+        s.execute(text("UPDATE annotators SET name = :n WHERE id = :i"), {"n": nfd, "i": person})
+    assert svc.as_viewer(nfc).viewer.annotator_id == person

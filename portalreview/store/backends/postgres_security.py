@@ -51,7 +51,7 @@ from sqlalchemy import Connection, MetaData, Table, text
 
 from portalreview.store.backends.postgres import WRITE_LOCK
 from portalreview.store.schema_sql import PG_SEARCH_PATH, _pg_raise
-from portalreview.store.service import GENESIS_HASH, StoreError
+from portalreview.store.service import GENESIS_HASH, StoreError, person_name
 
 # The tables a clinician reads only through a blinded view, and what the view shows for each
 # column that differs from the table (everything else is the table's own value).
@@ -390,8 +390,8 @@ def add_member(conn: Connection, metadata: MetaData, role: str, annotator: str) 
     exists = conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first()
     if exists is None:
         raise StoreError(f"there is no database role {role!r}: IT creates it first")
-    found = conn.execute(
-        text("SELECT id, role FROM annotators WHERE name = :n"), {"n": annotator}
+    found = conn.execute(  # (names are stored in one Unicode form: service.person_name)
+        text("SELECT id, role FROM annotators WHERE name = :n"), {"n": person_name(annotator)}
     ).first()
     if found is None:
         raise StoreError(f"there is no annotator {annotator!r} in this study")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +33,13 @@ from portalreview.store.models import (
     UnitSet,
 )
 from portalreview.store.project import Project
-from portalreview.store.service import AccessError, StoreError, StudyService, readable_integrity
+from portalreview.store.service import (
+    AccessError,
+    StoreError,
+    StudyService,
+    person_name,
+    readable_integrity,
+)
 
 COUNTED = {
     "annotators": Annotator,
@@ -254,16 +259,22 @@ class ImportContext:
         Unicode code points for the same letters (NFD "josé" from macOS, NFC "josé" from
         Windows) is the same person, not a second one who looks the same."""
         person = rec.ident(name)
-        known = self.ids("annotators")
-        found = known.get(person)
-        if found is None:
-            same = [n for n in known if _nfc(n) == _nfc(person)]
-            if same:
-                found = known[person] = known[same[0]]
+        found = self.annotator_id(person)
         if found is None:
             found = self.svc.add_annotator(person, session=self.session)
-            known[person] = found
+            self.ids("annotators")[person] = found
             self.report.note(f"a new annotator, {person!r}, was added (named in {rec.where})")
+        return found
+
+    def annotator_id(self, name: str) -> int | None:
+        """The id of the annotator called ``name``, however its letters are written
+        (``service.person_name``), or None."""
+        known = self.ids("annotators")
+        found = known.get(name)
+        if found is None:
+            same = [n for n in known if person_name(n) == person_name(name)]
+            if same:
+                found = known[name] = known[same[0]]
         return found
 
     def unit_set(self, name: str) -> tuple[int, str] | None:
@@ -345,7 +356,3 @@ class Resolver:
 
     def sentence(self, ref: Any, trail: str) -> int:
         return self.ctx.sentence_ref(self.rec, self._name(trail), ref)
-
-
-def _nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)

@@ -292,7 +292,7 @@ def _add_annotator(ctx: ImportContext, rec: Record) -> None:
     name = rec.ident("name")
     role = rec.choice("role", ROLES, default="clinician")
     ctx.claim("annotator", name, rec, "name", exists=False)
-    existing = ctx.ids("annotators").get(name)
+    existing = ctx.annotator_id(name)
     if existing is not None:
         if ctx.session.get(Annotator, existing).role != role:
             rec.fail("role", f"annotator {name!r} is already in the project with another role")
