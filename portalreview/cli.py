@@ -34,7 +34,7 @@ from portalreview.store.backends import (
 )
 from portalreview.store.errors import FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE
 from portalreview.store.project import SUFFIX, Project, ProjectError
-from portalreview.store.service import StudyService
+from portalreview.store.service import StudyService, person_name
 
 if TYPE_CHECKING:
     from portalreview.store.study_setup import SecondAssignment
@@ -342,10 +342,10 @@ def cmd_setup(args: argparse.Namespace) -> int:
     with open_project(path, read_only=args.dry_run and not args.add_annotator) as project:
         if args.add_annotator and not args.dry_run:
             setup.add_annotators(project, args.add_annotator)
-            print(f"Added {', '.join(n.strip() for n in args.add_annotator)}")
+            print(f"Added {', '.join(person_name(n) for n in args.add_annotator)}")
         if args.add_pi and not args.dry_run:
             setup.add_annotators(project, [args.add_pi], role="pi")
-            print(f"Added {args.add_pi} (PI)")
+            print(f"Added {person_name(args.add_pi)} (PI)")
         if not args.recipe:
             return 0
         plan = setup.plan_units(
@@ -405,6 +405,7 @@ def cmd_hard_pairs(args: argparse.Namespace) -> int:
             return 0
         units = args.unit or [p.unit_id for p in pairs if p.asked_by != args.to]
         if not units and not pairs:  # (given out already, or never asked for: nothing to do)
+            setup.check_second_annotator(project, args.to)  # a misspelt name is still said
             print("No pair is waiting for a second annotator: nothing was given.")
             return 0
         if not units:

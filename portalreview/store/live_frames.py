@@ -44,9 +44,11 @@ one by one), and nothing else. A refresh that finds nothing to change returns th
   catalog extension: its ``catalogs`` entry, and ``project_meta``.
 * Rows the frames read updated in place: an import that sets a case's reference level or an
   assignment's presentation writes an ``import`` entry (in full), and the levels are in the
-  fingerprint as well. No code updates a unit, a sentence, a response or an annotator in a
-  project file (an offline copy is blinded in its own file before anyone opens it); the
-  annotators and unit sets are in the fingerprint all the same.
+  fingerprint as well; a PI's gold holder made work (``StudyService.assign``) rewrites the
+  gold answer's presentation and writes a ``presentation`` entry (in full). No code updates a
+  unit, a sentence, a response or an annotator in a project file (an offline copy is blinded
+  in its own file before anyone opens it); the annotators and unit sets are in the
+  fingerprint all the same.
 * ``SAFE_ACTIONS`` change nothing the frames read by themselves: a ``merge`` or ``resolve``
   entry sums up answers saved with their own entries (and assignments a merge adds are new
   rows); ``copy`` records an offline copy made; ``template`` a prompt template saved.

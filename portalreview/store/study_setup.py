@@ -1278,14 +1278,26 @@ def _second_plan(
     they have already; SetupError for what :func:`assign_second_annotator` refuses."""
     if not wanted:
         raise SetupError("choose at least one hard pair")
+    person = _second_person(s, annotator)
+    waiting = {pair.unit_id: pair for pair in _hard_pairs(s)}
+    new, already = _new_and_kept(s, wanted, person, waiting)
+    return person, waiting, new, already
+
+
+def _second_person(s: Session, annotator: str) -> Annotator:
+    """The person ``annotator`` names, who may be a second annotator; SetupError if none."""
     person = find_annotator(s, annotator)
     if person is None:
         raise SetupError(f"there is no annotator called {annotator!r}")
     if person.is_model:
         raise SetupError(f"{annotator} is a model, not a person: choose a person")
-    waiting = {pair.unit_id: pair for pair in _hard_pairs(s)}
-    new, already = _new_and_kept(s, wanted, person, waiting)
-    return person, waiting, new, already
+    return person
+
+
+def check_second_annotator(project: Project, annotator: str) -> None:
+    """Refuse, as :func:`assign_second_annotator` does, a name that is no one's or a model's."""
+    with project.read() as s:
+        _second_person(s, annotator)
 
 
 def plan_second_annotator(

@@ -658,6 +658,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.person_label.clear()
         self.unit_label.clear()
+        self.unit_label.setToolTip("")
         self.save_label.clear()
         return True
 
@@ -924,6 +925,7 @@ class MainWindow(QMainWindow):
         if shown is None:
             editor.setEnabled(False)
             self.unit_label.setText("No unit is shown.")
+            self.unit_label.setToolTip("")
             return "No unit is shown: choose one in the list to try again."
         number = self.queue.numbers.get(shown.unit_id)
         return f"Unit {number} stays on screen." if number else "The unit shown stays."

@@ -553,6 +553,8 @@ def test_hard_pairs_listed_and_handed_out_from_the_command_line(tmp_path, capsys
     assert "0 hard pair(s) given to ben (1 they had already" in capsys.readouterr().out
     assert main(["hard-pairs", str(path), "--to", "ben"]) == 0
     assert "nothing was given" in capsys.readouterr().out
+    assert main(["hard-pairs", str(path), "--to", "bem"]) == 2  # misspelt: said, not "nothing"
+    assert "there is no annotator called 'bem'" in capsys.readouterr().err
     with Project.open(path, read_only=True) as project:
         ben = StudyService(project).as_viewer("ben")
         assert [q.unit_id for q in ben.queue("urgency")] == [flagged]

@@ -731,7 +731,9 @@ class EppcEditor(Editor):
             label = self.state["labels"][current]
             self.label_box.setTitle(f"Current code: {code.name}")
             self.label_title.setText(f"<i>{html.escape(code.definition)}</i>")
-            self.label_box.setToolTip(f"<b>{html.escape(code.name)}</b><br>{code.definition}")
+            self.label_box.setToolTip(
+                f"<b>{html.escape(code.name)}</b><br>{html.escape(code.definition)}"
+            )
             for number, subcode in enumerate(code.subcodes, start=1):
                 button = QRadioButton(f"Alt+{number}  {subcode.name}")
                 button.setToolTip(subcode.definition)
