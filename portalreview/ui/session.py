@@ -420,13 +420,21 @@ class AnnotationSession(QObject):
             self.suggestion_state = "accepted"
         return self.save()
 
+    def can_dismiss_suggestion(self) -> bool:
+        """Whether the suggestion can be set aside: offered, or accepted and not changed since
+        (an accept by a slip of the key is taken back, not kept as "accepted" for good)."""
+        state = self.suggestion_state
+        return state == "offered" or (state == "accepted" and self.matches_suggestion())
+
     def dismiss_suggestion(self) -> None:
         """The person set the suggestion aside (the editor was emptied): their answer records
         that it was shown and ignored."""
         if self.suggestion_id is not None:
+            accepted = self.suggestion_state == "accepted"  # saved already: save it emptied
             self.suggestion_state = "ignored"
             self._suggestion_base = None
-            if self._held_flag is not None or (self.editor and self.editor.comment_text()):
+            comment = self.editor and self.editor.comment_text()
+            if accepted or self._held_flag is not None or comment:
                 self._set_pending(True)  # the person's own flag or comment: save it now
 
     def _suggestion_fields(self, payload: dict) -> dict | None:

@@ -123,7 +123,8 @@ class SuggestionBanner(QFrame):
         self.text.setText(text)
         self.text.setToolTip(tip or text)
         self.accept_button.setVisible(state == "offered")
-        self.dismiss_button.setVisible(state == "offered")
+        # an accepted suggestion left as it is can still be taken back (a slip of the key)
+        self.dismiss_button.setVisible(state in ("offered", "accepted"))
         self.stop_button.setVisible(state == "working")
         self.prompt_button.setVisible(
             state in ("offered", "accepted", "edited") and self.controller.reads_prompts()
@@ -489,7 +490,7 @@ class SuggestionController(QObject):
 
     def dismiss(self) -> None:
         session, editor = self.window.session, self._editor()
-        if session is None or editor is None or session.suggestion_state != "offered":
+        if session is None or editor is None or not session.can_dismiss_suggestion():
             return
         comment = editor.comment_text() or ""  # the person's own: kept
         editor.load(session.unit, None)
@@ -513,7 +514,7 @@ class SuggestionController(QObject):
             banner.show_state(
                 "accepted",
                 f"Accepted the suggestion by {self.shown_file}. Changes you make now are "
-                "recorded as edits.",
+                f"recorded as edits; Dismiss ({DISMISS_KEY}) takes it back.",
             )
         elif view.suggestion_use == "edited":
             banner.show_state(

@@ -115,3 +115,17 @@ def test_a_flag_set_and_taken_back_while_offered_leaves_nothing_to_save(qtbot, o
     assert urgency_answer(gui) is None  # no empty draft, the suggestion not set aside
     show_kind(offered, "urgency")
     qtbot.waitUntil(lambda: offered.session.suggestion_state == "offered", timeout=5000)
+
+
+def test_an_accepted_suggestion_left_as_it_is_can_be_dismissed(qtbot, offered, gui):
+    """Accept pressed by a slip of the key was kept as "accepted" for good: Undo had nothing
+    to undo and Dismiss was refused. Dismiss now takes it back while the answer is still the
+    suggestion; once changed, the answer is the person's edit and stays."""
+    offered.act_accept.trigger()
+    assert urgency_answer(gui).suggestion_use == "accepted"
+    assert banner(offered).dismiss_button.isVisible()
+    offered.act_dismiss.trigger()
+    answer = urgency_answer(gui)
+    assert answer.suggestion_use == "ignored" and answer.status == "draft"
+    assert answer.payload["more_urgent_case_id"] is None  # nothing of the model's kept
+    assert not banner(offered).isVisible()
