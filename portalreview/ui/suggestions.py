@@ -50,6 +50,7 @@ from portalreview.ui.screen import fit_to_screen
 
 ACCEPT_KEY = "Ctrl+Shift+A"
 DISMISS_KEY = "Ctrl+Shift+D"
+DISMISSED = "Suggestion dismissed; your answer will record that it was ignored."
 
 
 def _template_id(templates: dict) -> str:
@@ -215,6 +216,8 @@ class SuggestionController(QObject):
         """Called after the session opened a unit in ``editor``."""
         self.stop()
         self.shown_file = None
+        if self.window.statusBar().currentMessage() == DISMISSED:  # the last unit's
+            self.window.statusBar().clearMessage()
         self.banner(editor).show_state("hidden", "")
         session = self.window.session
         unit = session.unit if session else None
@@ -499,9 +502,7 @@ class SuggestionController(QObject):
         if session.pending:  # a flag or comment of theirs waited for this
             session.save()
         self.banner(editor).show_state("hidden", "")
-        self.window.statusBar().showMessage(
-            "Suggestion dismissed; your answer will record that it was ignored.", 6000
-        )
+        self.window.statusBar().showMessage(DISMISSED, 6000)
         editor.focus_first()
 
     def saved(self, view: AnswerView) -> None:

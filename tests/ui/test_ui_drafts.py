@@ -157,6 +157,20 @@ def test_the_summary_names_drafts_that_did_not_fit_by_their_case(qtbot, prefs, s
     assert "<br>Case k2: the model wrote an empty draft" in dialog._summary(report)
 
 
+def test_a_last_draft_that_was_not_stored_is_not_called_written(qtbot, prefs, study):
+    """The last case's draft refused (cut off): the dialog said "The last draft written, for
+    case k2, is below" under a text that was not stored."""
+    path, cases = study
+    dialog = open_dialog(qtbot, open_as(qtbot, prefs, path, "pat"))
+    report = sg.BatchReport(2, stored=[cases["k1"]])
+    report.failed = {cases["k2"]: "the draft is unfinished: cut off at 200 tokens"}
+    dialog._case_id, dialog._case_name = cases["k2"], "k2"
+    dialog._say_where_it_ended(report)
+    said = dialog.current.text()
+    assert "was not stored: the draft is unfinished: cut off at 200 tokens" in said
+    assert "written" not in said
+
+
 def test_drafts_stream_into_the_dialog_and_are_stored_with_provenance(qtbot, prefs, study, model):
     path, cases = study
     window = open_as(qtbot, prefs, path, "pat")

@@ -129,3 +129,10 @@ def test_an_accepted_suggestion_left_as_it_is_can_be_dismissed(qtbot, offered, g
     assert answer.suggestion_use == "ignored" and answer.status == "draft"
     assert answer.payload["more_urgent_case_id"] is None  # nothing of the model's kept
     assert not banner(offered).isVisible()
+
+
+def test_the_dismissal_note_does_not_follow_to_the_next_unit(qtbot, offered, gui):
+    offered.act_dismiss.trigger()
+    assert "Suggestion dismissed" in offered.statusBar().currentMessage()
+    show_kind(offered, "rank")
+    assert "Suggestion dismissed" not in offered.statusBar().currentMessage()
