@@ -577,10 +577,11 @@ def check_unchanged(path: str | os.PathLike, loaded: FileIdentity) -> None:
         same = False
     if not same:
         raise ModelFileChanged(
-            f"the model file {Path(path).name} changed on disk since it was loaded (written "
-            "over or replaced), so the loaded model may now answer with other weights than "
-            "the ones whose SHA-256 was recorded; nothing was stored from it. Load it again "
-            "(Tools > Models… in the program; on the command line, run the command again)."
+            f"load the model again: its file {Path(path).name} changed on disk since it was "
+            "loaded (written over, replaced, moved or deleted), so the loaded model may now "
+            "answer with other weights than the ones whose SHA-256 was recorded; nothing was "
+            "stored from it (Tools > Models… in the program; on the command line, run the "
+            "command again)."
         )
 
 
