@@ -154,6 +154,23 @@ def test_ctrl_c_stops_and_keeps_what_was_finished(project_file, tiny_model):  # 
     assert 1 <= stored + gated + failed < 4
 
 
+def _lose_the_server_at_store(monkeypatch, nth: int):
+    """Model runs whose ``nth`` store fails as when a team server goes away; the real store."""
+    from portalreview.llm import suggest as sg
+    from portalreview.store.errors import StoreError
+
+    real_store, calls = sg.store, []
+
+    def store_then_lose_the_server(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == nth:
+            raise StoreError("The study server did not answer. Nothing was saved.")
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(sg, "store", store_then_lose_the_server)
+    return real_store
+
+
 def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
     project_file,
     tiny_model,  # noqa: F811
@@ -163,7 +180,6 @@ def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
     """A team server that goes away part-way: the run once ended with the failed save's
     "Nothing was saved" alone, after it had stored suggestions (found on a real server)."""
     from portalreview.llm import suggest as sg
-    from portalreview.store.errors import StoreError
 
     with Project.open(project_file) as project:
         service = StudyService(project)
@@ -172,15 +188,7 @@ def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
         set_id = service.create_unit_set("many", "empathy")
         for _ in range(3):
             service.add_unit(set_id, case_id, response_id=first, response_b_id=second)
-    real_store, calls = sg.store, []
-
-    def store_then_lose_the_server(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise StoreError("The study server did not answer. Nothing was saved.")
-        return real_store(*args, **kwargs)
-
-    monkeypatch.setattr(sg, "store", store_then_lose_the_server)
+    real_store = _lose_the_server_at_store(monkeypatch, 2)
     args = ["suggest", str(project_file), "--model", str(tiny_model), "--kind", "empathy"]
     args += ["--units", "many", "--as-annotator", "tiny"]
     assert main(args) == 130
@@ -214,18 +222,8 @@ def test_evaluate_model_stopped_by_a_failed_save_keeps_what_it_stored(
     monkeypatch,
 ):
     """The same for the model run of evaluate-model: it said only the failed save's words."""
-    from portalreview.llm import suggest as sg
-    from portalreview.store.errors import StoreError
 
-    real_store, calls = sg.store, []
-
-    def store_then_lose_the_server(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise StoreError("The study server did not answer. Nothing was saved.")
-        return real_store(*args, **kwargs)
-
-    monkeypatch.setattr(sg, "store", store_then_lose_the_server)
+    _lose_the_server_at_store(monkeypatch, 3)
     args = ["evaluate-model", str(project_file), "--model", str(tiny_model), "--limit", "1"]
     assert main(args) == 130
     err = capsys.readouterr().err

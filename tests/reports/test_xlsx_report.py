@@ -480,12 +480,11 @@ def test_a_text_xml_cannot_hold_leaves_a_workbook_excel_opens(tmp_path):
     book.close()
 
 
-def test_a_long_text_is_cut_to_what_an_excel_cell_holds_as_excel_counts_it(tmp_path):
-    """Excel counts UTF-16 units (an emoji counts 2): a reply of 20,000 emoji used to be cut at
-    32,727 characters, 40,000 units, and Excel opened the workbook only to repair it."""
+def _raw_respond_texts_of_a_reply(tmp_path, reply: str) -> list:
+    """Every value of the "Raw respond" sheet of a small study's report in which ava's
+    respond answer holds ``reply``."""
     from tests.conftest import build_small_study
 
-    reply = "a" + "\U0001f622" * 20_000  # the cut falls inside an emoji
     with Project.create(tmp_path / "s.prproj", name="Small") as project:
         study = build_small_study(project)
         study.service.save_answer(
@@ -497,8 +496,17 @@ def test_a_long_text_is_cut_to_what_an_excel_cell_holds_as_excel_counts_it(tmp_p
         out = write_xlsx_report(project, tmp_path / "small", n_resamples=0)
     book = load_workbook(out, read_only=True)
     texts = [v for row in book["Raw respond"].iter_rows(values_only=True) for v in row]
-    cut = next(v for v in texts if isinstance(v, str) and v.startswith("a\U0001f622"))
     book.close()
+    return texts
+
+
+def test_a_long_text_is_cut_to_what_an_excel_cell_holds_as_excel_counts_it(tmp_path):
+    """Excel counts UTF-16 units (an emoji counts 2): a reply of 20,000 emoji used to be cut at
+    32,727 characters, 40,000 units, and Excel opened the workbook only to repair it."""
+
+    reply = "a" + "\U0001f622" * 20_000  # the cut falls inside an emoji
+    texts = _raw_respond_texts_of_a_reply(tmp_path, reply)
+    cut = next(v for v in texts if isinstance(v, str) and v.startswith("a\U0001f622"))
     kept, note = cut.split(" ... ")
     assert note == "[cut: longer than an Excel cell]"
     assert kept == reply[: len(kept)] and len(kept) == 1 + 16_364  # whole emoji only
@@ -510,21 +518,9 @@ def test_a_text_with_a_carriage_return_or_an_ooxml_escape_reads_back_as_written(
     a reply "see file_x0041_.pdf\r\nthen call" read back as "see fileA.pdf\nthen call", in
     Excel as with openpyxl and PortalReview's importer, which read the escapes back."""
     from portalreview.store.importers.ooxml import ooxml_unescape
-    from tests.conftest import build_small_study
 
     reply = "see file_x0041_.pdf\r\nthen call"
-    with Project.create(tmp_path / "s.prproj", name="Small") as project:
-        study = build_small_study(project)
-        study.service.save_answer(
-            study.units["respond"],
-            {"mode": "theme_guided", "parts": {"empathy": reply}},
-            status="submitted",
-            annotator_id=study.ava,
-        )
-        out = write_xlsx_report(project, tmp_path / "small", n_resamples=0)
-    book = load_workbook(out, read_only=True)
-    texts = [v for row in book["Raw respond"].iter_rows(values_only=True) for v in row]
-    book.close()
+    texts = _raw_respond_texts_of_a_reply(tmp_path, reply)
     stored = next(v for v in texts if isinstance(v, str) and v.startswith("see file"))
     assert ooxml_unescape(stored) == reply
 
