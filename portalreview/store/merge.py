@@ -1144,15 +1144,9 @@ def _read_copy(path: Path, master: Project) -> _Copy:
             to_master = _copy_ids(ms, master.label, found)
         changed = {a for i, _, a in audit if a is not None and i > found.base}
         names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
-        keys = set()
-        columns = (Answer.id, Answer.unit_id, Answer.annotator_id, Answer.is_gold)
-        for answer_id, unit_id, annotator_id, is_gold, seconds in s.execute(
-            select(*columns, Answer.active_seconds)
-        ):
-            key = (unit_id, names[annotator_id], bool(is_gold))
-            found.times[key] = seconds
-            if answer_id in changed:
-                keys.add(key)
+        times = _answer_times(s, names)
+        found.times = {key: seconds for key, (_, seconds) in times.items()}
+        keys = {key for key, (answer_id, _) in times.items() if answer_id in changed}
         found.rows = _rows(s, keys, with_suggestions=True)
         found.n_same = s.scalar(select(func.count()).select_from(Answer)) - len(found.rows)
         found.signatures = _unit_signature(
@@ -1514,16 +1508,26 @@ def _longer_times(
     audit entry; the longer time is kept because time on task only grows (the time at the
     base is not kept, so it is not summed)."""
     names = dict(s.execute(select(Annotator.id, Annotator.name)).all())
-    columns = (Answer.id, Answer.unit_id, Answer.annotator_id, Answer.is_gold)
     out = {}
-    for answer_id, unit_id, annotator_id, is_gold, seconds in s.execute(
-        select(*columns, Answer.active_seconds)
-    ):
-        key = (unit_id, names[annotator_id], bool(is_gold))
+    for key, (answer_id, seconds) in _answer_times(s, names).items():
         theirs = copy.times.get(key)
         if key not in not_timed and theirs is not None and theirs > seconds:
             out[_key_text(*key)] = (answer_id, theirs)
     return out
+
+
+def _answer_times(
+    s: Session, names: dict[int, str]
+) -> dict[tuple[int, str, bool], tuple[int, float]]:
+    """Every answer's key (unit, annotator's name, gold) -> (its id, its time on task), in one
+    query (``names``: annotator id -> name)."""
+    columns = (Answer.id, Answer.unit_id, Answer.annotator_id, Answer.is_gold)
+    return {
+        (unit_id, names[annotator_id], bool(is_gold)): (answer_id, seconds)
+        for answer_id, unit_id, annotator_id, is_gold, seconds in s.execute(
+            select(*columns, Answer.active_seconds)
+        )
+    }
 
 
 def _last_agreed(records: list[dict], copy_id: str) -> dict[str, str]:

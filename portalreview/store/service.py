@@ -496,7 +496,7 @@ class StudyService:
         (" ava " exported and imported again would come back as "ava", another sign-in), and
         its letters in one Unicode form (:func:`person_name`)."""
         self._require_admin("add annotators")
-        name = _outer_spaces_off(unicodedata.normalize("NFC", name), "an annotator needs a name")
+        name = _outer_spaces_off(person_name(name), "an annotator needs a name")
 
         def insert(s: Session) -> int:
             person = Annotator(

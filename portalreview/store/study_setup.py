@@ -78,7 +78,13 @@ from portalreview.store.models import (
 )
 from portalreview.store.own_responses import own_units, response_authors
 from portalreview.store.project import Project
-from portalreview.store.service import StoreError, StudyService, find_annotator, own_answer
+from portalreview.store.service import (
+    StoreError,
+    StudyService,
+    find_annotator,
+    own_answer,
+    person_name,
+)
 
 ProgressFn = Callable[[int, int], None]
 CancelFn = Callable[[], bool]
@@ -1093,7 +1099,7 @@ def add_annotators(
     """Add people (``role`` clinician or pi) in one transaction; an existing name is refused.
     Each is recorded in the audit log, naming ``by`` (the PI in the app; None: the system)."""
     svc = EventRecorder(project, by)
-    names = [n.strip() for n in names]  # as add_annotator stores them
+    names = [person_name(n) for n in names]  # as add_annotator stores them
     with svc._write() as s:
         existing = set(s.scalars(select(Annotator.name)))
         dup = [n for i, n in enumerate(names) if n in existing or n in names[:i]]

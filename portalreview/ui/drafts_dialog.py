@@ -531,13 +531,14 @@ class DraftsDialog(QDialog):
             self.current.setText("No case needed a draft." if report.total else "No case.")
             return
         name = f"<b>{_escape(self._case_name)}</b>"
+        finished = not (report.cancelled or report.stopped)
         refused = report.failed.get(self._case_id)
-        if not (report.cancelled or report.stopped) and refused is not None:
+        if finished and refused is not None:
             self.current.setText(
                 f"Finished. The last draft, for case {name} (below), was not stored: "
                 f"{_escape(refused)}"
             )
-        elif not (report.cancelled or report.stopped):
+        elif finished:
             self.current.setText(f"Finished. The last draft written, for case {name}, is below.")
         elif self._case_id in report.stored:
             self.current.setText(f"Stopped after case {name}; its draft (below) is stored.")

@@ -435,7 +435,8 @@ class AnnotationSession(QObject):
             self._suggestion_base = None
             comment = self.editor and self.editor.comment_text()
             if accepted or self._held_flag is not None or comment:
-                self._set_pending(True)  # the person's own flag or comment: save it now
+                self._set_pending(True)  # saved now: the accepted answer emptied, or their own
+                # flag or comment
 
     def _suggestion_fields(self, payload: dict) -> dict | None:
         """``suggestion_id`` / ``suggestion_use`` for a save; None: this save must not happen."""

@@ -572,5 +572,9 @@ def test_added_names_lose_their_outer_spaces_and_a_name_twice_is_refused(tmp_pat
     assert "there is already an annotator called 'ava'" in capsys.readouterr().err
     assert main(["setup", str(path), "--add-annotator", "cy", "--add-annotator", "cy "]) != 0
     assert "there is already an annotator called 'cy'" in capsys.readouterr().err
+    assert main(["setup", str(path), "--add-annotator", "jos\u00e9"]) == 0
+    assert main(["setup", str(path), "--add-annotator", "jose\u0301"]) != 0  # (macOS' é)
+    assert "there is already an annotator called 'jos\u00e9'" in capsys.readouterr().err
     with Project.open(path) as project:
-        assert [a.name for a in StudyService(project).annotators()] == ["ava", "ben"]
+        names = [a.name for a in StudyService(project).annotators()]
+        assert names == ["ava", "ben", "jos\u00e9"]
