@@ -5,6 +5,7 @@ that the server lets go of when the holder's connection is lost)."""
 from __future__ import annotations
 
 import threading
+import time
 
 from sqlalchemy import text
 
@@ -93,6 +94,7 @@ def test_a_server_claim_is_between_workstations_and_ends_with_its_connection(pos
                 f" WHERE locktype = 'advisory' AND classid = {claims_space()}",
                 database=one.url.database,
             )
+            _until_its_backend_is_gone(two)  # (the termination is asked for, not waited for)
             with two.claim("unit:9") as taken:
                 assert taken
         # letting go on a lost connection is only logged; the next claim works
@@ -106,6 +108,24 @@ def test_a_server_claim_is_between_workstations_and_ends_with_its_connection(pos
                 )
             )
         assert held_here == 0
+
+
+def _until_its_backend_is_gone(project: ServerProject, seconds: float = 10.0) -> None:
+    """Wait until no claim is held in the study: pg_terminate_backend only signals the
+    backend, which lets its locks go when it has ended (caught by CI: a claim tried at once
+    was refused)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with project.read() as s:
+            held = s.scalar(
+                text(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                    f" AND classid = {claims_space()}"
+                )
+            )
+        if not held:
+            return
+        time.sleep(0.05)
 
 
 def claims_space() -> int:
