@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +14,11 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # The program's log file (portalreview/applog.py) goes to a temporary folder, never the
 # real per-user one; tests of the log point it at their own folder.
-os.environ.setdefault("PORTALREVIEW_LOG_DIR", tempfile.mkdtemp(prefix="portalreview-test-log-"))
+if "PORTALREVIEW_LOG_DIR" not in os.environ:
+    _LOG_DIR = tempfile.mkdtemp(prefix="portalreview-test-log-")
+    os.environ["PORTALREVIEW_LOG_DIR"] = _LOG_DIR
+    # Each run made a folder of its own and left it behind (169 of them on one machine).
+    atexit.register(shutil.rmtree, _LOG_DIR, ignore_errors=True)
 
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
