@@ -793,7 +793,7 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
 
     from portalreview.analysis.model_eval import KINDS, units_to_run
     from portalreview.llm import suggest as sg
-    from portalreview.llm.cli import EXIT_STOPPED, ProgressBar, _CtrlC
+    from portalreview.llm.cli import EXIT_STOPPED, ProgressBar, _CtrlC, save_failed_message
     from portalreview.llm.engine import GenerationParams
     from portalreview.llm.engines import load_engine
     from portalreview.llm.errors import LlmError
@@ -857,11 +857,7 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
                             raise  # before anything was done: said as bad input (exit 2)
                         if latest:
                             _print_model_run(kind, latest[0])
-                        print(
-                            f"Stopped: a save failed: {exc}\nThe answers stored before it are "
-                            "kept. Run the same command again to continue where it stopped.",
-                            file=sys.stderr,
-                        )
+                        print(save_failed_message(exc), file=sys.stderr)
                         return EXIT_STOPPED
                     bar.finish()
                     _print_model_run(kind, report)

@@ -451,12 +451,17 @@ def _stopped_by_the_study(exc: Exception, report) -> int:
     after some units were done ends the run: what was stored before it stays, and a rerun
     continues from there."""
     _summary(report, cut_short=True)
-    print(
-        f"Stopped: a save failed: {exc}\nWhat the run stored before it is kept. Run the same "
-        "command again to continue where it stopped.",
-        file=sys.stderr,
-    )
+    print(save_failed_message(exc), file=sys.stderr)
     return EXIT_STOPPED
+
+
+def save_failed_message(exc: Exception) -> str:
+    """What a model run says when a save fails part way (``suggest`` and ``evaluate-model``
+    alike): why, that what it stored is kept, and that running it again continues."""
+    return (
+        f"Stopped: a save failed: {exc}\nWhat the run stored before it is kept. Run the same "
+        "command again to continue where it stopped."
+    )
 
 
 def _summary(report, cut_short: bool = False) -> int:

@@ -228,7 +228,7 @@ def test_evaluate_model_stopped_by_a_failed_save_keeps_what_it_stored(
     assert main(args) == 130
     err = capsys.readouterr().err
     assert "Stopped: a save failed: The study server did not answer." in err
-    assert "The answers stored before it are kept. Run the same command again" in err
+    assert "What the run stored before it is kept. Run the same command again" in err
     with Project.open(project_file, read_only=True) as project, project.read() as s:
         assert s.scalar(select(func.count()).select_from(Suggestion)) == 2
 
