@@ -5,7 +5,9 @@ widgets that let a page fit a laptop's screen (:class:`SideBySide`, :class:`Wrap
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Signal
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QSize, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QBoxLayout, QWidget
 
@@ -37,9 +39,18 @@ class SideBySide(QWidget):
     #: True: side by side; False: one above the other.
     arranged = Signal(bool)
 
-    def __init__(self, first: QWidget, second: QWidget) -> None:
+    def __init__(
+        self,
+        first: QWidget,
+        second: QWidget,
+        widths: Callable[[], tuple[int, int]] | None = None,
+    ) -> None:
+        """``widths``: the two parts' minimum widths side by side, for a part that arranges
+        itself otherwise when stacked (its minimum width then is not the one to go by, and
+        the two arrangements would take turns for good)."""
         super().__init__()
         self.parts = (first, second)
+        self._widths = widths or (lambda: tuple(c.minimumSizeHint().width() for c in self.parts))
         self.box = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
         self.box.setContentsMargins(0, 0, 0, 0)
         self.box.addWidget(first, 1)
@@ -50,7 +61,7 @@ class SideBySide(QWidget):
 
     def _wide(self) -> int:
         """The width both parts need side by side."""
-        first, second = (c.minimumSizeHint().width() for c in self.parts)
+        first, second = self._widths()
         return first + second + max(self.box.spacing(), 0)
 
     def _arrange(self, width: int) -> None:
@@ -72,6 +83,14 @@ class SideBySide(QWidget):
     def resizeEvent(self, event) -> None:
         self._arrange(event.size().width())
         super().resizeEvent(event)
+
+    def event(self, event: QEvent) -> bool:
+        # A part's minimum width changed (EPPC's subcodes are the current code's own, and
+        # one code's are longer), the widget's width did not: arrange again, or the longer
+        # subcodes were cut at the right-hand edge.
+        if event.type() == QEvent.Type.LayoutRequest:
+            self._arrange(self.width())
+        return super().event(event)
 
 
 class WrappingColumn(QWidget):

@@ -277,7 +277,11 @@ class EppcEditor(Editor):
         evidence_column.addLayout(self.evidence_row)
         evidence_column.addStretch(1)
         # side by side on a wide screen; Evidence under Subcode on a laptop's
-        self.label_body = SideBySide(subcode_part, evidence_part)
+        self.label_body = SideBySide(
+            subcode_part,
+            evidence_part,
+            lambda: (subcode_part.minimumSizeHint().width(), self._evidence_width_side_by_side()),
+        )
         self.label_body.arranged.connect(self._arrange_evidence)
         box.addWidget(self.label_body)
         self.notice_label = QLabel()
@@ -290,6 +294,16 @@ class EppcEditor(Editor):
         """The code's definition (or, with no code, what to do) above the subcodes; not when
         they are stacked, where the codebook shows the definition."""
         self.label_title.setVisible(self.current is None or self.label_body.side_by_side())
+
+    def _evidence_width_side_by_side(self) -> int:
+        """The evidence column's minimum width with its buttons in a row (side by side with
+        the subcodes), whichever way it is arranged now."""
+        buttons = (
+            self.add_button.minimumSizeHint().width()
+            + max(self.evidence_buttons.spacing(), 0)
+            + self.remove_button.minimumSizeHint().width()
+        )
+        return max(buttons, self.evidence_list.minimumSizeHint().width())
 
     def _arrange_evidence(self, side_by_side: bool) -> None:
         """Side by side: the list (up to 150 px) above its buttons. Stacked (the page is short
