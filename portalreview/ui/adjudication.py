@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QTextBrowser,
     QVBoxLayout,
@@ -62,7 +63,7 @@ from portalreview.store.service import (
 from portalreview.tasks.common.editor_base import Editor, clear_layout
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
-from portalreview.ui.screen import fit_to_screen
+from portalreview.ui.screen import SideBySide, fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import Worker, run_in_background
 
@@ -476,6 +477,9 @@ class AdjudicationDialog(QDialog):
         self.kind_box = QComboBox()
         self.kind_box.setObjectName("adjudicationKind")
         self.kind_box.setAccessibleName("Kind of work to adjudicate")
+        # the kinds come after the first read: sized when shown, the box cut "Code sentences"
+        self.kind_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.kind_box.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.kind_box.currentIndexChanged.connect(lambda _i: self.reload())
         self.hide_done = QCheckBox("Hide units already adjudicated")
         self.hide_done.toggled.connect(lambda _c: self.loading or self._fill_units())
@@ -488,16 +492,24 @@ class AdjudicationDialog(QDialog):
         self.with_drafts.toggled.connect(lambda _c: self.reload())
         self.counts = QLabel()
         self.counts.setObjectName("adjudicationCounts")
-        top = QHBoxLayout()
+        kind_part = QWidget()
+        kind_row = QHBoxLayout(kind_part)
+        kind_row.setContentsMargins(0, 0, 12, 0)
         kind_label = QLabel("&Kind:")
         kind_label.setBuddy(self.kind_box)
-        top.addWidget(kind_label)
-        top.addWidget(self.kind_box)
-        top.addSpacing(12)
-        top.addWidget(self.hide_done)
-        top.addWidget(self.only_diff)
-        top.addWidget(self.with_drafts)
-        top.addStretch(1)
+        kind_row.addWidget(kind_label)
+        kind_row.addWidget(self.kind_box)
+        kind_row.addStretch(1)
+        options_part = QWidget()
+        options_row = QHBoxLayout(options_part)
+        options_row.setContentsMargins(0, 0, 0, 0)
+        options_row.addWidget(self.hide_done)
+        options_row.addWidget(self.only_diff)
+        options_row.addWidget(self.with_drafts)
+        options_row.addStretch(1)
+        # the options under the kind where the window is too narrow for one row of them all
+        top = SideBySide(kind_part, options_part)
+        top.box.setStretch(0, 0)
 
         self.units = QListWidget()
         self.units.setObjectName("disagreements")
@@ -598,7 +610,7 @@ class AdjudicationDialog(QDialog):
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([280, 1100])
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
+        layout.addWidget(top)
         layout.addWidget(splitter, 1)
 
     def _actions(self) -> None:

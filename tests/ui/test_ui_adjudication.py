@@ -188,6 +188,20 @@ def test_the_pi_adjudicates_disagreements_into_gold(qtbot, study, tmp_path):
     assert eppc["n_gold_units"] == 1  # while the figures against gold now have a gold
 
 
+def test_every_kind_s_name_is_whole_in_the_kind_box(qtbot, study, tmp_path):
+    """The kinds are filled in after the first read: the box was sized before them and cut
+    "Code sentences (EPPC)" to "Code ser"."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    box = dialog.kind_box
+    assert box.count() > 1
+    longest = max(box.fontMetrics().horizontalAdvance(box.itemText(i)) for i in range(box.count()))
+    assert box.width() > longest
+    options = (dialog.hide_done, dialog.only_diff, dialog.with_drafts)
+    for option in options:  # the options under the kind box if the window is narrow
+        assert option.width() >= option.sizeHint().width()
+
+
 def test_ctrl_number_loads_an_answer_and_ctrl_s_saves_it(qtbot, study, tmp_path):
     window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
     dialog = open_adjudication(qtbot, window)
