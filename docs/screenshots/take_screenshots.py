@@ -120,6 +120,57 @@ def facts_screens(window: MainWindow) -> None:
     save(window, "facts-1-checks.png")
 
 
+def urgency_screen(window: MainWindow) -> None:
+    """The first pair the clinician has not answered: the left patient given level 4, the
+    right one chosen as needing care first, not submitted yet."""
+    show(window, "urgency")
+    todo = next(
+        i for i, item in enumerate(window.queue.all_items, start=1) if item.status != "submitted"
+    )
+    show(window, "urgency", todo)
+    editor = window.editors["urgency"]
+    editor.setFocus()
+    for key in (Qt.Key.Key_L, Qt.Key.Key_4, Qt.Key.Key_Right):
+        QTest.keyClick(editor, key)
+    save(window, "urgency-1-answered.png")
+
+
+def eppc_screen(window: MainWindow) -> None:
+    """A coded sentence: two codes, the current one's subcode and evidence span."""
+    show(window, "eppc", 3)
+    save(window, "eppc-1-coding.png")
+
+
+def wait_until(done) -> None:
+    while not done():
+        QTest.qWait(20)
+
+
+def pi_inbox_and_adjudication_screens(path: Path, prefs: Preferences) -> None:
+    """The PI's inbox view (sorted by win rate, with the reference levels and NDCG) and the
+    adjudication of EPPC disagreements."""
+    from portalreview.ui import adjudication, inbox_view
+
+    window = MainWindow(prefs)
+    window.resize(1440, 900)
+    window.show()
+    window.open_project(path, annotator="dr_pi")
+    wait_until(lambda: window.session is not None)
+    inbox = inbox_view.open_tool(window)
+    inbox.resize(1100, 760)
+    wait_until(lambda: not inbox.loading and inbox.result is not None)
+    save(inbox, "inbox-1-pi.png")
+    inbox.close()
+    dialog = adjudication.open_tool(window)
+    dialog.resize(1400, 900)
+    wait_until(lambda: not dialog.loading)
+    dialog.set_kind("eppc")
+    wait_until(lambda: not dialog.loading)
+    save(dialog, "adjudication-1-eppc.png")
+    dialog.close()
+    window.close()
+
+
 def sign_in_screen(path: Path, prefs: Preferences) -> None:
     from portalreview.store.project import Project
     from portalreview.store.service import StudyService
@@ -263,9 +314,12 @@ def main() -> None:
     respond_screens(window)
     rank_screen(window)
     match_screen(window)
+    urgency_screen(window)
+    eppc_screen(window)
     facts_screens(window)
     window.close()
     dashboard_screens(path, prefs)
+    pi_inbox_and_adjudication_screens(path, prefs)
     apply_color_scheme("dark")
     dark = open_demo(path, prefs)
     show(dark, "match")
