@@ -32,7 +32,7 @@ from portalreview.store.adaptive import AdaptiveSetting, adaptive_settings, next
 from portalreview.store.catalog_store import read_catalogs, write_catalogs
 from portalreview.store.errors import SaveFailed, StoreError
 from portalreview.store.kinds import CODECS, PayloadError, UnitContext
-from portalreview.store.kinds.base import plain_rows
+from portalreview.store.kinds.base import check_storable_texts, plain_rows
 from portalreview.store.models import (
     KINDS,
     Annotator,
@@ -1352,6 +1352,8 @@ class StudyService:
         if status not in ("draft", "submitted"):
             raise StoreError(f"status must be 'draft' or 'submitted', not {status!r}")
         self._check_suggestion(s, fields.get("suggestion_id"))
+        check_storable_texts(payload, unit.kind)
+        check_storable_texts({k: fields[k] for k in ("comment", "flag_note")}, unit.kind)
         if gold:
             _check_gold_annotator(s, annotator_id)
             _check_no_other_gold(s, unit_id, annotator_id)

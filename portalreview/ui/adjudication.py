@@ -60,7 +60,7 @@ from portalreview.store.service import (
     UnitView,
     not_saved_message,
 )
-from portalreview.tasks.common.editor_base import Editor, clear_layout
+from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_out_control_characters
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
 from portalreview.ui.screen import SideBySide, fit_to_screen
@@ -580,6 +580,7 @@ class AdjudicationDialog(QDialog):
         note_row = QHBoxLayout()
         note_label = QLabel("&Note:")
         self.note = QLineEdit()
+        keep_out_control_characters(self.note)
         self.note.setObjectName("goldNote")
         self.note.setPlaceholderText("Why this decision (kept with the gold answer)")
         self.note.setAccessibleName("Note on the decision")

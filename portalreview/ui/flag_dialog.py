@@ -12,10 +12,11 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QLabel,
-    QPlainTextEdit,
     QVBoxLayout,
     QWidget,
 )
+
+from portalreview.tasks.common.editor_base import PlainTextBox
 
 QUESTION = "What should the principal investigator look at?"
 
@@ -26,7 +27,7 @@ class FlagNoteDialog(QDialog):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Flag for the PI")
-        self.box = QPlainTextEdit()
+        self.box = PlainTextBox()  # (pasted control characters left out)
         self.box.setObjectName("flagNote")
         self.box.setTabChangesFocus(True)
         self.box.setAccessibleName(QUESTION)

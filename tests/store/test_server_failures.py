@@ -7,13 +7,13 @@ import os
 import subprocess
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from portalreview.store.audit_verify import verify_project
 from portalreview.store.backends import ServerProject
 from portalreview.store.backends.postgres import ServerUnavailable
 from portalreview.store.models import Answer
-from portalreview.store.service import StudyService
+from portalreview.store.service import StoreError, StudyService, not_saved_message
 from tests.store.test_transfer import _same_export
 
 
@@ -58,6 +58,21 @@ def test_the_server_stopping_mid_save_keeps_nothing_of_it(server_study, monkeypa
     ava.save_answer(study.units["rank"], {"entries": []})  # and it saves once it is back
     assert _answers(project) == 2
     assert verify_project(project).ok
+
+
+def test_a_value_the_server_cannot_store_is_said_as_such(server_study):
+    """A value PostgreSQL refuses (psycopg's DataError: a NUL in a text, a number out of range)
+    was shown as "an unexpected error (DataError)... Try again": trying again never helps."""
+    _server, _database, project, _study = server_study
+    for value, reason in (("a\x00b", "NUL"), (70000, "out of range")):
+        cast = "text" if isinstance(value, str) else "smallint"
+        with pytest.raises(StoreError) as refused, project.write(quick=True) as s:
+            s.execute(text(f"SELECT CAST(:v AS {cast})"), {"v": value})
+        words = not_saved_message(refused.value)
+        assert words.startswith("Not saved: The study server")
+        assert "cannot store a value in this save (" in words and reason in words
+        assert "Nothing was saved, and saving the same again will not help" in words
+    assert _answers(project) == 0
 
 
 def test_a_study_restored_from_pg_dump_is_the_same_study(server_study, tmp_path):

@@ -294,6 +294,41 @@ def test_flag_and_comment_are_kept(study):
     assert ava.queue("respond", status="submitted") == []
 
 
+@pytest.mark.parametrize(
+    ("kind", "payload", "fields", "place"),
+    [
+        ("respond", {"parts": {"empathy": "Copied from a PDF:\x00 rest."}}, {}, "parts.empathy"),
+        ("respond", {"parts": {}, "notes": "n\x00"}, {}, "notes"),
+        (
+            "facts",
+            {"facts": [{"side": "original", "text": "Go\x00 now.", "entailed": None}]},
+            {},
+            r"facts\[0\].text",
+        ),
+        ("urgency", {"more_urgent_case_id": None}, {"comment": "see\x00 chart"}, "comment"),
+        ("urgency", {}, {"flagged": True, "flag_note": "\x00"}, "flag_note"),
+    ],
+)
+def test_a_nul_character_is_refused_by_name_on_either_back_end(
+    study, kind, payload, fields, place
+):
+    """PostgreSQL cannot store a NUL: a server study failed every save with "an unexpected
+    error (DataError)" while a project file kept it. Both now refuse it, naming the text."""
+    ava = study.service.as_viewer("ava")
+    unit = study.units[kind]
+    if kind == "urgency" and "more_urgent_case_id" in payload:
+        payload = {"more_urgent_case_id": study.case1}
+    with pytest.raises(PayloadError, match=rf"{kind}: {place} contains a NUL character"):
+        ava.save_answer(unit, payload, **fields)
+    assert ava.get_answer(unit) is None
+
+
+def test_an_unpaired_surrogate_is_refused_by_name(study):
+    ava = study.service.as_viewer("ava")
+    with pytest.raises(PayloadError, match=r"parts\.planning contains an invalid character"):
+        ava.save_answer(study.units["respond"], {"parts": {"planning": "x\ud800"}})
+
+
 def test_gold_answer_by_pi_keeps_annotator_answers(study):
     ava = study.service.as_viewer("ava")
     ben = study.service.as_viewer("ben")

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DataError,
+    DBAPIError,
+    InterfaceError,
+    OperationalError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from portalreview import __version__
@@ -505,10 +511,13 @@ class ServerProject:
         :class:`ServerUnavailable`, in words. A write whose connection was lost while its
         COMMIT was under way (``commit`` holds its transaction's id) is asked about on a new
         connection: kept, it raises nothing; rolled back, nothing was saved; not known, the
-        words say so."""
+        words say so. A value the server cannot store (DataError) is a StoreError in words too:
+        trying the same again never helps."""
         self._watchdog.forget_here()
         try:
             yield
+        except DataError as exc:
+            raise StoreError(self._refused_value_words(exc, doing)) from exc
         except DBAPIError as exc:
             lost = isinstance(exc, OperationalError | InterfaceError)
             if not lost and _sqlstate(exc) != IDLE_TOO_LONG:  # (psycopg's InternalError)
@@ -533,6 +542,17 @@ class ServerProject:
         except DBAPIError as exc:
             log.warning("could not ask the server whether a save was kept: %s", _reason(exc))
             return None
+
+    def _refused_value_words(self, exc: DataError, doing: str) -> str:
+        """The server (or its driver) refused a value as one it cannot hold: a NUL in a text, a
+        number out of range."""
+        if doing != "save":
+            return f"The study server {self.location} refused a value ({_reason(exc)})."
+        return (
+            f"The study server {self.location} cannot store a value in this save "
+            f"({_reason(exc)}). Nothing was saved, and saving the same again will not help: "
+            "change that value, then save again."
+        )
 
     def _unavailable_words(self, exc: DBAPIError, what: str) -> str:
         bound = self._watchdog.cut_here()

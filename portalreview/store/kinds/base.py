@@ -75,6 +75,48 @@ def field(payload: dict, key: str, kind: type | tuple[type, ...], where: str, de
     return value
 
 
+#: Why a text cannot be stored. PostgreSQL's text cannot hold a NUL at all (a study on a server
+#: failed every save of such an answer with a database error); a project file refuses it too, so
+#: that both back ends keep the same answers and a file's study can be copied to a server.
+_NUL = (
+    "contains a NUL character (invisible; text copied from a PDF or another program can carry "
+    "one), which cannot be stored: delete it, or cut the text and paste it back (pasting leaves "
+    "it out)"
+)
+_SURROGATE = "contains an invalid character (an unpaired UTF-16 surrogate), which cannot be stored"
+
+
+def unstorable_text(text: str) -> str | None:
+    """Why ``text`` cannot be stored on either back end, or None."""
+    if "\x00" in text:
+        return _NUL
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE
+    return None
+
+
+def check_storable_texts(value: Any, where: str) -> None:
+    """Refuse a text (or key) anywhere inside ``value`` that cannot be stored, naming its place
+    ("respond: parts.empathy contains a NUL character..."). Walked without recursion."""
+    todo: list[tuple[str, Any]] = [("", value)]
+    while todo:
+        path, item = todo.pop()
+        if isinstance(item, str):
+            problem = unstorable_text(item)
+            if problem:
+                raise PayloadError(f"{where}: {path or 'the text'} {problem}")
+        elif isinstance(item, dict):
+            for key in item:
+                problem = unstorable_text(key) if isinstance(key, str) else None
+                if problem:
+                    raise PayloadError(f"{where}: a key of {path or 'the answer'} {problem}")
+            todo.extend((f"{path}.{k}" if path else str(k), v) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            todo.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
+
+
 def check_keys(payload: dict, allowed: Iterable[str], where: str) -> None:
     if not isinstance(payload, dict):
         raise PayloadError(f"{where}: expected an object, got {type(payload).__name__}")

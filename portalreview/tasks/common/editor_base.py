@@ -9,10 +9,11 @@ it submits or leaves a unit, and routes Edit > Undo/Redo to :attr:`Editor.undo_s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QMimeData, QObject, Qt, Signal
 from PySide6.QtGui import (
     QAccessible,
     QAccessibleEvent,
@@ -21,8 +22,16 @@ from PySide6.QtGui import (
     QTextDocument,
     QUndoCommand,
     QUndoStack,
+    QValidator,
 )
-from PySide6.QtWidgets import QAbstractItemView, QBoxLayout, QLabel, QPlainTextEdit, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QWidget,
+)
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, UnitView
@@ -222,7 +231,60 @@ class LiveFigure(QLabel):
         QAccessible.updateAccessibility(QAccessibleEvent(self, QAccessible.Event.NameChanged))
 
 
-class TextBox(QPlainTextEdit):
+# The C0 control characters but tab, line feed and carriage return. Text copied from a PDF or
+# another program can carry them (NUL above all), invisible on screen; a study on a server
+# cannot store a NUL at all, so every save of the answer failed and the unit could not be left
+# until the clinician found a character she could not see. The boxes leave them out of what is
+# pasted or dropped (the store refuses a NUL from anywhere else, saying so).
+_CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def without_control_characters(text: str) -> str:
+    """``text`` without the C0 control characters a clinician never means to type."""
+    return _CONTROL_CHARACTERS.sub("", text)
+
+
+class PlainTextBox(QPlainTextEdit):
+    """A plain-text box that leaves control characters out of what is pasted or dropped into
+    it (see :data:`_CONTROL_CHARACTERS`)."""
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        text = source.text() if source.hasText() else ""
+        if not _CONTROL_CHARACTERS.search(text):
+            super().insertFromMimeData(source)
+            return
+        clean = QMimeData()
+        clean.setText(without_control_characters(text))
+        super().insertFromMimeData(clean)
+
+
+class _NoControlCharacters(QValidator):
+    """A line edit's validator that takes control characters out of any text put in it: a line
+    edit has no one place for pasted text (keys, menu, middle click, drop) but its validator."""
+
+    def validate(self, text: str, position: int) -> tuple[QValidator.State, str, int]:
+        clean = without_control_characters(text)
+        if clean != text:
+            position -= len(text[:position]) - len(without_control_characters(text[:position]))
+        return QValidator.State.Acceptable, clean, position
+
+
+def keep_out_control_characters(line: QLineEdit) -> None:
+    """Let no control character into ``line`` (a box where clinicians type free text)."""
+    line.setValidator(_NoControlCharacters(line))
+
+
+class CommentBox(QLineEdit):
+    """An editor's free comment for the PI (``Editor.comment``); no control characters."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setPlaceholderText("Optional comment for the PI")
+        self.setAccessibleName("Comment")
+        keep_out_control_characters(self)
+
+
+class TextBox(PlainTextBox):
     """A plain-text box whose undo steps go into an editor's :class:`QUndoStack`.
 
     Ctrl+Z / Ctrl+Shift+Z are left to the window's Edit menu (which drives the stack), so the

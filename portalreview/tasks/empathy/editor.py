@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -35,7 +34,7 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, ResponseView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
-from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.common.editor_base import CommentBox, Editor
 from portalreview.tasks.urgency.editor import paint_choice_frame
 
 _KEYS = {Qt.Key.Key_1: 0, Qt.Key.Key_2: 1, Qt.Key.Key_3: 2}
@@ -149,9 +148,7 @@ class EmpathyEditor(Editor):
             button.clicked.connect(lambda _=False, i=index: self.choose(i))
             self.choice_buttons.append(button)
             choices.addWidget(button, index // 2, index % 2)
-        self.comment = QLineEdit()
-        self.comment.setPlaceholderText("Optional comment for the PI")
-        self.comment.setAccessibleName("Comment")
+        self.comment = CommentBox()
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
 
         help_text = QLabel(HELP)

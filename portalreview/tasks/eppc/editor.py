@@ -34,7 +34,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPushButton,
@@ -50,7 +49,12 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs, EppcCode
 from portalreview.domain.spans import merge_spans
 from portalreview.store.service import AnswerView, SentenceView, UnitView
-from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_selection_keys
+from portalreview.tasks.common.editor_base import (
+    CommentBox,
+    Editor,
+    clear_layout,
+    keep_selection_keys,
+)
 from portalreview.tasks.common.offsets import TextOffsets, trim_span
 from portalreview.ui import colours
 from portalreview.ui.screen import SideBySide, WrappingColumn
@@ -148,9 +152,7 @@ class EppcEditor(Editor):
         self.codebook.setObjectName("codebook")
         self.codebook.setAccessibleName("EPPC codebook: definitions of codes and subcodes")
         self.codebook.setOpenLinks(False)
-        self.comment = QLineEdit()
-        self.comment.setPlaceholderText("Optional comment for the PI")
-        self.comment.setAccessibleName("Comment")
+        self.comment = CommentBox()
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         self._build_layout()
         for widget in (

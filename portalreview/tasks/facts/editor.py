@@ -48,7 +48,13 @@ from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics.facts import fact_scores_from_counts
 from portalreview.store.service import AnswerView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
-from portalreview.tasks.common.editor_base import Editor, LiveFigure
+from portalreview.tasks.common.editor_base import (
+    CommentBox,
+    Editor,
+    LiveFigure,
+    keep_out_control_characters,
+    without_control_characters,
+)
 from portalreview.tasks.eppc.editor import FittedText
 from portalreview.ui import colours
 from portalreview.ui.screen import WrappingColumn
@@ -72,6 +78,11 @@ _CATEGORY_TIP = {
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
 MESSAGE_LINES = 4  # the message's first height, in lines: most are read whole, a long one scrolls
+
+
+def _one_line(text: str) -> str:
+    """A fact's wording: one line, single spaces, no control characters."""
+    return " ".join(without_control_characters(text).split())
 
 
 def _empty_state() -> dict[str, Any]:
@@ -137,6 +148,7 @@ class FactSide(WrappingColumn):
         self.table.setColumnWidth(3, 190)
         self.table.itemChanged.connect(self._on_item)
         self.entry = QLineEdit()
+        keep_out_control_characters(self.entry)
         self.entry.setObjectName(f"{side}NewFact")
         self.entry.setPlaceholderText("New fact, then Enter")  # the side: its title above
         self.entry.setAccessibleName(f"New fact of the {side} response")
@@ -295,9 +307,7 @@ class FactsEditor(Editor):
         self.notice = QLabel()
         self.notice.setObjectName("factNotice")
         self.notice.setWordWrap(True)
-        self.comment = QLineEdit()
-        self.comment.setPlaceholderText("Optional comment for the PI")
-        self.comment.setAccessibleName("Comment")
+        self.comment = CommentBox()
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         help_text = QLabel(
             "Select text and press F to list it as a fact · in a fact list: Y entailed by the "
@@ -430,7 +440,7 @@ class FactsEditor(Editor):
         self._refresh()
 
     def add_fact(self, side: str, text: str) -> None:
-        text = " ".join(text.split())
+        text = _one_line(text)
         if not text:
             return
         fact = {"text": text, "entailed": None, "error_category": None}
@@ -457,7 +467,7 @@ class FactsEditor(Editor):
             self._change("remove fact", lambda s: s[side].pop(row))
 
     def edit_fact(self, side: str, row: int, text: str) -> None:
-        text = " ".join(text.split())
+        text = _one_line(text)  # (pasted in a fact's cell, as in the boxes: no control characters)
         if not 0 <= row < len(self.state[side]):
             return
         if not text:

@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QRadioButton,
@@ -45,7 +44,7 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, ResponseView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel
-from portalreview.tasks.common.editor_base import Editor, clear_layout
+from portalreview.tasks.common.editor_base import CommentBox, Editor, clear_layout
 from portalreview.ui import colours
 
 _NUMBER_KEYS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
@@ -269,9 +268,7 @@ class RankEditor(Editor):
         middle_layout.addWidget(help_text)
         middle_layout.addWidget(self.notice)
         middle_layout.addWidget(cards_area, 1)
-        self.comment = QLineEdit()
-        self.comment.setPlaceholderText("Optional comment for the PI")
-        self.comment.setAccessibleName("Comment")
+        self.comment = CommentBox()
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         middle_layout.addWidget(self.comment)
 

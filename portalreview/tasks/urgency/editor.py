@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QSizePolicy,
     QSplitter,
@@ -41,7 +40,7 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, CaseView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel, CollapsibleSection
-from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.common.editor_base import CommentBox, Editor
 
 SIDES = ("left", "right")
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
@@ -198,9 +197,7 @@ class UrgencyEditor(Editor):
         self.ask_second.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.ask_second.setToolTip(ASK_SECOND_TIP)
         self.ask_second.clicked.connect(lambda _=False: self.toggle_ask_second())
-        self.comment = QLineEdit()
-        self.comment.setPlaceholderText("Optional comment for the PI")
-        self.comment.setAccessibleName("Comment")
+        self.comment = CommentBox()
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         bottom = QHBoxLayout()
         bottom.addWidget(self.ask_second)
