@@ -196,7 +196,7 @@ def test_every_kind_s_name_is_whole_in_the_kind_box(qtbot, study, tmp_path):
     box = dialog.kind_box
     assert box.count() > 1
     longest = max(box.fontMetrics().horizontalAdvance(box.itemText(i)) for i in range(box.count()))
-    assert box.width() > longest
+    qtbot.waitUntil(lambda: box.width() > longest)  # (laid out again once the kinds are in)
     options = (dialog.hide_done, dialog.only_diff, dialog.with_drafts)
     for option in options:  # the options under the kind box if the window is narrow
         assert option.width() >= option.sizeHint().width()

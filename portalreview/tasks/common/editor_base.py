@@ -25,8 +25,12 @@ from PySide6.QtGui import (
     QValidator,
 )
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QAbstractItemView,
+    QAbstractSpinBox,
+    QApplication,
     QBoxLayout,
+    QComboBox,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -35,6 +39,13 @@ from PySide6.QtWidgets import (
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, UnitView
+
+#: Widgets whose Enter is their own (see ``Editor._enter_on_a_control``).
+_CONTROLS = (QAbstractButton, QComboBox, QLineEdit, QAbstractSpinBox)
+
+
+def _is_enter(event: QKeyEvent) -> bool:
+    return event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
 
 
 class Editor(QWidget):
@@ -121,15 +132,38 @@ class Editor(QWidget):
             widget.installEventFilter(self)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self._enter_on_a_control(event, QApplication.focusWidget()):
+            event.accept()
+            return
         if self.handle_key(event, self):
             event.accept()
             return
         super().keyPressEvent(event)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.KeyPress and self.handle_key(event, watched):
+        if event.type() != QEvent.Type.KeyPress:
+            return super().eventFilter(watched, event)
+        if _is_enter(event) and isinstance(watched, _CONTROLS):
+            return False  # the control's own (a fact's line adds it), then keyPressEvent's
+        return self._enter_on_a_control(event, QApplication.focusWidget()) or self.handle_key(
+            event, watched
+        )
+
+    def _enter_on_a_control(self, event: QKeyEvent, control: QWidget | None) -> bool:
+        """Enter on a button of the editor presses the button and does nothing else; on a
+        drop-down, a line or a spin box, nothing more than there. It reached the editor's own
+        Enter (passed on to the editor, or seen by its filter on the list holding the
+        drop-down), so Enter on Match's NO MATCH button, or to confirm a theme chosen with the
+        arrows, saved the draft's selection as a match, and on EPPC's Whole message button
+        added evidence."""
+        if not _is_enter(event):
+            return False
+        if control is None or control is self or not self.isAncestorOf(control):
+            return False
+        if isinstance(control, QAbstractButton):
+            control.animateClick()
             return True
-        return super().eventFilter(watched, event)
+        return isinstance(control, _CONTROLS)
 
     # --- model suggestions (``portalreview.ui.suggestions``) -------------------------------
 
