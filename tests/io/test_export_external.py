@@ -281,6 +281,21 @@ def test_redcap_export_imports_back(project, full, tmp_path):
     }
 
 
+def test_a_gold_respond_answer_is_not_a_redcap_record(project, full, tmp_path):
+    """The PI's adjudicated answer was written as a record of the PI, and an import made it one
+    more clinician's ordinary answer."""
+    full.service.save_answer(
+        full.units["respond"],
+        {"mode": "theme_guided", "parts": {"empathy": "Adjudicated."}, "notes": ""},
+        status="submitted",
+        annotator_id=full.pi,
+        gold=True,
+    )
+    written = export_external(project, "redcap", tmp_path / "rc")
+    records = read_csv(next(p for p in written if p.name == "redcap_records.csv"))
+    assert sorted(r[2] for r in records[1:]) == ["ava", "ben"]
+
+
 @pytest.mark.parametrize(
     ("text", "taken", "expected"),
     [

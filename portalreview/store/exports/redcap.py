@@ -12,7 +12,8 @@ record id's column name).
 
 One record per case x clinician: ``record_id`` (1, 2, ...), ``case_id``, ``annotator``, one
 ``notes`` field per theme of the catalog, ``notes`` (the notes box), and the status as
-``theme_guided_response_complete`` (2 = submitted, 0 = draft). The import side
+``theme_guided_response_complete`` (2 = submitted, 0 = draft); gold (adjudicated) answers are
+left out. The import side
 (``portalreview import``) reads these two files back with its proposed mapping.
 """
 
@@ -61,10 +62,14 @@ def field_name(text: str, taken: set[str]) -> str:
 
 def build(snapshot: Snapshot) -> dict[str, bytes]:
     """``redcap_records.csv`` and ``redcap_dictionary.csv``."""
+    # A gold answer is left out: REDCap has no adjudicated record, and as a record of the PI it
+    # came back from an import as one more clinician's ordinary answer.
     answers = [
         a
         for a in snapshot.answers
-        if a["kind"] == "respond" and a["answer"].get("mode", "theme_guided") == "theme_guided"
+        if a["kind"] == "respond"
+        and a["answer"].get("mode", "theme_guided") == "theme_guided"
+        and not a["gold"]
     ]
     if not answers:
         raise ExportFailed("there are no theme-guided respond answers to export for REDCap")
