@@ -242,7 +242,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _load_mapping(value: str) -> dict:
-    """A confirmed REDCap mapping from a JSON file (its shape is checked by the import)."""
+    """A confirmed REDCap mapping: the JSON itself (``{"field": "target", ...}``) or a JSON
+    file holding it (its shape is checked by the import)."""
+    if value.strip().startswith("{"):
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise CliError(f"the REDCap mapping given is not valid JSON: {exc}") from exc
     path = Path(value)
     if not path.is_file():
         what = "is a folder, not a JSON file" if path.is_dir() else "does not exist"
@@ -266,6 +272,10 @@ def _show_mapping(path: Path | str, files: list[Path], dictionary: str | None) -
             project, parts, Path(dictionary) if dictionary else None
         )
     print(mapping.describe())
+    print(
+        "To confirm it, import with --redcap-mapping FILE.json (or the JSON itself): "
+        '{"field": "target", ...}, each ? field given a target or "ignore".'
+    )
     return 0
 
 
@@ -971,7 +981,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--show-mapping", action="store_true", help="print the proposed REDCap mapping and stop"
     )
     imp.add_argument(
-        "--redcap-mapping", metavar="JSON", help="a confirmed mapping {field: theme id|notes|...}"
+        "--redcap-mapping",
+        metavar="FILE.json|JSON",
+        help='a confirmed mapping, in a JSON file or given itself: {"field": "theme id", ...} '
+        "(targets: theme ids, notes, case_id, annotator, ignore)",
     )
     imp.set_defaults(func=cmd_import)
 

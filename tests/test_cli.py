@@ -493,6 +493,24 @@ def test_show_mapping_only_shows_even_without_the_dictionary_option(tmp_path, ca
         assert fingerprint(p) == before
 
 
+def test_a_redcap_mapping_can_be_given_as_json_on_the_command_line(tmp_path, capsys):
+    """The option said JSON and took a file name only: '{...}' "does not exist"."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    files = _redcap_files(tmp_path)
+    assert main(["import", str(path), *files, "--show-mapping"]) == 0
+    assert "To confirm it, import with --redcap-mapping FILE.json" in capsys.readouterr().out
+    confirmed = '{"case_id": "case_id", "empathy": "other"}'
+    assert main(["import", str(path), *files, "--redcap-mapping", confirmed]) == 0
+    with Project.open(path, read_only=True) as p:
+        from portalreview.store.exports.snapshot import read_snapshot
+
+        [answer] = read_snapshot(p).answers
+    assert answer["answer"]["parts"] == {"other": "So sorry"}  # as confirmed, not proposed
+    assert main(["import", str(path), *files, "--redcap-mapping", "{not json"]) == 2
+    assert "the REDCap mapping given is not valid JSON" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "args, named",
     [

@@ -121,6 +121,40 @@ def test_an_ambiguous_field_needs_confirmation(project, study, tmp_path):
     assert "empathy_box" in report.ignored_columns["survey_records.csv"]
 
 
+def test_rich_text_labels_are_read_as_they_read(project, study, tmp_path):
+    """REDCap's rich-text editor writes labels as HTML: tags removed outright glued "Planning"
+    and "Please" into one word, and &nbsp; was not a space; the whole import was refused."""
+    rich = {
+        "coord": "<p><strong>Planning: Care Coordination and Communication Planning</strong></p>"
+        "<p>Please outline who does what</p>",
+        "empathy_box": "Empathetic&nbsp;Communication<br>Please write with empathy",
+    }
+    fields = [(n, kind, rich.get(n, label)) for n, kind, label in FIELDS]
+    mapping = propose_redcap_mapping(
+        project, records(tmp_path, [{}], fields), dictionary(tmp_path, fields)
+    )
+    assert mapping.fields == EXPECTED
+    assert mapping.labels["empathy_box"] == "Empathetic Communication Please write with empathy"
+
+
+def test_text_in_a_column_the_dictionary_lacks_is_refused(project, study, tmp_path):
+    """A dictionary downloaded before two fields were added: their text was dropped as an
+    "ignored column" and the answer stored as submitted without it."""
+    older = [f for f in FIELDS if f[0] not in ("contingency", "other_box")]
+    row = {"case_id": "c1", "empathy_box": "So sorry.", "contingency": "If worse, call 911."}
+    recs = records(tmp_path, [row])  # every field, the two new ones too
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, [recs, dictionary(tmp_path, older)])
+    assert "column contingency holds text, but the data dictionary does not describe it" in str(
+        err.value
+    )
+    assert fingerprint(project) == before
+    empty = records(tmp_path, [{**row, "contingency": ""}], name="empty_new_fields.csv")
+    report = import_files(project, [empty, dictionary(tmp_path, older)])  # nothing lost: taken
+    assert report.added["answers"] == 1
+
+
 def test_a_record_for_an_unknown_case_is_refused(project, study, tmp_path):
     recs = records(tmp_path, [{"case_id": "c1", "other_box": "x"}, {"case_id": "c404"}])
     before = fingerprint(project)

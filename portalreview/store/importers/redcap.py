@@ -9,6 +9,7 @@ proposal when it is complete and unambiguous.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,7 +187,7 @@ def propose(catalogs: Catalogs, fields: list[RedcapField], columns: list[str]) -
     terms = _terms(catalogs)
     best: dict[str, tuple[int, list[str]]] = {}
     for f in text_fields:
-        mapping.labels[f.name] = _TAG.sub("", f.label).strip()
+        mapping.labels[f.name] = plain_label(f.label)
         best[f.name] = _best(f, terms)
     for name, (score, targets) in best.items():
         rivals = [
@@ -222,7 +223,7 @@ def _best(f: RedcapField, terms: dict[str, list[str]]) -> tuple[int, list[str]]:
 def _score(f: RedcapField, term: str) -> int:
     """3: the name or label is the term; 2: a label/name holds a multi-word term; 1: a word of
     the name or label is a one-word term."""
-    name, label = _norm(f.name), _norm(_TAG.sub("", f.label))
+    name, label = _norm(f.name), _norm(plain_label(f.label))
     if term in (name, label):
         return 3
     if " " in term and (f" {term} " in f" {label} " or f" {term} " in f" {name} "):
@@ -230,6 +231,13 @@ def _score(f: RedcapField, term: str) -> int:
     if " " not in term and term in (name.split() + label.split()):
         return 1
     return 0
+
+
+def plain_label(label: str) -> str:
+    """A field label as it reads: REDCap's rich-text labels (``<p><strong>Planning</strong>
+    </p><p>Please...``, ``Empathetic&nbsp;Communication<br>``) without tags or entities. A tag
+    is a space: removed outright it glued "Planning" and "Please" into a word no theme has."""
+    return " ".join(html.unescape(_TAG.sub(" ", label)).split())
 
 
 def _norm(text: str) -> str:
@@ -254,6 +262,7 @@ def load_records(ctx: ImportContext, part: Part) -> None:
     if "annotator" not in mapping.values():
         used.add(SURVEY_ID)  # it names each answer's annotator
     ignored = [c for c in part.columns[1:] if c not in used]
+    _refuse_text_the_dictionary_lacks(part, ignored, fields)
     if ignored:
         ctx.report.ignored_columns[part.label] = ignored
     units: dict[int, int] | None = None
@@ -264,6 +273,46 @@ def load_records(ctx: ImportContext, part: Part) -> None:
             )
             units = units if units is not None else _units_of_set(ctx, set_id)
             _record(ctx, rec, mapping, complete_column, set_id, units)
+
+
+def _refuse_text_the_dictionary_lacks(
+    part: Part, ignored: list[str], fields: list[RedcapField]
+) -> None:
+    """A column holding text that the data dictionary does not describe is a field added to the
+    survey after the dictionary was downloaded: left out, a clinician's text would be lost
+    while the answer was stored as submitted."""
+    described = {f.name for f in fields}
+    unknown = [
+        c
+        for c in ignored
+        if c not in described
+        and not _redcaps_own(c, described)
+        and any(rec.text(c).strip() for rec in part.records)
+    ]
+    if unknown:
+        which = (
+            f"columns {', '.join(unknown)} hold"
+            if len(unknown) > 1
+            else f"column {unknown[0]} holds"
+        )
+        raise ImportFailed(
+            f"{which} text, but the data dictionary does not describe "
+            f"{'them' if len(unknown) > 1 else 'it'} (fields added after it was downloaded?): "
+            "download the current data "
+            "dictionary (Project Setup > Data Dictionary) and import it with these records",
+            file=part.label,
+        )
+
+
+def _redcaps_own(column: str, described: set[str]) -> bool:
+    """A column REDCap writes itself: ``redcap_*``, ``<form>_complete``, ``<form>_timestamp``,
+    or a checkbox choice ``<field>___<code>`` of a described field."""
+    field, checkbox, _code = column.partition("___")
+    return (
+        column.startswith("redcap_")
+        or column.endswith(("_complete", "_timestamp"))
+        or bool(checkbox and field in described)
+    )
 
 
 def _dictionary_for(ctx: ImportContext, part: Part) -> Part:
@@ -292,8 +341,10 @@ def _mapping(ctx: ImportContext, part: Part, fields: list[RedcapField]) -> dict[
             raise ImportFailed(
                 "the REDCap fields cannot all be matched with certainty. Proposed mapping:\n"
                 + proposal.describe()
-                + "\nConfirm it (fill in the '?' lines, or map them to 'ignore') and pass it "
-                "as redcap_mapping={field: target, ...}.",
+                + "\nConfirm it (fill in the '?' lines, or map them to 'ignore') and give it "
+                "to the import: on the command line --redcap-mapping FILE.json, or the JSON "
+                '\'{"field": "target", ...}\' itself; in Python redcap_mapping={field: target, '
+                "...}.",
                 file=part.label,
             )
         ctx.report.note(f"{part.label}: used the proposed mapping {proposal.fields}")
