@@ -155,6 +155,23 @@ def test_text_in_a_column_the_dictionary_lacks_is_refused(project, study, tmp_pa
     assert report.added["answers"] == 1
 
 
+def test_a_repeating_instrument_is_refused_as_such(project, study, tmp_path):
+    columns = ["record_id", "redcap_repeat_instrument", "redcap_repeat_instance", "who"]
+    columns += [n for n, kind, _ in FIELDS[1:] if kind != "descriptive"]
+    columns.append(f"{FORM}_complete")
+    blank = [""] * (len(columns) - 5)
+    rows = [
+        columns,
+        ["1", "", "", "nurse1", *blank, ""],  # the record's base row: the clinician
+        ["1", FORM, "1", "", "c1", "So sorry.", *blank[2:], "2"],  # one repeat per case
+    ]
+    recs = write_csv(tmp_path / "repeats.csv", rows)
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed, match="is an export of a repeating instrument"):
+        import_files(project, [recs, dictionary(tmp_path)])
+    assert fingerprint(project) == before
+
+
 def test_a_record_for_an_unknown_case_is_refused(project, study, tmp_path):
     recs = records(tmp_path, [{"case_id": "c1", "other_box": "x"}, {"case_id": "c404"}])
     before = fingerprint(project)

@@ -253,6 +253,7 @@ def load_dictionary(ctx: ImportContext, part: Part) -> None:
 
 def load_records(ctx: ImportContext, part: Part) -> None:
     """One respond answer per record, on a unit of its case in set ``redcap-<file name>``."""
+    _refuse_repeating_instruments(part)
     fields = dictionary_fields(_dictionary_for(ctx, part))
     mapping = _mapping(ctx, part, fields)
     complete_column = _complete_column(part.columns, _form(fields, mapping))
@@ -273,6 +274,23 @@ def load_records(ctx: ImportContext, part: Part) -> None:
             )
             units = units if units is not None else _units_of_set(ctx, set_id)
             _record(ctx, rec, mapping, complete_column, set_id, units)
+
+
+def _refuse_repeating_instruments(part: Part) -> None:
+    """A repeating instrument's export holds a record's base row (the clinician's name) and
+    one row per repeat (a case): its rows are not one case x clinician each, and the refusal
+    was "row 2, field 'case_id': is missing" for the base row."""
+    if "redcap_repeat_instrument" not in part.columns:
+        return
+    for rec in part.records:
+        if rec.text("redcap_repeat_instrument").strip():
+            raise ImportFailed(
+                "is an export of a repeating instrument (redcap_repeat_instrument), which "
+                "PortalReview does not read: each record must be one case x clinician. Make "
+                "the survey a form that does not repeat, one record per case and clinician, "
+                "or export the repeats to a table of one row each",
+                file=part.label,
+            )
 
 
 def _refuse_text_the_dictionary_lacks(
