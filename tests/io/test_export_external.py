@@ -19,7 +19,7 @@ from portalreview.store.exports import export_external
 from portalreview.store.exports.redcap import field_name
 from portalreview.store.exports.snapshot import read_snapshot
 from portalreview.store.exports.tokens import token_range, tokenize
-from portalreview.store.importers import import_files
+from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.output_files import STAGING_PREFIX, OutputInUse
 from portalreview.store.project import Project
 from tests.conftest import build_small_study, open_in_excel
@@ -76,6 +76,16 @@ def test_label_studio_files_follow_label_studio_rules(project, full, tmp_path):
         config = (tmp_path / "ls" / f"{kind}.xml").read_text(encoding="utf-8")
         assert check_label_studio(tasks, config) == [], kind
         assert len(tasks) == 1  # the small study has one unit per kind
+
+
+def test_a_label_studio_export_given_to_import_is_named_as_such(project, full, tmp_path):
+    """It was refused as "a JSON array: tables are imported from JSON Lines", and converted as
+    told it was then "a format that cannot be recognised"."""
+    paths = export_external(project, "labelstudio", tmp_path / "ls")
+    tasks = next(p for p in paths if p.name == "rank.json")
+    refused = pytest.raises(ImportFailed, match=r"is a Label Studio export .* does not read them")
+    with Project.create(tmp_path / "other.prproj") as other, refused:
+        import_files(other, [tasks])
 
 
 def test_label_studio_sdk_accepts_configs_and_regions(project, full, tmp_path):

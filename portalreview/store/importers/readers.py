@@ -466,6 +466,13 @@ def _json_reason(exc: Exception) -> str:
     return str(exc)
 
 
+def _looks_like_label_studio(value: list) -> bool:
+    """Label Studio's JSON export: a list of tasks, each with ``data`` and ``annotations``."""
+    return bool(value) and all(
+        isinstance(task, dict) and "data" in task and "annotations" in task for task in value[:20]
+    )
+
+
 def _json_part(path: Path, text: str) -> Part:
     label = path.name
     try:
@@ -473,6 +480,13 @@ def _json_part(path: Path, text: str) -> Part:
     except (ValueError, RecursionError) as exc:
         raise ImportFailed(f"is not valid JSON ({_json_reason(exc)})", file=label) from None
     if isinstance(value, list):
+        if _looks_like_label_studio(value):
+            raise ImportFailed(
+                "is a Label Studio export (tasks with data and annotations): PortalReview "
+                "writes these for Label Studio but does not read them back; import the study's "
+                "own export (portalreview export, JSON Lines or CSV) instead",
+                file=label,
+            )
         raise ImportFailed(
             "is a JSON array: tables are imported from JSON Lines (.jsonl), one object per line",
             file=label,
