@@ -1058,21 +1058,26 @@ class MainWindow(QMainWindow):
         self.prefs.set_color_scheme(scheme)
         apply_color_scheme(scheme)
 
-    def show_shortcuts(self) -> None:
-        rows = []
+    def shortcut_list(self) -> list[tuple[str, str]]:
+        """(what, keys) of every action with a shortcut, in name order; not the tools the
+        person's role does not open (a clinician was shown the PI's Ctrl+J and Ctrl+D)."""
+        not_for_this_role = {a for a in self.tools_menu.actions() if not a.isEnabled()}
+        rows = set()
         for action in self.findChildren(QAction):
             keys = ", ".join(
                 k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts()
             )
-            if keys and action.text():
-                rows.append(
-                    f"<tr><td>{action.text().replace('&', '')}</td><td><b>{keys}</b></td></tr>"
-                )
+            if keys and action.text() and action not in not_for_this_role:
+                rows.add((action.text().replace("&", ""), keys))
+        return sorted(rows)
+
+    def show_shortcuts(self) -> None:
+        rows = "".join(
+            f"<tr><td>{what}</td><td><b>{keys}</b></td></tr>" for what, keys in self.shortcut_list()
+        )
         editor_help = EDITOR_KEYS.get(self.kind or "", "")
         QMessageBox.information(
-            self,
-            "Keyboard shortcuts",
-            f"<table cellspacing=6>{''.join(sorted(set(rows)))}</table>{editor_help}",
+            self, "Keyboard shortcuts", f"<table cellspacing=6>{rows}</table>{editor_help}"
         )
 
     def open_log_folder(self) -> None:

@@ -253,3 +253,15 @@ def test_new_project_failing_part_way_leaves_no_half_made_file(qtbot, monkeypatc
     assert "pilot.prproj" in errors[0]
     assert window.project is None
     assert list(folder.iterdir()) == []
+
+
+def test_f1_lists_the_pi_s_tools_to_the_pi_only(qtbot, gui, tmp_path):
+    """A clinician was shown "Adjudicate disagreements Ctrl+J" and "Agreement dashboard Ctrl+D",
+    which do nothing for her."""
+    clinician = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    listed = dict(clinician.shortcut_list())
+    assert "Inbox view" in listed and "Undo" in listed
+    assert "Adjudicate disagreements" not in listed and "Agreement dashboard" not in listed
+    clinician.close()
+    pi = open_window(qtbot, preferences(tmp_path / "pi"), gui.path, "pat")
+    assert dict(pi.shortcut_list())["Agreement dashboard"] == "Ctrl+D"
