@@ -39,26 +39,28 @@ def test_each_theme_drop_down_says_its_sentence_and_its_theme(qtbot, gui, prefs)
     show_kind(window, "match")
     editor = window.editors["match"]
     themes = {theme.id: theme.name for theme in editor.catalogs.themes}
-    for table in (editor.ref_table, editor.draft_table):
+    for table, which in ((editor.ref_table, "reference"), (editor.draft_table, "draft")):
         for row, sentence_id in enumerate(table.sentence_ids, start=1):
             box = table.theme_boxes[sentence_id]
             iface = QAccessible.queryAccessibleInterface(box)
-            assert box.accessibleName() == f"Theme of sentence {row}"  # Windows, macOS
+            # Windows, macOS; each side's own (both said "Theme of sentence 1")
+            assert box.accessibleName() == f"Theme of {which} sentence {row}"
             # Linux names a drop-down by its text: words, not a dash
             assert iface.text(QAccessible.Text.Name) == "no theme"
             labels = [
                 other.text(QAccessible.Text.Name)
                 for other, _relation in iface.relations(QAccessible.RelationFlag.Label)
             ]
-            assert labels == [f"Theme of sentence {row}"]
-            assert iface.text(QAccessible.Text.Description) == f"Theme of sentence {row}: none"
+            assert labels == [f"Theme of {which} sentence {row}"]
+            description = iface.text(QAccessible.Text.Description)
+            assert description == f"Theme of {which} sentence {row}: none"
     first = editor.draft_table.theme_boxes[editor.draft_table.sentence_ids[0]]
     theme = next(iter(themes))
     first.setCurrentIndex(first.findData(theme))
     described = QAccessible.queryAccessibleInterface(first).text(QAccessible.Text.Description)
-    assert described == f"Theme of sentence 1: {themes[theme]}"
+    assert described == f"Theme of draft sentence 1: {themes[theme]}"
     first.setCurrentIndex(0)
-    assert first.accessibleDescription() == "Theme of sentence 1: none"
+    assert first.accessibleDescription() == "Theme of draft sentence 1: none"
 
 
 def select(view, start: int, end: int) -> None:

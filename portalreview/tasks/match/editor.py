@@ -54,9 +54,15 @@ class SentenceTable(QTableWidget):
     """Sentences of one response with a theme drop-down each (and a decision column for the
     reference)."""
 
-    def __init__(self, catalogs: Catalogs, columns: list[str], name: str, title: str) -> None:
+    def __init__(
+        self, catalogs: Catalogs, columns: list[str], name: str, title: str, sentence: str
+    ) -> None:
+        """``sentence``: what a row is called in its drop-down's name ("reference sentence":
+        both tables said "Theme of sentence 1", and a screen reader could not tell them
+        apart)."""
         super().__init__(0, len(columns))
         self.catalogs = catalogs
+        self.sentence_word = sentence
         self.setObjectName(name)
         self.setAccessibleName(title)  # what a screen reader says, in words
         self.setHorizontalHeaderLabels(columns)
@@ -111,7 +117,7 @@ class SentenceTable(QTableWidget):
             for number, theme in enumerate(self.catalogs.themes, start=1):
                 box.addItem(f"{number} {theme.name}", theme.id)
                 box.setItemData(box.count() - 1, theme.definition, Qt.ItemDataRole.ToolTipRole)
-            box.setAccessibleName(f"Theme of sentence {row + 1}")
+            box.setAccessibleName(f"Theme of {self.sentence_word} {row + 1}")
             box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             box.currentIndexChanged.connect(lambda _i, b=box: self._describe(b))
             box.currentIndexChanged.connect(
@@ -124,7 +130,7 @@ class SentenceTable(QTableWidget):
             # On Linux (AT-SPI) Qt names a drop-down by its current text: the sentence it is
             # for comes from a label (a "labelled by" relation; not shown, the row says it) and
             # from the description, which also says the theme chosen.
-            label = QLabel(f"Theme of sentence {row + 1}", holder)
+            label = QLabel(box.accessibleName(), holder)
             label.setBuddy(box)
             label.hide()
             self._describe(box)
@@ -142,7 +148,7 @@ class SentenceTable(QTableWidget):
             self._describe(box)
 
     def _describe(self, box: QComboBox) -> None:
-        """The drop-down's description: "Theme of sentence N: <theme, or none>"."""
+        """The drop-down's description: "Theme of reference sentence N: <theme, or none>"."""
         names = {theme.id: theme.name for theme in self.catalogs.themes}
         chosen = names.get(box.currentData(), "none")
         box.setAccessibleDescription(f"{box.accessibleName()}: {chosen}")
@@ -167,6 +173,7 @@ class MatchEditor(Editor):
             ["#", "Sentence", "Match", "Theme"],  # the title above says "reference"
             "referenceSentences",
             "Sentences of the reference response (the clinician's)",
+            "reference sentence",
         )
         self.ref_table.currentCellChanged.connect(self._on_current_row)
         self.draft_view = QTextEdit(readOnly=True)
@@ -182,7 +189,11 @@ class MatchEditor(Editor):
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
         self.draft_table = SentenceTable(
-            catalogs, ["#", "Draft sentence", "Theme"], "draftSentences", "Sentences of the draft"
+            catalogs,
+            ["#", "Draft sentence", "Theme"],
+            "draftSentences",
+            "Sentences of the draft",
+            "draft sentence",
         )
         self.current_label = QLabel()
         self.current_label.setWordWrap(True)
