@@ -58,3 +58,4 @@ def test_enter_on_an_eppc_button_adds_no_evidence(qtbot, gui, prefs):
     editor.comment.setFocus()  # Enter in the comment line: nothing either
     qtbot.keyClick(editor.comment, Qt.Key.Key_Enter)
     assert editor.evidence_list.count() == evidence
+

@@ -99,3 +99,19 @@ def test_this_sentence_s_match_differs_from_the_others_by_more_than_colour(
     assert [s.cursor.selectionStart() for s in this_match] == [0] and others
     assert all(cues(a) != cues(b) for a in this_match for b in others)
     apply_color_scheme("light")
+
+
+def test_undoing_a_decision_goes_back_to_its_sentence(qtbot, gui, prefs):
+    """After X then Ctrl+Z the decision was undone but the view stayed on the next sentence, so
+    the next M landed there."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "match")
+    editor = window.editors["match"]
+    assert len(editor.reference.sentences) > 1
+    first = editor.current
+    editor.mark_no_match()
+    assert editor.current != first  # on to the next sentence
+    window.act_undo.trigger()
+    assert first not in editor.state["decisions"] and editor.current == first
+    window.act_redo.trigger()
+    assert editor.state["decisions"][first] == [] and editor.current == first

@@ -348,7 +348,14 @@ class MatchEditor(Editor):
         self.push(text, self._apply, before, after)
 
     def _apply(self, state: dict[str, Any]) -> None:
+        """Show ``state`` (a change, its undo or its redo), on the reference sentence whose
+        decision it changes: an undone match left the view on the next sentence, where the
+        next M then landed."""
+        old, new = self.state["decisions"], state["decisions"]
+        changed = [s.id for s in self.reference.sentences if old.get(s.id) != new.get(s.id)]
         self.state = copy.deepcopy(state)
+        if changed:
+            self.current = changed[0]
         self._refresh()
 
     def match_selection(self) -> None:
