@@ -93,7 +93,8 @@ def _match(kb: Keyboard, ids) -> dict:
     kb.press(K.Key_X, times=2)  # the other two: NO MATCH
     kb.press(K.Key_Tab, times=4)  # the draft's sentence table
     kb.theme_every_row(K.Key_1)
-    kb.press(K.Key_Tab, SHIFT, times=5)  # the reference's sentence table
+    # back over the buttons, the draft and the reference's three drop-downs to its table
+    kb.press(K.Key_Tab, SHIFT, times=8)
     kb.theme_every_row(K.Key_1)
     return {}
 

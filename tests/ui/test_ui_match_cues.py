@@ -6,6 +6,7 @@ more than a darker shade, in every colour scheme."""
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QTextCursor, QTextFormat
 from ui_support import open_window, show_kind
 
@@ -115,3 +116,27 @@ def test_undoing_a_decision_goes_back_to_its_sentence(qtbot, gui, prefs):
     assert first not in editor.state["decisions"] and editor.current == first
     window.act_redo.trigger()
     assert editor.state["decisions"][first] == [] and editor.current == first
+
+
+def test_tab_follows_the_page(qtbot, gui, prefs):
+    """Qt's order was the order the widgets were made: the draft before the reference's list,
+    and every drop-down after both lists."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "match")
+    editor = window.editors["match"]
+    expected = [
+        editor.ref_table,
+        *editor.ref_table.theme_boxes.values(),
+        editor.draft_view,
+        editor.match_button,
+        editor.no_match_button,
+        editor.clear_button,
+        editor.draft_table,
+        *editor.draft_table.theme_boxes.values(),
+    ]
+    walked = [expected[0]]
+    while len(walked) < len(expected):
+        walked.append(walked[-1].nextInFocusChain())
+        while not walked[-1].focusPolicy() & Qt.FocusPolicy.TabFocus:  # (a holder, a viewport)
+            walked[-1] = walked[-1].nextInFocusChain()
+    assert walked == expected

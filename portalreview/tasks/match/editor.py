@@ -13,6 +13,7 @@ down a row.
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
@@ -207,6 +208,7 @@ class MatchEditor(Editor):
         self.no_match_button.clicked.connect(self.mark_no_match)
         clear_button = QPushButton("Clear (Del)")
         clear_button.clicked.connect(self.clear_current)
+        self.clear_button = clear_button
         self._build_layout(clear_button)
         self._shortcuts()
 
@@ -312,6 +314,7 @@ class MatchEditor(Editor):
         self.draft_table.fill(self.draft.sentences, self.set_theme)
         self.offsets = TextOffsets(self.draft.text)
         self.draft_view.setPlainText(self.draft.text)
+        self._set_tab_order()
         undecided = [s.id for s in self.reference.sentences if s.id not in decisions]
         first = (
             undecided[0]
@@ -320,6 +323,23 @@ class MatchEditor(Editor):
         )
         self.current = first
         self._refresh()
+
+    def _set_tab_order(self) -> None:
+        """Tab follows the page: the reference's sentences and their themes, the draft, its
+        buttons, the draft's sentences and their themes. Qt's order was the order the widgets
+        were made: the draft first, and every drop-down after both lists."""
+        chain = [
+            self.ref_table,
+            *self.ref_table.theme_boxes.values(),
+            self.draft_view,
+            self.match_button,
+            self.no_match_button,
+            self.clear_button,
+            self.draft_table,
+            *self.draft_table.theme_boxes.values(),
+        ]
+        for before, after in itertools.pairwise(chain):
+            QWidget.setTabOrder(before, after)
 
     def payload(self) -> dict[str, Any]:
         ref_ids = [s.id for s in self.reference.sentences] if self.reference else []
