@@ -79,13 +79,10 @@ BANNER: dict[str, dict[str, tuple[str, str, str]]] = {
 
 def light_palette(standard: QPalette) -> QPalette:
     """The style's light palette with a darker selection colour (Fusion's own blue gives
-    white text only 3.7:1) and an opaque placeholder grey: the style's, black at 50% alpha,
-    showed #777777 on the window (3.9:1: the respond form's guiding questions) and #7f7f7f in
-    a field (4.0:1)."""
+    white text only 3.7:1)."""
     palette = QPalette(standard)
     palette.setColor(QPalette.ColorRole.Highlight, QColor("#1d5fa0"))
     palette.setColor(QPalette.ColorRole.HighlightedText, QColor("#ffffff"))
-    palette.setColor(QPalette.ColorRole.PlaceholderText, QColor("#5f5f5f"))  # 5.5:1 and 6.4:1
     return palette
 
 
