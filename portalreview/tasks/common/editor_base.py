@@ -332,7 +332,6 @@ class TextBox(PlainTextBox):
         self.setTabChangesFocus(True)
         self.document().undoCommandAdded.connect(self._record)
         self.setAccessibleName(label)
-        self._loaded = ("", "")  # the text set quietly, and as the box gives it back
 
     def _record(self) -> None:
         self._stack.push(_TextStep(self.document(), self._label))
@@ -376,16 +375,6 @@ class TextBox(PlainTextBox):
             self.document().blockSignals(False)
             self.blockSignals(False)
         self.document().clearUndoRedoStacks()
-        self._loaded = (text, self.toPlainText())
-
-    def stored_text(self) -> str:
-        """The text to store: the box's, or the text set quietly while the box shows it
-        unchanged. Qt gives "\r\n", a lone "\r" and U+2028 back as "\n" and drops a leading
-        U+FEFF, so an answer only looked at (one imported from a Windows file) was stored
-        changed, with an audit entry of a change nobody made."""
-        shown = self.toPlainText()
-        loaded, as_shown = self._loaded
-        return loaded if shown == as_shown else shown
 
     def event(self, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ShortcutOverride and _is_undo_key(event):

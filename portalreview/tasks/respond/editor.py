@@ -50,6 +50,8 @@ class RespondEditor(Editor):
         self.mode = "theme_guided"
         self.base_response_id: int | None = None
         self.draft_text = ""
+        #: the edited draft as loaded, and as the draft box gives it back (see _final_text)
+        self._final_loaded = ("", "")
 
         self.boxes: dict[str, TextBox] = {}
         self.form = self._build_form()
@@ -146,6 +148,7 @@ class RespondEditor(Editor):
             self.draft_text = draft.text
             final = payload.get("final_text", draft.text)
             self.draft_box.set_text_quietly(final)
+            self._final_loaded = (final, self.draft_box.toPlainText())
             self.edit_notes.set_text_quietly(payload.get("notes", ""))
         else:
             self.base_response_id = None
@@ -161,19 +164,30 @@ class RespondEditor(Editor):
             return {
                 "mode": "edit_draft",
                 "base_response_id": self.base_response_id,
-                "final_text": self.draft_box.stored_text(),  # (an untouched draft: as it was)
-                "notes": self.edit_notes.stored_text(),
+                "final_text": self._final_text(),
+                "notes": self.edit_notes.toPlainText(),
             }
         parts = {
-            box_id: box.stored_text()
+            box_id: box.toPlainText()
             for box_id, box in self.boxes.items()
             if box_id != notes_id and box.toPlainText().strip()
         }
         return {
             "mode": "theme_guided",
             "parts": parts,
-            "notes": self.boxes[notes_id].stored_text(),
+            "notes": self.boxes[notes_id].toPlainText(),
         }
+
+    def _final_text(self) -> str:
+        """The draft box's text; the text as loaded while the box shows it unchanged.
+
+        Why: Qt gives "\\r\\n", a lone "\\r" and U+2028 back as "\\n" and drops a leading
+        U+FEFF, so a draft from a Windows file, submitted untouched, would be stored as another
+        text than the draft (and exported as an edit).
+        """
+        text = self.draft_box.toPlainText()
+        loaded, as_shown = self._final_loaded
+        return loaded if text == as_shown else text
 
     def can_suggest(self, unit: UnitView) -> bool:
         """Model suggestions fill the theme boxes; an edit-a-draft unit has none."""
