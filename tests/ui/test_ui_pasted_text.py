@@ -4,8 +4,9 @@ server, where every save of the answer failed until she found a character she co
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QMimeData, Qt
-from PySide6.QtWidgets import QApplication, QLineEdit
+from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox
 from ui_support import open_window, show_kind, stored_answer, wait_saved
 
 from portalreview.tasks.common.editor_base import TextBox, keep_out_control_characters
@@ -14,6 +15,14 @@ from portalreview.ui.flag_dialog import FlagNoteDialog
 COPIED = "Copied from a PDF:\x00 please\x07 rest.\tTab\r\nand lines kept"
 CLEAN = "Copied from a PDF: please rest.\tTab\nand lines kept"  # (a box gives "\n" back)
 CTRL = Qt.KeyboardModifier.ControlModifier
+
+
+@pytest.fixture(autouse=True)
+def _unsaved_text_is_discarded_on_close(monkeypatch):
+    """A save these tests expect to succeed that fails (a NUL kept) leaves the window asking,
+    as it closes, whether to lose the text: answered, so that the test fails and never hangs."""
+    discard = QMessageBox.StandardButton.Discard
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *_a, **_k: discard))
 
 
 def _paste(qtbot, widget, text: str) -> None:
