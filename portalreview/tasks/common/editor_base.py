@@ -106,7 +106,7 @@ class Editor(QWidget):
         """Put ``text`` in the comment box, quietly (editors without one: nothing). Every
         editor with a comment box keeps it as ``self.comment``, a line edit."""
         if self.comment_text() is not None:
-            self.comment.setText(text)
+            self.comment.set_loaded(text)
 
     def focus_first(self) -> None:
         """Put the keyboard focus where work on a new unit starts."""
@@ -309,13 +309,43 @@ def keep_out_control_characters(line: QLineEdit) -> None:
 
 
 class CommentBox(QLineEdit):
-    """An editor's free comment for the PI (``Editor.comment``); no control characters."""
+    """An editor's free comment for the PI (``Editor.comment``); no control characters. Read
+    it with :meth:`stored_text`, which keeps the comment as loaded (see :class:`AsLoaded`)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setPlaceholderText("Optional comment for the PI")
         self.setAccessibleName("Comment")
         keep_out_control_characters(self)
+        self._loaded = AsLoaded()
+
+    def set_loaded(self, text: str) -> None:
+        """Show the stored comment ``text`` (no change signal: only typing emits one)."""
+        self.setText(text)
+        self._loaded = AsLoaded(text, self.text())
+
+    def stored_text(self) -> str:
+        return self._loaded.given_back(self.text())
+
+
+class AsLoaded:
+    """A stored text as loaded into a box, and as the box showed it then.
+
+    A box does not give every text back as it was given: a text box turns "\\r\\n", a lone
+    "\\r" and U+2028 into "\\n", a box (a line too) drops a leading U+FEFF and leaves control
+    characters out. A stored answer only looked at would then be saved as another text, with an
+    audit entry for a change no one made (the leave-save stores what the box gives). While the
+    box shows the text unchanged, the text as loaded is the answer's, unless it holds a NUL,
+    which the store refuses (a project file from before kept one): then it is the text shown,
+    without it, or every save of the unit would be refused over a character no one can see."""
+
+    def __init__(self, loaded: str = "", shown: str = "") -> None:
+        self.loaded = shown.replace("\x00", "") if "\x00" in loaded else loaded
+        self.shown = shown
+
+    def given_back(self, current: str) -> str:
+        """``current`` (the box's text now), or the text as loaded while it is unchanged."""
+        return self.loaded if current == self.shown else current
 
 
 class TextBox(PlainTextBox):
@@ -330,6 +360,7 @@ class TextBox(PlainTextBox):
         self._stack = stack
         self._label = label
         self.setTabChangesFocus(True)
+        self._loaded = AsLoaded()
         self.document().undoCommandAdded.connect(self._record)
         self.setAccessibleName(label)
 
@@ -366,7 +397,8 @@ class TextBox(PlainTextBox):
             self._fit_height()
 
     def set_text_quietly(self, text: str) -> None:
-        """Replace the text without an undo step or a change signal."""
+        """Replace the text without an undo step or a change signal: a stored text, which
+        :meth:`stored_text` gives back as loaded while the box shows it unchanged."""
         self.blockSignals(True)
         self.document().blockSignals(True)
         try:
@@ -375,6 +407,11 @@ class TextBox(PlainTextBox):
             self.document().blockSignals(False)
             self.blockSignals(False)
         self.document().clearUndoRedoStacks()
+        self._loaded = AsLoaded(text, self.toPlainText())
+
+    def stored_text(self) -> str:
+        """The text to store: the box's, or the text as loaded while it is unchanged."""
+        return self._loaded.given_back(self.toPlainText())
 
     def event(self, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ShortcutOverride and _is_undo_key(event):

@@ -186,7 +186,7 @@ class EmpathyEditor(Editor):
             "chosen": payload.get("more_empathetic_response_id"),
             "equal": bool(payload.get("equal", False)),
         }
-        self.comment.setText(answer.comment if answer else "")
+        self.comment.set_loaded(answer.comment if answer else "")
         self._refresh()
 
     def payload(self) -> dict[str, Any]:
@@ -197,7 +197,7 @@ class EmpathyEditor(Editor):
         return {}
 
     def comment_text(self) -> str | None:
-        return self.comment.text()
+        return self.comment.stored_text()
 
     def focus_first(self) -> None:
         self.setFocus()

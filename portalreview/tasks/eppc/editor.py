@@ -406,7 +406,7 @@ class EppcEditor(Editor):
                 for lb in labels
             }
         }
-        self.comment.setText(answer.comment if answer else "")
+        self.comment.set_loaded(answer.comment if answer else "")
         chosen = [c.id for c in self.codes if c.id in self.state["labels"]]
         self.current = chosen[0] if chosen else None
         self._notice = ""
@@ -427,7 +427,7 @@ class EppcEditor(Editor):
         return {"labels": labels}
 
     def comment_text(self) -> str | None:
-        return self.comment.text()
+        return self.comment.stored_text()
 
     def focus_first(self) -> None:
         self.codes_list.setFocus()

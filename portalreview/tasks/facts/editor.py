@@ -395,7 +395,7 @@ class FactsEditor(Editor):
                 }
             )
         self.state = state
-        self.comment.setText(answer.comment if answer else "")
+        self.comment.set_loaded(answer.comment if answer else "")
         self._say("")
         self._refresh()
 
@@ -421,7 +421,7 @@ class FactsEditor(Editor):
             self.sides[side].finish_editing()
 
     def comment_text(self) -> str | None:
-        return self.comment.text()
+        return self.comment.stored_text()
 
     def focus_first(self) -> None:
         self.sides["original"].text_view.setFocus()

@@ -311,7 +311,7 @@ class RankEditor(Editor):
             "correct": {r: entries.get(r, {}).get("correct") for r in self.order},
             "criteria": {r: list(entries.get(r, {}).get("criteria", [])) for r in self.order},
         }
-        self.comment.setText(answer.comment if answer else "")
+        self.comment.set_loaded(answer.comment if answer else "")
         clear_layout(self.cards_layout)
         self.cards = {}
         for response in unit.responses:
@@ -357,7 +357,7 @@ class RankEditor(Editor):
         )
 
     def comment_text(self) -> str | None:
-        return self.comment.text()
+        return self.comment.stored_text()
 
     def focus_first(self) -> None:
         self.setFocus()

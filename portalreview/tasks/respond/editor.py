@@ -50,8 +50,6 @@ class RespondEditor(Editor):
         self.mode = "theme_guided"
         self.base_response_id: int | None = None
         self.draft_text = ""
-        #: the edited draft as loaded, and as the draft box gives it back (see _final_text)
-        self._final_loaded = ("", "")
 
         self.boxes: dict[str, TextBox] = {}
         self.form = self._build_form()
@@ -148,7 +146,6 @@ class RespondEditor(Editor):
             self.draft_text = draft.text
             final = payload.get("final_text", draft.text)
             self.draft_box.set_text_quietly(final)
-            self._final_loaded = (final, self.draft_box.toPlainText())
             self.edit_notes.set_text_quietly(payload.get("notes", ""))
         else:
             self.base_response_id = None
@@ -159,35 +156,21 @@ class RespondEditor(Editor):
         self._refresh_preview()
 
     def payload(self) -> dict[str, Any]:
+        """Each box's text as stored while it shows it unchanged (``TextBox.stored_text``): a
+        draft from a Windows file submitted untouched is not another text than the draft (nor
+        exported as an edit), and an answer only looked at is not saved changed."""
         notes_id = self.catalogs.notes_box.id
         if self.mode == "edit_draft":
             return {
                 "mode": "edit_draft",
                 "base_response_id": self.base_response_id,
-                "final_text": self._final_text(),
-                "notes": self.edit_notes.toPlainText(),
+                "final_text": self.draft_box.stored_text(),
+                "notes": self.edit_notes.stored_text(),
             }
-        parts = {
-            box_id: box.toPlainText()
-            for box_id, box in self.boxes.items()
-            if box_id != notes_id and box.toPlainText().strip()
-        }
-        return {
-            "mode": "theme_guided",
-            "parts": parts,
-            "notes": self.boxes[notes_id].toPlainText(),
-        }
-
-    def _final_text(self) -> str:
-        """The draft box's text; the text as loaded while the box shows it unchanged.
-
-        Why: Qt gives "\\r\\n", a lone "\\r" and U+2028 back as "\\n" and drops a leading
-        U+FEFF, so a draft from a Windows file, submitted untouched, would be stored as another
-        text than the draft (and exported as an edit).
-        """
-        text = self.draft_box.toPlainText()
-        loaded, as_shown = self._final_loaded
-        return loaded if text == as_shown else text
+        texts = {box_id: box.stored_text() for box_id, box in self.boxes.items()}
+        notes = texts.pop(notes_id)
+        parts = {box_id: text for box_id, text in texts.items() if text.strip()}
+        return {"mode": "theme_guided", "parts": parts, "notes": notes}
 
     def can_suggest(self, unit: UnitView) -> bool:
         """Model suggestions fill the theme boxes; an edit-a-draft unit has none."""

@@ -230,7 +230,7 @@ class UrgencyEditor(Editor):
             "ask_second": bool(payload.get("ask_second", False)),
             "levels": {c: levels[c] for c in self.case_ids if c in levels},
         }
-        self.comment.setText(answer.comment if answer else "")
+        self.comment.set_loaded(answer.comment if answer else "")
         self._level_side = None
         self._refresh()
 
@@ -242,7 +242,7 @@ class UrgencyEditor(Editor):
         }
 
     def comment_text(self) -> str | None:
-        return self.comment.text()
+        return self.comment.stored_text()
 
     def focus_first(self) -> None:
         self.setFocus()
