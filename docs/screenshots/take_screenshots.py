@@ -306,6 +306,7 @@ def dashboard_screens(path: Path, prefs: Preferences) -> None:
 
 def main() -> None:
     application()
+    apply_color_scheme("system")  # as the app starts (the default preference), placeholder and all
     folder = Path(tempfile.mkdtemp(prefix="screens_"))
     prefs = Preferences(QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat))
     path = build_demo(folder / "demo.prproj")

@@ -77,12 +77,37 @@ BANNER: dict[str, dict[str, tuple[str, str, str]]] = {
 }
 
 
+#: Placeholder text, and the guiding questions drawn in its colour on the window: opaque greys
+#: with at least 4.5:1 on both a field and the window (light: 7.0:1 on white, 6.1:1 on #efefef).
+PLACEHOLDER = {"light": "#595959", "dark": "#a0a4aa"}
+
+
 def light_palette(standard: QPalette) -> QPalette:
     """The style's light palette with a darker selection colour (Fusion's own blue gives
-    white text only 3.7:1)."""
+    white text only 3.7:1) and a readable placeholder colour (:func:`readable_placeholder`)."""
     palette = QPalette(standard)
     palette.setColor(QPalette.ColorRole.Highlight, QColor("#1d5fa0"))
     palette.setColor(QPalette.ColorRole.HighlightedText, QColor("#ffffff"))
+    palette.setColor(QPalette.ColorRole.PlaceholderText, QColor(PLACEHOLDER["light"]))
+    return palette
+
+
+def readable_placeholder(standard: QPalette) -> QPalette:
+    """``standard`` (a platform's palette) with a placeholder colour that keeps 4.5:1 on both
+    its field and window colours. A platform's own is often its text colour at half alpha:
+    Fusion's, black at 50%, is drawn #777777 on the window (3.9:1, the theme boxes' guiding
+    questions) and #7f7f7f in a field (4.0:1)."""
+    role, palette = QPalette.ColorRole, QPalette(standard)
+    backgrounds = (palette.color(role.Base), palette.color(role.Window))
+
+    def readable(colour: QColor) -> bool:
+        return all(contrast_ratio(drawn(colour, bg), bg) >= 4.5 for bg in backgrounds)
+
+    if readable(palette.color(role.PlaceholderText)):
+        return palette
+    dark = palette.color(role.Base).lightness() < 128
+    ours = QColor(PLACEHOLDER["dark" if dark else "light"])
+    palette.setColor(role.PlaceholderText, ours if readable(ours) else palette.color(role.Text))
     return palette
 
 
@@ -173,6 +198,15 @@ def sender(role: str) -> str:
 
 def banner(state: str) -> tuple[str, str, str]:
     return BANNER[scheme()][state]
+
+
+def drawn(colour: str | QColor, background: str | QColor) -> QColor:
+    """``colour`` as painted on ``background`` (opaque): a translucent colour is blended into
+    it. ``QColor.name()`` drops the alpha, so black at 50% would read as black."""
+    fg, bg = QColor(colour), QColor(background)
+    alpha = fg.alphaF()
+    channels = zip(fg.getRgb()[:3], bg.getRgb()[:3], strict=True)
+    return QColor(*(round(f * alpha + b * (1 - alpha)) for f, b in channels))
 
 
 def contrast_ratio(first: str | QColor, second: str | QColor) -> float:

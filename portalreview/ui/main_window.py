@@ -1166,7 +1166,7 @@ def apply_color_scheme(scheme: str) -> None:
         return
     if scheme == "system":
         hints.unsetColorScheme()
-        app.setPalette(app.style().standardPalette())
+        app.setPalette(colours.readable_placeholder(app.style().standardPalette()))
         colours.set_scheme("dark" if app.palette().base().color().lightness() < 128 else "light")
         return
     wanted = Qt.ColorScheme.Dark if scheme == "dark" else Qt.ColorScheme.Light
@@ -1203,7 +1203,7 @@ def dark_palette() -> QPalette:
         role.ButtonText: "#e8eaed",
         role.ToolTipBase: "#2b2d30",
         role.ToolTipText: "#e8eaed",
-        role.PlaceholderText: "#a0a4aa",
+        role.PlaceholderText: colours.PLACEHOLDER["dark"],
         role.Highlight: "#3d6fb6",
         role.HighlightedText: "#ffffff",
         role.Link: "#8ab4f8",

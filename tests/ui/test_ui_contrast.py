@@ -7,7 +7,7 @@ high-contrast setting."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
 from portalreview.ui import colours
@@ -26,8 +26,9 @@ def palettes() -> dict[str, QPalette]:
 
 
 def pairs(scheme: str, palette: QPalette) -> list[tuple[str, str, str]]:
-    """(what, foreground, background) for everything drawn in ``scheme``."""
-    c = {role: palette.color(role).name() for role in R if role != R.NColorRoles}
+    """(what, foreground as drawn, background) for everything drawn in ``scheme``."""
+    c = {role: palette.color(role).name(QColor.NameFormat.HexArgb) for role in R
+         if role != R.NColorRoles}  # fmt: skip
     found = [
         ("window text", c[R.WindowText], c[R.Window]),
         ("field text", c[R.Text], c[R.Base]),
@@ -35,7 +36,9 @@ def pairs(scheme: str, palette: QPalette) -> list[tuple[str, str, str]]:
         ("button text", c[R.ButtonText], c[R.Button]),
         ("selection", c[R.HighlightedText], c[R.Highlight]),
         ("tooltip", c[R.ToolTipText], c[R.ToolTipBase]),
-        ("placeholder", c[R.PlaceholderText], c[R.Base]),
+        ("placeholder in a field", c[R.PlaceholderText], c[R.Base]),
+        # the theme boxes' guiding questions and other captions: palette(placeholder-text)
+        ("placeholder colour on the window", c[R.PlaceholderText], c[R.Window]),
         ("link", c[R.Link], c[R.Base]),
     ]
     for role, by_scheme in colours.TEXT.items():
@@ -49,7 +52,8 @@ def pairs(scheme: str, palette: QPalette) -> list[tuple[str, str, str]]:
         found.append((f"'From the {role}'", "#ffffff", by_scheme[scheme]))
     for state, (background, _border, text) in colours.BANNER[scheme].items():
         found.append((f"suggestion banner ({state})", text, background))
-    return found
+    assert all(QColor(bg).alpha() == 255 for _what, _fg, bg in found)  # what text is drawn on
+    return [(what, colours.drawn(fg, bg).name(), QColor(bg).name()) for what, fg, bg in found]
 
 
 def test_the_ratio_is_wcag_s() -> None:
@@ -59,6 +63,32 @@ def test_the_ratio_is_wcag_s() -> None:
     # WCAG's examples: #767676 is the lightest grey with 4.5:1 on white, #777777 just fails
     assert colours.contrast_ratio("#767676", "#ffffff") == pytest.approx(4.54, abs=0.01)
     assert colours.contrast_ratio("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)
+
+
+def test_a_translucent_colour_is_judged_as_drawn() -> None:
+    """Reading ``QColor.name()`` alone drops the alpha: Fusion's placeholder, black at 50%,
+    passed as black (21:1) while it is drawn #777777 on the window (3.9:1)."""
+    assert colours.drawn("#80000000", "#efefef").name() == "#777777"
+    assert colours.drawn("#80000000", "#ffffff").name() == "#7f7f7f"
+    assert colours.drawn("#595959", "#efefef").name() == "#595959"
+
+
+def test_following_the_system_keeps_the_placeholder_readable(qapp) -> None:
+    """"Follow the system" takes the platform's palette, whose placeholder (Fusion's here) is
+    translucent: it is replaced where it would fall below 4.5:1 on a field or the window."""
+    app = QApplication.instance()
+    saved_palette = app.palette()
+    try:
+        mw.apply_color_scheme("system")
+        palette = app.palette()
+        placeholder = palette.color(R.PlaceholderText)
+        for background in (palette.color(R.Base), palette.color(R.Window)):
+            shown = colours.drawn(placeholder, background)
+            assert colours.contrast_ratio(shown, background) >= AA
+    finally:
+        mw.apply_color_scheme("light")
+        app.setPalette(saved_palette)
+        colours.set_scheme("")
 
 
 @pytest.mark.parametrize("scheme", colours.SCHEMES)
