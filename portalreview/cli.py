@@ -984,7 +984,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--redcap-mapping",
         metavar="FILE.json|JSON",
         help='a confirmed mapping, in a JSON file or given itself: {"field": "theme id", ...} '
-        "(targets: theme ids, notes, case_id, annotator, ignore)",
+        "(targets: theme ids, notes, case_id, annotator, gold, ignore)",
     )
     imp.set_defaults(func=cmd_import)
 

@@ -291,9 +291,9 @@ def test_redcap_export_imports_back(project, full, tmp_path):
     }
 
 
-def test_a_gold_respond_answer_is_not_a_redcap_record(project, full, tmp_path):
-    """The PI's adjudicated answer was written as a record of the PI, and an import made it one
-    more clinician's ordinary answer."""
+def test_a_gold_respond_answer_comes_back_gold(project, full, tmp_path):
+    """The PI's adjudicated answer was written as an ordinary record of the PI, and an import
+    made it one more answer of hers (gold 1 -> 0)."""
     full.service.save_answer(
         full.units["respond"],
         {"mode": "theme_guided", "parts": {"empathy": "Adjudicated."}, "notes": ""},
@@ -301,9 +301,19 @@ def test_a_gold_respond_answer_is_not_a_redcap_record(project, full, tmp_path):
         annotator_id=full.pi,
         gold=True,
     )
-    written = export_external(project, "redcap", tmp_path / "rc")
-    records = read_csv(next(p for p in written if p.name == "redcap_records.csv"))
-    assert sorted(r[2] for r in records[1:]) == ["ava", "ben"]
+    export_external(project, "redcap", tmp_path / "rc")
+    files = [tmp_path / "rc" / "redcap_records.csv", tmp_path / "rc" / "redcap_dictionary.csv"]
+    assert check_redcap(*files) == []
+    with Project.create(tmp_path / "copy.prj") as copy:
+        build_small_study(copy)  # the same cases, and pat the PI
+        import_files(copy, files)
+        back = read_snapshot(copy)
+    got = {(a["annotator"], a["gold"]): (a["status"], a["answer"]["parts"]) for a in back.answers}
+    assert got == {
+        ("ava", False): ("submitted", {"empathy": "So sorry."}),
+        ("ben", False): ("draft", {"planning": "Call me, =1+1"}),
+        ("pat", True): ("submitted", {"empathy": "Adjudicated."}),
+    }
 
 
 @pytest.mark.parametrize(

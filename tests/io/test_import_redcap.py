@@ -7,6 +7,7 @@ import csv
 import pytest
 from io_support import fingerprint, write_csv
 
+from portalreview.store.exports.snapshot import read_snapshot
 from portalreview.store.importers import ImportFailed, import_files, propose_redcap_mapping
 from portalreview.store.importers.redcap import DICTIONARY_COLUMNS
 from portalreview.store.service import StudyService
@@ -153,6 +154,48 @@ def test_text_in_a_column_the_dictionary_lacks_is_refused(project, study, tmp_pa
     empty = records(tmp_path, [{**row, "contingency": ""}], name="empty_new_fields.csv")
     report = import_files(project, [empty, dictionary(tmp_path, older)])  # nothing lost: taken
     assert report.added["answers"] == 1
+
+
+def test_a_gold_record_is_the_pis_gold_answer(project, study, tmp_path):
+    """PortalReview's REDCap export marks the PI's adjudicated record with a yes/no field
+    ``gold``: read as an ordinary record it became one more answer of the PI's (gold 1 -> 0)."""
+    extra = [("gold", "yesno", "Gold (adjudicated) answer"), ("sure", "yesno", "Confident?")]
+    fields = [*FIELDS, *extra]
+    rows = [
+        {"case_id": "c1", "empathy_box": "Adjudicated.", "who": "pat", "gold": "1"},
+        {"case_id": "c1", "empathy_box": "Her own.", "who": "pat", "gold": "0"},
+        {"case_id": "c1", "other_box": "Mine.", "who": "nurse1", "sure": "1"},
+    ]
+    recs, fields_csv = records(tmp_path, rows, fields), dictionary(tmp_path, fields)
+    # a yes/no field that does not name gold is not proposed (nor left unmapped)
+    assert propose_redcap_mapping(project, recs, fields_csv).fields == {**EXPECTED, "gold": "gold"}
+    import_files(project, [recs, fields_csv])
+    got = {
+        (a["annotator"], a["gold"]): a["answer"]["parts"]
+        for a in read_snapshot(project).answers
+        if a["unit"]["set"] == "redcap-survey_records"
+    }
+    assert got == {
+        ("pat", True): {"empathy": "Adjudicated."},
+        ("pat", False): {"empathy": "Her own."},
+        ("nurse1", False): {"other": "Mine."},
+    }
+    svc = StudyService(project)
+    pat = next(a.id for a in svc.annotators() if a.name == "pat")
+    # her own record came after her gold one: it is her work, in her queue
+    assert any(
+        svc.read_unit(i.unit_id).unit_set == "redcap-survey_records"
+        for i in svc.queue("respond", annotator_id=pat)
+    )
+
+
+def test_a_gold_record_of_a_clinician_is_refused(project, study, tmp_path):
+    fields = [*FIELDS, ("gold", "yesno", "Gold (adjudicated) answer")]
+    recs = records(tmp_path, [{"case_id": "c1", "other_box": "x", "gold": "1"}], fields)
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed, match="a gold answer is the PI's decision; nurse1 is a"):
+        import_files(project, [recs, dictionary(tmp_path, fields)])
+    assert fingerprint(project) == before
 
 
 def test_a_repeating_instrument_is_refused_as_such(project, study, tmp_path):

@@ -10,11 +10,11 @@ header row names the fields, record id first, plus ``<form>_complete`` (0 Incomp
 1 Unverified, 2 Complete); UTF-8 without a byte-order mark (a BOM would glue itself to the
 record id's column name).
 
-One record per case x clinician: ``record_id`` (1, 2, ...), ``case_id``, ``annotator``, one
-``notes`` field per theme of the catalog, ``notes`` (the notes box), and the status as
-``theme_guided_response_complete`` (2 = submitted, 0 = draft); gold (adjudicated) answers are
-left out. The import side
-(``portalreview import``) reads these two files back with its proposed mapping.
+One record per case x clinician: ``record_id`` (1, 2, ...), ``case_id``, ``annotator``,
+``gold`` (yes/no: 1 = the PI's adjudicated answer), one ``notes`` field per theme of the
+catalog, ``notes`` (the notes box), and the status as ``theme_guided_response_complete``
+(2 = submitted, 0 = draft). The import side (``portalreview import``) reads these two files
+back with its proposed mapping, a gold record as a gold answer.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ RESERVED = {
     "redcap_data_access_group",
     "redcap_survey_identifier",
 }
-FIXED = ("record_id", "case_id", "annotator")
+FIXED = ("record_id", "case_id", "annotator", "gold")
 
 
 def field_name(text: str, taken: set[str]) -> str:
@@ -62,14 +62,10 @@ def field_name(text: str, taken: set[str]) -> str:
 
 def build(snapshot: Snapshot) -> dict[str, bytes]:
     """``redcap_records.csv`` and ``redcap_dictionary.csv``."""
-    # A gold answer is left out: REDCap has no adjudicated record, and as a record of the PI it
-    # came back from an import as one more clinician's ordinary answer.
     answers = [
         a
         for a in snapshot.answers
-        if a["kind"] == "respond"
-        and a["answer"].get("mode", "theme_guided") == "theme_guided"
-        and not a["gold"]
+        if a["kind"] == "respond" and a["answer"].get("mode", "theme_guided") == "theme_guided"
     ]
     if not answers:
         raise ExportFailed("there are no theme-guided respond answers to export for REDCap")
@@ -87,6 +83,7 @@ def build(snapshot: Snapshot) -> dict[str, bytes]:
                 str(number),
                 snapshot.unit_of(a)["case_id"],
                 a["annotator"],
+                "1" if a["gold"] else "0",  # without it the PI's gold came back as her answer
                 *(parts.get(t.id, "") for t, _ in themes),
                 a["answer"].get("notes", ""),
                 "2" if a["status"] == "submitted" else "0",
@@ -96,14 +93,15 @@ def build(snapshot: Snapshot) -> dict[str, bytes]:
 
 
 def _refuse_duplicates(snapshot: Snapshot, answers: list[Row]) -> None:
-    """A record is a case x clinician: two answers of one clinician to one case (in two unit
-    sets) cannot both be records of the same instrument."""
-    seen: dict[tuple[str, str], str] = {}
+    """A record is a case x clinician (the PI's gold answer one of its own): two answers of one
+    clinician to one case (in two unit sets) cannot both be records of the same instrument."""
+    seen: dict[tuple[str, str, bool], str] = {}
     for a in answers:
-        key = (snapshot.unit_of(a)["case_id"], a["annotator"])
+        key = (snapshot.unit_of(a)["case_id"], a["annotator"], a["gold"])
         if key in seen:
+            gold = " (gold)" if key[2] else ""
             raise ExportFailed(
-                f"{key[1]} answered case {key[0]} in unit sets {seen[key]!r} and "
+                f"{key[1]} answered case {key[0]}{gold} in unit sets {seen[key]!r} and "
                 f"{a['unit']['set']!r}; a REDCap record is one case x clinician: export one "
                 "set at a time (--unit-set)"
             )
@@ -111,7 +109,9 @@ def _refuse_duplicates(snapshot: Snapshot, answers: list[Row]) -> None:
 
 
 def _dictionary(snapshot: Snapshot, themes: list, notes: str) -> list[list[str]]:
-    def row(name: str, kind: str, label: str, note: str = "", header: str = "") -> list[str]:
+    def row(
+        name: str, kind: str, label: str, note: str = "", header: str = "", tags: str = ""
+    ) -> list[str]:
         values = {
             "Variable / Field Name": name,
             "Form Name": FORM,
@@ -119,6 +119,7 @@ def _dictionary(snapshot: Snapshot, themes: list, notes: str) -> list[list[str]]
             "Field Type": kind,
             "Field Label": label,
             "Field Note": note,
+            "Field Annotation": tags,
         }
         return [values.get(c, "") for c in DICTIONARY_COLUMNS]
 
@@ -127,6 +128,13 @@ def _dictionary(snapshot: Snapshot, themes: list, notes: str) -> list[list[str]]
         row("record_id", "text", "Record ID"),
         row("case_id", "text", "Case ID", "the PortalReview case id"),
         row("annotator", "text", "Annotator", "the clinician's PortalReview name"),
+        row(
+            "gold",
+            "yesno",
+            "Gold (adjudicated) answer",
+            "Yes: the PI's adjudicated answer, not a clinician's",
+            tags="@HIDDEN-SURVEY",  # the PI's mark: not a question for a clinician's survey
+        ),
     ]
     for i, (theme, name) in enumerate(themes):
         header = "Response, one box per theme" if i == 0 else ""

@@ -313,8 +313,11 @@ class ImportContext:
         return unit
 
     def ensure_assigned(self, unit_id: int, annotator_id: int) -> None:
-        """Assign the unit to the annotator unless it already is."""
-        if self.session.get(Assignment, (unit_id, annotator_id)) is None:
+        """Assign the unit to the annotator unless it already is, for work: an assignment
+        that only holds the PI's gold answer becomes one (an ordinary answer saved on it was
+        left out of her queue and progress)."""
+        held = self.session.get(Assignment, (unit_id, annotator_id))
+        if held is None or held.is_gold_holder:
             self.svc.assign(unit_id, annotator_id, session=self.session)
             self.session.flush()
 

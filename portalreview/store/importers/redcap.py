@@ -2,9 +2,10 @@
 data dictionary.
 
 Each text field of the survey is mapped onto a theme of the project's catalog, the notes box,
-the case id or the annotator. :func:`propose_redcap_mapping` guesses the mapping from field names
-and labels for a person to confirm; :func:`load_records` uses a confirmed mapping, or the
-proposal when it is complete and unambiguous.
+the case id or the annotator; a yes/no field may mark the PI's gold (adjudicated) records.
+:func:`propose_redcap_mapping` guesses the mapping from field names and labels for a person to
+confirm; :func:`load_records` uses a confirmed mapping, or the proposal when it is complete and
+unambiguous.
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ DICTIONARY_COLUMNS = (
 )
 DICTIONARY_REQUIRED = ("Variable / Field Name", "Form Name", "Field Type", "Field Label")
 SURVEY_ID = "redcap_survey_identifier"
-SPECIAL_TARGETS = ("notes", "case_id", "annotator")
+SPECIAL_TARGETS = ("notes", "case_id", "annotator", "gold")
 IGNORE = ("", "ignore")
 _TEXT_TYPES = ("text", "notes")
+_YES_NO_TYPES = ("yesno", "truefalse")
 _TAG = re.compile(r"<[^>]*>")
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 _EXTRA_TERMS = {
@@ -57,6 +59,9 @@ _EXTRA_TERMS = {
     "case_id": ("case id", "case", "message id", "case number", "message number"),
     "annotator": ("annotator", "clinician", "rater", "reviewer", "your name", "annotator name"),
 }
+# the terms of the one target a yes/no field may have: PortalReview's REDCap export marks the
+# PI's adjudicated records with one (``gold``), which came back as her ordinary answers
+_GOLD_TERMS = ("gold", "gold answer", "gold standard", "adjudicated", "adjudicated answer")
 
 
 @dataclass(frozen=True)
@@ -73,11 +78,11 @@ class RedcapField:
 class RedcapMapping:
     """A proposed (or confirmed) mapping of REDCap fields onto the project.
 
-    ``fields``: field name -> theme id, "notes", "case_id" or "annotator" (the confident
-    matches); ``ambiguous``: field -> the targets it could be; ``unmapped``: text fields that
-    match nothing; ``labels``: field -> its label, for showing. To confirm, edit ``fields``
-    (add the ambiguous and unmapped ones, or map them to "ignore") and pass it as
-    ``import_files(..., redcap_mapping=mapping.fields)``.
+    ``fields``: field name -> theme id, "notes", "case_id", "annotator" or "gold" (a yes/no
+    field marking the PI's adjudicated records): the confident matches; ``ambiguous``: field ->
+    the targets it could be; ``unmapped``: text fields that match nothing; ``labels``: field ->
+    its label, for showing. To confirm, edit ``fields`` (add the ambiguous and unmapped ones,
+    or map them to "ignore") and pass it as ``import_files(..., redcap_mapping=mapping.fields)``.
     """
 
     form: str
@@ -180,15 +185,21 @@ def dictionary_fields(part: Part) -> list[RedcapField]:
 
 def propose(catalogs: Catalogs, fields: list[RedcapField], columns: list[str]) -> RedcapMapping:
     """The mapping for the text fields of ``fields`` present in ``columns`` (the record id,
-    the first column, left out)."""
+    the first column, left out), and for a yes/no field that names gold (other yes/no fields
+    are not proposed)."""
     text_fields = [f for f in fields if f.type in _TEXT_TYPES and f.name in columns[1:]]
     forms = [f.form for f in text_fields]
     mapping = RedcapMapping(form=max(set(forms), key=forms.count) if forms else "")
     terms = _terms(catalogs)
+    gold_terms = {"gold": [_norm(x) for x in _GOLD_TERMS]}
     best: dict[str, tuple[int, list[str]]] = {}
     for f in text_fields:
         mapping.labels[f.name] = plain_label(f.label)
         best[f.name] = _best(f, terms)
+    for f in fields:
+        if f.type in _YES_NO_TYPES and f.name in columns[1:] and _best(f, gold_terms)[0]:
+            mapping.labels[f.name] = plain_label(f.label)
+            best[f.name] = _best(f, gold_terms)
     for name, (score, targets) in best.items():
         rivals = [
             other
@@ -388,11 +399,12 @@ def _checked(ctx: ImportContext, part: Part, given: dict | RedcapMapping) -> dic
         if not isinstance(target, str) or target not in targets:  # (a list: unhashable)
             raise ImportFailed(
                 f"the REDCap mapping maps {name!r} to {target!r}; targets are theme ids "
-                f"({', '.join(t.id for t in ctx.catalogs.themes)}), notes, case_id, annotator",
+                f"({', '.join(t.id for t in ctx.catalogs.themes)}), notes, case_id, annotator, "
+                "gold (a yes/no field)",
                 file=part.label,
             )
         mapping[name] = target
-    for special, most in (("case_id", 1), ("annotator", 1)):
+    for special, most in (("case_id", 1), ("annotator", 1), ("gold", 1)):
         if list(mapping.values()).count(special) > most:
             raise ImportFailed(
                 f"the REDCap mapping has more than one {special} field", file=part.label
@@ -436,12 +448,15 @@ def _record(
     if who not in rec.values:
         rec.fail(who, "no field names the annotator: map one to 'annotator'")
     person = ctx.annotator(rec, who)
+    gold = "gold" in by_target and rec.boolean(by_target["gold"][0])
     if case_id not in units:
         units[case_id] = ctx.svc.add_unit(set_id, case_id, session=ctx.session)
     unit_id = units[case_id]
-    if ctx.has_answer(unit_id, person):
-        rec.fail(who, "this annotator already has a response to this case")
-    ctx.ensure_assigned(unit_id, person)
+    if ctx.has_answer(unit_id, person, gold):
+        what = "a gold response" if gold else "a response"
+        rec.fail(who, f"this annotator already has {what} to this case")
+    if not gold:  # the PI's gold answer is held by an assignment of its own (made by the save)
+        ctx.ensure_assigned(unit_id, person)
     payload = _payload(rec, by_target)
     done = rec.integer(complete_column, 0, 2, what="0, 1 or 2 (2 = Complete)") == 2
     ctx.svc.save_answer(
@@ -449,6 +464,7 @@ def _record(
         payload,
         status="submitted" if done else "draft",
         annotator_id=person,
+        gold=gold,
         session=ctx.session,
     )
 
