@@ -215,6 +215,47 @@ def test_a_repeating_instrument_is_refused_as_such(project, study, tmp_path):
     assert fingerprint(project) == before
 
 
+def _with_redcap_columns(path, extra, values):
+    """The records file with REDCap's columns ``extra`` after the record id; ``values``: one
+    list per row, its record id and then the values of ``extra``."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    table = [[rows[0][0], *extra, *rows[0][1:]]]
+    table += [[*first, *row[1:]] for row, first in zip(rows[1:], values, strict=True)]
+    return write_csv(path, table)
+
+
+def test_a_repeating_event_or_a_record_in_several_events_is_refused_as_such(
+    project, study, tmp_path
+):
+    """A repeating event (redcap_repeat_instance without an instrument) and a longitudinal
+    project's record with a row per event were refused as "row 2, field 'case_id': is missing"
+    for the row without the survey."""
+    rows = [{"who": "nurse1"}, {"case_id": "c1", "empathy_box": "So sorry.", "who": ""}]
+    before = fingerprint(project)
+    repeats = _with_redcap_columns(
+        records(tmp_path, rows, name="repeats.csv"),
+        ["redcap_event_name", "redcap_repeat_instrument", "redcap_repeat_instance"],
+        [["1", "enrolment_arm_1", "", ""], ["1", "cases_arm_1", "", "1"]],
+    )
+    with pytest.raises(ImportFailed, match="is an export of a repeating instrument or event"):
+        import_files(project, [repeats, dictionary(tmp_path)])
+    events = _with_redcap_columns(
+        records(tmp_path, rows, name="events.csv"),
+        ["redcap_event_name"],
+        [["1", "enrolment_arm_1"], ["1", "case_1_arm_1"]],
+    )
+    with pytest.raises(ImportFailed, match="record 1 has 2 rows, in events enrolment_arm_1, "):
+        import_files(project, [events, dictionary(tmp_path)])
+    assert fingerprint(project) == before
+    one_each = _with_redcap_columns(  # a longitudinal project, each record in one event
+        records(tmp_path, [rows[1] | {"who": "nurse1"}], name="one_event.csv"),
+        ["redcap_event_name"],
+        [["1", "case_1_arm_1"]],
+    )
+    assert import_files(project, [one_each, dictionary(tmp_path)]).added["answers"] == 1
+
+
 def test_a_record_for_an_unknown_case_is_refused(project, study, tmp_path):
     recs = records(tmp_path, [{"case_id": "c1", "other_box": "x"}, {"case_id": "c404"}])
     before = fingerprint(project)

@@ -48,6 +48,7 @@ DICTIONARY_COLUMNS = (
 )
 DICTIONARY_REQUIRED = ("Variable / Field Name", "Form Name", "Field Type", "Field Label")
 SURVEY_ID = "redcap_survey_identifier"
+_REPEAT_COLUMNS = ("redcap_repeat_instrument", "redcap_repeat_instance")
 SPECIAL_TARGETS = ("notes", "case_id", "annotator", "gold")
 IGNORE = ("", "ignore")
 _TEXT_TYPES = ("text", "notes")
@@ -288,18 +289,38 @@ def load_records(ctx: ImportContext, part: Part) -> None:
 
 
 def _refuse_repeating_instruments(part: Part) -> None:
-    """A repeating instrument's export holds a record's base row (the clinician's name) and
-    one row per repeat (a case): its rows are not one case x clinician each, and the refusal
-    was "row 2, field 'case_id': is missing" for the base row."""
-    if "redcap_repeat_instrument" not in part.columns:
+    """A repeating instrument's or event's export holds a record's base row (the clinician's
+    name) and one row per repeat (a case), a longitudinal project's one row per record and
+    event: its rows are not one case x clinician each, and the refusal was "row 2, field
+    'case_id': is missing" for the base row."""
+    fix = (
+        "For records already collected, make a copy of this file with one row per case and "
+        "clinician, the clinician's name on each row"
+    )
+    repeats = [c for c in _REPEAT_COLUMNS if c in part.columns]
+    if any(rec.text(c).strip() for rec in part.records for c in repeats):
+        raise ImportFailed(
+            "is an export of a repeating instrument or event (redcap_repeat_instrument, "
+            "redcap_repeat_instance), which PortalReview does not read: it reads one row per "
+            "case x clinician. Build the survey as an instrument that does not repeat, one "
+            f"record per case and clinician. {fix}, without the base rows and the "
+            "redcap_repeat_* columns",
+            file=part.label,
+        )
+    if "redcap_event_name" not in part.columns:
         return
+    events: dict[str, list[str]] = {}
     for rec in part.records:
-        if rec.text("redcap_repeat_instrument").strip():
+        events.setdefault(rec.text(part.columns[0]).strip(), []).append(
+            rec.text("redcap_event_name").strip()
+        )
+    for record, names in events.items():
+        if len(names) > 1:
             raise ImportFailed(
-                "is an export of a repeating instrument (redcap_repeat_instrument), which "
-                "PortalReview does not read: each record must be one case x clinician. Make "
-                "the survey a form that does not repeat, one record per case and clinician, "
-                "or export the repeats to a table of one row each",
+                f"record {record} has {len(names)} rows, in events {', '.join(names)}: an "
+                "export of a longitudinal project has one row per record and event, which "
+                "PortalReview does not read: it reads one row per case x clinician. Export the "
+                f"one event that holds the survey (a report of that event). {fix}",
                 file=part.label,
             )
 
