@@ -27,7 +27,6 @@ from portalreview.llm.model_server import looks_like_address
 from portalreview.store.backends import (
     AnyProject,
     create_project,
-    open_project,
     project_target,
     shown_target,
     target_name,
@@ -38,6 +37,19 @@ from portalreview.store.service import StudyService, person_name
 
 if TYPE_CHECKING:
     from portalreview.store.study_setup import SecondAssignment
+
+
+def open_project(target, read_only: bool = False, **options) -> AnyProject:
+    """Open the study at ``target`` (``store.backends.open_project``), saying on stderr when
+    the automatic backup made on opening for writing failed: a command changed the project
+    with no backup and said nothing, where the app warns."""
+    from portalreview.store import backends
+
+    project = backends.open_project(target, read_only=read_only, **options)
+    problem = getattr(project, "backup_problem", None)
+    if problem:
+        print(f"Warning: {problem}", file=sys.stderr)
+    return project
 
 EXIT_USAGE = 2
 STUDY_HELP = "the project file, or a server study's address (postgresql://user@host/database)"

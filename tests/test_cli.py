@@ -639,3 +639,14 @@ def test_output_nobody_reads_any_more_ends_quietly(tmp_path):
     running.stderr.close()
     assert running.wait(timeout=120) == EXIT_BROKEN_PIPE  # (128 + SIGPIPE, as a killed one)
     assert error == ""
+
+
+def test_a_failed_automatic_backup_is_said_on_the_command_line(tmp_path, capsys, caplog):
+    """A writing command changed the project with no backup and said nothing (the app warns)."""
+    path = tmp_path / "study.prproj"
+    Project.create(path).close()
+    (tmp_path / "study.backups").write_text("a file where the backups' folder goes")
+    assert main(["setup", str(path), "--add-annotator", "dr_new"]) == 0
+    err = capsys.readouterr().err
+    assert "Warning: The automatic backup of study.prproj into study.backups/ failed" in err
+    assert any("automatic backup" in r.getMessage() for r in caplog.records)

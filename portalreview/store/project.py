@@ -753,6 +753,7 @@ class Project:
                 f"The automatic backup of {self.path.name} into {backup_dir(self.path).name}/ "
                 f"failed ({exc}). Your work is saved as usual; back the project up yourself."
             )
+            log.warning("%s", self.backup_problem)
 
     def close(self) -> None:
         """Close for good: later reads and saves (from work still under way on another thread)
