@@ -1096,13 +1096,29 @@ def _roll(path: Path) -> None:
     for kind in ("automatic", "by hand"):
         of_kind = [b for b in backups if b.kind == kind]
         for stale in of_kind[: max(len(of_kind) - BACKUPS_KEPT, 0)]:
-            stale.path.unlink(missing_ok=True)
+            if not _backup_in_use(stale.path):
+                stale.path.unlink(missing_ok=True)
     cutoff = time.time() - _STALE_PARTIAL.total_seconds()
     for partial in backup_dir(path).glob(f".{path.stem}-*{SUFFIX}.partial"):
         with contextlib.suppress(OSError):
             if partial.stat().st_mtime < cutoff:
                 _beside(partial, "-journal").unlink(missing_ok=True)
                 partial.unlink()
+
+
+def _backup_in_use(path: Path) -> bool:
+    """A backup someone opened to work in (its lock held, or saves of theirs in its ``-wal`` or
+    ``-journal``): never deleted as surplus. The next opening of the project deleted it, with
+    the work saved in it, while it was open."""
+    if _wal_has_frames(path) or _beside(path, "-journal").exists():
+        return True
+    lock = ProjectLock(path)
+    try:
+        holder = lock.acquire()
+    except (OSError, RuntimeError):
+        return True
+    lock.release()
+    return holder is not None
 
 
 def copy_backup_beside(backup: Path, damaged: Path, progress: Progress | None = None) -> Path:

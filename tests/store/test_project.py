@@ -582,6 +582,23 @@ def test_backups_roll(tmp_path, monkeypatch):
         assert copy.integrity_check() == "ok"
 
 
+def test_a_backup_opened_to_work_in_is_not_rolled_away(tmp_path, monkeypatch):
+    """Someone opened the oldest backup and saved in it; the next opening of the project
+    deleted it, with that work, while it was open."""
+    monkeypatch.setattr(project_module, "BACKUPS_KEPT", 3)
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        made = [p.backup(f"n{i}") for i in range(3)]
+    with Project.open(made[0]) as opened:
+        StudyService(opened).add_annotator("worked_in_the_backup")
+        with Project.open(path) as p:
+            p.backup("n3")  # one too many: the oldest, open, is spared
+        assert made[0].exists()
+    with Project.open(path) as p:
+        p.backup("n4")  # closed now: surplus again
+    assert not made[0].exists()
+
+
 # --- automatic and rolling backups ---------------------------------------------------------------
 
 
