@@ -116,7 +116,8 @@ def test_a_suggestion_shown_for_the_pair_keeps_the_fact_being_typed(qtbot, gui, 
     fact = {"side": "original", "text": "Go to the ER", "entailed": True}
     editor.show_suggestion({"facts": [fact]})  # a model's answer arriving meanwhile
     assert side.entry.text() == TYPED
-    assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER"]
+    # the suggestion's fact, and the one typed (saved with it, as leaving the unit enters it)
+    assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER", TYPED]
     window.close()
 
 
@@ -138,3 +139,18 @@ def test_save_now_saves_the_wording_being_typed(qtbot, gui, prefs):
     answer = stored_answer(gui.path, gui.ids.units["facts"], "ava")
     assert [f["text"] for f in answer.payload["facts"]] == [NEW]
     window.close()
+
+
+def test_a_fact_typed_and_not_entered_is_autosaved(qtbot, gui, prefs):
+    """It was saved only when the unit was left: killed meanwhile, the program lost it while
+    the status bar said "Saved"."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "facts")
+    entry = window.editors["facts"].sides["original"].entry
+    entry.setFocus()
+    qtbot.keyClicks(entry, "Go to the ER now")  # no Enter
+    qtbot.waitUntil(lambda: window.session.pending)
+    wait_saved(qtbot, window)
+    stored = stored_answer(gui.path, gui.ids.units["facts"], "ava")
+    assert [f["text"] for f in stored.payload["facts"]] == ["Go to the ER now"]
+    assert entry.text() == "Go to the ER now"  # still in the box, to go on typing

@@ -155,6 +155,7 @@ class FactSide(WrappingColumn):
         hint = self.entry.fontMetrics().horizontalAdvance(self.entry.placeholderText())
         self.entry.setMinimumWidth(hint + 12)  # the hint is read whole
         self.entry.returnPressed.connect(self._add_typed)
+        self.entry.textEdited.connect(lambda _t: self.editor.emit_changed())  # (autosaved)
         add = QPushButton("Add")
         add.setMaximumWidth(add.fontMetrics().horizontalAdvance("Add") + 32)  # room for the hint
         add.clicked.connect(self._add_typed)
@@ -188,8 +189,12 @@ class FactSide(WrappingColumn):
             self.table.closeEditor(cell, QAbstractItemDelegate.EndEditHint.NoHint)
         self._add_typed()
 
+    def typed_fact(self) -> str:
+        """The fact typed in the box and not yet entered, on one line ("" if none)."""
+        return _one_line(self.entry.text())
+
     def _add_typed(self) -> None:
-        text = " ".join(self.entry.text().split())
+        text = self.typed_fact()
         if text:
             self.editor.add_fact(self.side, text)
             self.entry.clear()
@@ -412,7 +417,16 @@ class FactsEditor(Editor):
                 for fact in self.state[side]
             ]
         }
-        if self.state["no_facts"]:
+        # A fact typed in a side's box and not yet entered is saved with the rest (as leaving
+        # the unit enters it): the autosave left it out, and a crash lost it under "Saved".
+        typed = [(side, self.sides[side].typed_fact()) for side in SIDES]
+        pending = [
+            {"side": side, "text": text, "entailed": None, "error_category": None}
+            for side, text in typed
+            if text
+        ]
+        out["facts"] += pending
+        if self.state["no_facts"] and not pending:
             out["no_facts"] = True  # only when said, as the store reads it back
         return out
 
