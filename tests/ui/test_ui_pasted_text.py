@@ -25,6 +25,14 @@ def _unsaved_text_is_discarded_on_close(monkeypatch):
     monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *_a, **_k: discard))
 
 
+@pytest.fixture(autouse=True)
+def _clipboard_emptied():
+    """Mime data a test put on the clipboard crashed Python as it exited (a segmentation fault
+    after every test had passed): the clipboard is emptied after each test."""
+    yield
+    QApplication.clipboard().clear()
+
+
 def _paste(qtbot, widget, text: str) -> None:
     clip = QMimeData()
     clip.setText(text)
