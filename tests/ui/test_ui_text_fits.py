@@ -124,3 +124,23 @@ def test_the_status_line_shows_the_unit_s_state_first_and_cuts_a_long_set_name(q
     state = label.fontMetrics().horizontalAdvance("not started")
     assert label.isVisible() and label.width() > 0 and state <= label.width()
     assert label.mapTo(window, label.rect().topLeft()).x() + state <= window.width()
+
+
+@pytest.mark.parametrize("size", [(1440, 870), (1280, 690), (1024, 570)])
+def test_the_urgency_level_s_name_is_whole(qtbot, gui, prefs, size):
+    """Beside the level buttons where it fits, else under them: at 1024 x 600 "no level given"
+    was cut to "no le" and "4 · Routine visit" to "4 ·"."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "urgency")
+    window.resize(*size)
+    editor = window.editors["urgency"]
+    levels = [None] + [entry.level for entry in editor.sides[0].catalogs.urgency_levels]
+    for level in levels:
+        for side in editor.sides:
+            if level is not None:
+                editor.toggle_level(side.side, level)
+            QTest.qWait(30)
+            name = side.level_name
+            assert name.isVisible() and name.text()
+            assert name.width() >= name.sizeHint().width(), (size, level, name.text())
+            assert name.mapTo(side, name.rect().topRight()).x() < side.contentsRect().right()

@@ -41,6 +41,7 @@ from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, CaseView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel, CollapsibleSection
 from portalreview.tasks.common.editor_base import CommentBox, Editor
+from portalreview.ui.screen import SideBySide
 
 SIDES = ("left", "right")
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
@@ -97,7 +98,9 @@ class SidePanel(QFrame):
         self.case_panel.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         layout.addWidget(self.case_panel, 1)
 
-        levels = QHBoxLayout()
+        level_row = QWidget()
+        levels = QHBoxLayout(level_row)
+        levels.setContentsMargins(0, 0, 0, 0)
         levels.setSpacing(3)
         level_key = "L" if side == 0 else "R"
         caption = QLabel("Level (optional):")
@@ -119,11 +122,17 @@ class SidePanel(QFrame):
             self.level_group.addButton(button)
             self.level_buttons[entry.level] = button
             levels.addWidget(button)
+        levels.addStretch(1)
         self.level_name = QLabel()
         self.level_name.setObjectName("levelName")
-        self.level_name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        levels.addWidget(self.level_name, 1)
-        layout.addLayout(levels)
+        # The level's name beside the buttons where both fit, else under them: on a laptop
+        # "no level given" and "4 · Routine visit" were cut to "no le" and "4 ·".
+        self.level_line = SideBySide(
+            level_row,
+            self.level_name,
+            lambda: (level_row.minimumSizeHint().width(), self.level_name.sizeHint().width()),
+        )
+        layout.addWidget(self.level_line)
 
         arrow, digit = ("←", "1") if side == 0 else ("→", "2")
         self.choose = QPushButton(f"The {name} patient needs care first   ({arrow} or {digit})")
