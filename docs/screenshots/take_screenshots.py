@@ -304,6 +304,18 @@ def dashboard_screens(path: Path, prefs: Preferences) -> None:
     window.close()
 
 
+def small_high_contrast_screens(path: Path, prefs: Preferences) -> None:
+    """EPPC and urgency on a 1024 x 600 window (a small laptop) in high contrast."""
+    apply_color_scheme("high_contrast")
+    window = open_demo(path, prefs)
+    window.resize(1024, 600)
+    show(window, "eppc", 3)
+    save(window, "high-contrast-small-screen-eppc.png")
+    show(window, "urgency", 103)
+    save(window, "high-contrast-small-screen-urgency.png")
+    window.close()
+
+
 def main() -> None:
     application()
     apply_color_scheme("system")  # as the app starts (the default preference), placeholder and all
@@ -327,6 +339,7 @@ def main() -> None:
     save(dark, "match-dark.png")
     dark.close()
     pi_setup_and_copies_screens(path, prefs)
+    small_high_contrast_screens(path, prefs)
     QTimer.singleShot(0, QApplication.instance().quit)
 
 

@@ -165,3 +165,46 @@ def test_the_heat_map_s_figures_stay_readable_on_every_shade() -> None:
     ink = "#1a1a1a"  # the heat map writes its figures in this, in every scheme
     shades = [heat_colour(i / 20, (0.0, 0.5, 1.0)) for i in range(21)]
     assert min(colours.contrast_ratio(ink, s) for s in shades) >= AA
+
+
+def _colours_inside(widget) -> list[QColor]:
+    image = widget.grab().toImage()
+    inner = range(4, image.width() - 4), range(4, image.height() - 4)
+    return [image.pixelColor(x, y) for x in inner[0] for y in inner[1]]
+
+
+def _fill_and_text(widget) -> tuple[QColor, float]:
+    """The button's fill (its commonest colour inside the border) and the contrast of its
+    most distinct colour (the text's) against that fill."""
+    found = _colours_inside(widget)
+    names = [c.name() for c in found]
+    fill = QColor(max(set(names), key=names.count))
+    return fill, max(colours.contrast_ratio(c, fill) for c in found)
+
+
+@pytest.mark.parametrize("kind", ["tool", "push"])
+def test_a_pressed_in_button_is_seen_in_high_contrast(qtbot, kind) -> None:
+    """Urgency's level buttons and the patients' and responses' choose buttons, ticked, looked
+    exactly like the others on black: the chosen level could not be seen."""
+    from PySide6.QtWidgets import QPushButton, QToolButton
+
+    app = QApplication.instance()
+    saved_palette, saved_style = app.palette(), app.style().name()
+    try:
+        mw.apply_color_scheme("high_contrast")
+        buttons = []
+        for checked in (False, True):
+            button = QToolButton(text="4") if kind == "tool" else QPushButton("Choose this")
+            button.setCheckable(True)
+            button.setChecked(checked)
+            button.resize(80, 34)
+            qtbot.addWidget(button)
+            buttons.append(button)
+        (plain, plain_text), (pressed, pressed_text) = map(_fill_and_text, buttons)
+        assert colours.contrast_ratio(pressed, plain) >= 3  # WCAG 1.4.11, a state's cue
+        assert min(plain_text, pressed_text) >= AA
+    finally:
+        mw.apply_color_scheme("light")
+        app.setStyle(saved_style)
+        app.setPalette(saved_palette)
+        colours.set_scheme("")
