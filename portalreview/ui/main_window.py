@@ -1158,7 +1158,7 @@ def apply_color_scheme(scheme: str) -> None:
         app.setStyle(str(app.property("portalreview_style") or "Fusion"))
     if scheme == "high_contrast":
         if not high_contrast_now:
-            app.setProperty("portalreview_style", app.style().name())
+            app.setProperty("portalreview_style", _style_name(app.style()))
         hints.setColorScheme(Qt.ColorScheme.Dark)
         app.setStyle(colours.HighContrastStyle())
         app.setPalette(colours.high_contrast_palette())
@@ -1166,6 +1166,7 @@ def apply_color_scheme(scheme: str) -> None:
         return
     if scheme == "system":
         hints.unsetColorScheme()
+        _outline_fusion(app)
         app.setPalette(colours.readable_placeholder(app.style().standardPalette()))
         colours.set_scheme("dark" if app.palette().base().color().lightness() < 128 else "light")
         return
@@ -1174,11 +1175,26 @@ def apply_color_scheme(scheme: str) -> None:
     dark_now = app.palette().window().color().lightness() < 128
     if dark_now != (scheme == "dark"):
         app.setStyle("Fusion")
+    _outline_fusion(app)
     if scheme == "dark":
         app.setPalette(dark_palette() if dark_now is False else app.palette())
     else:
         app.setPalette(colours.light_palette(app.style().standardPalette()))
     colours.set_scheme(scheme)
+
+
+def _style_name(style) -> str:
+    """The style's name, Fusion's for our own Fusion-based styles."""
+    return "Fusion" if isinstance(style, colours.OutlinedStyle) else style.name()
+
+
+def _outline_fusion(app: QApplication) -> None:
+    """Fusion (the style on Linux, and wherever our palettes are forced) with readable
+    outlines on check boxes, radio buttons and fields (``colours.OutlinedStyle``). Set before
+    the palette: setting a style puts the platform's palette back."""
+    style = app.style()
+    if not isinstance(style, colours.OutlinedStyle) and style.name().lower() == "fusion":
+        app.setStyle(colours.OutlinedStyle())
 
 
 def _platform_wants_high_contrast() -> bool:
