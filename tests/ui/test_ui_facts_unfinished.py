@@ -154,3 +154,64 @@ def test_a_fact_typed_and_not_entered_is_autosaved(qtbot, gui, prefs):
     stored = stored_answer(gui.path, gui.ids.units["facts"], "ava")
     assert [f["text"] for f in stored.payload["facts"]] == ["Go to the ER now"]
     assert entry.text() == "Go to the ER now"  # still in the box, to go on typing
+
+
+def _reword_in_cell(qtbot, window, side, wording: str):
+    """List "Go to the ER", let it save, then F2 on its cell and type ``wording`` (no Enter)."""
+    qtbot.keyClicks(side.entry, "Go to the ER")
+    qtbot.keyClick(side.entry, Qt.Key.Key_Return)
+    wait_saved(qtbot, window)
+    side.table.setFocus()
+    side.table.setCurrentCell(side.table.rowCount() - 1, 1)
+    qtbot.keyClick(side.table, Qt.Key.Key_F2)
+    cell = QApplication.focusWidget()
+    assert isinstance(cell, QLineEdit) and cell is not side.entry
+    cell.selectAll()
+    qtbot.keyClicks(cell, wording)
+    return cell
+
+
+@pytest.mark.parametrize("side_name", ["original", "edited"])
+def test_a_fact_being_reworded_in_its_cell_is_autosaved(qtbot, gui, prefs, side_name):
+    """Its cell open (F2), the new wording was no part of the answer until Enter: killed
+    meanwhile, the program lost it while the status bar said "Saved"."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    editor.add_fact("original", "Rest at home")
+    side = editor.sides[side_name]
+    cell = _reword_in_cell(qtbot, window, side, NEW)
+    qtbot.waitUntil(lambda: window.session.pending)
+    wait_saved(qtbot, window)
+    stored = stored_answer(gui.path, gui.ids.units["facts"], "ava")
+    expected = {"original": ["Rest at home", NEW], "edited": ["Rest at home", NEW]}[side_name]
+    assert [f["text"] for f in stored.payload["facts"]] == expected
+    assert [f["side"] for f in stored.payload["facts"]] == ["original", side_name]
+    assert QApplication.focusWidget() is cell  # still open, to go on typing
+    assert editor.state[side_name][-1]["text"] == "Go to the ER"  # entered only with Enter
+
+
+def test_escape_in_a_reworded_cell_saves_the_old_wording_again(qtbot, gui, prefs):
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    cell = _reword_in_cell(qtbot, window, side, NEW)
+    wait_saved(qtbot, window)
+    qtbot.keyClick(cell, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: side.table.state() != side.table.State.EditingState)
+    assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER"]
+    qtbot.waitUntil(lambda: window.session.pending)
+    wait_saved(qtbot, window)
+    stored = stored_answer(gui.path, gui.ids.units["facts"], "ava")
+    assert [f["text"] for f in stored.payload["facts"]] == ["Go to the ER"]
+    assert not editor.undo_stack.canRedo() and editor.undo_stack.count() == 1  # the listing
+
+
+def test_a_cell_emptied_saves_the_old_wording(qtbot, gui, prefs):
+    """A fact cannot be empty (Delete removes one): a cell being emptied keeps it."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    cell = _reword_in_cell(qtbot, window, side, "x")
+    qtbot.keyClick(cell, Qt.Key.Key_Backspace)
+    assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER"]
+    qtbot.keyClick(cell, Qt.Key.Key_Return)  # entered after the key (a queued call)
+    qtbot.waitUntil(lambda: "cannot be empty" in editor.notice.text())
+    assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER"]
+    window.close()

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSplitter,
+    QStyledItemDelegate,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -106,6 +107,23 @@ class MessagePanel(CasePanel):
         return QSize(super().sizeHint().width(), (MESSAGE_LINES + 1) * lines + title + margins)
 
 
+class _AutosavedCells(QStyledItemDelegate):
+    """A fact cell's editor (F2) whose wording is saved as it is typed, as the new-fact box's
+    is, and saved back when the editor closes without entering it (Esc): killed meanwhile,
+    the program lost a rewording while the status bar said "Saved"."""
+
+    def __init__(self, table: QTableWidget, editor: FactsEditor) -> None:
+        super().__init__(table)
+        self.editor = editor
+        self.closeEditor.connect(lambda *_: editor.emit_changed())
+
+    def createEditor(self, parent, option, index) -> QWidget:
+        cell = super().createEditor(parent, option, index)
+        if isinstance(cell, QLineEdit):
+            cell.textEdited.connect(lambda _t: self.editor.emit_changed())
+        return cell
+
+
 class FactSide(WrappingColumn):
     """One response with its facts: the text, the fact list, and a box to type a new fact."""
 
@@ -147,6 +165,7 @@ class FactSide(WrappingColumn):
         self.table.setColumnWidth(2, 120)
         self.table.setColumnWidth(3, 190)
         self.table.itemChanged.connect(self._on_item)
+        self.table.setItemDelegate(_AutosavedCells(self.table, editor))
         self.entry = QLineEdit()
         keep_out_control_characters(self.entry)
         self.entry.setObjectName(f"{side}NewFact")
@@ -181,13 +200,24 @@ class FactSide(WrappingColumn):
 
     def finish_editing(self) -> None:
         """Enter an open cell editor's wording (F2) and a fact typed in the box (no Enter)."""
-        index = self.table.currentIndex()  # the cell being edited (F2 or a double-click)
-        editing = self.table.state() == QAbstractItemView.State.EditingState
-        cell = self.table.indexWidget(index) if editing and index.column() == 1 else None
+        cell = self._open_cell()
         if cell is not None:
             self.table.commitData(cell)  # itemChanged -> editor.edit_fact, as Enter does
             self.table.closeEditor(cell, QAbstractItemDelegate.EndEditHint.NoHint)
         self._add_typed()
+
+    def _open_cell(self) -> QWidget | None:
+        """The editor of the fact cell being edited (F2 or a double-click), if one is open."""
+        index = self.table.currentIndex()
+        editing = self.table.state() == QAbstractItemView.State.EditingState
+        return self.table.indexWidget(index) if editing and index.column() == 1 else None
+
+    def rewording(self) -> tuple[int, str] | None:
+        """(row, wording) of the fact whose cell is open, its wording on one line; None when
+        no cell is open or its wording is empty (a fact cannot be empty: the old one stays)."""
+        cell = self._open_cell()
+        text = _one_line(cell.text()) if isinstance(cell, QLineEdit) else ""
+        return (self.table.currentRow(), text) if text else None
 
     def typed_fact(self) -> str:
         """The fact typed in the box and not yet entered, on one line ("" if none)."""
@@ -417,8 +447,14 @@ class FactsEditor(Editor):
                 for fact in self.state[side]
             ]
         }
-        # A fact typed in a side's box and not yet entered is saved with the rest (as leaving
-        # the unit enters it): the autosave left it out, and a crash lost it under "Saved".
+        # A fact being reworded in its cell (F2), or typed in a side's box, and not yet
+        # entered is saved with the rest (as leaving the unit enters it): the autosave left
+        # it out, and a crash lost it under "Saved".
+        for side in SIDES:
+            rewording = self.sides[side].rewording()
+            if rewording is not None and rewording[0] < len(self.state[side]):
+                row, text = rewording
+                out["facts"][self._first_row(side) + row]["text"] = text
         typed = [(side, self.sides[side].typed_fact()) for side in SIDES]
         pending = [
             {"side": side, "text": text, "entailed": None, "error_category": None}
@@ -429,6 +465,10 @@ class FactsEditor(Editor):
         if self.state["no_facts"] and not pending:
             out["no_facts"] = True  # only when said, as the store reads it back
         return out
+
+    def _first_row(self, side: str) -> int:
+        """Where ``side``'s facts begin in the payload's list (the original's come first)."""
+        return sum(len(self.state[s]) for s in SIDES[: SIDES.index(side)])
 
     def finish_editing(self) -> None:
         for side in SIDES:
