@@ -115,13 +115,29 @@ class ProjectDamagedError(ProjectError):
     none), so that the app can offer to open a copy of it."""
 
     def __init__(self, path: Path, what: str) -> None:
-        self.latest_backup = latest_backup(path)
+        self.what = what
+        self.latest_backup, damaged = newest_whole_backup(path)
         folder = backup_dir(path).name
-        if self.latest_backup is None:
+        if self.latest_backup is None and not damaged:
             advice = f"There is no backup of it in {folder}/ beside it: restore your own backup."
-        else:
+        elif self.latest_backup is None:
+            many = f"Its {len(damaged)} backups" if len(damaged) > 1 else "Its backup"
+            advice = f"{many} in {folder}/ are damaged too: restore your own backup."
+        elif not damaged:
             advice = f"Restore the latest backup from {folder}/: {self.latest_backup.name}."
+        else:
+            advice = (
+                f"Restore the latest backup that is whole from {folder}/: "
+                f"{self.latest_backup.name}. " + _damaged_too(damaged)
+            )
         super().__init__(f"{what} {advice}")
+
+
+def _damaged_too(damaged: list[tuple[Path, str]]) -> str:
+    """The newer backups passed over, and what is wrong with the newest of them."""
+    (newest, why), *others = damaged
+    more = f" (and {len(others)} more)" if others else ""
+    return f"The newer {newest.name}{more} is damaged too: {why}"
 
 
 # --- connections ---------------------------------------------------------------------------
@@ -989,6 +1005,42 @@ def latest_backup(path: Path) -> Path | None:
     return backups[-1].path if backups else None
 
 
+def backup_damage(backup: Path) -> str | None:
+    """What is wrong with a backup (cut short, emptied, overwritten), in words; None when it
+    is a whole project file (SQLite's full integrity check finds nothing). Reads it only."""
+    try:
+        if backup.stat().st_size == 0:
+            return "it is empty (0 bytes)."
+        header, size = _read_header(backup)
+        _check_size(backup, header, size)
+        conn = _connect_backup(backup)
+        try:
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                return "it is not a PortalReview project."
+            check = _check_result(conn.execute("PRAGMA integrity_check").fetchall())
+        finally:
+            conn.close()
+    except ProjectDamagedError as exc:
+        return exc.what.removeprefix(f"{backup.name} is damaged: ")
+    except ProjectError as exc:  # e.g. not an SQLite file
+        return "it " + str(exc).removeprefix(f"{backup.name} ")
+    except (OSError, sqlite3.DatabaseError) as exc:
+        return f"it cannot be read ({exc})."
+    return None if check == "ok" else f"it failed its integrity check ({check})."
+
+
+def newest_whole_backup(path: Path) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """The newest backup of the project at ``path`` that is whole (None if none is), and the
+    newer ones passed over, newest first, each with what is wrong with it."""
+    damaged = []
+    for backup in reversed(list_backups(path)):
+        why = backup_damage(backup.path)
+        if why is None:
+            return backup.path, damaged
+        damaged.append((backup.path, why))
+    return None, damaged
+
+
 def make_backup(path: Path, reason: str, progress: Progress | None = None) -> Path:
     """Copy the project (consistently, through SQLite's backup API) into the backups folder
     beside it, then delete what the keeping rules no longer keep (see the module docstring)."""
@@ -1132,6 +1184,9 @@ def copy_backup_beside(backup: Path, damaged: Path, progress: Progress | None = 
     while target.exists():
         n += 1
         target = damaged.with_name(f"{name}-{n}{SUFFIX}")
+    why = backup_damage(backup)  # a copy cut short on the backup disk opened for work
+    if why is not None:
+        raise ProjectError(f"The backup {backup.name} is damaged: {why} Choose another one.")
     try:
         source = _connect_backup(backup)
         try:

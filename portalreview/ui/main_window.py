@@ -540,9 +540,9 @@ class MainWindow(QMainWindow):
             self,
         )
         box.setInformativeText(
-            f"PortalReview can copy the newest backup ({backup.name}) next to {path.name} "
-            f"under a new name and open the copy. {path.name} itself is left as it is; work "
-            "saved after the backup was made is not in the copy."
+            f"PortalReview can copy the backup {backup.name} (the newest one that is whole) "
+            f"next to {path.name} under a new name and open the copy. {path.name} itself is "
+            "left as it is; work saved after the backup was made is not in the copy."
         )
         restore = box.addButton(
             "Open the latest backup (as a copy)", QMessageBox.ButtonRole.AcceptRole

@@ -884,6 +884,67 @@ def test_a_damaged_file_names_its_newest_backup_and_a_copy_of_it_opens(tmp_path,
     assert again == tmp_path / f"s-restored-{stamp}-2.prproj"
 
 
+def _spoil(backup: Path, how: str) -> None:
+    data = backup.read_bytes()
+    spoilt = {
+        "cut short": data[: len(data) - 4096],
+        "emptied": b"",
+        "overwritten": data[:100] + bytes(len(data) - 100),  # its header kept, the rest zeros
+    }[how]
+    backup.write_bytes(spoilt)
+
+
+def _two_backups_then_damaged(tmp_path) -> tuple[Path, Path, Path]:
+    """A project with a backup by hand, then a newer automatic one; the project damaged."""
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("ava")
+    older = make_backup(path, "manual")
+    with Project.open(path) as p:
+        newest = p.automatic_backup
+        StudyService(p).add_annotator("ben")
+    path.write_bytes(path.read_bytes()[:-1])
+    return path, older, newest
+
+
+@pytest.mark.parametrize("how", ["cut short", "emptied", "overwritten"])
+def test_a_damaged_file_offers_its_newest_backup_that_is_whole(tmp_path, every_open, how):
+    """The newest backup was offered unchecked: one cut short or emptied on the backup disk
+    was copied and opened for writing, and a clinician went on working in a broken copy."""
+    path, older, newest = _two_backups_then_damaged(tmp_path)
+    _spoil(newest, how)
+    with pytest.raises(ProjectDamagedError) as refused:
+        Project.open(path)
+    assert refused.value.latest_backup == older
+    said = str(refused.value)
+    assert f"Restore the latest backup that is whole from s.backups/: {older.name}." in said
+    assert f"The newer {newest.name} is damaged too" in said
+    copy = copy_backup_beside(older, path)
+    with Project.open(copy) as restored:
+        assert [a.name for a in StudyService(restored).annotators()] == ["ava"]
+
+
+def test_a_damaged_file_whose_backups_are_all_damaged_says_so(tmp_path, every_open):
+    path, older, newest = _two_backups_then_damaged(tmp_path)
+    _spoil(newest, "cut short")
+    _spoil(older, "emptied")
+    with pytest.raises(ProjectDamagedError) as refused:
+        Project.open(path)
+    assert refused.value.latest_backup is None
+    assert str(refused.value).endswith(
+        "Its 2 backups in s.backups/ are damaged too: restore your own backup."
+    )
+
+
+def test_a_damaged_backup_is_not_copied(tmp_path, every_open):
+    path, _older, newest = _two_backups_then_damaged(tmp_path)
+    _spoil(newest, "overwritten")
+    before = sorted(tmp_path.iterdir())
+    with pytest.raises(ProjectError, match=f"The backup {newest.name} is damaged"):
+        copy_backup_beside(newest, path)
+    assert sorted(tmp_path.iterdir()) == before  # no copy left beside it
+
+
 def test_a_damaged_file_without_backups_says_so(tmp_path):
     path = tmp_path / "s.prproj"
     Project.create(path).close()
