@@ -14,6 +14,7 @@ rename or delete a file SQLite holds open; there the path itself is looked up.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
 from pathlib import Path
@@ -25,6 +26,10 @@ _CAN_FOLLOW_FOLDER = os.stat in os.supports_dir_fd
 
 def _identity(stat: os.stat_result) -> tuple[int, int]:
     return stat.st_dev, stat.st_ino
+
+
+def _size_and_time(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_size, stat.st_mtime_ns
 
 
 def _open_folder(folder: Path) -> int | None:
@@ -49,7 +54,9 @@ class FilePlace:
             # closed when the project is closed, or when it is collected without being closed
             self._finalizer = weakref.finalize(self, os.close, self._folder_fd)
         try:
-            self._identity = _identity(self._stat())
+            stat = self._stat()
+            self._identity = _identity(stat)
+            self._left = _size_and_time(stat)
         except BaseException:
             self.close()
             raise
@@ -66,6 +73,20 @@ class FilePlace:
             return _identity(self._stat()) == self._identity
         except OSError:
             return False
+
+    def left_as_noted(self) -> bool:
+        """Whether the file's size and time are still those :meth:`note_left` saw: another
+        program writing into it (a backup copied over it) moves them. So does a drive that
+        sets a file's time itself: the caller then compares the contents."""
+        try:
+            return _size_and_time(self._stat()) == self._left
+        except OSError:
+            return False
+
+    def note_left(self) -> None:
+        """Note the file's size and time as this program left it (after each save)."""
+        with contextlib.suppress(OSError):
+            self._left = _size_and_time(self._stat())
 
     def refuse_save_if_gone(self) -> None:
         """:class:`SaveFailed`, in words, where a save would go into a file no name leads to."""

@@ -38,6 +38,7 @@ import logging
 import os
 import re
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -56,7 +57,7 @@ from portalreview.domain.catalogs import DEFAULT_CATALOGS, Catalogs
 from portalreview.store import migrations
 from portalreview.store.claims import LocalClaims
 from portalreview.store.closing import Closing
-from portalreview.store.errors import ReadFailed, readable_read_error
+from portalreview.store.errors import ReadFailed, SaveFailed, readable_read_error
 from portalreview.store.file_place import FilePlace
 from portalreview.store.lock import LockHolder, ProjectLock
 from portalreview.store.models import Base, ProjectMeta, utc_now
@@ -184,6 +185,26 @@ def refuse_project_output(project: object, out: str | os.PathLike) -> None:
             f"{Path(out).name} would write over the project file {own.name} (or a file SQLite "
             "keeps beside it) and destroy the study. Choose another file name."
         )
+
+
+_NEWEST_ENTRY = "SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1"
+
+
+def _newest_entry(session: Session) -> tuple | None:
+    """The project's newest audit entry (id, hash), as ``session`` sees it."""
+    row = session.execute(text(_NEWEST_ENTRY)).first()
+    return None if row is None else tuple(row)
+
+
+def _newest_entry_afresh(path: Path) -> tuple | None:
+    """The newest audit entry as a new connection reads it from the file (the open ones may
+    answer from pages they hold in memory)."""
+    conn = _connect(path, read_only=True)
+    try:
+        row = conn.execute(_NEWEST_ENTRY).fetchone()
+    finally:
+        conn.close()
+    return None if row is None else tuple(row)
 
 
 def _wal_has_frames(path: Path) -> bool:
@@ -608,6 +629,10 @@ class Project:
         # closed: every later session or connection is refused (see store/closing.py)
         self._life = life or Closing(path.name)
         self._claims = LocalClaims()  # (this program is the file's only writer: lock.py)
+        # A save's commit and the note of how it left the file, one step for the other
+        # threads' saves (see _refuse_save_if_replaced).
+        self._leaving = threading.Lock()
+        self._left_entry: tuple | None = None
         self._reader = sessionmaker(engine, expire_on_commit=False)
         self._writer = sessionmaker(
             engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False
@@ -738,6 +763,8 @@ class Project:
             engine = _make_engine(path, read_only=False, life=life)
             project = cls(path, engine, lock, read_only=False, life=life, place=place)
             project.upgraded_from = version if upgraded else None
+            with project.read() as session:
+                project._left_entry = _newest_entry(session)
         except BaseException:
             if place is not None:
                 place.close()
@@ -824,13 +851,22 @@ class Project:
         writer.)"""
         if self.read_only:
             raise ProjectError(f"{self.path.name} is open read-only; changes cannot be saved.")
-        with self._life.writing():
-            with self._writer() as session, session.begin():
+        with self._life.writing(), self._writer() as session:
+            transaction = session.begin()
+            try:
                 self._refuse_save_if_gone()
+                self._refuse_save_if_replaced(session)
                 yield session
                 self._refuse_save_if_gone()  # the commit is next: never into a file gone meanwhile
-            if self.merge_each_save:
-                self._merge_into_file()
+                newest = _newest_entry(session)
+            except BaseException:
+                transaction.rollback()
+                raise
+            with self._leaving:  # another thread's save checks the file once this is noted
+                transaction.commit()
+                if self.merge_each_save:
+                    self._merge_into_file()
+                self._note_left(newest)
 
     def _merge_into_file(self) -> None:
         """Copy the saves in the -wal into the file (a passive checkpoint: it waits for no
@@ -876,6 +912,38 @@ class Project:
     def _refuse_save_if_gone(self) -> None:
         if self._place is not None:
             self._place.refuse_save_if_gone()
+
+    def _note_left(self, newest: tuple | None) -> None:
+        """The file as this program left it: its newest audit entry, size and time."""
+        self._left_entry = newest
+        if self._place is not None:
+            self._place.note_left()
+
+    def _refuse_save_if_replaced(self, session: Session) -> None:
+        """:class:`SaveFailed` where another program wrote into the file since this one last
+        saved (a backup copied over it): SQLite would go on from the pages it holds, and the
+        next saves mixed the two states into a damaged file. The file's size and time tell;
+        where they moved, its newest audit entry, read afresh, is compared with the one this
+        program left, so that a drive setting a file's time itself stops nothing."""
+        if self._place is None or self._place.left_as_noted():
+            return
+        session.connection()  # BEGIN IMMEDIATE: none of our other saves commits meanwhile
+        with self._leaving:
+            if self._place.left_as_noted():  # another of our saves noted it meanwhile
+                return
+            try:
+                found = _newest_entry_afresh(self.path)
+            except sqlite3.Error:
+                found = ("unreadable",)
+            if found != self._left_entry:
+                raise SaveFailed(
+                    f"{self.path.name} was changed by another program while it was open here "
+                    "(another file copied over it, such as a backup?). Nothing was saved: "
+                    "saving now would mix the two into a damaged file. Copy what you entered "
+                    "somewhere safe, close the project and open it again (it then holds what "
+                    "was put in its place), and enter it again."
+                )
+            self._place.note_left()  # only its time moved
 
     @contextlib.contextmanager
     def trial(self) -> Iterator[Session]:

@@ -191,3 +191,26 @@ def test_an_error_while_closing_never_closes_over_unsaved_text(qtbot, gui, prefs
     assert window.isVisible() and window.session.pending
     del window.session.leave  # mended: the autosave saves it
     wait_saved(qtbot, window)
+
+
+def test_a_backup_copied_over_the_open_file_is_said_and_the_text_kept(
+    qtbot, gui, prefs, asked, tmp_path
+):
+    """A backup copied over the project while typing (same file, same name): the next save is
+    refused in words, not mixed into the file put there."""
+    from portalreview.store.project import make_backup
+
+    backup = make_backup(gui.path, "manual")
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    box = _respond_box(qtbot, window)
+    unit = window.session.unit.unit_id
+    shutil.copyfile(backup, gui.path)
+    qtbot.keyClicks(box, " Typed after.")
+    window.save_now()
+    assert window.session.pending and window.save_label.text() == "⚠ Not saved"
+    assert "was changed by another program" in window.statusBar().currentMessage()
+    window.act_next.trigger()
+    assert window.session.unit.unit_id == unit
+    assert box.toPlainText() == "First part. Typed after."
+    assert gui.path.read_bytes() == backup.read_bytes()
+    assert not window.close()  # asks; Cancel keeps the window and the text
