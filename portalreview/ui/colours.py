@@ -188,7 +188,8 @@ class OutlinedStyle(QProxyStyle):
 
 
 class HighContrastStyle(OutlinedStyle):
-    """Fusion, with check and radio boxes drawn white (yellow inside when ticked): Fusion's own
+    """Fusion, with check and radio boxes drawn white (yellow inside when ticked), fields
+    outlined (:class:`OutlinedStyle`) and a pressed-in button black on yellow: Fusion's own
     outline is a shade darker than the window, so on black it cannot be seen. A style, not a
     style sheet: a style sheet on the application would undo the editors' text zoom."""
 
