@@ -143,7 +143,8 @@ class OutlinedStyle(QProxyStyle):
     colour (at least 4.5:1 on a field and on the window, :func:`readable_placeholder`).
     Fusion outlines them in the window colour 40% darker: 1.1:1 on the dark palette (EPPC's
     code boxes and the comment field could not be seen) and 1.7:1 on the light one, under the
-    3:1 WCAG 1.4.11 asks of what shows a control is there."""
+    3:1 WCAG 1.4.11 asks of what shows a control is there. A pressed-in button is drawn in
+    the selection colours."""
 
     _BOXES = (
         QStyle.PrimitiveElement.PE_IndicatorCheckBox,
@@ -164,6 +165,37 @@ class OutlinedStyle(QProxyStyle):
         elif element == QStyle.PrimitiveElement.PE_Frame:
             # Fusion marks a focused field in the selection colour, a text box not at all.
             self._outline(element, option, painter, QPalette.ColorRole.Highlight, 2)
+
+    @staticmethod
+    def _pressed_in(option):
+        """A pressed-in (checked) button's option drawn in the selection colours (black on
+        yellow in high contrast; inverted where those are too close to the button's own):
+        Fusion shades it a little darker than the button colour, and black a little darker is
+        black (the chosen urgency level looked like the others; in the dark scheme the
+        patient chosen first too)."""
+        if not option.state & QStyle.StateFlag.State_On:
+            return option
+        role, palette = QPalette.ColorRole, QPalette(option.palette)
+        fill, text = palette.color(role.Highlight), palette.color(role.HighlightedText)
+        if contrast_ratio(fill, palette.color(role.Button)) < 3.5:  # Fusion lightens it a bit
+            # the dark scheme's blue on its grey buttons (3.0:1 as drawn): the button inverted
+            fill, text = palette.color(role.ButtonText), palette.color(role.Button)
+        palette.setColor(role.Button, fill)
+        palette.setColor(role.ButtonText, text)
+        drawn = type(option)(option)
+        drawn.palette = palette
+        return drawn
+
+    def drawControl(self, element, option, painter, widget=None) -> None:
+        if element == QStyle.ControlElement.CE_PushButton:
+            option = self._pressed_in(option)
+        super().drawControl(element, option, painter, widget)
+
+    def drawComplexControl(self, control, option, painter, widget=None) -> None:
+        # A section's open/closed toggle shows its state by its arrow: not drawn pressed in.
+        if control == QStyle.ComplexControl.CC_ToolButton and not option.arrowType.value:
+            option = self._pressed_in(option)
+        super().drawComplexControl(control, option, painter, widget)
 
     def _outlined(self, element, widget) -> bool:
         if element in self._BOXES or element == QStyle.PrimitiveElement.PE_FrameLineEdit:
@@ -188,35 +220,10 @@ class OutlinedStyle(QProxyStyle):
 
 
 class HighContrastStyle(OutlinedStyle):
-    """Fusion, with check and radio boxes drawn white (yellow inside when ticked), fields
-    outlined (:class:`OutlinedStyle`) and a pressed-in button black on yellow: Fusion's own
-    outline is a shade darker than the window, so on black it cannot be seen. A style, not a
-    style sheet: a style sheet on the application would undo the editors' text zoom."""
-
-    @staticmethod
-    def _pressed_in(option):
-        """A pressed-in (checked) button's option drawn black on yellow: Fusion shades it a
-        little darker than the button colour, and black a little darker is black (the chosen
-        urgency level looked like the others)."""
-        if not option.state & QStyle.StateFlag.State_On:
-            return option
-        drawn = type(option)(option)
-        palette = QPalette(option.palette)
-        palette.setColor(QPalette.ColorRole.Button, QColor("#ffff00"))
-        palette.setColor(QPalette.ColorRole.ButtonText, QColor("#000000"))
-        drawn.palette = palette
-        return drawn
-
-    def drawControl(self, element, option, painter, widget=None) -> None:
-        if element == QStyle.ControlElement.CE_PushButton:
-            option = self._pressed_in(option)
-        super().drawControl(element, option, painter, widget)
-
-    def drawComplexControl(self, control, option, painter, widget=None) -> None:
-        # A section's open/closed toggle shows its state by its arrow: not drawn pressed in.
-        if control == QStyle.ComplexControl.CC_ToolButton and not option.arrowType.value:
-            option = self._pressed_in(option)
-        super().drawComplexControl(control, option, painter, widget)
+    """:class:`OutlinedStyle`, with check and radio boxes drawn white (yellow inside when
+    ticked): Fusion's own outline is a shade darker than the window, so on black it cannot be
+    seen. A style, not a style sheet: a style sheet on the application would undo the
+    editors' text zoom."""
 
     def drawPrimitive(self, element, option, painter, widget=None) -> None:
         if element not in self._BOXES:

@@ -182,16 +182,18 @@ def _fill_and_text(widget) -> tuple[QColor, float]:
     return fill, max(colours.contrast_ratio(c, fill) for c in found)
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark", "high_contrast"])
 @pytest.mark.parametrize("kind", ["tool", "push"])
-def test_a_pressed_in_button_is_seen_in_high_contrast(qtbot, kind) -> None:
+def test_a_pressed_in_button_is_seen(qtbot, kind, scheme) -> None:
     """Urgency's level buttons and the patients' and responses' choose buttons, ticked, looked
-    exactly like the others on black: the chosen level could not be seen."""
+    exactly like the others on black (the chosen level could not be seen) and nearly so in
+    the dark scheme: they are drawn in the selection colours."""
     from PySide6.QtWidgets import QPushButton, QToolButton
 
     app = QApplication.instance()
     saved_palette, saved_style = app.palette(), mw._style_name(app.style())
     try:
-        mw.apply_color_scheme("high_contrast")
+        mw.apply_color_scheme(scheme)
         buttons = []
         for checked in (False, True):
             button = QToolButton(text="4") if kind == "tool" else QPushButton("Choose this")
