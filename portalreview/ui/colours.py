@@ -143,8 +143,8 @@ class OutlinedStyle(QProxyStyle):
     colour (at least 4.5:1 on a field and on the window, :func:`readable_placeholder`).
     Fusion outlines them in the window colour 40% darker: 1.1:1 on the dark palette (EPPC's
     code boxes and the comment field could not be seen) and 1.7:1 on the light one, under the
-    3:1 WCAG 1.4.11 asks of what shows a control is there. A pressed-in button is drawn in
-    the selection colours."""
+    3:1 WCAG 1.4.11 asks of what shows a control is there; so are progress bars. A pressed-in
+    button is drawn in the selection colours."""
 
     _BOXES = (
         QStyle.PrimitiveElement.PE_IndicatorCheckBox,
@@ -190,6 +190,8 @@ class OutlinedStyle(QProxyStyle):
         if element == QStyle.ControlElement.CE_PushButton:
             option = self._pressed_in(option)
         super().drawControl(element, option, painter, widget)
+        if element == QStyle.ControlElement.CE_ProgressBarGroove:  # its length, seen empty too
+            self._outline(element, option, painter, QPalette.ColorRole.PlaceholderText, 1)
 
     def drawComplexControl(self, control, option, painter, widget=None) -> None:
         # A section's open/closed toggle shows its state by its arrow: not drawn pressed in.

@@ -220,6 +220,7 @@ def _controls():
         QListWidget,
         QListWidgetItem,
         QPlainTextEdit,
+        QProgressBar,
         QRadioButton,
     )
 
@@ -227,8 +228,13 @@ def _controls():
     item = QListWidgetItem("", codes)  # the box alone: no text to count
     item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
     item.setCheckState(Qt.CheckState.Unchecked)
+    progress = QProgressBar()
+    progress.setTextVisible(False)
+    progress.setRange(0, 120)
+    progress.setValue(0)  # the groove alone: "1 of 120 pairs" is a sliver on it
     return {"check box": QCheckBox(), "radio button": QRadioButton(), "field": QLineEdit(),
-            "text box": QPlainTextEdit(), "code list's box": codes}  # fmt: skip
+            "text box": QPlainTextEdit(), "code list's box": codes,
+            "progress bar": progress}  # fmt: skip
 
 
 def _best_outline(widget, palette: QPalette) -> float:
