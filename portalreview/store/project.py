@@ -23,7 +23,7 @@ that no kind pushes out another:
   a working session; skipped when the newest automatic backup is younger than
   ``AUTO_BACKUP_EVERY`` (re-opening, switching person, a script of many commands) or holds the
   same content (ten copies of one state would push the older states out). The newest
-  ``BACKUPS_KEPT`` are kept.
+  ``BACKUPS_KEPT`` are kept, and the newest whole one (see :func:`_roll`) whatever the count.
 * **by hand** (:meth:`Project.backup`): the newest ``BACKUPS_KEPT`` of them are kept.
 * **before an upgrade** to a newer project format: never deleted by the program (one per
   upgrade; the only copy in the format the older version reads); an upgrade tried again on the
@@ -790,7 +790,9 @@ class Project:
 
     def _back_up_automatically(self, progress: Progress | None) -> None:
         try:
-            self.automatic_backup = make_automatic_backup(self.path, progress)
+            said: list[str] = []
+            self.automatic_backup = make_automatic_backup(self.path, progress, said)
+            self.backup_problem = " ".join(said) or None
         except (OSError, sqlite3.Error) as exc:
             self.backup_problem = (
                 f"The automatic backup of {self.path.name} into {backup_dir(self.path).name}/ "
@@ -1117,7 +1119,9 @@ def make_backup(path: Path, reason: str, progress: Progress | None = None) -> Pa
     return made
 
 
-def make_automatic_backup(path: Path, progress: Progress | None = None) -> Path | None:
+def make_automatic_backup(
+    path: Path, progress: Progress | None = None, said: list[str] | None = None
+) -> Path | None:
     """The backup made when a project is opened for writing; None when none was needed (the
     newest automatic backup is younger than ``AUTO_BACKUP_EVERY`` or holds the same content).
     The caller must hold the project's lock, so that nobody writes while it copies."""
@@ -1128,7 +1132,7 @@ def make_automatic_backup(path: Path, progress: Progress | None = None) -> Path 
         if timedelta(0) <= age < AUTO_BACKUP_EVERY:  # a clock set back: back up again
             return None
     return _write_backup(
-        path, AUTO_BACKUP, progress, unless_same_as=newest.path if newest else None
+        path, AUTO_BACKUP, progress, unless_same_as=newest.path if newest else None, said=said
     )
 
 
@@ -1144,8 +1148,13 @@ def make_upgrade_backup(path: Path, version: int) -> Path:
 
 
 def _write_backup(
-    path: Path, reason: str, progress: Progress | None, unless_same_as: Path | None
+    path: Path,
+    reason: str,
+    progress: Progress | None,
+    unless_same_as: Path | None,
+    said: list[str] | None = None,
 ) -> Path | None:
+    """``said``: what a person should know of the backups (see :func:`_roll`)."""
     if not re.fullmatch(_REASON, reason):
         raise ValueError(f"a backup's reason must be letters, digits and '-': {reason!r}")
     folder = backup_dir(path)
@@ -1160,7 +1169,7 @@ def _write_backup(
         partial.unlink()  # the backup API copies one state to the same bytes
         return None
     replace_durably(partial, target)
-    _roll(path)
+    _roll(path, said if said is not None else [])
     return target
 
 
@@ -1209,14 +1218,21 @@ def replace_durably(partial: Path, target: Path) -> None:
     sync_folder(target.parent)  # the new name survives a power cut too
 
 
-def _roll(path: Path) -> None:
+def _roll(path: Path, said: list[str]) -> None:
     """Delete the automatic and by-hand backups beyond the newest ``BACKUPS_KEPT`` of each
-    kind, and half-written copies abandoned by a killed program."""
+    kind, and half-written copies abandoned by a killed program. The newest backup that is
+    whole is kept whatever the count: a project damaged in a way the quick check on opening
+    misses gave a damaged backup at each opening, until every whole one was deleted. Then
+    ``said`` gets a word of it (the project itself is suspect)."""
     backups = list_backups(path)
     for kind in ("automatic", "by hand"):
         of_kind = [b for b in backups if b.kind == kind]
-        for stale in of_kind[: max(len(of_kind) - BACKUPS_KEPT, 0)]:
-            if not _backup_in_use(stale.path):
+        surplus = of_kind[: max(len(of_kind) - BACKUPS_KEPT, 0)]
+        if not surplus:
+            continue
+        spared = _whole_one_to_spare(of_kind[len(surplus) :], surplus, said)
+        for stale in surplus:
+            if stale.path != spared and not _backup_in_use(stale.path):
                 stale.path.unlink(missing_ok=True)
     cutoff = time.time() - _STALE_PARTIAL.total_seconds()
     for partial in backup_dir(path).glob(f".{path.stem}-*{SUFFIX}.partial"):
@@ -1224,6 +1240,27 @@ def _roll(path: Path) -> None:
             if partial.stat().st_mtime < cutoff:
                 _beside(partial, "-journal").unlink(missing_ok=True)
                 partial.unlink()
+
+
+def _whole_one_to_spare(kept: list[Backup], surplus: list[Backup], said: list[str]) -> Path | None:
+    """None when a backup kept is whole (checked newest first: usually the one just made, and
+    only when some are to be deleted); else the newest whole one of ``surplus``, saying so."""
+    if any(backup_damage(b.path) is None for b in reversed(kept)):
+        return None
+    spared = next((b.path for b in reversed(surplus) if backup_damage(b.path) is None), None)
+    keeping = (
+        f"{spared.name} is kept as the newest whole backup, whatever the count: copy it "
+        "somewhere safe"
+        if spared
+        else "No older backup is whole either"
+    )
+    said.append(
+        f"The newest backups ({kept[-1].path.name} among them) failed SQLite's integrity "
+        "check: the project they were copied from may be damaged in a way opening it does "
+        f"not check. {keeping}, and ask IT to check the project."
+    )
+    log.warning("%s", said[-1])
+    return spared
 
 
 def _backup_in_use(path: Path) -> bool:

@@ -631,6 +631,36 @@ def test_each_opening_for_work_backs_up_the_state_it_starts_from(tmp_path, every
     assert autos[0].made_at < autos[1].made_at < autos[2].made_at
 
 
+def test_the_newest_whole_backup_is_never_rolled_out(tmp_path, monkeypatch, every_open):
+    """A project damaged in a way the quick check on opening misses (an index that no longer
+    matches its table) opened every day: each day's automatic backup holds the damage, and
+    after ten days every whole backup was deleted. The newest whole one is kept whatever the
+    count, and a damaged newest backup is said (the project itself is then suspect)."""
+    monkeypatch.setattr(project_module, "BACKUPS_KEPT", 2)
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        StudyService(p).add_annotator("p0")
+    with Project.open(path) as p:
+        whole = p.automatic_backup
+    checked = []
+
+    def damage(backup: Path) -> str | None:  # every backup after the first holds the damage
+        checked.append(backup.name)
+        return None if backup == whole else "it failed its integrity check (test)."
+
+    monkeypatch.setattr(project_module, "backup_damage", damage)
+    for i in range(1, 6):
+        with Project.open(path) as p:
+            StudyService(p).add_annotator(f"p{i}")
+            if i >= 3:  # (before, there is nothing to delete, and nothing is checked)
+                assert "failed SQLite's integrity check" in p.backup_problem
+                assert f"{whole.name} is kept as the newest whole backup" in p.backup_problem
+    assert whole.name in checked
+    autos = [b.path for b in list_backups(path) if b.kind == "automatic"]
+    assert whole in autos and len(autos) == 3  # the two newest, and the newest whole one
+    assert _annotators_in(whole) == ["p0"]
+
+
 def test_automatic_backups_keep_the_newest_and_spare_the_other_kinds(
     tmp_path, monkeypatch, every_open
 ):
