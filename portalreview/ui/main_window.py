@@ -547,9 +547,17 @@ class MainWindow(QMainWindow):
         restore = box.addButton(
             "Open the latest backup (as a copy)", QMessageBox.ButtonRole.AcceptRole
         )
+        other = box.addButton("Choose another backup…", QMessageBox.ButtonRole.ActionRole)
         box.setDefaultButton(restore)
         box.exec()
-        if box.clickedButton() is not restore:
+        if box.clickedButton() is other:  # an older one (each is checked before it is copied)
+            chosen, _ = QFileDialog.getOpenFileName(
+                self, "Open a copy of which backup?", str(backup.parent), f"Backups (*{SUFFIX})"
+            )
+            if not chosen:
+                return
+            backup = Path(chosen)
+        elif box.clickedButton() is not restore:
             return
 
         def copied(copy: Path) -> None:

@@ -183,3 +183,34 @@ def test_a_failed_automatic_backup_is_told_but_the_project_opens(qtbot, window, 
     assert text.startswith("The automatic backup of gui.prproj into gui.backups/ failed (")
     assert window.session is not None and not window.project.read_only
     window.close_project()
+
+
+def test_another_backup_can_be_chosen_and_a_damaged_one_is_refused(
+    qtbot, window, gui, monkeypatch
+):
+    """Only the newest whole backup was offered: the state of an older one (before a mistake)
+    could be had only by copying files by hand."""
+    older = project_module.make_backup(gui.path, "manual")
+    newest = _damaged_with_a_backup(gui.path)
+    chosen = [str(newest), str(older)]  # first a damaged one, then the older, whole one
+    newest.write_bytes(newest.read_bytes()[:-4096])
+    monkeypatch.setattr(
+        main_window.QFileDialog, "getOpenFileName", lambda *a, **k: (chosen.pop(0), "")
+    )
+    refused: list[str] = []
+    monkeypatch.setattr(
+        main_window.QMessageBox, "critical", lambda _p, _t, text, *a: refused.append(text)
+    )
+    seen: list[QMessageBox] = []
+    _answer_the_box(qtbot, "Choose another backup…", "damaged-choose.png", seen)
+    window.open_project(gui.path, annotator="ava")
+    qtbot.waitUntil(lambda: bool(refused), timeout=20000)
+    assert f"The backup {newest.name} is damaged" in refused[0]
+    assert window.project is None and not list(gui.path.parent.glob("gui-restored-*"))
+    _answer_the_box(qtbot, "Choose another backup…", "damaged-choose.png", seen)
+    window.open_project(gui.path, annotator="ava")
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
+    assert window.project.path.name.startswith("gui-restored-")
+    assert "late" not in [a.name for a in window.admin.annotators()]
+    assert older.name in window.statusBar().currentMessage()
+    window.close_project()
