@@ -886,34 +886,6 @@ def test_a_failed_automatic_backup_does_not_keep_the_project_closed(tmp_path):
         assert [a.name for a in StudyService(p).annotators()] == ["ava", "ben"]
 
 
-def test_a_damaged_file_names_its_newest_backup_and_a_copy_of_it_opens(tmp_path, every_open):
-    path = tmp_path / "s.prproj"
-    with Project.create(path) as p:
-        StudyService(p).add_annotator("ava")
-    older = make_backup(path, "manual")
-    with Project.open(path) as p:
-        newest = p.automatic_backup
-        StudyService(p).add_annotator("ben")
-    assert latest_backup(path) == newest != older
-    data = path.read_bytes()
-    path.write_bytes(data[:-1])
-    with pytest.raises(ProjectDamagedError) as refused:
-        Project.open(path)
-    assert refused.value.latest_backup == newest
-    assert str(refused.value).endswith(f"Restore the latest backup from s.backups/: {newest.name}.")
-    damaged, kept = _digest(path), _digest(newest)
-    copy = copy_backup_beside(newest, path)
-    stamp = newest.name.removeprefix("s-000002-").removesuffix("-auto.prproj")  # the time
-    assert copy == tmp_path / f"s-restored-{stamp}.prproj"
-    assert _digest(path) == damaged and _digest(newest) == kept
-    assert stat.S_IMODE(copy.stat().st_mode) == 0o600 or os.name != "posix"
-    with Project.open(copy) as restored:
-        assert restored.integrity_check() == "ok"
-        assert [a.name for a in StudyService(restored).annotators()] == ["ava"]
-    again = copy_backup_beside(newest, path)  # never over an earlier copy
-    assert again == tmp_path / f"s-restored-{stamp}-2.prproj"
-
-
 def _spoil(backup: Path, how: str) -> None:
     data = backup.read_bytes()
     spoilt = {
@@ -935,6 +907,26 @@ def _two_backups_then_damaged(tmp_path) -> tuple[Path, Path, Path]:
         StudyService(p).add_annotator("ben")
     path.write_bytes(path.read_bytes()[:-1])
     return path, older, newest
+
+
+def test_a_damaged_file_names_its_newest_backup_and_a_copy_of_it_opens(tmp_path, every_open):
+    path, older, newest = _two_backups_then_damaged(tmp_path)
+    assert latest_backup(path) == newest != older
+    with pytest.raises(ProjectDamagedError) as refused:
+        Project.open(path)
+    assert refused.value.latest_backup == newest
+    assert str(refused.value).endswith(f"Restore the latest backup from s.backups/: {newest.name}.")
+    damaged, kept = _digest(path), _digest(newest)
+    copy = copy_backup_beside(newest, path)
+    stamp = newest.name.removeprefix("s-000002-").removesuffix("-auto.prproj")  # the time
+    assert copy == tmp_path / f"s-restored-{stamp}.prproj"
+    assert _digest(path) == damaged and _digest(newest) == kept
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600 or os.name != "posix"
+    with Project.open(copy) as restored:
+        assert restored.integrity_check() == "ok"
+        assert [a.name for a in StudyService(restored).annotators()] == ["ava"]
+    again = copy_backup_beside(newest, path)  # never over an earlier copy
+    assert again == tmp_path / f"s-restored-{stamp}-2.prproj"
 
 
 @pytest.mark.parametrize("how", ["cut short", "emptied", "overwritten"])
