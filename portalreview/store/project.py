@@ -196,14 +196,18 @@ def _newest_entry(session: Session) -> tuple | None:
     return None if row is None else tuple(row)
 
 
-def _newest_entry_afresh(path: Path) -> tuple | None:
-    """The newest audit entry as a new connection reads it from the file (the open ones may
-    answer from pages they hold in memory)."""
-    conn = _connect(path, read_only=True)
+def _newest_entry_in_file(path: Path) -> tuple | None:
+    """The newest audit entry in the file's own pages, its -wal left out (immutable: the open
+    connections may answer from pages they hold in memory, and a new one from the -wal's
+    pages laid over another file copied in); ``("unreadable",)`` where it cannot be read."""
     try:
-        row = conn.execute(_NEWEST_ENTRY).fetchone()
-    finally:
-        conn.close()
+        conn = sqlite3.connect(sqlite_uri(path.resolve(), "mode=ro&immutable=1"), uri=True)
+        try:
+            row = conn.execute(_NEWEST_ENTRY).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return ("unreadable",)
     return None if row is None else tuple(row)
 
 
@@ -632,7 +636,10 @@ class Project:
         # A save's commit and the note of how it left the file, one step for the other
         # threads' saves (see _refuse_save_if_replaced).
         self._leaving = threading.Lock()
-        self._left_entry: tuple | None = None
+        self._left_entry: tuple | None = None  # the newest audit entry saved
+        # and the newest one in the file's own pages (older while a reader kept the last
+        # saves in the -wal: see _merge_into_file)
+        self._file_entry: tuple | None = None
         self._reader = sessionmaker(engine, expire_on_commit=False)
         self._writer = sessionmaker(
             engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False
@@ -765,6 +772,7 @@ class Project:
             project.upgraded_from = version if upgraded else None
             with project.read() as session:
                 project._left_entry = _newest_entry(session)
+            project._file_entry = _newest_entry_in_file(path)
         except BaseException:
             if place is not None:
                 place.close()
@@ -806,7 +814,10 @@ class Project:
         the lock is released, so that nothing is written after another program may hold it."""
         self._life.close()
         self._empty_orphaned_wal()
-        self._engine.dispose()
+        if self._replaced_with_saves_unmerged():
+            self._close_setting_the_wal_aside()
+        else:
+            self._engine.dispose()
         if self._place is not None:
             self._place.close()
         if self._lock is not None:
@@ -916,28 +927,79 @@ class Project:
             self._place.refuse_save_if_gone()
 
     def _note_left(self, newest: tuple | None) -> None:
-        """The file as this program left it: its newest audit entry, size and time."""
+        """The file as this program left it: its newest audit entry, that of its own pages
+        (read only where the -wal was not all merged into it), its size and time."""
         self._left_entry = newest
         if self._place is not None:
+            merged = self.merge_each_save and self._wal_merged
+            self._file_entry = newest if merged else _newest_entry_in_file(self.path)
             self._place.note_left()
+
+    def _replaced(self) -> bool:
+        """Whether another program wrote into the file since this one last left it: its size
+        or time moved, and the newest audit entry in its own pages is none this program left
+        there."""
+        return not self._place.left_as_noted() and _newest_entry_in_file(self.path) not in (
+            self._file_entry,
+            self._left_entry,
+        )
+
+    def _replaced_with_saves_unmerged(self) -> bool:
+        """A file replaced while a reader kept the last saves in the -wal: closing would merge
+        them into the file put there (SQLite merges on closing), damaging it."""
+        return (
+            self._place is not None
+            and self.merge_each_save
+            and not self._wal_merged
+            and self._place.in_place()
+            and self._replaced()
+        )
+
+    def _close_setting_the_wal_aside(self) -> None:
+        """Close without merging the -wal into the file put in this one's place, and set the
+        -wal aside (renamed), so that no later opening merges it either. A reading connection
+        open meanwhile keeps SQLite from merging as the others close, and merges nothing
+        itself as it closes, being read-only. A file SQLite cannot read (cut short) is closed
+        as any other."""
+        wal = _beside(self.path, "-wal")
+        guard = sqlite3.connect(sqlite_uri(self.path.resolve(), "mode=ro"), uri=True)
+        try:
+            guard.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error:
+            guard.close()
+            self._engine.dispose()
+            return
+        try:
+            self._engine.dispose()
+        finally:
+            guard.close()
+        aside = _beside(self.path, f"-wal-of-the-file-replaced-{_stamp()}")
+        try:
+            os.replace(wal, aside)
+        except OSError as exc:
+            log.warning("the -wal of %s (replaced while open) stays: %s", self.label, exc)
+        else:
+            log.warning(
+                "%s was replaced while open: its last saves, not merged into it, were set "
+                "aside in %s, not merged into the file put there",
+                self.label,
+                aside.name,
+            )
 
     def _refuse_save_if_replaced(self, session: Session) -> None:
         """:class:`SaveFailed` where another program wrote into the file since this one last
         saved (a backup copied over it): SQLite would go on from the pages it holds, and the
         next saves mixed the two states into a damaged file. The file's size and time tell;
-        where they moved, its newest audit entry, read afresh, is compared with the one this
-        program left, so that a drive setting a file's time itself stops nothing."""
+        where they moved, the newest audit entry in its own pages is compared with the one
+        this program left there, so that a drive setting a file's time itself stops nothing
+        (the -wal's pages left out: laid over a copy, they showed this program's last save)."""
         if self._place is None or self._place.left_as_noted():
             return
         session.connection()  # BEGIN IMMEDIATE: none of our other saves commits meanwhile
         with self._leaving:
             if self._place.left_as_noted():  # another of our saves noted it meanwhile
                 return
-            try:
-                found = _newest_entry_afresh(self.path)
-            except sqlite3.Error:
-                found = ("unreadable",)
-            if found != self._left_entry:
+            if self._replaced():
                 raise SaveFailed(
                     f"{self.path.name} was changed by another program while it was open here "
                     "(another file copied over it, such as a backup?). Nothing was saved: "

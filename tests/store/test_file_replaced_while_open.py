@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -88,4 +89,67 @@ def test_saves_from_several_threads_at_once_are_never_taken_for_another_program(
         for thread in threads:
             thread.join()
     assert failures == []
+    assert _full_check(path) == "ok"
+
+
+def test_a_copy_is_seen_while_a_reader_keeps_the_last_saves_in_the_wal(study):
+    """A reader holding its snapshot keeps the last saves from being merged into the file:
+    read afresh, the -wal's pages over the copy's still showed the newest audit entry this
+    program saved, and the save went on into the mixture."""
+    path, unit, backup = study
+    with Project.open(path) as project:
+        ava = StudyService(project).as_viewer("ava")
+        ava.save_answer(unit, _respond("first"), status="draft")
+        reader = sqlite3.connect(path)  # e.g. another thread's read under way
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM audit_log").fetchone()
+            for n in range(3):
+                ava.save_answer(unit, _respond(f"draft {n}"), status="draft")
+            shutil.copyfile(backup, path)
+            with pytest.raises(SaveFailed, match="was changed by another program"):
+                ava.save_answer(unit, _respond("after the copy"), status="draft")
+        finally:
+            reader.close()
+        with pytest.raises(SaveFailed, match="was changed by another program"):
+            ava.save_answer(unit, _respond("once the reader is done"), status="draft")
+    # closing merged the -wal's last saves into the file put there: it is set aside instead
+    assert path.read_bytes() == backup.read_bytes()
+    assert _full_check(path) == "ok"
+    assert len(list(path.parent.glob("study.prproj-wal-of-the-file-replaced-*"))) == 1
+
+
+def test_a_project_closed_after_a_copy_with_its_last_saves_in_the_wal_leaves_the_copy(study):
+    path, unit, backup = study
+    with Project.open(path) as project:
+        ava = StudyService(project).as_viewer("ava")
+        ava.save_answer(unit, _respond("merged into the file"), status="draft")
+        reader = sqlite3.connect(path)
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM audit_log").fetchone()
+            ava.save_answer(unit, _respond("kept in the -wal"), status="draft")
+        finally:
+            reader.close()
+        shutil.copyfile(backup, path)  # and closed with no save tried
+    assert path.read_bytes() == backup.read_bytes()
+    assert _full_check(path) == "ok"
+
+
+def test_saves_that_wait_on_a_reader_are_no_refusal_when_only_the_time_moved(study):
+    path, unit, _backup = study
+    with Project.open(path) as project:
+        ava = StudyService(project).as_viewer("ava")
+        reader = sqlite3.connect(path)
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM audit_log").fetchone()
+            for n in range(3):
+                ava.save_answer(unit, _respond(f"draft {n}"), status="draft")
+                later = path.stat().st_mtime_ns + 7_000_000_000
+                os.utime(path, ns=(later, later))  # a network drive setting its own time
+        finally:
+            reader.close()
+        ava.save_answer(unit, _respond("last"), status="draft")
+        assert ava.get_answer(unit).payload["parts"]["empathy"] == "last"
     assert _full_check(path) == "ok"
