@@ -123,7 +123,8 @@ class ProjectDamagedError(ProjectError):
             advice = f"There is no backup of it in {folder}/ beside it: restore your own backup."
         elif self.latest_backup is None:
             many = f"Its {len(damaged)} backups" if len(damaged) > 1 else "Its backup"
-            advice = f"{many} in {folder}/ are damaged too: restore your own backup."
+            are = "are" if len(damaged) > 1 else "is"
+            advice = f"{many} in {folder}/ {are} damaged too: restore your own backup."
         elif not damaged:
             advice = f"Restore the latest backup from {folder}/: {self.latest_backup.name}."
         else:

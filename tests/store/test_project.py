@@ -958,6 +958,17 @@ def test_a_damaged_file_whose_backups_are_all_damaged_says_so(tmp_path, every_op
     )
 
 
+def test_a_damaged_file_whose_only_backup_is_damaged_says_so_in_the_singular(tmp_path, every_open):
+    path, older, newest = _two_backups_then_damaged(tmp_path)
+    older.unlink()
+    _spoil(newest, "cut short")
+    with pytest.raises(ProjectDamagedError) as refused:
+        Project.open(path)
+    assert str(refused.value).endswith(
+        "Its backup in s.backups/ is damaged too: restore your own backup."
+    )
+
+
 def test_a_damaged_backup_is_not_copied(tmp_path, every_open):
     path, _older, newest = _two_backups_then_damaged(tmp_path)
     _spoil(newest, "overwritten")
