@@ -215,3 +215,48 @@ def test_a_cell_emptied_saves_the_old_wording(qtbot, gui, prefs):
     qtbot.waitUntil(lambda: "cannot be empty" in editor.notice.text())
     assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER"]
     window.close()
+
+
+def _saved_texts(qtbot, window, gui) -> list[str]:
+    qtbot.waitUntil(lambda: window.session.pending)
+    wait_saved(qtbot, window)
+    stored = stored_answer(gui.path, gui.ids.units["facts"], "ava")
+    return [f["text"] for f in stored.payload["facts"]]
+
+
+def test_undo_and_redo_after_a_fact_is_reworded_in_its_cell(qtbot, gui, prefs):
+    """The autosaves while the cell is open add no undo steps: Enter makes one, which Ctrl+Z
+    takes back (in the table, the answer and the project) and Ctrl+Y puts back."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    cell = _reword_in_cell(qtbot, window, side, NEW)
+    assert _saved_texts(qtbot, window, gui) == [NEW]
+    qtbot.keyClick(cell, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: side.table.state() != side.table.State.EditingState)
+    assert editor.undo_stack.count() == 2  # listing it, rewording it
+    side.table.setFocus()
+    qtbot.keyClick(side.table, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert side.table.item(0, 1).text() == "Go to the ER"
+    assert [f["text"] for f in editor.payload()["facts"]] == ["Go to the ER"]
+    assert _saved_texts(qtbot, window, gui) == ["Go to the ER"]
+    qtbot.keyClick(side.table, Qt.Key.Key_Y, Qt.KeyboardModifier.ControlModifier)
+    assert side.table.item(0, 1).text() == NEW
+    assert _saved_texts(qtbot, window, gui) == [NEW]
+    window.close()
+
+
+def test_ctrl_z_in_an_open_cell_undoes_its_typing_and_saves_that(qtbot, gui, prefs):
+    """In the open cell Ctrl+Z is the cell's own undo (the fact stays listed), and the
+    wording it brings back is the one saved."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    cell = _reword_in_cell(qtbot, window, side, NEW)
+    assert _saved_texts(qtbot, window, gui) == [NEW]
+    for _step in range(len(NEW)):  # (how much one Ctrl+Z takes back is Qt's)
+        if cell.text() == "Go to the ER":
+            break
+        qtbot.keyClick(cell, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert cell.text() == "Go to the ER"
+    assert QApplication.focusWidget() is cell and editor.undo_stack.count() == 1
+    assert _saved_texts(qtbot, window, gui) == ["Go to the ER"]
+    window.close()
