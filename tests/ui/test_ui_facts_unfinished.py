@@ -6,7 +6,8 @@ saved with the unit it was typed for, never with the next one, and never lost.""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QLineEdit
 from ui_support import open_window, show_kind, stored_answer, wait_saved
 
@@ -161,8 +162,13 @@ def _reword_in_cell(qtbot, window, side, wording: str):
     qtbot.keyClicks(side.entry, "Go to the ER")
     qtbot.keyClick(side.entry, Qt.Key.Key_Return)
     wait_saved(qtbot, window)
+    return _type_in_cell(qtbot, side, side.table.rowCount() - 1, wording)
+
+
+def _type_in_cell(qtbot, side, row: int, wording: str):
+    """F2 on the fact in ``row`` and type ``wording`` over it (no Enter)."""
     side.table.setFocus()
-    side.table.setCurrentCell(side.table.rowCount() - 1, 1)
+    side.table.setCurrentCell(row, 1)
     qtbot.keyClick(side.table, Qt.Key.Key_F2)
     cell = QApplication.focusWidget()
     assert isinstance(cell, QLineEdit) and cell is not side.entry
@@ -259,4 +265,65 @@ def test_ctrl_z_in_an_open_cell_undoes_its_typing_and_saves_that(qtbot, gui, pre
     assert cell.text() == "Go to the ER"
     assert QApplication.focusWidget() is cell and editor.undo_stack.count() == 1
     assert _saved_texts(qtbot, window, gui) == ["Go to the ER"]
+    window.close()
+
+
+def _wheel_down(widget) -> None:
+    """One notch of the mouse wheel over ``widget`` (the focus stays where it is)."""
+    centre = QPointF(widget.rect().center())
+    QApplication.sendEvent(
+        widget,
+        QWheelEvent(
+            centre,
+            widget.mapToGlobal(centre),
+            QPoint(0, 0),
+            QPoint(0, -120),
+            Qt.MouseButton.NoButton,
+            Qt.KeyboardModifier.NoModifier,
+            Qt.ScrollPhase.NoScrollPhase,
+            False,
+        ),
+    )
+
+
+@pytest.mark.parametrize("how", ["mouse wheel", "Edit > Undo"])
+def test_a_fact_judged_while_its_cell_is_open_keeps_the_wording_typed(qtbot, gui, prefs, how):
+    """The fact's row shown again (its "Kept?" drop-down turned with the mouse wheel, or its
+    judgement undone from the menu) put the old wording back in the open cell over what was
+    typed there, and that was saved."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    if how == "mouse wheel":
+        cell = _reword_in_cell(qtbot, window, side, NEW)
+        _wheel_down(side.entailed_boxes[0])
+        judged = True
+    else:
+        editor.add_fact("original", "Go to the ER")
+        editor.set_entailed("original", 0, True)  # the step to undo
+        cell = _type_in_cell(qtbot, side, 0, NEW)
+        window.act_undo.trigger()
+        judged = None
+    assert side.entailed_boxes[0].currentData() is judged  # (the judgement did change)
+    assert QApplication.focusWidget() is cell and cell.text() == NEW
+    assert [(f["text"], f["entailed"]) for f in editor.payload()["facts"]] == [(NEW, judged)]
+    assert _saved_texts(qtbot, window, gui) == [NEW]
+    qtbot.keyClick(cell, Qt.Key.Key_Return)  # entered after the key (a queued call)
+    qtbot.waitUntil(lambda: side.table.state() != side.table.State.EditingState)
+    assert editor.state["original"] == [{"text": NEW, "entailed": judged, "error_category": None}]
+    window.close()
+
+
+def test_a_fact_brought_back_while_a_cell_is_open_never_takes_its_wording(qtbot, gui, prefs):
+    """A removal undone from the menu moves the facts down a row: the wording being typed for
+    one is never entered for the fact brought back into its row (the cell closes, as Esc)."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    side = editor.sides["original"]
+    editor.add_fact("original", "Rest at home")
+    editor.add_fact("original", "Go to the ER")
+    editor.remove_fact("original", 0)
+    _type_in_cell(qtbot, side, 0, NEW)  # over "Go to the ER", now the first row
+    window.act_undo.trigger()  # "Rest at home" back in the first row
+    assert side.table.state() != side.table.State.EditingState
+    assert [f["text"] for f in editor.payload()["facts"]] == ["Rest at home", "Go to the ER"]
+    assert side.table.item(0, 1).text() == "Rest at home"
     window.close()

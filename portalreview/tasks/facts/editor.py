@@ -123,6 +123,13 @@ class _AutosavedCells(QStyledItemDelegate):
             cell.textEdited.connect(lambda _t: self.editor.emit_changed())
         return cell
 
+    def setEditorData(self, cell: QWidget, index) -> None:
+        # Qt sets it again whenever the fact's row is shown again (judged with the mouse wheel
+        # on its drop-down, an Edit > Undo): that put the old wording over the one being typed
+        if isinstance(cell, QLineEdit) and cell.isModified():
+            return
+        super().setEditorData(cell, index)
+
 
 class FactSide(WrappingColumn):
     """One response with its facts: the text, the fact list, and a box to type a new fact."""
@@ -250,6 +257,9 @@ class FactSide(WrappingColumn):
         self.remove.setEnabled(bool(facts))
 
     def _rebuild(self, n: int) -> None:
+        cell = self._open_cell()
+        if cell is not None:  # a fact added or taken back meanwhile: its row may hold another
+            self.table.closeEditor(cell, QAbstractItemDelegate.EndEditHint.RevertModelCache)
         current = self.table.currentRow()
         self.table.setRowCount(n)
         self.entailed_boxes, self.category_boxes = [], []
