@@ -124,17 +124,23 @@ class ResponseCard(QFrame):
         layout.addLayout(top)
         body = QLabel(response.text)
         body.setObjectName("responseText")
+        # Shown as stored: a draft starting "your <b>troponin</b>" was taken for rich text,
+        # "<325 mg>" vanished, a comment was hidden and the line breaks were lost.
+        body.setTextFormat(Qt.TextFormat.PlainText)
         body.setWordWrap(True)
         body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         body.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.body = body
+        body.installEventFilter(self)  # a click on the text chooses the card too
         layout.addWidget(body)
         # The reasons appear once the response is marked incorrect (seed 001: C1-C3).
         self.reasons = QWidget()
         reasons = QVBoxLayout(self.reasons)
         reasons.setContentsMargins(12, 0, 0, 0)
         reasons.setSpacing(2)
-        reasons.addWidget(QLabel("Why incorrect? (tick all that apply)"))
+        why = QLabel("Why incorrect? (tick all that apply)")
+        why.setWordWrap(True)  # in large text on a laptop it made the card wider than its pane
+        reasons.addWidget(why)
         self.criteria: dict[str, QCheckBox] = {}
         for i, criterion in enumerate(catalogs.criteria, start=1):
             box = QCheckBox(criterion.id)
@@ -155,8 +161,21 @@ class ResponseCard(QFrame):
         layout.addWidget(self.reasons)
 
     def mousePressEvent(self, event) -> None:
-        self.parent_editor().set_current(self.response_id)
+        self._chosen_by_mouse()
         super().mousePressEvent(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.MouseButtonPress:  # on the text (it takes the click)
+            self._chosen_by_mouse()
+        return False
+
+    def _chosen_by_mouse(self) -> None:
+        """The card clicked is the current one, and the editor keeps the keys: a click on a
+        draft's text left another draft current, so the next key (a rank, Y, N) went to that
+        one; after a click on the card the scroll area took Up and Down."""
+        editor = self.parent_editor()
+        editor.set_current(self.response_id)
+        editor.setFocus(Qt.FocusReason.MouseFocusReason)
 
     def parent_editor(self) -> RankEditor:
         widget = self.parentWidget()
@@ -526,6 +545,13 @@ class RankEditor(Editor):
             return False
         key, mods = event.key(), event.modifiers()
         alt = bool(mods & Qt.KeyboardModifier.AltModifier)
+        # The window's shortcuts are not judgements: Ctrl+Y with nothing to redo marked the
+        # draft correct, Ctrl+8 ranked it, Alt+N marked it incorrect. Alt goes with the
+        # reasons' digits only.
+        if mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.MetaModifier):
+            return False
+        if alt and key not in _NUMBER_KEYS:
+            return False
         index = self.order.index(self.current)
         if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
             step = 1 if key == Qt.Key.Key_Down else -1

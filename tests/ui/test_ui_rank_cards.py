@@ -1,0 +1,101 @@
+"""The rank screen's drafts, as a clinician meets them: a draft's text is shown as stored
+(never read as markup), a click anywhere on a draft makes it the one the keys act on, and the
+window's shortcuts (Ctrl+Y, Alt+N...) never record a judgement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+from ui_support import open_window, show_kind, stored_answer, wait_saved
+
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from tests.conftest import build_small_study
+
+MARKUP = (
+    "Hi Mr. Lee, your <b>troponin</b> result is back.\n"
+    "Take aspirin <325 mg> only if told.\n"
+    "<!-- drafted by model X -->\n"
+    "Call 911 if the pain spreads to your arm."
+)
+
+
+@pytest.fixture
+def three_drafts(tmp_path: Path) -> tuple[Path, int, list[int]]:
+    """A rank unit of three drafts for ava, the first one with text that looks like HTML."""
+    path = tmp_path / "rank.prproj"
+    with Project.create(path, name="Rank cards") as project:
+        ids = build_small_study(project)
+        svc = StudyService(project)
+        texts = [MARKUP, "Please go to the emergency room now.", "Rest, and call us tomorrow."]
+        drafts = [
+            svc.add_response(ids.case1, f"card-{n}", text, author_kind="model", author=f"m{n}")
+            for n, text in enumerate(texts)
+        ]
+        unit = svc.add_unit(svc.create_unit_set("cards", "rank"), ids.case1, members=drafts)
+        svc.assign(unit, ids.ava)
+    return path, unit, drafts
+
+
+def _rank_editor(qtbot, prefs, path: Path, unit: int):
+    window = open_window(qtbot, prefs, path, "ava")
+    show_kind(window, "rank")
+    assert window.queue.select_unit(unit)
+    editor = window.editors["rank"]
+    editor.setFocus()
+    return window, editor
+
+
+def test_a_draft_is_shown_as_stored_never_as_markup(qtbot, prefs, three_drafts):
+    path, unit, drafts = three_drafts
+    window, editor = _rank_editor(qtbot, prefs, path, unit)
+    body = editor.cards[drafts[0]].body
+    assert body.text() == MARKUP
+    # Read as rich text, the four lines ran into one and "<325 mg>" and the comment vanished.
+    width = 2000
+    assert body.heightForWidth(width) >= 4 * body.fontMetrics().lineSpacing()
+    assert body.textFormat() == Qt.TextFormat.PlainText
+    window.close()
+
+
+def test_a_click_on_a_draft_s_text_makes_it_the_one_the_keys_act_on(qtbot, prefs, three_drafts):
+    path, unit, _drafts = three_drafts
+    window, editor = _rank_editor(qtbot, prefs, path, unit)
+    first, clicked = editor.order[0], editor.order[2]
+    assert editor.current == first
+    card = editor.cards[clicked]
+    editor.cards_area.ensureWidgetVisible(card.body)
+    QTest.mouseClick(card.body, Qt.MouseButton.LeftButton, pos=QPoint(5, 5))
+    assert editor.current == clicked
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_2)
+    assert editor.state["ranks"].get(clicked) == 2 and not editor.state["ranks"].get(first)
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Up)  # Up and Down still choose a draft
+    assert editor.current == editor.order[1]
+    window.close()
+
+
+@pytest.mark.parametrize(
+    ("key", "modifier"),
+    [
+        (Qt.Key.Key_Y, Qt.KeyboardModifier.ControlModifier),  # Redo, with nothing to redo
+        (Qt.Key.Key_8, Qt.KeyboardModifier.ControlModifier),
+        (Qt.Key.Key_N, Qt.KeyboardModifier.AltModifier),
+        (Qt.Key.Key_Backspace, Qt.KeyboardModifier.AltModifier),  # Undo, nothing to undo
+    ],
+)
+def test_a_shortcut_is_never_a_judgement(qtbot, prefs, three_drafts, key, modifier):
+    path, unit, _drafts = three_drafts
+    window, editor = _rank_editor(qtbot, prefs, path, unit)
+    current = editor.current
+    qtbot.keyClick(editor, Qt.Key.Key_1)  # a rank to clear, were Alt+Backspace taken for one
+    editor.undo_stack.clear()  # nothing to undo or redo: the shortcut has nothing to do
+    qtbot.keyClick(editor, key, modifier)
+    assert editor.state["correct"].get(current) is None
+    assert editor.state["ranks"].get(current) == 1
+    wait_saved(qtbot, window)
+    window.close()
+    answer = stored_answer(path, unit, "ava")
+    assert answer is None or not any(v is not None for v in answer.payload.get("correct", {}))
