@@ -144,3 +144,22 @@ def test_the_urgency_level_s_name_is_whole(qtbot, gui, prefs, size):
             assert name.isVisible() and name.text()
             assert name.width() >= name.sizeHint().width(), (size, level, name.text())
             assert name.mapTo(side, name.rect().topRight()).x() < side.contentsRect().right()
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_an_empathy_choice_never_widens_the_page(qtbot, gui, prefs, screen):
+    """"Response 2 (key 2) = equally empathetic" did not wrap: choosing "both equally" made the
+    page wider than a laptop's window, and the second response went behind a scroll bar."""
+    from PySide6.QtWidgets import QScrollArea
+
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "empathy")
+    sized(window, screen)
+    editor = window.editors["empathy"]
+    page = editor.parent()
+    while not isinstance(page, QScrollArea):
+        page = page.parent()
+    for choice in (0, 1, 2):
+        editor.choose(choice)
+        QTest.qWait(80)
+        assert page.horizontalScrollBar().maximum() == 0, (screen, choice)

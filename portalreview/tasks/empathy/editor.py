@@ -58,6 +58,8 @@ class ResponseCard(QFrame):
         layout.setContentsMargins(8, 6, 8, 6)
         self.title = QLabel()
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        # "= equally empathetic" made a title wider than a laptop's half page
+        self.title.setWordWrap(True)
         layout.addWidget(self.title)
         self.text = QLabel()
         self.text.setObjectName(f"response{number}")
