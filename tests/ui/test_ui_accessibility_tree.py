@@ -133,3 +133,33 @@ def test_descriptions_and_live_figures_are_there_for_a_screen_reader(qtbot, gui,
         assert figure in live.accessibleName(), (kind, live.accessibleName())
         assert "<b>" not in live.accessibleName()  # announced as text, not markup
     window.close()
+
+
+def _button_names(root: QWidget) -> list[str]:
+    names: list[str] = []
+
+    def walk(iface, depth: int) -> None:
+        if iface is None or not iface.isValid() or depth > 60 or iface.state().invisible:
+            return
+        if iface.role() == Role.Button:
+            names.append(iface.text(QAccessible.Text.Name))
+        if iface.role() not in CONTAINERS:
+            for i in range(iface.childCount()):
+                walk(iface.child(i), depth + 1)
+
+    walk(QAccessible.queryAccessibleInterface(root), 0)
+    return names
+
+
+def test_no_two_buttons_of_an_editor_share_a_name(qtbot, gui, tmp_path) -> None:
+    """Check facts' two sides each had "Add", "Remove (Del)" and "List the selection as a
+    fact (F)": a screen reader could not tell which side a button acted on."""
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    shared = {}
+    for kind in KINDS:
+        window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
+        qtbot.wait(100)
+        names = _button_names(window.editors[kind])
+        shared[kind] = sorted({n for n in names if names.count(n) > 1})
+    window.close()
+    assert shared == {kind: [] for kind in KINDS}

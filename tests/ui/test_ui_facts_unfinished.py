@@ -327,3 +327,20 @@ def test_a_fact_brought_back_while_a_cell_is_open_never_takes_its_wording(qtbot,
     assert [f["text"] for f in editor.payload()["facts"]] == ["Rest at home", "Go to the ER"]
     assert side.table.item(0, 1).text() == "Rest at home"
     window.close()
+
+
+def test_facts_listed_and_not_judged_give_no_figure_yet(qtbot, gui, prefs):
+    """Five facts listed and none judged read "Fact-Recall 1.00 ... Fact-Precision 1.00 ... F1
+    1.00", the figure seed 004 gives a pair with no facts at all."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    for fact in ("Rest at home", "Drink water", "Call if worse"):
+        editor.add_fact("original", fact)
+    editor.add_fact("edited", "Rest at home")
+    shown = editor.scores.text()
+    assert "Fact-Recall —" in shown and "Fact-Precision —" in shown and "F1 —" in shown
+    editor.set_entailed("original", 0, False)  # one judged: lost
+    shown = editor.scores.text()
+    assert "Fact-Recall 0.00" in shown and "Fact-Precision —" in shown
+    editor.set_entailed("edited", 0, True)
+    assert "Fact-Precision 1.00" in editor.scores.text() and "F1 0.00" in editor.scores.text()
+    window.close()

@@ -107,6 +107,11 @@ class MessagePanel(CasePanel):
         return QSize(super().sizeHint().width(), (MESSAGE_LINES + 1) * lines + title + margins)
 
 
+def _figure(value: float, judged: int, listed: list) -> str:
+    """A live figure, or "—" where the side's facts are listed and none is judged yet."""
+    return "—" if listed and not judged else f"{value:.2f}"
+
+
 class _AutosavedCells(QStyledItemDelegate):
     """A fact cell's editor (F2) whose wording is saved as it is typed, as the new-fact box's
     is, and saved back when the editor closes without entering it (Esc): killed meanwhile,
@@ -148,6 +153,10 @@ class FactSide(WrappingColumn):
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
         self.from_selection = QPushButton("List the selection as a fact (F)")
+        # each side's buttons named for their side: a screen reader heard two of each
+        self.from_selection.setAccessibleName(
+            f"List the selection as a fact of the {side} response"
+        )
         self.from_selection.clicked.connect(lambda: editor.add_selection(side))
         self.table = QTableWidget(0, 4)
         self.table.setObjectName(f"{side}Facts")
@@ -183,9 +192,11 @@ class FactSide(WrappingColumn):
         self.entry.returnPressed.connect(self._add_typed)
         self.entry.textEdited.connect(lambda _t: self.editor.emit_changed())  # (autosaved)
         add = QPushButton("Add")
+        add.setAccessibleName(f"Add the fact to the {side} response")
         add.setMaximumWidth(add.fontMetrics().horizontalAdvance("Add") + 32)  # room for the hint
         add.clicked.connect(self._add_typed)
         self.remove = QPushButton("Remove (Del)")  # the fact chosen in the list
+        self.remove.setAccessibleName(f"Remove the chosen fact of the {side} response")
         self.remove.clicked.connect(lambda: editor.remove_fact(side, self.table.currentRow()))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -678,11 +689,16 @@ class FactsEditor(Editor):
         )
         lost = c["n_original"] - c["n_preserved"]
         added = c["n_edited"] - c["n_grounded"]
+        # A side whose facts are listed and none judged yet has no figure: seed 004's empty-set
+        # rule (1.0) is for a side with no facts, and was shown for five facts not judged.
+        recall = _figure(scores.recall, c["n_original"], self.state["original"])
+        precision = _figure(scores.precision, c["n_edited"], self.state["edited"])
+        f1 = "—" if "—" in (recall, precision) else f"{scores.f1:.2f}"
         text = (
-            f"<b>Fact-Recall {scores.recall:.2f}</b> ({c['n_preserved']} of {c['n_original']} "
+            f"<b>Fact-Recall {recall}</b> ({c['n_preserved']} of {c['n_original']} "
             f"facts of the original kept; {lost} lost) · <b>Fact-Precision "
-            f"{scores.precision:.2f}</b> ({c['n_grounded']} of {c['n_edited']} facts of the edit "
-            f"supported; {added} added) · F1 {scores.f1:.2f}"
+            f"{precision}</b> ({c['n_grounded']} of {c['n_edited']} facts of the edit "
+            f"supported; {added} added) · F1 {f1}"
         )
         if c["undecided"]:
             text += f" · <i>{c['undecided']} fact(s) not judged yet (not counted)</i>"
