@@ -412,3 +412,33 @@ def test_a_code_added_without_subcodes_is_coded_and_submitted(qtbot, gui, prefs)
     stored = stored_answer(gui.path, gui.ids.units["eppc"], "ava")
     assert stored.status == "submitted"
     assert stored.payload["labels"] == [{"code": "Humor", "subcode": None, "spans": [[0, 8]]}]
+
+
+def test_a_subcode_chosen_keeps_the_focus_and_tab_reaches_the_subcodes_in_place(
+    qtbot, gui, prefs
+):
+    """The subcode buttons are made anew on each change: the focused one was deleted and the
+    focus went to the work queue's filter (the next arrow key emptied the queue), and Tab
+    reached the subcodes last, after the comment box."""
+    from PySide6.QtWidgets import QApplication
+
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "eppc")
+    window.activateWindow()
+    editor = window.editors["eppc"]
+    editor.codes_list.setFocus()
+    qtbot.keyClick(editor.codes_list, Qt.Key.Key_1)
+    drugs = editor.subcode_buttons["Drugs"]
+    drugs.setFocus(Qt.FocusReason.TabFocusReason)  # reached by Tab, chosen with Space
+    qtbot.keyClick(drugs, Qt.Key.Key_Space)
+    assert editor.state["labels"]["InfoGive"]["subcode"] == "Drugs"
+    focus = QApplication.focusWidget()
+    assert focus is editor.subcode_buttons["Drugs"]
+    qtbot.keyClick(focus, Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)  # the editor's keys
+    assert editor.state["labels"]["InfoGive"]["subcode"] == editor.code("InfoGive").subcodes[1].id
+    editor.sentence_view.setFocus(Qt.FocusReason.TabFocusReason)
+    qtbot.keyClick(editor.sentence_view, Qt.Key.Key_Tab)  # the subcodes, where they are
+    assert QApplication.focusWidget() in editor.subcode_buttons.values()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)  # then the evidence
+    assert QApplication.focusWidget() is editor.evidence_list
+    window.close()

@@ -28,6 +28,7 @@ from PySide6.QtCore import QEvent, QSize, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QBoxLayout,
     QButtonGroup,
     QFrame,
@@ -723,7 +724,19 @@ class EppcEditor(Editor):
     def _subcode_name(code: EppcCode, subcode: str | None) -> str | None:
         return next((s.name for s in code.subcodes if s.id == subcode), subcode)
 
+    def _order_subcodes_for_tab(self) -> None:
+        """Tab reaches the subcodes where they are on screen, between the sentence and the
+        evidence (made anew, they came last, after the comment box)."""
+        previous = self.sentence_view
+        for button in self.subcode_buttons.values():
+            QWidget.setTabOrder(previous, button)
+            previous = button
+        QWidget.setTabOrder(previous, self.evidence_list)
+
     def _show_label_box(self) -> None:
+        # The subcode buttons are made anew: the one with the focus is deleted, and the focus
+        # went to the work queue's filter (an arrow key then emptied the queue).
+        subcode_had_focus = QApplication.focusWidget() in self.subcode_group.buttons()
         clear_layout(self.subcodes_layout)
         for button in self.subcode_group.buttons():
             self.subcode_group.removeButton(button)
@@ -761,6 +774,7 @@ class EppcEditor(Editor):
                 self.subcode_buttons[subcode.id] = button
                 self.subcodes_layout.addWidget(button)
                 button.show()  # now, not at the next event loop turn
+            self._order_subcodes_for_tab()
             text = self.offsets.text
             for start, end in label["spans"]:
                 item = QListWidgetItem(f"“{text[start:end]}”")
@@ -770,6 +784,10 @@ class EppcEditor(Editor):
                 item = QListWidgetItem("none yet: select it in the sentence, then E")
                 item.setFlags(Qt.ItemFlag.NoItemFlags)
                 self.evidence_list.addItem(item)
+        if subcode_had_focus:  # on the subcode chosen, else back to the editor's keys
+            chosen = None if current is None else self.state["labels"][current]["subcode"]
+            button = self.subcode_buttons.get(chosen)
+            (button or next(iter(self.subcode_buttons.values()), self)).setFocus()
         if self._notice:
             self._say(self._notice, again=True)
         else:
