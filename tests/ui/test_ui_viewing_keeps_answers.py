@@ -95,3 +95,31 @@ def test_a_nul_a_project_file_kept_is_left_out_rather_than_blocking_the_unit(qtb
     _look_at(qtbot, window, "urgency", urgency)
     assert stored_answer(gui.path, unit, "ava").payload["parts"] == {"empathy": "pasted text"}
     assert stored_answer(gui.path, urgency, "ava").comment == "see chart"
+
+
+def test_leaving_never_puts_an_older_answer_over_one_saved_elsewhere(qtbot, gui, prefs):
+    """A team study: the clinician's answer is on screen at one workstation while she submits
+    a new version at another; leaving the first one after a few seconds saved the time spent
+    with the answer on screen, her older draft over the submitted one."""
+    unit = gui.ids.units["respond"]
+    with Project.open(gui.path) as project:
+        StudyService(project).as_viewer("ava").save_answer(
+            unit, {"parts": {"empathy": "Version one"}}, active_seconds=30.0
+        )
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    clock = FakeClock()
+    window.session.clock._clock = clock
+    show_kind(window, "respond")
+    assert window.queue.select_unit(unit)
+    window.session.clock.start()
+    # the other workstation (here the same program's project, as a server would serve it)
+    StudyService(window.project).as_viewer("ava").save_answer(
+        unit, {"parts": {"empathy": "Version two"}}, status="submitted", active_seconds=60.0
+    )
+    clock.now += 5
+    window.session.clock.touch()
+    window.session.leave()
+    after = stored_answer(gui.path, unit, "ava")
+    assert after.payload["parts"]["empathy"] == "Version two"
+    assert after.status == "submitted"
+    window.close()
