@@ -375,7 +375,7 @@ def test_submitting_an_incomplete_answer_keeps_it_as_a_draft(qtbot, gui, prefs):
     window.act_submit.trigger()
     answer = stored_answer(gui.path, gui.ids.units["rank"], "ava")
     assert answer.status == "draft"
-    assert "no rank yet" in window.statusBar().currentMessage()
+    assert "not ranked yet" in window.statusBar().currentMessage()
 
 
 def test_drafts_are_shuffled_per_annotator_and_stable_for_one(qtbot, tmp_path):

@@ -99,3 +99,24 @@ def test_a_shortcut_is_never_a_judgement(qtbot, prefs, three_drafts, key, modifi
     window.close()
     answer = stored_answer(path, unit, "ava")
     assert answer is None or not any(v is not None for v in answer.payload.get("correct", {}))
+
+
+def test_submitting_an_unfinished_ranking_names_the_drafts_missing(qtbot, prefs, three_drafts):
+    """It said "1 response(s) have no rank yet", then, once that was put right, "1 response(s)
+    are not marked correct or incorrect": the clinician searched the drafts twice."""
+    path, unit, _drafts = three_drafts
+    window, editor = _rank_editor(qtbot, prefs, path, unit)
+    first, second, third = editor.order
+    labels = {r: editor.cards[r].label for r in editor.order}
+    editor.set_rank(first, 1)
+    editor.set_correct(first, True)
+    editor.set_rank(second, 2)
+    editor.set_correct(third, True)
+    problem = editor.submit_problem()
+    assert problem == (
+        f"{labels[third]} not ranked yet; {labels[second]} not marked correct or incorrect"
+    )
+    window.act_submit.trigger()
+    assert labels[third] in window.statusBar().currentMessage()
+    assert window.session.unit.unit_id == unit  # kept, to finish it
+    window.close()

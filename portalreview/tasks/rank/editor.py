@@ -358,8 +358,23 @@ class RankEditor(Editor):
         return {"entries": entries}
 
     def submit_problem(self) -> str | None:
-        """A response marked incorrect needs its reason: seed 001 Sec. 5 defines "incorrect" as
-        meeting at least one of C1-C3 (without one, the Criteria table would not count it)."""
+        """What is missing, naming the responses as this clinician sees them (the store's own
+        check can only count them: "1 response(s) have no rank yet" left her to search ten
+        drafts). A response marked incorrect needs its reason: seed 001 Sec. 5 defines
+        "incorrect" as meeting at least one of C1-C3 (without one, the Criteria table would not
+        count it)."""
+        unranked = [r for r in self.order if not self.state["ranks"].get(r)]
+        unjudged = [r for r in self.order if self.state["correct"].get(r) is None]
+        missing = [
+            f"{', '.join(self.cards[r].label for r in responses)} {what}"
+            for responses, what in (
+                (unranked, "not ranked yet"),
+                (unjudged, "not marked correct or incorrect"),
+            )
+            if responses
+        ]
+        if missing:
+            return "; ".join(missing)
         if not self.catalogs.criteria:
             return None
         unexplained = [
