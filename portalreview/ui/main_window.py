@@ -1132,7 +1132,8 @@ class MainWindow(QMainWindow):
 
 
 EDITOR_KEYS = {
-    "rank": "<p><b>Ranking</b>: Up/Down choose a response, 1-9 rank it (same number = tie), "
+    "rank": "<p><b>Ranking</b>: Up/Down choose a response, 1-9 rank it (same number = tie; "
+    "with ten responses or more, two digits typed at once give 10 and on), "
     "0 clears, Y correct, N incorrect, Alt+1-3 reasons C1-C3; PageUp/PageDown scroll the "
     "response, Home/End go to its start/end; Tab also reaches each response's Correct and "
     "Incorrect buttons (Space marks).</p>",

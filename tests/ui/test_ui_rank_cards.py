@@ -120,3 +120,37 @@ def test_submitting_an_unfinished_ranking_names_the_drafts_missing(qtbot, prefs,
     assert labels[third] in window.statusBar().currentMessage()
     assert window.session.unit.unit_id == unit  # kept, to finish it
     window.close()
+
+
+def test_ten_drafts_are_ranked_from_the_keyboard_alone(qtbot, prefs, tmp_path, monkeypatch):
+    """Only 1-9 gave a rank: "1" then "0" gave rank 1 and cleared it, and the tenth draft could
+    be ranked only by dragging it with the mouse."""
+    from portalreview.tasks.rank import editor as rank_editor
+
+    path = tmp_path / "ten.prproj"
+    with Project.create(path, name="Ten drafts") as project:
+        ids = build_small_study(project)
+        svc = StudyService(project)
+        drafts = [
+            svc.add_response(ids.case1, f"ten-{n}", f"Draft {n}.", author_kind="model", author="m")
+            for n in range(10)
+        ]
+        unit = svc.add_unit(svc.create_unit_set("ten", "rank"), ids.case1, members=drafts)
+        svc.assign(unit, ids.ava)
+    now = [1000.0]
+    monkeypatch.setattr(rank_editor.time, "monotonic", lambda: now[0])
+    window, editor = _rank_editor(qtbot, prefs, path, unit)
+    for rank in range(1, 11):
+        for digit in str(rank):
+            qtbot.keyClick(editor, getattr(Qt.Key, f"Key_{digit}"))
+            now[0] += 0.3
+        now[0] += 2  # a pause before the next draft
+        qtbot.keyClick(editor, Qt.Key.Key_Y)
+        qtbot.keyClick(editor, Qt.Key.Key_Down)
+    assert [editor.state["ranks"][r] for r in editor.order] == list(range(1, 11))
+    # a digit after a pause is a rank of its own; 0 then clears
+    qtbot.keyClick(editor, Qt.Key.Key_Up)  # the tenth draft
+    now[0] += 2
+    qtbot.keyClick(editor, Qt.Key.Key_0)
+    assert editor.state["ranks"].get(editor.order[-1]) is None
+    window.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import html
+import time
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt
@@ -49,8 +50,10 @@ from portalreview.ui import colours
 
 _NUMBER_KEYS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _SCROLL_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown, Qt.Key.Key_Home, Qt.Key.Key_End)
+_TWO_DIGITS_S = 1.0  # two digits typed within this many seconds make one rank (10 and on)
 HELP = (
-    "Up/Down choose a response · 1-9 give it a rank (same number = tie) · 0 clears · "
+    "Up/Down choose a response · 1-9 give it a rank (same number = tie; 10 and on: two digits "
+    "at once) · 0 clears · "
     "Y correct · N incorrect · Alt+1-3 reasons · PageUp/PageDown scroll the response, "
     "Home/End its start/end"
 )
@@ -261,6 +264,7 @@ class RankEditor(Editor):
         self.state: dict[str, Any] = {"ranks": {}, "correct": {}, "criteria": {}}
         self.current: int | None = None
         self.cards: dict[int, ResponseCard] = {}
+        self._last_digit: tuple[int | None, int, float] | None = None  # see _rank_typed
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
         cards_inner = QWidget()
@@ -583,7 +587,7 @@ class RankEditor(Editor):
                 self._say(f"The reasons are Alt+1 to Alt+{len(criteria)}.")
                 self._refresh()
         elif key in _NUMBER_KEYS:
-            number = _NUMBER_KEYS[key]
+            number = self._rank_typed(_NUMBER_KEYS[key])
             self.set_rank(self.current, number or None)
         elif key == Qt.Key.Key_Backspace:
             self.set_rank(self.current, None)
@@ -596,6 +600,21 @@ class RankEditor(Editor):
         return True
 
     # --- display ----------------------------------------------------------------------------
+
+    def _rank_typed(self, digit: int) -> int:
+        """The rank a digit gives: with ten drafts or more, a digit typed within
+        ``_TWO_DIGITS_S`` of the one before (the same draft) makes a two-digit rank with it, so
+        "1" then "0" gives 10 (ranks of ten and on could be given only by dragging)."""
+        now = time.monotonic()
+        before, self._last_digit = self._last_digit, (self.current, digit, now)
+        if len(self.order) < 10 or before is None:
+            return digit
+        response, first, when = before
+        combined = first * 10 + digit
+        if response == self.current and now - when <= _TWO_DIGITS_S and combined <= len(self.order):
+            self._last_digit = None  # a third digit starts anew
+            return combined
+        return digit
 
     def _say(self, text: str) -> None:
         """Show why a key did nothing (empty: nothing to say); it stays until the next key
