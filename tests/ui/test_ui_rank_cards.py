@@ -154,3 +154,16 @@ def test_ten_drafts_are_ranked_from_the_keyboard_alone(qtbot, prefs, tmp_path, m
     qtbot.keyClick(editor, Qt.Key.Key_0)
     assert editor.state["ranks"].get(editor.order[-1]) is None
     window.close()
+
+
+def test_a_draft_dropped_onto_an_unranked_one_ties_with_it(qtbot, prefs, three_drafts):
+    """The tip says "drop onto another response to tie with it": dropped onto an unranked
+    draft, the first one went last and the other stayed unranked."""
+    path, unit, _drafts = three_drafts
+    window, editor = _rank_editor(qtbot, prefs, path, unit)
+    first, second, third = editor.order
+    editor.set_rank(first, 1)
+    editor.set_rank(second, 2)
+    editor.move_in_ranking(first, third, "onto")  # as the list's drop hands it over
+    assert editor.state["ranks"] == {second: 1, third: 2, first: 2}
+    window.close()

@@ -465,7 +465,9 @@ class RankEditor(Editor):
         ]
         groups = [g for g in groups if g]
         index = next((i for i, g in enumerate(groups) if target_id in g), None)
-        if index is None or where == "end":
+        if index is None and where == "onto" and target_id is not None:
+            groups.append([target_id, response_id])  # onto an unranked one: tied, both last
+        elif index is None or where == "end":
             groups.append([response_id])
         elif where == "onto":
             groups[index].append(response_id)
