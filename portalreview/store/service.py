@@ -959,12 +959,18 @@ class StudyService:
                 out.setdefault(name, []).append(self._case_view(s, case_id))
             return {name: tuple(cases) for name, cases in out.items()}
 
-    def read_unit(self, unit_id: int, session: Session | None = None) -> UnitView:
+    def read_unit(
+        self, unit_id: int, session: Session | None = None, as_seen_by: int | None = None
+    ) -> UnitView:
+        """The unit as the viewer sees it; ``as_seen_by`` (the PI): as that annotator saw it,
+        in the same order and on the same sides (the PI looking at a clinician's work was
+        shown another order: her "Response B" was his "Response H")."""
+
         def read(s: Session) -> UnitView:
             unit = s.get(Unit, unit_id)
             if unit is None:
                 raise StoreError(f"there is no unit {unit_id}")
-            presentation = self._presentation_for_viewer(s, unit)
+            presentation = self._presentation_for_viewer(s, unit, as_seen_by)
             return self._unit_view(s, unit, presentation)
 
         if session is not None:
@@ -1043,25 +1049,37 @@ class StudyService:
         with self.project.read() as s:
             return read(s)
 
-    def _presentation_for_viewer(self, s: Session, unit: Unit) -> dict[str, Any]:
+    def _presentation_for_viewer(
+        self, s: Session, unit: Unit, as_seen_by: int | None = None
+    ) -> dict[str, Any]:
+        whose = self.viewer.annotator_id
+        if as_seen_by is not None and as_seen_by != whose:
+            self._require_admin("see a unit as another annotator sees it")
+            whose = as_seen_by
         assignment = None
-        if self.viewer.annotator_id is not None:
-            assignment = s.get(Assignment, (unit.id, self.viewer.annotator_id))
-        return self._presentation_of(s, unit, assignment)
+        if whose is not None:
+            assignment = s.get(Assignment, (unit.id, whose))
+        return self._presentation_of(s, unit, assignment, whose)
 
     def _presentation_of(
-        self, s: Session, unit: Unit | Row, assignment: Assignment | Row | None
+        self,
+        s: Session,
+        unit: Unit | Row,
+        assignment: Assignment | Row | None,
+        whose: int | None = None,
     ) -> dict[str, Any]:
-        """The order the viewer sees ``unit`` in, given the viewer's assignment to it (ORM
-        objects, or rows with the unit's id and kind and the assignment's presentation)."""
+        """The order ``whose`` (the viewer by default) sees ``unit`` in, given their assignment
+        to it (ORM objects, or rows with the unit's id and kind and the assignment's
+        presentation)."""
+        whose = self.viewer.annotator_id if whose is None else whose
         if assignment is not None:
             # {}: the assignment only holds a gold answer, or a merge made it; a rank or a
             # pair unit is then shown as drawn for this person
             shown = json.loads(assignment.presentation_json)
-            return shown or self._presentation(s, unit, self.viewer.annotator_id)
+            return shown or self._presentation(s, unit, whose)
         if not self.viewer.sees_all:
             raise AccessError("this unit is not assigned to you")
-        return self._presentation(s, unit, self.viewer.annotator_id or 0)
+        return self._presentation(s, unit, whose or 0)
 
     def _case_view(self, s: Session, case_id: int) -> CaseView:
         row = s.get(Case, case_id)

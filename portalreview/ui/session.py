@@ -167,7 +167,8 @@ class AnnotationSession(QObject):
                 "Your changes to this unit are not saved yet, so it stays on screen with them"
                 f" ({self.last_failure or 'the save failed'})."
             )
-        unit = self.service.read_unit(unit_id)
+        # another annotator's work (the PI's view of it) in the order that annotator saw
+        unit = self.service.read_unit(unit_id, as_seen_by=annotator_id)
         answer = self.service.get_answer(unit_id, annotator_id)
         if self.editor is not editor:
             if self.editor is not None:

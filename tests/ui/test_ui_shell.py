@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from ui_support import open_window, preferences, stored_answer
+from ui_support import make_gui_study, open_window, preferences, show_kind, stored_answer
 
 from portalreview import cli
 from portalreview.tasks.rank.editor import groups_from_ranks, ranks_from_groups
@@ -265,3 +265,26 @@ def test_f1_lists_the_pi_s_tools_to_the_pi_only(qtbot, gui, tmp_path):
     clinician.close()
     pi = open_window(qtbot, preferences(tmp_path / "pi"), gui.path, "pat")
     assert dict(pi.shortcut_list())["Agreement dashboard"] == "Ctrl+D"
+
+
+def test_the_pi_sees_a_clinician_s_work_in_the_order_she_saw_it(qtbot, tmp_path):
+    """The PI looking at a clinician's ranking was shown the drafts in his own order: her
+    "Response B" (which her comment named) was another letter on his screen."""
+    from portalreview.store.project import Project
+    from portalreview.store.service import StudyService
+
+    gui = make_gui_study(tmp_path, extra_rank_units=6)
+    with Project.open(gui.path) as project:
+        svc = StudyService(project)
+        ava = svc.as_viewer("ava")
+        seen_by_ava = {u: ava.read_unit(u).presentation for u in gui.rank_units}
+        seen_by_pi = {u: svc.as_viewer("pat").read_unit(u).presentation for u in gui.rank_units}
+    assert seen_by_ava != seen_by_pi  # (so that the check below can fail)
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    box = window.work_of_box
+    box.setCurrentIndex(box.findData(gui.ids.ava))
+    show_kind(window, "rank")
+    for unit in gui.rank_units:
+        assert window.queue.select_unit(unit)
+        assert window.session.unit.presentation == seen_by_ava[unit]
+    window.close()
