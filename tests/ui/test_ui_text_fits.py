@@ -163,3 +163,19 @@ def test_an_empathy_choice_never_widens_the_page(qtbot, gui, prefs, screen):
         editor.choose(choice)
         QTest.qWait(80)
         assert page.horizontalScrollBar().maximum() == 0, (screen, choice)
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_a_fact_s_wording_has_room_in_its_list(qtbot, gui, prefs, screen):
+    """At 1024 x 768 the judgement columns kept 120 + 190 pixels and left the wording 32: one
+    word a line, cut off."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "facts")
+    sized(window, screen)
+    editor = window.editors["facts"]
+    editor.add_fact("original", "Go to the emergency room if the pain spreads to your arm")
+    QTest.qWait(80)
+    for side in editor.sides.values():
+        table = side.table
+        assert table.columnWidth(1) >= 14 * table.fontMetrics().averageCharWidth(), screen
+        assert table.columnWidth(1) >= table.viewport().width() * 0.3

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import html
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
@@ -136,6 +136,23 @@ class _AutosavedCells(QStyledItemDelegate):
         super().setEditorData(cell, index)
 
 
+class _FactTable(QTableWidget):
+    """The fact list. On a narrow pane the judgement columns give up room to the wording:
+    at 1024 x 768 their 120 + 190 pixels left the wording 32 (one word a line, cut)."""
+
+    # the judgement columns' widths where the pane is wide enough, and at the narrowest
+    WIDE: ClassVar[dict[int, int]] = {2: 120, 3: 190}
+    NARROWEST: ClassVar[dict[int, int]] = {2: 64, 3: 96}
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        room = self.viewport().width() - self.columnWidth(0)
+        wide = sum(self.WIDE.values())
+        share = 1.0 if room >= 2 * wide else max(room / 2, 0) / wide  # the wording: half
+        for column, width in self.WIDE.items():
+            self.setColumnWidth(column, max(self.NARROWEST[column], int(width * share)))
+
+
 class FactSide(WrappingColumn):
     """One response with its facts: the text, the fact list, and a box to type a new fact."""
 
@@ -158,7 +175,7 @@ class FactSide(WrappingColumn):
             f"List the selection as a fact of the {side} response"
         )
         self.from_selection.clicked.connect(lambda: editor.add_selection(side))
-        self.table = QTableWidget(0, 4)
+        self.table = _FactTable(0, 4)
         self.table.setObjectName(f"{side}Facts")
         self.table.setAccessibleName(f"Facts of the {side} response")
         self.table.setTabKeyNavigation(False)  # Tab leaves the table; arrows move in it
@@ -178,8 +195,8 @@ class FactSide(WrappingColumn):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
-        self.table.setColumnWidth(2, 120)
-        self.table.setColumnWidth(3, 190)
+        for column, width in _FactTable.WIDE.items():
+            self.table.setColumnWidth(column, width)
         self.table.itemChanged.connect(self._on_item)
         self.table.setItemDelegate(_AutosavedCells(self.table, editor))
         self.entry = QLineEdit()
