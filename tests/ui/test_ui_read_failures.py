@@ -104,7 +104,7 @@ def test_a_unit_of_another_kind_that_cannot_be_read_leaves_nothing_highlighted(
     window = open_window(qtbot, prefs, on_drive, "ava")
     first = _first_respond_unit(window)
 
-    def unreadable(_unit_id):
+    def unreadable(_unit_id, **_how):
         raise ReadFailed("The project file gui.prproj cannot be read: the drive it is on...")
 
     monkeypatch.setattr(window.session.service, "read_unit", unreadable)
