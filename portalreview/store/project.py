@@ -997,9 +997,7 @@ class Project:
         if self._place is None or self._place.left_as_noted():
             return
         session.connection()  # BEGIN IMMEDIATE: none of our other saves commits meanwhile
-        with self._leaving:
-            if self._place.left_as_noted():  # another of our saves noted it meanwhile
-                return
+        with self._leaving:  # (another of ours may have noted it meanwhile: _replaced sees)
             if self._replaced():
                 raise SaveFailed(
                     f"{self.path.name} was changed by another program while it was open here "
@@ -1008,7 +1006,7 @@ class Project:
                     "somewhere safe, close the project and open it again (it then holds what "
                     "was put in its place), and enter it again."
                 )
-            self._place.note_left()  # only its time moved
+            self._place.note_left()  # only its time moved, or our own save moved it
 
     @contextlib.contextmanager
     def trial(self) -> Iterator[Session]:

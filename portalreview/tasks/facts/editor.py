@@ -473,26 +473,27 @@ class FactsEditor(Editor):
         self._refresh()
 
     def payload(self) -> dict[str, Any]:
+        # A fact being reworded in its cell (F2), or typed in a side's box, and not yet
+        # entered is saved with the rest (as leaving the unit enters it): the autosave left
+        # it out, and a crash lost it under "Saved".
+        rewording = {side: self.sides[side].rewording() for side in SIDES}
+
+        def wording(side: str, row: int, fact: dict[str, Any]) -> str:
+            open_cell = rewording[side]
+            return open_cell[1] if open_cell is not None and open_cell[0] == row else fact["text"]
+
         out: dict[str, Any] = {
             "facts": [
                 {
                     "side": side,
-                    "text": fact["text"],
+                    "text": wording(side, row, fact),
                     "entailed": fact["entailed"],
                     "error_category": fact["error_category"] if fact["entailed"] is False else None,
                 }
                 for side in SIDES
-                for fact in self.state[side]
+                for row, fact in enumerate(self.state[side])
             ]
         }
-        # A fact being reworded in its cell (F2), or typed in a side's box, and not yet
-        # entered is saved with the rest (as leaving the unit enters it): the autosave left
-        # it out, and a crash lost it under "Saved".
-        for side in SIDES:
-            rewording = self.sides[side].rewording()
-            if rewording is not None and rewording[0] < len(self.state[side]):
-                row, text = rewording
-                out["facts"][self._first_row(side) + row]["text"] = text
         typed = [(side, self.sides[side].typed_fact()) for side in SIDES]
         pending = [
             {"side": side, "text": text, "entailed": None, "error_category": None}
@@ -503,10 +504,6 @@ class FactsEditor(Editor):
         if self.state["no_facts"] and not pending:
             out["no_facts"] = True  # only when said, as the store reads it back
         return out
-
-    def _first_row(self, side: str) -> int:
-        """Where ``side``'s facts begin in the payload's list (the original's come first)."""
-        return sum(len(self.state[s]) for s in SIDES[: SIDES.index(side)])
 
     def finish_editing(self) -> None:
         for side in SIDES:

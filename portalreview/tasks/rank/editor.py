@@ -601,8 +601,6 @@ class RankEditor(Editor):
             return False
         return True
 
-    # --- display ----------------------------------------------------------------------------
-
     def _rank_typed(self, digit: int) -> int:
         """The rank a digit gives: with ten drafts or more, a digit typed within
         ``_TWO_DIGITS_S`` of the one before (the same draft) makes a two-digit rank with it, so
@@ -617,6 +615,8 @@ class RankEditor(Editor):
             self._last_digit = None  # a third digit starts anew
             return combined
         return digit
+
+    # --- display ----------------------------------------------------------------------------
 
     def _say(self, text: str) -> None:
         """Show why a key did nothing (empty: nothing to say); it stays until the next key
