@@ -19,6 +19,12 @@ if "PORTALREVIEW_LOG_DIR" not in os.environ:
     os.environ["PORTALREVIEW_LOG_DIR"] = _LOG_DIR
     # Each run made a folder of its own and left it behind (169 of them on one machine).
     atexit.register(shutil.rmtree, _LOG_DIR, ignore_errors=True)
+# Likewise answers a failed save keeps on this computer (portalreview/ui/unsaved_work.py); the
+# GUI tests give each test a folder of its own (tests/ui/conftest.py).
+if "PORTALREVIEW_UNSAVED_DIR" not in os.environ:
+    _UNSAVED_DIR = tempfile.mkdtemp(prefix="portalreview-test-unsaved-")
+    os.environ["PORTALREVIEW_UNSAVED_DIR"] = _UNSAVED_DIR
+    atexit.register(shutil.rmtree, _UNSAVED_DIR, ignore_errors=True)
 
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService

@@ -66,6 +66,8 @@ from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
 from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
+from portalreview.ui.unsaved_offer import offer_kept_answer
+from portalreview.ui.unsaved_work import UnsavedWork
 from portalreview.ui.workers import run_with_progress
 
 if TYPE_CHECKING:
@@ -691,6 +693,15 @@ class MainWindow(QMainWindow):
         return [w for w in children if w.isWindow() and callable(getattr(w, method, None))]
 
     def _confirm_unsaved(self) -> bool:
+        if self.session.kept_unit is not None:  # kept on this computer: offered next time
+            answer = QMessageBox.warning(
+                self,
+                APP_NAME,
+                "Your last change could not be saved (see the status bar). It is kept on this "
+                "computer and offered back the next time you open this study. Close anyway?",
+                QMessageBox.StandardButton.Close | QMessageBox.StandardButton.Cancel,
+            )
+            return answer == QMessageBox.StandardButton.Close
         answer = QMessageBox.warning(
             self,
             APP_NAME,
@@ -710,6 +721,10 @@ class MainWindow(QMainWindow):
         read_only = self.project.read_only
         self.session = AnnotationSession(self.service, read_only=read_only)
         self.session.read_only_why = self.read_only_because if read_only else ""
+        if not read_only:
+            self.session.unsaved = UnsavedWork(
+                self.project.meta("project_id") or self._project_key(), name
+            )
         self.session.saved.connect(self._on_saved)
         self.session.save_failed.connect(self._on_save_failed)
         self.session.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
@@ -734,6 +749,7 @@ class MainWindow(QMainWindow):
         self.point_size = self.prefs.point_size(name)
         self._build_kinds()
         self._fill_tools_menu()  # the tools' shortcuts work before the menu is first opened
+        offer_kept_answer(self)  # an answer a save could not store, kept on this computer
 
     def switch_user(self) -> None:
         if self.project is None:
@@ -961,6 +977,17 @@ class MainWindow(QMainWindow):
         self.act_flag.setText(
             "Remove the &flag" if answer and answer.flagged else "&Flag for the PI…"
         )
+
+    def go_to_unit(self, kind: str, unit_id: int) -> bool:
+        """Show unit ``unit_id`` of ``kind`` (its tab, and the list unfiltered if it hides
+        it); whether it is the unit open now."""
+        if kind != self.kind:
+            self.switch_kind(kind)
+        shown = self.session.unit is not None and self.session.unit.unit_id == unit_id
+        if not shown and not self.queue.select_unit(unit_id):  # hidden by the list's filter
+            self.queue.filter.setCurrentIndex(0)
+            self.queue.select_unit(unit_id)
+        return self.session.unit is not None and self.session.unit.unit_id == unit_id
 
     def step(self, delta: int) -> None:
         if self.kind and not self.queue.step(delta):

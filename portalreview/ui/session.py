@@ -11,6 +11,7 @@ typed is lost or saved out of order.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from portalreview.store.service import (
     not_saved_message,
 )
 from portalreview.tasks.common.editor_base import Editor
+from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
 
 
 class UnsavedChanges(StoreError):
@@ -137,6 +139,10 @@ class AnnotationSession(QObject):
         self._suggestion_base: dict | None = None
         # a flag set while a suggestion is only offered: saved with the first save that may be
         self._held_flag: dict | None = None
+        # where an answer that could not be saved is kept on this computer (None: nowhere,
+        # a read-only view), and the unit whose answer is kept there now
+        self.unsaved: UnsavedWork | None = None
+        self.kept_unit: int | None = None
         self.clock = ActivityClock()
         self.clock.scope = self._window
         app = QApplication.instance()
@@ -342,9 +348,12 @@ class AnnotationSession(QObject):
                 type(exc).__name__,
                 exc,
             )
+            if isinstance(exc, StoreError):  # may save later: kept for a crash meanwhile
+                self._keep_unsaved(payload, status, fields, kwargs["comment"], str(exc))
             self.save_failed.emit(not_saved_message(exc))
             return None
         except Exception as exc:  # a bug, or an error no one put in words: the text is kept
+            self._keep_unsaved(payload, status, fields, kwargs["comment"], type(exc).__name__)
             return self._unexpected_failure(unit_id, exc)
         # ids, kind, status and time only: never the answer's text
         log.info(
@@ -359,6 +368,9 @@ class AnnotationSession(QObject):
         self.answer = view
         self.last_failure = None
         self._held_flag = None
+        if self.kept_unit == unit_id:  # what was kept on this computer is in the study now
+            self.unsaved.forget()
+            self.kept_unit = None
         if self.suggestion_id is not None:  # what this save recorded
             self.suggestion_state = view.suggestion_use or self.suggestion_state
         self.clock.bank()  # the time so far is now stored in the answer
@@ -367,6 +379,49 @@ class AnnotationSession(QObject):
         if refused:
             self.notice.emit(f"Saved as a draft, not submitted: {refused}")
         return view
+
+    def _keep_unsaved(
+        self, payload: dict, status: str, fields: dict, comment: str, why: str
+    ) -> None:
+        """Keep the answer a save could not store on this computer (``unsaved_work``), so
+        that a crash before the next save that succeeds does not lose it."""
+        if self.unsaved is None:
+            return
+        flag = {key: fields[key] for key in ("flagged", "flag_note") if key in fields}
+        kept = UnsavedAnswer(
+            unit_id=self.unit.unit_id,
+            kind=self.unit.kind,
+            payload=payload,
+            comment=comment or "",
+            status=status,
+            flag=flag or None,
+            suggestion_id=fields.get("suggestion_id"),
+            suggestion_use=fields.get("suggestion_use"),
+            unsaved_seconds=self.clock.seconds,
+            based_on=self.answer.updated_at if self.answer else None,
+            kept_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            why=why,
+        )
+        self.kept_unit = self.unit.unit_id if self.unsaved.keep(kept) else None
+
+    def put_back(self, kept: UnsavedAnswer) -> AnswerView | None:
+        """Show an answer kept on this computer in the open unit (``kept.unit_id``), as the
+        person's change, and save it: a save that fails again keeps it again."""
+        if self.unit is None or self.unit.unit_id != kept.unit_id or self.read_only:
+            raise ValueError("the unit of the kept answer is not the one open")
+        shown = dataclasses.replace(
+            self.answer or _no_answer(self.unit), payload=kept.payload, comment=kept.comment
+        )
+        self.editor.load(self.unit, shown)
+        self._held_flag = kept.flag
+        self.suggestion_id = kept.suggestion_id
+        self.suggestion_state = kept.suggestion_use if kept.suggestion_id else None
+        self._suggestion_base = kept.payload if kept.suggestion_use == "accepted" else None
+        self.clock.seconds += kept.unsaved_seconds
+        self.kept_unit = kept.unit_id
+        self._set_pending(True)
+        self._timer.stop()
+        return self._store(kept.status)
 
     def _hold(self, fields: dict) -> None:
         """A save refused because the answer on screen is still the offered suggestion: a
@@ -477,3 +532,23 @@ class AnnotationSession(QObject):
         else:
             use = "edited"
         return {"suggestion_id": self.suggestion_id, "suggestion_use": use}
+
+
+def _no_answer(unit: UnitView) -> AnswerView:
+    """An empty answer to ``unit``, to show a kept answer where none is stored yet."""
+    return AnswerView(
+        answer_id=0,
+        unit_id=unit.unit_id,
+        kind=unit.kind,
+        annotator_id=0,
+        is_gold=False,
+        status="draft",
+        payload={},
+        active_seconds=0.0,
+        flagged=False,
+        flag_note="",
+        comment="",
+        suggestion_id=None,
+        suggestion_use=None,
+        updated_at="",
+    )

@@ -31,6 +31,14 @@ def demo_copy(built_demo, tmp_path) -> Path:
     return Path(shutil.copy(built_demo, tmp_path / built_demo.name))
 
 
+@pytest.fixture(autouse=True)
+def unsaved_answers_kept_apart(tmp_path, monkeypatch):
+    """Answers a failed save keeps on "this computer" (``portalreview.ui.unsaved_work``) go to
+    the test's own folder: copies of the demo study share one project id, so an answer kept by
+    one test would be offered to the next."""
+    monkeypatch.setenv("PORTALREVIEW_UNSAVED_DIR", str(tmp_path / "unsaved"))
+
+
 @pytest.fixture
 def prefs(tmp_path):
     """Preferences in a QSettings file of the test's own."""

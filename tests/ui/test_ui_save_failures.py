@@ -57,7 +57,7 @@ def test_a_full_disk_is_said_and_the_text_kept_until_it_saves(qtbot, gui, prefs,
         assert window.queue.current_unit() == unit
         assert asked and "not saved yet, so it stays on screen" in asked[-1]
         assert not window.close()  # asks; Cancel keeps the window and the text
-        assert "Close anyway and lose it?" in asked[-1]
+        assert "It is kept on this computer" in asked[-1]  # tests/ui/test_ui_unsaved_kept.py
         assert window.isVisible() and box.toPlainText() == "First part." + LONG
     window.save_now()  # room again: Ctrl+S saves it
     assert not window.session.pending and window.save_label.text().startswith("✓ Saved")
@@ -148,7 +148,7 @@ def test_staying_after_close_anyway_keeps_saving(qtbot, gui, prefs, asked, monke
     monkeypatch.setattr(service, "save_answer", server_away)
     qtbot.keyClicks(box, " Typed while it was away.")
     window.save_now()
-    assert not window.close()  # "Close anyway and lose it?" -> Cancel
+    assert not window.close()  # "Close anyway?" -> Cancel
     assert window.session is not None and window.session.unit.unit_id == unit
     qtbot.keyClicks(box, " And after staying.")
     window.act_next.trigger()  # still not saved: the unit stays
@@ -163,7 +163,7 @@ def test_staying_after_close_anyway_keeps_saving(qtbot, gui, prefs, asked, monke
     assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"].endswith("saves.")
 
 
-def test_discarding_on_close_closes(qtbot, gui, prefs, asked, monkeypatch):
+def test_closing_anyway_closes(qtbot, gui, prefs, asked, monkeypatch):
     window = open_window(qtbot, prefs, gui.path, "ava")
     box = _respond_box(qtbot, window)
 
@@ -171,8 +171,8 @@ def test_discarding_on_close_closes(qtbot, gui, prefs, asked, monkeypatch):
         raise ServerUnavailable("The study server did not answer. Nothing was saved.")
 
     monkeypatch.setattr(window.session.service, "save_answer", server_away)
-    qtbot.keyClicks(box, " Lost.")
-    asked.answer = QMessageBox.StandardButton.Discard
+    qtbot.keyClicks(box, " Kept on this computer.")
+    asked.answer = QMessageBox.StandardButton.Close
     assert window.close()
     assert window.project is None and window.session is None
 

@@ -1,0 +1,113 @@
+"""Signing in again after a save failed: the answer kept on this computer
+(``portalreview.ui.unsaved_work``) is offered back, to be saved like any change."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QMessageBox
+
+from portalreview.store.service import AnswerView, StoreError
+from portalreview.tasks.registry import EDITORS
+from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWorkError
+
+if TYPE_CHECKING:
+    from portalreview.ui.main_window import MainWindow
+
+log = logging.getLogger(__name__)
+APP_NAME = "PortalReview"
+_BUTTONS = (
+    QMessageBox.StandardButton.Yes
+    | QMessageBox.StandardButton.Discard
+    | QMessageBox.StandardButton.Cancel
+)
+
+
+def offer_kept_answer(window: MainWindow) -> None:
+    """Ask whether to put the kept answer back on screen (Yes: shown and saved now), to throw
+    it away (Discard), or to keep it for next time (Cancel)."""
+    session = window.session
+    if session is None or session.unsaved is None:
+        return
+    try:
+        kept = session.unsaved.read()
+    except UnsavedWorkError as exc:
+        log.warning("kept unsaved answer not read: %s", exc)
+        QMessageBox.warning(
+            window,
+            APP_NAME,
+            f"An answer kept after a failed save could not be read:\n{exc}"
+            "\n\nThe file is left as it is; Help > Open log folder has the details for support.",
+        )
+        return
+    if kept is None:
+        return
+    title = EDITORS[kept.kind][0] if kept.kind in EDITORS else kept.kind
+    if kept.kind not in window.kinds:
+        QMessageBox.warning(
+            window,
+            APP_NAME,
+            f"{_kept_sentence(kept, title)}\n\nYou have no {title} work in this study "
+            f"now, so it cannot be put back. It stays in {session.unsaved.path}.",
+        )
+        return
+    try:
+        stored = window.service.get_answer(kept.unit_id)
+    except StoreError as exc:
+        log.warning("kept unsaved answer not offered: %s", exc)
+        return  # offered again at the next sign-in
+    choice = QMessageBox.question(
+        window,
+        APP_NAME,
+        _question(kept, title, stored),
+        _BUTTONS,
+        QMessageBox.StandardButton.Yes,
+    )
+    if choice == QMessageBox.StandardButton.Discard:
+        log.info("kept unsaved answer of unit %s discarded by its annotator", kept.unit_id)
+        session.unsaved.forget()
+    elif choice == QMessageBox.StandardButton.Yes:
+        _put_back(window, kept, title)
+
+
+def _kept_sentence(kept: UnsavedAnswer, title: str) -> str:
+    day, _, clock = kept.kept_at.partition("T")
+    return (
+        f"What you typed in a unit of {title} on {day} at {clock[:5]} could not be saved, and "
+        f"was kept on this computer. What went wrong then: {kept.why}"
+    )
+
+
+def _question(kept: UnsavedAnswer, title: str, stored: AnswerView | None) -> str:
+    text = _kept_sentence(kept, title)
+    stored_at = stored.updated_at if stored is not None else None
+    if stored_at != kept.based_on:
+        text += (
+            "\n\nThat unit has been saved since then (perhaps from another computer): "
+            "putting yours back replaces the answer saved there."
+        )
+    return (
+        f"{text}\n\nPut it back on screen and save it now?\n\nDiscard throws it away; Cancel "
+        "keeps it on this computer and asks again the next time you open this study."
+    )
+
+
+def _put_back(window: MainWindow, kept: UnsavedAnswer, title: str) -> None:
+    if not window.go_to_unit(kept.kind, kept.unit_id):
+        QMessageBox.warning(
+            window,
+            APP_NAME,
+            f"{_kept_sentence(kept, title)}\n\nIts unit is not in your list now, so it "
+            "cannot be put back; it stays kept, and is offered again next time.",
+        )
+        return
+    window.suggestions.stop()
+    window.suggestions.banner(window.session.editor).show_state("hidden", "")
+    view = window.session.put_back(kept)
+    if view is not None:
+        window.statusBar().showMessage(
+            "Your kept answer is back on screen and saved"
+            + (", submitted." if view.status == "submitted" else "."),
+            10000,
+        )

@@ -1,0 +1,137 @@
+"""An answer that could not be saved, kept on this computer until it is.
+
+A save fails when the study server went away, the project's drive is full or gone, or the
+file was replaced under the program. The text stays on screen and the unit cannot be left
+(``portalreview.ui.session``), but a screen is memory: a crash, a power cut or a closed
+laptop lost it. So each failed save also writes what was on screen to a small file in the
+person's own program folder (``<app data>/unsaved``, or ``$PORTALREVIEW_UNSAVED_DIR``), one
+file per study and person, and the next successful save of that unit deletes it. Signing in
+to the study again offers to put it back on screen, where it is saved like any change.
+
+Only one unit can hold changes not saved (the unit cannot be left until they are), so one
+file per study and person is enough. The file holds the answer's text, so it is written
+readable by its owner only, and never leaves this computer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from portalreview.applog import app_data_dir
+
+log = logging.getLogger(__name__)
+
+UNSAVED_DIR_ENV = "PORTALREVIEW_UNSAVED_DIR"
+_FORMAT = "portalreview-unsaved-answer"
+_VERSION = 1
+
+
+class UnsavedWorkError(Exception):
+    """A kept file that cannot be read back (damaged, or from a later version)."""
+
+
+def unsaved_dir() -> Path:
+    """Where unsaved answers are kept: ``$PORTALREVIEW_UNSAVED_DIR``, else
+    ``<app data>/unsaved``."""
+    override = os.environ.get(UNSAVED_DIR_ENV, "").strip()
+    return Path(override).expanduser() if override else app_data_dir() / "unsaved"
+
+
+@dataclass(frozen=True)
+class UnsavedAnswer:
+    """What was on screen when a save failed: everything the save would have stored."""
+
+    unit_id: int
+    kind: str
+    payload: dict[str, Any]
+    comment: str
+    status: str  # what the save asked for: "draft" or "submitted"
+    flag: dict[str, Any] | None  # {"flagged", "flag_note"} when a flag change was not saved
+    suggestion_id: int | None
+    suggestion_use: str | None
+    unsaved_seconds: float  # time on task not stored yet
+    based_on: str | None  # the stored answer's updated_at when the unit was shown (None: none)
+    kept_at: str  # local time, ISO 8601, to the second
+    why: str  # why the save failed, as the person was told
+
+
+class UnsavedWork:
+    """The kept answer of one person in one study (``project_id``: the study's UUID)."""
+
+    def __init__(self, project_id: str, annotator: str, folder: Path | None = None) -> None:
+        self.project_id = project_id
+        self.annotator = annotator
+        name = hashlib.sha256(f"{project_id}\0{annotator}".encode()).hexdigest()[:24]
+        self.path = (folder or unsaved_dir()) / f"{name}.json"
+
+    def keep(self, answer: UnsavedAnswer) -> bool:
+        """Write ``answer`` over the one kept before, whole or not at all; False (and logged)
+        when it cannot be written, so the person can be told it is only on screen."""
+        record = {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "project_id": self.project_id,
+            "annotator": self.annotator,
+            "answer": asdict(answer),
+        }
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            _write_whole(self.path, json.dumps(record, ensure_ascii=False, indent=1))
+        except (OSError, TypeError, ValueError) as exc:
+            log.warning("unsaved answer of unit %s not kept here: %s", answer.unit_id, exc)
+            return False
+        log.info("unsaved answer of unit %s kept on this computer in %s", answer.unit_id, self.path)
+        return True
+
+    def read(self) -> UnsavedAnswer | None:
+        """The kept answer, or None when there is none."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):  # none kept, or nowhere to keep one
+            return None
+        except OSError as exc:
+            raise UnsavedWorkError(f"{self.path} cannot be read: {exc}") from exc
+        try:
+            record = json.loads(text)
+            if record.get("format") != _FORMAT or record.get("version") != _VERSION:
+                raise ValueError("not an unsaved answer of this version of PortalReview")
+            owner = (record.get("project_id"), record.get("annotator"))
+            if owner != (self.project_id, self.annotator):
+                raise ValueError("it belongs to another study or person")
+            names = {f.name for f in fields(UnsavedAnswer)}
+            kept = record["answer"]
+            if set(kept) != names or not isinstance(kept["payload"], dict):
+                raise ValueError("its answer is incomplete")
+            return UnsavedAnswer(**kept)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UnsavedWorkError(f"{self.path} is damaged: {exc}") from exc
+
+    def forget(self) -> None:
+        """The answer was saved (or the person discarded it): delete the kept file."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+            log.info("unsaved answer kept in %s: saved now, file deleted", self.path)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``path`` (owner-only), flush it to the disk, then
+    put it in ``path``'s place: a crash leaves the old file or the new one, never half."""
+    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

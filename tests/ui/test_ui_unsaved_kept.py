@@ -1,0 +1,303 @@
+"""An answer a save could not store is kept on this computer until a save succeeds, and
+offered back when the person opens the study again: a crash, a power cut or "Close anyway"
+while the server is away loses nothing (``portalreview.ui.unsaved_work``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+from ui_support import open_window, show_kind, stored_answer, wait_saved
+
+from portalreview.store.backends.postgres import ServerUnavailable
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+from portalreview.tasks.common.editor_base import TextBox
+from portalreview.ui.unsaved_work import UnsavedWork, UnsavedWorkError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Answers:
+    """The questions and warnings shown, each question answered with ``answer``."""
+
+    def __init__(self) -> None:
+        self.answer = QMessageBox.StandardButton.Yes
+        self.questions: list[str] = []
+        self.warnings: list[str] = []
+
+
+@pytest.fixture
+def boxes(monkeypatch) -> Answers:
+    said = Answers()
+
+    def question(*args, **_kwargs):
+        said.questions.append(args[2])
+        return said.answer
+
+    def warning(*args, **_kwargs):
+        said.warnings.append(args[2])
+        return QMessageBox.StandardButton.Close
+
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(warning))
+    return said
+
+
+def _server_away(*_args, **_kwargs):
+    raise ServerUnavailable("The study server did not answer. Nothing was saved.")
+
+
+def _typed_while_away(qtbot, window, monkeypatch) -> tuple[int, TextBox]:
+    """'Saved part.' saved, then ' Typed while away.' typed while every save fails."""
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(box, "Saved part.")
+    wait_saved(qtbot, window)
+    monkeypatch.setattr(window.session.service, "save_answer", _server_away)
+    qtbot.keyClicks(box, " Typed while away.")
+    window.save_now()
+    assert window.save_label.text() == "⚠ Not saved"
+    return window.session.unit.unit_id, box
+
+
+def _kept(project_path: Path, person: str) -> UnsavedWork:
+    with Project.open(project_path) as project:
+        return UnsavedWork(project.meta("project_id"), person)
+
+
+def test_a_failed_save_is_kept_on_this_computer_until_a_save_succeeds(
+    qtbot, gui, prefs, boxes, monkeypatch
+):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, box = _typed_while_away(qtbot, window, monkeypatch)
+    kept = window.session.unsaved.read()
+    assert kept.unit_id == unit and kept.kind == "respond"
+    assert kept.payload["parts"]["empathy"] == "Saved part. Typed while away."
+    assert "did not answer" in kept.why and kept.based_on is not None
+    if os.name == "posix":  # the answer's text: readable by its owner only
+        assert window.session.unsaved.path.stat().st_mode & 0o077 == 0
+    qtbot.keyClicks(box, " More.")
+    window.save_now()  # each failed save keeps the newest text
+    assert window.session.unsaved.read().payload["parts"]["empathy"].endswith("away. More.")
+    # the server is back: saved, and the kept file goes
+    monkeypatch.delattr(window.session.service, "save_answer")
+    window.save_now()
+    assert not window.session.pending
+    assert window.session.unsaved.read() is None and not window.session.unsaved.path.exists()
+
+
+def test_closing_anyway_keeps_it_and_the_next_opening_puts_it_back(
+    qtbot, gui, prefs, boxes, monkeypatch
+):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, _box = _typed_while_away(qtbot, window, monkeypatch)
+    assert window.close()  # "Close anyway?" answered Close
+    assert "kept on this computer and offered back" in boxes.warnings[-1]
+    assert "lose it" not in boxes.warnings[-1]
+    stored = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
+    assert stored == "Saved part."  # only the part saved before
+
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert len(boxes.questions) == 1
+    assert "was kept on this computer" in boxes.questions[0]
+    assert "did not answer" in boxes.questions[0] and "saved since" not in boxes.questions[0]
+    assert window.session.unit.unit_id == unit and window.kind == "respond"
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    assert box.toPlainText() == "Saved part. Typed while away."
+    assert not window.session.pending and "back on screen" in window.statusBar().currentMessage()
+    stored = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
+    assert stored == "Saved part. Typed while away."
+    assert window.session.unsaved.read() is None
+    qtbot.keyClicks(box, " Then on.")  # the unit goes on as any other
+    wait_saved(qtbot, window)
+    window.close()
+    window = open_window(qtbot, prefs, gui.path, "ava")  # nothing is offered twice
+    assert len(boxes.questions) == 1
+    window.close()
+
+
+def test_cancel_keeps_it_for_next_time_and_discard_throws_it_away(
+    qtbot, gui, prefs, boxes, monkeypatch
+):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, _box = _typed_while_away(qtbot, window, monkeypatch)
+    window.close()
+    boxes.answer = QMessageBox.StandardButton.Cancel
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert len(boxes.questions) == 1 and window.session.unsaved.read() is not None
+    window.close()
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"] == "Saved part."
+    boxes.answer = QMessageBox.StandardButton.Discard
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert len(boxes.questions) == 2 and window.session.unsaved.read() is None
+    window.close()
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"] == "Saved part."
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert len(boxes.questions) == 2  # gone for good
+    window.close()
+
+
+def test_where_it_cannot_be_kept_closing_says_it_is_lost(
+    qtbot, gui, prefs, boxes, monkeypatch, tmp_path
+):
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    monkeypatch.setenv("PORTALREVIEW_UNSAVED_DIR", str(blocked / "unsaved"))
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    _typed_while_away(qtbot, window, monkeypatch)
+    assert window.session.kept_unit is None
+    assert not window.close()  # answered Close, not Discard: the window stays
+    assert "Close anyway and lose it?" in boxes.warnings[-1]
+    assert not any("could not be read" in text for text in boxes.warnings)
+    monkeypatch.delattr(window.session.service, "save_answer")
+    window.save_now()
+    assert window.close()
+
+
+def test_another_person_is_not_offered_it(qtbot, gui, prefs, boxes, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    _typed_while_away(qtbot, window, monkeypatch)
+    window.close()
+    window = open_window(qtbot, prefs, gui.path, "ben")
+    assert not boxes.questions
+    window.close()
+    assert _kept(gui.path, "ava").read() is not None
+
+
+def test_an_urgency_choice_is_put_back_in_its_own_tab(qtbot, gui, prefs, boxes, monkeypatch):
+    """The kept answer is of another kind than the tab the window opens on: its tab, list
+    and unit are shown, and the choice is saved."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "urgency")
+    window.queue.jump_to_number(1)
+    unit = window.session.unit.unit_id
+    monkeypatch.setattr(window.session.service, "save_answer", _server_away)
+    qtbot.keyClick(window.editors["urgency"], Qt.Key.Key_Right)  # the right patient first
+    window.save_now()
+    chosen = window.session.unsaved.read().payload
+    window.close()  # the next window's service saves
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert window.kind == "urgency" and window.session.unit.unit_id == unit
+    assert window.queue.current_unit() == unit
+    assert stored_answer(gui.path, unit, "ava").payload == chosen
+    window.close()
+
+
+def test_an_answer_saved_since_is_named_before_it_is_replaced(
+    qtbot, gui, prefs, boxes, monkeypatch
+):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, _box = _typed_while_away(qtbot, window, monkeypatch)
+    window.close()
+    with Project.open(gui.path) as project:  # saved from another workstation meanwhile
+        StudyService(project).as_viewer("ava").save_answer(
+            unit, {"mode": "theme_guided", "parts": {"empathy": "Saved elsewhere."}}
+        )
+    boxes.answer = QMessageBox.StandardButton.Cancel
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert "saved since then" in boxes.questions[-1]
+    assert "replaces the answer saved there" in boxes.questions[-1]
+    window.close()
+    stored = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
+    assert stored == "Saved elsewhere."
+
+
+def test_a_damaged_kept_file_is_said_and_left_as_it_is(qtbot, gui, prefs, boxes, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    _typed_while_away(qtbot, window, monkeypatch)
+    window.close()
+    kept = _kept(gui.path, "ava")
+    kept.path.write_text('{"format": "portalreview-unsaved-answer", "ver', encoding="utf-8")
+    with pytest.raises(UnsavedWorkError, match="is damaged"):
+        kept.read()
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert not boxes.questions and "could not be read" in boxes.warnings[-1]
+    assert kept.path.read_text(encoding="utf-8").endswith('"ver')
+    window.close()
+
+
+def test_a_put_back_that_fails_again_stays_kept(qtbot, gui, prefs, boxes, monkeypatch):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, _box = _typed_while_away(qtbot, window, monkeypatch)
+    window.close()
+    real_save = StudyService.save_answer
+    monkeypatch.setattr(StudyService, "save_answer", _server_away)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert window.session.pending and window.save_label.text() == "⚠ Not saved"
+    assert window.session.unsaved.read().payload["parts"]["empathy"].endswith("Typed while away.")
+    monkeypatch.setattr(StudyService, "save_answer", real_save)
+    window.save_now()
+    assert not window.session.pending and window.session.unsaved.read() is None
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"].endswith("away.")
+    window.close()
+
+
+CRASH_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from PySide6.QtCore import QSettings
+    from PySide6.QtTest import QTest
+    from portalreview.store.backends.postgres import ServerUnavailable
+    from portalreview.ui.app import application
+    from portalreview.ui.main_window import MainWindow
+    from portalreview.ui.settings import Preferences
+    from portalreview.tasks.common.editor_base import TextBox
+
+    def away(*_args, **_kwargs):
+        raise ServerUnavailable("The study server did not answer. Nothing was saved.")
+
+    app = application()
+    folder = Path(sys.argv[1])
+    prefs = Preferences(QSettings(str(folder / "crash.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(prefs)
+    window.show()
+    window.open_project(folder / "gui.prproj", annotator="ava")
+    while window.session is None:
+        app.processEvents()
+    window.kind_tabs.setCurrentIndex(window.kinds.index("respond"))
+    window.queue.jump_to_number(1)
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    window.session.service.save_answer = away
+    QTest.keyClicks(box, "Twenty minutes of work.")
+    while window.save_label.text() != "⚠ Not saved":
+        app.processEvents()
+    print("NOT SAVED", window.session.unit.unit_id, flush=True)
+    sys.stdin.readline()  # killed here
+    """
+)
+
+
+@pytest.mark.slow
+def test_kill_9_after_a_failed_save_loses_nothing(qtbot, gui, tmp_path, prefs, boxes):
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", CRASH_SCRIPT, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("NOT SAVED"), "the app never showed a failed save"
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    unit = int(line.split()[-1])
+    assert stored_answer(gui.path, unit, "ava") is None  # nothing reached the project
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert boxes.questions and "was kept on this computer" in boxes.questions[0]
+    stored = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
+    assert stored == "Twenty minutes of work."
+    window.close()
