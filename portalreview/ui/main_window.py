@@ -722,9 +722,7 @@ class MainWindow(QMainWindow):
         self.session = AnnotationSession(self.service, read_only=read_only)
         self.session.read_only_why = self.read_only_because if read_only else ""
         if not read_only:
-            self.session.unsaved = UnsavedWork(
-                self.project.meta("project_id") or self._project_key(), name
-            )
+            self.session.unsaved = UnsavedWork(self._study_identity(), name)
         self.session.saved.connect(self._on_saved)
         self.session.save_failed.connect(self._on_save_failed)
         self.session.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
@@ -750,6 +748,13 @@ class MainWindow(QMainWindow):
         self._build_kinds()
         self._fill_tools_menu()  # the tools' shortcuts work before the menu is first opened
         offer_kept_answer(self)  # an answer a save could not store, kept on this computer
+
+    def _study_identity(self) -> str:
+        """The study's id, and an offline copy's own id beside it: what a clinician typed in
+        her offline copy is put back there, not in the study it was copied from."""
+        study = self.project.meta("project_id") or self._project_key()
+        copy = self.project.meta("copy_id")
+        return f"{study} copy {copy}" if copy else study
 
     def switch_user(self) -> None:
         if self.project is None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMessageBox
 from ui_support import open_window, show_kind, stored_answer, wait_saved
 
 from portalreview.store.backends.postgres import ServerUnavailable
+from portalreview.store.merge import make_copy
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.tasks.common.editor_base import TextBox
@@ -211,6 +212,24 @@ def test_an_answer_saved_since_is_named_before_it_is_replaced(
     assert stored == "Saved elsewhere."
 
 
+def test_what_was_kept_in_an_offline_copy_is_offered_there_only(
+    qtbot, gui, prefs, boxes, monkeypatch, tmp_path
+):
+    copy = tmp_path / "ava-copy.prproj"
+    with Project.open(gui.path) as project:
+        make_copy(project, copy, annotator="ava")
+    window = open_window(qtbot, prefs, copy, "ava")
+    unit, _box = _typed_while_away(qtbot, window, monkeypatch)
+    window.close()
+    window = open_window(qtbot, prefs, gui.path, "ava")  # the study it was copied from
+    assert not boxes.questions
+    window.close()
+    window = open_window(qtbot, prefs, copy, "ava")
+    assert len(boxes.questions) == 1
+    window.close()
+    assert stored_answer(copy, unit, "ava").payload["parts"]["empathy"].endswith("away.")
+
+
 def test_a_damaged_kept_file_is_said_and_left_as_it_is(qtbot, gui, prefs, boxes, monkeypatch):
     window = open_window(qtbot, prefs, gui.path, "ava")
     _typed_while_away(qtbot, window, monkeypatch)
@@ -248,6 +267,7 @@ CRASH_SCRIPT = textwrap.dedent(
     from PySide6.QtCore import QSettings
     from PySide6.QtTest import QTest
     from portalreview.store.backends.postgres import ServerUnavailable
+from portalreview.store.merge import make_copy
     from portalreview.ui.app import application
     from portalreview.ui.main_window import MainWindow
     from portalreview.ui.settings import Preferences
