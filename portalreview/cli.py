@@ -62,11 +62,24 @@ class CliError(Exception):
 
 def _ask_server_passwords_here() -> None:
     """A server study whose password is not in ~/.pgpass asks for it at the terminal."""
-    import getpass
-
     from portalreview.store import backends
 
-    backends.password_prompt = lambda where: getpass.getpass(f"Password for {where}: ")
+    backends.password_prompt = _password_from_terminal
+
+
+def _password_from_terminal(where: str) -> str:
+    """The password typed for ``where``; end of input (Ctrl-D), Ctrl-C or an empty answer is
+    a CliError: one line and status 2, not a traceback."""
+    import getpass
+
+    try:
+        password = getpass.getpass(f"Password for {where}: ")
+    except (EOFError, KeyboardInterrupt):
+        print(file=sys.stderr)  # the prompt's line was left open
+        password = ""
+    if not password:
+        raise CliError(f"no password was given for {where}; nothing was done")
+    return password
 
 
 def _project_path(value: str) -> Path | str:
