@@ -165,11 +165,11 @@ def cmd_member(args: argparse.Namespace) -> int:
 def cmd_upgrade(args: argparse.Namespace) -> int:
     """Bring a study to this version's format: a server study with its Alembic steps (IT, as
     the owner, once for everyone), a file as opening it does (after a backup beside it)."""
-    from portalreview.store.backends import ServerProject, is_server_url
+    from portalreview.store.backends import is_server_url, upgrade_server_study
     from portalreview.store.migrations import SCHEMA_VERSION
 
     if is_server_url(args.path):
-        before, after = ServerProject.upgrade(args.path)
+        before, after = upgrade_server_study(args.path)
     else:
         path = _project_path(args.path)
         with open_project(path) as project:  # opening for writing upgrades a file

@@ -67,3 +67,24 @@ def test_no_password_at_the_prompt_is_one_line_and_status_2(
     assert prompts == [f"Password for {address}: "]
     assert f"portalreview info: no password was given for {address}" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_new_copy_and_upgrade_ask_for_the_password_as_info_does(
+    postgres_server, at_a_terminal, monkeypatch, capsys, tmp_path
+):
+    """They never asked: at a terminal, with no password file, they failed on the server's
+    "no password supplied" while info asked."""
+    made, copied = postgres_server.new_database(), postgres_server.new_database()
+    prompts = typed(monkeypatch, postgres_server.admin_password)
+    assert main(["new", bare(postgres_server, made), "--name", "Ward 5", "--pi", "pat"]) == 0
+    assert main(["upgrade", bare(postgres_server, made)]) == 0
+    study_file = tmp_path / "s.prproj"
+    assert main(["new", str(study_file), "--pi", "pat"]) == 0
+    assert main(["copy", str(study_file), "--to", bare(postgres_server, copied)]) == 0
+    assert main(["info", bare(postgres_server, copied)]) == 0
+    out = capsys.readouterr().out
+    assert "is already in format" in out and "Copied the whole study to" in out
+    assert prompts == [
+        f"Password for {bare(postgres_server, database)}: "
+        for database in (made, made, copied, copied)
+    ]

@@ -23,7 +23,13 @@ from sqlalchemy import insert, literal_column, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from portalreview.store.backends import AnyProject, Project, ServerProject, is_server_url
+from portalreview.store.backends import (
+    AnyProject,
+    Project,
+    ServerProject,
+    asking_password,
+    is_server_url,
+)
 from portalreview.store.backends.postgres import SERVER_KEYS
 from portalreview.store.building import BUILD_ERRORS, build_file, not_made
 from portalreview.store.models import Base, ProjectMeta
@@ -58,7 +64,10 @@ def copy_study(
             _analyse(writing)
 
     if is_server_url(target):
-        copy: AnyProject = ServerProject.create_empty(str(target), fill=fill)
+        address = str(target)
+        copy: AnyProject = asking_password(
+            address, lambda password: ServerProject.create_empty(address, fill, password)
+        )
     else:
         copy = _copy_to_file(Path(target), fill)
     log.info("study copied: %s -> %s", source.location, copy.location)

@@ -342,22 +342,32 @@ class ServerProject:
 
     @classmethod
     def create(
-        cls, target: str, name: str | None = None, catalogs: Catalogs | None = None
+        cls,
+        target: str,
+        name: str | None = None,
+        catalogs: Catalogs | None = None,
+        password: str | None = None,
     ) -> ServerProject:
         """Make the (empty, existing) database ``target`` a new study."""
-        project = cls.create_empty(target)
+        project = cls.create_empty(target, password=password)
         start_study(project, name or project.url.database, catalogs)
         return project
 
     @classmethod
     def create_empty(
-        cls, target: str, fill: Callable[[Session], None] | None = None
+        cls,
+        target: str,
+        fill: Callable[[Session], None] | None = None,
+        password: str | None = None,
     ) -> ServerProject:
         """The schema, rules and security in the empty database ``target``, and what marks it
         ours (``application``, ``schema_version``); no identity, no catalogs. ``fill(session)``
         (:func:`portalreview.store.transfer.copy_study`) adds rows in the same transaction:
-        PostgreSQL's DDL is transactional, so a failure leaves the database as empty as it was."""
+        PostgreSQL's DDL is transactional, so a failure leaves the database as empty as it was.
+        ``password`` (asked of the person) is kept in memory only."""
         url = parse_url(target)
+        if password is not None:
+            url = url.set(password=password)
         engine = _make_engine(url)
         try:
             with engine.begin() as conn:
