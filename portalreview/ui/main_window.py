@@ -416,6 +416,7 @@ class MainWindow(QMainWindow):
         annotator the database account works as, or (IT's own account) as the person chosen.
         The password stays in memory only while the study is open."""
         from portalreview.store.backends.postgres import redact
+        from portalreview.ui.server_dialog import open_failure_words
 
         if self._opening:
             return  # one is being opened: it goes on
@@ -429,9 +430,10 @@ class MainWindow(QMainWindow):
             finally:
                 self._opening = False
 
-        def failed(message: str, _exc: Exception) -> None:
+        def failed(message: str, exc: Exception) -> None:
             self._opening = False
-            QMessageBox.critical(self, APP_NAME, f"Could not open {redact(address)}:\n{message}")
+            words = open_failure_words(exc, address) or message
+            QMessageBox.critical(self, APP_NAME, f"Could not open {redact(address)}:\n{words}")
 
         self._opening = True
         run_with_progress(

@@ -18,7 +18,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from portalreview.store.backends.postgres import ServerError, is_server_url, parse_url, redact
+from portalreview.store.backends.postgres import (
+    NoSuchDatabase,
+    NotAStudy,
+    PasswordNeeded,
+    PasswordRefused,
+    ServerError,
+    ServerNotReached,
+    is_server_url,
+    parse_url,
+    redact,
+)
 
 PLACEHOLDER = "postgresql://your-account@study-server.hospital.org/ward5_study"
 
@@ -90,3 +100,44 @@ class ServerStudyDialog(QDialog):
             self.problem.setVisible(True)
             return
         self.accept()
+
+
+AGAIN = "Open it again (File > Open server study…)"
+
+
+def open_failure_words(exc: Exception, address: str) -> str | None:
+    """Why the study at ``address`` (as typed: no password in it) did not open, and what to do
+    in this dialog; None where the store's own message says it (a newer format, say)."""
+    try:
+        url = parse_url(address)
+    except ServerError:
+        return None
+    user, host, database = url.username or "your account", url.host or "localhost", url.database
+    where = f"{host}, port {url.port or 5432}"
+    if isinstance(exc, PasswordNeeded):
+        return (
+            f"The server asks for the password of {user}. {AGAIN} and type it in the Password box."
+        )
+    if isinstance(exc, PasswordRefused):
+        return (
+            f"The server refused the user name {user} with that password. {AGAIN} and type "
+            "the password in the Password box once more (mind Caps Lock). If it is refused "
+            "again, ask IT to check your account or reset the password."
+        )
+    if isinstance(exc, ServerNotReached):
+        return (
+            f"No study server answered at {where}. Check the server's name and the port in "
+            "the address (your PI or IT gives the address), and that this computer is on the "
+            "hospital's network."
+        )
+    if isinstance(exc, NoSuchDatabase):
+        return (
+            f"The server at {where} has no database named {database}. Check the name at the "
+            "end of the address: ask your PI or IT for the study's address."
+        )
+    if isinstance(exc, NotAStudy):
+        return (
+            f"The database {database} holds no PortalReview study (yet). Check the address "
+            "with your PI or IT: IT makes a study in it first (docs/deployment.md)."
+        )
+    return None

@@ -245,6 +245,49 @@ def test_the_next_unit_from_a_frozen_server_ends_in_words_and_keeps_the_unit_sho
 
 # where the server freezes: the account's annotator, read with the open on the worker thread
 # (any thread), or who may sign in, read by the window (its thread); and what the window says
+def _failed_open(qtbot, window, errors, address, password) -> str:
+    seen = len(errors)
+    window.open_server_study(address, password)
+    qtbot.waitUntil(lambda: len(errors) > seen, timeout=20000)
+    return errors[-1]
+
+
+def test_a_study_that_does_not_open_says_what_to_do_in_the_dialog(
+    qtbot, prefs, team_study, monkeypatch
+):
+    """Each reason in the dialog's own terms, without "***" for a password nobody typed into
+    the address or the password itself. Before, a missing password said "Put it in
+    ~/.pgpass" in a dialog that has a Password box, and a missing database or server showed
+    libpq's words."""
+    server, database, _study, accounts = team_study
+    role, password = accounts["ava"]
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", "/nonexistent")
+    errors: list[str] = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *args: errors.append(args[2]))
+    window = MainWindow(prefs)
+    qtbot.addWidget(window)
+    address = server.dsn(database, role)
+    empty = server.new_database()
+    expected = {  # (address, password): what the message says
+        (address, "not-the-password"): f"refused the user name {role} with that password",
+        (address, None): f"The server asks for the password of {role}",
+        (address.replace(f":{server.port}/", ":1/"), password): "No study server answered "
+        "at 127.0.0.1, port 1. Check the server's name and the port in the address",
+        (address.replace(database, "no_such_db"), password): "has no database named "
+        "no_such_db. Check the name at the end of the address",
+        (server.dsn(empty, role), password): f"The database {empty} holds no PortalReview study",
+    }
+    for (where, typed), words in expected.items():
+        message = _failed_open(qtbot, window, errors, where, typed)
+        assert message.startswith(f"Could not open {where.split('//')[0]}//"), message
+        assert words in message, message
+        assert "***" not in message and password not in message and "not-the-p" not in message
+        assert "pgpass" not in message, message
+    assert "Password box" in errors[0] and "Password box" in errors[1]
+    assert window.project is None
+
+
 FREEZES = {
     "opening": (None, "Could not open postgresql://"),
     "signing in": (threading.main_thread(), "Could not sign in to postgresql://"),

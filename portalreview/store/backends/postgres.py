@@ -85,6 +85,22 @@ class PasswordNeeded(ServerError):
     """The server asks for a password that neither the address nor ``~/.pgpass`` gave."""
 
 
+class PasswordRefused(ServerError):
+    """The server refused the user name and password."""
+
+
+class ServerNotReached(ServerError):
+    """No server answered at the address's host and port."""
+
+
+class NoSuchDatabase(ServerError):
+    """The server has no database of the address's name."""
+
+
+class NotAStudy(ServerError):
+    """The database is reachable but holds no PortalReview study (an empty one, say)."""
+
+
 def is_server_url(target: object) -> bool:
     """Whether a command's project argument names a server database rather than a file."""
     return isinstance(target, str) and target.split("://", 1)[0].lower() in SCHEMES
@@ -188,6 +204,13 @@ READS, QUICK = "portalreview_reads", "quick"
 
 #: Each engine's watchdog (a clinician's saves and reads).
 _WATCHDOGS: weakref.WeakKeyDictionary[Engine, Watchdog] = weakref.WeakKeyDictionary()
+
+
+def _signed_in(url: URL, password: str | None) -> URL:
+    """The address to connect with: ``url`` and the password asked of the person, if any.
+    Messages and :attr:`ServerProject.location` show ``url`` itself: no "***" where the
+    person typed no password into the address."""
+    return url if password is None else url.set(password=password)
 
 
 def _make_engine(url: URL) -> Engine:
@@ -366,9 +389,7 @@ class ServerProject:
         PostgreSQL's DDL is transactional, so a failure leaves the database as empty as it was.
         ``password`` (asked of the person) is kept in memory only."""
         url = parse_url(target)
-        if password is not None:
-            url = url.set(password=password)
-        engine = _make_engine(url)
+        engine = _make_engine(_signed_in(url, password))
         try:
             with engine.begin() as conn:
                 _install(conn, url)
@@ -392,9 +413,7 @@ class ServerProject:
         """Open the study in database ``target``: reachable, ours, and in a format we read.
         ``password`` (asked of the person) is kept in memory only."""
         url = parse_url(target)
-        if password is not None:
-            url = url.set(password=password)
-        engine = _make_engine(url)
+        engine = _make_engine(_signed_in(url, password))
         try:
             _check_is_study(url, engine)
         except BaseException:
@@ -409,9 +428,7 @@ class ServerProject:
         (server_migrations), in one transaction; (format before, format after). For the
         study's owner; nothing changes when a step fails."""
         url = parse_url(target)
-        if password is not None:
-            url = url.set(password=password)
-        engine = _make_engine(url)
+        engine = _make_engine(_signed_in(url, password))
         try:
             with engine.begin() as conn:
                 before = _format_of(url, conn)
@@ -602,7 +619,7 @@ class ServerProject:
         from portalreview.store.backends.postgres_listen import Listener
 
         self._life.check()
-        return Listener(self.url, on_change)
+        return Listener(self._engine.url, on_change)  # (with a password asked of the person)
 
     def member(self) -> str | None:
         """The annotator this connection's database role works as (None: the study's owner
@@ -698,14 +715,33 @@ def _server_error(url: URL, exc: DBAPIError) -> ServerError:
             "it in ~/.pgpass (docs/deployment.md), or open the study where you can type it."
         )
     if "password authentication failed" in reason:
-        return ServerError(
+        return PasswordRefused(
             f"The study server {redact(url)} refused the password of {url.username}: check the "
             "user name and password (they are IT's to reset)."
         )
+    if f'database "{url.database}" does not exist' in reason:
+        return NoSuchDatabase(
+            f"The study server at {url.host or 'localhost'} has no database {url.database}: "
+            "check the database's name at the end of the address (IT gives it)."
+        )
     if isinstance(exc, OperationalError):
-        return ServerError(f"The study server {redact(url)} cannot be reached or refused you: "
-                           f"{reason}")  # fmt: skip
+        unreached = any(words in reason for words in _NOT_REACHED)
+        return (ServerNotReached if unreached else ServerError)(
+            f"The study server {redact(url)} cannot be reached or refused you: {reason}"
+        )
     return ServerError(f"The study server {redact(url)} refused this: {reason}")
+
+
+#: libpq's words for "nobody answered there": no such host, nothing listening, no route, silence
+_NOT_REACHED = (
+    "Connection refused",
+    "could not translate host name",
+    "failed to resolve host",
+    "Name or service not known",
+    "No route to host",
+    "Network is unreachable",
+    "timeout expired",
+)
 
 
 def _format_of(url: URL, conn: Connection) -> int:
@@ -713,7 +749,7 @@ def _format_of(url: URL, conn: Connection) -> int:
         text("SELECT value FROM project_meta WHERE key = 'schema_version'")
     ).scalar()
     if value is None:
-        raise ServerError(f"{redact(url)} is a database, but not a PortalReview study.")
+        raise NotAStudy(f"{redact(url)} is a database, but not a PortalReview study.")
     return int(value)
 
 
@@ -756,7 +792,7 @@ def _check_is_study(url: URL, engine: Engine) -> None:
             raise ServerUnavailable(_no_answer_words(redact(url), bound)) from exc
         raise _server_error(url, exc) from exc
     if meta.get("application") != APPLICATION:
-        raise ServerError(f"{redact(url)} is a database, but not a PortalReview study.")
+        raise NotAStudy(f"{redact(url)} is a database, but not a PortalReview study.")
     version = int(meta.get("schema_version") or 0)
     if version > migrations.SCHEMA_VERSION:
         raise ServerError(
