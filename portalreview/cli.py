@@ -60,11 +60,13 @@ class CliError(Exception):
     """A problem to report to the person at the terminal (no traceback)."""
 
 
-def _ask_server_passwords_here() -> None:
-    """A server study whose password is not in ~/.pgpass asks for it at the terminal."""
+def ask_server_passwords_at_terminal() -> None:
+    """Where stdin is a terminal, a server study whose password is in neither the address,
+    PGPASSWORD nor ~/.pgpass asks for it there (every command, and the self-test)."""
     from portalreview.store import backends
 
-    backends.password_prompt = _password_from_terminal
+    if sys.stdin is not None and sys.stdin.isatty():
+        backends.password_prompt = _password_from_terminal
 
 
 def _password_from_terminal(where: str) -> str:
@@ -1290,8 +1292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     write_any_text()
     setup_logging("cli")
-    if sys.stdin.isatty():
-        _ask_server_passwords_here()
+    ask_server_passwords_at_terminal()
     started = time.perf_counter()
     log.info("command %s", args.verb)  # only the verb: arguments may name patient files
     try:

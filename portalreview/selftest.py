@@ -12,12 +12,17 @@ Steps, each reported on its own line as ``selftest: <step>: ok (...)`` or ``... 
 * **sqlite**: the SQLite library has what the project file needs (JSON, WAL);
 * **llama**: llama.cpp's shared libraries load; the CPU features and GPU support they were
   built with;
+* **server** (with ``--project postgresql://...``): the server driver (psycopg, libpq) loads;
 * **audit** (with ``--project``): the project's audit log is intact (its hash chain), and every
-  answer matches its last entry, as ``portalreview verify`` checks them;
+  answer matches its last entry, as ``portalreview verify`` checks them. A server study is
+  connected to (the password asked at a terminal, as every command does) and checked where
+  the login sees the whole log (the PI's or the owner's); a clinician's login sees only their
+  own entries, so the step says it connected and read the study but did not check the log;
 * **qt**: Qt starts (offscreen unless ``QT_QPA_PLATFORM`` says otherwise) and names its
   platform plugin; with ``--project``, the main window opens the project read-only, signed
   in as ``--as`` (by default the first person with a unit assigned), and shows every kind's
-  editor in turn (a dialog the window opens instead fails the step with its words);
+  editor in turn (a dialog the window opens instead fails the step with its words); a server
+  study is not opened in the window (the step says so);
 * **model** (with ``--model FILE``): the GGUF model loads in its own process (as in the app)
   and generates a few tokens.
 
@@ -129,9 +134,13 @@ def _llama() -> str:
     )
 
 
-def _qt(project: Path | None, annotator: str | None) -> str:
+def _qt(project: Path | str | None, annotator: str | None) -> str:
+    from portalreview.store.backends import is_server_url
+
     if project is None:
         return _qt_window(None, annotator)
+    if is_server_url(project):
+        return f"{_qt_window(None, annotator)}; the server study was not opened in the window"
     from portalreview.store.merge import SELFTEST_PREFIX, open_read_only_upgraded
 
     # a file of an older format is shown from an upgraded temporary copy, removed afterwards
@@ -254,6 +263,36 @@ def _audit(project: Path) -> str:
     return result.describe()
 
 
+def _server_driver() -> str:
+    import psycopg
+
+    libpq = psycopg.pq.version()  # major * 10000 + minor
+    return f"psycopg {psycopg.__version__}, libpq {libpq // 10000}.{libpq % 10000}"
+
+
+def _server_audit(address: str) -> str:
+    """A server study, read-only: connected to, and its audit log checked as ``portalreview
+    verify`` checks it where this login sees all of it (the PI's, the owner's)."""
+    from portalreview.cli import ask_server_passwords_at_terminal
+    from portalreview.store.audit_verify import sees_everything, verify_project
+    from portalreview.store.backends import open_project
+
+    ask_server_passwords_at_terminal()
+    with open_project(address, read_only=True) as project:
+        with project.read() as session:
+            whole = sees_everything(session)
+        if not whole:
+            return (
+                f"connected to {project.location} and read the study; its audit log NOT "
+                "checked: this login is a clinician's, which sees only their own entries (the "
+                "PI or the study's owner can check it)"
+            )
+        result = verify_project(project)
+        if not result.ok:
+            raise ValueError(result.describe())
+        return f"connected to {project.location}; {result.describe()}"
+
+
 def _model(path: Path, cpu: bool) -> str:
     """As the app runs it: in a process of its own (which a frozen build must be able to
     start)."""
@@ -270,13 +309,16 @@ def _model(path: Path, cpu: bool) -> str:
 
 def run(
     model: Path | None = None,
-    project: Path | None = None,
+    project: Path | str | None = None,
     annotator: str | None = None,
     cpu: bool = False,
     log: Path | None = None,
     skip_qt: bool = False,
 ) -> int:
-    """Run every step; returns the exit status."""
+    """Run every step; returns the exit status. ``project``: a file, or a server study's
+    address."""
+    from portalreview.store.backends.postgres import is_server_url
+
     streams: list[TextIO] = [sys.stdout] if sys.stdout is not None else []
     log_file = Path(log).open("w", encoding="utf-8") if log else None  # noqa: SIM115
     if log_file is not None:
@@ -293,7 +335,10 @@ def run(
         report.step("resources", _resources)
         report.step("sqlite", _sqlite)
         report.step("llama", _llama)
-        if project is not None:
+        if is_server_url(project):
+            report.step("server", _server_driver)
+            report.step("audit", lambda: _server_audit(str(project)))
+        elif project is not None:
             report.step("audit", lambda: _audit(Path(project)))
         if not skip_qt:
             report.step("qt", lambda: _qt(project, annotator))
@@ -312,8 +357,10 @@ def run(
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, metavar="FILE", help="also load this GGUF model")
     parser.add_argument("--cpu", action="store_true", help="load the model on the CPU only")
-    parser.add_argument(
-        "--project", type=Path, metavar="PATH", help="open this project in the main window"
+    parser.add_argument(  # (a string: Path would make "postgresql://" "postgresql:/")
+        "--project",
+        metavar="PATH",
+        help="check this project (a file, or a server study's postgresql:// address)",
     )
     parser.add_argument("--as", dest="annotator", metavar="NAME", help="sign in as NAME")
     parser.add_argument("--no-qt", action="store_true", help="skip the Qt step")

@@ -102,3 +102,33 @@ def test_a_dialog_instead_of_the_window_fails_the_step_in_its_words(qapp, study,
     assert "selftest: qt: FAILED: RuntimeError: the window asked instead of opening" in out, out
     assert "there is no annotator called 'zed'" in out, out
     assert status == selftest.EXIT_FAILED
+
+
+def test_the_audit_step_checks_a_server_study(postgres_server, capsys, monkeypatch):
+    """Given a postgresql:// address, --project read it as a file path ("There is no file
+    .../postgresql:/..."). The PI's login, whose password is asked at the terminal as every
+    command asks it, checks the whole log; a clinician's login reaches the study and says
+    the log was not checked."""
+    from portalreview.store import backends
+    from portalreview.store.backends import ServerProject
+    from tests.conftest import build_small_study
+    from tests.test_cli_password import FakeTerminal, typed
+
+    server, database = postgres_server, postgres_server.new_database()
+    with ServerProject.create(server.url(database)) as project:
+        build_small_study(project)
+        pi, pi_password = server.member_login(project, "pat")
+        clinician, clinician_password = server.member_login(project, "ava")
+    monkeypatch.setattr("sys.stdin", FakeTerminal())
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", "/nonexistent")
+    monkeypatch.setattr(backends, "password_prompt", None)
+    prompts = typed(monkeypatch, pi_password)
+    status, out = _run(capsys, "--project", server.dsn(database, pi))
+    assert prompts == [f"Password for {server.dsn(database, pi)}: "]
+    assert "selftest: server: ok (psycopg " in out, out
+    assert f"selftest: audit: ok (connected to {server.dsn(database, pi)}; audit log intact" in out
+    assert status == selftest.EXIT_OK, out
+    status, out = _run(capsys, "--project", server.dsn(database, clinician, clinician_password))
+    assert "read the study; its audit log NOT checked: this login is a clinician's" in out, out
+    assert status == selftest.EXIT_OK, out

@@ -246,14 +246,20 @@ def verify_project(
 def _check_sees_everything(session: Session) -> None:
     """On a server, refuse a login that row-level security shows only some of the log and the
     answers (a clinician's: only their own), whose check would be false."""
-    if session.get_bind().dialect.name != "postgresql":
-        return
-    if not session.scalar(text("SELECT portalreview_me() IS NULL OR portalreview_is_pi()")):
+    if not sees_everything(session):
         raise StoreError(
             "only the PI or the study's owner can verify the whole audit log: a clinician's "
             "login sees only their own entries and answers, so its check would be false; "
             "sign in as the PI or the study's owner"
         )
+
+
+def sees_everything(session: Session) -> bool:
+    """Whether this login reads the whole log and every answer: always in a file; on a server,
+    the PI's or the study owner's login (row-level security shows a clinician their own)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    return bool(session.scalar(text("SELECT portalreview_me() IS NULL OR portalreview_is_pi()")))
 
 
 def verify_file(path: Path, expected_last: str | None = None) -> AuditVerification:
