@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QPoint, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
+    QAccessible,
+    QAccessibleEvent,
     QAction,
     QActionGroup,
     QCloseEvent,
@@ -168,7 +170,14 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.welcome)
         self.stack.addWidget(self.empty)
-        self.setCentralWidget(self.stack)
+        self.save_problem = _save_problem_label()
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.save_problem)
+        layout.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
 
         self.queue = QueuePanel()
         self.queue.unit_chosen.connect(self.show_unit)
@@ -670,6 +679,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.person_label.clear()
         self.unit_label.clear()
+        self.save_problem.hide()
         self.unit_label.setToolTip("")
         self.save_label.clear()
         return True
@@ -923,6 +933,7 @@ class MainWindow(QMainWindow):
             self._unit_not_shown(editor, exc)
             return
         editor.setEnabled(True)
+        self.save_problem.hide()  # (a unit with changes not saved cannot be left)
         self.suggestions.unit_shown(editor)
         if self.session.read_only and others is not None:
             self.save_label.setText("Looking at another annotator's work (read-only)")
@@ -1050,6 +1061,7 @@ class MainWindow(QMainWindow):
             self.session.set_flag(True, dialog.note())
 
     def _on_saved(self, view: AnswerView) -> None:
+        self.save_problem.hide()
         self.queue.update_unit(view.unit_id, view.status, view.flagged)
         if view.status == "submitted" and self.queue.is_adaptive(view.unit_id):
             self._load_queue(self.kind)  # the next pair was chosen from this answer
@@ -1066,8 +1078,15 @@ class MainWindow(QMainWindow):
         return f"✓ Saved {stamp}" + (" · submitted" if view.status == "submitted" else "")
 
     def _on_save_failed(self, message: str) -> None:
+        """"⚠ Not saved", and why above the editor, whole and until a save succeeds (the
+        status bar cut a long reason off at its width, and dropped it after a while)."""
         self.save_label.setText("⚠ Not saved")
-        self.statusBar().showMessage(message, 15000)
+        kept = self.session is not None and self.session.kept_unit is not None
+        self.save_problem.setText(f"⚠ {message}" + (KEPT_NOTE if kept else ""))
+        self.save_problem.show()
+        QAccessible.updateAccessibility(
+            QAccessibleEvent(self.save_problem, QAccessible.Event.Alert)
+        )
 
     def _on_pending(self, pending: bool) -> None:
         if pending:
@@ -1279,6 +1298,30 @@ def dark_palette() -> QPalette:
 #: The longest unit set name and case id the status line shows whole (longer: cut with "…").
 SET_NAME_CHARS = 40
 CASE_ID_CHARS = 24
+
+
+KEPT_NOTE = (
+    " What you typed is also kept on this computer, and offered back when you open this study "
+    "again if it is closed before it is saved."
+)
+
+
+def _save_problem_label() -> QLabel:
+    """Why the last save failed, shown above the editor until a save succeeds: wrapped,
+    framed in the text's colour (every colour scheme), selectable to copy for support."""
+    label = QLabel()
+    label.setObjectName("saveProblem")
+    label.setAccessibleName("Why your change is not saved")
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(True)
+    label.setFrameShape(QFrame.Shape.Box)
+    label.setMargin(6)
+    label.setTextInteractionFlags(
+        Qt.TextInteractionFlag.TextSelectableByMouse
+        | Qt.TextInteractionFlag.TextSelectableByKeyboard
+    )
+    label.hide()
+    return label
 
 
 def _elided(text: str, limit: int) -> str:

@@ -91,8 +91,8 @@ def test_what_was_typed_stays_on_the_unit_shown_when_the_drive_goes(qtbot, on_dr
     folder_gone(window)
     window.step(1)  # leaving saves first: that fails, so the unit stays, with the text
     assert window.session.pending and window.save_label.text() == "⚠ Not saved"
-    status = window.statusBar().currentMessage()
-    assert status.startswith("Not saved:") and not any(raw in status for raw in DRIVER_WORDS)
+    status = window.save_problem.text()
+    assert status.startswith("⚠ Not saved:") and not any(raw in status for raw in DRIVER_WORDS)
     assert warned and warned[-1].count("stays on screen") == 1  # said once
     assert window.session.unit.unit_id == first and window.queue.current_unit() == first
     assert box.toPlainText() == "Typed before the drive went."

@@ -51,7 +51,7 @@ def test_a_full_disk_is_said_and_the_text_kept_until_it_saves(qtbot, gui, prefs,
         box.insertPlainText(LONG)
         window.save_now()
         assert window.session.pending and window.save_label.text() == "⚠ Not saved"
-        assert "is full" in window.statusBar().currentMessage()
+        assert "is full" in window.save_problem.text() and window.save_problem.isVisible()
         window.act_next.trigger()  # leaving would drop the text: refused, and said
         assert window.session.unit.unit_id == unit
         assert window.queue.current_unit() == unit
@@ -102,7 +102,7 @@ def test_a_file_gone_while_open_is_said_and_the_text_kept(qtbot, gui, prefs, ask
     qtbot.keyClicks(box, " Typed after.")
     window.save_now()
     assert window.session.pending and window.save_label.text() == "⚠ Not saved"
-    assert "was moved, renamed or deleted while it was open" in window.statusBar().currentMessage()
+    assert "was moved, renamed or deleted while it was open" in window.save_problem.text()
     window.act_next.trigger()  # leaving would drop the text: refused
     assert window.session.unit.unit_id == unit
     assert box.toPlainText() == "First part. Typed after."
@@ -208,9 +208,36 @@ def test_a_backup_copied_over_the_open_file_is_said_and_the_text_kept(
     qtbot.keyClicks(box, " Typed after.")
     window.save_now()
     assert window.session.pending and window.save_label.text() == "⚠ Not saved"
-    assert "was changed by another program" in window.statusBar().currentMessage()
+    assert "was changed by another program" in window.save_problem.text()
     window.act_next.trigger()
     assert window.session.unit.unit_id == unit
     assert box.toPlainText() == "First part. Typed after."
     assert gui.path.read_bytes() == backup.read_bytes()
     assert not window.close()  # asks; Cancel keeps the window and the text
+
+
+def test_a_long_reason_is_shown_whole_above_the_editor_until_a_save_succeeds(
+    qtbot, gui, prefs, asked, monkeypatch
+):
+    """The status bar cut a reason off at its width (one line) and dropped it after 15 s; the
+    reason is now shown whole above the editor, wrapped, until a save succeeds."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    window.resize(1024, 640)
+    box = _respond_box(qtbot, window)
+    reason = "The study server did not answer. " + "Nothing was saved, and here is why. " * 12
+    service = window.session.service
+
+    def server_away(*_args, **_kwargs):
+        raise ServerUnavailable(reason)
+
+    monkeypatch.setattr(service, "save_answer", server_away)
+    qtbot.keyClicks(box, " More.")
+    window.save_now()
+    banner = window.save_problem
+    assert banner.isVisible() and reason.strip() in banner.text()
+    assert "also kept on this computer" in banner.text()
+    qtbot.waitUntil(lambda: banner.height() >= banner.heightForWidth(banner.width()))
+    assert banner.width() <= window.centralWidget().width()  # wrapped, not cut
+    monkeypatch.delattr(service, "save_answer")  # the server is back
+    window.save_now()
+    assert not banner.isVisible() and window.save_label.text().startswith("✓ Saved")

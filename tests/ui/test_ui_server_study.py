@@ -86,7 +86,7 @@ def test_typing_is_kept_while_the_server_is_away(qtbot, prefs, team_study, monke
         qtbot.keyClicks(empathy, " Please come in today.")
         window.session.save()
         assert window.session.pending and window.save_label.text() == "⚠ Not saved"
-        assert "did not answer" in window.statusBar().currentMessage()
+        assert "did not answer" in window.save_problem.text()
         window.show_unit(study.units["respond"])  # reloading would drop the typing: refused
         assert warnings and "not saved yet, so it stays on screen" in warnings[0]
         assert empathy.toPlainText() == "I am sorry. Please come in today."
@@ -124,7 +124,7 @@ def test_a_save_behind_a_busy_server_keeps_the_text(qtbot, prefs, team_study, mo
         window.session.save()
         assert time.monotonic() - started < 5  # before: her window froze until it was free
         assert window.session.pending and window.save_label.text() == "⚠ Not saved"
-        message = window.statusBar().currentMessage()
+        message = window.save_problem.text()
         assert "is busy" in message and "Nothing was saved" in message
         assert empathy.toPlainText() == "I am sorry."
     finally:
@@ -179,7 +179,7 @@ def test_a_save_to_a_frozen_server_ends_in_words_and_keeps_the_text(
         monkeypatch.setattr(StudyService, "_audit", real_audit)
         assert waited < 6  # the bound (2 s here, 30 s in use) and some slack
         assert window.session.pending and window.save_label.text() == "⚠ Not saved"
-        message = window.statusBar().currentMessage()
+        message = window.save_problem.text()
         assert "did not answer for 2 s" in message and "Nothing was saved" in message
         assert empathy.toPlainText() == "I am sorry. Please come in today."
     finally:

@@ -45,7 +45,7 @@ def test_a_flag_set_while_a_suggestion_is_offered_is_saved_on_leaving(qtbot, off
     assert urgency_answer(gui) is None  # the suggestion is not the answer
     assert offered.session.flagged
     assert offered.save_label.text() == "⚠ Not saved"
-    assert "flag" in offered.statusBar().currentMessage()
+    assert "flag" in offered.save_problem.text()
 
     show_kind(offered, "rank")  # leaves the unit without deciding on the suggestion
     answer = urgency_answer(gui)

@@ -267,7 +267,6 @@ CRASH_SCRIPT = textwrap.dedent(
     from PySide6.QtCore import QSettings
     from PySide6.QtTest import QTest
     from portalreview.store.backends.postgres import ServerUnavailable
-from portalreview.store.merge import make_copy
     from portalreview.ui.app import application
     from portalreview.ui.main_window import MainWindow
     from portalreview.ui.settings import Preferences
