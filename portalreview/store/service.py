@@ -11,6 +11,7 @@ hash-chained audit log in the same transaction.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import math
@@ -93,6 +94,29 @@ _ANSWER_VIEW_COLUMNS = (
 
 class AccessError(PermissionError):
     """The viewer may not see or change this (blinding, roles)."""
+
+
+class _Unchecked(enum.Enum):
+    UNCHECKED = "unchecked"
+
+
+#: ``save_answer(if_updated_at=UNCHECKED)``: replace the stored answer whatever it is now
+UNCHECKED = _Unchecked.UNCHECKED
+
+
+class SavedElsewhere(StoreError):
+    """The answer was saved from somewhere else (another workstation signed in as the same
+    person) since the one saving read it: saving would put an older answer over a newer one.
+    Nothing was saved; :attr:`stored` is the answer saved there."""
+
+    def __init__(self, stored: AnswerView) -> None:
+        self.stored = stored
+        when = stored.updated_at.replace("T", " ")[:16]
+        super().__init__(
+            f"This unit was saved from another computer or window signed in as you (at {when} "
+            "UTC), after it was opened here. Nothing was saved here, so as not to put one "
+            "answer over the other: keep what is on screen here, or show the answer saved there."
+        )
 
 
 @dataclass(frozen=True)
@@ -1319,12 +1343,15 @@ class StudyService:
         annotator_id: int | None = None,
         gold: bool = False,
         session: Session | None = None,
+        if_updated_at: str | _Unchecked | None = UNCHECKED,
     ) -> AnswerView:
         """Create or replace the viewer's answer to a unit, in one short transaction.
 
         ``payload`` is the kind's answer (see ``store/kinds``); it replaces the previous one
         whole. Fields left as None keep their stored value. ``status="submitted"`` requires a
-        complete answer. A gold answer (PI only) is the adjudicated one.
+        complete answer. A gold answer (PI only) is the adjudicated one. ``if_updated_at``:
+        save only if the stored answer is still the one read (its ``updated_at``; None: no
+        answer yet), else :class:`SavedElsewhere` and nothing is saved.
         """
         if gold:
             self._require_admin("save gold answers")
@@ -1347,6 +1374,7 @@ class StudyService:
                     suggestion_id=suggestion_id,
                     suggestion_use=suggestion_use,
                 ),
+                if_updated_at,
             )
 
         if session is not None:
@@ -1363,6 +1391,7 @@ class StudyService:
         status: str,
         gold: bool,
         fields: dict[str, Any],
+        if_updated_at: str | _Unchecked | None = UNCHECKED,
     ) -> AnswerView:
         unit = s.get(Unit, unit_id)
         if unit is None:
@@ -1394,7 +1423,11 @@ class StudyService:
                 Answer.is_gold.is_(gold),
             )
         )
-        old = None if answer is None else self._audit_state(self._answer_view(s, answer))
+        stored = None if answer is None else self._answer_view(s, answer)
+        # (an answer removed meanwhile is made again: there is nothing newer to keep)
+        if if_updated_at is not UNCHECKED and stored and stored.updated_at != if_updated_at:
+            raise SavedElsewhere(stored)
+        old = None if stored is None else self._audit_state(stored)
         if answer is None:
             if s.get(Assignment, (unit_id, annotator_id)) is None:
                 raise AccessError("this unit is not assigned to this annotator")

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QPoint, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
-    QAccessible,
-    QAccessibleEvent,
     QAction,
     QActionGroup,
     QCloseEvent,
@@ -63,6 +61,7 @@ from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
 from portalreview.ui.flag_dialog import FlagNoteDialog
 from portalreview.ui.queue_panel import QueuePanel
+from portalreview.ui.save_problem import SaveProblemBar
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
@@ -170,7 +169,9 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.welcome)
         self.stack.addWidget(self.empty)
-        self.save_problem = _save_problem_label()
+        self.save_problem = SaveProblemBar()
+        self.save_problem.keep_mine.connect(self._keep_mine)
+        self.save_problem.take_theirs.connect(self._take_theirs)
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -1081,12 +1082,19 @@ class MainWindow(QMainWindow):
         """"⚠ Not saved", and why above the editor, whole and until a save succeeds (the
         status bar cut a long reason off at its width, and dropped it after a while)."""
         self.save_label.setText("⚠ Not saved")
-        kept = self.session is not None and self.session.kept_unit is not None
-        self.save_problem.setText(f"⚠ {message}" + (KEPT_NOTE if kept else ""))
-        self.save_problem.show()
-        QAccessible.updateAccessibility(
-            QAccessibleEvent(self.save_problem, QAccessible.Event.Alert)
-        )
+        session = self.session
+        kept = session is not None and session.kept_unit is not None
+        choice = session is not None and session.conflict is not None
+        self.save_problem.show_problem(message, kept, choice)
+
+    def _keep_mine(self) -> None:
+        if self.session is not None:
+            self.session.keep_mine()
+
+    def _take_theirs(self) -> None:
+        if self.session is not None:
+            self.session.take_theirs()
+            self.statusBar().showMessage("The answer saved there is on screen now.", 8000)
 
     def _on_pending(self, pending: bool) -> None:
         if pending:
@@ -1298,30 +1306,6 @@ def dark_palette() -> QPalette:
 #: The longest unit set name and case id the status line shows whole (longer: cut with "…").
 SET_NAME_CHARS = 40
 CASE_ID_CHARS = 24
-
-
-KEPT_NOTE = (
-    " What you typed is also kept on this computer, and offered back when you open this study "
-    "again if it is closed before it is saved."
-)
-
-
-def _save_problem_label() -> QLabel:
-    """Why the last save failed, shown above the editor until a save succeeds: wrapped,
-    framed in the text's colour (every colour scheme), selectable to copy for support."""
-    label = QLabel()
-    label.setObjectName("saveProblem")
-    label.setAccessibleName("Why your change is not saved")
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setWordWrap(True)
-    label.setFrameShape(QFrame.Shape.Box)
-    label.setMargin(6)
-    label.setTextInteractionFlags(
-        Qt.TextInteractionFlag.TextSelectableByMouse
-        | Qt.TextInteractionFlag.TextSelectableByKeyboard
-    )
-    label.hide()
-    return label
 
 
 def _elided(text: str, limit: int) -> str:

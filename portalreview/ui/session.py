@@ -22,7 +22,9 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from portalreview.store.kinds.base import PayloadError
 from portalreview.store.service import (
+    UNCHECKED,
     AnswerView,
+    SavedElsewhere,
     StoreError,
     StudyService,
     UnitView,
@@ -143,6 +145,11 @@ class AnnotationSession(QObject):
         # a read-only view), and the unit whose answer is kept there now
         self.unsaved: UnsavedWork | None = None
         self.kept_unit: int | None = None
+        # the answer saved elsewhere since the unit was opened here (another workstation
+        # signed in as the same person), while the person has not chosen which one to keep;
+        # and the save it stopped (status, fields), made again if they keep theirs
+        self.conflict: AnswerView | None = None
+        self._stopped_save: tuple[str, dict] = ("draft", {})
         self.clock = ActivityClock()
         self.clock.scope = self._window
         app = QApplication.instance()
@@ -182,6 +189,7 @@ class AnnotationSession(QObject):
             editor.changed.connect(self._on_changed)
             self.editor = editor
         self.unit, self.answer = unit, answer
+        self.conflict = None
         editor.load(unit, answer)
         self._reset_suggestion(answer)
         self.clock.start()
@@ -310,9 +318,11 @@ class AnnotationSession(QObject):
         self.editor.set_comment_text(comment)
         self.dismiss_suggestion()
 
-    def _store(self, status: str, **fields) -> AnswerView | None:
+    def _store(self, status: str, replace: bool = False, **fields) -> AnswerView | None:
         """Save the editor's answer. A submission that is not complete yet is saved as a draft
-        (the work is kept) and :attr:`notice` says what is missing."""
+        (the work is kept) and :attr:`notice` says what is missing. Only over the answer shown
+        (:class:`SavedElsewhere` otherwise: :attr:`conflict`), unless ``replace``."""
+        stopped = (status, dict(fields))
         payload = self.editor.payload()
         suggestion = self._suggestion_fields(payload)
         if suggestion is None:  # an unaccepted, unchanged suggestion is never an answer
@@ -326,6 +336,7 @@ class AnnotationSession(QObject):
             active_seconds=(self.answer.active_seconds if self.answer else 0.0)
             + self.clock.seconds,
             comment=self.editor.comment_text(),
+            if_updated_at=UNCHECKED if replace else self.answer and self.answer.updated_at,
             **fields,
         )
         unit_id = self.unit.unit_id
@@ -348,6 +359,8 @@ class AnnotationSession(QObject):
                 type(exc).__name__,
                 exc,
             )
+            if isinstance(exc, SavedElsewhere):  # the person chooses which answer stays
+                self.conflict, self._stopped_save = exc.stored, stopped
             if isinstance(exc, StoreError):  # may save later: kept for a crash meanwhile
                 self._keep_unsaved(payload, status, fields, kwargs["comment"], str(exc))
             self.save_failed.emit(not_saved_message(exc))
@@ -379,6 +392,33 @@ class AnnotationSession(QObject):
         if refused:
             self.notice.emit(f"Saved as a draft, not submitted: {refused}")
         return view
+
+    def keep_mine(self) -> AnswerView | None:
+        """After :class:`SavedElsewhere`: the answer on screen here replaces the one saved
+        elsewhere (the save that was stopped is made, a submission included)."""
+        if self.conflict is None or self.unit is None:
+            return None
+        self.conflict = None
+        status, fields = self._stopped_save
+        return self._store(status, replace=True, **fields)
+
+    def take_theirs(self) -> None:
+        """After :class:`SavedElsewhere`: show the answer saved elsewhere instead of what was
+        typed here, which is dropped (the person chose it)."""
+        stored, self.conflict = self.conflict, None
+        if stored is None or self.unit is None:
+            return
+        log.info("unit %s: the answer saved elsewhere kept, this one dropped", stored.unit_id)
+        self.answer = stored
+        self.editor.load(self.unit, stored)
+        self._reset_suggestion(stored)
+        self.last_failure = None
+        if self.kept_unit == stored.unit_id:
+            self.unsaved.forget()
+            self.kept_unit = None
+        self._timer.stop()
+        self._set_pending(False)
+        self.saved.emit(stored)  # what the window shows of the unit: the answer stored now
 
     def _keep_unsaved(
         self, payload: dict, status: str, fields: dict, comment: str, why: str

@@ -1,0 +1,96 @@
+"""The same person signed in at two workstations of a team study: a unit left open at one
+while the other saved it is not saved over; the window says so and lets her choose which
+answer stays (``SavedElsewhere``, the banner's two buttons)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+from ui_support import open_window, show_kind, stored_answer, wait_saved
+
+from portalreview.store.service import StudyService
+from portalreview.tasks.common.editor_base import TextBox
+
+THERE = {"mode": "theme_guided", "parts": {"empathy": "Written at the other desk."}}
+
+
+@pytest.fixture
+def warned(monkeypatch) -> list[str]:
+    shown: list[str] = []
+    monkeypatch.setattr(
+        QMessageBox, "warning", staticmethod(lambda *args, **_kw: shown.append(args[2]))
+    )
+    return shown
+
+
+def _left_open_while_saved_elsewhere(qtbot, window) -> tuple[int, TextBox]:
+    """'Here.' saved at this desk; then the other desk submits THERE; then she types on here."""
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    unit = window.session.unit.unit_id
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(box, "Here.")
+    wait_saved(qtbot, window)
+    other_desk = StudyService(window.project).as_viewer("ava")
+    other_desk.save_answer(unit, THERE, status="submitted")
+    qtbot.keyClicks(box, " Typed later here.")
+    window.save_now()
+    return unit, box
+
+
+def test_an_answer_saved_elsewhere_is_not_saved_over(qtbot, gui, prefs, warned):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, box = _left_open_while_saved_elsewhere(qtbot, window)
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.status == "submitted" and stored.payload["parts"] == THERE["parts"]
+    bar = window.save_problem
+    assert window.save_label.text() == "⚠ Not saved" and bar.isVisible()
+    assert "saved from another computer" in bar.text()
+    assert bar.keep_button.isVisible() and bar.take_button.isVisible()
+    window.act_next.trigger()  # leaving would drop one of the two: refused until she chooses
+    assert window.session.unit.unit_id == unit and warned
+    assert box.toPlainText() == "Here. Typed later here."
+
+
+def test_showing_the_answer_saved_there_drops_this_one(qtbot, gui, prefs, warned):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, box = _left_open_while_saved_elsewhere(qtbot, window)
+    qtbot.mouseClick(window.save_problem.take_button, Qt.MouseButton.LeftButton)
+    assert box.toPlainText() == "Written at the other desk."
+    assert not window.session.pending and not window.save_problem.isVisible()
+    assert window.unit_label.text().startswith("done")
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.status == "submitted" and stored.payload["parts"] == THERE["parts"]
+    qtbot.keyClicks(box, " And on.")  # saving goes on from the answer shown
+    wait_saved(qtbot, window)
+    saved = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
+    assert saved.replace(" And on.", "") == "Written at the other desk."
+
+
+def test_keeping_what_is_here_saves_it_over_the_other(qtbot, gui, prefs, warned):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, box = _left_open_while_saved_elsewhere(qtbot, window)
+    qtbot.mouseClick(window.save_problem.keep_button, Qt.MouseButton.LeftButton)
+    assert not window.session.pending and not window.save_problem.isVisible()
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.payload["parts"]["empathy"] == "Here. Typed later here."
+    assert window.session.unsaved.read() is None  # nothing left kept on this computer
+    qtbot.keyClicks(box, " More.")
+    wait_saved(qtbot, window)
+
+
+def test_a_submission_stopped_by_it_is_made_when_she_keeps_hers(qtbot, gui, prefs, warned):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    unit = window.session.unit.unit_id
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(box, "Mine, finished.")
+    wait_saved(qtbot, window)
+    StudyService(window.project).as_viewer("ava").save_answer(unit, THERE)
+    window.submit()
+    assert window.save_problem.keep_button.isVisible()
+    window.save_problem.keep_button.click()
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.status == "submitted" and stored.payload["parts"]["empathy"] == "Mine, finished."
