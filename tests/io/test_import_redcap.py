@@ -291,6 +291,31 @@ def test_a_second_record_of_the_same_person_and_case_is_refused(project, study, 
         import_files(project, [recs, dictionary(tmp_path)])
 
 
+def test_a_second_download_of_the_same_records_is_refused_and_changes_nothing(
+    project, study, tmp_path
+):
+    """REDCap names each download anew (Study_DATA_<date>_<time>.csv): the same records
+    imported again under the new name came in as a second unit set, counting every answer
+    twice in the report. A record word for word the same as one imported before is refused;
+    a new round (other words, same case) is imported."""
+    rows = [
+        {"case_id": "c1", "empathy_box": "So sorry.", "who": "nurse1"},
+        {"case_id": "c2", "logistics": "Portal > Immunizations.", "who": "nurse1"},
+    ]
+    first = records(tmp_path, rows, name="Study_DATA_2025-01-03_1430.csv")
+    import_files(project, [first, dictionary(tmp_path)])
+    before = fingerprint(project)
+    again = records(tmp_path, rows, name="Study_DATA_2025-02-10_0910.csv")
+    with pytest.raises(
+        ImportFailed, match=r"row 2.*already in unit set 'redcap-Study_DATA_2025-01-03_1430'"
+    ):
+        import_files(project, [again, dictionary(tmp_path)])
+    assert fingerprint(project) == before
+    round_two = [{**row, "other_box": "Asked again a month later."} for row in rows]
+    later = records(tmp_path, round_two, name="Study_DATA_2025-03-01_0900.csv")
+    assert import_files(project, [later, dictionary(tmp_path)]).added["answers"] == 2
+
+
 def _as_german_excel(path):
     """The CSV file re-saved as Excel on a German Windows saves "CSV": semicolons, cp1252."""
     with path.open(encoding="utf-8", newline="") as fh:

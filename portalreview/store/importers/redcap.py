@@ -23,7 +23,8 @@ from portalreview.store.importers.context import ImportContext
 from portalreview.store.importers.errors import ImportFailed
 from portalreview.store.importers.readers import read_parts
 from portalreview.store.importers.records import Part, Record
-from portalreview.store.models import Unit
+from portalreview.store.kinds import CODECS
+from portalreview.store.models import Answer, Unit, UnitSet
 from portalreview.store.project import Project
 
 DICTIONARY_COLUMNS = (
@@ -480,7 +481,7 @@ def _record(
         ctx.ensure_assigned(unit_id, person)
     payload = _payload(rec, by_target)
     done = rec.integer(complete_column, 0, 2, what="0, 1 or 2 (2 = Complete)") == 2
-    ctx.svc.save_answer(
+    saved = ctx.svc.save_answer(
         unit_id,
         payload,
         status="submitted" if done else "draft",
@@ -488,6 +489,39 @@ def _record(
         gold=gold,
         session=ctx.session,
     )
+    imported_before = _same_answer_in_another_set(ctx, saved, case_id, set_id)
+    if imported_before is not None:
+        rec.fail(
+            who,
+            f"this annotator's response to this case is already in unit set "
+            f"{imported_before!r}, word for word: this file repeats records imported before "
+            "(REDCap names every download of the same records anew). Import only records "
+            "not imported yet; nothing of this file was imported",
+        )
+
+
+def _same_answer_in_another_set(ctx: ImportContext, saved, case_id: int, set_id: int) -> str | None:
+    """The name of another unit set where the same annotator already gave the same written
+    response to the same case (a second download of the same REDCap records, under REDCap's
+    new file name, came in as a second set and counted every answer twice), or None. A
+    different response to the case in another set is a new round, and is imported."""
+    rows = ctx.session.execute(
+        select(Answer.id, UnitSet.name)
+        .join(Unit, Unit.id == Answer.unit_id)
+        .join(UnitSet, UnitSet.id == Unit.unit_set_id)
+        .where(
+            Unit.case_id == case_id,
+            Unit.kind == "respond",
+            Unit.response_id.is_(None),  # theme-guided, as a REDCap record is
+            Unit.unit_set_id != set_id,
+            Answer.annotator_id == saved.annotator_id,
+            Answer.is_gold.is_(saved.is_gold),
+        )
+    ).all()
+    if not rows:
+        return None
+    payloads = CODECS["respond"].read_many(ctx.session, [row.id for row in rows])
+    return next((row.name for row in rows if payloads[row.id] == saved.payload), None)
 
 
 def _payload(rec: Record, by_target: dict[str, list[str]]) -> dict:
