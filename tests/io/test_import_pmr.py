@@ -95,6 +95,29 @@ def test_an_inbox_level_must_agree_with_the_project(project, tmp_path):
         import_files(project, [inbox])
 
 
+def test_a_messages_relevancy_must_agree_everywhere(project, tmp_path):
+    """Relevancy follows from urgency (002 Sec. 4.2), one value per message, as its level is:
+    two inboxes that disagreed kept both tags without a word."""
+    north = write_csv(tmp_path / "inbox_north.csv", [["text", "level", "relevancy"],
+                                                     ["Chest pain now", "1", "high"],
+                                                     ["Need refill", "5", "low"]])  # fmt: skip
+    import_files(project, [north])
+    before = fingerprint(project)
+    south = write_csv(tmp_path / "inbox_south.csv", [["text", "level", "relevancy"],
+                                                     ["Chest pain now", "1", "low"]])  # fmt: skip
+    with pytest.raises(ImportFailed, match="relevancy low here but high in the project"):
+        import_files(project, [south])
+    assert fingerprint(project) == before
+    both = write_csv(tmp_path / "both.csv", [["text", "level", "relevancy"],
+                                             ["Back pain", "3", "mid"],
+                                             ["Back pain", "3", "high"]])  # fmt: skip
+    with pytest.raises(ImportFailed, match=r"row 3.*relevancy high here but mid in both.csv, row"):
+        import_files(project, [both])
+    same = write_csv(tmp_path / "again.csv", [["text", "level", "relevancy"],
+                                              ["Chest pain now", "1", "high"]])  # fmt: skip
+    import_files(project, [same])  # the same relevancy again: nothing to refuse
+
+
 def test_a_pairs_file_cannot_be_imported_twice(project, tmp_path):
     import_files(project, [_pairs(tmp_path)])
     with pytest.raises(ImportFailed, match="unit set 'pairs_dev' already exists"):

@@ -71,6 +71,7 @@ def load_inbox(ctx: ImportContext, part: Part) -> None:
             _tag(ctx, case_id, "inbox", part.stem)
             relevancy = rec.label("relevancy")
             if relevancy:
+                _check_relevancy(ctx, rec, case_id, relevancy)
                 _tag(ctx, case_id, "relevancy", relevancy)
 
 
@@ -105,6 +106,23 @@ def _check_level(ctx: ImportContext, rec: Record, name: str, case: Case, level: 
         first = ctx.first_seen.get(("level", case.external_id), "the project")
         had = case.urgency_level or case.urgency_filter
         rec.fail(name, f"this message has level {level} here but {had} in {first}")
+
+
+def _check_relevancy(ctx: ImportContext, rec: Record, case_id: int, relevancy: str) -> None:
+    """A message's relevancy follows from its urgency (002 Sec. 4.2: level 1 the most
+    relevant), so it is one value everywhere, as its level is; two inbox files that disagree
+    kept both tags, without a word."""
+    had = ctx.session.scalars(
+        select(CaseTag.value).where(CaseTag.case_id == case_id, CaseTag.key == "relevancy")
+    ).all()
+    external = ctx.session.get(Case, case_id).external_id
+    if not had:
+        ctx.first_seen[("relevancy", external)] = f"{rec.where}, field 'relevancy'"
+    elif relevancy not in had:
+        first = ctx.first_seen.get(("relevancy", external), "the project")
+        rec.fail(
+            "relevancy", f"this message has relevancy {relevancy} here but {had[0]} in {first}"
+        )
 
 
 def _tag(ctx: ImportContext, case_id: int, key: str, value: str) -> None:
