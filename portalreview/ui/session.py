@@ -285,7 +285,18 @@ class AnnotationSession(QObject):
             return None
         self.editor.finish_editing()  # first: what it enters starts the autosave timer
         self._timer.stop()
-        return self._store("submitted")
+        return self._store("submitted", draft_if_refused=not self._nothing_entered())
+
+    def _nothing_entered(self) -> bool:
+        """Whether the unit on screen has no answer of the person's: none stored, no change
+        waiting for the autosave, no flag held and no suggestion offered. A submission
+        refused then stores nothing (it stored an empty draft, counted as begun)."""
+        return (
+            self.answer is None
+            and not self.pending
+            and self._held_flag is None
+            and self.suggestion_state is None
+        )
 
     def set_flag(self, flagged: bool, note: str) -> AnswerView | None:
         if self.unit is None or self.read_only:
@@ -318,9 +329,12 @@ class AnnotationSession(QObject):
         self.editor.set_comment_text(comment)
         self.dismiss_suggestion()
 
-    def _store(self, status: str, replace: bool = False, **fields) -> AnswerView | None:
+    def _store(
+        self, status: str, replace: bool = False, *, draft_if_refused: bool = True, **fields
+    ) -> AnswerView | None:
         """Save the editor's answer. A submission that is not complete yet is saved as a draft
-        (the work is kept) and :attr:`notice` says what is missing. Only over the answer shown
+        (the work is kept; with ``draft_if_refused`` False nothing is saved) and
+        :attr:`notice` says what is missing. Only over the answer shown
         (:class:`SavedElsewhere` otherwise: :attr:`conflict`), unless ``replace``."""
         stopped = (status, dict(fields))
         payload = self.editor.payload()
@@ -330,6 +344,8 @@ class AnnotationSession(QObject):
         fields = {**(self._held_flag or {}), **fields}
         fields.update(suggestion)
         held_back = self.editor.submit_problem() if status == "submitted" else None
+        if held_back and not draft_if_refused:
+            return self._refuse_submission(held_back)
         if held_back:
             status = "draft"
         kwargs = dict(
@@ -348,6 +364,8 @@ class AnnotationSession(QObject):
             except PayloadError as exc:
                 if status != "submitted":
                     raise
+                if not draft_if_refused:
+                    return self._refuse_submission(str(exc))
                 view = self.service.save_answer(unit_id, payload, status="draft", **kwargs)
                 refused = str(exc)
         except (PayloadError, StoreError, PermissionError) as exc:
@@ -392,6 +410,11 @@ class AnnotationSession(QObject):
         if refused:
             self.notice.emit(f"Saved as a draft, not submitted: {refused}")
         return view
+
+    def _refuse_submission(self, problem: str) -> None:
+        """A submission of nothing entered: nothing is saved, the notice says what is missing."""
+        self.notice.emit(f"Not submitted, nothing saved: {problem}")
+        return None
 
     def keep_mine(self) -> AnswerView | None:
         """After :class:`SavedElsewhere`: the answer on screen here replaces the one saved
