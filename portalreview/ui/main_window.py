@@ -57,6 +57,7 @@ from portalreview.store.project import (
 )
 from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
 from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.facts.editor import category_keys
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
 from portalreview.ui.flag_dialog import FlagNoteDialog
@@ -1144,7 +1145,8 @@ class MainWindow(QMainWindow):
         rows = "".join(
             f"<tr><td>{what}</td><td><b>{keys}</b></td></tr>" for what, keys in self.shortcut_list()
         )
-        editor_help = EDITOR_KEYS.get(self.kind or "", "")
+        editor = self.editors.get(self.kind or "")
+        editor_help = editor_keys(editor) if editor is not None else ""
         QMessageBox.information(
             self, "Keyboard shortcuts", f"<table cellspacing=6>{rows}</table>{editor_help}"
         )
@@ -1210,9 +1212,16 @@ EDITOR_KEYS = {
     "sentence and press E or Enter for evidence; Delete removes a span; W shows the whole "
     "message.</p>",
     "facts": "<p><b>Facts</b>: F lists the selected text as a fact; in a list, Y kept/supported, "
-    "N not, 0 not judged, 1-6 error category, F2 edit, Delete remove; X (or the box) says "
+    "N not, 0 not judged{category_keys}, F2 edit, Delete remove; X (or the box) says "
     "neither response holds a medical fact.</p>",
 }
+
+
+def editor_keys(editor: Editor) -> str:
+    """F1's words on the keys of ``editor``. Check facts has a key for each of the study's
+    error categories, up to nine (a codebook can be extended past the six of seed 004)."""
+    count = len(editor.catalogs.error_categories)
+    return EDITOR_KEYS.get(editor.kind, "").replace("{category_keys}", category_keys(count))
 
 
 def apply_color_scheme(scheme: str) -> None:

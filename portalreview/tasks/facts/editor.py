@@ -11,7 +11,7 @@ of the pair are shown live (``metrics.facts``).
 
 Keys: in a response, select text and press F to list it as a fact of that response; in the
 box under a fact list, type a fact and press Enter. In a fact list: Y the other text entails
-the fact, N it does not, 0 not judged yet, 1-6 the error category (and "not entailed"),
+the fact, N it does not, 0 not judged yet, 1-9 the error category (and "not entailed"),
 F2 edits the fact's wording, Delete removes it. A wording or a new fact typed without Enter is
 entered when the unit is submitted or left (:meth:`FactsEditor.finish_editing`). When neither
 response holds a medical fact (a two-line "thank you, see you Friday" reply), tick "No medical
@@ -79,6 +79,19 @@ _CATEGORY_TIP = {
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
 MESSAGE_LINES = 4  # the message's first height, in lines: most are read whole, a long one scrolls
+
+
+def category_keys(count: int) -> str:
+    """The keys of the error categories, for the keyboard help (", 1-6 error category"): one
+    digit each, so the first nine of a codebook extended past nine (the rest from a fact's
+    drop-down); "" for a codebook without categories."""
+    if count == 0:
+        return ""
+    keys = "1" if count == 1 else f"1-{min(count, 9)}"
+    if count <= 9:
+        return f", {keys} error category"
+    rest = "10" if count == 10 else f"10-{count}"
+    return f", {keys} error category ({rest}: the fact's drop-down)"
 
 
 def _one_line(text: str) -> str:
@@ -384,7 +397,8 @@ class FactsEditor(Editor):
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         help_text = QLabel(
             "Select text and press F to list it as a fact · in a fact list: Y entailed by the "
-            "other text, N not entailed, 0 not judged, 1-6 error category, F2 edit, Del remove "
+            "other text, N not entailed, 0 not judged"
+            f"{category_keys(len(catalogs.error_categories))}, F2 edit, Del remove "
             "· X: no medical facts on either side"
         )
         help_text.setObjectName("keyHelp")
