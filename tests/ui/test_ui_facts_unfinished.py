@@ -100,7 +100,7 @@ def test_submitting_with_a_new_fact_typed_keeps_the_unit_to_judge_it(qtbot, gui,
     qtbot.keyClicks(side.entry, TYPED)  # a second fact, no Enter
 
     leave(qtbot, window, side.entry, "submit")
-    assert "1 fact(s) not yet judged" in window.statusBar().currentMessage()
+    assert f"original fact 2 “{TYPED}”" in window.statusBar().currentMessage()
     assert window.session.unit.unit_id == gui.ids.units["facts"]
     assert side.table.rowCount() == 2 and side.entry.text() == ""
     wait_saved(qtbot, window)
@@ -343,4 +343,25 @@ def test_facts_listed_and_not_judged_give_no_figure_yet(qtbot, gui, prefs):
     assert "Fact-Recall 0.00" in shown and "Fact-Precision —" in shown
     editor.set_entailed("edited", 0, True)
     assert "Fact-Precision 1.00" in editor.scores.text() and "F1 0.00" in editor.scores.text()
+    window.close()
+
+
+def test_an_incomplete_submission_names_the_unjudged_facts(qtbot, gui, prefs):
+    """Side, number and the start of the wording of each fact not judged (the message only
+    counted them); past five, the rest are counted."""
+    window, editor = open_first_facts_unit(qtbot, gui, prefs)
+    editor.add_fact("original", "Go to the ER now.")
+    editor.set_entailed("original", 0, True)
+    editor.add_fact("original", "Call 911 at once if the chest pain spreads to your arm or jaw.")
+    editor.add_fact("edited", "You will be fine.")
+    window.act_submit.trigger()
+    message = window.statusBar().currentMessage()
+    assert message == (
+        "Saved as a draft, not submitted: not judged yet (Y or N in its list): "
+        "original fact 2 “Call 911 at once if the chest…”, edited fact 1 “You will be fine.”"
+    )
+    for number in range(2, 7):
+        editor.add_fact("edited", f"Fact {number}.")
+    window.act_submit.trigger()
+    assert window.statusBar().currentMessage().endswith("edited fact 4 “Fact 4.” and 2 more")
     window.close()

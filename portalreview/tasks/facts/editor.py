@@ -78,6 +78,7 @@ _CATEGORY_TIP = {
 }
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
+UNJUDGED_NAMED = 5  # a message names this many unjudged facts, then counts the rest
 MESSAGE_LINES = 4  # the message's first height, in lines: most are read whole, a long one scrolls
 
 
@@ -92,6 +93,14 @@ def category_keys(count: int) -> str:
         return f", {keys} error category"
     rest = "10" if count == 10 else f"10-{count}"
     return f", {keys} error category ({rest}: the fact's drop-down)"
+
+
+def _short(wording: str, most: int = 30) -> str:
+    """A fact's wording cut to about ``most`` characters, at a word, for a message."""
+    if len(wording) <= most:
+        return wording
+    cut = wording[:most].rsplit(" ", 1)[0] or wording[:most]
+    return f"{cut}…"
 
 
 def _one_line(text: str) -> str:
@@ -522,6 +531,23 @@ class FactsEditor(Editor):
     def finish_editing(self) -> None:
         for side in SIDES:
             self.sides[side].finish_editing()
+
+    def submit_problem(self) -> str | None:
+        """The facts not judged yet, each by its side, number and the start of its wording (the
+        store's own check only counts them: "1 fact(s) not yet judged" left the clinician to
+        search both lists for it)."""
+        unjudged = [
+            f"{side} fact {row + 1} “{_short(fact['text'])}”"
+            for side in SIDES
+            for row, fact in enumerate(self.state[side])
+            if fact["entailed"] is None
+        ]
+        if not unjudged:
+            return None
+        named = ", ".join(unjudged[:UNJUDGED_NAMED])
+        more = len(unjudged) - UNJUDGED_NAMED
+        rest = f" and {more} more" if more > 0 else ""
+        return f"not judged yet (Y or N in its list): {named}{rest}"
 
     def comment_text(self) -> str | None:
         return self.comment.stored_text()
