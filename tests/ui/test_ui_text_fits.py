@@ -6,6 +6,7 @@ editor's "new fact" hint and the progress texts of the tool windows fit their ro
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyle
 from ui_support import open_window, show_kind
@@ -179,3 +180,33 @@ def test_a_fact_s_wording_has_room_in_its_list(qtbot, gui, prefs, screen):
         table = side.table
         assert table.columnWidth(1) >= 14 * table.fontMetrics().averageCharWidth(), screen
         assert table.columnWidth(1) >= table.viewport().width() * 0.3
+
+
+def test_both_urgency_patients_fit_a_small_window_at_18_pt(qtbot, gui, prefs):
+    """At 18 pt (Preferences' text size) in a 1024 x 640 window the one-line choice buttons
+    and level rows made each side over 500 pixels wide: the right patient was off screen.
+    The level buttons go under their caption and the choice says "Needs care first" there;
+    choosing a side (the title says it) does not widen the page either."""
+    from PySide6.QtWidgets import QScrollArea
+
+    prefs.set_point_size("ava", 18)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "urgency")
+    window.resize(1024, 640)
+    editor = window.editors["urgency"]
+    page = editor.parent()
+    while not isinstance(page, QScrollArea):
+        page = page.parent()
+    for step in (None, Qt.Key.Key_Right, Qt.Key.Key_L):
+        if step is not None:
+            qtbot.keyClick(editor, step)  # the right one first, then wait for a level
+        QTest.qWait(80)
+        assert page.horizontalScrollBar().maximum() == 0, step
+        for side in editor.sides:
+            right = side.mapTo(page.viewport(), side.rect().topRight()).x()
+            assert right < page.viewport().width(), (step, side.side)
+            button = side.choose
+            words = button.fontMetrics().horizontalAdvance(button.text())
+            assert words < button.width(), button.text()  # whole, not cut
+    assert editor.sides[1].choose.accessibleName().startswith("The right patient needs")
+    window.close()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from PySide6.QtCore import QObject, QRectF, Qt
+from PySide6.QtCore import QObject, QRectF, QSize, Qt
 from PySide6.QtGui import QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -32,6 +32,8 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QSplitter,
+    QStyle,
+    QStyleOptionButton,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -76,6 +78,57 @@ def paint_choice_frame(widget: QWidget, chosen: bool) -> None:
     painter.end()
 
 
+class LevelCaption(QLabel):
+    """The caption of the level buttons: "Level (optional):", or "Level:" where the side is too
+    narrow for the whole caption beside them (at 18 pt in a 1024 px wide window the two sides
+    did not fit, and the right one went off screen). :meth:`fit` chooses."""
+
+    WHOLE, SHORT = "Level (optional):", "Level:"
+
+    def __init__(self) -> None:
+        super().__init__(self.WHOLE)
+
+    def minimumSizeHint(self) -> QSize:
+        short = self.fontMetrics().horizontalAdvance(self.SHORT) + 2 * self.margin()
+        return QSize(short, super().minimumSizeHint().height())
+
+    def fit(self, room: int, beside: int) -> None:
+        """The whole caption where it and what is ``beside`` it fit ``room``."""
+        whole = self.fontMetrics().horizontalAdvance(self.WHOLE) + 2 * self.margin()
+        self.setText(self.WHOLE if whole + beside <= room else self.SHORT)
+
+
+class ShorteningButton(QPushButton):
+    """A push button that says ``short`` where ``full`` does not fit its width (at 18 pt,
+    "The right patient needs care first (→ or 2)" pushed the right patient off a 1024 px
+    wide window). A screen reader hears ``full``."""
+
+    def __init__(self, full: str, short: str) -> None:
+        super().__init__(full)
+        self._full, self._short = full, short
+        self.setAccessibleName(full)
+        # narrower than ``full`` down to ``short`` (a push button's own policy keeps its hint)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+
+    def _size_for(self, text: str) -> QSize:
+        option = QStyleOptionButton()
+        self.initStyleOption(option)
+        option.text = text
+        words = self.fontMetrics().size(Qt.TextFlag.TextShowMnemonic, text)
+        return self.style().sizeFromContents(QStyle.ContentsType.CT_PushButton, option, words, self)
+
+    def sizeHint(self) -> QSize:
+        return self._size_for(self._full)
+
+    def minimumSizeHint(self) -> QSize:
+        return self._size_for(self._short)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        fits = event.size().width() >= self.sizeHint().width()
+        self.setText(self._full if fits else self._short)
+
+
 class SidePanel(QFrame):
     """One patient of the pair: the case, its optional level and the "needs care first"
     button."""
@@ -93,6 +146,7 @@ class SidePanel(QFrame):
         self.title = QLabel()
         self.title.setObjectName("sideTitle")
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setWordWrap(True)  # "— press 1-6 for this patient's level" widened the side
         layout.addWidget(self.title)
         self.case_panel = CasePanel()
         self.case_panel.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -103,8 +157,10 @@ class SidePanel(QFrame):
         levels.setContentsMargins(0, 0, 0, 0)
         levels.setSpacing(3)
         level_key = "L" if side == 0 else "R"
-        caption = QLabel("Level (optional):")
-        caption.setToolTip(f"Press {level_key} then 1-6 to set it from the keyboard; 0 clears it.")
+        self.level_caption = caption = LevelCaption()
+        caption.setToolTip(
+            f"Optional. Press {level_key} then 1-6 to set it from the keyboard; 0 clears it."
+        )
         levels.addWidget(caption)
         self.level_group = QButtonGroup(self)
         self.level_group.setExclusive(False)
@@ -130,12 +186,17 @@ class SidePanel(QFrame):
         self.level_line = SideBySide(
             level_row,
             self.level_name,
-            lambda: (level_row.minimumSizeHint().width(), self.level_name.sizeHint().width()),
+            lambda: (level_row.sizeHint().width(), self.level_name.sizeHint().width()),
         )
+        self.level_line.box.setStretch(0, 0)  # the buttons get their caption's whole words
+        self.level_row = level_row
         layout.addWidget(self.level_line)
 
         arrow, digit = ("←", "1") if side == 0 else ("→", "2")
-        self.choose = QPushButton(f"The {name} patient needs care first   ({arrow} or {digit})")
+        self.choose = ShorteningButton(
+            f"The {name} patient needs care first   ({arrow} or {digit})",
+            f"Needs care first ({arrow} or {digit})",  # under the title "Left patient"
+        )
         self.choose.setObjectName(f"choose_{name}")
         self.choose.setCheckable(True)
         self.choose.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -175,6 +236,13 @@ class SidePanel(QFrame):
     def paintEvent(self, event) -> None:
         super().paintEvent(event)
         paint_choice_frame(self, self.chosen)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        margins = self.layout().contentsMargins()
+        room = self.contentsRect().width() - margins.left() - margins.right()
+        buttons = self.level_row.sizeHint().width() - self.level_caption.sizeHint().width()
+        self.level_caption.fit(room, buttons)
 
 
 class UrgencyEditor(Editor):
