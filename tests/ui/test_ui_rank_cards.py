@@ -167,3 +167,32 @@ def test_a_draft_dropped_onto_an_unranked_one_ties_with_it(qtbot, prefs, three_d
     editor.move_in_ranking(first, third, "onto")  # as the list's drop hands it over
     assert editor.state["ranks"] == {second: 1, third: 2, first: 2}
     window.close()
+
+
+def test_the_reasons_of_a_long_draft_marked_incorrect_come_into_view(qtbot, prefs, tmp_path):
+    """At 18 pt in a 1024 x 640 window, N on a long draft showed "Why incorrect?" and C1-C3
+    below the pane, out of sight: the clinician did not see what to tick. The pane now shows
+    them (their start, where they are taller than the pane)."""
+    path = tmp_path / "long.prproj"
+    long_text = " ".join(f"Sentence {n} about blood pressure at home." for n in range(40))
+    with Project.create(path, name="Long draft") as project:
+        ids = build_small_study(project)
+        svc = StudyService(project)
+        drafts = [
+            svc.add_response(ids.case1, f"long-{n}", text, author_kind="model", author=f"m{n}")
+            for n, text in enumerate((long_text, "Rest, and call us tomorrow."))
+        ]
+        unit = svc.add_unit(svc.create_unit_set("long", "rank"), ids.case1, members=drafts)
+        svc.assign(unit, ids.ava)
+    prefs.set_point_size("ava", 18)
+    window, editor = _rank_editor(qtbot, prefs, path, unit)
+    window.resize(1024, 640)
+    QTest.qWait(50)
+    editor.set_current(drafts[0])
+    QTest.keyClick(editor, Qt.Key.Key_N)
+    reasons = editor.cards[drafts[0]].reasons
+    viewport = editor.cards_area.viewport()
+    top = reasons.mapTo(viewport, QPoint(0, 0)).y()
+    assert reasons.isVisible()
+    assert 0 <= top < viewport.height() // 2, top  # "Why incorrect?" and the first reasons
+    window.close()

@@ -23,10 +23,11 @@ import html
 import time
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QCheckBox,
     QFrame,
     QHBoxLayout,
@@ -435,6 +436,19 @@ class RankEditor(Editor):
         self._say("")
         self._change("mark correctness", mutate)
         self._refresh()  # a click on the checked button must not leave it unchecked
+        if not correct:
+            self.show_reasons(response_id)
+
+    def show_reasons(self, response_id: int) -> None:
+        """Scroll the reasons shown under a response marked incorrect into view: under a long
+        response (at 18 pt in a 1024 x 640 window) they appeared below the pane, out of sight,
+        and the clinician did not see what to tick."""
+        card = self.cards[response_id]
+        # The reasons were hidden: their card, then the pane's contents and its scroll range
+        # grow once the layout requests this posted are handled.
+        for _layer in ("card", "pane"):
+            QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        self._bring_into_view(card.reasons)
 
     def toggle_criterion(self, response_id: int, criterion: str) -> None:
         def mutate(s):
@@ -505,9 +519,14 @@ class RankEditor(Editor):
         if card is None:
             return
         self.cards_area.widget().layout().activate()
-        top, _bottom = self._card_span()
-        shows_bottom = top + card.height() + 2 * self.cards_layout.spacing()
-        shows_bottom -= self.cards_area.viewport().height()
+        self._bring_into_view(card)
+
+    def _bring_into_view(self, widget: QWidget) -> None:
+        """Scroll the pane to show ``widget`` (a card, or a part of one): all of it when it
+        fits, else its start."""
+        margin = self.cards_layout.spacing()
+        top = max(0, widget.mapTo(self.cards_area.widget(), QPoint(0, 0)).y() - margin)
+        shows_bottom = top + widget.height() + 2 * margin - self.cards_area.viewport().height()
         bar = self.cards_area.verticalScrollBar()
         if shows_bottom > top or bar.value() > top:  # taller than the pane, or above it
             bar.setValue(top)
