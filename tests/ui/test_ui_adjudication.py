@@ -269,6 +269,36 @@ def test_ctrl_s_saves_a_fact_typed_without_enter_as_gold(qtbot, study, tmp_path)
     ]
 
 
+def test_a_fact_cell_opened_and_left_with_esc_changes_nothing(qtbot, study, tmp_path, questions):
+    """F2 then Esc with nothing typed marked the decision changed (asking Save / Discard on
+    leaving); typing and then Esc still puts the old wording back, as a change."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    choose_kind(qtbot, dialog, "facts")
+    dialog.activateWindow()
+    qtbot.waitUntil(lambda: dialog.isActiveWindow())
+    qtbot.keyClick(dialog.units, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    dialog.dirty = False  # the answer taken in as the decision: start from a saved state
+    original = dialog.editor.sides["original"]
+    before = dialog.editor.payload()
+    original.table.setFocus()
+    original.table.setCurrentCell(0, 1)
+    qtbot.keyClick(original.table, Qt.Key.Key_F2)
+    cell = QApplication.focusWidget()
+    assert isinstance(cell, QLineEdit)
+    qtbot.keyClick(cell, Qt.Key.Key_Escape)
+    assert not dialog.dirty and dialog.editor.payload() == before
+    qtbot.keyClick(original.table, Qt.Key.Key_F2)
+    cell = QApplication.focusWidget()
+    qtbot.keyClicks(cell, " typed")
+    assert dialog.dirty  # the rewording is a change as it is typed
+    qtbot.keyClick(cell, Qt.Key.Key_Escape)
+    assert dialog.editor.payload() == before  # Esc puts the old wording back
+    dialog.dirty = False
+    dialog.close()
+    window.close()
+
+
 def test_only_the_pi_can_adjudicate(qtbot, study, tmp_path, monkeypatch):
     told = []
     monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: told.append(a[2])))

@@ -142,13 +142,26 @@ class _AutosavedCells(QStyledItemDelegate):
     def __init__(self, table: QTableWidget, editor: FactsEditor) -> None:
         super().__init__(table)
         self.editor = editor
-        self.closeEditor.connect(lambda *_: editor.emit_changed())
+        self._typed = False  # in the cell open now: a cell opened and left (Esc) is no change
+        self.closeEditor.connect(self._closed)
 
     def createEditor(self, parent, option, index) -> QWidget:
         cell = super().createEditor(parent, option, index)
+        self._typed = False
         if isinstance(cell, QLineEdit):
-            cell.textEdited.connect(lambda _t: self.editor.emit_changed())
+            cell.textEdited.connect(self._on_typed)
         return cell
+
+    def _on_typed(self, _text: str) -> None:
+        self._typed = True
+        self.editor.emit_changed()
+
+    def _closed(self, *_args) -> None:
+        """The wording entered, or the old one put back (Esc): a change only if typed in (the
+        adjudication window marked a decision changed after F2 then Esc)."""
+        if self._typed:
+            self._typed = False
+            self.editor.emit_changed()
 
     def setEditorData(self, cell: QWidget, index) -> None:
         # Qt sets it again whenever the fact's row is shown again (judged with the mouse wheel
