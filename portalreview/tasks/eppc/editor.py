@@ -61,7 +61,26 @@ from portalreview.ui import colours
 from portalreview.ui.screen import SideBySide, WrappingColumn
 
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(1, 10)}
+KEYED = 9  # codes and subcodes with a key: 1-9, Alt+1-9 (a codebook can be extended past it)
+
 # One colour per code (light and dark themes), so evidence of different codes can be told apart.
+
+
+def key_help(codes: int) -> str:
+    """The keys under the codes; a codebook extended past nine codes (or a code past nine
+    subcodes) gives the rest no key, which the list and the help say instead of a number
+    that does nothing."""
+    later = " (the 10th on: click it)" if codes > KEYED else ""
+    return (
+        f"1-9 choose a code{later} (again: remove it) · Alt+1-9 its subcode · select text, "
+        "then E or Enter: evidence · Del removes a span · W whole message"
+    )
+
+
+def _numbered(number: int, name: str) -> str:
+    """A code as the list shows it: its key's number first, where it has one."""
+    return f"{number}  {name}" if number <= KEYED else name
+
 
 class FittedText(QTextEdit):
     """A read-only text whose height follows its text (between ``min_lines`` and
@@ -225,8 +244,11 @@ class EppcEditor(Editor):
             )
             item.setCheckState(Qt.CheckState.Unchecked)
             item.setData(Qt.ItemDataRole.UserRole, code.id)
-            item.setToolTip(f"<b>{html.escape(code.name)}</b> ({code.id})<br>{code.definition}")
-            item.setText(f"{number}  {code.name}")
+            no_key = "" if number <= KEYED else "<br><i>No key: click its box.</i>"
+            item.setToolTip(
+                f"<b>{html.escape(code.name)}</b> ({code.id})<br>{code.definition}{no_key}"
+            )
+            item.setText(_numbered(number, code.name))
             item.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
             self.codes_list.addItem(item)
         self.codes_list.itemChanged.connect(self._on_code_item)
@@ -327,7 +349,9 @@ class EppcEditor(Editor):
         left = WrappingColumn()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(QLabel("<b>Codes</b> of this sentence (1-9)"))
+        keys = f"1-{min(len(self.codes), KEYED)}"
+        keys += ", then click" if len(self.codes) > KEYED else ""
+        left_layout.addWidget(QLabel(f"<b>Codes</b> of this sentence ({keys})"))
         left_layout.addWidget(self.codes_list, 1)
         self.summary_label = QLabel()
         self.summary_label.setObjectName("eppcSummary")
@@ -335,10 +359,7 @@ class EppcEditor(Editor):
         left_layout.addWidget(self.summary_label)
         # here, not under the sentence: the middle column's height goes to the sentence, the
         # subcodes and the evidence (on a laptop's screen it has none to spare)
-        help_text = QLabel(
-            "1-9 choose a code (again: remove it) · Alt+1-9 its subcode · select text, then "
-            "E or Enter: evidence · Del removes a span · W whole message"
-        )
+        help_text = QLabel(key_help(len(self.codes)))
         help_text.setObjectName("keyHelp")
         help_text.setWordWrap(True)
         left_layout.addWidget(help_text)
@@ -698,7 +719,7 @@ class EppcEditor(Editor):
             label = labels.get(code.id)
             item.setCheckState(Qt.CheckState.Checked if label else Qt.CheckState.Unchecked)
             marker = "▶ " if code.id == self.current else ""
-            text = f"{marker}{row + 1}  {code.name}"
+            text = f"{marker}{_numbered(row + 1, code.name)}"
             if label is not None:
                 sub = self._subcode_name(code, label["subcode"]) or (
                     "no subcode yet" if code.subcodes else "no subcodes to choose"
@@ -764,7 +785,8 @@ class EppcEditor(Editor):
                 f"<b>{html.escape(code.name)}</b><br>{html.escape(code.definition)}"
             )
             for number, subcode in enumerate(code.subcodes, start=1):
-                button = QRadioButton(f"Alt+{number}  {subcode.name}")
+                keyed = f"Alt+{number}  " if number <= KEYED else ""
+                button = QRadioButton(f"{keyed}{subcode.name}")
                 button.setToolTip(subcode.definition)
                 button.setObjectName(f"subcode_{number}")
                 button.setChecked(label["subcode"] == subcode.id)
