@@ -45,18 +45,17 @@ def offer_kept_answer(window: MainWindow) -> None:
         return
     title = EDITORS[kept.kind][0] if kept.kind in EDITORS else kept.kind
     if kept.kind not in window.kinds:
-        QMessageBox.warning(
-            window,
-            APP_NAME,
-            f"{_kept_sentence(kept, title)}\n\nYou have no {title} work in this study "
-            f"now, so it cannot be put back. It stays in {session.unsaved.path}.",
-        )
+        _cannot_put_back(window, kept, title, f"you have no {title} work in this study now")
         return
     try:
+        listed = {item.unit_id for item in window.service.queue(kept.kind)}
         stored = window.service.get_answer(kept.unit_id)
     except StoreError as exc:
         log.warning("kept unsaved answer not offered: %s", exc)
         return  # offered again at the next sign-in
+    if kept.unit_id not in listed:
+        _cannot_put_back(window, kept, title, "its unit is not in your list now")
+        return
     choice = QMessageBox.question(
         window,
         APP_NAME,
@@ -95,12 +94,7 @@ def _question(kept: UnsavedAnswer, title: str, stored: AnswerView | None) -> str
 
 def _put_back(window: MainWindow, kept: UnsavedAnswer, title: str) -> None:
     if not window.go_to_unit(kept.kind, kept.unit_id):
-        QMessageBox.warning(
-            window,
-            APP_NAME,
-            f"{_kept_sentence(kept, title)}\n\nIts unit is not in your list now, so it "
-            "cannot be put back; it stays kept, and is offered again next time.",
-        )
+        _cannot_put_back(window, kept, title, "its unit is not in your list now")
         return
     window.suggestions.stop()
     window.suggestions.banner(window.session.editor).show_state("hidden", "")
@@ -111,3 +105,20 @@ def _put_back(window: MainWindow, kept: UnsavedAnswer, title: str) -> None:
             + (", submitted." if view.status == "submitted" else "."),
             10000,
         )
+
+
+def _cannot_put_back(window: MainWindow, kept: UnsavedAnswer, title: str, why: str) -> None:
+    """The kept answer has nowhere to go (the PI took the unit or the kind away): say so, and
+    let the person discard it rather than be asked at every sign-in."""
+    choice = QMessageBox.question(
+        window,
+        APP_NAME,
+        f"{_kept_sentence(kept, title)}\n\nIt cannot be put back: {why}. Discard it?\n\n"
+        f"Cancel keeps it on this computer ({window.session.unsaved.path}) and asks again "
+        "the next time you open this study.",
+        QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Cancel,
+    )
+    if choice == QMessageBox.StandardButton.Discard:
+        log.info("kept unsaved answer of unit %s discarded: %s", kept.unit_id, why)
+        window.session.unsaved.forget()

@@ -21,7 +21,7 @@ from portalreview.store.merge import make_copy
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.tasks.common.editor_base import TextBox
-from portalreview.ui.unsaved_work import UnsavedWork, UnsavedWorkError
+from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork, UnsavedWorkError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -228,6 +228,29 @@ def test_what_was_kept_in_an_offline_copy_is_offered_there_only(
     assert len(boxes.questions) == 1
     window.close()
     assert stored_answer(copy, unit, "ava").payload["parts"]["empathy"].endswith("away.")
+
+
+@pytest.mark.parametrize(("kind", "unit", "why"), [
+    ("respond", 99_999, "its unit is not in your list now"),
+    ("pairs", 1, "you have no pairs work in this study now"),
+])  # fmt: skip
+def test_an_answer_with_nowhere_to_go_can_be_discarded(qtbot, gui, prefs, boxes, kind, unit, why):
+    """The PI took the unit (or the kind) away since: Cancel keeps it and asks again,
+    Discard throws it away; neither shows another unit as if it were it."""
+    work = _kept(gui.path, "ava")
+    work.keep(
+        UnsavedAnswer(unit, kind, {"x": 1}, "", "draft", None, None, None, 0.0, None,
+                      "2026-11-29T10:00:00", "The study server did not answer.")
+    )  # fmt: skip
+    boxes.answer = QMessageBox.StandardButton.Cancel
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert why in boxes.questions[-1] and work.read() is not None
+    assert not window.session.pending
+    window.close()
+    boxes.answer = QMessageBox.StandardButton.Discard
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert len(boxes.questions) == 2 and work.read() is None
+    window.close()
 
 
 def test_a_damaged_kept_file_is_said_and_left_as_it_is(qtbot, gui, prefs, boxes, monkeypatch):
