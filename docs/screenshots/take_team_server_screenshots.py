@@ -7,7 +7,11 @@ study into it, gives the clinician ``np_chloe`` and the PI ``dr_pi`` database ac
 saves next to this script:
 
 * ``team-server-1-open.png``: File > Open server study…, filled in;
-* ``team-server-2-clinician.png``: the clinician signed in by her account, at work.
+* ``team-server-2-clinician.png``: the clinician signed in by her account, at work;
+* ``team-server-3-server-away.png``: the server stopped while she types: "⚠ Not saved" and why,
+  above the editor, her text kept on screen and on this computer;
+* ``team-server-4-saved-elsewhere.png``: the unit saved from another workstation signed in as
+  her since she opened it here: which answer stays is hers to choose.
 
 Look at the images after running it.
 """
@@ -19,12 +23,15 @@ from pathlib import Path
 
 import desktop_screen  # noqa: F401  (a 1920 x 1080 offscreen screen, before PySide6)
 from PySide6.QtCore import QSettings
+from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
 from portalreview.demo import build_demo
 from portalreview.store import testing_postgres
 from portalreview.store.backends import Project
+from portalreview.store.service import StudyService
 from portalreview.store.transfer import copy_study
+from portalreview.tasks.common.editor_base import TextBox
 from portalreview.ui.app import application
 from portalreview.ui.main_window import MainWindow
 from portalreview.ui.server_dialog import ServerStudyDialog
@@ -51,6 +58,32 @@ def _window(prefs: Preferences, server, database: str, person: str) -> MainWindo
     return window
 
 
+def _save_failures(window: MainWindow, server) -> None:
+    """The server away while she types, then the unit saved from another workstation."""
+    window.kind_tabs.setCurrentIndex(window.kinds.index("respond"))
+    window.queue.jump_to_number(1)
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    box.setFocus()
+    box.moveCursor(QTextCursor.MoveOperation.End)
+    QTest.keyClicks(box, " I am sorry the pain came back.")
+    _wait(lambda: not window.session.pending)
+    server.stop()
+    QTest.keyClicks(box, " Please come in today.")
+    window.save_now()
+    QTest.qWait(300)
+    window.grab().save(str(HERE / "team-server-3-server-away.png"))
+    server.restart()
+    _wait(lambda: not window.session.pending)
+    other_desk = StudyService(window.project).as_viewer("np_chloe")
+    unit = window.session.unit.unit_id
+    other_desk.save_answer(unit, {"mode": "theme_guided", "parts": {"empathy": "Saved there."}})
+    QTest.keyClicks(box, " Call 911 if it gets worse.")
+    window.save_now()
+    QTest.qWait(300)
+    window.grab().save(str(HERE / "team-server-4-saved-elsewhere.png"))
+    window.session.take_theirs()
+
+
 def main() -> None:
     application()
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,6 +108,7 @@ def main() -> None:
             clinician = _window(prefs, server, database, "np_chloe")
             QTest.qWait(500)
             clinician.grab().save(str(HERE / "team-server-2-clinician.png"))
+            _save_failures(clinician, server)
 
             clinician.close_project()
             study.close()
