@@ -618,17 +618,41 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
         return 0
     with open_project(path, read_only=True) as project:
         found = open_conflicts(project)
-    if args.json:
-        print(json.dumps([c.to_dict() for c in found], indent=2, ensure_ascii=False))
-        return 0
-    if not found:
-        print("No open conflicts.")
-    for i, conflict in enumerate(found, start=1):
-        print(f"{i}. {conflict.describe()}")
-        for field, (master, copy) in conflict.differences().items():
-            print(f"   {field}: master {json.dumps(master, sort_keys=True)}")
-            print(f"   {' ' * len(field)}  copy   {json.dumps(copy, sort_keys=True)}")
+        if args.json:
+            print(json.dumps([c.to_dict() for c in found], indent=2, ensure_ascii=False))
+            return 0
+        if not found:
+            print("No open conflicts.")
+        service = StudyService(project)
+        for i, conflict in enumerate(found, start=1):
+            print(f"{i}. {conflict.describe()}")
+            for line in conflict_lines(conflict, service):
+                print(f"   {line}")
     return 0
+
+
+def conflict_lines(conflict, service: StudyService) -> list[str]:
+    """The two versions of a conflicting answer as a person reads them: the answer's
+    decisions one a line (cases by their ids, drafts by their letters: the database's numbers
+    said nothing to the PI), "≠" before a line the other version lacks; then the other fields
+    that differ."""
+    from portalreview.store.answer_summary import summary_lines
+
+    unit = service.read_unit(conflict.unit_id)
+    versions = {
+        side: summary_lines(conflict.kind, state.get("payload", {}), unit, service.catalogs)
+        for side, state in (("master", conflict.master), ("copy", conflict.copy))
+    }
+    lines = []
+    for side, other in (("master", "copy"), ("copy", "master")):
+        for n, line in enumerate(versions[side]):
+            mark = "  " if line in versions[other] else "≠ "
+            lines.append(f"{side + ':' if n == 0 else '':<8}{mark}{line}")
+    for field, (master, copy) in conflict.differences().items():
+        if field != "payload":
+            lines.append(f"{field}: master {json.dumps(master, sort_keys=True)}")
+            lines.append(f"{' ' * len(field)}  copy   {json.dumps(copy, sort_keys=True)}")
+    return lines
 
 
 # --- model quality (evaluate-model) ------------------------------------------------------------

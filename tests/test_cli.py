@@ -223,6 +223,35 @@ def test_conflicts_take_without_resolve_is_refused(tmp_path, capsys):
     assert "--take goes with --resolve N" in capsys.readouterr().err
 
 
+def test_conflicts_name_cases_by_their_ids_not_database_numbers(tmp_path, capsys):
+    """``conflicts`` printed each version's stored JSON ("more_urgent_case_id": 21 against 26):
+    the PI could not tell which case was which. Now the decisions are read as the adjudication
+    window shows them, the unit numbered from 1 as there."""
+    from portalreview.store.merge import make_copy, merge_copies
+    from portalreview.store.service import StudyService
+
+    source = tmp_path / "s.prproj"
+    with Project.create(source) as project:
+        study = build_small_study(project)
+        unit = study.units["urgency"]
+        ava = study.service.as_viewer("ava")
+        ava.save_answer(unit, {"more_urgent_case_id": study.case1}, status="submitted")
+        copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+        with Project.open(copy) as taken:
+            StudyService(taken).as_viewer("ava").save_answer(
+                unit, {"more_urgent_case_id": study.case2}, status="submitted"
+            )
+        ava.save_answer(unit, {"more_urgent_case_id": study.case1}, comment="checked")
+        (merged,) = merge_copies(project, [copy])
+        assert merged.conflicts
+    capsys.readouterr()
+    assert main(["conflicts", str(source)]) == 0
+    out = capsys.readouterr().out
+    assert "urgency unit 1 of 'urgency set'" in out
+    assert "master: ≠ More urgent: case c1" in out and "copy:   ≠ More urgent: case c2" in out
+    assert "more_urgent_case_id" not in out
+
+
 def test_import_error_names_file_and_row_and_changes_nothing(tmp_path, capsys):
     path = tmp_path / "s.prproj"
     Project.create(path).close()

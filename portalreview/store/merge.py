@@ -982,7 +982,7 @@ class Conflict:
     def describe(self) -> str:
         what = "gold answer" if self.is_gold else "answer"
         return (
-            f"{self.kind} unit {self.position} of {self.unit_set!r} (unit {self.unit_id}): "
+            f"{self.kind} unit {self.position + 1} of {self.unit_set!r} (unit {self.unit_id}): "
             f"{self.annotator}'s {what} was changed in the master ({self.master_updated_at}) "
             f"and in {self.copy_file} ({self.copy_updated_at}); the master's is kept"
         )

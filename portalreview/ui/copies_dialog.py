@@ -53,12 +53,12 @@ from PySide6.QtWidgets import (
 from sqlalchemy import select
 
 from portalreview.store import merge
+from portalreview.store.answer_summary import summary_lines
 from portalreview.store.models import AuditEntry
 from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StoreError, StudyService
 from portalreview.store.study_setup import CancelFn, Cancelled, ProgressFn
 from portalreview.ui import colours
-from portalreview.ui.adjudication import summary_lines
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.study_setup_dialog import (
     MessageLine,
@@ -266,7 +266,8 @@ def conflict_html(conflict: merge.Conflict, service: StudyService) -> str:
     what = "gold answer" if conflict.is_gold else "answer"
     return (
         f"<p><b>{html.escape(conflict.annotator)}'s {what}</b> to {conflict.kind} unit "
-        f"{conflict.position} of {html.escape(conflict.unit_set)} (unit {conflict.unit_id}).</p>"
+        f"{conflict.position + 1} of {html.escape(conflict.unit_set)} "
+        f"(unit {conflict.unit_id}).</p>"
         "<table width='100%' cellspacing='6'><tr>"
         f"<th align='left'>Master's (kept until you choose), changed "
         f"{when(conflict.master_updated_at)}</th>"
@@ -512,7 +513,7 @@ class CopiesDialog(QDialog):
         fill_table(
             self.conflict_table,
             [
-                [c.unit_set, f"{c.position} (id {c.unit_id})", c.kind, c.annotator, c.copy_file]
+                [c.unit_set, f"{c.position + 1} (id {c.unit_id})", c.kind, c.annotator, c.copy_file]
                 for c in self.conflicts
             ],
         )
@@ -666,7 +667,7 @@ class CopiesDialog(QDialog):
             return
         kept = "the master's answer" if take == "master" else f"{conflict.copy_file}'s answer"
         self.message.done(
-            f"Kept {kept} for {conflict.annotator}'s {conflict.kind} unit {conflict.position} "
+            f"Kept {kept} for {conflict.annotator}'s {conflict.kind} unit {conflict.position + 1} "
             f"of {conflict.unit_set!r}."
         )
         self.show_conflicts(row)

@@ -211,7 +211,7 @@ def test_copies_go_out_come_back_with_a_conflict_and_merge_once(
 
     # The conflict, both versions side by side; the PI takes the copy's.
     assert table_rows(dialog.conflict_table) == [
-        ["urgency set", "0 (id {})".format(units["urgency"]), "urgency", "ava", laptop.name]
+        ["urgency set", "1 (id {})".format(units["urgency"]), "urgency", "ava", laptop.name]
     ]
     shown = dialog.conflict_view.toPlainText()
     assert "More urgent: case c2" in shown and "More urgent: case c1" in shown
