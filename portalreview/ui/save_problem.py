@@ -10,8 +10,15 @@ answer stays.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAccessible, QAccessibleEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtGui import QAccessible, QAccessibleEvent, QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 KEPT_NOTE = (
     " What you typed is also kept on this computer, and offered back when you open this study "
@@ -38,12 +45,18 @@ class SaveProblemBar(QFrame):
             Qt.TextInteractionFlag.TextSelectableByMouse
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
-        self.keep_button = QPushButton("&Keep what is on screen here")
+        self.keep_button = QPushButton("Keep what is on screen here (Alt+K)")
         self.keep_button.setToolTip("Save this answer over the one saved elsewhere")
         self.keep_button.clicked.connect(self.keep_mine)
-        self.take_button = QPushButton("S&how the answer saved there")
+        self.take_button = QPushButton("Show the answer saved there (Alt+W)")
         self.take_button.setToolTip("Show the answer saved elsewhere; what is here is dropped")
         self.take_button.clicked.connect(self.take_theirs)
+        # the window's keys, wherever the focus is (the editor, mostly); active only while the
+        # buttons are shown. Not mnemonics: "S&how" took Alt+H from the Help menu
+        self._keys = [
+            _window_key(self, "Alt+K", self.keep_button.click),
+            _window_key(self, "Alt+W", self.take_button.click),
+        ]
         buttons = QHBoxLayout()
         buttons.addWidget(self.keep_button)
         buttons.addWidget(self.take_button)
@@ -63,5 +76,17 @@ class SaveProblemBar(QFrame):
         self.label.setText(f"⚠ {message}" + (KEPT_NOTE if kept else ""))
         self.keep_button.setVisible(choice)
         self.take_button.setVisible(choice)
+        for key in self._keys:
+            key.setEnabled(choice)
         self.show()
         QAccessible.updateAccessibility(QAccessibleEvent(self.label, QAccessible.Event.Alert))
+
+
+def _window_key(widget: QWidget, keys: str, slot) -> QAction:
+    action = QAction(widget)
+    action.setShortcut(QKeySequence(keys))
+    action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+    action.setEnabled(False)
+    action.triggered.connect(slot)
+    widget.addAction(action)
+    return action

@@ -94,3 +94,14 @@ def test_a_submission_stopped_by_it_is_made_when_she_keeps_hers(qtbot, gui, pref
     window.save_problem.keep_button.click()
     stored = stored_answer(gui.path, unit, "ava")
     assert stored.status == "submitted" and stored.payload["parts"]["empathy"] == "Mine, finished."
+
+
+def test_the_choice_is_made_from_the_keyboard(qtbot, gui, prefs, warned):
+    """Alt+W shows the answer saved there (it was Alt+H, which the Help menu also has: the
+    first press only moved the focus, the second opened Help); Alt+K keeps this one."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    _unit, box = _left_open_while_saved_elsewhere(qtbot, window)
+    qtbot.keyClick(box, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)
+    assert box.toPlainText() == "Written at the other desk." and not window.session.pending
