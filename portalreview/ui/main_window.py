@@ -985,7 +985,7 @@ class MainWindow(QMainWindow):
             if answer is None
             else ("done" if answer.status == "submitted" else "draft")
         )
-        flag = "  ·  ⚑ flagged" if answer is not None and answer.flagged else ""
+        flag = "  ·  ⚑ flagged" if self.session.flagged else ""  # (a flag not saved yet too)
         # the state first (what a clinician looks for), then where the unit is; a long set
         # name or case id is cut with "…" (whole in the tooltip), not the state pushed out
         where = f"Unit {number} of {total}  ·  {{}}  ·  case {{}}"
@@ -994,9 +994,7 @@ class MainWindow(QMainWindow):
             + where.format(_elided(unit.unit_set, SET_NAME_CHARS), _elided(case, CASE_ID_CHARS))
         )
         self.unit_label.setToolTip(f"{state}{flag}  ·  " + where.format(unit.unit_set, case))
-        self.act_flag.setText(
-            "Remove the &flag" if answer and answer.flagged else "&Flag for the PI…"
-        )
+        self.act_flag.setText("Remove the &flag" if self.session.flagged else "&Flag for the PI…")
 
     def go_to_unit(self, kind: str, unit_id: int) -> bool:
         """Show unit ``unit_id`` of ``kind`` (its tab, and the list unfiltered if it hides
@@ -1057,10 +1055,11 @@ class MainWindow(QMainWindow):
             return
         if self.session.flagged:
             self.session.set_flag(False, "")
-            return
-        dialog = FlagNoteDialog(self)
-        if dialog.exec() == QDialog.DialogCode.Accepted:
-            self.session.set_flag(True, dialog.note())
+        else:
+            dialog = FlagNoteDialog(self)
+            if dialog.exec() == QDialog.DialogCode.Accepted:
+                self.session.set_flag(True, dialog.note())
+        self._show_unit_status()  # the flag as it stands, saved or not yet
 
     def _on_saved(self, view: AnswerView) -> None:
         self.save_problem.hide()

@@ -379,6 +379,8 @@ class AnnotationSession(QObject):
             )
             if isinstance(exc, SavedElsewhere):  # the person chooses which answer stays
                 self.conflict, self._stopped_save = exc.stored, stopped
+            if "flagged" in fields:  # a flag not saved yet stays the person's, for the next save
+                self._held_flag = {"flagged": fields["flagged"], "flag_note": fields["flag_note"]}
             if isinstance(exc, StoreError):  # may save later: kept for a crash meanwhile
                 self._keep_unsaved(payload, status, fields, kwargs["comment"], str(exc))
             self.save_failed.emit(not_saved_message(exc))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QDialog, QMessageBox
 from ui_support import open_window, show_kind, stored_answer, wait_saved
 
 from portalreview.store.backends.postgres import ServerUnavailable
@@ -21,6 +21,7 @@ from portalreview.store.merge import make_copy
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.tasks.common.editor_base import TextBox
+from portalreview.ui.flag_dialog import FlagNoteDialog
 from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork, UnsavedWorkError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -342,4 +343,28 @@ def test_kill_9_after_a_failed_save_loses_nothing(qtbot, gui, tmp_path, prefs, b
     assert boxes.questions and "was kept on this computer" in boxes.questions[0]
     stored = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
     assert stored == "Twenty minutes of work."
+    window.close()
+
+
+def test_a_flag_set_while_saves_fail_is_kept_and_saved_later(qtbot, gui, prefs, boxes, monkeypatch):
+    """The flag was remembered nowhere: the next failed autosave kept the answer without it,
+    the window offered "Flag for the PI…" again, and the save that worked stored it unflagged."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, box = _typed_while_away(qtbot, window, monkeypatch)
+    monkeypatch.setattr(FlagNoteDialog, "exec", lambda _self: QDialog.DialogCode.Accepted)
+    monkeypatch.setattr(FlagNoteDialog, "note", lambda _self: "Dose in the draft is wrong")
+    window.toggle_flag()  # Flag for the PI…, with its note
+    assert window.session.flagged and window.act_flag.text() == "Remove the &flag"
+    assert "flagged" in window.unit_label.text()
+    qtbot.keyClicks(box, " More.")
+    window.save_now()  # fails again: the kept answer still holds the flag
+    assert window.session.unsaved.read().flag == {
+        "flagged": True,
+        "flag_note": "Dose in the draft is wrong",
+    }
+    monkeypatch.delattr(window.session.service, "save_answer")
+    window.save_now()
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.flagged and stored.flag_note == "Dose in the draft is wrong"
+    assert stored.payload["parts"]["empathy"].endswith("More.")
     window.close()
