@@ -68,7 +68,7 @@ from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
 from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
-from portalreview.ui.unsaved_offer import offer_kept_answer
+from portalreview.ui.unsaved_offer import offer_kept_answers
 from portalreview.ui.unsaved_work import UnsavedWork
 from portalreview.ui.workers import run_with_progress
 
@@ -761,7 +761,7 @@ class MainWindow(QMainWindow):
         self.point_size = self.prefs.point_size(name)
         self._build_kinds()
         self._fill_tools_menu()  # the tools' shortcuts work before the menu is first opened
-        offer_kept_answer(self)  # an answer a save could not store, kept on this computer
+        offer_kept_answers(self)  # answers saves could not store, kept on this computer
 
     def _study_identity(self) -> str:
         """The study's id, and an offline copy's own id beside it: what a clinician typed in

@@ -402,7 +402,7 @@ class AnnotationSession(QObject):
         self.last_failure = None
         self._held_flag = None
         if self.kept_unit == unit_id:  # what was kept on this computer is in the study now
-            self.unsaved.forget()
+            self.unsaved.forget(unit_id)
             self.kept_unit = None
         if self.suggestion_id is not None:  # what this save recorded
             self.suggestion_state = view.suggestion_use or self.suggestion_state
@@ -439,7 +439,7 @@ class AnnotationSession(QObject):
         self._reset_suggestion(stored)
         self.last_failure = None
         if self.kept_unit == stored.unit_id:
-            self.unsaved.forget()
+            self.unsaved.forget(stored.unit_id)
             self.kept_unit = None
         self._timer.stop()
         self._set_pending(False)

@@ -24,14 +24,14 @@ _BUTTONS = (
 )
 
 
-def offer_kept_answer(window: MainWindow) -> None:
-    """Ask whether to put the kept answer back on screen (Yes: shown and saved now), to throw
-    it away (Discard), or to keep it for next time (Cancel)."""
+def offer_kept_answers(window: MainWindow) -> None:
+    """Offer each kept answer in turn, the oldest first (:func:`offer_kept_answer`); stop
+    where one put back could not be saved (its unit cannot be left until it is)."""
     session = window.session
     if session is None or session.unsaved is None:
         return
     try:
-        kept = session.unsaved.read()
+        kept = session.unsaved.kept()
     except UnsavedWorkError as exc:
         log.warning("kept unsaved answer not read: %s", exc)
         QMessageBox.warning(
@@ -41,8 +41,16 @@ def offer_kept_answer(window: MainWindow) -> None:
             "\n\nThe file is left as it is; Help > Open log folder has the details for support.",
         )
         return
-    if kept is None:
-        return
+    for answer in kept:
+        offer_kept_answer(window, answer)
+        if session.pending:
+            return
+
+
+def offer_kept_answer(window: MainWindow, kept: UnsavedAnswer) -> None:
+    """Ask whether to put the kept answer back on screen (Yes: shown and saved now), to throw
+    it away (Discard), or to keep it for next time (Cancel)."""
+    session = window.session
     title = EDITORS[kept.kind][0] if kept.kind in EDITORS else kept.kind
     if kept.kind not in window.kinds:
         _cannot_put_back(window, kept, title, f"you have no {title} work in this study now")
@@ -65,7 +73,7 @@ def offer_kept_answer(window: MainWindow) -> None:
     )
     if choice == QMessageBox.StandardButton.Discard:
         log.info("kept unsaved answer of unit %s discarded by its annotator", kept.unit_id)
-        session.unsaved.forget()
+        session.unsaved.forget(kept.unit_id)
     elif choice == QMessageBox.StandardButton.Yes:
         _put_back(window, kept, title)
 
@@ -114,11 +122,12 @@ def _cannot_put_back(window: MainWindow, kept: UnsavedAnswer, title: str, why: s
         window,
         APP_NAME,
         f"{_kept_sentence(kept, title)}\n\nIt cannot be put back: {why}. Discard it?\n\n"
-        f"Cancel keeps it on this computer ({window.session.unsaved.path}) and asks again "
+        f"Cancel keeps it on this computer ({window.session.unsaved.path_for(kept.unit_id)}) "
+        "and asks again "
         "the next time you open this study.",
         QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
         QMessageBox.StandardButton.Cancel,
     )
     if choice == QMessageBox.StandardButton.Discard:
         log.info("kept unsaved answer of unit %s discarded: %s", kept.unit_id, why)
-        window.session.unsaved.forget()
+        window.session.unsaved.forget(kept.unit_id)

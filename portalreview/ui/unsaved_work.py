@@ -5,12 +5,11 @@ file was replaced under the program. The text stays on screen and the unit canno
 (``portalreview.ui.session``), but a screen is memory: a crash, a power cut or a closed
 laptop lost it. So each failed save also writes what was on screen to a small file in the
 person's own program folder (``<app data>/unsaved``, or ``$PORTALREVIEW_UNSAVED_DIR``), one
-file per study and person, and the next successful save of that unit deletes it. Signing in
+file per study, person and unit, and the next successful save of that unit deletes it. Signing in
 to the study again offers to put it back on screen, where it is saved like any change.
 
-Only one unit can hold changes not saved (the unit cannot be left until they are), so one
-file per study and person is enough. The file holds the answer's text, so it is written
-readable by its owner only, and never leaves this computer.
+The file holds the answer's text, so it is written readable by its owner only, and never
+leaves this computer.
 """
 
 from __future__ import annotations
@@ -64,17 +63,23 @@ class UnsavedAnswer:
 
 
 class UnsavedWork:
-    """The kept answer of one person in one study (``project_id``: the study's UUID)."""
+    """The kept answers of one person in one study (``project_id``: the study's UUID), a file
+    per unit: an answer kept and not put back yet (Cancel at sign-in) is never overwritten by
+    another unit's failed save."""
 
     def __init__(self, project_id: str, annotator: str, folder: Path | None = None) -> None:
         self.project_id = project_id
         self.annotator = annotator
-        name = hashlib.sha256(f"{project_id}\0{annotator}".encode()).hexdigest()[:24]
-        self.path = (folder or unsaved_dir()) / f"{name}.json"
+        self.folder = folder or unsaved_dir()
+        self._prefix = hashlib.sha256(f"{project_id}\0{annotator}".encode()).hexdigest()[:24]
+
+    def path_for(self, unit_id: int) -> Path:
+        return self.folder / f"{self._prefix}-{unit_id}.json"
 
     def keep(self, answer: UnsavedAnswer) -> bool:
-        """Write ``answer`` over the one kept before, whole or not at all; False (and logged)
-        when it cannot be written, so the person can be told it is only on screen."""
+        """Write ``answer`` over the one kept for its unit before, whole or not at all; False
+        (and logged) when it cannot be written, so the person can be told it is only on
+        screen."""
         record = {
             "format": _FORMAT,
             "version": _VERSION,
@@ -82,23 +87,37 @@ class UnsavedWork:
             "annotator": self.annotator,
             "answer": asdict(answer),
         }
+        path = self.path_for(answer.unit_id)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            _write_whole(self.path, json.dumps(record, ensure_ascii=False, indent=1))
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            _write_whole(path, json.dumps(record, ensure_ascii=False, indent=1))
         except (OSError, TypeError, ValueError) as exc:
             log.warning("unsaved answer of unit %s not kept here: %s", answer.unit_id, exc)
             return False
-        log.info("unsaved answer of unit %s kept on this computer in %s", answer.unit_id, self.path)
+        log.info("unsaved answer of unit %s kept on this computer in %s", answer.unit_id, path)
         return True
 
-    def read(self) -> UnsavedAnswer | None:
-        """The kept answer, or None when there is none."""
+    def kept(self) -> list[UnsavedAnswer]:
+        """Every kept answer, the oldest first; :class:`UnsavedWorkError` names a file that
+        cannot be read back (left as it is)."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            paths = sorted(self.folder.glob(f"{self._prefix}-*.json"))
+        except OSError:  # no folder, or nowhere to keep one
+            return []
+        answers = [self._read(path) for path in paths]
+        return sorted((a for a in answers if a is not None), key=lambda a: a.kept_at)
+
+    def read(self, unit_id: int) -> UnsavedAnswer | None:
+        """The answer kept for ``unit_id``, or None."""
+        return self._read(self.path_for(unit_id))
+
+    def _read(self, path: Path) -> UnsavedAnswer | None:
+        try:
+            text = path.read_text(encoding="utf-8")
         except (FileNotFoundError, NotADirectoryError):  # none kept, or nowhere to keep one
             return None
         except OSError as exc:
-            raise UnsavedWorkError(f"{self.path} cannot be read: {exc}") from exc
+            raise UnsavedWorkError(f"{path} cannot be read: {exc}") from exc
         try:
             record = json.loads(text)
             if record.get("format") != _FORMAT or record.get("version") != _VERSION:
@@ -112,13 +131,14 @@ class UnsavedWork:
                 raise ValueError("its answer is incomplete")
             return UnsavedAnswer(**kept)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise UnsavedWorkError(f"{self.path} is damaged: {exc}") from exc
+            raise UnsavedWorkError(f"{path} is damaged: {exc}") from exc
 
-    def forget(self) -> None:
-        """The answer was saved (or the person discarded it): delete the kept file."""
+    def forget(self, unit_id: int) -> None:
+        """The unit's answer was saved (or the person discarded it): delete its kept file."""
+        path = self.path_for(unit_id)
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-            log.info("unsaved answer kept in %s: saved now, file deleted", self.path)
+            path.unlink()
+            log.info("unsaved answer kept in %s: saved now, file deleted", path)
 
 
 def _write_whole(path: Path, text: str) -> None:

@@ -75,7 +75,7 @@ def test_keeping_what_is_here_saves_it_over_the_other(qtbot, gui, prefs, warned)
     assert not window.session.pending and not window.save_problem.isVisible()
     stored = stored_answer(gui.path, unit, "ava")
     assert stored.payload["parts"]["empathy"] == "Here. Typed later here."
-    assert window.session.unsaved.read() is None  # nothing left kept on this computer
+    assert window.session.unsaved.kept() == []  # nothing left kept on this computer
     qtbot.keyClicks(box, " More.")
     wait_saved(qtbot, window)
 

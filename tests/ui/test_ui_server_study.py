@@ -90,13 +90,14 @@ def test_typing_is_kept_while_the_server_is_away(qtbot, prefs, team_study, monke
         window.show_unit(study.units["respond"])  # reloading would drop the typing: refused
         assert warnings and "not saved yet, so it stays on screen" in warnings[0]
         assert empathy.toPlainText() == "I am sorry. Please come in today."
-        kept = window.session.unsaved.read()  # kept on this computer against a crash too
+        # kept on this computer against a crash too
+        kept = window.session.unsaved.read(study.units["respond"])
         assert kept.payload["parts"]["empathy"] == "I am sorry. Please come in today."
     finally:
         server.restart()
     # the listener reconnects and saves what was waiting
     qtbot.waitUntil(lambda: not window.session.pending, timeout=30000)
-    assert window.session.unsaved.read() is None
+    assert window.session.unsaved.read(study.units["respond"]) is None
     with ServerProject.open(server.url(database)) as project:
         answer = StudyService(project).as_viewer("ava").get_answer(study.units["respond"])
     assert answer.payload["parts"]["empathy"] == "I am sorry. Please come in today."

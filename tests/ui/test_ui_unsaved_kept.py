@@ -81,20 +81,21 @@ def test_a_failed_save_is_kept_on_this_computer_until_a_save_succeeds(
 ):
     window = open_window(qtbot, prefs, gui.path, "ava")
     unit, box = _typed_while_away(qtbot, window, monkeypatch)
-    kept = window.session.unsaved.read()
+    kept = window.session.unsaved.read(unit)
     assert kept.unit_id == unit and kept.kind == "respond"
     assert kept.payload["parts"]["empathy"] == "Saved part. Typed while away."
     assert "did not answer" in kept.why and kept.based_on is not None
     if os.name == "posix":  # the answer's text: readable by its owner only
-        assert window.session.unsaved.path.stat().st_mode & 0o077 == 0
+        assert window.session.unsaved.path_for(unit).stat().st_mode & 0o077 == 0
     qtbot.keyClicks(box, " More.")
     window.save_now()  # each failed save keeps the newest text
-    assert window.session.unsaved.read().payload["parts"]["empathy"].endswith("away. More.")
+    assert window.session.unsaved.read(unit).payload["parts"]["empathy"].endswith("away. More.")
     # the server is back: saved, and the kept file goes
     monkeypatch.delattr(window.session.service, "save_answer")
     window.save_now()
     assert not window.session.pending
-    assert window.session.unsaved.read() is None and not window.session.unsaved.path.exists()
+    assert window.session.unsaved.kept() == []
+    assert not window.session.unsaved.path_for(unit).exists()
 
 
 def test_closing_anyway_keeps_it_and_the_next_opening_puts_it_back(
@@ -118,7 +119,7 @@ def test_closing_anyway_keeps_it_and_the_next_opening_puts_it_back(
     assert not window.session.pending and "back on screen" in window.statusBar().currentMessage()
     stored = stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"]
     assert stored == "Saved part. Typed while away."
-    assert window.session.unsaved.read() is None
+    assert window.session.unsaved.read(unit) is None
     qtbot.keyClicks(box, " Then on.")  # the unit goes on as any other
     wait_saved(qtbot, window)
     window.close()
@@ -135,12 +136,12 @@ def test_cancel_keeps_it_for_next_time_and_discard_throws_it_away(
     window.close()
     boxes.answer = QMessageBox.StandardButton.Cancel
     window = open_window(qtbot, prefs, gui.path, "ava")
-    assert len(boxes.questions) == 1 and window.session.unsaved.read() is not None
+    assert len(boxes.questions) == 1 and window.session.unsaved.read(unit) is not None
     window.close()
     assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"] == "Saved part."
     boxes.answer = QMessageBox.StandardButton.Discard
     window = open_window(qtbot, prefs, gui.path, "ava")
-    assert len(boxes.questions) == 2 and window.session.unsaved.read() is None
+    assert len(boxes.questions) == 2 and window.session.unsaved.read(unit) is None
     window.close()
     assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"] == "Saved part."
     window = open_window(qtbot, prefs, gui.path, "ava")
@@ -165,6 +166,37 @@ def test_where_it_cannot_be_kept_closing_says_it_is_lost(
     assert window.close()
 
 
+def test_an_answer_kept_and_not_put_back_is_not_overwritten_by_another_units(
+    qtbot, gui, prefs, boxes, monkeypatch
+):
+    """Cancel at sign-in keeps unit 1's answer; a failed save in unit 2 kept its own over it
+    (one file per study and person), and unit 1's text was in neither the study nor a file.
+    Both are kept, and offered one after the other, the older first."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    first, _box = _typed_while_away(qtbot, window, monkeypatch)
+    window.close()
+    boxes.answer = QMessageBox.StandardButton.Cancel
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "urgency")  # another unit
+    window.queue.jump_to_number(1)
+    second = window.session.unit.unit_id
+    monkeypatch.setattr(window.session.service, "save_answer", _server_away)
+    qtbot.keyClick(window.editors["urgency"], Qt.Key.Key_Right)
+    window.save_now()
+    assert {a.unit_id for a in window.session.unsaved.kept()} == {first, second}
+    typed_in_second = window.session.unsaved.read(second).payload
+    assert typed_in_second["more_urgent_case_id"] is not None
+    window.close()
+    boxes.answer = QMessageBox.StandardButton.Yes
+    asked = len(boxes.questions)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert len(boxes.questions) == asked + 2
+    assert stored_answer(gui.path, first, "ava").payload["parts"]["empathy"].endswith("away.")
+    assert stored_answer(gui.path, second, "ava").payload == typed_in_second
+    assert window.session.unsaved.kept() == []
+    window.close()
+
+
 def test_another_person_is_not_offered_it(qtbot, gui, prefs, boxes, monkeypatch):
     window = open_window(qtbot, prefs, gui.path, "ava")
     _typed_while_away(qtbot, window, monkeypatch)
@@ -172,7 +204,7 @@ def test_another_person_is_not_offered_it(qtbot, gui, prefs, boxes, monkeypatch)
     window = open_window(qtbot, prefs, gui.path, "ben")
     assert not boxes.questions
     window.close()
-    assert _kept(gui.path, "ava").read() is not None
+    assert _kept(gui.path, "ava").kept()
 
 
 def test_an_urgency_choice_is_put_back_in_its_own_tab(qtbot, gui, prefs, boxes, monkeypatch):
@@ -185,7 +217,7 @@ def test_an_urgency_choice_is_put_back_in_its_own_tab(qtbot, gui, prefs, boxes, 
     monkeypatch.setattr(window.session.service, "save_answer", _server_away)
     qtbot.keyClick(window.editors["urgency"], Qt.Key.Key_Right)  # the right patient first
     window.save_now()
-    chosen = window.session.unsaved.read().payload
+    chosen = window.session.unsaved.read(unit).payload
     window.close()  # the next window's service saves
     window = open_window(qtbot, prefs, gui.path, "ava")
     assert window.kind == "urgency" and window.session.unit.unit_id == unit
@@ -245,26 +277,27 @@ def test_an_answer_with_nowhere_to_go_can_be_discarded(qtbot, gui, prefs, boxes,
     )  # fmt: skip
     boxes.answer = QMessageBox.StandardButton.Cancel
     window = open_window(qtbot, prefs, gui.path, "ava")
-    assert why in boxes.questions[-1] and work.read() is not None
+    assert why in boxes.questions[-1] and work.read(unit) is not None
     assert not window.session.pending
     window.close()
     boxes.answer = QMessageBox.StandardButton.Discard
     window = open_window(qtbot, prefs, gui.path, "ava")
-    assert len(boxes.questions) == 2 and work.read() is None
+    assert len(boxes.questions) == 2 and work.read(unit) is None
     window.close()
 
 
 def test_a_damaged_kept_file_is_said_and_left_as_it_is(qtbot, gui, prefs, boxes, monkeypatch):
     window = open_window(qtbot, prefs, gui.path, "ava")
-    _typed_while_away(qtbot, window, monkeypatch)
+    unit, _box = _typed_while_away(qtbot, window, monkeypatch)
     window.close()
     kept = _kept(gui.path, "ava")
-    kept.path.write_text('{"format": "portalreview-unsaved-answer", "ver', encoding="utf-8")
+    path = kept.path_for(unit)
+    path.write_text('{"format": "portalreview-unsaved-answer", "ver', encoding="utf-8")
     with pytest.raises(UnsavedWorkError, match="is damaged"):
-        kept.read()
+        kept.read(unit)
     window = open_window(qtbot, prefs, gui.path, "ava")
     assert not boxes.questions and "could not be read" in boxes.warnings[-1]
-    assert kept.path.read_text(encoding="utf-8").endswith('"ver')
+    assert path.read_text(encoding="utf-8").endswith('"ver')
     window.close()
 
 
@@ -276,10 +309,11 @@ def test_a_put_back_that_fails_again_stays_kept(qtbot, gui, prefs, boxes, monkey
     monkeypatch.setattr(StudyService, "save_answer", _server_away)
     window = open_window(qtbot, prefs, gui.path, "ava")
     assert window.session.pending and window.save_label.text() == "⚠ Not saved"
-    assert window.session.unsaved.read().payload["parts"]["empathy"].endswith("Typed while away.")
+    kept = window.session.unsaved.read(unit)
+    assert kept.payload["parts"]["empathy"].endswith("Typed while away.")
     monkeypatch.setattr(StudyService, "save_answer", real_save)
     window.save_now()
-    assert not window.session.pending and window.session.unsaved.read() is None
+    assert not window.session.pending and window.session.unsaved.read(unit) is None
     assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"].endswith("away.")
     window.close()
 
@@ -358,7 +392,7 @@ def test_a_flag_set_while_saves_fail_is_kept_and_saved_later(qtbot, gui, prefs, 
     assert "flagged" in window.unit_label.text()
     qtbot.keyClicks(box, " More.")
     window.save_now()  # fails again: the kept answer still holds the flag
-    assert window.session.unsaved.read().flag == {
+    assert window.session.unsaved.read(unit).flag == {
         "flagged": True,
         "flag_note": "Dose in the draft is wrong",
     }
