@@ -150,6 +150,8 @@ class AnnotationSession(QObject):
         # and the save it stopped (status, fields), made again if they keep theirs
         self.conflict: AnswerView | None = None
         self._stopped_save: tuple[str, dict] = ("draft", {})
+        # seconds on task of units left while their save failed: added to their next save
+        self._time_to_add: dict[int, float] = {}
         self.clock = ActivityClock()
         self.clock.scope = self._window
         app = QApplication.instance()
@@ -193,6 +195,7 @@ class AnnotationSession(QObject):
         editor.load(unit, answer)
         self._reset_suggestion(answer)
         self.clock.start()
+        self.clock.seconds = self._time_to_add.pop(unit_id, 0.0)  # left while a save failed
 
     def leave(self) -> None:
         """Save pending changes and the time spent on the unit being left."""
@@ -210,7 +213,7 @@ class AnnotationSession(QObject):
             and not self.read_only
             and not self._saved_elsewhere_since()
         ):
-            self._store(self.answer.status)
+            self._store(self.answer.status, time_only=True)
         self.clock.stop()
 
     def _saved_elsewhere_since(self) -> bool:
@@ -330,7 +333,13 @@ class AnnotationSession(QObject):
         self.dismiss_suggestion()
 
     def _store(
-        self, status: str, replace: bool = False, *, draft_if_refused: bool = True, **fields
+        self,
+        status: str,
+        replace: bool = False,
+        *,
+        draft_if_refused: bool = True,
+        time_only: bool = False,
+        **fields,
     ) -> AnswerView | None:
         """Save the editor's answer. A submission that is not complete yet is saved as a draft
         (the work is kept; with ``draft_if_refused`` False nothing is saved) and
@@ -369,6 +378,8 @@ class AnnotationSession(QObject):
                 view = self.service.save_answer(unit_id, payload, status="draft", **kwargs)
                 refused = str(exc)
         except (PayloadError, StoreError, PermissionError) as exc:
+            if time_only:  # leaving a unit, nothing typed: only its time waits to be saved
+                return self._time_not_saved(unit_id, exc)
             self.last_failure = str(exc)
             log.warning(
                 "answer not saved: unit %s (%s): %s: %s",
@@ -416,6 +427,20 @@ class AnnotationSession(QObject):
     def _refuse_submission(self, problem: str) -> None:
         """A submission of nothing entered: nothing is saved, the notice says what is missing."""
         self.notice.emit(f"Not submitted, nothing saved: {problem}")
+        return None
+
+    def _time_not_saved(self, unit_id: int, exc: Exception) -> None:
+        """The time spent on a unit being left (nothing typed) could not be saved: it is added
+        to the unit's next save in this session, not kept as an answer on this computer (it
+        was offered back at sign-in as if typing had been lost) nor shown as a failure of the
+        unit opened next."""
+        seconds = self.clock.seconds
+        self._time_to_add[unit_id] = self._time_to_add.get(unit_id, 0.0) + seconds
+        log.warning("unit %s: %.0f s on task not saved on leaving it: %s", unit_id, seconds, exc)
+        self.notice.emit(
+            f"The time spent on the unit just left was not saved ({exc}); it is added when "
+            "that unit is next saved."
+        )
         return None
 
     def keep_mine(self) -> AnswerView | None:

@@ -402,3 +402,41 @@ def test_a_flag_set_while_saves_fail_is_kept_and_saved_later(qtbot, gui, prefs, 
     assert stored.flagged and stored.flag_note == "Dose in the draft is wrong"
     assert stored.payload["parts"]["empathy"].endswith("More.")
     window.close()
+
+
+def test_a_time_only_save_that_fails_on_leaving_is_not_taken_for_lost_typing(
+    qtbot, gui, prefs, boxes, monkeypatch
+):
+    """Leaving a unit after re-reading it, its time-only save failing once: the next unit's
+    banner was hidden at once, the unit's time was lost, and the next sign-in asked to put back
+    "what you typed", when nothing typed was lost. Now the time waits for the unit's next
+    save in this session, and nothing is kept as typing."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    first = window.session.unit.unit_id
+    qtbot.keyClicks(window.editors["respond"].findChild(TextBox, "box_empathy"), "Reply.")
+    wait_saved(qtbot, window)
+    before = stored_answer(gui.path, first, "ava").active_seconds
+    window.session.clock.seconds = 120.0  # two minutes re-reading it
+    real_save = window.session.service.save_answer
+    failures = []
+
+    def fails_once(*args, **kwargs):
+        if not failures:
+            failures.append(1)
+            _server_away()
+        return real_save(*args, **kwargs)
+
+    monkeypatch.setattr(window.session.service, "save_answer", fails_once)
+    window.queue.jump_to_number(2)
+    assert failures and window.session.unit.unit_id != first
+    assert not window.save_problem.isVisible() and window.session.unsaved.kept() == []
+    assert "time spent on the unit just left was not saved" in window.statusBar().currentMessage()
+    window.queue.jump_to_number(1)  # back: its next save adds the two minutes
+    assert window.session.clock.seconds >= 120.0
+    qtbot.keyClicks(window.editors["respond"].findChild(TextBox, "box_empathy"), " More.")
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, first, "ava").active_seconds >= before + 120.0
+    window.close()
+    assert not boxes.questions
