@@ -1344,6 +1344,7 @@ class StudyService:
         gold: bool = False,
         session: Session | None = None,
         if_updated_at: str | _Unchecked | None = UNCHECKED,
+        add_seconds: float | None = None,
     ) -> AnswerView:
         """Create or replace the viewer's answer to a unit, in one short transaction.
 
@@ -1351,11 +1352,17 @@ class StudyService:
         whole. Fields left as None keep their stored value. ``status="submitted"`` requires a
         complete answer. A gold answer (PI only) is the adjudicated one. ``if_updated_at``:
         save only if the stored answer is still the one read (its ``updated_at``; None: no
-        answer yet), else :class:`SavedElsewhere` and nothing is saved.
+        answer yet), else :class:`SavedElsewhere` and nothing is saved. ``add_seconds``: time
+        on task added to the stored time in the save's transaction (instead of
+        ``active_seconds``, a total: one workstation's total, built on what it read, put over
+        the time another had added meanwhile).
         """
         if gold:
             self._require_admin("save gold answers")
+        if add_seconds is not None and active_seconds is not None:
+            raise StoreError("give the time on task as a total or as seconds to add, not both")
         _check_active_seconds(active_seconds)
+        _check_active_seconds(add_seconds)
         annotator_id = self._whose(annotator_id)
 
         def work(s: Session) -> AnswerView:
@@ -1375,6 +1382,7 @@ class StudyService:
                     suggestion_use=suggestion_use,
                 ),
                 if_updated_at,
+                add_seconds,
             )
 
         if session is not None:
@@ -1392,6 +1400,7 @@ class StudyService:
         gold: bool,
         fields: dict[str, Any],
         if_updated_at: str | _Unchecked | None = UNCHECKED,
+        add_seconds: float | None = None,
     ) -> AnswerView:
         unit = s.get(Unit, unit_id)
         if unit is None:
@@ -1441,6 +1450,8 @@ class StudyService:
         for key, value in fields.items():
             if value is not None:
                 setattr(answer, key, value)
+        if add_seconds is not None:  # added to what is stored now, whoever stored it
+            answer.active_seconds = (answer.active_seconds or 0.0) + add_seconds
         s.flush()
         codec.write(s, answer, ctx, payload)
         s.flush()

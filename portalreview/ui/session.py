@@ -358,8 +358,7 @@ class AnnotationSession(QObject):
         if held_back:
             status = "draft"
         kwargs = dict(
-            active_seconds=(self.answer.active_seconds if self.answer else 0.0)
-            + self.clock.seconds,
+            add_seconds=self.clock.seconds,  # to the stored time: another desk's adds up too
             comment=self.editor.comment_text(),
             if_updated_at=UNCHECKED if replace else self.answer and self.answer.updated_at,
             **fields,

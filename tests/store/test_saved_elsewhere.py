@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from portalreview.store.service import UNCHECKED, SavedElsewhere
+from portalreview.store.service import UNCHECKED, SavedElsewhere, StoreError
 
 pytestmark = pytest.mark.both_backends
 
@@ -55,3 +55,27 @@ def test_without_the_check_saves_replace_as_before(study):
     unit = study.units["respond"]
     here.save_answer(unit, THERE)
     assert here.save_answer(unit, LATE).payload == LATE
+
+
+def test_time_on_task_adds_up_across_workstations(study):
+    """Each desk sends the seconds it counted, added in the save's transaction: desk A, still
+    on the unit, sent its old total plus its own seconds, so 300 s added at desk B dropped to
+    0.7 s."""
+    desk_a = study.service.as_viewer("ava")
+    desk_b = study.service.as_viewer("ava")
+    unit = study.units["respond"]
+    shown = desk_a.save_answer(unit, RESPOND, add_seconds=2.0)
+    desk_b.save_answer(unit, RESPOND, add_seconds=300.0)  # re-read there, nothing changed
+    after = desk_a.save_answer(unit, LATE, add_seconds=0.7, if_updated_at=shown.updated_at)
+    assert after.active_seconds == pytest.approx(302.7)
+
+
+def test_time_on_task_is_a_total_or_an_increment_not_both(study):
+    with pytest.raises(StoreError, match="not both"):
+        study.service.as_viewer("ava").save_answer(
+            study.units["respond"], RESPOND, active_seconds=5.0, add_seconds=1.0
+        )
+    with pytest.raises(StoreError, match="finite number of seconds"):
+        study.service.as_viewer("ava").save_answer(
+            study.units["respond"], RESPOND, add_seconds=float("nan")
+        )

@@ -105,3 +105,22 @@ def test_the_choice_is_made_from_the_keyboard(qtbot, gui, prefs, warned):
     _unit, box = _left_open_while_saved_elsewhere(qtbot, window)
     qtbot.keyClick(box, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)
     assert box.toPlainText() == "Written at the other desk." and not window.session.pending
+
+
+def test_time_spent_at_the_other_desk_is_not_saved_over(qtbot, gui, prefs, warned):
+    """Desk B re-read the unit for 300 s and left it unchanged (a time-only save: no choice to
+    make); desk A's next save sent its own old total and put 0.7 s over the 300."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    unit = window.session.unit.unit_id
+    box = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(box, "Here.")
+    wait_saved(qtbot, window)
+    other_desk = StudyService(window.project).as_viewer("ava")
+    payload = other_desk.get_answer(unit).payload
+    other_desk.save_answer(unit, payload, add_seconds=300.0)
+    qtbot.keyClicks(box, " More.")
+    wait_saved(qtbot, window)
+    assert not window.save_problem.isVisible()
+    assert stored_answer(gui.path, unit, "ava").active_seconds >= 300.0
