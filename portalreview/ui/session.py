@@ -498,10 +498,14 @@ class AnnotationSession(QObject):
         person's change, and save it: a save that fails again keeps it again."""
         if self.unit is None or self.unit.unit_id != kept.unit_id or self.read_only:
             raise ValueError("the unit of the kept answer is not the one open")
-        shown = dataclasses.replace(
-            self.answer or _no_answer(self.unit), payload=kept.payload, comment=kept.comment
-        )
-        self.editor.load(self.unit, shown)
+        if kept.payload:
+            shown = dataclasses.replace(
+                self.answer or _no_answer(self.unit), payload=kept.payload, comment=kept.comment
+            )
+            self.editor.load(self.unit, shown)
+        else:  # only a flag or comment of the person's own, beside a suggestion set aside
+            self.editor.load(self.unit, None)
+            self.editor.set_comment_text(kept.comment)
         self._held_flag = kept.flag
         self.suggestion_id = kept.suggestion_id
         self.suggestion_state = kept.suggestion_use if kept.suggestion_id else None
@@ -524,8 +528,16 @@ class AnnotationSession(QObject):
             )
         self._set_pending(False)
         if not self.has_held_input():
+            if self.kept_unit == self.unit.unit_id:  # a flag taken back: nothing left to keep
+                self.unsaved.forget(self.unit.unit_id)
+                self.kept_unit = None
             self.notice.emit("Not saved: accept the suggestion (Ctrl+Shift+A) or edit it first.")
             return None
+        # kept on this computer too, as leaving the unit would save it: a crash lost them
+        aside = {**(self._held_flag or {}), "suggestion_use": "ignored"}
+        aside["suggestion_id"] = self.suggestion_id
+        why = "a model suggestion was on screen, neither accepted nor changed"
+        self._keep_unsaved({}, "draft", aside, self.editor.comment_text() or "", why)
         self.save_failed.emit(
             "Not saved yet: your flag and comment are kept and saved with your answer. Accept "
             "the suggestion (Ctrl+Shift+A), edit it or dismiss it; leaving the unit saves them "

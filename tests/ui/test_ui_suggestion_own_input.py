@@ -136,3 +136,19 @@ def test_the_dismissal_note_does_not_follow_to_the_next_unit(qtbot, offered, gui
     assert "Suggestion dismissed" in offered.statusBar().currentMessage()
     show_kind(offered, "rank")
     assert "Suggestion dismissed" not in offered.statusBar().currentMessage()
+
+
+def test_a_flag_held_beside_an_offered_suggestion_survives_a_crash(qtbot, offered, gui):
+    """The banner said the flag and comment were kept, but only the screen held them: killed
+    then, the program lost them. They are kept on this computer as leaving the unit would save
+    them (the suggestion set aside), and put back at the next sign-in."""
+    offered.session.set_flag(True, "Self-harm mentioned in the second line")
+    unit = gui.ids.units["urgency"]
+    kept = offered.session.unsaved.read(unit)
+    assert kept is not None and kept.flag["flag_note"] == "Self-harm mentioned in the second line"
+    assert kept.suggestion_use == "ignored" and kept.payload == {}
+    offered.session.put_back(kept)  # what the next sign-in's "Yes" does
+    answer = urgency_answer(gui)
+    assert answer.flagged and answer.flag_note == "Self-harm mentioned in the second line"
+    assert answer.suggestion_use == "ignored" and answer.payload["more_urgent_case_id"] is None
+    assert offered.session.unsaved.kept() == []
