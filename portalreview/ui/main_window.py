@@ -707,19 +707,26 @@ class MainWindow(QMainWindow):
         return [w for w in children if w.isWindow() and callable(getattr(w, method, None))]
 
     def _confirm_unsaved(self) -> bool:
-        if self.session.kept_unit is not None:  # kept on this computer: offered next time
+        session = self.session
+        why = (
+            "This unit was saved from another computer since you opened it here, and what is "
+            "on screen here is not saved (see above the editor)."
+            if session is not None and session.conflict is not None
+            else "Your last change could not be saved (see above the editor)."
+        )
+        if session is not None and session.kept_unit is not None:  # offered next time
             answer = QMessageBox.warning(
                 self,
                 APP_NAME,
-                "Your last change could not be saved (see the status bar). It is kept on this "
-                "computer and offered back the next time you open this study. Close anyway?",
+                f"{why} It is kept on this computer and offered back the next time you open "
+                "this study. Close anyway?",
                 QMessageBox.StandardButton.Close | QMessageBox.StandardButton.Cancel,
             )
             return answer == QMessageBox.StandardButton.Close
         answer = QMessageBox.warning(
             self,
             APP_NAME,
-            "Your last change could not be saved (see the status bar). Close anyway and lose it?",
+            f"{why} Close anyway and lose it?",
             QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
         )
         return answer == QMessageBox.StandardButton.Discard

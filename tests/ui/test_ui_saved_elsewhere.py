@@ -124,3 +124,12 @@ def test_time_spent_at_the_other_desk_is_not_saved_over(qtbot, gui, prefs, warne
     wait_saved(qtbot, window)
     assert not window.save_problem.isVisible()
     assert stored_answer(gui.path, unit, "ava").active_seconds >= 300.0
+
+
+def test_closing_with_the_choice_open_says_a_newer_answer_exists(qtbot, gui, prefs, warned):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    _left_open_while_saved_elsewhere(qtbot, window)
+    assert not window.close()  # the stand-in answers None: not Close, so the window stays
+    assert "saved from another computer since you opened it here" in warned[-1]
+    assert "see above the editor" in warned[-1] and "status bar" not in warned[-1]
+    window.session.take_theirs()
