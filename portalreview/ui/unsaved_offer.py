@@ -81,7 +81,7 @@ def offer_kept_answer(window: MainWindow, kept: UnsavedAnswer) -> None:
 def _kept_sentence(kept: UnsavedAnswer, title: str) -> str:
     day, _, clock = kept.kept_at.partition("T")
     return (
-        f"What you typed in a unit of {title} on {day} at {clock[:5]} could not be saved, and "
+        f"What you entered in a unit of {title} on {day} at {clock[:5]} could not be saved, and "
         f"was kept on this computer. What went wrong then: {kept.why}"
     )
 
