@@ -517,6 +517,33 @@ def keep_in_view_when_focused(
     widget.installEventFilter(_CellInView(table, row, column, widget))
 
 
+class _WheelOnlyWhenFocused(QObject):
+    """A drop-down in a list turned by the mouse wheel as the pointer passed over it while
+    the person scrolled the list: a theme or a judgement changed, unseen, and was saved. The
+    wheel turns it only once it has the focus (clicked or tabbed to); otherwise the event goes
+    on to the list under it, which scrolls."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() != QEvent.Type.Wheel or not isinstance(watched, QWidget):
+            return False
+        if watched.hasFocus():
+            return False
+        event.ignore()  # handled here, not accepted: Qt hands it to the parent, which scrolls
+        return True
+
+
+_wheel_guard: _WheelOnlyWhenFocused | None = None
+
+
+def wheel_only_when_focused(box: QComboBox) -> None:
+    """Let the mouse wheel turn ``box`` only while it has the keyboard focus."""
+    global _wheel_guard
+    if _wheel_guard is None:
+        _wheel_guard = _WheelOnlyWhenFocused()
+    box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # a wheel gives it no focus
+    box.installEventFilter(_wheel_guard)
+
+
 def clear_layout(layout) -> None:
     """Remove and delete every widget of a layout (used when an editor shows a new unit)."""
     while layout.count():

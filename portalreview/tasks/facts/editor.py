@@ -54,6 +54,7 @@ from portalreview.tasks.common.editor_base import (
     Editor,
     LiveFigure,
     keep_out_control_characters,
+    wheel_only_when_focused,
     without_control_characters,
 )
 from portalreview.tasks.eppc.editor import FittedText
@@ -333,6 +334,7 @@ class FactSide(WrappingColumn):
             self.table.setItem(row, 1, QTableWidgetItem(""))
             entailed = QComboBox()
             entailed.setAccessibleName(f"{_QUESTION[self.side]} (fact {row + 1})")
+            wheel_only_when_focused(entailed)  # scrolling the list turned the judgements
             for text, value in _ENTAILED_CHOICES:
                 entailed.addItem(text, value)
             entailed.currentIndexChanged.connect(
@@ -340,6 +342,7 @@ class FactSide(WrappingColumn):
             )
             category = QComboBox()
             category.setAccessibleName(f"Error category (fact {row + 1})")
+            wheel_only_when_focused(category)
             category.setSizeAdjustPolicy(
                 QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
             )

@@ -44,6 +44,7 @@ from portalreview.tasks.common.editor_base import (
     LiveFigure,
     keep_in_view_when_focused,
     keep_selection_keys,
+    wheel_only_when_focused,
 )
 from portalreview.tasks.common.offsets import TextOffsets
 from portalreview.ui import colours
@@ -119,7 +120,7 @@ class SentenceTable(QTableWidget):
                 box.addItem(f"{number} {theme.name}", theme.id)
                 box.setItemData(box.count() - 1, theme.definition, Qt.ItemDataRole.ToolTipRole)
             box.setAccessibleName(f"Theme of {self.sentence_word} {row + 1}")
-            box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            wheel_only_when_focused(box)  # scrolling the list turned the themes it passed
             box.currentIndexChanged.connect(lambda _i, b=box: self._describe(b))
             box.currentIndexChanged.connect(
                 lambda _i, sid=sentence.id, b=box: on_theme(sid, b.currentData())
