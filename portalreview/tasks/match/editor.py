@@ -446,6 +446,8 @@ class MatchEditor(Editor):
         self._refresh()
 
     def _on_current_row(self, row: int, *_args) -> None:
+        if self.loading:  # the table shrinking under the last unit's row: not a choice
+            return
         if 0 <= row < len(self.ref_table.sentence_ids):
             sid = self.ref_table.sentence_ids[row]
             if sid != self.current:
