@@ -52,6 +52,14 @@ from portalreview.ui import colours
 NO_THEME = "no theme"  # words: on Linux a screen reader names a drop-down by its text
 
 
+def _numbers(numbers: list[int], most: int = 8) -> str:
+    """Sentence numbers for a message: "4", "4 and 12", "1, 4 and 12", past ``most`` counted."""
+    shown = [str(n) for n in numbers[:most]]
+    if len(numbers) > most:
+        return f"{', '.join(shown)} and {len(numbers) - most} more"
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
 class SentenceTable(QTableWidget):
     """Sentences of one response with a theme drop-down each (and a decision column for the
     reference)."""
@@ -356,6 +364,27 @@ class MatchEditor(Editor):
             if self.state["themes"].get(sid)
         ]
         return {"decisions": decisions, "themes": themes}
+
+    def submit_problem(self) -> str | None:
+        """The sentences still without a match decision, or without a theme, by their numbers
+        in their lists (the store only counts them: "2 sentence(s) have no theme label yet"
+        left the clinician to search two tables for them)."""
+        if self.reference is None or self.draft is None:
+            return None
+        decisions, themes = self.state["decisions"], self.state["themes"]
+        ref_ids = [s.id for s in self.reference.sentences]
+        undecided = [n for n, sid in enumerate(ref_ids, 1) if sid not in decisions]
+        if undecided:
+            return f"no match decision yet (M or X) for reference sentence {_numbers(undecided)}"
+        lists = (("reference", ref_ids), ("draft", [s.id for s in self.draft.sentences]))
+        missing = [
+            f"{name} sentence {_numbers(open_)}"
+            for name, ids in lists
+            if (open_ := [n for n, sid in enumerate(ids, 1) if not themes.get(sid)])
+        ]
+        if missing:
+            return "no theme yet (a number key in its list) for " + " and ".join(missing)
+        return None
 
     def focus_first(self) -> None:
         self.draft_view.setFocus()
