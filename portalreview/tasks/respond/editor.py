@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, QTimer
 from PySide6.QtWidgets import (
     QFrame,
     QLabel,
@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics.edit_f1 import editing_load
@@ -119,6 +120,7 @@ class RespondEditor(Editor):
             box.setPlaceholderText("Leave empty if this theme is not part of your reply")
             box.grow_with_text()
             box.textChanged.connect(self._on_text_changed)
+            box.cursorPositionChanged.connect(lambda b=box: self._caret_into_view(b))
             self.boxes[box_id] = box
             layout.addWidget(box)
             layout.addSpacing(6)
@@ -129,6 +131,21 @@ class RespondEditor(Editor):
         area.setFrameShape(QFrame.Shape.NoFrame)
         area.setWidget(inner)
         return area
+
+    def _caret_into_view(self, box: TextBox) -> None:
+        """Keep the line being typed in view: a box grows with its text (up to 16 lines), but
+        the form did not scroll with it, so the last lines of a long part were typed blind
+        (at 1024 x 640, from the third box on). Once the box has grown (a queued call)."""
+        if box.hasFocus() and not self.loading:
+            QTimer.singleShot(0, lambda: self._show_caret(box))
+
+    def _show_caret(self, box: TextBox) -> None:
+        if not isValid(box) or not box.hasFocus():
+            return
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)  # the box's new size
+        caret = box.cursorRect()
+        centre = box.viewport().mapTo(self.form.widget(), caret.center())
+        self.form.ensureVisible(centre.x(), centre.y(), 0, caret.height())
 
     # --- Editor interface -------------------------------------------------------------------
 
