@@ -30,7 +30,7 @@ from portalreview.store.service import (
     UnitView,
     not_saved_message,
 )
-from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.common.editor_base import Editor, suggested_answer
 from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
 
 
@@ -499,9 +499,8 @@ class AnnotationSession(QObject):
         if self.unit is None or self.unit.unit_id != kept.unit_id or self.read_only:
             raise ValueError("the unit of the kept answer is not the one open")
         if kept.payload:
-            shown = dataclasses.replace(
-                self.answer or _no_answer(self.unit), payload=kept.payload, comment=kept.comment
-            )
+            unsaved = self.answer or suggested_answer(self.unit, {})  # (an answer not stored)
+            shown = dataclasses.replace(unsaved, payload=kept.payload, comment=kept.comment)
             self.editor.load(self.unit, shown)
         else:  # only a flag or comment of the person's own, beside a suggestion set aside
             self.editor.load(self.unit, None)
@@ -633,23 +632,3 @@ class AnnotationSession(QObject):
         else:
             use = "edited"
         return {"suggestion_id": self.suggestion_id, "suggestion_use": use}
-
-
-def _no_answer(unit: UnitView) -> AnswerView:
-    """An empty answer to ``unit``, to show a kept answer where none is stored yet."""
-    return AnswerView(
-        answer_id=0,
-        unit_id=unit.unit_id,
-        kind=unit.kind,
-        annotator_id=0,
-        is_gold=False,
-        status="draft",
-        payload={},
-        active_seconds=0.0,
-        flagged=False,
-        flag_note="",
-        comment="",
-        suggestion_id=None,
-        suggestion_use=None,
-        updated_at="",
-    )

@@ -15,7 +15,7 @@ def _caret_in_view(editor, box) -> bool:
     caret = box.cursorRect()
     top = box.viewport().mapTo(viewport, caret.topLeft()).y()
     bottom = box.viewport().mapTo(viewport, caret.bottomLeft()).y()
-    return 0 <= top and bottom <= viewport.height()
+    return top >= 0 and bottom <= viewport.height()
 
 
 def test_the_caret_stays_in_view_as_a_box_grows(qtbot, gui, prefs):
