@@ -10,15 +10,16 @@ answer stays.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAccessible, QAccessibleEvent, QAction, QKeySequence
+from PySide6.QtGui import QAccessible, QAccessibleEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QVBoxLayout,
-    QWidget,
 )
+
+from portalreview.ui.study_setup_dialog import add_shortcut
 
 KEPT_NOTE = (
     " What you typed is also kept on this computer, and offered back when you open this study "
@@ -54,9 +55,11 @@ class SaveProblemBar(QFrame):
         # the window's keys, wherever the focus is (the editor, mostly); active only while the
         # buttons are shown. Not mnemonics: "S&how" took Alt+H from the Help menu
         self._keys = [
-            _window_key(self, "Alt+K", self.keep_button.click),
-            _window_key(self, "Alt+W", self.take_button.click),
+            add_shortcut(self, "Alt+K", self.keep_button.click),
+            add_shortcut(self, "Alt+W", self.take_button.click),
         ]
+        for key in self._keys:
+            key.setEnabled(False)
         buttons = QHBoxLayout()
         buttons.addWidget(self.keep_button)
         buttons.addWidget(self.take_button)
@@ -80,13 +83,3 @@ class SaveProblemBar(QFrame):
             key.setEnabled(choice)
         self.show()
         QAccessible.updateAccessibility(QAccessibleEvent(self.label, QAccessible.Event.Alert))
-
-
-def _window_key(widget: QWidget, keys: str, slot) -> QAction:
-    action = QAction(widget)
-    action.setShortcut(QKeySequence(keys))
-    action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-    action.setEnabled(False)
-    action.triggered.connect(slot)
-    widget.addAction(action)
-    return action

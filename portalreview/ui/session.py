@@ -533,8 +533,11 @@ class AnnotationSession(QObject):
             self.notice.emit("Not saved: accept the suggestion (Ctrl+Shift+A) or edit it first.")
             return None
         # kept on this computer too, as leaving the unit would save it: a crash lost them
-        aside = {**(self._held_flag or {}), "suggestion_use": "ignored"}
-        aside["suggestion_id"] = self.suggestion_id
+        aside = {
+            **(self._held_flag or {}),
+            "suggestion_id": self.suggestion_id,
+            "suggestion_use": "ignored",
+        }
         why = "a model suggestion was on screen, neither accepted nor changed"
         self._keep_unsaved({}, "draft", aside, self.editor.comment_text() or "", why)
         self.save_failed.emit(

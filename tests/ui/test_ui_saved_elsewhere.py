@@ -24,14 +24,19 @@ def warned(monkeypatch) -> list[str]:
     return shown
 
 
-def _left_open_while_saved_elsewhere(qtbot, window) -> tuple[int, TextBox]:
-    """'Here.' saved at this desk; then the other desk submits THERE; then she types on here."""
+def _saved_here(qtbot, window, text: str = "Here.") -> tuple[int, TextBox]:
+    """``text`` typed in the first respond unit at this desk, and saved."""
     show_kind(window, "respond")
     window.queue.jump_to_number(1)
-    unit = window.session.unit.unit_id
     box = window.editors["respond"].findChild(TextBox, "box_empathy")
-    qtbot.keyClicks(box, "Here.")
+    qtbot.keyClicks(box, text)
     wait_saved(qtbot, window)
+    return window.session.unit.unit_id, box
+
+
+def _left_open_while_saved_elsewhere(qtbot, window) -> tuple[int, TextBox]:
+    """'Here.' saved at this desk; then the other desk submits THERE; then she types on here."""
+    unit, box = _saved_here(qtbot, window)
     other_desk = StudyService(window.project).as_viewer("ava")
     other_desk.save_answer(unit, THERE, status="submitted")
     qtbot.keyClicks(box, " Typed later here.")
@@ -82,12 +87,7 @@ def test_keeping_what_is_here_saves_it_over_the_other(qtbot, gui, prefs, warned)
 
 def test_a_submission_stopped_by_it_is_made_when_she_keeps_hers(qtbot, gui, prefs, warned):
     window = open_window(qtbot, prefs, gui.path, "ava")
-    show_kind(window, "respond")
-    window.queue.jump_to_number(1)
-    unit = window.session.unit.unit_id
-    box = window.editors["respond"].findChild(TextBox, "box_empathy")
-    qtbot.keyClicks(box, "Mine, finished.")
-    wait_saved(qtbot, window)
+    unit, _box = _saved_here(qtbot, window, "Mine, finished.")
     StudyService(window.project).as_viewer("ava").save_answer(unit, THERE)
     window.submit()
     assert window.save_problem.keep_button.isVisible()
@@ -111,12 +111,7 @@ def test_time_spent_at_the_other_desk_is_not_saved_over(qtbot, gui, prefs, warne
     """Desk B re-read the unit for 300 s and left it unchanged (a time-only save: no choice to
     make); desk A's next save sent its own old total and put 0.7 s over the 300."""
     window = open_window(qtbot, prefs, gui.path, "ava")
-    show_kind(window, "respond")
-    window.queue.jump_to_number(1)
-    unit = window.session.unit.unit_id
-    box = window.editors["respond"].findChild(TextBox, "box_empathy")
-    qtbot.keyClicks(box, "Here.")
-    wait_saved(qtbot, window)
+    unit, box = _saved_here(qtbot, window)
     other_desk = StudyService(window.project).as_viewer("ava")
     payload = other_desk.get_answer(unit).payload
     other_desk.save_answer(unit, payload, add_seconds=300.0)

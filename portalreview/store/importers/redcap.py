@@ -26,6 +26,7 @@ from portalreview.store.importers.records import Part, Record
 from portalreview.store.kinds import CODECS
 from portalreview.store.models import Answer, Unit, UnitSet
 from portalreview.store.project import Project
+from portalreview.store.service import AnswerView
 
 DICTIONARY_COLUMNS = (
     "Variable / Field Name",
@@ -500,7 +501,9 @@ def _record(
         )
 
 
-def _same_answer_in_another_set(ctx: ImportContext, saved, case_id: int, set_id: int) -> str | None:
+def _same_answer_in_another_set(
+    ctx: ImportContext, saved: AnswerView, case_id: int, set_id: int
+) -> str | None:
     """The name of another unit set where the same annotator already gave the same written
     response to the same case (a second download of the same REDCap records, under REDCap's
     new file name, came in as a second set and counted every answer twice), or None. A

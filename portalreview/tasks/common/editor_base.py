@@ -9,6 +9,7 @@ it submits or leaves a unit, and routes Edit > Undo/Redo to :attr:`Editor.undo_s
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -532,16 +533,15 @@ class _WheelOnlyWhenFocused(QObject):
         return True
 
 
-_wheel_guard: _WheelOnlyWhenFocused | None = None
+@functools.cache
+def _wheel_guard() -> _WheelOnlyWhenFocused:
+    return _WheelOnlyWhenFocused()  # one for every drop-down
 
 
 def wheel_only_when_focused(box: QComboBox) -> None:
     """Let the mouse wheel turn ``box`` only while it has the keyboard focus."""
-    global _wheel_guard
-    if _wheel_guard is None:
-        _wheel_guard = _WheelOnlyWhenFocused()
     box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # a wheel gives it no focus
-    box.installEventFilter(_wheel_guard)
+    box.installEventFilter(_wheel_guard())
 
 
 def clear_layout(layout) -> None:
