@@ -207,33 +207,10 @@ class AnnotationSession(QObject):
             self.save()
         elif self.pending:
             self.save()
-        elif (
-            self.answer is not None
-            and self.clock.seconds >= 1
-            and not self.read_only
-            and not self._saved_elsewhere_since()
-        ):
+        elif self.answer is not None and self.clock.seconds >= 1 and not self.read_only:
+            # made only over the answer shown (SavedElsewhere otherwise: the time waits)
             self._store(self.answer.status, time_only=True)
         self.clock.stop()
-
-    def _saved_elsewhere_since(self) -> bool:
-        """Whether the stored answer is no longer the one on screen: the same person saved the
-        unit from another workstation of a team study meanwhile. Saving the time spent here
-        stores the answer on screen with it, and put an older draft over the answer
-        submitted there. The time of this visit is then not added (said in the log)."""
-        try:
-            stored = self.service.get_answer(self.unit.unit_id)
-        except StoreError:
-            return False  # the save that follows says what is wrong
-        if stored is not None and stored.updated_at == self.answer.updated_at:
-            return False
-        log.warning(
-            "unit %s: the answer was saved elsewhere since it was shown here; the %.0f s "
-            "spent on it here are not added, so as not to put this older answer over it",
-            self.unit.unit_id,
-            self.clock.seconds,
-        )
-        return True
 
     def close(self) -> None:
         self.leave()
