@@ -65,6 +65,8 @@ from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
 from portalreview.ui.screen import SideBySide, fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi
+from portalreview.ui.unsaved_gold import gold_work, keep_decision, offer_next, read_kept_decisions
+from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
 from portalreview.ui.workers import Worker, run_in_background
 
 # --------------------------------------------------------------------------------------------
@@ -288,6 +290,7 @@ class AdjudicationDialog(QDialog):
         service: StudyService,
         parent: QWidget | None = None,
         read_only: bool = False,
+        unsaved: UnsavedWork | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("adjudicationDialog")
@@ -312,6 +315,9 @@ class AdjudicationDialog(QDialog):
         self.default_note = ""  # what the next decision is noted as unless the PI writes a note
         self.note_written = False  # the note box holds words the PI typed for this decision
         self.columns: list[AnswerColumn] = []
+        # decisions a failed save kept on this computer (``unsaved_gold``), offered once read
+        self.unsaved = unsaved
+        self.kept_to_offer: list[UnsavedAnswer] | None = None
         self._build()
         self._actions()
         fit_to_screen(self, 1400, 900)
@@ -547,6 +553,9 @@ class AdjudicationDialog(QDialog):
             self._fill_kinds(loaded.kinds, loaded.kind)
         self.reports, self.briefs = loaded.reports, loaded.briefs
         self._fill_units()
+        if self.kept_to_offer is None:
+            self.kept_to_offer = read_kept_decisions(self)
+        offer_next(self)
 
     def _read_failed(self, generation: int, message: str) -> None:
         if not self._done_loading(generation):
@@ -633,6 +642,8 @@ class AdjudicationDialog(QDialog):
         if answer == QMessageBox.StandardButton.Discard:
             self.dirty = False
             self._discarded = True
+            if self.unsaved is not None:
+                self.unsaved.forget(self.report.unit_id)
             return True
         return False
 
@@ -792,6 +803,18 @@ class AdjudicationDialog(QDialog):
     def _typed_note(self) -> str:
         return self.note.text().strip() if self.note_written else ""
 
+    def show_kept(self, kept: AnswerView, note: str) -> None:
+        """Show a decision kept after a failed save in the editor, with its note, as the
+        PI's edit not saved yet."""
+        self._load(kept, "your decision kept on this computer after a failed save")
+        self.note.setText(note)
+        self.note_written = True
+        self.dirty = True
+
+    def save_kept(self, payload: dict[str, Any], note: str) -> bool:
+        """Save a kept decision of a kind without an editor here."""
+        return self._save(payload, note) is not None
+
     def take_as_gold(self, answer: AnswerView) -> bool:
         """Save one annotator's answer, as it is, as the gold answer."""
         if self.report is None or self.read_only:
@@ -821,12 +844,13 @@ class AdjudicationDialog(QDialog):
         store's check, or the editor's ``problem``, see ``Editor.submit_problem``)."""
         unit_id = self.report.unit_id
         incomplete = problem
+        status = "draft" if problem else "submitted"
         try:
             try:
                 view = self.service.save_answer(
                     unit_id,
                     payload,
-                    status="draft" if problem else "submitted",
+                    status=status,
                     gold=True,
                     comment=note,
                 )
@@ -838,11 +862,10 @@ class AdjudicationDialog(QDialog):
                     unit_id, payload, status="draft", gold=True, comment=note
                 )
         except (PayloadError, StoreError, PermissionError) as exc:
-            self.status.setText(
-                f"<span style='color:{colours.text('error')}'>"
-                f"{html.escape(not_saved_message(exc))}</span>"
-            )
+            self._say_not_saved(payload, note, status, exc)
             return None
+        if self.unsaved is not None:
+            self.unsaved.forget(unit_id)
         self.report.gold = view
         self._show_note(note)
         stamp = time.strftime("%H:%M:%S")
@@ -854,6 +877,20 @@ class AdjudicationDialog(QDialog):
         self.status.setText(text)
         self._refresh_after_save()
         return view
+
+    def _say_not_saved(
+        self, payload: dict[str, Any], note: str, status: str, exc: Exception
+    ) -> None:
+        """Say why the save failed; a decision that may be saved later (a store's failure,
+        not a refused answer) is kept on this computer too, so that a crash before the next
+        save does not lose it."""
+        kept = isinstance(exc, StoreError) and keep_decision(self, payload, note, status, str(exc))
+        text = not_saved_message(exc)
+        if kept:
+            text += " Kept on this computer until it is saved."
+        self.status.setText(
+            f"<span style='color:{colours.text('error')}'>{html.escape(text)}</span>"
+        )
 
     def _refresh_after_save(self) -> None:
         """Show the new gold in the list and beside the answers, without reloading all."""
@@ -906,6 +943,8 @@ def open_tool(window) -> AdjudicationDialog | None:
         if dialog is not None:
             dialog.deleteLater()
         read_only = bool(window.project is not None and window.project.read_only)
-        dialog = AdjudicationDialog(service, window, read_only=read_only)
+        dialog = AdjudicationDialog(
+            service, window, read_only=read_only, unsaved=gold_work(window)
+        )
     bring_forward(dialog)
     return dialog

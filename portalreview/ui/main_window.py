@@ -68,6 +68,7 @@ from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
 from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
+from portalreview.ui.unsaved_gold import remind_of_kept_decisions
 from portalreview.ui.unsaved_offer import offer_kept_answers
 from portalreview.ui.unsaved_work import UnsavedWork
 from portalreview.ui.workers import run_with_progress
@@ -769,6 +770,7 @@ class MainWindow(QMainWindow):
         self._build_kinds()
         self._fill_tools_menu()  # the tools' shortcuts work before the menu is first opened
         offer_kept_answers(self)  # answers saves could not store, kept on this computer
+        remind_of_kept_decisions(self)  # and the PI's gold decisions
 
     def _study_identity(self) -> str:
         """The study's id, and an offline copy's own id beside it: what a clinician typed in

@@ -48,6 +48,10 @@ def facts_payload(edit_kept: bool) -> dict:
 
 @pytest.fixture
 def study(tmp_path):
+    return study_with_disagreements(tmp_path)
+
+
+def study_with_disagreements(tmp_path):
     """The small study with submitted answers of ava and ben: they disagree on the EPPC and
     facts units and agree on the match unit."""
     gui = make_gui_study(tmp_path)
@@ -352,6 +356,11 @@ class Questions(list):
 
 @pytest.fixture
 def questions(monkeypatch):
+    yield from asking(monkeypatch)
+
+
+def asking(monkeypatch):
+    """QMessageBox.question answered without a window, for the ``questions`` fixtures."""
     asked = Questions()
 
     def question(*args, **_kwargs):
