@@ -1,15 +1,16 @@
 """Window sizes that fit the screen: a tool window asks for a comfortable size, and gets at most
 the screen's available area (a 1024 x 600 laptop, or 1366 x 768 at 125% scaling, leaves about
 1093 x 614 logical pixels), so that no window opens with its buttons off the screen; and two
-widgets that let a page fit a laptop's screen (:class:`SideBySide`, :class:`WrappingColumn`)."""
+widgets that let a page fit a laptop's screen (:class:`SideBySide`, :class:`WrappingColumn`),
+and a splitter that turns the same way (:class:`TurningSplitter`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QSize, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QSplitter, QWidget
 
 #: What is left around a window for its frame and the taskbar.
 MARGIN = 16
@@ -89,6 +90,77 @@ class SideBySide(QWidget):
         # one code's are longer), the widget's width did not: arrange again, or the longer
         # subcodes were cut at the right-hand edge.
         if event.type() == QEvent.Type.LayoutRequest:
+            self._arrange(self.width())
+        return super().event(event)
+
+
+class TurningSplitter(QSplitter):
+    """Two parts with a handle between them (dragged to share the room), side by side when
+    the splitter is wide enough for both, else one above the other, as :class:`SideBySide`:
+    its minimum width is the wider part's, so a page beside the work queue on a 1024-pixel
+    screen stacks them instead of scrolling sideways."""
+
+    #: True: side by side; False: one above the other.
+    arranged = Signal(bool)
+
+    def __init__(
+        self,
+        first: QWidget,
+        second: QWidget,
+        shares: tuple[int, int],
+        stacked_shares: tuple[int, int] | None = None,
+    ) -> None:
+        """``shares``: the parts' sizes in proportion side by side, ``stacked_shares`` one
+        above the other (the same by default)."""
+        super().__init__(Qt.Orientation.Horizontal)
+        self.parts = (first, second)
+        self.shares = shares
+        self.stacked_shares = stacked_shares or shares
+        self.addWidget(first)
+        self.addWidget(second)
+        self.setChildrenCollapsible(False)
+        for index, share in enumerate(shares):
+            self.setStretchFactor(index, share)
+
+    def side_by_side(self) -> bool:
+        return self.orientation() == Qt.Orientation.Horizontal
+
+    def _wide(self) -> int:
+        """The width both parts need side by side."""
+        return sum(p.minimumSizeHint().width() for p in self.parts) + self.handleWidth()
+
+    def _arrange(self, width: int) -> None:
+        wanted = Qt.Orientation.Horizontal if width >= self._wide() else Qt.Orientation.Vertical
+        if self.orientation() != wanted:
+            self.setOrientation(wanted)
+            side_by_side = self.side_by_side()
+            length = width if side_by_side else self.height()
+            shares = self.shares if side_by_side else self.stacked_shares
+            for index, share in enumerate(shares):
+                self.setStretchFactor(index, share)
+            self.setSizes([length * share // sum(shares) for share in shares])
+            self.arranged.emit(self.side_by_side())
+            self.updateGeometry()
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        narrow = max(p.minimumSizeHint().width() for p in self.parts)
+        return QSize(narrow, hint.height())
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        if self.side_by_side():
+            return hint
+        # stacked, the parts share the height there is: their comfortable heights added up
+        # made a page beside the work queue twice the screen's height
+        return QSize(hint.width(), self.minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:
+        self._arrange(event.size().width())
+        super().resizeEvent(event)
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest:  # a part's minimum width changed
             self._arrange(self.width())
         return super().event(event)
 

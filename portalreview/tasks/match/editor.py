@@ -48,6 +48,7 @@ from portalreview.tasks.common.editor_base import (
 )
 from portalreview.tasks.common.offsets import TextOffsets
 from portalreview.ui import colours
+from portalreview.ui.screen import TurningSplitter
 
 NO_THEME = "no theme"  # words: on Linux a screen reader names a drop-down by its text
 
@@ -248,16 +249,17 @@ class MatchEditor(Editor):
         right_layout.addLayout(buttons)
         right_layout.addWidget(QLabel("<b>Draft sentences</b>: theme labels"))
         right_layout.addWidget(self.draft_table, 2)
-        work = QSplitter(Qt.Orientation.Horizontal)
-        work.addWidget(left)
-        work.addWidget(right)
+        # the reference above the draft where the page is too narrow for them side by side
+        # (beside the work queue on a 1024-pixel screen), not a page scrolled sideways
+        work = TurningSplitter(left, right, (52, 54), stacked_shares=(1, 2))
+        work.setObjectName("matchWork")
+        self.work = work
         outer = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(self.case_panel)
         outer.addWidget(work)
         outer.setStretchFactor(0, 1)
         outer.setStretchFactor(1, 4)
         outer.setSizes([260, 1060])
-        work.setSizes([520, 540])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(outer, 1)
