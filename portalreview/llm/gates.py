@@ -38,7 +38,14 @@ template's text. A suggestion is refused when it is
   written twice; in facts, the same fact twice on one side;
 * facts: a side whose reply has a sentence of three words or more, but no fact listed (unless
   the payload says ``"no_facts": true``, the explicit "no medical fact on either side" answer
-  of seed 004's empty-set rule, which is an answer and not an empty one).
+  of seed 004's empty-set rule, which is an answer and not an empty one);
+* an urgency answer that could not be used, judged from the probabilities behind it (the
+  suggestion's ``observed`` numbers, :func:`unusable_urgency`): the model gave the same answer
+  word in both orders ("A before B?" YES and "B before A?" YES), P(A first) is within
+  :data:`MIN_URGENCY_MARGIN` of 0.5, or YES and NO held less than :data:`MIN_YES_NO_MASS` of
+  its next-token probability. SmolLM2-135M-Instruct answered YES both ways to every demo pair
+  (0.90-0.94), with P(A first) 0.49-0.51 and 15-17 % of its probability on YES/NO: a coin flip
+  that, pre-filled, would look like a decision.
 
 The thresholds are chosen so that ordinary clinician text passes (tests hold both kinds of
 case); each is a named constant.
@@ -49,7 +56,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +73,11 @@ LABEL_WORDS = 4  # a text of at most this many content words can be a bare label
 SIMILAR = 0.85  # difflib ratio above which a text is a copy of a label or definition
 INSTRUCTION_WORDS = 4  # a run of this many words of an instruction line is an echo of it
 SENTENCE_WORDS = 3  # a sentence with this many words can hold a fact / make a loop
+# An urgency pair's P(A first) this close to 0.5 (0.4-0.6) is a coin flip, not a decision.
+MIN_URGENCY_MARGIN = 0.1
+# YES and NO must hold at least this share of the next-token probability in both orders: a
+# model that mostly answers neither is not answering the question asked.
+MIN_YES_NO_MASS = 0.5
 
 # Answers a prompt asks for or ends with, and what a model writes when it has nothing to say.
 ANSWER_WORDS = frozenset(
@@ -96,15 +108,16 @@ _STOP = frozenset(
     {"a", "an", "and", "the", "of", "or", "to", "for", "in", "on", "with", "related", "s"}
 )
 # What a reason starts with ("echo: 7 of 9 boxes ..."): :func:`category` reads it back.
-EMPTY, ECHO, SAME, WHOLE, LOOP, NO_FACTS = (
+EMPTY, ECHO, SAME, WHOLE, LOOP, NO_FACTS, UNUSABLE = (
     "empty",
     "echo",
     "same text",
     "whole text",
     "text loop",
     "no facts",
+    "could not be used",
 )
-CATEGORIES = (EMPTY, ECHO, SAME, WHOLE, LOOP, NO_FACTS)
+CATEGORIES = (EMPTY, ECHO, SAME, WHOLE, LOOP, NO_FACTS, UNUSABLE)
 _WORD = re.compile(r"[a-z0-9]+")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _CHAR_LOOP = re.compile(r"(.{1,12}?)\1{" + str(LOOP_CHAR_COPIES - 1) + ",}", re.DOTALL)
@@ -372,8 +385,39 @@ def gate_empathy(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: 
 
 
 def gate_urgency(payload: dict, texts: UnitTexts, catalogs: Catalogs, template: str) -> str | None:
-    """Urgency (seed 002): which patient is more urgent."""
+    """Urgency (seed 002): which patient is more urgent (the probabilities behind the choice
+    are judged by :func:`unusable_urgency`)."""
     return None if payload.get("more_urgent_case_id") is not None else f"{EMPTY}: no choice"
+
+
+def unusable_urgency(observed: Mapping[str, Any]) -> str | None:
+    """Why the probabilities behind an urgency answer (``p_yes_ab``, ``p_yes_ba``,
+    ``p_a_first``, ``yes_no_mass`` as :func:`portalreview.llm.suggest.urgency_payload` saves
+    them) make it unusable, or None: the same answer word in both orders, a coin flip, or too
+    little probability on YES and NO."""
+    p_ab, p_ba = observed.get("p_yes_ab"), observed.get("p_yes_ba")
+    p_first, mass = observed.get("p_a_first"), observed.get("yes_no_mass")
+    if p_ab is None or p_ba is None or p_first is None or mass is None:
+        return None  # not read from probabilities (an answer stored some other way)
+    problems = []
+    if (p_ab >= 0.5) == (p_ba >= 0.5):
+        word = "YES" if p_ab >= 0.5 else "NO"
+        problems.append(
+            f"the model answered {word} both to 'A before B' (P(YES) {p_ab:.2f}) and to "
+            f"'B before A' (P(YES) {p_ba:.2f})"
+        )
+    if abs(p_first - 0.5) < MIN_URGENCY_MARGIN:
+        problems.append(
+            f"P(A first) {p_first:.2f} is a coin flip (it must be below "
+            f"{0.5 - MIN_URGENCY_MARGIN:.1f} or above {0.5 + MIN_URGENCY_MARGIN:.1f})"
+        )
+    if mass < MIN_YES_NO_MASS:
+        share = f"{mass:.0%}" if mass >= 0.01 else "less than 1%"
+        problems.append(
+            f"only {share} of the model's next-token probability was on YES or NO "
+            f"(at least {MIN_YES_NO_MASS:.0%} needed)"
+        )
+    return f"{UNUSABLE}: {'; '.join(problems)}" if problems else None
 
 
 GATES: dict[str, Gate] = {
@@ -393,13 +437,29 @@ def category(reason: str) -> str:
     return head if head in CATEGORIES else "other"
 
 
+# Gates on the numbers behind an answer (a suggestion's ``observed``), per kind.
+OBSERVED_GATES: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
+    "urgency": unusable_urgency,
+}
+
+
 def check(
-    kind: str, payload: dict, texts: UnitTexts, catalogs: Catalogs, template: str = ""
+    kind: str,
+    payload: dict,
+    texts: UnitTexts,
+    catalogs: Catalogs,
+    template: str = "",
+    observed: Mapping[str, Any] | None = None,
 ) -> str | None:
-    """Why a suggestion of ``kind`` is refused, or None when it may be offered."""
+    """Why a suggestion of ``kind`` is refused, or None when it may be offered. ``observed``:
+    the numbers behind the answer (probabilities), when the model gave them."""
     gate = GATES.get(kind)
     if gate is None:
         raise ValueError(f"no quality gate for the kind {kind!r}")
     if not isinstance(payload, dict) or not payload:
         return f"{EMPTY}: no content in any field"
-    return gate(payload, texts, catalogs, template)
+    reason = gate(payload, texts, catalogs, template)
+    observed_gate = OBSERVED_GATES.get(kind)
+    if reason is None and observed and observed_gate is not None:
+        reason = observed_gate(observed)
+    return reason

@@ -544,7 +544,12 @@ def suggest(ctx: SuggestContext, unit: UnitView) -> ModelAnswer:
 def gated(answer: ModelAnswer, unit: UnitView, catalogs: Catalogs) -> ModelAnswer:
     """The answer with the quality gates' verdict (``refused``: the reason, or None)."""
     reason = gates.check(
-        answer.kind, answer.payload, gates.unit_texts(unit), catalogs, answer.template_text
+        answer.kind,
+        answer.payload,
+        gates.unit_texts(unit),
+        catalogs,
+        answer.template_text,
+        answer.params.get("observed"),
     )
     return replace(answer, refused=reason)
 

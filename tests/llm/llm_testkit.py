@@ -52,3 +52,20 @@ def drafts_end_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
         return gen
 
     monkeypatch.setattr(sg, "_generate_draft", ended)
+
+
+def urgency_answers_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tiny model's random weights put almost no probability on YES or NO, so the quality
+    gates refuse its urgency answers (llm/gates.py, unusable_urgency). Tests of what happens to
+    an offered urgency suggestion let the model ask as usual, then read a clear answer: A
+    first, YES then NO, most of the probability on YES/NO."""
+    from dataclasses import replace
+
+    from portalreview.llm import suggest as sg
+
+    ask = sg.pair_probability
+
+    def clear(*args, **kwargs):
+        return replace(ask(*args, **kwargs), p_yes_ab=0.9, p_yes_ba=0.1, mass=0.9)
+
+    monkeypatch.setattr(sg, "pair_probability", clear)

@@ -68,9 +68,10 @@ def test_suggest_for_a_named_unit_set_and_drafts(
     monkeypatch,
 ):
     base = ["suggest", str(project_file), "--model", str(tiny_model)]
-    assert main([*base, "--kind", "urgency", "--units", "urgency set"]) == 0, (
-        capsys.readouterr().err
-    )
+    # the tiny model's random weights put almost no probability on YES/NO: refused, status 1
+    assert main([*base, "--kind", "urgency", "--units", "urgency set"]) == 1
+    assert "1 stored" not in (err := capsys.readouterr().err)
+    assert "1 refused by the quality gates (1 could not be used)" in err
     assert main([*base, "--kind", "urgency", "--units", "rank set"]) == 2
     assert "holds rank units, not urgency" in capsys.readouterr().err
     drafts = [*base, "--kind", "drafts", "--units", "rank set", "--max-tokens", "5"]

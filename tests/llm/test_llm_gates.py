@@ -220,6 +220,56 @@ def test_choice_kinds_are_refused_only_when_empty():
         check("poetry", {"x": 1}, NO_TEXTS, CATALOGS)
 
 
+# --- the probabilities behind an urgency answer ---------------------------------------------------
+
+
+def urgency(p_yes_ab: float, p_yes_ba: float, mass: float = 0.9) -> str | None:
+    """The gates' verdict on an urgency answer read from these probabilities."""
+    p_a_first = 0.5 * (p_yes_ab + 1 - p_yes_ba)
+    observed = {
+        "p_yes_ab": p_yes_ab,
+        "p_yes_ba": p_yes_ba,
+        "p_a_first": p_a_first,
+        "yes_no_mass": mass,
+        "a": 1,
+        "b": 2,
+    }
+    payload = {"more_urgent_case_id": 1 if p_a_first >= 0.5 else 2, "ask_second": False}
+    return check("urgency", payload, NO_TEXTS, CATALOGS, "", observed)
+
+
+def test_an_urgency_answer_that_contradicts_itself_is_refused():
+    # what SmolLM2-135M-Instruct answered on the demo: YES both ways, 15-17 % on YES/NO
+    smol = urgency(0.92, 0.90, mass=0.16)
+    assert smol.startswith("could not be used: the model answered YES both to 'A before B'")
+    assert "coin flip" in smol and "only 16% of the model's next-token probability" in smol
+    assert gates.category(smol) == gates.UNUSABLE
+    # a strong preference for the patient shown first: YES both ways, far from 0.5 averaged
+    biased = urgency(0.99, 0.6)
+    assert "answered YES both" in biased and "coin flip" not in biased
+    assert "answered NO both" in urgency(0.05, 0.4)
+
+
+def test_an_urgency_coin_flip_or_an_answer_off_the_format_is_refused():
+    near = urgency(0.58, 0.4)  # YES, then NO: consistent, but P(A first) 0.59
+    assert near == (
+        "could not be used: P(A first) 0.59 is a coin flip (it must be below 0.4 or above 0.6)"
+    )
+    off_format = urgency(0.95, 0.05, mass=gates.MIN_YES_NO_MASS - 0.01)
+    assert off_format == (
+        "could not be used: only 49% of the model's next-token probability was on YES or NO "
+        "(at least 50% needed)"
+    )
+
+
+def test_a_clear_urgency_answer_is_offered():
+    assert urgency(0.9, 0.1) is None
+    assert urgency(0.3, 0.9) is None  # B first, both orders agree
+    assert urgency(0.75, 0.45, mass=gates.MIN_YES_NO_MASS) is None  # just clear: P 0.65
+    # an answer without the numbers (a stored one of another origin) is judged on its payload
+    assert check("urgency", {"more_urgent_case_id": 2}, NO_TEXTS, CATALOGS, "", {}) is None
+
+
 # --- what SmolLM2-135M-Instruct (Q4_1) answered -----------------------------------------------
 # Captured from `portalreview demo --create demo.prproj` then `portalreview suggest demo.prproj
 # --model SmolLM2-135M-Instruct.Q4_1.gguf --kind K --limit 4` (greedy, seed 0), with the demo's
@@ -386,6 +436,19 @@ def test_run_batch_stores_a_refused_suggestion_for_the_pi_only(engine, study, mo
     assert again.refused == report.refused and again.stored == []  # resumed, not asked again
     with service.project.read() as s:
         assert s.query(Suggestion).count() == 1
+
+
+def test_run_batch_refuses_an_urgency_answer_by_the_numbers_behind_it(engine, study):  # noqa: F811
+    # the tiny model's random weights put almost no probability on YES or NO
+    service = study.service
+    unit = study.units["urgency"]
+    report = sg.run_batch(service, engine, "urgency", [unit], annotator="tiny")
+    assert report.stored == [] and list(report.refused) == [unit]
+    assert report.refused[unit].startswith("could not be used: ")
+    assert "of the model's next-token probability was on YES or NO" in report.refused[unit]
+    assert latest_suggestion(service.as_viewer("ava"), unit) is None  # never pre-filled
+    model = next(a for a in service.annotators() if a.name == "tiny")
+    assert service.get_answer(unit, annotator_id=model.id) is None
 
 
 def test_an_offered_suggestion_is_newer_than_a_refused_one(engine, study, monkeypatch):  # noqa: F811

@@ -19,7 +19,7 @@ from portalreview.store.templates import suggestion_prompts
 
 pytestmark = pytest.mark.real_model
 KINDS = ("respond", "rank", "match", "urgency", "eppc", "empathy", "facts")
-GATE_REASONS = {gates.EMPTY, gates.ECHO, gates.SAME, gates.WHOLE, gates.LOOP, gates.NO_FACTS}
+GATE_REASONS = set(gates.CATEGORIES)
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +71,16 @@ def test_every_kind_is_answered_in_the_chat_format_and_validated_by_the_store(sm
     assert sorted(r.kind for r in rows) == sorted(KINDS)
     for row in rows:
         unit = service.read_unit(row.unit_id)
+        params = json.loads(row.params_json)
         verdict = gates.check(
-            row.kind, json.loads(row.payload_json), gates.unit_texts(unit), service.catalogs,
+            row.kind,
+            json.loads(row.payload_json),
+            gates.unit_texts(unit),
+            service.catalogs,
             row.template_text,
+            params.get("observed"),
         )
         assert verdict == row.refused_reason  # what was stored is the gates' verdict
-        params = json.loads(row.params_json)
         assert params["prompt_format"]["format"] == "chat"
         prompts = suggestion_prompts(service, row.id).prompts
         assert prompts, row.kind

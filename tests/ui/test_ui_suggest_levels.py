@@ -13,7 +13,12 @@ from ui_support import open_window, preferences, show_kind, stored_answer
 from portalreview.store.models import Suggestion
 from portalreview.store.project import Project
 from portalreview.ui.suggestions import SuggestionBanner
-from tests.llm.llm_testkit import PARAMS, SMALL_LIMITS, tiny_model_file
+from tests.llm.llm_testkit import (
+    PARAMS,
+    SMALL_LIMITS,
+    tiny_model_file,
+    urgency_answers_clearly,
+)
 
 ANSWER_WAIT_MS = 60000
 
@@ -34,8 +39,9 @@ def offered(window) -> bool:
 
 
 def test_the_urgency_suggestion_pre_fills_both_levels(
-    qtbot, window, gui, tmp_path, tmp_path_factory
+    qtbot, window, gui, tmp_path, tmp_path_factory, monkeypatch
 ):
+    urgency_answers_clearly(monkeypatch)
     host = window.suggestions.host
     host.load(tiny_model_file(tmp_path_factory), show_progress=False)
     qtbot.waitUntil(lambda: host.engine is not None, timeout=ANSWER_WAIT_MS)
