@@ -45,7 +45,7 @@ from portalreview.store.importers.ooxml import (
     fits_excel_cell,
     ooxml_escape,
 )
-from portalreview.store.models import Answer, AuditEntry, Suggestion
+from portalreview.store.models import Annotator, Answer, AuditEntry, Suggestion
 from portalreview.store.output_files import (
     make_folder,
     save_workbook,
@@ -1940,6 +1940,19 @@ class _Row:
 # --- provenance ----------------------------------------------------------------------------------
 
 
+def _suggestion_use(s, *, by_model: bool) -> dict[str | None, int]:
+    """Answers linked to a suggestion, counted by how they used it: people's answers, or
+    (``by_model``) a model pseudo annotator's, which store its suggestion as its own answer."""
+    return dict(
+        s.execute(
+            select(Answer.suggestion_use, func.count())
+            .join(Annotator, Annotator.id == Answer.annotator_id)
+            .where(Answer.suggestion_id.is_not(None), Annotator.is_model.is_(by_model))
+            .group_by(Answer.suggestion_use)
+        ).all()
+    )
+
+
 def _provenance(project: Project, r: _Reader, generated_at: str) -> Sheet:
     import hashlib
 
@@ -1968,13 +1981,8 @@ def _provenance(project: Project, r: _Reader, generated_at: str) -> Sheet:
             entry = templates.setdefault((template_id, digest), [0, set(), text])
             entry[0] += 1
             entry[1].add(kind)
-        use = dict(
-            s.execute(
-                select(Answer.suggestion_use, func.count())
-                .where(Answer.suggestion_id.is_not(None))
-                .group_by(Answer.suggestion_use)
-            ).all()
-        )
+        use = _suggestion_use(s, by_model=False)
+        model_use = sum(_suggestion_use(s, by_model=True).values())
         n_audit = s.scalar(select(func.count()).select_from(AuditEntry))
         stored = []
         # project format 2 keeps the templates themselves (asked of either back end)
@@ -2037,9 +2045,10 @@ def _provenance(project: Project, r: _Reader, generated_at: str) -> Sheet:
             ]
             for m, sha, n, first, last in models
         ],
-        note="Answers that used a suggestion: "
+        note="People's answers that used a suggestion: "
         + (", ".join(f"{k or 'unrecorded'} {v}" for k, v in sorted(use.items(), key=str)) or "none")
-        + ".",
+        + f". Model pseudo annotators' answers (their own suggestions, not counted above): "
+        f"{model_use}.",
     )
     template_table = Table(
         "provenance_templates",

@@ -246,6 +246,38 @@ def test_provenance_records_project_settings_and_models(tmp_path):
     assert "(nothing to show yet)" in [c.value for c in book["Rank"]["A"]]
 
 
+def test_provenance_counts_peoples_use_of_suggestions_apart_from_a_models_answers(tmp_path):
+    from portalreview.llm import suggest as sg
+    from tests.conftest import build_small_study
+
+    with Project.create(tmp_path / "s.prproj", name="Small") as project:
+        study = build_small_study(project)
+        service, unit = study.service, study.units["urgency"]
+        payload = {"more_urgent_case_id": study.case1, "ask_second": False}
+        suggestion = service.add_suggestion(
+            unit, payload, model_file="m.gguf", model_sha256="a" * 64, template_id="t@v1"
+        )
+        model = sg.model_annotator(service, "smol")  # `suggest --as-annotator smol`
+        sg.save_as_annotator(service, model, unit, payload, suggestion)
+        service.save_answer(
+            unit,
+            payload,
+            status="submitted",
+            annotator_id=study.ava,
+            suggestion_id=suggestion,
+            suggestion_use="edited",
+        )
+        out = write_xlsx_report(project, tmp_path / "small", n_resamples=0)
+    values = [
+        v for row in load_workbook(out)["Provenance"].iter_rows(values_only=True) for v in row
+    ]
+    (note,) = [v for v in values if isinstance(v, str) and "used a suggestion" in v]
+    assert note == (
+        "People's answers that used a suggestion: edited 1. Model pseudo annotators' answers "
+        "(their own suggestions, not counted above): 1."
+    )
+
+
 def test_csv_report_and_command_line(demo, tmp_path, capsys):
     project, report, _, _, _ = demo
     written = write_csv_report(project, tmp_path / "csv", n_resamples=RESAMPLES)
