@@ -854,7 +854,13 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
 
     from portalreview.analysis.model_eval import KINDS, units_to_run
     from portalreview.llm import suggest as sg
-    from portalreview.llm.cli import EXIT_STOPPED, ProgressBar, _CtrlC, save_failed_message
+    from portalreview.llm.cli import (
+        EXIT_STOPPED,
+        ProgressBar,
+        _CtrlC,
+        model_gone_message,
+        save_failed_message,
+    )
     from portalreview.llm.engine import GenerationParams
     from portalreview.llm.engines import load_engine
     from portalreview.llm.errors import LlmError
@@ -919,6 +925,12 @@ def _run_model_as_annotator(path: Path, args: argparse.Namespace, name: str) -> 
                         if latest:
                             _print_model_run(kind, latest[0])
                         print(save_failed_message(exc), file=sys.stderr)
+                        return EXIT_STOPPED
+                    except sg.MODEL_GONE as exc:  # the model went away: a rerun continues
+                        bar.finish()
+                        if latest:
+                            _print_model_run(kind, latest[0])
+                        print(model_gone_message(exc), file=sys.stderr)
                         return EXIT_STOPPED
                     bar.finish()
                     _print_model_run(kind, report)

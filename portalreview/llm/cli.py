@@ -407,6 +407,8 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
             len(getattr(report, "refused", {})),
         )
 
+    from portalreview.llm.suggest import MODEL_GONE, BatchReport
+
     try:
         with _CtrlC(cancel):
             report = _batch_or_drafts(
@@ -417,6 +419,11 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
         if not latest:  # refused before any unit was done: bad input, nothing to resume
             raise
         return _stopped_by_the_study(exc, latest[0])  # the study stopped taking saves
+    except MODEL_GONE as exc:  # the model went away: as a drafts run, a rerun continues
+        bar.finish()
+        _summary(latest[0] if latest else BatchReport(len(units)), cut_short=True)
+        print(model_gone_message(exc), file=sys.stderr)
+        return EXIT_STOPPED
     bar.finish()
     return _summary(report)
 
@@ -464,6 +471,23 @@ def save_failed_message(exc: Exception) -> str:
     )
 
 
+def model_gone_message(exc: Exception) -> str:
+    """What a model run says when its model went away part way (``suggest`` and
+    ``evaluate-model`` alike): why, in command-line words, and that running it again
+    continues."""
+    from portalreview.llm.engines.process import describe_exit
+    from portalreview.llm.errors import ModelProcessDied
+
+    if isinstance(exc, ModelProcessDied):  # its own message speaks to the app's user
+        why = f"the model process {describe_exit(exc.exitcode)}"
+    else:
+        why = str(exc).rstrip(".")
+    return (
+        f"Stopped: {why}.\nWhat the run stored before it is kept. Run the same command again "
+        "to continue where it stopped."
+    )
+
+
 def _summary(report, cut_short: bool = False) -> int:
     """Print what the run did; its exit status (``cut_short``: the counts only, the caller
     says why it stopped)."""
@@ -480,9 +504,9 @@ def _summary(report, cut_short: bool = False) -> int:
         return EXIT_STOPPED
     stopped = report.stopped  # the model went away (drafts)
     if report.cancelled or stopped:
-        why = f" {stopped}" if stopped else ""
+        why = f": {stopped.rstrip('.')}" if stopped else ""
         print(
-            f"Stopped.{why} Run the same command again to continue where it stopped.",
+            f"Stopped{why}. Run the same command again to continue where it stopped.",
             file=sys.stderr,
         )
         return EXIT_STOPPED

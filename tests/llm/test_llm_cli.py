@@ -203,6 +203,89 @@ def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
     assert re.search(r", 1 already done", capsys.readouterr().err)
 
 
+def _lose_the_model_at_suggest(monkeypatch, nth: int, gone: Exception) -> None:
+    """Model runs whose ``nth`` suggestion finds the model gone (``gone`` raised)."""
+    from portalreview.llm import suggest as sg
+
+    real_suggest, calls = sg.suggest, []
+
+    def suggest_then_lose_the_model(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == nth:
+            raise gone
+        return real_suggest(*args, **kwargs)
+
+    monkeypatch.setattr(sg, "suggest", suggest_then_lose_the_model)
+
+
+def _gone(kind: str) -> tuple[Exception, str]:
+    """A model that went away, and the reason a command-line run gives."""
+    from portalreview.llm.engines.process import died_message
+    from portalreview.llm.errors import ModelProcessDied, ModelServerError
+
+    if kind == "process":
+        killed = ModelProcessDied(died_message("tiny.gguf", -signal.SIGKILL), -signal.SIGKILL)
+        return killed, "Stopped: the model process was killed (by the system when memory ran out"
+    server = "the model server http://127.0.0.1:9 answered 502 Bad Gateway."
+    return ModelServerError(server), f"Stopped: {server}\n"
+
+
+@pytest.mark.parametrize("kind", ["process", "server"])
+def test_a_model_that_goes_away_stops_the_run_as_a_drafts_run(
+    project_file,
+    tiny_model,  # noqa: F811
+    capsys,
+    monkeypatch,
+    kind,
+):
+    """It ended with exit 2 (bad input), no summary and the app's "Load the model again"."""
+    with Project.open(project_file) as project:
+        service = StudyService(project)
+        unit = service.read_unit(unit_ids(service, "empathy")[0])
+        case_id, (first, second) = unit.cases[0].id, [r.id for r in unit.responses]
+        set_id = service.create_unit_set("many", "empathy")
+        for _ in range(3):
+            service.add_unit(set_id, case_id, response_id=first, response_b_id=second)
+    gone, why = _gone(kind)
+    _lose_the_model_at_suggest(monkeypatch, 2, gone)
+    args = ["suggest", str(project_file), "--model", str(tiny_model), "--kind", "empathy"]
+    assert main([*args, "--units", "many"]) == 130
+    err = capsys.readouterr().err
+    stored, gated, _ = map(int, re.search(SUMMARY, err).groups())
+    assert stored + gated == 1
+    assert why in err and "Load the model again" not in err
+    assert "What the run stored before it is kept. Run the same command again" in err
+
+
+def test_evaluate_model_stopped_by_a_model_gone_keeps_what_it_stored(
+    project_file,
+    tiny_model,  # noqa: F811
+    capsys,
+    monkeypatch,
+):
+    gone, why = _gone("process")
+    _lose_the_model_at_suggest(monkeypatch, 3, gone)
+    args = ["evaluate-model", str(project_file), "--model", str(tiny_model), "--limit", "1"]
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert why in err and "Load the model again" not in err
+    assert "What the run stored before it is kept. Run the same command again" in err
+    with Project.open(project_file, read_only=True) as project, project.read() as s:
+        assert s.scalar(select(func.count()).select_from(Suggestion)) == 2
+
+
+def test_a_drafts_run_says_why_it_stopped_in_a_sentence(capsys):
+    from portalreview.llm.cli import _summary
+    from portalreview.llm.suggest import BatchReport
+
+    report = BatchReport(2, stored=[1], stopped="the model server answered 502 Bad Gateway")
+    assert _summary(report) == 130
+    assert (
+        "Stopped: the model server answered 502 Bad Gateway. Run the same command again"
+        in capsys.readouterr().err
+    )
+
+
 def test_a_persons_account_is_refused_before_the_model_loads(
     project_file,
     tiny_model,  # noqa: F811
