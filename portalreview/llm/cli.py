@@ -340,9 +340,13 @@ def _suggest(args: argparse.Namespace) -> int:
             from portalreview.llm.suggest import existing_model_annotator
 
             existing_model_annotator(service, args.as_annotator)
+        units = _units_to_work_on(args, service)  # bad input refused before anything is written
+        if not units:
+            print(f"There are no {args.kind} units to work on.", file=sys.stderr)
+            return 0
         if looks_like_address(args.model):
             with _connect(args.model, project) as engine:
-                return _run(args, service, engine, params)
+                return _run(args, service, engine, params, units)
         print(f"Loading {Path(args.model).name}...", file=sys.stderr)
         # in a process of its own: a crash in llama.cpp ends the run with a message, and the
         # answers stored so far stay (each unit is stored in its own transaction)
@@ -355,7 +359,23 @@ def _suggest(args: argparse.Namespace) -> int:
             )
             print("Hashing the model file (once per file)...", file=sys.stderr)
             print(f"SHA-256 {engine.sha256}", file=sys.stderr)
-            return _run(args, service, engine, params)
+            return _run(args, service, engine, params, units)
+
+
+def _units_to_work_on(args: argparse.Namespace, service) -> list[int]:
+    """The units the run works on (``--units``, ``--limit``); a unit set that is not there or
+    holds another kind, drafts without ``--units`` and an unknown drafting ``--template`` are
+    refused (:class:`StoreError`, :class:`TemplateError`)."""
+    from portalreview.llm.suggest import drafting_template
+    from portalreview.store.service import StoreError
+    from portalreview.store.templates import unit_ids
+
+    if args.kind == "drafts":
+        if not args.units:
+            raise StoreError("drafts need --units SET: the unit set whose cases get drafts")
+        drafting_template(service, args.template)  # (the run takes it once defaults are in)
+    units = unit_ids(service, None if args.kind == "drafts" else args.kind, args.units)
+    return units[: args.limit] if args.limit else units
 
 
 def _connect(address: str, project):
@@ -373,11 +393,10 @@ def _connect(address: str, project):
     return engine
 
 
-def _run(args: argparse.Namespace, service, engine, params) -> int:
+def _run(args: argparse.Namespace, service, engine, params, units: list[int]) -> int:
     from portalreview.llm.templates import PromptLibrary
     from portalreview.store.project import ProjectError
     from portalreview.store.service import StoreError
-    from portalreview.store.templates import unit_ids
 
     library = PromptLibrary(service)
     added = library.install_defaults()
@@ -386,13 +405,6 @@ def _run(args: argparse.Namespace, service, engine, params) -> int:
             f"Stored the default prompt templates in the project: {', '.join(added)}",
             file=sys.stderr,
         )
-    if args.kind == "drafts" and not args.units:
-        raise StoreError("drafts need --units SET: the unit set whose cases get drafts")
-    units = unit_ids(service, None if args.kind == "drafts" else args.kind, args.units)
-    units = units[: args.limit] if args.limit else units
-    if not units:
-        print(f"There are no {args.kind} units to work on.", file=sys.stderr)
-        return 0
     cancel = threading.Event()
     bar = ProgressBar(len(units), unit="cases" if args.kind == "drafts" else "units")
     latest: list = []  # the run's report as of its last unit

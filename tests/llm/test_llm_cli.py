@@ -16,7 +16,7 @@ from llm_testkit import drafts_end_at_the_limit, tiny_model  # noqa: F401 - fixt
 from sqlalchemy import func, select
 
 from portalreview.cli import main
-from portalreview.store.models import Suggestion
+from portalreview.store.models import AuditEntry, Suggestion
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.store.templates import unit_ids
@@ -284,6 +284,37 @@ def test_a_drafts_run_says_why_it_stopped_in_a_sentence(capsys):
         "Stopped: the model server answered 502 Bad Gateway. Run the same command again"
         in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    "options, why",
+    [
+        (["--kind", "eppc", "--units", "EPPC codng"], "there is no unit set 'EPPC codng'"),
+        (["--kind", "eppc", "--units", "rank set"], "holds rank units, not eppc"),
+        (["--kind", "drafts"], "drafts need --units SET"),
+        (
+            ["--kind", "drafts", "--units", "rank set", "--template", "draft_thematc"],
+            "'draft_thematc' is not a drafting template",
+        ),
+    ],
+)
+def test_bad_units_or_template_are_refused_before_the_model_loads(
+    project_file,
+    tiny_model,  # noqa: F811
+    capsys,
+    options,
+    why,
+):
+    """They were refused only after the model was loaded and hashed and the 16 default prompt
+    templates were written into the study (its audit log grew by 16)."""
+    with Project.open(project_file, read_only=True) as project, project.read() as s:
+        logged = s.scalar(select(func.count()).select_from(AuditEntry))
+    args = ["suggest", str(project_file), "--model", str(tiny_model), *options]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert why in err and "Loading" not in err and "Stored the default" not in err
+    with Project.open(project_file, read_only=True) as project, project.read() as s:
+        assert s.scalar(select(func.count()).select_from(AuditEntry)) == logged
 
 
 def test_a_persons_account_is_refused_before_the_model_loads(
