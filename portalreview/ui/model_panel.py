@@ -253,6 +253,16 @@ class ModelHost(QObject):
             engine.on_died(lambda _error, engine=engine: self._died.emit(engine))
         self.engine_changed.emit(engine)
 
+    def missing_at_start(self, path: Path) -> None:
+        """Say that the model chosen to load at start is not where it was (a file moved or
+        deleted would otherwise leave the app without suggestions and without a word)."""
+        self.last_error = (
+            f"The model chosen to load when PortalReview starts is not there any more:\n\n"
+            f"{path}\n\nIt was moved or deleted. Choose it again in Tools > Models…. "
+            "PortalReview carries on without model suggestions."
+        )
+        QMessageBox.warning(self.parent_widget, "PortalReview", self.last_error)
+
     def _cannot_use(self, what: str, message: str, exc: Exception) -> None:
         reason = str(exc) if isinstance(exc, LlmError) else f"{type(exc).__name__}: {message}"
         self.last_error = (

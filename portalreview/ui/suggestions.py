@@ -161,6 +161,8 @@ class SuggestionController(QObject):
         remembered = self.host.remembered_model()
         if self.host.load_at_start() and remembered is not None and remembered.is_file():
             QTimer.singleShot(0, lambda: self.host.load(remembered, show_progress=False))
+        elif self.host.load_at_start() and remembered is not None:  # moved or deleted
+            QTimer.singleShot(0, lambda: self.host.missing_at_start(remembered))
         elif self.host.load_at_start() and self.host.remembered_server():
             QTimer.singleShot(0, self._reconnect_server)
 

@@ -25,6 +25,7 @@ from portalreview.llm import gates
 from portalreview.store.models import Suggestion
 from portalreview.store.project import Project
 from portalreview.tasks.common.editor_base import TextBox
+from portalreview.ui.model_panel import AUTOLOAD_KEY, MODEL_KEY
 from portalreview.ui.suggestions import SuggestionBanner
 from tests.llm.llm_testkit import PARAMS, SMALL_LIMITS, tiny_model_file
 
@@ -221,6 +222,23 @@ def test_a_corrupt_model_gives_a_message_and_the_app_goes_on(
     answer = stored_answer(gui.path, gui.ids.units["respond"], "ava")
     assert answer.payload["parts"]["empathy"] == "Sorry."
     assert answer.suggestion_id is None and answer.suggestion_use is None
+
+
+def test_a_model_to_load_at_start_that_was_moved_is_named_in_a_message(
+    qtbot, gui, tmp_path, monkeypatch
+):
+    """Nothing was said: the app started without suggestions and without a word."""
+    told = []
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *a, **k: told.append(a[2])))
+    gone = tmp_path / "models" / "moved.gguf"
+    prefs = preferences(tmp_path)
+    prefs.qs.setValue(MODEL_KEY, str(gone))
+    prefs.qs.setValue(AUTOLOAD_KEY, "true")
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    qtbot.waitUntil(lambda: bool(told), timeout=5000)
+    assert len(told) == 1 and str(gone) in told[0] and "moved or deleted" in told[0]
+    assert window.suggestions.host.engine is None
+    assert window.suggestions.model_label.text() == "No model"
 
 
 def test_the_model_is_closed_with_the_window(qtbot, window, model):
