@@ -68,6 +68,10 @@ class ModelHost(QObject):
     engine_changed = Signal(object)
     #: Emitted when the model process stopped by itself (the message shown).
     model_stopped = Signal(str)
+    #: Emitted before another model is loaded or connected: the one model thread would run
+    #: the load after the work queued on it (a suggestion waiting on a hung server), so that
+    #: work is to stop first.
+    model_changing = Signal()
     _died = Signal(object)  # from the engine's watcher thread to the GUI thread
 
     def __init__(self, parent: QWidget, settings) -> None:
@@ -154,6 +158,7 @@ class ModelHost(QObject):
         is discarded as soon as it is loaded)."""
         if self.loading:
             return None
+        self.model_changing.emit()
         self.loading = True
         self.last_error = None
         path = Path(path)
@@ -221,6 +226,7 @@ class ModelHost(QObject):
         goes on without suggestions."""
         if self.loading:
             return None
+        self.model_changing.emit()
         self.loading = True
         self.last_error = None
 

@@ -149,6 +149,7 @@ class SuggestionController(QObject):
         self.host = ModelHost(window, window.prefs.qs)
         self.host.engine_changed.connect(self._on_engine)
         self.host.model_stopped.connect(self._on_model_stopped)
+        self.host.model_changing.connect(self.stop)  # the suggestion in progress yields
         self.params = GenerationParams(max_tokens=1024)
         self.limits = GrammarLimits()
         self.job: _Job | None = None

@@ -241,6 +241,32 @@ def test_a_model_to_load_at_start_that_was_moved_is_named_in_a_message(
     assert window.suggestions.model_label.text() == "No model"
 
 
+def test_loading_another_model_stops_the_suggestion_in_progress(
+    qtbot, window, model, monkeypatch
+):
+    """A suggestion waiting on a hung model server held the one model thread: the load of
+    another model waited behind it (92 s with a real server)."""
+    from portalreview.llm import suggest as sg
+    from portalreview.llm.errors import Cancelled
+
+    asked = []
+
+    def hung(ctx, unit):  # as a server that does not answer: only the cancel ends the wait
+        asked.append(ctx.cancel)
+        if not ctx.cancel.wait(30):
+            raise AssertionError("the suggestion was not cancelled")
+        raise Cancelled("cancelled")
+
+    monkeypatch.setattr(sg, "suggest", hung)
+    show_kind(window, "respond")
+    load_model(qtbot, window, model)  # asked at once for the unit on screen
+    qtbot.waitUntil(lambda: bool(asked), timeout=ANSWER_WAIT_MS)
+    first = window.suggestions.host.engine
+    window.suggestions.host.load(model, show_progress=False)
+    assert asked[0].is_set()  # stopped before the load was queued
+    qtbot.waitUntil(lambda: window.suggestions.host.engine is not first, timeout=10000)
+
+
 def test_the_model_is_closed_with_the_window(qtbot, window, model):
     load_model(qtbot, window, model)
     engine = window.suggestions.host.engine
