@@ -64,7 +64,7 @@ from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_out
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
 from portalreview.ui.screen import SideBySide, fit_to_screen
-from portalreview.ui.tools import bring_forward, only_for_the_pi
+from portalreview.ui.tools import bring_forward, only_for_the_pi, tell_study_written
 from portalreview.ui.unsaved_gold import gold_work, keep_decision, offer_next, read_kept_decisions
 from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
 from portalreview.ui.workers import Worker, run_in_background
@@ -876,6 +876,7 @@ class AdjudicationDialog(QDialog):
             )
         self.status.setText(text)
         self._refresh_after_save()
+        tell_study_written(self.parent())
         return view
 
     def _say_not_saved(

@@ -564,6 +564,8 @@ class Dashboard(QWidget):
         window.windowTitleChanged.connect(self._window_changed)
         if hasattr(window, "study_saved_elsewhere"):  # a server study: anyone's saves
             window.study_saved_elsewhere.connect(self._saved_elsewhere)
+        if hasattr(window, "study_written"):  # merges, gold answers, set-up: not the session's
+            window.study_written.connect(self._study_written)
 
     # --- building --------------------------------------------------------------------------
 
@@ -900,6 +902,11 @@ class Dashboard(QWidget):
 
     def _saved_elsewhere(self, _kind: str) -> None:
         """Someone saved in the server study (LISTEN/NOTIFY): as for a save made here."""
+        self._answer_saved(None)
+
+    def _study_written(self) -> None:
+        """A tool window (offline copies, adjudication, set-up) wrote to the study: as for a
+        save made in the main window."""
         self._answer_saved(None)
 
     def _auto_refresh(self) -> None:

@@ -139,6 +139,9 @@ class MainWindow(QMainWindow):
     #: A server study's listener heard a change saved by anyone (its kind, or "study"); emitted
     #: from the listener's thread, delivered on the GUI thread.
     study_saved_elsewhere = Signal(str)
+    #: A tool window wrote to the study (a merge, a conflict resolved, a gold answer, set-up,
+    #: units assigned): what follows only the session's saves (the dashboard) listens here too.
+    study_written = Signal()
 
     def __init__(self, preferences: Preferences | None = None) -> None:
         super().__init__()

@@ -55,7 +55,7 @@ from portalreview.store.project import Project, ProjectError
 from portalreview.store.service import StoreError
 from portalreview.ui import colours
 from portalreview.ui.screen import fit_to_screen
-from portalreview.ui.tools import bring_forward, only_for_the_pi
+from portalreview.ui.tools import bring_forward, only_for_the_pi, tell_study_written
 from portalreview.ui.workers import run_in_background, run_with_progress
 
 # What each recipe's response filters pick (``--first`` / ``--second`` of the CLI); "" = the
@@ -175,6 +175,7 @@ def refresh_main_window(window) -> None:
     """Show the project's new state in the main window after a set-up step or a merge."""
     if window is not None and getattr(window, "service", None) is not None:
         window.study_changed()
+        tell_study_written(window)
 
 
 def project_closed(dialog: QDialog, message: MessageLine) -> bool:

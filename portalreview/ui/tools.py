@@ -35,6 +35,13 @@ def only_for_the_pi(window, title: str) -> bool:
     return False
 
 
+def tell_study_written(window) -> None:
+    """Tell the main window (``study_written``) that a tool window wrote to its study."""
+    signal = getattr(window, "study_written", None)
+    if signal is not None:
+        signal.emit()
+
+
 def bring_forward(widget: QWidget) -> None:
     """Show a tool window, in front and focused."""
     widget.show()
