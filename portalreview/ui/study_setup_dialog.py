@@ -296,6 +296,10 @@ class StudySetupDialog(QDialog):
         self.by: int | None = None  # who the audit log names: the signed-in PI (open_tool)
         self.plan: setup.UnitPlan | None = None
         self.assignment: setup.AssignmentPlan | None = None
+        # raised by each change of a tab's options: a preview of older options, arriving
+        # after the change, is dropped (it is not the plan of the form as it now stands)
+        self._plan_generation = 0
+        self._assignment_generation = 0
         self.busy = False
         self.loading = False  # the progress and hard pairs are being read in the background
         self._generation = 0  # a newer read wins; an older one's result is dropped
@@ -780,6 +784,7 @@ class StudySetupDialog(QDialog):
                 f"<i>The options changed: preview again.</i><br>{html.escape(self.plan.summary())}"
             )
         self.plan = None
+        self._plan_generation += 1
         self._update_buttons()
 
     def _plan_arguments(self) -> dict[str, Any]:
@@ -827,23 +832,32 @@ class StudySetupDialog(QDialog):
         self.plan = None  # the set created is the one shown: none while planning
         self._set_busy(True)
         self.plan_label.setText("Planning…")
+        generation = self._plan_generation
         run_in_background(
             setup.plan_units,
             self.project,
             recipe,
-            on_done=self._while_open(self._show_plan),
-            on_error=self._while_open(self._plan_failed),
+            on_done=self._while_open(lambda plan: self._show_plan(plan, generation)),
+            on_error=self._while_open(
+                lambda message, exc: self._plan_failed(message, exc, generation)
+            ),
             **arguments,
         )
 
-    def _plan_failed(self, message: str, exc: Exception) -> None:
+    def _plan_failed(self, message: str, exc: Exception, generation: int) -> None:
         """A refused plan leaves no plan on show (it left "Planning…", over the last one)."""
+        if generation != self._plan_generation:
+            self._preview_outdated(self.plan_label, self.plan_table)
+            return
         fill_table(self.plan_table, [])
         self.plan_label.setText("Not planned: see the message below.")
         self._failed("Cannot plan", message, exc)
 
-    def _show_plan(self, plan: setup.UnitPlan) -> None:
+    def _show_plan(self, plan: setup.UnitPlan, generation: int) -> None:
         self._set_busy(False)
+        if generation != self._plan_generation:
+            self._preview_outdated(self.plan_label, self.plan_table)
+            return
         names = {row.name for row in unit_sets(self.project)}
         fill_table(self.plan_table, cases_in_plan(plan, case_names(self.project)))
         text = html.escape(plan.summary()).replace("\n", "<br>")
@@ -906,6 +920,7 @@ class StudySetupDialog(QDialog):
                 + html.escape(self.assignment.summary()).replace("\n", "<br>")
             )
         self.assignment = None
+        self._assignment_generation += 1
         self._update_buttons()
 
     def preview_assignment(self) -> None:
@@ -922,6 +937,7 @@ class StudySetupDialog(QDialog):
             self.message.error("Tick the annotators who are to receive units (Space ticks).")
             return
         self._set_busy(True)
+        generation = self._assignment_generation
         run_in_background(
             setup.plan_assignment,
             self.project,
@@ -930,14 +946,23 @@ class StudySetupDialog(QDialog):
             overlap=self.overlap_spin.value(),
             raters_per_unit=self.raters_spin.value(),
             seed=self.assign_seed_spin.value(),
-            on_done=self._while_open(self._show_assignment),
+            on_done=self._while_open(lambda plan: self._show_assignment(plan, generation)),
             on_error=self._while_open(
-                lambda message, exc: self._failed("Cannot hand out", message, exc)
+                lambda message, exc: self._assignment_failed(message, exc, generation)
             ),
         )
 
-    def _show_assignment(self, plan: setup.AssignmentPlan) -> None:
+    def _assignment_failed(self, message: str, exc: Exception, generation: int) -> None:
+        if generation != self._assignment_generation:
+            self._preview_outdated(self.assign_label, self.assign_table)
+            return
+        self._failed("Cannot hand out", message, exc)
+
+    def _show_assignment(self, plan: setup.AssignmentPlan, generation: int) -> None:
         self._set_busy(False)
+        if generation != self._assignment_generation:
+            self._preview_outdated(self.assign_label, self.assign_table)
+            return
         self.assignment = plan
         shared = len(plan.shared_units)
         fill_table(
@@ -983,6 +1008,13 @@ class StudySetupDialog(QDialog):
         self.message.done(f"Handed out {plan.unit_set!r}: {counts} unit(s).")
         self.assign_label.setText("Assigned. " + html.escape(plan.summary()).replace("\n", "<br>"))
         self.on_changed()
+
+    def _preview_outdated(self, label: QLabel, table: QTableWidget) -> None:
+        """A preview came back after its options were changed: show none, and ask again."""
+        self._set_busy(False)
+        fill_table(table, [])
+        label.setText("<i>The options changed during the preview: preview again (Ctrl+P).</i>")
+        self.message.note("The options changed during the preview: preview again (Ctrl+P).")
 
     # --- a second annotator for hard pairs --------------------------------------------------
 
