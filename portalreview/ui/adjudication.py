@@ -90,6 +90,19 @@ class UnitAnswers:
         first = self.answers[0].payload
         return not all(same_canonical(first, a.payload) for a in self.answers[1:])
 
+    @property
+    def adjudicated(self) -> bool:
+        """A submitted gold answer: a draft one (a decision not complete yet) is not used by
+        the report, so the unit still waits for its decision."""
+        return self.gold is not None and self.gold.status == "submitted"
+
+    @property
+    def mark(self) -> str:
+        """The unit's mark in the list: ✓ adjudicated, ✎ gold kept as a draft, • neither."""
+        if self.adjudicated:
+            return "✓"
+        return "•" if self.gold is None else "✎"
+
 
 def canonical(payload: dict[str, Any]) -> str:
     """An answer as compared: JSON with the keys sorted (key order ignored, list order not)."""
@@ -373,7 +386,10 @@ class AdjudicationDialog(QDialog):
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
-        units_label = QLabel("<b>Units where answers differ</b> (✓ = gold saved)")
+        units_label = QLabel(
+            "<b>Units where answers differ</b> (✓ = gold saved, ✎ = gold kept as a draft, "
+            "not complete yet)"
+        )
         units_label.setWordWrap(True)
         left_layout.addWidget(units_label)
         left_layout.addWidget(self.units, 1)
@@ -566,7 +582,7 @@ class AdjudicationDialog(QDialog):
     def disagreements(self) -> list[UnitAnswers]:
         shown = [r for r in self.reports if r.differs]
         if self.hide_done.isChecked():
-            shown = [r for r in shown if r.gold is None]
+            shown = [r for r in shown if not r.adjudicated]
         return shown
 
     def _fill_units(self) -> None:
@@ -576,8 +592,7 @@ class AdjudicationDialog(QDialog):
         self.units.blockSignals(True)
         self.units.clear()
         for report in shown:
-            mark = "✓" if report.gold is not None else "•"
-            item = QListWidgetItem(f"{mark} {list_label(self.briefs[report.unit_id])}")
+            item = QListWidgetItem(f"{report.mark} {list_label(self.briefs[report.unit_id])}")
             item.setData(Qt.ItemDataRole.UserRole, report.unit_id)
             item.setToolTip(f"{len(report.answers)} answers")
             self.units.addItem(item)
@@ -594,11 +609,15 @@ class AdjudicationDialog(QDialog):
     def _show_counts(self) -> None:
         answered = [r for r in self.reports if len(r.answers) >= 2]
         differ = [r for r in self.reports if r.differs]
-        done = sum(r.gold is not None for r in differ)
-        self.counts.setText(
+        done = sum(r.adjudicated for r in differ)
+        drafts = sum(r.gold is not None and not r.adjudicated for r in differ)
+        text = (
             f"{len(differ)} of {len(answered)} units answered by two or more people differ; "
-            f"{done} of them adjudicated."
+            f"{done} of them adjudicated"
         )
+        if drafts:
+            text += f", {drafts} with a gold answer kept as a draft (not complete yet)"
+        self.counts.setText(text + ".")
 
     def step(self, delta: int) -> None:
         row = self.units.currentRow() + delta
@@ -869,7 +888,7 @@ class AdjudicationDialog(QDialog):
         self.report.gold = view
         self._show_note(note)
         stamp = time.strftime("%H:%M:%S")
-        text = f"✓ Gold answer saved {stamp}."
+        text = f"{'✎' if incomplete else '✓'} Gold answer saved {stamp}."
         if incomplete:
             text += (
                 f" It is not complete yet ({html.escape(incomplete)}), so it is kept as a draft."
@@ -897,8 +916,8 @@ class AdjudicationDialog(QDialog):
         """Show the new gold in the list and beside the answers, without reloading all."""
         row = self.units.currentRow()
         item = self.units.item(row) if row >= 0 else None
-        if item is not None and item.text().startswith("•"):
-            item.setText("✓" + item.text()[1:])
+        if item is not None and self.report is not None:
+            item.setText(self.report.mark + item.text()[1:])  # the mark is one character
         self._redraw_columns()
         self._show_counts()
 

@@ -5,6 +5,8 @@ The annotators' answers, and every agreement figure computed from them, stay as 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox, QTextBrowser
@@ -547,3 +549,30 @@ def test_gold_with_a_response_marked_incorrect_without_a_reason_is_kept_as_a_dra
     gold = gold_of(study.path, unit)
     assert gold.status == "submitted"
     assert [e["criteria"] for e in gold.payload["entries"] if e["correct"] is False] == [["C2"]]
+
+
+def test_a_gold_answer_kept_as_a_draft_is_not_counted_as_adjudicated(qtbot, study, tmp_path):
+    """A decision saved before it is complete (a code without its subcode) is kept as a draft
+    gold answer, which the report does not use: the unit is marked ✎, not ✓, is not counted
+    as adjudicated, and stays listed with "Hide units already adjudicated"."""
+    ids = study.ids
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    choose_kind(qtbot, dialog, "eppc")
+    unfinished = {"labels": [*AVA_EPPC["labels"], {**BEN_EPPC["labels"][1], "subcode": None}]}
+    dialog._load(replace(dialog.report.answers[0], payload=unfinished), "an unfinished decision")
+    assert dialog.save_gold()
+    assert gold_of(study.path, ids.units["eppc"]).status == "draft"
+    assert dialog.status.text().startswith("✎ Gold answer saved")
+    assert dialog.units.item(0).text().startswith("✎")
+    assert "0 of them adjudicated, 1 with a gold answer kept as a draft" in dialog.counts.text()
+    dialog.hide_done.setChecked(True)
+    assert dialog.units.count() == 1
+    assert dialog.units.item(0).text().startswith("✎")
+
+    assert dialog.take_as_gold(dialog.report.answers[1])  # a complete decision
+    assert dialog.units.item(0).text().startswith("✓")
+    assert "1 of them adjudicated." in dialog.counts.text()
+    dialog.hide_done.setChecked(False)
+    dialog.hide_done.setChecked(True)
+    assert dialog.units.count() == 0
