@@ -464,6 +464,7 @@ class AdjudicationDialog(QDialog):
         self.status = QLabel()
         self.status.setObjectName("goldStatus")
         self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.RichText)  # the reasons are escaped
         gold_layout.addWidget(self.status)
 
         right = QSplitter(Qt.Orientation.Vertical)

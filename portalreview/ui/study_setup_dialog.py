@@ -436,6 +436,7 @@ class StudySetupDialog(QDialog):
         self.plan_label = QLabel("Choose a recipe and preview what it makes; nothing is saved.")
         self.plan_label.setObjectName("unitPlan")
         self.plan_label.setWordWrap(True)
+        self.plan_label.setTextFormat(Qt.TextFormat.RichText)  # the names are escaped
         self.plan_table = make_table(
             ["Case", "Units it is in"], "unitPlanCases", "The cases of the planned units"
         )
@@ -509,6 +510,7 @@ class StudySetupDialog(QDialog):
         )
         self.assign_label.setObjectName("assignmentPlan")
         self.assign_label.setWordWrap(True)
+        self.assign_label.setTextFormat(Qt.TextFormat.RichText)  # the names are escaped
         self.assign_table = make_table(
             ["Annotator", "Units", "Answered by everyone", "Theirs alone or shared by fewer"],
             "assignmentCounts",
@@ -781,7 +783,8 @@ class StudySetupDialog(QDialog):
         self.judgements_spin.setEnabled(recipe == "adaptive-inbox")
         if self.plan is not None:
             self.plan_label.setText(
-                f"<i>The options changed: preview again.</i><br>{html.escape(self.plan.summary())}"
+                "<i>The options changed: preview again.</i><br>"
+                + html.escape(self.plan.summary()).replace("\n", "<br>")
             )
         self.plan = None
         self._plan_generation += 1

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox, QTextBrowser
-from ui_support import make_gui_study, open_window, preferences
+from ui_support import make_gui_study, open_window, preferences, shown_text
 
 from portalreview.analysis import eppc as eppc_analysis
 from portalreview.analysis import facts as facts_analysis
@@ -551,6 +551,14 @@ def test_gold_with_a_response_marked_incorrect_without_a_reason_is_kept_as_a_dra
     assert [e["criteria"] for e in gold.payload["entries"] if e["correct"] is False] == [["C2"]]
 
 
+def save_an_unfinished_eppc_decision(qtbot, dialog: AdjudicationDialog) -> None:
+    """Ctrl+S on an EPPC decision with a code but not its subcode: kept as a draft."""
+    choose_kind(qtbot, dialog, "eppc")
+    unfinished = {"labels": [*AVA_EPPC["labels"], {**BEN_EPPC["labels"][1], "subcode": None}]}
+    dialog._load(replace(dialog.report.answers[0], payload=unfinished), "an unfinished decision")
+    assert dialog.save_gold()
+
+
 def test_a_gold_answer_kept_as_a_draft_is_not_counted_as_adjudicated(qtbot, study, tmp_path):
     """A decision saved before it is complete (a code without its subcode) is kept as a draft
     gold answer, which the report does not use: the unit is marked ✎, not ✓, is not counted
@@ -558,10 +566,7 @@ def test_a_gold_answer_kept_as_a_draft_is_not_counted_as_adjudicated(qtbot, stud
     ids = study.ids
     window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
     dialog = open_adjudication(qtbot, window)
-    choose_kind(qtbot, dialog, "eppc")
-    unfinished = {"labels": [*AVA_EPPC["labels"], {**BEN_EPPC["labels"][1], "subcode": None}]}
-    dialog._load(replace(dialog.report.answers[0], payload=unfinished), "an unfinished decision")
-    assert dialog.save_gold()
+    save_an_unfinished_eppc_decision(qtbot, dialog)
     assert gold_of(study.path, ids.units["eppc"]).status == "draft"
     assert dialog.status.text().startswith("✎ Gold answer saved")
     assert dialog.units.item(0).text().startswith("✎")
@@ -576,3 +581,14 @@ def test_a_gold_answer_kept_as_a_draft_is_not_counted_as_adjudicated(qtbot, stud
     dialog.hide_done.setChecked(False)
     dialog.hide_done.setChecked(True)
     assert dialog.units.count() == 0
+
+
+def test_the_status_shows_quotes_in_the_reason_as_quotes(qtbot, study, tmp_path):
+    """The reason a decision is kept as a draft names the code in quotes, escaped for rich
+    text: the status showed "&#x27;Socioemotional / empathy&#x27;" as it was written."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    save_an_unfinished_eppc_decision(qtbot, dialog)
+    shown = shown_text(dialog.status)
+    assert "the code 'Socioemotional / empathy' has no subcode" in shown
+    assert "&#x27;" not in shown

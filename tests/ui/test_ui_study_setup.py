@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox, QProgressDialog, QPushButton
-from ui_support import open_window
+from ui_support import open_window, shown_text
 
 from portalreview.demo import INBOX, build_demo
 from portalreview.store import study_setup as setup
@@ -657,3 +657,25 @@ def test_replies_in_a_rank_set_are_kept_from_their_authors(qtbot, demo_file, tmp
     )
     assert own == [(0,)]
     assert len({unit for unit, _ in assignment_of(path, "Replies and drafts")}) == 36 - 14
+
+
+def test_a_set_name_with_quotes_and_ampersands_is_shown_as_typed(qtbot, gui, prefs):
+    """The labels show names escaped for rich text: "Created" showed "Dr. O&#x27;Neil &amp;
+    co" as it was written, the label holding no tag that made Qt read it as rich text."""
+    name = "Dr. O'Neil & co"
+    dialog = open_setup(qtbot, open_window(qtbot, prefs, gui.path, "pat"))
+    dialog.tabs.setCurrentIndex(1)
+    dialog.set_name_edit.setText(name)
+    dialog.preview_units()
+    wait_idle(qtbot, dialog)
+    assert name in shown_text(dialog.plan_label)
+    dialog.create_units()
+    wait_idle(qtbot, dialog)
+    assert shown_text(dialog.plan_label).startswith(f"Created {name}: ")
+
+    dialog.tabs.setCurrentIndex(2)
+    assert dialog.assign_set_box.currentText().startswith(name)
+    dialog.people_list.item(0).setCheckState(Qt.CheckState.Checked)
+    dialog.preview_assignment()
+    wait_idle(qtbot, dialog)
+    assert name in shown_text(dialog.assign_label)

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from PySide6 import QtGui
 from PySide6.QtCore import QPoint, QSettings, Qt, QTimer
-from PySide6.QtGui import QTextCursor
+from PySide6.QtGui import QTextCursor, QTextDocument
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QDialogButtonBox
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLabel
 
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
@@ -107,6 +108,19 @@ def show_kind(window: MainWindow, kind: str) -> None:
     """Switch the window to a kind's tab, as a click on it does."""
     window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
     assert window.kind == kind
+
+
+def shown_text(label: QLabel) -> str:
+    """A label's text as it shows it: rich text (so set, or judged so by Qt) read as plain."""
+    text = label.text()
+    rich = label.textFormat() == Qt.TextFormat.RichText or (
+        label.textFormat() == Qt.TextFormat.AutoText and QtGui.Qt.mightBeRichText(text)
+    )
+    if not rich:
+        return text
+    document = QTextDocument()
+    document.setHtml(text)
+    return document.toPlainText()
 
 
 def wait_saved(qtbot, window: MainWindow) -> None:
