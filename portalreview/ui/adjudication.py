@@ -17,6 +17,7 @@ the window's close button, closing the project or the app) asks first: Save, Dis
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -241,6 +242,21 @@ def _brief(kind: str, case_ids: tuple[str, ...], sentence: str | None) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def tab_stops_in(container: QWidget) -> list[QWidget]:
+    """``container`` and the widgets in it that Tab stops at, in their present Tab order (a
+    widget whose focus goes to another, its focus proxy, is left to that one)."""
+    stops = []
+    widget = container
+    while True:
+        inside = widget is container or container.isAncestorOf(widget)
+        tabs_here = bool(widget.focusPolicy() & Qt.FocusPolicy.TabFocus)
+        if inside and tabs_here and widget.focusProxy() is None:
+            stops.append(widget)
+        widget = widget.nextInFocusChain()
+        if widget is container:
+            return stops
+
+
 class AnswerColumn(QGroupBox):
     """One annotator's (or the gold) answer, with its buttons."""
 
@@ -254,7 +270,10 @@ class AnswerColumn(QGroupBox):
         dialog: AdjudicationDialog,
         answer: AnswerView,
         only_differences: bool = False,
+        whose: str = "",
     ) -> None:
+        """``whose``: the answer as the buttons' accessible names name it ("Dr. Ben's answer"),
+        so that a screen reader tells one column's buttons from another's."""
         super().__init__(title)
         self.answer = answer
         self.setObjectName("answerColumn")
@@ -286,6 +305,9 @@ class AnswerColumn(QGroupBox):
         self.take.clicked.connect(lambda: dialog.take_as_gold(answer))
         keys = f" (Ctrl+{number})" if number is not None and number <= 9 else ""
         self.load = QPushButton(f"Edit from this{keys}")
+        whose = whose or f"{title}'s answer"
+        self.take.setAccessibleName(f"Take {whose} as gold")
+        self.load.setAccessibleName(f"Edit from {whose}{keys}")
         self.load.setToolTip("Load this answer into the editor below to change it first")
         self.load.clicked.connect(lambda: dialog.load_into_editor(answer))
         buttons.addWidget(self.take)
@@ -414,6 +436,7 @@ class AdjudicationDialog(QDialog):
         self.answers_area = QScrollArea()
         self.answers_area.setWidgetResizable(True)
         self.answers_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.answers_area.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # a Tab stop showing nothing
         self.answers_area.setWidget(answers_inner)
         answers = QWidget()
         answers_layout = QVBoxLayout(answers)
@@ -443,6 +466,7 @@ class AdjudicationDialog(QDialog):
         editor_area.setObjectName("goldEditorArea")
         editor_area.setWidgetResizable(True)
         editor_area.setFrameShape(QFrame.Shape.NoFrame)
+        editor_area.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # a Tab stop showing nothing
         editor_area.setWidget(holder)
         gold_layout.addWidget(editor_area, 1)
         note_row = QHBoxLayout()
@@ -688,6 +712,7 @@ class AdjudicationDialog(QDialog):
         self._load(start, "The current gold answer" if start else None)
         self._show_note(report.gold.comment if report.gold else "")
         self.default_note = ""
+        self._order_tabs()
 
     def _header(self, unit: UnitView, report: UnitAnswers) -> str:
         n = len(report.answers)
@@ -705,6 +730,7 @@ class AdjudicationDialog(QDialog):
             clear_layout(self.answers_layout)
             self.columns = []
             self._show_columns()
+            self._order_tabs()
 
     def _show_columns(self) -> None:
         report, unit = self.report, self.unit
@@ -725,6 +751,7 @@ class AdjudicationDialog(QDialog):
                 self,
                 answer,
                 only_differences=self.only_diff.isChecked(),
+                whose=f"{name}'s answer",
             )
             column.take.setEnabled(not self.read_only)
             self.columns.append(column)
@@ -739,10 +766,26 @@ class AdjudicationDialog(QDialog):
                 None,
                 self,
                 report.gold,
+                whose="the current gold answer",
             )
             column.setObjectName("goldColumn")
             column.take.setVisible(False)
             self.answers_layout.addWidget(column, 1)
+
+    def _order_tabs(self) -> None:
+        """Tab goes as the window reads: the list, the answers side by side, the gold editor,
+        the note and Save. Qt's order is the order widgets came in: the answers and the
+        editor, made for each unit, came after Save."""
+        chain = [self.units]
+        for index in range(self.answers_layout.count()):
+            column = self.answers_layout.itemAt(index).widget()
+            if column is not None:
+                chain += tab_stops_in(column)
+        if self.editor is not None:
+            chain += tab_stops_in(self.editor)
+        chain += [self.note, self.save_button]
+        for first, second in itertools.pairwise(chain):
+            QWidget.setTabOrder(first, second)
 
     def _set_editor(self, kind: str | None) -> None:
         if self.editor is not None:

@@ -18,7 +18,7 @@ from portalreview.analysis import match as match_analysis
 from portalreview.store.frames import read_frames
 from portalreview.store.project import Project
 from portalreview.store.service import StoreError, StudyService
-from portalreview.ui.adjudication import AdjudicationDialog, collect, summary_lines
+from portalreview.ui.adjudication import AdjudicationDialog, AnswerColumn, collect, summary_lines
 from portalreview.ui.tools import TOOLS
 
 AVA_EPPC = {
@@ -592,3 +592,61 @@ def test_the_status_shows_quotes_in_the_reason_as_quotes(qtbot, study, tmp_path)
     shown = shown_text(dialog.status)
     assert "the code 'Socioemotional / empathy' has no subcode" in shown
     assert "&#x27;" not in shown
+
+
+def test_each_column_s_buttons_name_whose_answer_they_take(qtbot, study, tmp_path):
+    """A screen reader heard "Take as gold" for every column: the buttons name the person."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    choose_kind(qtbot, dialog, "eppc")
+    ava, ben = dialog.columns
+    assert ava.take.accessibleName() == "Take Ava (RN)'s answer as gold"
+    assert ben.take.accessibleName() == "Take Dr. Ben's answer as gold"
+    assert ben.load.accessibleName() == "Edit from Dr. Ben's answer (Ctrl+2)"
+    assert ben.take.text() == "Take as gold"  # what is shown stays short
+
+    assert dialog.take_as_gold(ben.answer)
+    gold = dialog.findChild(AnswerColumn, "goldColumn")
+    assert gold.load.accessibleName() == "Edit from the current gold answer"
+
+
+def tab_regions(qtbot, dialog: AdjudicationDialog) -> list[str]:
+    """Where Tab goes from the list of units until Save as gold, by region of the window."""
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow)
+    dialog.units.setFocus()
+    columns = [
+        dialog.answers_layout.itemAt(i).widget() for i in range(dialog.answers_layout.count())
+    ]
+    qtbot.waitUntil(lambda: all(c.isVisible() for c in columns))  # shown by the event loop
+
+    def region(widget) -> str:
+        for number, column in enumerate(columns, start=1):
+            if column.isAncestorOf(widget):
+                return f"answer {number}"
+        if dialog.editor.isAncestorOf(widget) or widget is dialog.editor:
+            return "gold editor"
+        names = {dialog.units: "list", dialog.note: "note", dialog.save_button: "save"}
+        return names.get(widget, f"{type(widget).__name__} {widget.objectName()}")
+
+    regions = [region(QApplication.focusWidget())]
+    while QApplication.focusWidget() is not dialog.save_button and len(regions) < 100:
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        regions.append(region(QApplication.focusWidget()))
+    return [r for i, r in enumerate(regions) if i == 0 or regions[i - 1] != r]
+
+
+@pytest.mark.parametrize("kind", ["eppc", "facts"])
+def test_tab_goes_from_the_list_through_the_answers_to_the_editor_then_save(
+    qtbot, study, tmp_path, kind
+):
+    """Tab went from the list to two scroll areas that show nothing, then to the note and
+    Save at the bottom, and only then back up to the answers and the gold editor."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    choose_kind(qtbot, dialog, kind)
+    order = ["list", "answer 1", "answer 2", "gold editor", "note", "save"]
+    assert tab_regions(qtbot, dialog) == order
+
+    assert dialog.take_as_gold(dialog.columns[0].answer)  # the columns are made again
+    assert tab_regions(qtbot, dialog) == [*order[:3], "answer 3", *order[3:]]
