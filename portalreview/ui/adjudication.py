@@ -64,7 +64,7 @@ from portalreview.store.service import (
 from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_out_control_characters
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
-from portalreview.ui.screen import SideBySide, fit_to_screen
+from portalreview.ui.screen import FlowRow, SideBySide, fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi, tell_study_written
 from portalreview.ui.unsaved_gold import gold_work, keep_decision, offer_next, read_kept_decisions
 from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
@@ -387,15 +387,15 @@ class AdjudicationDialog(QDialog):
         kind_row.addWidget(kind_label)
         kind_row.addWidget(self.kind_box)
         kind_row.addStretch(1)
-        options_part = QWidget()
-        options_row = QHBoxLayout(options_part)
-        options_row.setContentsMargins(0, 0, 0, 0)
-        options_row.addWidget(self.hide_done)
-        options_row.addWidget(self.only_diff)
-        options_row.addWidget(self.with_drafts)
-        options_row.addStretch(1)
+        options_part = FlowRow()  # on more lines where even a row of their own is too narrow
+        for option in (self.hide_done, self.only_diff, self.with_drafts):
+            options_part.add(option)
         # the options under the kind where the window is too narrow for one row of them all
-        top = SideBySide(kind_part, options_part)
+        top = SideBySide(
+            kind_part,
+            options_part,
+            widths=lambda: (kind_part.minimumSizeHint().width(), options_part.sizeHint().width()),
+        )
         top.box.setStretch(0, 0)
 
         self.units = QListWidget()

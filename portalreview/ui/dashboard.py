@@ -92,7 +92,7 @@ from portalreview.ui.charts import (
     is_distance_header,
     plot_data,
 )
-from portalreview.ui.screen import SideBySide, fit_to_screen
+from portalreview.ui.screen import FlowRow, SideBySide, fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import Worker, run_in_background, run_with_progress
@@ -547,7 +547,7 @@ class Dashboard(QWidget):
         self._scroll: dict[str, int] = {}
 
         layout = QVBoxLayout(self)
-        layout.addLayout(self._filter_row())
+        layout.addWidget(self._filter_row())
         layout.addWidget(self._settings_row())
         self.info = QLabel()
         self.info.setObjectName("dashboardInfo")
@@ -569,7 +569,7 @@ class Dashboard(QWidget):
 
     # --- building --------------------------------------------------------------------------
 
-    def _filter_row(self) -> QHBoxLayout:
+    def _filter_row(self) -> FlowRow:
         self.annotator_button = ChoiceButton("Annotators")
         self.annotator_button.setObjectName("annotatorFilter")
         self.source_button = ChoiceButton("Draft sources")
@@ -579,13 +579,12 @@ class Dashboard(QWidget):
         self.clear_button = QPushButton("Show all answers")
         self.clear_button.setToolTip("Remove every filter")
         self.clear_button.clicked.connect(self.clear_filters)
-        row = QHBoxLayout()
-        row.addWidget(QLabel("<b>Answers of</b>"))
+        row = FlowRow()  # on two lines where a large font makes one wider than the screen
+        row.add(QLabel("<b>Answers of</b>"), self.annotator_button)
         for button in (self.annotator_button, self.source_button, self.tag_button):
             button.changed.connect(self._settings_changed)
-            row.addWidget(button)
-        row.addWidget(self.clear_button)
-        row.addStretch(1)
+        for widget in (self.source_button, self.tag_button, self.clear_button):
+            row.add(widget)
         return row
 
     def _settings_row(self) -> SideBySide:
@@ -616,17 +615,11 @@ class Dashboard(QWidget):
         self.json_button = QPushButton("Export JSON…")
         self.json_button.setToolTip("Write these figures as the JSON report (Ctrl+Shift+E)")
         self.json_button.clicked.connect(self.export_json)
-        settings = QWidget()
-        row = QHBoxLayout(settings)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(QLabel("Bootstrap resamples:"))
-        row.addWidget(self.resamples)
-        row.addWidget(QLabel("seed:"))
-        row.addWidget(self.seed)
-        row.addSpacing(12)
-        row.addWidget(self.refresh_button)
-        row.addWidget(self.auto)
-        row.addStretch(1)
+        settings = FlowRow()
+        settings.add(QLabel("Bootstrap resamples:"), self.resamples)
+        settings.add(QLabel("seed:"), self.seed)
+        settings.add(self.refresh_button)
+        settings.add(self.auto)
         exports = QWidget()
         export_row = QHBoxLayout(exports)
         export_row.setContentsMargins(0, 0, 0, 0)
@@ -635,7 +628,13 @@ class Dashboard(QWidget):
         export_row.addWidget(self.json_button)
         # the exports on a row of their own where the screen is narrow (1366 x 768 at 150%
         # leaves 911 px: in one row Export JSON… lay past the screen's edge)
-        return SideBySide(settings, exports)
+        side = SideBySide(
+            settings,
+            exports,
+            widths=lambda: (settings.sizeHint().width(), exports.minimumSizeHint().width()),
+        )
+        side.box.setStretch(1, 0)  # the settings on one line where they fit
+        return side
 
     def _status_row(self) -> QHBoxLayout:
         self.status = QLabel()
@@ -643,7 +642,7 @@ class Dashboard(QWidget):
         self.progress = QProgressBar()
         self.progress.setRange(0, len(STEPS))
         self.progress.setTextVisible(True)
-        self.progress.setMinimumWidth(260)
+        self.progress.setMinimumWidth(160)
         self.progress.setVisible(False)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop computing (Esc)")
@@ -732,9 +731,7 @@ class Dashboard(QWidget):
         self.loading = True
         if self.computed is None:  # nothing on screen yet: the kept figures meanwhile
             self._show_stored(generation)
-        self.status.setText("Computing…")
-        self.progress.setValue(0)
-        self.progress.setFormat(STEPS[0])
+        self._show_step(0, len(STEPS))
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
         self._worker = run_in_background(
@@ -812,9 +809,15 @@ class Dashboard(QWidget):
 
     def _progress(self, generation: int, done: int, total: int) -> None:
         if generation == self._generation:
-            self.progress.setRange(0, total)
-            self.progress.setValue(done)
-            self.progress.setFormat(STEPS[done] if done < len(STEPS) else "Showing…")
+            self._show_step(done, total)
+
+    def _show_step(self, done: int, total: int) -> None:
+        """The step's words in the status line, which has the room (in the bar they were cut
+        at its width), and the bar's own "step n of m"."""
+        self.status.setText(STEPS[done] if done < len(STEPS) else "Showing…")
+        self.progress.setRange(0, total)
+        self.progress.setValue(done)
+        self.progress.setFormat(f"Step {min(done + 1, total)} of {total}")
 
     def _failed(self, generation: int, message: str) -> None:
         if generation != self._generation:

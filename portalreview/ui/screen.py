@@ -2,15 +2,25 @@
 the screen's available area (a 1024 x 600 laptop, or 1366 x 768 at 125% scaling, leaves about
 1093 x 614 logical pixels), so that no window opens with its buttons off the screen; and two
 widgets that let a page fit a laptop's screen (:class:`SideBySide`, :class:`WrappingColumn`),
-and a splitter that turns the same way (:class:`TurningSplitter`)."""
+a splitter that turns the same way (:class:`TurningSplitter`), and a row of controls that
+wraps like words (:class:`FlowRow`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QBoxLayout, QSplitter, QWidget
+from PySide6.QtWidgets import (
+    QBoxLayout,
+    QFrame,
+    QHBoxLayout,
+    QLayout,
+    QLayoutItem,
+    QScrollArea,
+    QSplitter,
+    QWidget,
+)
 
 #: What is left around a window for its frame and the taskbar.
 MARGIN = 16
@@ -189,3 +199,110 @@ class WrappingColumn(QWidget):
         super().resizeEvent(event)
         if event.oldSize().width() != event.size().width():
             self.updateGeometry()
+
+
+class _FlowLayout(QLayout):
+    """Items left to right, wrapped onto the next line where the width runs out."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._items: list[QLayoutItem] = []
+        self.setContentsMargins(0, 0, 0, 0)
+
+    def addItem(self, item: QLayoutItem) -> None:
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int) -> QLayoutItem | None:
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int) -> QLayoutItem | None:
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self) -> Qt.Orientation:
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._place(QRect(0, 0, width, 0), move=False)
+
+    def setGeometry(self, rect: QRect) -> None:
+        super().setGeometry(rect)
+        self._place(rect, move=True)
+
+    def _shown(self) -> list[QLayoutItem]:
+        return [item for item in self._items if not item.isEmpty()]
+
+    def sizeHint(self) -> QSize:
+        """All on one line."""
+        hints = [item.sizeHint() for item in self._shown()]
+        gaps = (self.spacing() if self.spacing() >= 0 else 6) * max(len(hints) - 1, 0)
+        return QSize(
+            sum(h.width() for h in hints) + gaps, max((h.height() for h in hints), default=0)
+        )
+
+    def minimumSize(self) -> QSize:
+        """The widest item: the others wrap below it."""
+        size = QSize()
+        for item in self._shown():
+            size = size.expandedTo(item.minimumSize()).expandedTo(
+                QSize(item.sizeHint().width(), 0)
+            )
+        return size
+
+    def _place(self, rect: QRect, move: bool) -> int:
+        """Lay the items out in ``rect`` (only measure, unless ``move``); the height taken."""
+        x, y, line = rect.x(), rect.y(), 0
+        gap = self.spacing() if self.spacing() >= 0 else 6
+        for item in self._shown():
+            hint = item.sizeHint()
+            if x > rect.x() and x + hint.width() > rect.x() + rect.width():
+                x, y, line = rect.x(), y + line + gap, 0
+            if move:
+                item.setGeometry(QRect(QPoint(x, y), hint))
+            x += hint.width() + gap
+            line = max(line, hint.height())
+        return y + line - rect.y()
+
+
+class FlowRow(QWidget):
+    """A row of controls that wraps onto more lines where the window is narrow (a large system
+    font on a small screen), instead of making the window wider than the screen. Each
+    :meth:`add` is kept whole: a label with its box, a button."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.flow = _FlowLayout(self)
+
+    def add(self, *widgets: QWidget) -> None:
+        """Add ``widgets`` as one piece, never split between lines."""
+        if len(widgets) == 1:
+            self.flow.addWidget(widgets[0])
+            return
+        piece = QWidget()
+        row = QHBoxLayout(piece)
+        row.setContentsMargins(0, 0, 0, 0)
+        for widget in widgets:
+            row.addWidget(widget)
+        self.flow.addWidget(piece)
+
+
+def scrolled_vertically(widget: QWidget) -> QScrollArea:
+    """``widget`` in a frameless area that scrolls up and down, never sideways: as wide as the
+    widget needs, as tall as there is room for (a long form under a large font on a small
+    screen), never a Tab stop itself."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setWidget(widget)
+    area.viewport().setAutoFillBackground(False)  # the page's own background shows through
+    widget.setAutoFillBackground(False)  # (setWidget turned it on)
+    bar = area.verticalScrollBar().sizeHint().width()
+    area.setMinimumWidth(widget.minimumSizeHint().width() + bar)
+    return area

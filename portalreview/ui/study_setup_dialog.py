@@ -54,7 +54,7 @@ from portalreview.store.models import Annotator, Case, CaseTag, Unit, UnitSet
 from portalreview.store.project import Project, ProjectError
 from portalreview.store.service import StoreError
 from portalreview.ui import colours
-from portalreview.ui.screen import fit_to_screen
+from portalreview.ui.screen import FlowRow, fit_to_screen, scrolled_vertically
 from portalreview.ui.tools import bring_forward, only_for_the_pi, tell_study_written
 from portalreview.ui.workers import run_in_background, run_with_progress
 
@@ -405,6 +405,7 @@ class StudySetupDialog(QDialog):
             "that one message does not fill the start of every queue)"
         )
         form = QFormLayout()
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("&Recipe:", self.recipe_box)
         form.addRow("Set &name:", self.set_name_edit)
         form.addRow("Question:", self.description_edit)
@@ -454,7 +455,7 @@ class StudySetupDialog(QDialog):
         right_layout.addWidget(self.plan_table, 1)
         page = QWidget()
         layout = QHBoxLayout(page)
-        layout.addWidget(left, 3)
+        layout.addWidget(scrolled_vertically(left), 3)
         layout.addWidget(right, 2)
         for signal in (
             self.recipe_box.currentIndexChanged,
@@ -488,6 +489,8 @@ class StudySetupDialog(QDialog):
         self.shuffle_box = QCheckBox("Each person gets their own (seeded) order of the units")
         self.shuffle_box.setObjectName("shuffleOrder")
         form = QFormLayout()
+        # a box under its label where the two do not fit side by side (a large font)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Unit s&et:", self.assign_set_box)
         form.addRow("Annotators (tick with Space):", self.people_list)
         form.addRow("&Overlap (units everyone answers):", self.overlap_spin)
@@ -585,18 +588,17 @@ class StudySetupDialog(QDialog):
         self.second_button = QPushButton("Give the selected pairs to them (Ctrl+Enter)")
         self.second_button.setObjectName("assignSecondAnnotator")
         self.second_button.clicked.connect(self.assign_second)
-        row = QHBoxLayout()
-        row.addWidget(select_all)
+        row = FlowRow()  # on more lines where a large font makes one wider than the screen
+        row.add(select_all)
         second_label = QLabel("Second annotato&r:")
         second_label.setBuddy(self.second_box)
-        row.addWidget(second_label)
-        row.addWidget(self.second_box, 1)
-        row.addWidget(self.second_button)
+        row.add(second_label, self.second_box)
+        row.add(self.second_button)
         page = QWidget()
         layout = QVBoxLayout(page)
         layout.addWidget(intro)
         layout.addWidget(self.hard_table, 1)
-        layout.addLayout(row)
+        layout.addWidget(row)
         return page
 
     def _line(self, object_name: str, placeholder: str) -> QLineEdit:

@@ -1,0 +1,66 @@
+"""The PI's tool windows under a large system font (18 pt) on a 1024 x 640 screen: rows of
+controls wrap (ui/screen.FlowRow), form fields go under their labels, and the long set-up form
+scrolls, so that no window needs to be wider or taller than the screen (README: tool windows
+open no larger than the screen)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QApplication, QCheckBox, QPushButton
+from ui_support import open_window, preferences
+
+from portalreview.ui.screen import MARGIN, FlowRow
+from portalreview.ui.tools import TOOLS
+
+SCREEN = (1024, 640)
+
+
+@pytest.fixture
+def large_font(qapp):
+    before = QApplication.font()
+    font = QFont(before)
+    font.setPointSizeF(18)
+    QApplication.setFont(font)
+    yield
+    QApplication.setFont(before)
+
+
+@pytest.mark.parametrize(
+    "title", ["Adjudicate disagreements", "Agreement dashboard", "Study set-up…"]
+)
+def test_the_pi_s_tool_windows_need_no_more_than_a_small_screen_at_18_pt(
+    qtbot, tmp_path, demo_copy, large_font, title
+):
+    window = open_window(qtbot, preferences(tmp_path), demo_copy, "dr_pi")
+    tool = next(t for t in TOOLS if t.title == title).load()(window)
+    qtbot.waitUntil(tool.isVisible)
+    qtbot.wait(300)
+    needed = tool.minimumSizeHint().expandedTo(tool.minimumSize())
+    assert needed.width() <= SCREEN[0] - MARGIN, (title, needed)
+    assert needed.height() <= SCREEN[1] - MARGIN, (title, needed)
+    tool.close()
+    window.close()
+
+
+def test_a_flow_row_wraps_where_the_width_runs_out(qtbot):
+    row = FlowRow()
+    qtbot.addWidget(row)
+    pieces = [QPushButton(f"A button of some width {n}") for n in range(3)]
+    row.add(pieces[0])
+    row.add(QCheckBox("ticked"), pieces[1])
+    row.add(pieces[2])
+    widest = max(row.flow.itemAt(i).sizeHint().width() for i in range(row.flow.count()))
+    assert row.minimumSizeHint().width() == widest
+    one_line = row.sizeHint()
+    row.resize(one_line.width(), row.flow.heightForWidth(one_line.width()))
+    row.show()
+    qtbot.wait(20)
+    assert len({p.mapTo(row, p.rect().topLeft()).y() for p in pieces}) == 1
+    assert row.flow.heightForWidth(one_line.width()) == one_line.height()
+    row.resize(widest, row.flow.heightForWidth(widest))
+    qtbot.wait(20)
+    assert len({p.mapTo(row, p.rect().topLeft()).y() for p in pieces}) == 3
+    assert row.flow.heightForWidth(widest) > 2 * one_line.height()
+    for piece in pieces:
+        assert piece.geometry().right() < widest or piece.parent() is not row
