@@ -51,6 +51,7 @@ from portalreview.llm.errors import LlmError, ModelProcessDied, ModelServerError
 from portalreview.llm.templates import PromptTemplate
 from portalreview.store.service import StoreError
 from portalreview.ui.screen import fit_to_screen
+from portalreview.ui.tools import tell_study_written
 
 RUN_KEY = "Ctrl+Return"
 DEFAULT_MAX_TOKENS = 1024  # as `portalreview suggest`
@@ -633,6 +634,10 @@ def open_tool(window: Any) -> DraftsDialog:
     dialog = window.findChild(DraftsDialog)
     if dialog is None:
         dialog = DraftsDialog(window)
+        # new drafts are new responses: the dashboard's study counts follow
+        dialog.run_finished.connect(
+            lambda report: report is not None and report.stored and tell_study_written(window)
+        )
     elif not dialog.running:
         dialog.fill_choices()
         dialog._show_model()

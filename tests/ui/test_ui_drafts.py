@@ -183,11 +183,13 @@ def test_drafts_stream_into_the_dialog_and_are_stored_with_provenance(qtbot, pre
         "draft_thematic@default",
     ]
 
+    written = []  # what the dashboard follows (main window's study_written)
+    window.study_written.connect(lambda: written.append(True))
     # a tag that cannot be read: a message naming it, nothing generated
     choose_tags(dialog, "batch")
     assert run_and_wait(qtbot, dialog) is None
     assert "cannot read the tag 'batch'" in dialog.status.text()
-    assert model_drafts(path) == {}
+    assert model_drafts(path) == {} and not written
 
     choose_tags(dialog, "batch=a")
     dialog.template_box.setCurrentIndex(1)  # thematic
@@ -204,7 +206,7 @@ def test_drafts_stream_into_the_dialog_and_are_stored_with_provenance(qtbot, pre
     report = run_and_wait(qtbot, dialog)
     tagged = [cases["k1"], cases["k2"], cases["k3"]]
     assert report.stored == tagged and not report.skipped and not report.failed
-    assert not report.cancelled
+    assert not report.cancelled and written == [True]
     assert (dialog.progress.value(), dialog.progress.maximum()) == (3, 3)
     assert dialog.counts.text() == "3 new, 0 already drafted, 0 refused"
     assert "Done." in dialog.status.text() and "rank" in dialog.status.text()
