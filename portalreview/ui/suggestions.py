@@ -95,13 +95,23 @@ class SuggestionBanner(QFrame):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setObjectName("stopSuggestion")
         self.stop_button.setToolTip("Stop computing this suggestion")
-        self.stop_button.clicked.connect(controller.stop)
+        self.stop_button.clicked.connect(controller.stop_by_person)
+        self.again_button = QPushButton("Ask again")
+        self.again_button.setObjectName("askAgain")
+        self.again_button.setToolTip("Ask the model for a suggestion for this unit after all")
+        self.again_button.clicked.connect(controller.ask_again)
         self.prompt_button = QPushButton("Prompt…")
         self.prompt_button.setObjectName("suggestionPrompt")
         self.prompt_button.setToolTip("The exact prompts the model read for this suggestion (PI)")
         self.prompt_button.clicked.connect(controller.show_prompt)
         self.controller = controller
-        buttons = (self.accept_button, self.dismiss_button, self.stop_button, self.prompt_button)
+        buttons = (
+            self.accept_button,
+            self.dismiss_button,
+            self.stop_button,
+            self.again_button,
+            self.prompt_button,
+        )
         for button in buttons:
             layout.addWidget(button)
         self.setVisible(False)
@@ -111,7 +121,8 @@ class SuggestionBanner(QFrame):
         if state == "hidden":
             self.setVisible(False)
             return
-        background, border, color = colours.banner(state)  # per scheme: ui/colours.py
+        # per scheme: ui/colours.py (a suggestion stopped by the person is a note)
+        background, border, color = colours.banner("note" if state == "stopped" else state)
         palette = self.palette()
         role = QPalette.ColorRole
         palette.setColor(role.Window, QColor(background))
@@ -127,6 +138,7 @@ class SuggestionBanner(QFrame):
         # an accepted suggestion left as it is can still be taken back (a slip of the key)
         self.dismiss_button.setVisible(state in ("offered", "accepted"))
         self.stop_button.setVisible(state == "working")
+        self.again_button.setVisible(state == "stopped")
         self.prompt_button.setVisible(
             state in ("offered", "accepted", "edited") and self.controller.reads_prompts()
         )
@@ -358,6 +370,30 @@ class SuggestionController(QObject):
                 if banner is not None and banner.state == "working":
                     banner.show_state("hidden", "")
             self.job = None
+
+    def stop_by_person(self) -> None:
+        """Stop pressed: cancel the suggestion, and say so with a way to ask again (the
+        banner went away as if nothing had been asked)."""
+        editor = self._editor()
+        working = self.job is not None
+        self.stop()
+        if editor is not None and working:
+            self.banner(editor).show_state(
+                "stopped", "Stopped: no suggestion for this unit. Ask again to have one after all."
+            )
+
+    def ask_again(self) -> None:
+        """Ask again after Stop, as when the unit was opened."""
+        editor, session = self._editor(), self.window.session
+        if editor is None or session is None or session.unit is None:
+            return
+        if self._started(session, editor):  # never put a suggestion over the person's work
+            self.banner(editor).show_state("hidden", "")
+            self.window.statusBar().showMessage(
+                "No suggestion asked: you have started this unit yourself.", 8000
+            )
+            return
+        self.unit_shown(editor)
 
     def _current(self, job: _Job) -> bool:
         session = self.window.session

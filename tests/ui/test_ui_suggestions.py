@@ -267,6 +267,62 @@ def test_loading_another_model_stops_the_suggestion_in_progress(
     qtbot.waitUntil(lambda: window.suggestions.host.engine is not first, timeout=10000)
 
 
+def test_stop_says_so_and_ask_again_asks_the_model_again(qtbot, window, model, monkeypatch):
+    """After Stop the banner went away as if nothing had been asked, with no way to have a
+    suggestion for the unit but to leave it and come back."""
+    from portalreview.llm import suggest as sg
+    from portalreview.llm.errors import Cancelled
+
+    real_suggest, asked = sg.suggest, []
+
+    def slow_then_real(ctx, unit):  # the first ask waits to be stopped; the next one answers
+        asked.append(ctx.cancel)
+        if len(asked) > 1:
+            return real_suggest(ctx, unit)
+        ctx.cancel.wait(30)
+        raise Cancelled("cancelled")
+
+    monkeypatch.setattr(sg, "suggest", slow_then_real)
+    show_kind(window, "respond")
+    load_model(qtbot, window, model)
+    qtbot.waitUntil(lambda: bool(asked), timeout=ANSWER_WAIT_MS)
+    shown = banner(window)
+    assert shown.state == "working" and shown.stop_button.isVisible()
+    shown.stop_button.click()
+    assert asked[0].is_set()
+    assert shown.state == "stopped" and shown.isVisible()
+    assert "Stopped" in shown.text.text() and shown.again_button.isVisible()
+    assert window.session.suggestion_state is None
+    assert stored_answer(window.project.path, window.session.unit.unit_id, "ava") is None
+    shown.again_button.click()
+    wait_offered(qtbot, window)
+    assert len(asked) == 2
+
+
+def test_ask_again_puts_nothing_over_work_begun(qtbot, window, model, monkeypatch):
+    from portalreview.llm import suggest as sg
+    from portalreview.llm.errors import Cancelled
+
+    asked = []
+
+    def hung(ctx, unit):
+        asked.append(ctx.cancel)
+        ctx.cancel.wait(30)
+        raise Cancelled("cancelled")
+
+    monkeypatch.setattr(sg, "suggest", hung)
+    show_kind(window, "respond")
+    load_model(qtbot, window, model)
+    qtbot.waitUntil(lambda: bool(asked), timeout=ANSWER_WAIT_MS)
+    banner(window).stop_button.click()
+    box = window.session.editor.findChild(TextBox)
+    qtbot.keyClicks(box, "My own words")
+    banner(window).again_button.click()
+    assert len(asked) == 1 and not banner(window).isVisible()
+    assert "started this unit yourself" in window.statusBar().currentMessage()
+    assert "My own words" in box.toPlainText()
+
+
 def test_the_model_is_closed_with_the_window(qtbot, window, model):
     load_model(qtbot, window, model)
     engine = window.suggestions.host.engine
