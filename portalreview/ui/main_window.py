@@ -66,6 +66,7 @@ from portalreview.ui.save_problem import SaveProblemBar
 from portalreview.ui.screen import fit_to_screen
 from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
+from portalreview.ui.shortcuts_dialog import ShortcutsDialog
 from portalreview.ui.sign_in import SignInDialog
 from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionController
 from portalreview.ui.unsaved_gold import remind_of_kept_decisions
@@ -1153,14 +1154,16 @@ class MainWindow(QMainWindow):
         return sorted(rows)
 
     def show_shortcuts(self) -> None:
+        """F1: the current editor's keys, then every shortcut of the window, in a dialog that
+        fits the screen and scrolls (window-modal: Escape or OK closes it)."""
         rows = "".join(
             f"<tr><td>{what}</td><td><b>{keys}</b></td></tr>" for what, keys in self.shortcut_list()
         )
         editor = self.editors.get(self.kind or "")
         editor_help = editor_keys(editor) if editor is not None else ""
-        QMessageBox.information(
-            self, "Keyboard shortcuts", f"<table cellspacing=6>{rows}</table>{editor_help}"
-        )
+        dialog = ShortcutsDialog(f"{editor_help}<table cellspacing=6>{rows}</table>", self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
 
     def open_log_folder(self) -> None:
         """Show the log folder in the system's file manager (docs/deployment.md)."""

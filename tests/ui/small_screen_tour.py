@@ -5,9 +5,10 @@
 
 The screen comes from Qt's offscreen platform configuration (its size in logical pixels and its
 scale factor). As a clinician, then as the PI: every kind of work in the main window, sized to
-the screen; then (PI) every tool window, the Models dialog's server form and the keyboard
-shortcuts. For each it records the window's minimum size and whether Submit and Next are on the
-screen; ``tests/ui/test_ui_small_screen.py`` judges the JSON. With SHOTS_FOLDER, it saves
+the screen, and (clinician) the keyboard shortcuts in each kind; then (PI) every tool window,
+the Models dialog's server form and the keyboard shortcuts. For each it records the window's
+minimum size and whether Submit and Next (or OK) are on the screen;
+``tests/ui/test_ui_small_screen.py`` judges the JSON. With SHOTS_FOLDER, it saves
 screenshots of the EPPC editor, the urgency editor and the dashboard.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QWidget
 
 from portalreview.ui.app import application
 from portalreview.ui.main_window import MainWindow
@@ -152,17 +153,29 @@ def server_form(dialog) -> dict:
 
 
 def shortcuts(window: MainWindow) -> dict:
+    """The size of the window F1 opens, and whether its OK button is on the screen."""
     result: dict = {}
 
     def measure() -> None:
-        box = next(w for w in QApplication.topLevelWidgets()
-                   if isinstance(w, QMessageBox) and w.isVisible())
-        result.update(fits(box))
-        box.accept()
+        box = QApplication.activeModalWidget()
+        ok = box.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok)
+        result.update(fits(box) | {"ok": on_screen(ok, box)})
+        box.close()
 
     QTimer.singleShot(300, measure)
     window.show_shortcuts()
+    QTest.qWait(400)  # (a window-modal dialog: show_shortcuts returns before it is measured)
     return result
+
+
+def clinician_shortcuts(window: MainWindow) -> dict:
+    """F1 in each kind of work (the list holds that editor's keys too)."""
+    found = {}
+    for kind in window.kinds:
+        window.kind_tabs.setCurrentIndex(window.kinds.index(kind))
+        QTest.qWait(50)
+        found[kind] = shortcuts(window)
+    return found
 
 
 def main() -> None:
@@ -179,6 +192,7 @@ def main() -> None:
               "scale": QApplication.primaryScreen().devicePixelRatio()}
     clinician = open_as(path, "np_chloe", out.parent)
     report["clinician"] = tour_kinds(clinician, shots)
+    report["clinician_shortcuts"] = clinician_shortcuts(clinician)
     clinician.close()
     pi = open_as(path, "dr_pi", out.parent)
     report["pi"] = tour_kinds(pi, None)

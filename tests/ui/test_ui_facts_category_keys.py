@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QMessageBox
-from ui_support import open_window, show_kind
+from PySide6.QtWidgets import QLabel
+from ui_support import open_window, shortcuts_shown, show_kind
 
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
@@ -40,21 +40,18 @@ def _extend_categories(path, count: int) -> None:
         StudyService(project).extend_catalogs(extension)
 
 
-def _help_texts(window, monkeypatch) -> tuple[str, str]:
+def _help_texts(window) -> tuple[str, str]:
     """The keyboard help under the fact lists, and what F1 says."""
     editor = window.editors["facts"]
     label = next(x for x in editor.findChildren(QLabel) if x.objectName() == "keyHelp")
-    shown: list[str] = []
-    monkeypatch.setattr(QMessageBox, "information", lambda _p, _t, text, *a: shown.append(text))
-    window.act_shortcuts.trigger()
-    return label.text(), shown[0]
+    return label.text(), shortcuts_shown(window)
 
 
-def test_the_help_follows_a_codebook_extended_past_six_categories(qtbot, gui, prefs, monkeypatch):
+def test_the_help_follows_a_codebook_extended_past_six_categories(qtbot, gui, prefs):
     _extend_categories(gui.path, 3)  # nine in all
     window = open_window(qtbot, prefs, gui.path, "ava")
     show_kind(window, "facts")
-    on_screen, f1 = _help_texts(window, monkeypatch)
+    on_screen, f1 = _help_texts(window)
     assert "1-9 error category" in on_screen and "1-9 error category" in f1
     assert "1-6" not in on_screen + f1
     editor = window.editors["facts"]
@@ -67,10 +64,10 @@ def test_the_help_follows_a_codebook_extended_past_six_categories(qtbot, gui, pr
     window.close()
 
 
-def test_the_help_of_the_seed_codebook_names_six_keys(qtbot, gui, prefs, monkeypatch):
+def test_the_help_of_the_seed_codebook_names_six_keys(qtbot, gui, prefs):
     window = open_window(qtbot, prefs, gui.path, "ava")
     show_kind(window, "facts")
-    on_screen, f1 = _help_texts(window, monkeypatch)
+    on_screen, f1 = _help_texts(window)
     assert "0 not judged, 1-6 error category, F2 edit" in on_screen
     assert "0 not judged, 1-6 error category, F2 edit" in f1
     window.close()

@@ -11,8 +11,8 @@ import time
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QMessageBox
-from ui_support import open_window, preferences, stored_answer, wait_saved
+from PySide6.QtWidgets import QApplication
+from ui_support import open_window, preferences, shortcuts_shown, stored_answer, wait_saved
 
 from portalreview.tasks.registry import EDITORS
 
@@ -189,13 +189,9 @@ def test_a_unit_of_every_kind_is_done_and_submitted_with_the_keyboard_alone(
     window.close()
 
 
-def test_the_f1_list_holds_every_shortcut_of_the_window(qtbot, gui, tmp_path, monkeypatch):
+def test_the_f1_list_holds_every_shortcut_of_the_window(qtbot, gui, tmp_path):
     window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
-    shown: list[str] = []
-    monkeypatch.setattr(QMessageBox, "information",
-                        lambda _parent, _title, text, *a, **k: shown.append(text))
-    window.act_shortcuts.trigger()
-    (text,) = shown
+    text = shortcuts_shown(window)
     from PySide6.QtGui import QAction, QKeySequence
 
     for_the_pi = {a for a in window.tools_menu.actions() if not a.isEnabled()}

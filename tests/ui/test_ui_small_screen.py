@@ -37,7 +37,13 @@ def tour(demo: Path, folder: Path, width: int, height: int, scale: float) -> dic
         "logicalDpiX": 96, "logicalDpiY": 96, "dpr": scale,
     }]}))
     out = folder / "tour.json"
-    env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}")
+    import portalreview
+
+    env = dict(  # the tour imports the portalreview these tests import (a worktree's)
+        os.environ,
+        QT_QPA_PLATFORM=f"offscreen:configfile={config}",
+        PYTHONPATH=str(Path(portalreview.__file__).resolve().parents[1]),
+    )
     done = subprocess.run([sys.executable, str(HERE / "small_screen_tour.py"), str(demo),
                            str(out)], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -58,6 +64,9 @@ def test_everything_fits_a_small_screen_with_submit_and_next_on_it(
     for tool, seen in report["tools"].items():
         assert seen["fits"], (tool, seen)
     assert report["shortcuts"]["fits"], report["shortcuts"]
+    assert set(report["clinician_shortcuts"]) == KINDS
+    for kind, seen in report["clinician_shortcuts"].items():
+        assert seen["fits"] and seen["ok"], (kind, seen)
 
 
 # --- laptop screens: 1366 x 768, 1280 x 720 (1920 x 1080 at 150%), 911 x 512 (1366 x 768 at 150%)

@@ -169,3 +169,15 @@ def held_off_gui_thread(
         yield release, threads
     finally:
         release.set()
+
+
+def shortcuts_shown(window: MainWindow) -> str:
+    """Press F1 (the Help menu's action) and return the text of the shortcut list it opens,
+    then close the list."""
+    from portalreview.ui.shortcuts_dialog import ShortcutsDialog
+
+    window.act_shortcuts.trigger()
+    dialog = window.findChild(ShortcutsDialog)
+    text = dialog.text.toPlainText()
+    dialog.close()
+    return text
