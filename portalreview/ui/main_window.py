@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -41,7 +41,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from shiboken6 import isValid
 
 from portalreview import __version__
 from portalreview.applog import log_dir
@@ -63,7 +62,7 @@ from portalreview.ui import colours
 from portalreview.ui.flag_dialog import FlagNoteDialog
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.save_problem import SaveProblemBar
-from portalreview.ui.screen import fit_to_screen
+from portalreview.ui.screen import FocusFollowingScrollArea, fit_to_screen
 from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
 from portalreview.ui.shortcuts_dialog import ShortcutsDialog
@@ -1339,44 +1338,12 @@ def _scrolling(editor: QWidget, name: str) -> QScrollArea:
     """An editor in a scroll area: on a small screen (1024 x 600, or a laptop at 150%) the
     window can be smaller than the editor's columns need, and the editor scrolls instead of
     pushing the window's right side, with Submit, off the screen."""
-    page = _FocusFollowingScrollArea()
+    page = FocusFollowingScrollArea()
     page.setObjectName(name)
     page.setWidgetResizable(True)
     page.setFrameShape(QFrame.Shape.NoFrame)
     page.setWidget(editor)
     return page
-
-
-class _FocusFollowingScrollArea(QScrollArea):
-    """Scrolls to the control that takes the keyboard focus inside it (Tab, a key that moves
-    to another pane): on a screen narrower than the editor, a person at the keyboard would
-    otherwise type into a pane scrolled out of sight."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        app = QApplication.instance()
-        if app is not None:
-            app.focusChanged.connect(self._focus_changed)
-
-    def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
-        inner = self.widget()
-        if new is not None and inner is not None and inner.isAncestorOf(new):
-            # once laid out: a unit just shown gets its places after the focus
-            QTimer.singleShot(0, self, lambda: self._show(new))
-
-    def _show(self, widget: QWidget) -> None:
-        if not (isValid(widget) and widget.hasFocus()):
-            return
-        self.ensureWidgetVisible(widget, 0, 0)
-        # A control larger than the view (the editor itself takes the focus in some kinds; on
-        # a zoomed screen it is wider and taller than the page) is shown from its top-left
-        # corner: centred, the start of its first lines was cut off.
-        corner = widget.mapTo(self.widget(), QPoint(0, 0))
-        view = self.viewport().size()
-        if widget.width() > view.width():
-            self.horizontalScrollBar().setValue(corner.x())
-        if widget.height() > view.height():
-            self.verticalScrollBar().setValue(corner.y())
 
 
 def _open_server_study(

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -50,7 +51,7 @@ from portalreview.llm.model_file import scan_models, small_model_path
 from portalreview.llm.model_server import ServerSetting, configured_setting, looks_like_address
 from portalreview.store.service import MAX_OWN_EXAMPLES, StoreError
 from portalreview.store.templates import refused_suggestions, suggestion_counts
-from portalreview.ui.screen import fit_to_screen
+from portalreview.ui.screen import FocusFollowingScrollArea, fit_to_screen
 from portalreview.ui.workers import Worker
 
 if TYPE_CHECKING:
@@ -347,6 +348,24 @@ class ModelHost(QObject):
             window.statusBar().showMessage(text, 8000)
 
 
+def _rows_high(view: QListWidget, rows: int) -> int:
+    """The height of a list that shows ``rows`` rows."""
+    return rows * view.fontMetrics().lineSpacing() + 2 * view.frameWidth() + 4
+
+
+def _scrolling(body: QWidget) -> FocusFollowingScrollArea:
+    """The dialog's explanations and lists, scrolling where the screen is too small for them
+    (at 11 pt on 1280 x 800 they were cut off and overlapped, and the model list was one
+    row high)."""
+    area = FocusFollowingScrollArea()
+    area.setObjectName("modelDialogBody")
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setWidget(body)
+    return area
+
+
 class ModelDialog(QDialog):
     """Tools > Models…: the model in use, the models folder's files, another file."""
 
@@ -355,8 +374,9 @@ class ModelDialog(QDialog):
         self.host = host
         self.setWindowTitle("Models")
         self.setObjectName("modelDialog")
-        fit_to_screen(self, 640, 420)
-        layout = QVBoxLayout(self)
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
         self.current = QLabel()
         self.current.setWordWrap(True)
         self.current.setObjectName("currentModel")
@@ -374,6 +394,7 @@ class ModelDialog(QDialog):
         self.list.setAccessibleName("Model files in the models folder")
         self.list.itemDoubleClicked.connect(lambda _item: self.load_selected())
         layout.addWidget(self.list, 1)
+        self.list.setMinimumHeight(_rows_high(self.list, 4))
         server_row = QHBoxLayout()
         self.server_label = QLabel()
         self.server_label.setWordWrap(True)
@@ -428,6 +449,7 @@ class ModelDialog(QDialog):
         self.refused_list.setObjectName("refusedList")
         self.refused_list.setAccessibleName("Suggestions refused by the quality gates")
         layout.addWidget(self.refused_list, 1)
+        self.refused_list.setMinimumHeight(_rows_high(self.refused_list, 3))
         self.autoload = QCheckBox("Load the chosen model when PortalReview starts")
         self.autoload.setChecked(host.load_at_start())
         self.autoload.toggled.connect(host.set_load_at_start)
@@ -440,7 +462,10 @@ class ModelDialog(QDialog):
         self.unload_button = buttons.addButton("&Unload", QDialogButtonBox.ButtonRole.ActionRole)
         self.unload_button.clicked.connect(self.unload)
         buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
+        self.body = _scrolling(body)
+        outer = QVBoxLayout(self)
+        outer.addWidget(self.body, 1)
+        outer.addWidget(buttons)
         # a bound method, not a lambda: Qt disconnects it when the window is deleted (closed)
         host.engine_changed.connect(self._engine_changed)
         # Enter loads the model chosen in the list (not the first button: the folder chooser)
@@ -450,6 +475,23 @@ class ModelDialog(QDialog):
         self.refresh()
         self.refresh_gates()
         self.refresh_own_examples()
+        width = self.fontMetrics().averageCharWidth() * 96
+        fit_to_screen(self, width, self._height_for(width))
+
+    def _height_for(self, width: int) -> int:
+        """The window's height that shows all of its text, and its lists at their usual
+        height, at ``width`` (a wrapped label's size hint assumes a narrower width)."""
+        outer = self.layout()
+        margins = outer.contentsMargins()
+        # (less a scroll bar's width: at the very height the text needs, the scroll area
+        # may show one anyway, and the text wraps to more lines beside it)
+        scroll_bar = self.body.verticalScrollBar().sizeHint().width()
+        inner = width - margins.left() - margins.right() - scroll_bar
+        buttons = outer.itemAt(1).widget().sizeHint().height()
+        column = self.body.widget().layout()
+        column.activate()
+        body = column.totalHeightForWidth(inner)
+        return margins.top() + body + outer.spacing() + buttons + margins.bottom()
 
     def eventFilter(self, watched, event) -> bool:
         if (

@@ -1,17 +1,19 @@
 """Window sizes that fit the screen: a tool window asks for a comfortable size, and gets at most
 the screen's available area (a 1024 x 600 laptop, or 1366 x 768 at 125% scaling, leaves about
-1093 x 614 logical pixels), so that no window opens with its buttons off the screen; and two
+1093 x 614 logical pixels), so that no window opens with its buttons off the screen; two
 widgets that let a page fit a laptop's screen (:class:`SideBySide`, :class:`WrappingColumn`),
-a splitter that turns the same way (:class:`TurningSplitter`), and a row of controls that
-wraps like words (:class:`FlowRow`)."""
+a splitter that turns the same way (:class:`TurningSplitter`), a row of controls that wraps
+like words (:class:`FlowRow`), and a scroll area that keeps the control with the keyboard
+focus in view."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
+    QApplication,
     QBoxLayout,
     QFrame,
     QHBoxLayout,
@@ -21,6 +23,7 @@ from PySide6.QtWidgets import (
     QSplitter,
     QWidget,
 )
+from shiboken6 import isValid
 
 #: What is left around a window for its frame and the taskbar.
 MARGIN = 16
@@ -249,9 +252,7 @@ class _FlowLayout(QLayout):
         """The widest item: the others wrap below it."""
         size = QSize()
         for item in self._shown():
-            size = size.expandedTo(item.minimumSize()).expandedTo(
-                QSize(item.sizeHint().width(), 0)
-            )
+            size = size.expandedTo(item.minimumSize()).expandedTo(QSize(item.sizeHint().width(), 0))
         return size
 
     def _place(self, rect: QRect, move: bool) -> int:
@@ -306,3 +307,35 @@ def scrolled_vertically(widget: QWidget) -> QScrollArea:
     bar = area.verticalScrollBar().sizeHint().width()
     area.setMinimumWidth(widget.minimumSizeHint().width() + bar)
     return area
+
+
+class FocusFollowingScrollArea(QScrollArea):
+    """Scrolls to the control that takes the keyboard focus inside it (Tab, a key that moves
+    to another pane): on a screen narrower than the editor, a person at the keyboard would
+    otherwise type into a pane scrolled out of sight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        app = QApplication.instance()
+        if app is not None:
+            app.focusChanged.connect(self._focus_changed)
+
+    def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        inner = self.widget()
+        if new is not None and inner is not None and inner.isAncestorOf(new):
+            # once laid out: a unit just shown gets its places after the focus
+            QTimer.singleShot(0, self, lambda: self._show(new))
+
+    def _show(self, widget: QWidget) -> None:
+        if not (isValid(widget) and widget.hasFocus()):
+            return
+        self.ensureWidgetVisible(widget, 0, 0)
+        # A control larger than the view (the editor itself takes the focus in some kinds; on
+        # a zoomed screen it is wider and taller than the page) is shown from its top-left
+        # corner: centred, the start of its first lines was cut off.
+        corner = widget.mapTo(self.widget(), QPoint(0, 0))
+        view = self.viewport().size()
+        if widget.width() > view.width():
+            self.horizontalScrollBar().setValue(corner.x())
+        if widget.height() > view.height():
+            self.verticalScrollBar().setValue(corner.y())

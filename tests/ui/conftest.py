@@ -56,3 +56,17 @@ def background_work_ends_with_its_test(qtbot):
         qtbot.waitUntil(lambda: not workers._running, timeout=10_000)
     except qtbot.TimeoutError:  # work held on purpose and never let go: say so, go on
         warnings.warn(f"{len(workers._running)} background task(s) outlived the test", stacklevel=1)
+
+
+@pytest.fixture
+def font_size(qapp):
+    """Set the application's font to a point size for one test (put back afterwards)."""
+    before = qapp.font()
+
+    def set_size(points: float) -> None:
+        font = qapp.font()
+        font.setPointSizeF(points)
+        qapp.setFont(font)
+
+    yield set_size
+    qapp.setFont(before)

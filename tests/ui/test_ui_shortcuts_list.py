@@ -13,20 +13,6 @@ from ui_support import open_window, show_kind
 EDITOR_HEADINGS = {"facts": "Facts:", "rank": "Ranking:"}
 
 
-@pytest.fixture
-def font_size(qapp):
-    """Set the application's font to a point size for one test (put back afterwards)."""
-    before = qapp.font()
-
-    def set_size(points: float) -> None:
-        font = qapp.font()
-        font.setPointSizeF(points)
-        qapp.setFont(font)
-
-    yield set_size
-    qapp.setFont(before)
-
-
 def _what_f1_opens(qtbot, window) -> dict:
     """Press F1, measure the window it opens against the screen, and close it (a timer does:
     a message box waits in F1's action until it is closed)."""
