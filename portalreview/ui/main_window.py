@@ -62,7 +62,7 @@ from portalreview.ui import colours
 from portalreview.ui.flag_dialog import FlagNoteDialog
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.save_problem import SaveProblemBar
-from portalreview.ui.screen import FocusFollowingScrollArea, fit_to_screen
+from portalreview.ui.screen import FocusFollowingScrollArea, PartsLabel, fit_to_screen
 from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
 from portalreview.ui.shortcuts_dialog import ShortcutsDialog
@@ -348,8 +348,10 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
 
     def _build_status_bar(self) -> None:
-        self.person_label = QLabel()
-        self.unit_label = QLabel()
+        # what fits of them, never cut in a part's middle (PartsLabel): at 18 pt on 1024 px
+        # the unit line read "Unit 13 of 2" for "of 22"
+        self.person_label = PartsLabel(rich=True)
+        self.unit_label = PartsLabel()
         self.save_label = QLabel()
         self.save_label.setObjectName("saveState")
         bar = self.statusBar()
@@ -756,14 +758,14 @@ class MainWindow(QMainWindow):
         who = next(a for a in self.admin.annotators() if a.name == name)
         title = f"{self.project.meta('name')} — {who.display_name or name}"
         self.setWindowTitle(f"{title}{' (read-only)' if read_only else ''} — {APP_NAME}")
-        self.person_label.setText(
-            f"Signed in as <b>{who.display_name or name}</b>"
-            f" ({'PI' if role == 'pi' else 'clinician'})"
-            + (f"  ·  <b>read-only</b>: {self.read_only_because}" if read_only else "")
+        role_name = "PI" if role == "pi" else "clinician"
+        self.person_label.set_parts(
+            [f"Signed in as <b>{who.display_name or name}</b> ({role_name})"]
+            + ([f"<b>read-only</b>: {self.read_only_because}"] if read_only else [])
             + (
-                f"  ·  on the study server <b>{self.project.server_name}</b>"
+                [f"on the study server <b>{self.project.server_name}</b>"]
                 if self.project.path is None
-                else ""
+                else []
             )
         )
         self._fill_work_of(role)
@@ -980,8 +982,7 @@ class MainWindow(QMainWindow):
             self.queue.select_none()
         if shown is None:
             editor.setEnabled(False)
-            self.unit_label.setText("No unit is shown.")
-            self.unit_label.setToolTip("")
+            self.unit_label.set_parts(["No unit is shown."], tooltip="")
             return "No unit is shown: choose one in the list to try again."
         number = self.queue.numbers.get(shown.unit_id)
         return f"Unit {number} stays on screen." if number else "The unit shown stays."
@@ -997,15 +998,17 @@ class MainWindow(QMainWindow):
             if answer is None
             else ("done" if answer.status == "submitted" else "draft")
         )
-        flag = "  ·  ⚑ flagged" if self.session.flagged else ""  # (a flag not saved yet too)
+        flag = ["⚑ flagged"] if self.session.flagged else []  # (a flag not saved yet too)
         # the state first (what a clinician looks for), then where the unit is; a long set
         # name or case id is cut with "…" (whole in the tooltip), not the state pushed out
-        where = f"Unit {number} of {total}  ·  {{}}  ·  case {{}}"
-        self.unit_label.setText(
-            f"{state}{flag}  ·  "
-            + where.format(_elided(unit.unit_set, SET_NAME_CHARS), _elided(case, CASE_ID_CHARS))
+        where = f"Unit {number} of {total}"
+        shown = [_elided(unit.unit_set, SET_NAME_CHARS), f"case {_elided(case, CASE_ID_CHARS)}"]
+        whole = [unit.unit_set, f"case {case}"]
+        self.unit_label.set_parts(
+            [state, *flag, where, *shown],
+            tooltip=PartsLabel.SEPARATOR.join([state, *flag, where, *whole]),
+            kept=len([state, *flag, where]),
         )
-        self.unit_label.setToolTip(f"{state}{flag}  ·  " + where.format(unit.unit_set, case))
         self.act_flag.setText("Remove the &flag" if self.session.flagged else "&Flag for the PI…")
 
     def go_to_unit(self, kind: str, unit_id: int) -> bool:

@@ -148,7 +148,8 @@ def test_a_project_the_person_cannot_write_is_offered_read_only(
         "or copy it to a folder of yours.\n\nOpen it read-only to look at it?"
     )
     assert window.project.read_only and window.session.read_only
-    assert "you cannot write to this project file or its folder" in window.person_label.text()
+    # (whole in the tooltip; the line shows what fits of it, and "…")
+    assert "you cannot write to this project file or its folder" in window.person_label.toolTip()
     SHOTS.mkdir(exist_ok=True)
     window.grab().save(str(SHOTS / "not-writable-read-only.png"))
     window.close_project()

@@ -127,6 +127,32 @@ def test_the_status_line_shows_the_unit_s_state_first_and_cuts_a_long_set_name(q
     assert label.mapTo(window, label.rect().topLeft()).x() + state <= window.width()
 
 
+def test_the_status_line_at_18_pt_leaves_out_whole_parts_never_half_a_number(
+    qtbot, gui, prefs, font_size
+):
+    """At 18 pt on a 1024 px screen the unit line was cut at its edge, "not started · Unit
+    13 of 2" for "of 22", and the person's "Signed in as Chloe Lindq", with no sign of more:
+    what does not fit is left out a part at a time and "…" says so; the state and "Unit n of
+    N" stay in view, and the whole text is in the tooltip."""
+    font_size(18)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    window.resize(1024, 640)
+    QTest.qWait(50)
+    unit = window.unit_label
+    whole = unit.toolTip().split("  ·  ")
+    shown = unit.text().split("  ·  ")
+    assert unit.fontMetrics().horizontalAdvance(unit.text()) <= unit.contentsRect().width()
+    assert shown[-1] == "…" and shown[:-1] == whole[: len(shown) - 1], (shown, whole)
+    assert any(part.startswith("Unit ") for part in shown), shown
+    person = window.person_label
+    assert "Signed in as" in person.toolTip() and person.text().endswith("…"), person.text()
+    window.resize(1800, 640)
+    QTest.qWait(50)
+    assert unit.text() == unit.toolTip() and "…" not in person.text()
+    window.close()
+
+
 @pytest.mark.parametrize("size", [(1440, 870), (1280, 690), (1024, 570)])
 def test_the_urgency_level_s_name_is_whole(qtbot, gui, prefs, size):
     """Beside the level buttons where it fits, else under them: at 1024 x 600 "no level given"
