@@ -316,8 +316,8 @@ class FocusFollowingScrollArea(QScrollArea):
     to another pane): on a screen narrower than the editor, a person at the keyboard would
     otherwise type into a pane scrolled out of sight."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
         app = QApplication.instance()
         if app is not None:
             app.focusChanged.connect(self._focus_changed)

@@ -12,7 +12,14 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
-from ui_support import open_window, preferences, shortcuts_shown, stored_answer, wait_saved
+from ui_support import (
+    open_window,
+    preferences,
+    shortcuts_shown,
+    show_kind,
+    stored_answer,
+    wait_saved,
+)
 
 from portalreview.tasks.registry import EDITORS
 
@@ -362,4 +369,29 @@ def test_a_page_larger_than_the_view_opens_at_its_top_left(qtbot, demo_copy, tmp
         assert max(bar.maximum() for bar in bars) > 0, kind
         scrolled[kind] = (bars[0].value(), bars[1].value())
     assert scrolled == {"urgency": (0, 0), "empathy": (0, 0)}
+    window.close()
+
+
+@pytest.mark.parametrize("kind", ["respond", "empathy"])
+def test_tab_to_a_fold_button_scrolls_the_patient_panel_to_it(qtbot, gui, prefs, kind):
+    """Tab around a page a second time put the focus on the "Patient message" fold button
+    above the patient panel's view, where nothing showed it (Urgency at 1280 x 800, Empathy
+    at 1024 x 640; found by an explorer, x_a11y2 casepanel_focus.py): the panel scrolls to it,
+    as the page does to its controls."""
+    from PySide6.QtWidgets import QToolButton
+
+    from portalreview.tasks.common.case_panel import CasePanel
+
+    prefs.set_point_size("ava", 18)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, kind)
+    window.resize(1024, 480)
+    QTest.qWait(50)
+    panel = window.editors[kind].findChild(CasePanel)
+    scroll = panel.verticalScrollBar()
+    assert scroll.maximum() > 0  # (the panel scrolls: the test means something)
+    scroll.setValue(scroll.maximum())
+    fold = panel.widget().findChild(QToolButton)
+    fold.setFocus(Qt.FocusReason.TabFocusReason)
+    qtbot.waitUntil(lambda: not fold.visibleRegion().isEmpty(), timeout=1000)
     window.close()

@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QScrollArea,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -19,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from portalreview.store.service import CaseView
+from portalreview.ui.screen import FocusFollowingScrollArea
 
 MIN_CHARACTERS = 14  # the case panel's narrowest line, in average characters
 WANTED_CHARACTERS = 36  # and the line it would like
@@ -106,9 +106,10 @@ class _ReadingColumn(QWidget):
         return QSize(super().minimumSizeHint().width(), 0)
 
 
-class CasePanel(QScrollArea):
+class CasePanel(FocusFollowingScrollArea):
     """Read-only view of one case. ``show_case`` replaces what is shown. ``chart=False``: the
-    message alone, for a task whose raters saw no chart (seed 004's fact checks)."""
+    message alone, for a task whose raters saw no chart (seed 004's fact checks). Tab to a
+    fold button scrolled out of the panel's view scrolls it into view."""
 
     def __init__(
         self, parent: QWidget | None = None, title: str = "Patient message", chart: bool = True
