@@ -159,6 +159,25 @@ def test_spans_are_underlined_not_only_tinted(qtbot, gui, tmp_path) -> None:
     window.close()
 
 
+
+@pytest.mark.parametrize("scheme", colours.SCHEMES)
+def test_match_s_not_matched_underline_keeps_4_5_to_1(qtbot, gui, tmp_path, scheme) -> None:
+    """The wavy underline under draft text matched to nothing was a fixed #d0342c: 3.56:1 in
+    dark and 4.21:1 in high contrast (found by an explorer, x_a11y2)."""
+    from ui_support import open_window, preferences, show_kind
+
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    show_kind(window, "match")
+    try:
+        colours.set_scheme(scheme)
+        mark = window.editors["match"]._selection(0, 1, deleted=True)
+        underline = QColor(mark.format.underlineColor())
+    finally:
+        colours.set_scheme("")
+    field = palettes()[scheme].color(R.Base)
+    assert colours.contrast_ratio(underline.name(), field.name()) >= AA
+    window.close()
+
 def test_the_heat_map_s_figures_stay_readable_on_every_shade() -> None:
     from portalreview.ui.charts import heat_colour
 

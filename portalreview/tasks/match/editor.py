@@ -548,7 +548,7 @@ class MatchEditor(Editor):
             fmt.setFontOverline(True)
         if deleted:
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
-            fmt.setUnderlineColor(QColor("#d0342c"))
+            fmt.setUnderlineColor(QColor(colours.text("error")))  # 4.5:1 in every scheme
         selection.format = fmt
         return selection
 
