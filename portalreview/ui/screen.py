@@ -318,6 +318,7 @@ class FocusFollowingScrollArea(QScrollArea):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # a Tab stop that showed nothing
         app = QApplication.instance()
         if app is not None:
             app.focusChanged.connect(self._focus_changed)

@@ -395,3 +395,25 @@ def test_tab_to_a_fold_button_scrolls_the_patient_panel_to_it(qtbot, gui, prefs,
     fold.setFocus(Qt.FocusReason.TabFocusReason)
     qtbot.waitUntil(lambda: not fold.visibleRegion().isEmpty(), timeout=1000)
     window.close()
+
+
+@pytest.mark.parametrize("kind", list(EDITORS))
+def test_tab_never_stops_on_a_scroll_area_that_shows_nothing(qtbot, gui, prefs, kind):
+    """Each page's scroll area and Respond's theme-box area took the focus on Tab and showed
+    nothing (found by an explorer, x_a11y2 tabwalk.py); the patient panel stays a stop, the
+    keyboard's only way to scroll a long message."""
+    from PySide6.QtWidgets import QScrollArea
+
+    from portalreview.tasks.common.case_panel import CasePanel
+
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, kind)
+    window.editors[kind].setFocus()
+    stops = []
+    for _ in range(40):
+        focused = QApplication.focusWidget()
+        qtbot.keyClick(focused, Qt.Key.Key_Tab)
+        stops.append(QApplication.focusWidget())
+    blank = [w for w in stops if isinstance(w, QScrollArea) and not isinstance(w, CasePanel)]
+    assert blank == [], [w.objectName() or type(w).__name__ for w in blank]
+    window.close()

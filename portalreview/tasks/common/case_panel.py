@@ -115,6 +115,8 @@ class CasePanel(FocusFollowingScrollArea):
         self, parent: QWidget | None = None, title: str = "Patient message", chart: bool = True
     ) -> None:
         super().__init__(parent)
+        # (still a Tab stop: the only way to scroll a long message with the keyboard)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         # Everything wraps to the panel's width: read top to bottom, never sideways.

@@ -127,6 +127,7 @@ class RespondEditor(Editor):
         self.boxes[notes.id].setPlaceholderText("Assumptions you made, notes for the PI")
         layout.addStretch(1)
         area = QScrollArea()
+        area.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # its boxes take the focus; it showed none
         area.setWidgetResizable(True)
         area.setFrameShape(QFrame.Shape.NoFrame)
         area.setWidget(inner)
