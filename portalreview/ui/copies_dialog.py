@@ -369,10 +369,15 @@ class CopiesDialog(QDialog):
         self.for_box.setObjectName("copyFor")
         self.for_box.setAccessibleName("Who the copy is for")
         self.for_box.currentIndexChanged.connect(self._for_changed)
-        self.whole_study_box = QCheckBox(
-            "The &whole study (every person's answers, the drafts' authors and sources, the "
-            "reference levels, the audit log)"
+        # a check box's text does not wrap: the long part is a label of its own, so that a
+        # large font does not make the window wider than the screen
+        self.whole_study_box = QCheckBox("The &whole study")
+        whole_study_means = QLabel(
+            "every person's answers, the drafts' authors and sources, the reference levels, "
+            "the audit log"
         )
+        whole_study_means.setWordWrap(True)
+        self.whole_study_box.setAccessibleDescription(whole_study_means.text())
         self.whole_study_box.setObjectName("wholeStudy")
         self.whole_study_box.setChecked(False)
         self.save_button = QPushButton("&Save a copy… (Ctrl+S)")
@@ -381,6 +386,7 @@ class CopiesDialog(QDialog):
         form = QFormLayout()
         form.addRow("&For:", self.for_box)
         form.addRow("", self.whole_study_box)
+        form.addRow("", whole_study_means)
         form.addRow("", self.save_button)
         explain = QLabel(
             "A copy is the project file itself, marked with who it is for and the point of the "

@@ -50,7 +50,7 @@ from portalreview.llm.engine import GenerationParams
 from portalreview.llm.errors import LlmError, ModelProcessDied, ModelServerError
 from portalreview.llm.templates import PromptTemplate
 from portalreview.store.service import StoreError
-from portalreview.ui.screen import fit_to_screen
+from portalreview.ui.screen import FlowRow, fit_to_screen
 from portalreview.ui.tools import tell_study_written
 
 RUN_KEY = "Ctrl+Return"
@@ -201,20 +201,30 @@ class DraftsDialog(QDialog):
         self.max_tokens.setRange(1, 32768)
         self.max_tokens.setValue(DEFAULT_MAX_TOKENS)
         self.max_tokens.setToolTip("The most tokens one draft may have")
-        form.addRow("Max &tokens:", self.max_tokens)
+
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(0.0, 2.0)
         self.temperature.setSingleStep(0.1)
         self.temperature.setDecimals(2)
         self.temperature.setToolTip("0 = greedy: the same model gives the same draft again")
-        form.addRow("Tem&perature:", self.temperature)
+
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip("The sampling seed (used when the temperature is above 0)")
-        form.addRow("&Seed:", self.seed)
-        for spin in (self.max_tokens, self.temperature, self.seed):
+        # the three numbers on one line where they fit (three rows left a large font's window
+        # taller than a small screen)
+        numbers = FlowRow()
+        for text, spin in (
+            ("Max &tokens:", self.max_tokens),
+            ("Tem&perature:", self.temperature),
+            ("&Seed:", self.seed),
+        ):
             spin.setMinimumWidth(110)
             spin.setMaximumWidth(160)
+            label = QLabel(text)
+            label.setBuddy(spin)
+            numbers.add(label, spin)
+        form.addRow(numbers)
         return box
 
     def _progress_rows(self) -> QVBoxLayout:

@@ -63,7 +63,7 @@ from portalreview.tasks.urgency.inbox import (
     model_inbox,
 )
 from portalreview.ui import colours
-from portalreview.ui.screen import fit_to_screen
+from portalreview.ui.screen import FlowRow, fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.workers import Worker, run_in_background
 
@@ -217,20 +217,14 @@ class InboxView(QWidget):
         self._model_cancel: threading.Event | None = None
         self._relay = _Relay(self)
         self._relay.progress.connect(self._progress, Qt.ConnectionType.QueuedConnection)
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Inbox:"))
-        top.addWidget(self.inbox_box)
-        top.addSpacing(12)
-        top.addWidget(QLabel("Judgements of:"))
-        top.addWidget(self.judge_box)
-        top.addSpacing(12)
-        top.addWidget(self.refresh_button)
-        top.addWidget(self.auto)
-        top.addStretch(1)
-        model_row = QHBoxLayout()  # the model's controls under the others: the window stays narrow
-        model_row.addStretch(1)
-        model_row.addWidget(self.whole_inbox)
-        model_row.addWidget(self.model_button)
+        top = FlowRow()  # on more lines where a large font makes one wider than the screen
+        top.add(QLabel("Inbox:"), self.inbox_box)
+        top.add(QLabel("Judgements of:"), self.judge_box)
+        top.add(self.refresh_button)
+        top.add(self.auto)
+        model_row = FlowRow()  # the model's controls under the others: the window stays narrow
+        model_row.add(self.whole_inbox)
+        model_row.add(self.model_button)
 
         self.summary = QLabel()
         self.summary.setObjectName("inboxSummary")
@@ -280,8 +274,8 @@ class InboxView(QWidget):
         bottom.addWidget(self.cancel_button)
 
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addLayout(model_row)
+        layout.addWidget(top)
+        layout.addWidget(model_row)
         layout.addWidget(self.summary)
         layout.addWidget(self.scores)
         layout.addWidget(self.legend)

@@ -1,7 +1,7 @@
-"""The PI's tool windows under a large system font (18 pt) on a 1024 x 640 screen: rows of
-controls wrap (ui/screen.FlowRow), form fields go under their labels, and the long set-up form
-scrolls, so that no window needs to be wider or taller than the screen (README: tool windows
-open no larger than the screen)."""
+"""The tool windows under a large system font (18 pt) on a 1024 x 640 screen: rows of controls
+wrap (ui/screen.FlowRow), form fields go under their labels, the long set-up form scrolls and
+a long check box's words are a label of their own, so that no window needs to be wider or
+taller than the screen (README: tool windows open no larger than the screen)."""
 
 from __future__ import annotations
 
@@ -26,16 +26,20 @@ def large_font(qapp):
     QApplication.setFont(before)
 
 
-@pytest.mark.parametrize(
-    "title", ["Adjudicate disagreements", "Agreement dashboard", "Study set-up…"]
-)
-def test_the_pi_s_tool_windows_need_no_more_than_a_small_screen_at_18_pt(
+def opened(before: set) -> list:
+    return [w for w in QApplication.topLevelWidgets() if w not in before and w.isVisible()]
+
+
+@pytest.mark.parametrize("title", [tool.title for tool in TOOLS])
+def test_every_tool_window_needs_no_more_than_a_small_screen_at_18_pt(
     qtbot, tmp_path, demo_copy, large_font, title
 ):
     window = open_window(qtbot, preferences(tmp_path), demo_copy, "dr_pi")
-    tool = next(t for t in TOOLS if t.title == title).load()(window)
-    qtbot.waitUntil(tool.isVisible)
+    before = set(QApplication.topLevelWidgets())
+    next(t for t in TOOLS if t.title == title).load()(window)
+    qtbot.waitUntil(lambda: bool(opened(before)))
     qtbot.wait(300)
+    [tool] = opened(before)
     needed = tool.minimumSizeHint().expandedTo(tool.minimumSize())
     assert needed.width() <= SCREEN[0] - MARGIN, (title, needed)
     assert needed.height() <= SCREEN[1] - MARGIN, (title, needed)
