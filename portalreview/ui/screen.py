@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLayoutItem,
     QScrollArea,
     QSplitter,
+    QStyle,
     QWidget,
 )
 from shiboken6 import isValid
@@ -131,6 +132,7 @@ class TurningSplitter(QSplitter):
         self.parts = (first, second)
         self.shares = shares
         self.stacked_shares = stacked_shares or shares
+        self._stacked_at = 0  # the width side by side needed when they last stacked
         self.addWidget(first)
         self.addWidget(second)
         self.setChildrenCollapsible(False)
@@ -145,7 +147,18 @@ class TurningSplitter(QSplitter):
         return sum(p.minimumSizeHint().width() for p in self.parts) + self.handleWidth()
 
     def _arrange(self, width: int) -> None:
-        wanted = Qt.Orientation.Horizontal if width >= self._wide() else Qt.Orientation.Vertical
+        wide = self._wide()
+        if self.side_by_side():
+            wanted = Qt.Orientation.Horizontal if width >= wide else Qt.Orientation.Vertical
+            if wanted == Qt.Orientation.Vertical:
+                self._stacked_at = wide
+        else:
+            # Back side by side only with room to spare over the width that made them stack:
+            # a part's text wraps differently each way, and the page's scroll bar comes and
+            # goes with the turn, so at one width they turned back and forth for good.
+            spare = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent) + 8
+            needed = max(wide, self._stacked_at) + spare
+            wanted = Qt.Orientation.Horizontal if width >= needed else Qt.Orientation.Vertical
         if self.orientation() != wanted:
             self.setOrientation(wanted)
             side_by_side = self.side_by_side()

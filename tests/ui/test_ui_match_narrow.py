@@ -36,3 +36,26 @@ def test_match_stacks_beside_the_queue_on_a_small_screen_and_not_on_a_wide_one(q
     assert page.horizontalScrollBar().maximum() == 0
     left, right = editor.work.sizes()
     assert left > 300 and right > 300
+
+
+def test_match_turns_once_per_resize_near_the_width_it_needs(qtbot, tmp_path):
+    """With a reference sentence chosen (its wrapped instruction shown), the parts need a
+    little more width side by side than stacked, and the page's scroll bar comes and goes:
+    at some widths they turned back and forth 200 times a second."""
+    study = make_gui_study(tmp_path)
+    window = open_window(qtbot, preferences(tmp_path), study.path, "ava")
+    window.queue_dock.setVisible(True)
+    show_kind(window, "match")
+    editor = window.session.editor
+    window.resize(1020, 610)
+    qtbot.waitUntil(lambda: not editor.work.side_by_side())
+    editor.ref_table.selectRow(1)
+    turns = []
+    editor.work.arranged.connect(turns.append)
+    for width in range(1230, 1300, 7):
+        window.resize(width, 700)
+        before = len(turns)
+        qtbot.wait(150)
+        assert len(turns) - before <= 1, width
+    window.resize(1600, 900)
+    qtbot.waitUntil(lambda: editor.work.side_by_side())
