@@ -387,6 +387,12 @@ class SuggestionController(QObject):
         editor, session = self._editor(), self.window.session
         if editor is None or session is None or session.unit is None:
             return
+        engine = self.host.engine
+        if engine is None or engine.closed:  # unloaded, or stopped, since
+            self.window.statusBar().showMessage(
+                "No model is loaded: choose one in Tools > Models… to ask for a suggestion.", 8000
+            )
+            return
         if self._started(session, editor):  # never put a suggestion over the person's work
             self.banner(editor).show_state("hidden", "")
             self.window.statusBar().showMessage(

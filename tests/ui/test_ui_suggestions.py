@@ -299,6 +299,26 @@ def test_stop_says_so_and_ask_again_asks_the_model_again(qtbot, window, model, m
     assert len(asked) == 2
 
 
+def test_ask_again_without_a_model_says_so(qtbot, window, model, monkeypatch):
+    from portalreview.llm import suggest as sg
+    from portalreview.llm.errors import Cancelled
+
+    def hung(ctx, unit):
+        ctx.cancel.wait(30)
+        raise Cancelled("cancelled")
+
+    monkeypatch.setattr(sg, "suggest", hung)
+    show_kind(window, "respond")
+    load_model(qtbot, window, model)
+    qtbot.waitUntil(lambda: banner(window).state == "working", timeout=ANSWER_WAIT_MS)
+    banner(window).stop_button.click()
+    window.suggestions.host.engine.close()  # the model stopped (or was unloaded) since
+    window.statusBar().clearMessage()
+    banner(window).again_button.click()
+    assert "No model is loaded" in window.statusBar().currentMessage()
+    assert banner(window).state == "stopped" and banner(window).isVisible()
+
+
 def test_ask_again_puts_nothing_over_work_begun(qtbot, window, model, monkeypatch):
     from portalreview.llm import suggest as sg
     from portalreview.llm.errors import Cancelled
