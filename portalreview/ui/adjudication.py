@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -353,6 +353,8 @@ class AdjudicationDialog(QDialog):
         # decisions a failed save kept on this computer (``unsaved_gold``), offered once read
         self.unsaved = unsaved
         self.kept_to_offer: list[UnsavedAnswer] | None = None
+        self.offer_reading = False  # the read under way was started to offer a kept decision
+        self._kept_on_screen = False  # the editor's edit is the one kept for its unit
         self._build()
         self._actions()
         fit_to_screen(self, 1400, 900)
@@ -547,6 +549,8 @@ class AdjudicationDialog(QDialog):
         """Read the current kind's answers again and list its disagreements."""
         if not self._may_leave():
             return
+        if not self.offer_reading and self.kept_to_offer:
+            self.kept_to_offer = []  # the PI chose another kind: offered when next opened
         self._read(self.kind, with_kinds=False)
 
     def _read(self, kind: str | None, with_kinds: bool) -> None:
@@ -596,7 +600,22 @@ class AdjudicationDialog(QDialog):
         self._fill_units()
         if self.kept_to_offer is None:
             self.kept_to_offer = read_kept_decisions(self)
+        elif not self.offer_reading:
+            return  # a read the PI asked for: the offers wait for the window's next opening
+        self.offer_reading = False
         offer_next(self)
+
+    def showEvent(self, event) -> None:
+        """Opened again (Ctrl+J after Esc): offer what is kept again, once read."""
+        super().showEvent(event)
+        if not self.loading and self.kept_to_offer is not None:
+            self.kept_to_offer = None
+            QTimer.singleShot(0, self, self._offer_again)
+
+    def _offer_again(self) -> None:
+        if self.kept_to_offer is None and not self.loading and self.isVisible():
+            self.kept_to_offer = read_kept_decisions(self)
+            offer_next(self)
 
     def _read_failed(self, generation: int, message: str) -> None:
         if not self._done_loading(generation):
@@ -686,8 +705,9 @@ class AdjudicationDialog(QDialog):
         if answer == QMessageBox.StandardButton.Discard:
             self.dirty = False
             self._discarded = True
-            if self.unsaved is not None:
+            if self.unsaved is not None and self._kept_on_screen:  # not one kept apart
                 self.unsaved.forget(self.report.unit_id)
+                self._kept_on_screen = False
             return True
         return False
 
@@ -816,6 +836,7 @@ class AdjudicationDialog(QDialog):
             return
         self.editor.load(self.unit, answer)
         self.dirty = False
+        self._kept_on_screen = False
         self.source_label.setText(
             f"In the editor: {source}."
             if source
@@ -873,6 +894,7 @@ class AdjudicationDialog(QDialog):
         self.note.setText(note)
         self.note_written = True
         self.dirty = True
+        self._kept_on_screen = True
 
     def save_kept(self, payload: dict[str, Any], note: str) -> bool:
         """Save a kept decision of a kind without an editor here."""
@@ -884,7 +906,7 @@ class AdjudicationDialog(QDialog):
             return False
         name = self._name_of(answer)
         note = self._typed_note() or f"Took {name}'s answer"
-        saved = self._save(answer.payload, note)
+        saved = self._save(answer.payload, note, on_screen=False)
         if saved and self.editor is not None:
             self._load(saved, f"the gold answer, taken from {name}")
         return saved is not None
@@ -901,7 +923,11 @@ class AdjudicationDialog(QDialog):
         return saved is not None
 
     def _save(
-        self, payload: dict[str, Any], note: str, problem: str | None = None
+        self,
+        payload: dict[str, Any],
+        note: str,
+        problem: str | None = None,
+        on_screen: bool = True,
     ) -> AnswerView | None:
         """Save ``payload`` as gold: submitted, or a draft when it is not complete yet (the
         store's check, or the editor's ``problem``, see ``Editor.submit_problem``)."""
@@ -925,10 +951,11 @@ class AdjudicationDialog(QDialog):
                     unit_id, payload, status="draft", gold=True, comment=note
                 )
         except (PayloadError, StoreError, PermissionError) as exc:
-            self._say_not_saved(payload, note, status, exc)
+            self._say_not_saved(payload, note, status, exc, on_screen)
             return None
         if self.unsaved is not None:
             self.unsaved.forget(unit_id)
+            self._kept_on_screen = False
         self.report.gold = view
         self._show_note(note)
         stamp = time.strftime("%H:%M:%S")
@@ -943,15 +970,17 @@ class AdjudicationDialog(QDialog):
         return view
 
     def _say_not_saved(
-        self, payload: dict[str, Any], note: str, status: str, exc: Exception
+        self, payload: dict[str, Any], note: str, status: str, exc: Exception, on_screen: bool
     ) -> None:
         """Say why the save failed; a decision that may be saved later (a store's failure,
         not a refused answer) is kept on this computer too, so that a crash before the next
-        save does not lose it."""
+        save does not lose it (``on_screen``: it is the editor's edit, which Discard may
+        throw away; a Take as gold is not)."""
         kept = isinstance(exc, StoreError) and keep_decision(self, payload, note, status, str(exc))
         text = not_saved_message(exc)
         if kept:
-            text += " Kept on this computer until it is saved."
+            self._kept_on_screen = on_screen
+            text = text.rstrip(".") + ". Kept on this computer until it is saved."
         self.status.setText(
             f"<span style='color:{colours.text('error')}'>{html.escape(text)}</span>"
         )

@@ -87,14 +87,16 @@ def offer_next(dialog: AdjudicationDialog) -> None:
     background comes back here). Stops where one put back could not be saved again."""
     waiting = dialog.kept_to_offer
     kinds = [dialog.kind_box.itemData(i) for i in range(dialog.kind_box.count())]
-    while waiting and not dialog.loading:
+    # (a window closed meanwhile offers nothing: opened again, it offers them all again)
+    while waiting and not dialog.loading and dialog.isVisible():
         kept = waiting[0]
         if kept.kind not in kinds:
             waiting.pop(0)
             _cannot_put_back(dialog, kept, "no units of that kind are assigned now")
             continue
         if kept.kind != dialog.kind:
-            dialog.set_kind(kept.kind)  # read in the background; this is called again then
+            dialog.offer_reading = True  # read in the background; this is called again then
+            dialog.set_kind(kept.kind)
             return
         waiting.pop(0)
         _offer(dialog, kept)
@@ -149,7 +151,13 @@ def _put_back(dialog: AdjudicationDialog, kept: UnsavedAnswer, report: UnitAnswe
     if report not in dialog.shown and dialog.hide_done.isChecked():
         dialog.hide_done.setChecked(False)  # an adjudicated unit is listed again
     if not dialog.select_unit(kept.unit_id):
-        _cannot_put_back(dialog, kept, "the annotators' answers of its unit agree now")
+        why = "the annotators' answers of its unit agree now"
+        if not dialog.with_drafts.isChecked():
+            why = (
+                "its unit is not listed: its submitted answers agree now (tick “Count "
+                "unfinished (draft) answers” to list units whose drafts differ)"
+            )
+        _cannot_put_back(dialog, kept, why)
         return
     if dialog.editor is None:
         dialog.save_kept(kept.payload, kept.comment)

@@ -5,6 +5,7 @@ as a clinician's answer is (``test_ui_unsaved_kept``)."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from PySide6.QtCore import Qt
@@ -21,7 +22,8 @@ from test_ui_adjudication import (
 )
 from ui_support import open_window, preferences
 
-from portalreview.store.service import StudyService
+from portalreview.store.service import StoreError, StudyService
+from portalreview.ui import adjudication
 
 
 @pytest.fixture
@@ -214,3 +216,101 @@ def test_a_damaged_kept_file_is_named_and_left_alone(
     assert str(path) in warnings[0] and "damaged" in warnings[0]
     assert path.read_text(encoding="utf-8") == "{not json"
     window.close()
+
+
+def test_cancel_then_opening_the_window_again_offers_it_again(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    window, dialog = failed_save(qtbot, study, tmp_path, monkeypatch)
+    crash(monkeypatch, window, dialog)
+    questions.answer = QMessageBox.StandardButton.Cancel
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    qtbot.waitUntil(lambda: len(questions) == 2)
+    dialog.close()
+    assert open_adjudication(qtbot, window) is dialog  # Ctrl+J: the same window, shown again
+    qtbot.waitUntil(lambda: len(questions) == 3)
+    assert KEPT in questions[2] and kept_files(tmp_path)
+    window.close()
+
+
+def test_discarding_another_edit_keeps_a_decision_kept_apart(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    """Cancel at the offer, or a failed Take as gold, keeps a decision that is not on screen:
+    Discard of an edit in the editor throws away that edit only."""
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    dialog = open_adjudication(qtbot, window)
+    choose_kind(qtbot, dialog, "eppc")
+    disk_full(monkeypatch, dialog)
+    assert not dialog.take_as_gold(dialog.report.answers[1])
+    assert kept_files(tmp_path) and not dialog.dirty
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow)
+    qtbot.keyClick(dialog.units, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(dialog.editor.codes_list, Qt.Key.Key_9)
+    assert dialog.dirty
+    questions.answer = QMessageBox.StandardButton.Discard
+    qtbot.keyClick(dialog.units, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+    assert len(questions) == 1 and kept_files(tmp_path)
+    dialog.dirty = False
+    window.close()
+
+
+def two_kept(qtbot, study, tmp_path, monkeypatch) -> None:
+    """A failed EPPC save from the editor and a failed Take as gold in facts, then a crash."""
+    window, dialog = failed_save(qtbot, study, tmp_path, monkeypatch)
+    dialog.dirty = False
+    choose_kind(qtbot, dialog, "facts")
+    assert not dialog.take_as_gold(dialog.report.answers[0])
+    assert len(kept_files(tmp_path)) == 2
+    crash(monkeypatch, window, dialog)
+
+
+def test_a_window_closed_during_the_offers_asks_nothing_more(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    two_kept(qtbot, study, tmp_path, monkeypatch)
+    questions.answer = QMessageBox.StandardButton.No
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    real_read = adjudication.read_kind
+
+    def slow_eppc(service, kind, *args):  # a large study: the EPPC read takes a while
+        if kind == "eppc":
+            time.sleep(0.8)
+        return real_read(service, kind, *args)
+
+    monkeypatch.setattr(adjudication, "read_kind", slow_eppc)
+    dialog = adjudication.open_tool(window)
+    qtbot.waitUntil(lambda: dialog.kind == "eppc" and dialog.loading, timeout=10_000)
+    questions.answer = QMessageBox.StandardButton.Cancel
+    qtbot.keyClick(dialog, Qt.Key.Key_Escape)  # while it reads EPPC to offer the first
+    assert not dialog.isVisible()
+    qtbot.waitUntil(lambda: not dialog.loading, timeout=10_000)
+    qtbot.wait(200)
+    assert len(questions) == 1  # only the sign-in's
+    assert len(kept_files(tmp_path)) == 2
+    window.close()
+
+
+def test_the_kind_the_pi_chooses_during_the_offers_stands(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    two_kept(qtbot, study, tmp_path, monkeypatch)
+    questions.answer = QMessageBox.StandardButton.No
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    monkeypatch.setattr(StudyService, "save_answer", _disk_still_full)
+    questions.answer = QMessageBox.StandardButton.Yes  # put back: its save fails again
+    dialog = adjudication.open_tool(window)
+    qtbot.waitUntil(lambda: dialog.dirty, timeout=10_000)
+    questions.answer = QMessageBox.StandardButton.Discard  # the EPPC edit put back
+    asked = len(questions)
+    choose_kind(qtbot, dialog, "match")
+    qtbot.wait(300)
+    assert dialog.kind == "match" and len(questions) == asked + 1  # Discard's, no offer
+    assert len(kept_files(tmp_path)) == 1  # the facts decision, offered next time
+    window.close()
+
+
+def _disk_still_full(*_args, **_kwargs):
+    raise StoreError("the disk is full")
