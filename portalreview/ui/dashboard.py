@@ -639,6 +639,7 @@ class Dashboard(QWidget):
     def _status_row(self) -> QHBoxLayout:
         self.status = QLabel()
         self.status.setObjectName("dashboardStatus")
+        self.status.setWordWrap(True)  # "Up to date…" with its filters ran past a small screen
         self.progress = QProgressBar()
         self.progress.setRange(0, len(STEPS))
         self.progress.setTextVisible(True)

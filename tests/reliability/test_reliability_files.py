@@ -282,7 +282,7 @@ def test_a_second_app_is_told_who_holds_the_project_and_may_look_read_only(qtbot
         qtbot.waitUntil(lambda: window.session is not None, timeout=20000)
         assert window.project.read_only
         assert "(read-only)" in window.windowTitle()
-        assert "read-only" in window.person_label.text()
+        assert "read-only" in window.person_label.whole_text()
         assert window.session.read_only  # the editors save nothing
         before = _digest(path)
         window.close_project()

@@ -72,7 +72,7 @@ def test_typing_is_kept_while_the_server_is_away(qtbot, prefs, team_study, monke
     server, database, study, _accounts = team_study
     window = _open(qtbot, prefs, team_study, "ava")
     assert window.annotator_name == "ava"  # her account decides who she is: no question
-    assert "Signed in as" in window.person_label.text()
+    assert "Signed in as" in window.person_label.whole_text()
     show_kind(window, "respond")
     window.queue.jump_to_number(1)
     empathy = window.editors["respond"].findChild(TextBox, "box_empathy")
