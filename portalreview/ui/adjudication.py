@@ -896,10 +896,6 @@ class AdjudicationDialog(QDialog):
         self.dirty = True
         self._kept_on_screen = True
 
-    def save_kept(self, payload: dict[str, Any], note: str) -> bool:
-        """Save a kept decision of a kind without an editor here."""
-        return self._save(payload, note) is not None
-
     def take_as_gold(self, answer: AnswerView) -> bool:
         """Save one annotator's answer, as it is, as the gold answer."""
         if self.report is None or self.read_only:

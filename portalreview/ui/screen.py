@@ -252,13 +252,16 @@ class _FlowLayout(QLayout):
         super().setGeometry(rect)
         self._place(rect, move=True)
 
+    def _gap(self) -> int:
+        return self.spacing() if self.spacing() >= 0 else 6  # (-1: the style gave none)
+
     def _shown(self) -> list[QLayoutItem]:
         return [item for item in self._items if not item.isEmpty()]
 
     def sizeHint(self) -> QSize:
         """All on one line."""
         hints = [item.sizeHint() for item in self._shown()]
-        gaps = (self.spacing() if self.spacing() >= 0 else 6) * max(len(hints) - 1, 0)
+        gaps = self._gap() * max(len(hints) - 1, 0)
         return QSize(
             sum(h.width() for h in hints) + gaps, max((h.height() for h in hints), default=0)
         )
@@ -273,7 +276,7 @@ class _FlowLayout(QLayout):
     def _place(self, rect: QRect, move: bool) -> int:
         """Lay the items out in ``rect`` (only measure, unless ``move``); the height taken."""
         x, y, line = rect.x(), rect.y(), 0
-        gap = self.spacing() if self.spacing() >= 0 else 6
+        gap = self._gap()
         for item in self._shown():
             hint = item.sizeHint()
             if x > rect.x() and x + hint.width() > rect.x() + rect.width():

@@ -159,8 +159,8 @@ def _put_back(dialog: AdjudicationDialog, kept: UnsavedAnswer, report: UnitAnswe
             )
         _cannot_put_back(dialog, kept, why)
         return
-    if dialog.editor is None:
-        dialog.save_kept(kept.payload, kept.comment)
+    if dialog.editor is None:  # (every kind has one now)
+        _cannot_put_back(dialog, kept, "this kind has no editor in this window")
         return
     shown = dataclasses.replace(
         report.gold or suggested_answer(dialog.unit, {}), payload=kept.payload, comment=""

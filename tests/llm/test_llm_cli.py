@@ -172,6 +172,17 @@ def _lose_the_server_at_store(monkeypatch, nth: int):
     return real_store
 
 
+def _three_empathy_units_named_many(project_file) -> None:
+    """A unit set "many" of three empathy units (copies of the first one's case and pair)."""
+    with Project.open(project_file) as project:
+        service = StudyService(project)
+        unit = service.read_unit(unit_ids(service, "empathy")[0])
+        case_id, (first, second) = unit.cases[0].id, [r.id for r in unit.responses]
+        set_id = service.create_unit_set("many", "empathy")
+        for _ in range(3):
+            service.add_unit(set_id, case_id, response_id=first, response_b_id=second)
+
+
 def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
     project_file,
     tiny_model,  # noqa: F811
@@ -182,13 +193,7 @@ def test_a_save_the_study_cannot_take_stops_the_run_and_says_what_was_stored(
     "Nothing was saved" alone, after it had stored suggestions (found on a real server)."""
     from portalreview.llm import suggest as sg
 
-    with Project.open(project_file) as project:
-        service = StudyService(project)
-        unit = service.read_unit(unit_ids(service, "empathy")[0])
-        case_id, (first, second) = unit.cases[0].id, [r.id for r in unit.responses]
-        set_id = service.create_unit_set("many", "empathy")
-        for _ in range(3):
-            service.add_unit(set_id, case_id, response_id=first, response_b_id=second)
+    _three_empathy_units_named_many(project_file)
     real_store = _lose_the_server_at_store(monkeypatch, 2)
     args = ["suggest", str(project_file), "--model", str(tiny_model), "--kind", "empathy"]
     args += ["--units", "many", "--as-annotator", "tiny"]
@@ -239,13 +244,7 @@ def test_a_model_that_goes_away_stops_the_run_as_a_drafts_run(
     kind,
 ):
     """It ended with exit 2 (bad input), no summary and the app's "Load the model again"."""
-    with Project.open(project_file) as project:
-        service = StudyService(project)
-        unit = service.read_unit(unit_ids(service, "empathy")[0])
-        case_id, (first, second) = unit.cases[0].id, [r.id for r in unit.responses]
-        set_id = service.create_unit_set("many", "empathy")
-        for _ in range(3):
-            service.add_unit(set_id, case_id, response_id=first, response_b_id=second)
+    _three_empathy_units_named_many(project_file)
     gone, why = _gone(kind)
     _lose_the_model_at_suggest(monkeypatch, 2, gone)
     args = ["suggest", str(project_file), "--model", str(tiny_model), "--kind", "empathy"]

@@ -241,23 +241,33 @@ def test_a_model_to_load_at_start_that_was_moved_is_named_in_a_message(
     assert window.suggestions.model_label.text() == "No model"
 
 
-def test_loading_another_model_stops_the_suggestion_in_progress(
-    qtbot, window, model, monkeypatch
-):
-    """A suggestion waiting on a hung model server held the one model thread: the load of
-    another model waited behind it (92 s with a real server)."""
+def hang_suggestions(monkeypatch, answer_from: int | None = None) -> list:
+    """Suggestions asked of a model server that does not answer: each waits until it is
+    cancelled (the asks' cancel flags are listed in the list returned); from ask number
+    ``answer_from`` on, the real model answers."""
     from portalreview.llm import suggest as sg
     from portalreview.llm.errors import Cancelled
 
-    asked = []
+    real_suggest, asked = sg.suggest, []
 
-    def hung(ctx, unit):  # as a server that does not answer: only the cancel ends the wait
+    def hung(ctx, unit):
         asked.append(ctx.cancel)
+        if answer_from is not None and len(asked) >= answer_from:
+            return real_suggest(ctx, unit)
         if not ctx.cancel.wait(30):
             raise AssertionError("the suggestion was not cancelled")
         raise Cancelled("cancelled")
 
     monkeypatch.setattr(sg, "suggest", hung)
+    return asked
+
+
+def test_loading_another_model_stops_the_suggestion_in_progress(
+    qtbot, window, model, monkeypatch
+):
+    """A suggestion waiting on a hung model server held the one model thread: the load of
+    another model waited behind it (92 s with a real server)."""
+    asked = hang_suggestions(monkeypatch)
     show_kind(window, "respond")
     load_model(qtbot, window, model)  # asked at once for the unit on screen
     qtbot.waitUntil(lambda: bool(asked), timeout=ANSWER_WAIT_MS)
@@ -270,19 +280,7 @@ def test_loading_another_model_stops_the_suggestion_in_progress(
 def test_stop_says_so_and_ask_again_asks_the_model_again(qtbot, window, model, monkeypatch):
     """After Stop the banner went away as if nothing had been asked, with no way to have a
     suggestion for the unit but to leave it and come back."""
-    from portalreview.llm import suggest as sg
-    from portalreview.llm.errors import Cancelled
-
-    real_suggest, asked = sg.suggest, []
-
-    def slow_then_real(ctx, unit):  # the first ask waits to be stopped; the next one answers
-        asked.append(ctx.cancel)
-        if len(asked) > 1:
-            return real_suggest(ctx, unit)
-        ctx.cancel.wait(30)
-        raise Cancelled("cancelled")
-
-    monkeypatch.setattr(sg, "suggest", slow_then_real)
+    asked = hang_suggestions(monkeypatch, answer_from=2)  # the first waits to be stopped
     show_kind(window, "respond")
     load_model(qtbot, window, model)
     qtbot.waitUntil(lambda: bool(asked), timeout=ANSWER_WAIT_MS)
@@ -300,14 +298,7 @@ def test_stop_says_so_and_ask_again_asks_the_model_again(qtbot, window, model, m
 
 
 def test_ask_again_without_a_model_says_so(qtbot, window, model, monkeypatch):
-    from portalreview.llm import suggest as sg
-    from portalreview.llm.errors import Cancelled
-
-    def hung(ctx, unit):
-        ctx.cancel.wait(30)
-        raise Cancelled("cancelled")
-
-    monkeypatch.setattr(sg, "suggest", hung)
+    hang_suggestions(monkeypatch)
     show_kind(window, "respond")
     load_model(qtbot, window, model)
     qtbot.waitUntil(lambda: banner(window).state == "working", timeout=ANSWER_WAIT_MS)
@@ -320,17 +311,7 @@ def test_ask_again_without_a_model_says_so(qtbot, window, model, monkeypatch):
 
 
 def test_ask_again_puts_nothing_over_work_begun(qtbot, window, model, monkeypatch):
-    from portalreview.llm import suggest as sg
-    from portalreview.llm.errors import Cancelled
-
-    asked = []
-
-    def hung(ctx, unit):
-        asked.append(ctx.cancel)
-        ctx.cancel.wait(30)
-        raise Cancelled("cancelled")
-
-    monkeypatch.setattr(sg, "suggest", hung)
+    asked = hang_suggestions(monkeypatch)
     show_kind(window, "respond")
     load_model(qtbot, window, model)
     qtbot.waitUntil(lambda: bool(asked), timeout=ANSWER_WAIT_MS)
