@@ -24,7 +24,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy
 
-from portalreview.llm import own_examples
+from portalreview.llm import gates, own_examples
 from portalreview.llm import suggest as sg
 from portalreview.llm.engine import GenerationParams
 from portalreview.llm.errors import (
@@ -56,6 +56,18 @@ DISMISSED = "Suggestion dismissed; your answer will record that it was ignored."
 def _template_id(templates: dict) -> str:
     return "+".join(t.key for t in templates.values())
 
+
+# What a clinician is told of a refused suggestion, by the gates' category of fault: the kind
+# of fault, never the model's words.
+REFUSED_IN_WORDS = {
+    gates.EMPTY: "its answer was empty",
+    gates.ECHO: "it repeated the form's own words",
+    gates.SAME: "it gave the same text in several places",
+    gates.WHOLE: "it marked whole texts, not the parts that fit",
+    gates.LOOP: "its text went round in a loop",
+    gates.NO_FACTS: "it listed no facts for a reply that has some",
+    gates.UNUSABLE: "its answer could not be told from a guess",
+}
 
 class SuggestionBanner(QFrame):
     """The strip at the top of an editor that marks a suggestion."""
@@ -267,8 +279,8 @@ class SuggestionController(QObject):
         except ModelFileChanged as exc:  # its answers would not be the recorded file's
             self.banner(editor).show_state("note", f"No suggestion: {exc}")
             return
-        if refused:
-            self.banner(editor).show_state("note", self._refused_note(engine.info.file_name))
+        if refused is not None:
+            self._show_refused(editor, engine.info.file_name, refused)
             return
         cancel = threading.Event()
         ctx = sg.SuggestContext(
@@ -340,25 +352,33 @@ class SuggestionController(QObject):
 
     def _refused_before(
         self, unit_id: int, engine, templates: dict, person: int | None = None
-    ) -> bool:
-        """Did the quality gates refuse this model's suggestion for the unit (same templates,
-        made for the same person)? Asking again would give the same answer (greedy decoding,
-        a fixed seed)."""
+    ) -> str | None:
+        """Why the quality gates refused this model's suggestion for the unit (same
+        templates, made for the same person), or None. Asking again would give the same
+        answer (greedy decoding, a fixed seed)."""
         template_id = _template_id(templates)
         try:
             found = suggestions_by(
                 self.window.admin, [unit_id], engine.sha256, template_id, for_annotator=person
             )
-            return bool(found) and bool(refused_reasons(self.window.admin, list(found.values())))
+            reasons = refused_reasons(self.window.admin, list(found.values())) if found else {}
         except (StoreError, PermissionError):
-            return False
+            return None
+        return next(iter(reasons.values()), None)
 
-    @staticmethod
-    def _refused_note(model_file: str) -> str:
-        return (
-            f"{model_file} gave no usable suggestion for this unit (refused by the quality "
-            "gates; the PI can see why). Please answer it yourself."
+    def _show_refused(self, editor: Editor, model_file: str, reason: str) -> None:
+        """The note that the model's suggestion was refused. It says what kind of fault in
+        plain words, never the model's own text (which would anchor the clinician); the PI
+        reads the gate's whole reason in the tooltip, as in Tools > Models."""
+        fault = REFUSED_IN_WORDS.get(gates.category(reason))
+        note = (
+            f"{model_file} gave no usable suggestion for this unit"
+            + (f" ({fault})" if fault else "")
+            + ". Please answer it yourself."
         )
+        pi = self.window.service is not None and self.window.service.viewer.role == "pi"
+        tip = f"{note}\nRefused by the quality gates: {reason}" if pi else note
+        self.banner(editor).show_state("note", note, tip)
 
     def stop(self) -> None:
         """Cancel the suggestion being computed (moving on, closing the project)."""
@@ -432,7 +452,7 @@ class SuggestionController(QObject):
             self.banner(editor).show_state("note" if not_stored else "hidden", not_stored or "")
             return
         if answer.refused is not None:  # stored for the PI, never offered
-            self.banner(editor).show_state("note", self._refused_note(job.model_file))
+            self._show_refused(editor, job.model_file, answer.refused)
             return
         if self._started(session, editor):  # meanwhile: their work is never replaced
             self.banner(editor).show_state(

@@ -24,6 +24,7 @@ from ui_support import (
 from portalreview.llm import gates
 from portalreview.store.models import Suggestion
 from portalreview.store.project import Project
+from portalreview.store.service import StudyService
 from portalreview.tasks.common.editor_base import TextBox
 from portalreview.ui.model_panel import AUTOLOAD_KEY, MODEL_KEY
 from portalreview.ui.suggestions import SuggestionBanner
@@ -440,7 +441,11 @@ def test_a_refused_suggestion_is_never_offered_nor_asked_for_again(qtbot, window
     show_kind(window, "rank")
     show_kind(window, "match")
     assert window.suggestions.job is None
-    assert banner(window).state == "note" and "quality gates" in banner(window).text.text()
+    note = banner(window).text
+    assert banner(window).state == "note" and "no usable suggestion" in note.text()
+    # the kind of fault in words, never the gate's reason (the model's own spans or words)
+    assert "(it gave the same text in several places)" in note.text()
+    assert "draft span" not in note.text() + note.toolTip()
     assert window.session.suggestion_state != "offered"
 
 
@@ -485,12 +490,41 @@ def test_a_live_answer_the_gates_refuse_is_stored_for_the_pi_only(
         lambda: window.suggestions.job is None and banner(window).state == "note",
         timeout=ANSWER_WAIT_MS,
     )
-    assert "quality gates" in banner(window).text.text()
+    note = banner(window).text
+    assert "(it repeated the form's own words)" in note.text()
+    assert "9 of 9 boxes" not in note.text() + note.toolTip()
     assert window.session.suggestion_state != "offered"
     with Project.open(gui.path, read_only=True) as project, project.read() as s:
         row = s.query(Suggestion).one()
         assert (row.unit_id, row.refused_reason) == (gui.ids.units["rank"], gate_verdict["reason"])
     assert stored_answer(gui.path, gui.ids.units["rank"], "ava") is None
+
+
+def test_the_pi_reads_why_a_suggestion_was_refused_in_the_banner(
+    qtbot, gui, model, tmp_path, gate_verdict
+):
+    gate_verdict["reason"] = "could not be used: P(A first) 0.51, within 0.1 of 0.5"
+    with Project.open(gui.path) as project:  # the PI answers units too
+        for kind in ("rank", "match"):
+            StudyService(project).assign(gui.ids.units[kind], gui.ids.pi)
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    window.suggestions.host.load_options = {"gpu": False, "hash_cache": False}
+    window.suggestions.params, window.suggestions.limits = PARAMS, SMALL_LIMITS
+    load_model(qtbot, window, model)
+    show_kind(window, "rank")
+    qtbot.waitUntil(
+        lambda: window.suggestions.job is None and banner(window).state == "note",
+        timeout=ANSWER_WAIT_MS,
+    )
+    note = banner(window).text
+    assert "(its answer could not be told from a guess)" in note.text()
+    assert note.toolTip().endswith(
+        "Refused by the quality gates: could not be used: P(A first) 0.51, within 0.1 of 0.5"
+    )
+    show_kind(window, "match")
+    show_kind(window, "rank")  # not asked again: the stored refusal, with its reason
+    assert window.suggestions.job is None
+    assert "P(A first) 0.51" in banner(window).text.toolTip()
 
 
 def test_with_own_examples_on_the_suggestion_is_made_from_her_replies(qtbot, gui, model, tmp_path):
