@@ -69,6 +69,7 @@ REFUSED_IN_WORDS = {
     gates.UNUSABLE: "its answer could not be told from a guess",
 }
 
+
 class SuggestionBanner(QFrame):
     """The strip at the top of an editor that marks a suggestion."""
 
