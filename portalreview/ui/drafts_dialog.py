@@ -506,6 +506,12 @@ class DraftsDialog(QDialog):
     def _piece(self, case_id: int, text: str) -> None:
         if case_id != self._case_id or not self.running:
             return
+        if self.stream_view.document().isEmpty():
+            # the blank lines a model often writes first are not stored (the draft is
+            # stripped): the view starts where the stored draft does
+            text = text.lstrip()
+            if not text:
+                return
         cursor = self.stream_view.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
         cursor.insertText(text)

@@ -171,6 +171,18 @@ def test_a_last_draft_that_was_not_stored_is_not_called_written(qtbot, prefs, st
     assert "written" not in said
 
 
+def test_the_draft_shown_starts_where_the_stored_one_does(qtbot, prefs, study):
+    """SmolLM2 began its drafts with two blank lines, shown above the text; the stored draft
+    is stripped of them."""
+    path, cases = study
+    dialog = open_dialog(qtbot, open_as(qtbot, prefs, path, "pat"))
+    dialog.running, dialog._case_id = True, cases["k1"]
+    for piece in ("\n", "\n  ", "Hello,", "\n\nThank you"):
+        dialog._piece(cases["k1"], piece)
+    assert dialog.stream_view.toPlainText() == "Hello,\n\nThank you"
+    dialog.running = False
+
+
 def test_drafts_stream_into_the_dialog_and_are_stored_with_provenance(qtbot, prefs, study, model):
     path, cases = study
     window = open_as(qtbot, prefs, path, "pat")
