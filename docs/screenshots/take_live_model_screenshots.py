@@ -1,7 +1,7 @@
 """Screenshots of the PI working with a loaded model: drafts being written, the inbox sorted.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python docs/screenshots/take_live_model_screenshots.py \
-        [--threads N]
+        [--threads N] [--only drafts|inbox]
 
 Builds the demo study in a temporary folder, signs in as the PI, loads the small model fetched
 at install time (SmolLM2-135M-Instruct, ``packaging/fetch_small_model.py``) on the CPU as
@@ -128,6 +128,12 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, help="llama.cpp threads (1 on cores other work keeps busy)"
     )
+    parser.add_argument(
+        "--only",
+        choices=("drafts", "inbox"),
+        help="take one of the two pictures (the inbox's "
+        "takes about 20 minutes, the drafts' one or two)",
+    )
     args = parser.parse_args()
     model = small_model_path()
     if model is None:
@@ -137,8 +143,10 @@ def main() -> None:
     prefs = Preferences(QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat))
     path = build_demo(folder / "demo.prproj")
     window = signed_in_with_model(path, prefs, model, args.threads)
-    drafts_screen(window)
-    inbox_screen(window)
+    if args.only in (None, "drafts"):
+        drafts_screen(window)
+    if args.only in (None, "inbox"):
+        inbox_screen(window)
     window.close()
 
 
