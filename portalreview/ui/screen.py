@@ -4,7 +4,8 @@ the screen's available area (a 1024 x 600 laptop, or 1366 x 768 at 125% scaling,
 widgets that let a page fit a laptop's screen (:class:`SideBySide`, :class:`WrappingColumn`),
 a splitter that turns the same way (:class:`TurningSplitter`), a row of controls that wraps
 like words (:class:`FlowRow`), a scroll area that keeps the control with the keyboard focus
-in view, and a one-line label that shows what fits of its text (:class:`PartsLabel`)."""
+in view, a ring that shows a scroll area has the focus (:class:`FocusRing`), and a one-line
+label that shows what fits of its text (:class:`PartsLabel`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import html
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication, QTextDocument
+from PySide6.QtGui import QGuiApplication, QPainter, QPalette, QPen, QTextDocument
 from PySide6.QtWidgets import (
     QApplication,
     QBoxLayout,
@@ -358,6 +359,43 @@ class FocusFollowingScrollArea(QScrollArea):
             self.horizontalScrollBar().setValue(corner.x())
         if widget.height() > view.height():
             self.verticalScrollBar().setValue(corner.y())
+
+
+class FocusRing(QWidget):
+    """A ring in the selection colour around a widget while it has the keyboard focus, drawn
+    over it (a scroll area draws no focus frame of its own: a person who tabbed onto the
+    patient panel to scroll a long message with the arrow keys could not see where the focus
+    was; WCAG 2.4.7). It lets the mouse through."""
+
+    WIDTH = 2
+
+    def __init__(self, watched: QWidget) -> None:
+        super().__init__(watched)
+        self.setObjectName("focusRing")
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.hide()
+        watched.installEventFilter(self)
+
+    def eventFilter(self, watched: QWidget, event: QEvent) -> bool:
+        kind = event.type()
+        if kind == QEvent.Type.FocusIn:
+            self.setGeometry(watched.rect())
+            self.raise_()
+            self.show()
+        elif kind == QEvent.Type.FocusOut:
+            self.hide()
+        elif kind == QEvent.Type.Resize:
+            self.setGeometry(watched.rect())
+        return False
+
+    def paintEvent(self, _event) -> None:
+        painter = QPainter(self)
+        pen = QPen(self.palette().color(QPalette.ColorRole.Highlight), self.WIDTH)
+        pen.setJoinStyle(Qt.PenJoinStyle.MiterJoin)
+        painter.setPen(pen)
+        inset = self.WIDTH // 2
+        painter.drawRect(self.rect().adjusted(inset, inset, -inset, -inset))
 
 
 class PartsLabel(QLabel):

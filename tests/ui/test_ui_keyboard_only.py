@@ -10,6 +10,7 @@ import time
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from ui_support import (
@@ -22,6 +23,7 @@ from ui_support import (
 )
 
 from portalreview.tasks.registry import EDITORS
+from portalreview.ui import colours
 
 K = Qt.Key
 CTRL, SHIFT, ALT = (Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier,
@@ -417,3 +419,38 @@ def test_tab_never_stops_on_a_scroll_area_that_shows_nothing(qtbot, gui, prefs, 
     blank = [w for w in stops if isinstance(w, QScrollArea) and not isinstance(w, CasePanel)]
     assert blank == [], [w.objectName() or type(w).__name__ for w in blank]
     window.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "high_contrast"])
+def test_the_patient_panel_shows_it_has_the_focus(qtbot, gui, prefs, scheme):
+    """The patient panel is a Tab stop (arrow keys scroll a long message) and drew nothing to
+    say it had the focus: a ring in the selection colour shows it, and goes with the focus."""
+    from portalreview.tasks.common.case_panel import CasePanel
+    from portalreview.ui import main_window as mw
+
+    app = QApplication.instance()
+    saved_palette, saved_style = app.palette(), mw._style_name(app.style())
+    mw.apply_color_scheme(scheme)
+    try:
+        window = open_window(qtbot, prefs, gui.path, "ava")
+        show_kind(window, "respond")
+        panel = window.editors["respond"].findChild(CasePanel)
+        panel.setFocus(Qt.FocusReason.TabFocusReason)
+        qtbot.waitUntil(panel.hasFocus, timeout=1000)
+        ring = panel.focus_ring
+        assert ring.isVisible() and ring.geometry() == panel.rect()
+        highlight = panel.palette().color(QPalette.ColorRole.Highlight)
+        picture = panel.grab().toImage()
+        middle = panel.height() // 2
+        for x, y in ((0, middle), (1, middle), (panel.width() // 2, 0)):
+            assert picture.pixelColor(x, y) == highlight, (x, y)
+        qtbot.keyClick(panel, Qt.Key.Key_Tab)
+        qtbot.waitUntil(lambda: not panel.hasFocus(), timeout=1000)
+        assert not ring.isVisible()
+        assert panel.grab().toImage().pixelColor(0, middle) != highlight
+        window.close()
+    finally:
+        mw.apply_color_scheme("light")
+        app.setStyle(saved_style)
+        app.setPalette(saved_palette)
+        colours.set_scheme("")

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from portalreview.store.service import CaseView
-from portalreview.ui.screen import FocusFollowingScrollArea
+from portalreview.ui.screen import FocusFollowingScrollArea, FocusRing
 
 MIN_CHARACTERS = 14  # the case panel's narrowest line, in average characters
 WANTED_CHARACTERS = 36  # and the line it would like
@@ -117,6 +117,7 @@ class CasePanel(FocusFollowingScrollArea):
         super().__init__(parent)
         # (still a Tab stop: the only way to scroll a long message with the keyboard)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.focus_ring = FocusRing(self)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         # Everything wraps to the panel's width: read top to bottom, never sideways.
