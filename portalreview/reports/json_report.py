@@ -36,7 +36,7 @@ from portalreview.store.frames import (
     read_all,
     read_frames,
 )
-from portalreview.store.models import Case, Response
+from portalreview.store.models import Annotator, Case, Response
 from portalreview.store.output_files import write_through_temporary
 from portalreview.store.project import Project, refuse_project_output
 
@@ -59,7 +59,12 @@ def _study(project: Project, frames: StudyFrames) -> dict[str, Any]:
     with project.read() as s:
         n_cases = s.scalar(select(func.count()).select_from(Case))
         n_responses = s.scalar(select(func.count()).select_from(Response))
+        everyone = s.execute(select(Annotator.name, Annotator.is_model)).all()
     per_person, per_kind = _answer_counts(frames)
+    # everyone of the study, those who submitted nothing yet with 0: the PI sees who has not
+    # contributed (the list held only annotators with answers)
+    for name, is_model in everyone:
+        per_person.setdefault((name, bool(is_model)), 0)
     kinds = _units_per_kind(frames)
     return {
         "n_cases": n_cases,

@@ -249,3 +249,34 @@ def test_content_edit_f1_from_service_payloads(report, demo):
             expected.ed,
         )
         assert content["f1"]["value"] == pytest.approx(expected.f1)
+
+
+def test_the_study_lists_every_annotator_with_their_submitted_answers(tmp_path):
+    """One annotator with drafts only and one with nothing saved were left out of
+    ``study.annotators`` (and the workbook's Annotators table): the PI could not see from the
+    report who had not contributed. Counts from SQL: submitted answers, gold included."""
+    path = tmp_path / "s.prproj"
+    with Project.create(path, name="t") as project:
+        svc = StudyService(project)
+        ava, ben = svc.add_annotator("ava"), svc.add_annotator("ben")
+        cal = svc.add_annotator("cal")
+        svc.add_annotator("pat", role="pi")
+        c1 = svc.add_case("c1", "Chest pain since this morning.", urgency_level=1)
+        c2 = svc.add_case("c2", "Can I have my flu shot record?", urgency_level=6)
+        unit = svc.add_unit(svc.create_unit_set("u", "urgency"), c1, case_b_id=c2)
+        for who in (ava, ben, cal):
+            svc.assign(unit, who)
+        svc.save_answer(unit, {"more_urgent_case_id": c1}, status="submitted", annotator_id=ava)
+        svc.save_answer(unit, {"more_urgent_case_id": c2}, status="draft", annotator_id=ben)
+        listed = build_report(project, n_resamples=0)["study"]["annotators"]
+    with sqlite3.connect(path) as conn:
+        expected = [
+            {"name": name, "is_model": bool(is_model), "n_answers": n}
+            for name, is_model, n in conn.execute(
+                "SELECT p.name, p.is_model, COUNT(a.id) FROM annotators p LEFT JOIN answers a"
+                " ON a.annotator_id = p.id AND a.status = 'submitted' GROUP BY p.id"
+                " ORDER BY p.name"
+            )
+        ]
+    assert listed == expected
+    assert [person["n_answers"] for person in listed] == [1, 0, 0, 0]
