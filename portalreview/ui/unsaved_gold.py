@@ -19,7 +19,8 @@ from PySide6.QtWidgets import QMessageBox
 
 from portalreview.tasks.common.editor_base import suggested_answer
 from portalreview.tasks.registry import EDITORS
-from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork, UnsavedWorkError
+from portalreview.ui.unsaved_offer import say_damaged
+from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
 
 if TYPE_CHECKING:
     from portalreview.ui.adjudication import AdjudicationDialog, UnitAnswers
@@ -68,17 +69,10 @@ def read_kept_decisions(dialog: AdjudicationDialog) -> list[UnsavedAnswer]:
     the PI and left as it is."""
     if dialog.unsaved is None:
         return []
-    try:
-        return dialog.unsaved.kept()
-    except UnsavedWorkError as exc:
-        log.warning("kept gold decision not read: %s", exc)
-        QMessageBox.warning(
-            dialog,
-            TITLE,
-            f"A gold decision kept after a failed save could not be read:\n{exc}"
-            "\n\nThe file is left as it is; Help > Open log folder has the details for support.",
-        )
-        return []
+    kept, damaged = dialog.unsaved.read_all()
+    if damaged:
+        say_damaged(dialog, TITLE, "gold decision", damaged, others=bool(kept))
+    return kept
 
 
 def offer_next(dialog: AdjudicationDialog) -> None:
@@ -192,10 +186,8 @@ def remind_of_kept_decisions(window: MainWindow) -> None:
     if window.service is None or window.service.viewer.role != "pi":
         return
     work = gold_work(window)
-    try:
-        count = len(work.kept()) if work is not None else 0
-    except UnsavedWorkError:
-        count = 1  # the window names the file it cannot read
+    # a file that cannot be read counts too: the window names it
+    count = sum(map(len, work.read_all())) if work is not None else 0
     if not count:
         return
     decisions = "A gold decision" if count == 1 else f"{count} gold decisions"

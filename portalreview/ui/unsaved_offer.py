@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMessageBox, QWidget
 
 from portalreview.store.service import AnswerView, StoreError
 from portalreview.tasks.registry import EDITORS
@@ -30,21 +30,36 @@ def offer_kept_answers(window: MainWindow) -> None:
     session = window.session
     if session is None or session.unsaved is None:
         return
-    try:
-        kept = session.unsaved.kept()
-    except UnsavedWorkError as exc:
-        log.warning("kept unsaved answer not read: %s", exc)
-        QMessageBox.warning(
-            window,
-            APP_NAME,
-            f"An answer kept after a failed save could not be read:\n{exc}"
-            "\n\nThe file is left as it is; Help > Open log folder has the details for support.",
-        )
-        return
+    kept, damaged = session.unsaved.read_all()
+    if damaged:
+        say_damaged(window, APP_NAME, "answer", damaged, others=bool(kept))
     for answer in kept:
         offer_kept_answer(window, answer)
         if session.pending:
             return
+
+
+def say_damaged(
+    parent: QWidget, title: str, what: str, damaged: list[UnsavedWorkError], others: bool
+) -> None:
+    """Name each kept file that cannot be read back (left as it is, for support); ``others``:
+    the readable ones are offered next."""
+    for problem in damaged:
+        log.warning("kept %s not read: %s", what, problem)
+    one = len(damaged) == 1
+    head = (
+        f"{'A' if one else len(damaged)} {what}{'' if one else 's'} kept after a failed save "
+        f"could not be read:"
+    )
+    files = "\n".join(f"• {problem}" for problem in damaged)
+    left = "The file is" if one else "The files are"
+    rest = f" The other kept {what}s are offered now." if others else ""
+    QMessageBox.warning(
+        parent,
+        title,
+        f"{head}\n{files}\n\n{left} left as {'it is' if one else 'they are'}; Help > Open "
+        f"log folder has the details for support.{rest}",
+    )
 
 
 def offer_kept_answer(window: MainWindow, kept: UnsavedAnswer) -> None:

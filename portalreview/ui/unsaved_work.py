@@ -98,14 +98,26 @@ class UnsavedWork:
         return True
 
     def kept(self) -> list[UnsavedAnswer]:
-        """Every kept answer, the oldest first; :class:`UnsavedWorkError` names a file that
-        cannot be read back (left as it is)."""
+        """Every kept answer that can be read back, the oldest first (see :meth:`read_all`)."""
+        return self.read_all()[0]
+
+    def read_all(self) -> tuple[list[UnsavedAnswer], list[UnsavedWorkError]]:
+        """Every kept answer that can be read back, the oldest first, and what is wrong with
+        each file that cannot (left as it is): one damaged file must not hide the others."""
         try:
             paths = sorted(self.folder.glob(f"{self._prefix}-*.json"))
         except OSError:  # no folder, or nowhere to keep one
-            return []
-        answers = [self._read(path) for path in paths]
-        return sorted((a for a in answers if a is not None), key=lambda a: a.kept_at)
+            return [], []
+        answers, damaged = [], []
+        for path in paths:
+            try:
+                answer = self._read(path)
+            except UnsavedWorkError as exc:
+                damaged.append(exc)
+                continue
+            if answer is not None:
+                answers.append(answer)
+        return sorted(answers, key=lambda a: a.kept_at), damaged
 
     def read(self, unit_id: int) -> UnsavedAnswer | None:
         """The answer kept for ``unit_id``, or None."""

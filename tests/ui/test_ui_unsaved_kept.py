@@ -4,6 +4,7 @@ while the server is away loses nothing (``portalreview.ui.unsaved_work``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -298,6 +299,28 @@ def test_a_damaged_kept_file_is_said_and_left_as_it_is(qtbot, gui, prefs, boxes,
     window = open_window(qtbot, prefs, gui.path, "ava")
     assert not boxes.questions and "could not be read" in boxes.warnings[-1]
     assert path.read_text(encoding="utf-8").endswith('"ver')
+    window.close()
+
+
+def test_a_damaged_kept_file_does_not_hide_the_others(qtbot, gui, prefs, boxes, monkeypatch):
+    """Several saves failed and one kept file was damaged afterwards: the damaged one was the
+    only thing said, at every sign-in, and none of the whole ones was offered (found by an
+    explorer: 0 of 6 came back)."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, _box = _typed_while_away(qtbot, window, monkeypatch)
+    window.close()
+    kept = _kept(gui.path, "ava")
+    whole = dataclasses.replace(kept.read(unit), unit_id=gui.edit_unit, kept_at="2001-01-01")
+    assert kept.keep(whole)
+    damaged = kept.path_for(unit)
+    damaged.write_text('{"format": "portalreview-unsaved-answer", "ver', encoding="utf-8")
+    boxes.answer = QMessageBox.StandardButton.Cancel
+    warned, asked = len(boxes.warnings), len(boxes.questions)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    [warning] = boxes.warnings[warned:]
+    assert str(damaged) in warning and "The other kept answers are offered now." in warning
+    assert len(boxes.questions) == asked + 1  # the whole one, offered
+    assert kept.kept() == [whole] and damaged.read_text(encoding="utf-8").endswith('"ver')
     window.close()
 
 
