@@ -36,7 +36,9 @@ class Preferences:
         value = self.qs.value("recent_projects", []) or []
         if isinstance(value, str):  # QSettings returns a lone string for a one-item list
             value = [value]
-        return [Path(p) for p in value]
+        if not isinstance(value, list):  # a settings file written by hand or damaged:
+            return []  # (a byte array, a point...) the list starts again, the program starts
+        return [Path(p) for p in value if isinstance(p, str) and p]
 
     def add_recent(self, path: Path) -> None:
         paths = [str(path.resolve())]

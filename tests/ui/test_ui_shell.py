@@ -137,6 +137,28 @@ def test_the_command_line_opens_the_app(monkeypatch, tmp_path, gui):
     assert cli.main([str(tmp_path / "missing.prproj")]) == 2
 
 
+@pytest.mark.parametrize(
+    "recent", ["@ByteArray(/tmp/x)", "@Point(1 2)", "@Rect(0 0 5 5)", "/tmp/a.prproj, @Point(1 2)"]
+)
+def test_a_damaged_settings_file_does_not_stop_the_program(qtbot, tmp_path, recent):
+    """A recent-projects entry that is not text (a settings file written by hand, or another
+    program's) made the program exit at start with a TypeError and no window."""
+    from PySide6.QtCore import QSettings
+
+    from portalreview.ui.main_window import MainWindow
+    from portalreview.ui.settings import Preferences
+
+    ini = tmp_path / "settings.ini"
+    ini.write_text(f"[General]\nrecent_projects={recent}\n", encoding="utf-8")
+    prefs = Preferences(QSettings(str(ini), QSettings.Format.IniFormat))
+    expected = [Path("/tmp/a.prproj")] if recent.startswith("/tmp/a") else []
+    assert prefs.recent_projects() == expected
+    window = MainWindow(prefs)
+    qtbot.addWidget(window)
+    prefs.add_recent(tmp_path / "b.prproj")
+    assert prefs.recent_projects() == [(tmp_path / "b.prproj").resolve(), *expected]
+
+
 KILL_SCRIPT = textwrap.dedent(
     """
     import sys, time
