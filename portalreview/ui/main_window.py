@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -1088,10 +1089,18 @@ class MainWindow(QMainWindow):
 
     @staticmethod
     def _saved_text(view: AnswerView | None) -> str:
+        """When the answer on screen was saved, as stored (the clock's time now said, on a
+        unit reopened after a crash, that the last typing was saved just then)."""
         if view is None:
             return "Nothing entered yet"
-        stamp = time.strftime("%H:%M:%S")
-        return f"✓ Saved {stamp}" + (" · submitted" if view.status == "submitted" else "")
+        try:
+            when = datetime.fromisoformat(view.updated_at).astimezone()
+        except (TypeError, ValueError):
+            stamp = ""
+        else:
+            today = when.date() == datetime.now().astimezone().date()
+            stamp = " " + when.strftime("%H:%M:%S" if today else "%Y-%m-%d %H:%M")
+        return f"✓ Saved{stamp}" + (" · submitted" if view.status == "submitted" else "")
 
     def _on_save_failed(self, message: str) -> None:
         """"⚠ Not saved", and why above the editor, whole and until a save succeeds (the

@@ -241,3 +241,24 @@ def test_a_long_reason_is_shown_whole_above_the_editor_until_a_save_succeeds(
     monkeypatch.delattr(service, "save_answer")  # the server is back
     window.save_now()
     assert not banner.isVisible() and window.save_label.text().startswith("✓ Saved")
+
+
+def test_saved_says_when_the_answer_on_screen_was_saved():
+    """A unit reopened after a crash said "✓ Saved" with the clock's time of now, as if the
+    last typing had just been saved (found by an explorer); it is the time stored."""
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    from portalreview.ui.main_window import MainWindow
+
+    before = datetime.now(UTC) - timedelta(seconds=65)
+    view = SimpleNamespace(updated_at=before.isoformat(timespec="milliseconds"), status="draft")
+    local = before.astimezone()
+    if local.date() == datetime.now().astimezone().date():
+        assert MainWindow._saved_text(view) == f"✓ Saved {local:%H:%M:%S}"
+    older = SimpleNamespace(updated_at="2026-01-02T03:04:05.000+00:00", status="submitted")
+    stamp = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).astimezone()
+    assert MainWindow._saved_text(older) == f"✓ Saved {stamp:%Y-%m-%d %H:%M} · submitted"
+    unreadable = SimpleNamespace(updated_at="yesterday", status="draft")
+    assert MainWindow._saved_text(unreadable) == "✓ Saved"
+    assert MainWindow._saved_text(None) == "Nothing entered yet"
