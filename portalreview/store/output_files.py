@@ -43,6 +43,10 @@ from portalreview.store import leftovers
 # A folder of files being written together: ".portalreview-export-<pid>-<random>" in the folder
 # they go to (the same file system, so renaming them into place moves no data).
 STAGING_PREFIX = ".portalreview-export-"
+# One file being written: ".portalreview-output-<pid>-<random>-<name>.tmp" beside it, hidden;
+# one a killed run left (patients' words, half a file) is removed by a later output to the
+# folder once abandoned. (Its permissions are the finished file's: the system's default.)
+TEMPORARY_PREFIX = ".portalreview-output-"
 
 log = logging.getLogger(__name__)
 
@@ -130,11 +134,15 @@ def write_through_temporary(
     temporary: Path | None = None,
     replace: bool = True,
 ) -> Path:
-    """Call ``write`` on a temporary file beside ``target`` (``temporary``, by default
-    ``<target>.tmp``), then rename it to ``target`` (:func:`replace_output`; with
-    ``replace=False`` never over a file, :func:`name_without_replacing`); the temporary
-    file never stays behind."""
-    temporary = temporary or target.with_name(target.name + ".tmp")
+    """Call ``write`` on a temporary file beside ``target`` (``temporary``, by default a
+    hidden one named with this process's id), then rename it to ``target``
+    (:func:`replace_output`; with ``replace=False`` never over a file,
+    :func:`name_without_replacing`); the temporary file never stays behind, and one a killed
+    run left beside it is removed (:func:`remove_abandoned_staging`)."""
+    if temporary is None:
+        remove_abandoned_staging(target.parent, TEMPORARY_PREFIX)
+        name = f"{TEMPORARY_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{target.name}.tmp"
+        temporary = target.with_name(name)
     try:
         try:
             write(temporary)
@@ -270,16 +278,17 @@ def _write_whole(path: Path, shown: Path, data: bytes) -> None:
         raise output_error(exc, shown) from exc
 
 
-def remove_abandoned_staging(folder: Path) -> list[Path]:
-    """Remove the staging folders in ``folder`` that a killed run left (abandoned as
+def remove_abandoned_staging(folder: Path, prefix: str = STAGING_PREFIX) -> list[Path]:
+    """Remove the staging folders (or, with ``TEMPORARY_PREFIX``, the temporary files) in
+    ``folder`` that a killed run left (abandoned as
     :func:`portalreview.store.leftovers.is_abandoned` tells: never one a running export is
     filling). Returns those removed."""
     removed = []
     with contextlib.suppress(OSError):
         for entry in folder.iterdir():
-            if not entry.name.startswith(STAGING_PREFIX):
+            if not entry.name.startswith(prefix):
                 continue
-            pid = leftovers.pid_in_name(entry.name, STAGING_PREFIX)
+            pid = leftovers.pid_in_name(entry.name, prefix)
             if leftovers.is_abandoned([entry], pid):
                 leftovers.remove(entry)
                 removed.append(entry)

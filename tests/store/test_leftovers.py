@@ -206,3 +206,30 @@ def test_another_users_leftover_is_never_abandoned(tmp_path, monkeypatch):
     assert leftovers.is_abandoned([made], None)
     monkeypatch.setattr(os, "getuid", lambda: made.stat().st_uid + 1, raising=False)
     assert not leftovers.is_abandoned([made], None)
+
+
+def test_a_report_file_a_killed_run_left_half_written_is_removed_by_the_next(
+    tmp_path, processes
+):
+    """A kill while the workbook was written left "study.xlsx.tmp" (half a workbook with
+    patients' words) beside the report for good (found by an explorer). The temporary file
+    is hidden, named with its process id, and the next output to the folder removes one
+    whose run has ended; a running export's stays."""
+    from portalreview.store.output_files import TEMPORARY_PREFIX, write_through_temporary
+
+    running, ended = processes
+    killed = tmp_path / f"{TEMPORARY_PREFIX}{ended}-0a1b2c3d-study.xlsx.tmp"
+    busy = tmp_path / f"{TEMPORARY_PREFIX}{running}-0a1b2c3d-other.xlsx.tmp"
+    for left in (killed, busy):
+        left.write_bytes(b"half a workbook")
+    seen = []
+
+    def write(temporary: Path) -> None:
+        seen.append(temporary.name)
+        temporary.write_text("the report", encoding="utf-8")
+
+    write_through_temporary(tmp_path / "study.xlsx", write)
+    [name] = seen
+    assert name.startswith(f"{TEMPORARY_PREFIX}{os.getpid()}-") and name.endswith(".tmp")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([busy.name, "study.xlsx"])
+    assert (tmp_path / "study.xlsx").read_text(encoding="utf-8") == "the report"
