@@ -386,14 +386,22 @@ def _check_size(path: Path, header: bytes, size: int) -> None:
         )
     if _wal_has_frames(path) or _beside(path, "-journal").exists():
         return
+    counted = int.from_bytes(header[28:32], "big")
+    counted_is_valid = header[24:28] == header[92:96]
+    if size % page_size and counted_is_valid and 0 < counted * page_size < size:
+        raise ProjectDamagedError(  # not cut short: the header's pages are all there
+            path,
+            f"{path.name} is damaged: it is {size:,} bytes long, {size - counted * page_size:,} "
+            f"bytes more than the {counted:,} pages of {page_size:,} bytes its header counts: "
+            "something was written after its end.",
+        )
     if size % page_size:
         raise ProjectDamagedError(
             path,
             f"{path.name} is damaged: it is {size:,} bytes long, not a whole number of "
             f"{page_size:,}-byte pages, so it was cut short.",
         )
-    counted = int.from_bytes(header[28:32], "big")
-    if header[24:28] == header[92:96] and counted > size // page_size:
+    if counted_is_valid and counted > size // page_size:
         raise ProjectDamagedError(
             path,
             f"{path.name} is damaged: it holds {size // page_size:,} of the {counted:,} pages "

@@ -167,6 +167,25 @@ def test_every_cut_within_the_last_page_is_refused_and_changes_nothing(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.prproj", "whole.prproj"]
 
 
+@pytest.mark.parametrize("extra", [1, 5000])
+def test_bytes_written_after_the_end_are_refused_as_such(tmp_path, good_bytes, extra):
+    """Bytes appended to a whole file were refused as "not a whole number of pages, so it was
+    cut short", which it was not (found by an explorer): the message says what is wrong."""
+    page_size, page_count = _pages(tmp_path, good_bytes)
+    path = tmp_path / "s.prproj"
+    path.write_bytes(good_bytes + os.urandom(extra))
+    before = _digest(path)
+    with pytest.raises(ProjectError) as refused:
+        Project.open(path)
+    assert str(refused.value).startswith(
+        f"s.prproj is damaged: it is {len(good_bytes) + extra:,} bytes long, {extra:,} bytes "
+        f"more than the {page_count:,} pages of {page_size:,} bytes its header counts: "
+        "something was written after its end."
+    )
+    assert "cut short" not in str(refused.value)
+    assert _digest(path) == before
+
+
 @pytest.mark.parametrize("pages", [1, 2, 5])
 def test_whole_pages_missing_at_the_end_are_refused(tmp_path, good_bytes, pages):
     """Cut at a page boundary: the header counts more pages than the file holds."""
