@@ -242,6 +242,12 @@ class MainWindow(QMainWindow):
             "Next unit not done yet",
         )
         self.act_jump = self._action("&Jump to unit…", self.jump, "Ctrl+G")
+        self.act_reload = self._action(
+            "Re&load work list",
+            self.reload_work,
+            "F5",
+            "Read your units again: those the PI assigned since you signed in",
+        )
         self.act_submit = self._action(
             "&Submit and go on",
             self.submit,
@@ -295,6 +301,7 @@ class MainWindow(QMainWindow):
         go_menu = bar.addMenu("&Go")
         go_menu.addActions([self.act_next, self.act_prev, self.act_next_todo, self.act_jump])
         self.kind_menu = go_menu.addMenu("&Kind of work")
+        go_menu.addAction(self.act_reload)
         unit_menu = bar.addMenu("&Unit")
         unit_menu.addActions([self.act_submit, self.act_save, self.act_flag])
         unit_menu.addSeparator()
@@ -368,6 +375,7 @@ class MainWindow(QMainWindow):
             self.act_prev,
             self.act_next_todo,
             self.act_jump,
+            self.act_reload,
             self.act_submit,
             self.act_save,
             self.act_flag,
@@ -844,7 +852,38 @@ class MainWindow(QMainWindow):
         self._build_kinds()
 
     def _build_kinds(self) -> None:
-        """One tab per kind that has units for the person shown, with its progress."""
+        """One tab per kind that has units for the person shown, with its progress; the kind
+        shown before (else the first) opened at its next unit to do."""
+        self._fill_kind_tabs()
+        if not self.kinds:
+            self.stack.setCurrentWidget(self.empty)
+            self.queue.set_items([])
+            return
+        previous = self.kind if self.kind in self.kinds else self.kinds[0]
+        self.kind = None
+        self.kind_tabs.setCurrentIndex(self.kinds.index(previous))
+        self.switch_kind(previous)
+
+    def reload_work(self) -> None:
+        """Go > Reload work list (F5): the units assigned since signing in (a server study's
+        PI assigns while clinicians work, and no one is told), in their kinds' tabs, new
+        kinds too; the unit on screen stays open."""
+        if self.service is None:
+            return
+        shown = self.kind
+        self._fill_kind_tabs()
+        if shown not in self.kinds:  # none of the shown kind left: open another
+            self.kind = None
+            self._build_kinds()
+            return
+        self.kind_tabs.blockSignals(True)
+        self.kind_tabs.setCurrentIndex(self.kinds.index(shown))
+        self.kind_tabs.blockSignals(False)
+        self._load_queue(shown)
+        self.statusBar().showMessage("Work list read again.", 4000)
+
+    def _fill_kind_tabs(self) -> None:
+        """The tabs and the Go > Kind of work menu: a kind with units for the person shown."""
         self.kind_tabs.blockSignals(True)
         while self.kind_tabs.count():
             self.kind_tabs.removeTab(0)
@@ -866,14 +905,6 @@ class MainWindow(QMainWindow):
             index = len(self.kinds) - 1
             action.triggered.connect(lambda _=False, i=index: self.kind_tabs.setCurrentIndex(i))
         self.kind_tabs.blockSignals(False)
-        if not self.kinds:
-            self.stack.setCurrentWidget(self.empty)
-            self.queue.set_items([])
-            return
-        previous = self.kind if self.kind in self.kinds else self.kinds[0]
-        self.kind = None
-        self.kind_tabs.setCurrentIndex(self.kinds.index(previous))
-        self.switch_kind(previous)
 
     def _on_kind_tab(self, index: int) -> None:
         if 0 <= index < len(self.kinds):
@@ -933,6 +964,7 @@ class MainWindow(QMainWindow):
             self._not_read("the list of units", exc)
             return
         self.queue.set_items(items, total)
+        self._refresh_tab_progress()  # units assigned or taken away since the tab was made
 
     def _not_read(self, what: str, exc: StoreError) -> None:
         log.warning("%s not read: %s", what, exc)

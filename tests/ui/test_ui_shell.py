@@ -116,6 +116,45 @@ def test_queue_filters_jumps_and_next_to_do(qtbot, gui, tmp_path):
     assert window.session.unit.unit_id == gui.ids.units["respond"]
 
 
+def test_units_assigned_while_signed_in_show_after_reload(qtbot, gui, tmp_path):
+    """On a team server the PI assigns while clinicians work and no one is told: the tab kept
+    its old count ("19/22" over a list of 27) once its list was read again, and a kind that
+    was new got no tab until the next sign-in (found by an explorer). Go > Reload work list
+    (F5) reads them again; a tab's count follows its list; the unit on screen stays."""
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    assert window.kinds == ["respond", "rank", "match", "urgency", "eppc", "empathy", "facts"]
+    window.queue.jump_to_number(2)
+    shown = window.session.unit.unit_id
+    admin, ids = window.admin, gui.ids
+    rank_set = admin.create_unit_set("more drafts", "rank")
+    admin.assign(admin.add_unit(rank_set, ids.case1, members=[ids.draft1, ids.draft2]), ids.ava)
+    respond_set = admin.create_unit_set("more replies", "respond")
+    for case in (ids.case1, ids.case2):
+        admin.assign(admin.add_unit(respond_set, case), ids.ava)
+    assert window.kind_tabs.tabText(0).endswith("(0/2)")  # not read again yet
+    qtbot.keyClick(window, Qt.Key.Key_F5)
+    assert window.kind_tabs.tabText(0).endswith("(0/4)")
+    assert window.queue.total == 4 and window.session.unit.unit_id == shown
+    assert window.kind == "respond" and window.kind_tabs.currentIndex() == 0
+    admin.assign(admin.add_unit(rank_set, ids.case1, members=[ids.draft1, ids.draft2]), ids.ava)
+    show_kind(window, "rank")  # its list read again: its tab's count follows
+    assert window.kind_tabs.tabText(1).endswith("(0/3)")
+    assert window.queue.total == 3
+    window.close()
+
+
+def test_a_kind_assigned_while_signed_in_gets_its_tab_after_reload(qtbot, gui, tmp_path):
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "pat")
+    assert window.kinds == []
+    admin, ids = window.admin, gui.ids
+    admin.assign(ids.units["urgency"], ids.pi)
+    window.act_reload.trigger()
+    assert window.kinds == ["urgency"] and window.kind == "urgency"
+    assert window.session.unit.unit_id == ids.units["urgency"]
+    assert window.kind_tabs.tabText(0).endswith("(0/1)")
+    window.close()
+
+
 def test_a_clinician_reads_the_chart_sections_as_lists(qtbot, gui, tmp_path):
     window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
     panel = window.editors["respond"].case_panel
