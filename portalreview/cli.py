@@ -318,6 +318,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not str(args.output).strip():
         raise CliError("-o needs the name of the folder (or file) to export to")
     with open_project(_project_path(args.path), read_only=True) as project:
+        if args.format != "preferences":  # (a clinician's own preferences are hers to export)
+            _refuse_a_partial_view(project, f"export the study as {args.format}")
         if external:
             written = export_external(
                 project,
@@ -330,6 +332,20 @@ def cmd_export(args: argparse.Namespace) -> int:
             written = export_project(project, args.format, Path(args.output))
     print(_where_written(written))
     return 0
+
+
+def _refuse_a_partial_view(project: AnyProject, what: str) -> None:
+    """On a server, a clinician's login reads only her own answers and entries (row-level
+    security): a report would count everyone else's as none, and an export would look whole
+    while holding part of the log (verify then calls it tampered). Refused, as verify is."""
+    from portalreview.store.audit_verify import sees_everything
+
+    with project.read() as session:
+        if not sees_everything(session):
+            raise CliError(
+                f"only the PI or the study's owner can {what}: a clinician's login sees only "
+                "their own answers, so it would be partial and not say so; sign in as the PI"
+            )
 
 
 def _where_written(written: list[Path]) -> str:
@@ -350,6 +366,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise CliError(f"{args.output} is a folder; give the report a file name (-o FILE)")
     options = {"seed": args.seed, "n_resamples": args.resamples, "use_cache": not args.fresh}
     with open_project(_project_path(args.path), read_only=True) as project:
+        _refuse_a_partial_view(project, "write the agreement report")
         if args.format == "xlsx":
             from portalreview.reports.xlsx_report import write_xlsx_report
 

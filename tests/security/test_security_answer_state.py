@@ -352,3 +352,25 @@ def test_an_answer_inserted_into_a_copy_for_one_clinician_after_it_was_made_is_r
     assert result.before_copy == clean.before_copy  # the copy's own answers still excused
     (line,) = result.answer_problems
     assert line.endswith("has no audit entry: made outside PortalReview"), line
+
+
+def test_a_clinicians_login_may_not_report_or_export_the_study(team, capsys, tmp_path):
+    """With a clinician's login the report counted everyone else's answers as none (the PI's
+    gold answers too), and a full export looked whole while holding her entries only, which
+    verify then called tampered (found by an explorer). Both are refused, as verify is; her
+    own preferences export stays hers."""
+    project, _study, _dsn, (server, database, role, password) = team
+    ava = server.url(database, role, password)
+    for command in (
+        ["report", ava, "-o", str(tmp_path / "r.json"), "--resamples", "0"],
+        ["report", ava, "--format", "xlsx", "-o", str(tmp_path / "r.xlsx"), "--resamples", "0"],
+        ["export", ava, "--format", "jsonl", "-o", str(tmp_path / "study")],
+        ["export", ava, "--format", "labelstudio", "-o", str(tmp_path / "ls")],
+    ):
+        assert main(command) == 2, command
+        assert "only the PI or the study's owner can" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    pat = server.url(database, *server.member_login(project, "pat"))
+    assert main(["report", pat, "-o", str(tmp_path / "r.json"), "--resamples", "0"]) == 0
+    assert main(["export", pat, "--format", "jsonl", "-o", str(tmp_path / "study")]) == 0
+    assert main(["verify", str(tmp_path / "study")]) == 0

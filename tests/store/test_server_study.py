@@ -267,7 +267,8 @@ def test_a_person_has_one_database_role(server, address, capsys):
 
 def test_the_documented_set_up_with_an_owner_who_is_no_superuser(server, capsys, tmp_path):
     """docs/deployment.md's set-up, step by step: an owner without CREATEROLE is told what to
-    grant (nothing changed), then the clinician's role reads a report (no kept results)."""
+    grant (nothing changed), then the clinician's role works as her (and, as a clinician,
+    is refused the report, which would count only her own answers)."""
     database = f"ward_{secrets.token_hex(4)}"
     owner, ava = f"owner_{database}", f"ava_{database}"
     server.admin_sql(
@@ -287,5 +288,7 @@ def test_the_documented_set_up_with_an_owner_who_is_no_superuser(server, capsys,
     assert main(["member", as_owner, ava, "--as", "ava"]) == 0
     out = tmp_path / "ava.json"
     as_ava = server.dsn(database, ava, "ava-pw")
-    assert main(["report", as_ava, "-o", str(out), "--resamples", "0"]) == 0
-    assert json.loads(out.read_text())["report"]["format"] == "portalreview-report"
+    assert main(["report", as_ava, "-o", str(out), "--resamples", "0"]) == 2
+    assert "only the PI or the study's owner can write" in capsys.readouterr().err
+    with open_project(as_ava, read_only=True) as p:
+        assert p.member() == "ava"
