@@ -19,25 +19,41 @@ from PySide6.QtWidgets import (
 from portalreview.tasks.common.editor_base import PlainTextBox
 
 QUESTION = "What should the principal investigator look at?"
+#: ``exec()``'s answer when the person takes the flag off (Accepted: flag, or keep the note).
+REMOVE_FLAG = 2
 
 
 class FlagNoteDialog(QDialog):
-    """Asks for the flag's note; ``note()`` is the text typed."""
+    """Asks for the flag's note; ``note()`` is the text typed. Given the ``note`` of a unit
+    already flagged, it shows the note to read or change, and offers to take the flag off
+    (``exec()`` returns :data:`REMOVE_FLAG`): the key that flags a unit once took the flag and
+    its note off at once, with no undo and nowhere to read the note first."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, note: str | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Flag for the PI")
+        flagged = note is not None
+        self.setWindowTitle("Flagged for the PI" if flagged else "Flag for the PI")
         self.box = PlainTextBox()  # (pasted control characters left out)
         self.box.setObjectName("flagNote")
         self.box.setTabChangesFocus(True)
         self.box.setAccessibleName(QUESTION)
+        if flagged:
+            self.box.setPlainText(note)
+            self.box.moveCursor(self.box.textCursor().MoveOperation.End)
         label = QLabel(QUESTION)
         label.setBuddy(self.box)
-        hint = QLabel("Ctrl+Enter flags the unit; Tab reaches the buttons; Esc cancels.")
+        keep = "keeps the note" if flagged else "flags the unit"
+        hint = QLabel(f"Ctrl+Enter {keep}; Tab reaches the buttons; Esc cancels.")
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("&Flag")
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText(
+            "&Keep the note" if flagged else "&Flag"
+        )
+        if flagged:
+            remove = buttons.addButton("&Remove the flag", QDialogButtonBox.ButtonRole.ActionRole)
+            remove.setObjectName("removeFlag")
+            remove.clicked.connect(lambda: self.done(REMOVE_FLAG))
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         for keys in ("Ctrl+Return", "Ctrl+Enter"):

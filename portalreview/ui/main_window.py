@@ -60,7 +60,7 @@ from portalreview.tasks.common.editor_base import Editor
 from portalreview.tasks.facts.editor import category_keys
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui import colours
-from portalreview.ui.flag_dialog import FlagNoteDialog
+from portalreview.ui.flag_dialog import REMOVE_FLAG, FlagNoteDialog
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.save_problem import SaveProblemBar
 from portalreview.ui.screen import FocusFollowingScrollArea, PartsLabel, fit_to_screen
@@ -1042,7 +1042,8 @@ class MainWindow(QMainWindow):
             tooltip=PartsLabel.SEPARATOR.join([state, *flag, where, *whole]),
             kept=len([state, *flag, where]),
         )
-        self.act_flag.setText("Remove the &flag" if self.session.flagged else "&Flag for the PI…")
+        flagged = self.session.flagged
+        self.act_flag.setText("The &flag for the PI…" if flagged else "&Flag for the PI…")
 
     def go_to_unit(self, kind: str, unit_id: int) -> bool:
         """Show unit ``unit_id`` of ``kind`` (its tab, and the list unfiltered if it hides
@@ -1101,12 +1102,13 @@ class MainWindow(QMainWindow):
     def toggle_flag(self) -> None:
         if self.session is None or self.session.unit is None or self.session.read_only:
             return
-        if self.session.flagged:
+        flagged = self.session.flagged
+        dialog = FlagNoteDialog(self, self.session.flag_note if flagged else None)
+        answer = dialog.exec()
+        if answer == REMOVE_FLAG:
             self.session.set_flag(False, "")
-        else:
-            dialog = FlagNoteDialog(self)
-            if dialog.exec() == QDialog.DialogCode.Accepted:
-                self.session.set_flag(True, dialog.note())
+        elif answer == QDialog.DialogCode.Accepted:
+            self.session.set_flag(True, dialog.note())
         self._show_unit_status()  # the flag as it stands, saved or not yet
 
     def _on_saved(self, view: AnswerView) -> None:

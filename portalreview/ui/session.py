@@ -286,6 +286,13 @@ class AnnotationSession(QObject):
         return self._store(status, flagged=flagged, flag_note=note)
 
     @property
+    def flag_note(self) -> str:
+        """The note of the unit's flag on screen (a flag not saved yet included)."""
+        if self._held_flag is not None:
+            return str(self._held_flag["flag_note"] or "")
+        return (self.answer.flag_note or "") if self.answer else ""
+
+    @property
     def flagged(self) -> bool:
         """Whether the unit on screen is flagged for the PI (a flag not saved yet included)."""
         if self._held_flag is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import QApplication, QComboBox
+from PySide6.QtWidgets import QApplication, QComboBox, QPushButton
 from ui_support import (
     answer_sign_in_dialog,
     drag_select,
@@ -351,8 +351,59 @@ def test_flag_with_a_note_for_the_pi_from_the_keyboard(qtbot, gui, prefs, keys):
     answer = stored_answer(gui.path, gui.ids.units["respond"], "ava")
     assert (answer.flagged, answer.flag_note) == (True, "Dose unclear")
     assert "⚑" in window.queue.model.data(window.queue.model.index(0))
-    window.act_flag.trigger()  # again: the flag comes off
+    _with_flag_dialog(qtbot, lambda d: d.findChild(QPushButton, "removeFlag").click())
+    window.act_flag.trigger()  # again: the flag comes off from its dialog
     assert stored_answer(gui.path, gui.ids.units["respond"], "ava").flagged is False
+
+
+def _with_flag_dialog(qtbot, do) -> dict:
+    """When the flag dialog opens, note what it shows and call ``do(dialog)``."""
+    seen: dict = {}
+
+    def act() -> None:
+        dialog = QApplication.activeModalWidget()
+        if dialog is None:
+            QTimer.singleShot(30, act)
+            return
+        seen["note"] = dialog.note()
+        do(dialog)
+        seen["open"] = dialog.isVisible()
+        if dialog.isVisible():
+            dialog.reject()
+
+    QTimer.singleShot(30, act)
+    return seen
+
+
+def test_the_flag_key_on_a_flagged_unit_shows_its_note_before_anything_goes(qtbot, gui, prefs):
+    """Ctrl+Shift+F on a flagged unit took the flag and its note for the PI off at once, with
+    no undo and nowhere to read the note first (found by an explorer). It shows the note: Esc
+    keeps both, the note can be changed, and the flag comes off with Remove the flag."""
+    unit = gui.ids.units["respond"]
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    window.session.set_flag(True, "Response B stops the warfarin")
+    assert window.act_flag.text() == "The &flag for the PI…"
+    seen = _with_flag_dialog(qtbot, lambda d: qtbot.keyClick(d.box, Qt.Key.Key_Escape))
+    qtbot.keyClick(window, Qt.Key.Key_F, CTRL | Qt.KeyboardModifier.ShiftModifier)
+    assert seen == {"note": "Response B stops the warfarin", "open": False}
+    answer = stored_answer(gui.path, unit, "ava")
+    assert (answer.flagged, answer.flag_note) == (True, "Response B stops the warfarin")
+
+    def add_to_it(dialog) -> None:
+        qtbot.keyClicks(dialog.box, " (and the INR)")
+        qtbot.keyClick(dialog.box, Qt.Key.Key_Return, CTRL)
+
+    _with_flag_dialog(qtbot, add_to_it)
+    window.act_flag.trigger()
+    answer = stored_answer(gui.path, unit, "ava")
+    assert answer.flag_note == "Response B stops the warfarin (and the INR)"
+    remove = _with_flag_dialog(qtbot, lambda d: d.findChild(QPushButton, "removeFlag").click())
+    window.act_flag.trigger()
+    assert remove["note"].endswith("(and the INR)")
+    assert stored_answer(gui.path, unit, "ava").flagged is False
+    assert window.act_flag.text() == "&Flag for the PI…"
+    window.close()
 
 
 def test_escape_in_the_flag_dialog_flags_nothing(qtbot, gui, prefs):

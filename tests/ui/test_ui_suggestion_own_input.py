@@ -7,9 +7,12 @@ model's. Before, the flag and its note were dropped, and Dismiss emptied the com
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import pytest
 from ui_support import open_window, preferences, show_kind, stored_answer
 
+from portalreview.ui.flag_dialog import REMOVE_FLAG, FlagNoteDialog
 from portalreview.ui.suggestions import SuggestionBanner
 
 
@@ -34,6 +37,12 @@ def offered(qtbot, gui, tmp_path):
 
 def banner(window) -> SuggestionBanner:
     return window.editors["urgency"].findChild(SuggestionBanner)
+
+
+def remove_the_flag(window) -> None:
+    """Flag for the PI on a flagged unit, and Remove the flag in its dialog."""
+    with patch.object(FlagNoteDialog, "exec", lambda _dialog: REMOVE_FLAG):
+        window.toggle_flag()
 
 
 def urgency_answer(gui):
@@ -66,7 +75,7 @@ def test_a_flag_set_while_offered_is_saved_with_the_accepted_suggestion(qtbot, o
 
 def test_a_flag_set_while_offered_can_be_taken_back_before_it_is_saved(qtbot, offered, gui):
     offered.session.set_flag(True, "Please look")
-    offered.toggle_flag()  # the flag on screen is set, so this takes it back
+    remove_the_flag(offered)
     assert not offered.session.flagged
     offered.act_accept.trigger()
     assert not urgency_answer(gui).flagged
@@ -109,7 +118,7 @@ def test_leaving_an_offered_suggestion_with_nothing_of_ones_own_saves_nothing(qt
 
 def test_a_flag_set_and_taken_back_while_offered_leaves_nothing_to_save(qtbot, offered, gui):
     offered.session.set_flag(True, "Please look")
-    offered.toggle_flag()
+    remove_the_flag(offered)
     assert not offered.session.has_held_input()
     show_kind(offered, "rank")
     assert urgency_answer(gui) is None  # no empty draft, the suggestion not set aside

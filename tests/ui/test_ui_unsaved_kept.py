@@ -411,7 +411,7 @@ def test_a_flag_set_while_saves_fail_is_kept_and_saved_later(qtbot, gui, prefs, 
     monkeypatch.setattr(FlagNoteDialog, "exec", lambda _self: QDialog.DialogCode.Accepted)
     monkeypatch.setattr(FlagNoteDialog, "note", lambda _self: "Dose in the draft is wrong")
     window.toggle_flag()  # Flag for the PI…, with its note
-    assert window.session.flagged and window.act_flag.text() == "Remove the &flag"
+    assert window.session.flagged and window.act_flag.text() == "The &flag for the PI…"
     assert "flagged" in window.unit_label.text()
     qtbot.keyClicks(box, " More.")
     window.save_now()  # fails again: the kept answer still holds the flag
