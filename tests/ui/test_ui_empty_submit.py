@@ -55,3 +55,28 @@ def test_a_complete_answer_already_saved_still_submits(qtbot, gui, prefs):
     wait_saved(qtbot, window)  # stored as a draft: nothing is pending when it is submitted
     _submit(window)
     assert stored_answer(gui.path, gui.ids.units["rank"], "ava").status == "submitted"
+
+
+def test_a_choice_the_levels_given_contradict_is_kept_as_a_draft(qtbot, gui, prefs):
+    """Left patient level 3, right patient level 5, and the right one chosen to need care
+    first: it was submitted with "Submitted." (found by an explorer). It is kept as a draft
+    and the status bar says what contradicts; a level changed to agree, it is submitted."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "urgency")
+    editor = window.editors["urgency"]
+    editor.setFocus()
+    for key in (Qt.Key.Key_L, Qt.Key.Key_3, Qt.Key.Key_R, Qt.Key.Key_5, Qt.Key.Key_Right):
+        QTest.keyClick(editor, key)
+    _submit(window)
+    unit = gui.ids.units["urgency"]
+    assert stored_answer(gui.path, unit, "ava").status == "draft"
+    message = window.statusBar().currentMessage()
+    assert message.startswith("Saved as a draft, not submitted:")
+    assert "the right patient, chosen to need care first, has level 5, less urgent" in message
+    for key in (Qt.Key.Key_R, Qt.Key.Key_2):
+        QTest.keyClick(editor, key)
+    _submit(window)
+    answer = stored_answer(gui.path, unit, "ava")
+    assert answer.status == "submitted" and answer.payload["more_urgent_case_id"] == (
+        editor.case_ids[1]
+    )

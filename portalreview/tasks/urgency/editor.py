@@ -318,6 +318,23 @@ class UrgencyEditor(Editor):
             "levels": {str(c): lv for c, lv in sorted(self.state["levels"].items())},
         }
 
+    def submit_problem(self) -> str | None:
+        """A choice the clinician's own levels contradict (1 = most urgent): the patient
+        chosen to need care first has a less urgent level than the other. Both are her
+        answers and the report reads both (seed 002: the pair's order, and levels where given);
+        kept as a draft until she changes one."""
+        chosen, levels = self.state["chosen"], self.state["levels"]
+        if chosen not in self.case_ids:
+            return None
+        side = self.case_ids.index(chosen)
+        mine, theirs = levels.get(chosen), levels.get(self.case_ids[1 - side])
+        if mine is None or theirs is None or mine <= theirs:
+            return None
+        return (
+            f"the {SIDES[side]} patient, chosen to need care first, has level {mine}, less "
+            f"urgent than the other's level {theirs}: change the choice or a level"
+        )
+
     def comment_text(self) -> str | None:
         return self.comment.stored_text()
 
