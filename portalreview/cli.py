@@ -36,6 +36,7 @@ from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StudyService, person_name
 
 if TYPE_CHECKING:
+    from portalreview.store.merge import Conflict
     from portalreview.store.study_setup import SecondAssignment
 
 
@@ -627,11 +628,10 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
         if not args.take:
             raise CliError("say which version to keep: --take master or --take copy")
         with open_project(path) as project:
-            found = open_conflicts(project)
-            if not 1 <= args.resolve <= len(found):
-                raise CliError(f"there is no open conflict {args.resolve} ({len(found)} open)")
-            resolve_conflict(project, found[args.resolve - 1], args.take)
-        print(f"Resolved conflict {args.resolve}: kept the {args.take}'s answer")
+            conflict = _open_conflict(project, args.resolve)
+            resolve_conflict(project, conflict, args.take)
+        kept = "the master's answer" if args.take == "master" else f"{conflict.copy_file}'s answer"
+        print(f"Resolved conflict #{conflict.number}, {conflict.answer_named}: kept {kept}")
         return 0
     with open_project(path, read_only=True) as project:
         found = open_conflicts(project)
@@ -641,11 +641,27 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
         if not found:
             print("No open conflicts.")
         service = StudyService(project)
-        for i, conflict in enumerate(found, start=1):
-            print(f"{i}. {conflict.describe()}")
+        for conflict in found:
+            print(f"#{conflict.number} {conflict.describe()}")
             for line in conflict_lines(conflict, service):
                 print(f"   {line}")
     return 0
+
+
+def _open_conflict(project: AnyProject, number: int) -> Conflict:
+    """The open conflict numbered ``number`` (a number stays the conflict's while others are
+    resolved: the list is not renumbered)."""
+    from portalreview.store.merge import open_conflicts
+
+    found = open_conflicts(project)
+    for conflict in found:
+        if conflict.number == number:
+            return conflict
+    open_now = ", ".join(f"#{c.number}" for c in sorted(found, key=lambda c: c.number))
+    raise CliError(
+        f"there is no open conflict #{number} (open: {open_now or 'none'}); a conflict keeps "
+        "its number, and is no longer open once resolved or settled"
+    )
 
 
 def conflict_lines(conflict, service: StudyService) -> list[str]:
@@ -1307,7 +1323,9 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     conflicts = verbs.add_parser("conflicts", help="list or resolve conflicts left by merges")
     conflicts.add_argument("path", help="the master project file")
     conflicts.add_argument("--json", action="store_true", help="print them as JSON")
-    conflicts.add_argument("--resolve", type=int, metavar="N", help="resolve conflict N")
+    conflicts.add_argument(
+        "--resolve", type=int, metavar="N", help="resolve conflict #N (its number in the list)"
+    )
     conflicts.add_argument("--take", choices=("master", "copy"), help="the version to keep")
     conflicts.set_defaults(func=cmd_conflicts)
 

@@ -252,6 +252,84 @@ def test_conflicts_name_cases_by_their_ids_not_database_numbers(tmp_path, capsys
     assert "more_urgent_case_id" not in out
 
 
+def _three_conflicts(source: Path, tmp_path: Path) -> dict[tuple[str, int], dict]:
+    """A study in ``source`` whose merged whole-study copy left three conflicts: ava's and
+    ben's urgency answers and ava's empathy answer, each changed in the copy (its decision)
+    and in the master (its comment). (annotator, unit) -> the copy's payload."""
+    from portalreview.store.merge import make_copy, merge_copies
+    from portalreview.store.service import StudyService
+
+    with Project.create(source) as project:
+        study = build_small_study(project)
+        urgency, empathy = study.units["urgency"], study.units["empathy"]
+        first = {
+            ("ava", urgency): {"more_urgent_case_id": study.case1},
+            ("ben", urgency): {"more_urgent_case_id": study.case1},
+            ("ava", empathy): {"equal": True},
+        }
+        in_copy = {
+            ("ava", urgency): {"more_urgent_case_id": study.case2},
+            ("ben", urgency): {"more_urgent_case_id": study.case2},
+            ("ava", empathy): {"more_empathetic_response_id": study.edited},
+        }
+        for (name, unit), payload in first.items():
+            study.service.as_viewer(name).save_answer(unit, payload, status="submitted")
+        copy = make_copy(project, tmp_path / "whole.prproj").path
+        with Project.open(copy) as taken:
+            for (name, unit), payload in in_copy.items():
+                StudyService(taken).as_viewer(name).save_answer(unit, payload, status="submitted")
+        for (name, unit), payload in first.items():
+            study.service.as_viewer(name).save_answer(unit, payload, comment="checked")
+        (merged,) = merge_copies(project, [copy])
+        assert [c.number for c in merged.conflicts] == [1, 2, 3]  # as the log will number them
+        assert "  conflict #3: " in merged.summary()
+    return in_copy
+
+
+def test_a_conflict_keeps_its_number_while_others_are_resolved(tmp_path, capsys):
+    """``--resolve N`` took N as a place in the list as it was then, and the list renumbered
+    after each resolve: a PI who listed three conflicts and resolved #1 then #2 as listed
+    replaced the third one's answer (another unit) and left the second, and "Resolved conflict
+    2" named no unit. Each conflict now keeps its number, and the confirmation names it."""
+    from portalreview.store.service import StudyService
+
+    source = tmp_path / "s.prproj"
+    in_copy = _three_conflicts(source, tmp_path)
+    capsys.readouterr()
+    assert main(["conflicts", str(source)]) == 0
+    headings = [line for line in capsys.readouterr().out.splitlines() if line[:1] not in " "]
+    listed = []  # (the number shown, (annotator, unit)), in the order listed
+    for heading in headings:
+        number = heading.split()[0].strip("#.")
+        (answer,) = [a for a in in_copy if f"(unit {a[1]}): {a[0]}'s answer" in heading]
+        listed.append((number, answer))
+    assert len(listed) == 3
+
+    said = []
+    for number, _answer in listed[:2]:  # the PI takes the copy's for the first two
+        assert main(["conflicts", str(source), "--resolve", number, "--take", "copy"]) == 0
+        said.append(capsys.readouterr().out.strip())
+    with Project.open(source, read_only=True) as project:
+        service = StudyService(project)
+        ids = {a.name: a.id for a in service.annotators()}
+        payloads = {a: service.get_answer(a[1], ids[a[0]]).payload for a in in_copy}
+    now = {a: {key: payloads[a].get(key) for key in in_copy[a]} for a in in_copy}  # decisions
+    for _number, answer in listed[:2]:
+        assert now[answer] == in_copy[answer]
+    (_number, untouched) = listed[2]
+    assert now[untouched] != in_copy[untouched]  # the master's answer, as the PI left it
+    for confirmation, (number, (name, unit)) in zip(said, listed, strict=False):
+        assert confirmation.startswith(f"Resolved conflict #{number}, {name}'s answer to ")
+        assert confirmation.endswith(f"(unit {unit}): kept whole.prproj's answer")
+
+    assert main(["conflicts", str(source)]) == 0
+    assert capsys.readouterr().out.startswith(f"#{listed[2][0]} ")
+    assert main(["conflicts", str(source), "--resolve", listed[0][0], "--take", "copy"]) == 2
+    assert f"there is no open conflict #{listed[0][0]} (open: #{listed[2][0]})" in (
+        capsys.readouterr().err
+    )
+
+
 def test_import_error_names_file_and_row_and_changes_nothing(tmp_path, capsys):
     path = tmp_path / "s.prproj"
     Project.create(path).close()

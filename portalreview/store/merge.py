@@ -40,7 +40,8 @@ audit logs):
 * changed in both (or in two copies, the first one merged already) to different answers: a
   **conflict**. Nothing is overwritten: the master keeps its answer, and both versions (and the
   base) are kept in the merge's audit entry, listed by :func:`open_conflicts` until the PI
-  resolves them (:func:`resolve_conflict`, keeping either version);
+  resolves them (:func:`resolve_conflict`, keeping either version), each with the number it
+  keeps meanwhile (``Conflict.number``: the order merges first recorded them in);
 * everything else (unchanged in the copy, or the same answer in both) is left alone.
 
 Time on task only grows, and time spent in the copy (on an answer left unchanged there too:
@@ -966,10 +967,18 @@ class Conflict:
     copy_file: str
     copy_id: str
     copy_suggestion: dict[str, Any] | None = None
+    #: Its number in the study (``conflicts --resolve N``), kept until it is settled: the order
+    #: merges first recorded it in (None: not recorded, a dry run's new conflict).
+    number: int | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
         return _key_text(self.unit_id, self.annotator, self.is_gold)
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """The answer and the two versions offered: what a resolve record names."""
+        return (self.key, self.copy_hash, self.master_hash)
 
     @property
     def master_hash(self) -> str:
@@ -979,10 +988,20 @@ class Conflict:
     def copy_hash(self) -> str:
         return _digest(self.copy)
 
+    @property
+    def answer_named(self) -> str:
+        """Whose answer to which unit, as a person reads it."""
+        what = "gold answer" if self.is_gold else "answer"
+        return f"{self.annotator}'s {what} to {self.unit_named}"
+
+    @property
+    def unit_named(self) -> str:
+        return f"{self.kind} unit {self.position + 1} of {self.unit_set!r} (unit {self.unit_id})"
+
     def describe(self) -> str:
         what = "gold answer" if self.is_gold else "answer"
         return (
-            f"{self.kind} unit {self.position + 1} of {self.unit_set!r} (unit {self.unit_id}): "
+            f"{self.unit_named}: "
             f"{self.annotator}'s {what} was changed in the master ({self.master_updated_at}) "
             f"and in {self.copy_file} ({self.copy_updated_at}); the master's is kept"
         )
@@ -1051,7 +1070,10 @@ class MergeReport:
                 if self.conflicts
                 else "  nothing new: the master already holds everything in this copy"
             )
-        lines += [f"  conflict: {c.describe()}" for c in self.conflicts]
+        lines += [
+            f"  conflict{'' if c.number is None else f' #{c.number}'}: {c.describe()}"
+            for c in self.conflicts
+        ]
         lines += [f"  skipped: {why}" for why in self.skipped]
         return "\n".join(lines)
 
@@ -1484,7 +1506,7 @@ def _merge(
                 "time_on_task": {key: seconds for key, (_, seconds) in longer_times.items()},
                 "conflicts": [
                     {
-                        **c.to_dict(),
+                        **_recorded_fields(c),
                         "key": c.key,
                         "copy_hash": c.copy_hash,
                         "master_hash": c.master_hash,
@@ -1494,7 +1516,24 @@ def _merge(
             },
         )
         report.recorded = True
+    _number_conflicts(report.conflicts, records, new_ones_too=report.recorded)
     return report
+
+
+def _recorded_fields(conflict: Conflict) -> dict[str, Any]:
+    """A conflict as a merge records it: its number is the log's order, not stored."""
+    fields = conflict.to_dict()
+    del fields["number"]
+    return fields
+
+
+def _number_conflicts(conflicts: list[Conflict], records: list[dict], new_ones_too: bool) -> None:
+    """Give the merge's conflicts their numbers: those on record already keep theirs; new ones
+    (``new_ones_too``: now recorded) take the next, as the log will number them."""
+    numbers = _conflict_numbers(records)
+    for conflict in conflicts:
+        if new_ones_too or conflict.identity in numbers:
+            conflict.number = numbers.setdefault(conflict.identity, len(numbers) + 1)
 
 
 def _longer_times(
@@ -1694,10 +1733,11 @@ def open_conflicts(project: Project) -> list[Conflict]:
         if not named:  # no merge found a conflict: none can be open, no answer need be read
             return []
         current = {_key_text(*k): _digest(r.state) for k, r in _rows(s, named).items()}
+    numbers = _conflict_numbers(records)
     out = []
     for c in _open_conflict_records(records, current):
         fields = {k: v for k, v in c.items() if k not in ("key", "copy_hash", "master_hash")}
-        out.append(Conflict(**fields))
+        out.append(Conflict(**fields, number=numbers[_identity(c)]))
     return sorted(out, key=lambda c: (c.unit_set, c.position, c.annotator, c.copy_file))
 
 
@@ -1713,6 +1753,23 @@ def _merge_records(s: Session) -> list[dict]:
         )
         if new_json
     ]
+
+
+def _identity(recorded: dict) -> tuple[str, str, str]:
+    """A recorded conflict's :attr:`Conflict.identity`."""
+    return (recorded["key"], recorded["copy_hash"], recorded["master_hash"])
+
+
+def _conflict_numbers(records: list[dict]) -> dict[tuple[str, str, str], int]:
+    """Every conflict ever recorded (by its identity) -> its number: 1, 2, ... in the order
+    merges first recorded them. The log only grows, so a conflict's number never changes
+    while others are resolved (a number from the list as it then was resolved another one)."""
+    numbers: dict[tuple[str, str, str], int] = {}
+    for rec in records:
+        if rec["action"] == "merge":
+            for c in rec.get("conflicts", []):
+                numbers.setdefault(_identity(c), len(numbers) + 1)
+    return numbers
 
 
 def _conflicted_answers(records: list[dict]) -> set[tuple[int, str, bool]]:
