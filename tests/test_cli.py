@@ -330,6 +330,42 @@ def test_a_conflict_keeps_its_number_while_others_are_resolved(tmp_path, capsys)
     )
 
 
+def test_a_clinicians_login_may_not_list_or_resolve_conflicts(postgres_server, tmp_path, capsys):
+    """Row-level security shows a clinician none of the merges' records: her login was told
+    "No open conflicts." (status 0) while one about her own answer was open, and --resolve 1
+    "there is no open conflict". Both are refused, as verify is; the PI's login lists it."""
+    from portalreview.store.backends import ServerProject
+    from portalreview.store.errors import StoreError
+    from portalreview.store.merge import make_copy, merge_copies, open_conflicts
+    from portalreview.store.service import StudyService
+
+    server = postgres_server
+    database = server.new_database()
+    with ServerProject.create(server.url(database)) as project:
+        study = build_small_study(project)
+        unit, ava = study.units["urgency"], study.service.as_viewer("ava")
+        ava.save_answer(unit, {"more_urgent_case_id": study.case1}, status="submitted")
+        copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+        with Project.open(copy) as taken:
+            StudyService(taken).as_viewer("ava").save_answer(
+                unit, {"more_urgent_case_id": study.case2}, status="submitted"
+            )
+        ava.save_answer(unit, {"more_urgent_case_id": study.case1}, comment="checked")
+        assert merge_copies(project, [copy])[0].conflicts
+        clinician = server.url(database, *server.member_login(project, "ava"))
+        pi = server.url(database, *server.member_login(project, "pat"))
+    refused = "only the PI or the study's owner can list or resolve the conflicts"
+    with ServerProject.open(clinician) as as_ava, pytest.raises(StoreError, match=refused):
+        open_conflicts(as_ava)
+    capsys.readouterr()
+    for extra in ([], ["--json"], ["--resolve", "1", "--take", "copy"]):
+        assert main(["conflicts", clinician, *extra]) == 2
+        captured = capsys.readouterr()
+        assert refused in captured.err and not captured.out
+    assert main(["conflicts", pi]) == 0
+    assert capsys.readouterr().out.startswith("#1 urgency unit 1 of 'urgency set'")
+
+
 def test_import_error_names_file_and_row_and_changes_nothing(tmp_path, capsys):
     path = tmp_path / "s.prproj"
     Project.create(path).close()

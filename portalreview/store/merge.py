@@ -87,6 +87,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from portalreview.store import leftovers
+from portalreview.store.audit_verify import sees_everything
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.importers.portable import (
     ANSWER_REFS,
@@ -1728,6 +1729,7 @@ def open_conflicts(project: Project) -> list[Conflict]:
     """Conflicts recorded by merges that the PI has not resolved yet (a conflict whose master
     answer has changed since, or now equals the copy's, is settled)."""
     with project.read() as s:
+        _check_sees_every_merge(s)
         records = _merge_records(s)
         named = _conflicted_answers(records)
         if not named:  # no merge found a conflict: none can be open, no answer need be read
@@ -1739,6 +1741,17 @@ def open_conflicts(project: Project) -> list[Conflict]:
         fields = {k: v for k, v in c.items() if k not in ("key", "copy_hash", "master_hash")}
         out.append(Conflict(**fields, number=numbers[_identity(c)]))
     return sorted(out, key=lambda c: (c.unit_set, c.position, c.annotator, c.copy_file))
+
+
+def _check_sees_every_merge(session: Session) -> None:
+    """On a server, refuse a clinician's login: row-level security shows it none of the merges'
+    records, so its list would say no conflict is open while some are (about her answers too)."""
+    if not sees_everything(session):
+        raise StoreError(
+            "only the PI or the study's owner can list or resolve the conflicts merges left: "
+            "a clinician's login sees none of the merges' records, so its list would be empty; "
+            "sign in as the PI or the study's owner"
+        )
 
 
 def _merge_records(s: Session) -> list[dict]:
@@ -1828,6 +1841,7 @@ def resolve_conflict(
         raise StoreError(f"take must be 'master' or 'copy', not {take!r}")
     recorder = EventRecorder(project, by)
     with recorder._write() as s:
+        _check_sees_every_merge(s)
         person = s.scalar(select(Annotator.id).where(Annotator.name == conflict.annotator))
         if person is None:
             raise StoreError(f"there is no annotator called {conflict.annotator!r}")
