@@ -292,3 +292,63 @@ def test_the_documented_set_up_with_an_owner_who_is_no_superuser(server, capsys,
     assert "only the PI or the study's owner can write" in capsys.readouterr().err
     with open_project(as_ava, read_only=True) as p:
         assert p.member() == "ava"
+
+
+def _member_command(server, database: str, role: str, name: str) -> str:
+    """The ``portalreview member`` command the words give IT: the study owner's address."""
+    owner = f"postgresql://portalreview_admin@127.0.0.1:{server.port}/{database}"
+    return f'portalreview member "{owner}" {role} --as {name}'
+
+
+def test_a_study_restored_or_copied_before_its_members_are_set_up_again_says_so(
+    server, address, capsys
+):
+    """A copy of the study's database (pg_restore, CREATE DATABASE ... TEMPLATE) keeps
+    study_members but not the search path `member` gave the clinician in the first database:
+    she was told her account "works as a clinician or lacks this right ... the PI runs it"
+    (the app: an empty window). Now the open says what happened and what IT runs; once run,
+    she works in the copy, and the PI's account (no search path of its own) always did."""
+    assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
+    ava, pat = (f"{who}_{secrets.token_hex(4)}" for who in ("ava", "pat"))
+    server.admin_sql(
+        f"CREATE ROLE {ava} LOGIN PASSWORD 'ava-pw'", f"CREATE ROLE {pat} LOGIN PASSWORD 'p'"
+    )
+    assert main(["member", address, ava, "--as", "ava"]) == 0
+    assert main(["member", address, pat, "--as", "pat"]) == 0
+    copy = server.clone_database(address.rsplit("/", 1)[1], prefix="restored")
+    capsys.readouterr()
+    as_ava = server.dsn(copy, ava, "ava-pw")
+    assert main(["info", as_ava]) == 2
+    said = capsys.readouterr().err
+    assert f"The database account {ava} works as ava in the study at" in said
+    assert "the study was restored or copied into this database since IT set" in said
+    assert _member_command(server, copy, ava, "ava") in said
+    assert "lacks this right" not in said and "ava-pw" not in said
+    with open_project(server.dsn(copy, pat, "p")) as p:
+        assert p.member() == "pat"
+    assert main(["member", server.dsn(copy), ava, "--as", "ava"]) == 0
+    with open_project(as_ava) as p:
+        assert p.member() == "ava"
+
+
+def test_a_login_that_is_no_member_of_the_study_is_told_so(server, address, capsys):
+    """An account that may connect but was never made a member: "refused this: permission
+    denied for table project_meta", nothing on what to do. Where it may not even connect
+    (IT revoked CONNECT from PUBLIC, as docs/deployment.md says), the server's words came."""
+    assert main(["new", address, "--annotator", "ava"]) == 0
+    eve = f"eve_{secrets.token_hex(4)}"
+    server.admin_sql(f"CREATE ROLE {eve} LOGIN PASSWORD 'eve-pw'")
+    database = address.rsplit("/", 1)[1]
+    capsys.readouterr()
+    assert main(["info", server.dsn(database, eve, "eve-pw")]) == 2
+    said = capsys.readouterr().err
+    assert f"The database account {eve} may connect to" in said
+    assert "but is not a member of the study there" in said
+    assert _member_command(server, database, eve, "NAME") in said
+    assert "permission denied" not in said
+    server.admin_sql(f'REVOKE ALL ON DATABASE "{database}" FROM PUBLIC')
+    assert main(["info", server.dsn(database, eve, "eve-pw")]) == 2
+    said = capsys.readouterr().err
+    assert f"does not let the database account {eve} connect to {database}" in said
+    assert f"portalreview member ADDRESS {eve} --as NAME" in said
+    assert "FATAL" not in said

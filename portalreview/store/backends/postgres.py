@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -99,6 +100,13 @@ class NoSuchDatabase(ServerError):
 
 class NotAStudy(ServerError):
     """The database is reachable but holds no PortalReview study (an empty one, say)."""
+
+
+class NotAMember(ServerError):
+    """The login reaches the study's database but is neither the study's owner nor a member
+    set up there: not a member at all, or one whose rights and search path were given in
+    another database (the study was restored or copied since). IT runs ``portalreview
+    member``."""
 
 
 def is_server_url(target: object) -> bool:
@@ -719,6 +727,8 @@ def _server_error(url: URL, exc: DBAPIError) -> ServerError:
             f"The study server {redact(url)} refused the password of {url.username}: check the "
             "user name and password (they are IT's to reset)."
         )
+    if f'permission denied for database "{url.database}"' in reason:  # (no CONNECT)
+        return NotAMember(_no_connect_words(url))
     if f'database "{url.database}" does not exist' in reason:
         return NoSuchDatabase(
             f"The study server at {url.host or 'localhost'} has no database {url.database}: "
@@ -769,6 +779,91 @@ def _require_supported_server(url: URL, conn: Connection) -> None:
         )
 
 
+#: Who the login is in the study: its role, the annotator it works as (NULL: none), whether
+#: that one is the PI, whether it has the rights of the study's tables' owner (that owner, or
+#: a superuser), that owner's name, whether it may read project_meta, and whether a
+#: clinician's blinded views come first on its search path (postgres_security).
+_WHO_IS_THIS = text(
+    "SELECT session_user, portalreview_me(), portalreview_is_pi(), "
+    "pg_has_role(current_user, c.relowner, 'USAGE'), pg_get_userbyid(c.relowner), "
+    "has_table_privilege('project_meta', 'SELECT'), "
+    "coalesce((current_schemas(false))[1] = 'blinded' OR to_regnamespace('blinded') IS NULL,"
+    " false) "
+    "FROM pg_class c WHERE c.oid = to_regclass('project_meta')"
+)
+
+
+def _require_member(url: URL, conn: Connection) -> None:
+    """Refuse, in words (:class:`NotAMember`), a login that is neither the study's owner nor a
+    member set up in this database, before a read it may not make fails while she signs in.
+    ``portalreview member`` gives a member's rights and search path in one database: a study
+    restored or copied into another (pg_restore, CREATE DATABASE ... TEMPLATE) keeps its
+    ``study_members`` but not those until IT runs it again."""
+    if conn.execute(text("SELECT to_regprocedure('portalreview_me()')")).scalar() is None:
+        return  # not a study of ours: _check_is_study says so
+    role, me, pi, owns, owner, reads_meta, blinded_first = conn.execute(_WHO_IS_THIS).one()
+    if owns:
+        return  # the study's owner (IT), or a superuser
+    if me is None:
+        raise NotAMember(_not_a_member_words(url, role, owner))
+    if not reads_meta or not (pi or blinded_first):
+        name = _annotator_name(conn, me)
+        raise NotAMember(_set_up_elsewhere_words(url, role, owner, name))
+
+
+def _annotator_name(conn: Connection, annotator_id: int) -> str | None:
+    """The annotator's name; None where the login may not read it (no rights here either)."""
+    if not conn.execute(text("SELECT has_table_privilege('annotators', 'SELECT')")).scalar():
+        return None
+    query = text("SELECT name FROM annotators WHERE id = :id")
+    return conn.execute(query, {"id": annotator_id}).scalar()
+
+
+def _member_command(url: URL, role: str, owner: str | None, annotator: str | None) -> str:
+    """The ``portalreview member`` command IT runs to set ``role`` up in this database."""
+    address = f'"{redact(_as_account(url, owner))}"' if owner else "ADDRESS"
+    name = shlex.quote(annotator) if annotator else "NAME"
+    return f"portalreview member {address} {role} --as {name}"
+
+
+def _as_account(url: URL, user: str) -> URL:
+    """The same database and options for ``user``, with no password (``URL.set`` keeps one)."""
+    return URL.create(url.drivername, user, None, url.host, url.port, url.database, url.query)
+
+
+def _not_a_member_words(url: URL, role: str, owner: str) -> str:
+    return (
+        f"The database account {role} may connect to {redact(url)}, but is not a member of "
+        "the study there. IT sets it up, with the study owner's account: "
+        f"{_member_command(url, role, owner, None)} (NAME: the person's name in the study; "
+        "docs/deployment.md, set-up step 3). Nothing was changed."
+    )
+
+
+def _set_up_elsewhere_words(url: URL, role: str, owner: str, annotator: str | None) -> str:
+    works_as = f" as {annotator}" if annotator else ""
+    return (
+        f"The database account {role} works{works_as} in the study at {redact(url)}, but is no "
+        "longer set up as a member there: the study was restored or copied into this database "
+        "since IT set the account up (a member's rights and search path stay with the database "
+        "they were given in). IT sets it up again, with the study owner's account: "
+        f"{_member_command(url, role, owner, annotator)} (docs/deployment.md, Backups). "
+        "Nothing was changed."
+    )
+
+
+def _no_connect_words(url: URL) -> str:
+    account = f"the database account {url.username}" if url.username else "your database account"
+    command = _member_command(url, url.username or "ROLE", None, None)
+    return (
+        f"The study server {redact(url)} does not let {account} connect to {url.database}: "
+        "it is not set up as a member of the study there (or no longer: a study restored or "
+        "copied into another database needs its members set up again). IT sets it up, with "
+        f"the study owner's account: {command} (ADDRESS: the study's, with the owner's "
+        "account; NAME: the person's name in the study; docs/deployment.md). Nothing was changed."
+    )
+
+
 def _check_is_study(url: URL, engine: Engine) -> None:
     watchdog = _WATCHDOGS[engine]
     watchdog.forget_here()
@@ -779,6 +874,7 @@ def _check_is_study(url: URL, engine: Engine) -> None:
             has_meta = conn.execute(text("SELECT to_regclass('project_meta') IS NOT NULL")).scalar()
             meta = {}
             if has_meta:
+                _require_member(url, conn)
                 rows = conn.execute(
                     text(
                         "SELECT key, value FROM project_meta "
