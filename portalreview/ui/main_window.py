@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from sqlalchemy.exc import DBAPIError
 
 from portalreview import __version__
 from portalreview.applog import log_dir
@@ -635,9 +636,18 @@ class MainWindow(QMainWindow):
                 return
             self.sign_in(annotator)
         except StoreError as exc:  # (a server gone, or frozen, as she signs in)
-            log.warning("signing in to %s failed: %s", project.label, exc)
-            self.close_project()
-            QMessageBox.critical(self, APP_NAME, f"Could not sign in to {project.label}:\n{exc}")
+            self._sign_in_failed(project, str(exc))
+        except DBAPIError as exc:  # a read refused: never a window left empty, nothing said
+            from portalreview.ui.server_dialog import sign_in_refused_words
+
+            role = project.url.username if project.path is None else None  # (a server's)
+            self._sign_in_failed(project, sign_in_refused_words(exc, role, annotator))
+
+    def _sign_in_failed(self, project: Project, words: str) -> None:
+        """Close the project half signed in to, and say why."""
+        log.warning("signing in to %s failed: %s", project.label, words)
+        self.close_project()
+        QMessageBox.critical(self, APP_NAME, f"Could not sign in to {project.label}:\n{words}")
 
     def _ask_who(self, people: list) -> str | None:
         key = self._project_key()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from sqlalchemy.exc import DBAPIError
 
 from portalreview.store.backends.postgres import (
     NoSuchDatabase,
@@ -29,6 +30,7 @@ from portalreview.store.backends.postgres import (
     parse_url,
     redact,
 )
+from portalreview.store.errors import INSUFFICIENT_PRIVILEGE
 
 PLACEHOLDER = "postgresql://your-account@study-server.hospital.org/ward5_study"
 
@@ -141,3 +143,20 @@ def open_failure_words(exc: Exception, address: str) -> str | None:
             "with your PI or IT: IT makes a study in it first (docs/deployment.md)."
         )
     return None
+
+
+def sign_in_refused_words(exc: DBAPIError, role: str | None, annotator: str | None) -> str:
+    """What the study server refused as the account ``role`` signed in (as ``annotator``),
+    and what to do: a read it has no right to means its rights in this database were given
+    in part, or not since a restore or a copy (``portalreview member`` gives them all)."""
+    lines = str(exc.orig).strip().splitlines()
+    reason = lines[0] if lines else type(exc.orig).__name__
+    if getattr(exc.orig, "sqlstate", None) != INSUFFICIENT_PRIVILEGE:
+        return f"The database refused this: {reason}."
+    return (
+        "The study server refused your database account a read that signing in needs "
+        f"({reason}): the account is not fully set up as a member of the study in this "
+        "database (a study restored or copied into another database needs its members set up "
+        "again). Ask IT to set it up, with the study owner's account: portalreview member "
+        f"ADDRESS {role or 'ROLE'} --as {annotator or 'NAME'} (docs/deployment.md)."
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import threading
 import time
@@ -287,6 +288,58 @@ def test_a_study_that_does_not_open_says_what_to_do_in_the_dialog(
         assert "pgpass" not in message, message
     assert "Password box" in errors[0] and "Password box" in errors[1]
     assert window.project is None
+
+
+def test_an_account_not_set_up_in_the_studys_database_is_told_what_to_do(
+    qtbot, prefs, team_study, monkeypatch
+):
+    """The study copied into another database (as a restore does) before IT set its members up
+    there again: she appeared signed in to an empty window, no tabs and no message (an uncaught
+    permission error). An account that is no member was told "refused this: permission denied
+    for table project_meta". Each is now told at open, with what IT runs; nothing opens."""
+    server, database, _study, accounts = team_study
+    role, password = accounts["ava"]
+    errors: list[str] = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *args: errors.append(args[2]))
+    window = MainWindow(prefs)
+    qtbot.addWidget(window)
+    window.show()
+    copy = server.clone_database(database, prefix="restored")
+    message = _failed_open(qtbot, window, errors, server.dsn(copy, role), password)
+    assert message.startswith(f"Could not open postgresql://{role}@127.0.0.1"), message
+    assert "the study was restored or copied into this database since IT set" in message
+    owner = f"postgresql://portalreview_admin@127.0.0.1:{server.port}/{copy}"
+    assert f'portalreview member "{owner}" {role} --as ava' in message
+    assert window.project is None and window.session is None
+    assert window.stack.currentWidget() is window.welcome
+    eve = f"eve_{secrets.token_hex(4)}"
+    server.admin_sql(f"CREATE ROLE {eve} LOGIN PASSWORD 'eve-pw'")
+    message = _failed_open(qtbot, window, errors, server.dsn(database, eve), "eve-pw")
+    assert f"The database account {eve} may connect to" in message
+    assert f"{eve} --as NAME" in message and "permission denied" not in message
+    assert window.project is None
+
+
+def test_a_refusal_while_signing_in_is_said_and_leaves_no_empty_window(
+    qtbot, prefs, team_study, monkeypatch
+):
+    """The server refuses a read that signing in makes (her account's rights given only in
+    part): the window said nothing and stayed empty, the error uncaught. Now it says what the
+    server refused and what IT does, and shows the welcome page again."""
+    server, database, _study, accounts = team_study
+    role, password = accounts["ava"]
+    server.admin_sql(f"REVOKE SELECT ON assignments FROM {role}", database=database)
+    errors: list[str] = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *args: errors.append(args[2]))
+    window = MainWindow(prefs)
+    qtbot.addWidget(window)
+    window.show()
+    message = _failed_open(qtbot, window, errors, server.dsn(database, role), password)
+    assert message.startswith(f"Could not sign in to postgresql://{role}@127.0.0.1"), message
+    assert "(permission denied for table assignments)" in message
+    assert f"portalreview member ADDRESS {role} --as ava" in message
+    assert window.project is None and window.session is None and window.kinds == []
+    assert window.stack.currentWidget() is window.welcome
 
 
 FREEZES = {
