@@ -1431,7 +1431,9 @@ def _not_this_accounts(exc: DBAPIError) -> str | None:
     return (
         "the study server refused this to your database account, which works as a "
         f"clinician or lacks this right ({first}); the study's PI, or IT with the study "
-        "owner's account, runs it"
+        "owner's account, runs it. If it is yours to run, your account is not fully set up "
+        "as a member of the study: IT sets it up again, with the study owner's account "
+        "(portalreview member ADDRESS ROLE --as NAME; docs/deployment.md)"
     )
 
 

@@ -352,3 +352,22 @@ def test_a_login_that_is_no_member_of_the_study_is_told_so(server, address, caps
     assert f"does not let the database account {eve} connect to {database}" in said
     assert f"portalreview member ADDRESS {eve} --as NAME" in said
     assert "FATAL" not in said
+
+
+def test_a_clinician_whose_rights_are_given_in_part_is_told_who_sets_them_up(
+    server, address, capsys
+):
+    """A refusal of a command that is hers to run (a right taken from her account) said only
+    that the PI or IT runs it; it now says that IT sets her account up again, and how."""
+    assert main(["new", address, "--annotator", "ava", "--pi", "pat"]) == 0
+    ava = f"ava_{secrets.token_hex(4)}"
+    server.admin_sql(f"CREATE ROLE {ava} LOGIN PASSWORD 'ava-pw'")
+    assert main(["member", address, ava, "--as", "ava"]) == 0
+    database = address.rsplit("/", 1)[1]
+    server.admin_sql(f"REVOKE SELECT ON assignments FROM {ava}", database=database)
+    capsys.readouterr()
+    assert main(["info", server.dsn(database, ava, "ava-pw")]) == 2
+    said = capsys.readouterr().err
+    assert "(permission denied for table assignments)" in said
+    assert "your account is not fully set up as a member of the study" in said
+    assert "portalreview member ADDRESS ROLE --as NAME" in said and "Traceback" not in said
