@@ -134,6 +134,9 @@ class AnnotationSession(QObject):
         self.answer: AnswerView | None = None
         self.pending = False
         self.last_failure: str | None = None  # why the last save failed, until one succeeds
+        # the status a failed save asked for (a submission above all), until a save succeeds:
+        # saving again asks for it again (a submission retried as a draft was lost)
+        self.status_not_saved: str | None = None
         # the model suggestion behind the answer on screen (``portalreview.ui.suggestions``):
         # state None (none), "offered" (shown, not accepted), "accepted", "edited", "ignored"
         self.suggestion_id: int | None = None
@@ -191,7 +194,7 @@ class AnnotationSession(QObject):
             editor.changed.connect(self._on_changed)
             self.editor = editor
         self.unit, self.answer = unit, answer
-        self.conflict = None
+        self.conflict, self.status_not_saved = None, None
         editor.load(unit, answer)
         self._reset_suggestion(answer)
         self.clock.start()
@@ -253,12 +256,19 @@ class AnnotationSession(QObject):
             self.pending_changed.emit(pending)
 
     def save(self) -> AnswerView | None:
-        """Save the editor's answer now, keeping it submitted if it was and still can be."""
+        """Save the editor's answer now, keeping it submitted if it was and still can be (a
+        submission that could not be saved included)."""
         self._timer.stop()
         if self.unit is None or self.read_only:
             return None
-        status = self.answer.status if self.answer else "draft"
-        return self._store(status)
+        return self._store(self._status_to_keep())
+
+    def _status_to_keep(self) -> str:
+        """The status the next save asks for: that of a failed save not saved since, else
+        the stored answer's."""
+        if self.status_not_saved is not None:
+            return self.status_not_saved
+        return self.answer.status if self.answer else "draft"
 
     def submit(self) -> AnswerView | None:
         if self.unit is None or self.read_only:
@@ -282,8 +292,7 @@ class AnnotationSession(QObject):
         if self.unit is None or self.read_only:
             return None
         self._timer.stop()
-        status = self.answer.status if self.answer else "draft"
-        return self._store(status, flagged=flagged, flag_note=note)
+        return self._store(self._status_to_keep(), flagged=flagged, flag_note=note)
 
     @property
     def flag_note(self) -> str:
@@ -377,10 +386,12 @@ class AnnotationSession(QObject):
                 self._held_flag = {"flagged": fields["flagged"], "flag_note": fields["flag_note"]}
             if isinstance(exc, StoreError):  # may save later: kept for a crash meanwhile
                 self._keep_unsaved(payload, status, fields, kwargs["comment"], str(exc))
+                self._wait_to_save_again(status)
             self.save_failed.emit(not_saved_message(exc))
             return None
         except Exception as exc:  # a bug, or an error no one put in words: the text is kept
             self._keep_unsaved(payload, status, fields, kwargs["comment"], type(exc).__name__)
+            self._wait_to_save_again(status)
             return self._unexpected_failure(unit_id, exc)
         # ids, kind, status and time only: never the answer's text
         log.info(
@@ -392,8 +403,10 @@ class AnnotationSession(QObject):
             " (submission refused: still a draft)" if refused else "",
             (time.perf_counter() - started) * 1000,
         )
+        retried_submission = self.status_not_saved == "submitted" == view.status
         self.answer = view
         self.last_failure = None
+        self.status_not_saved = None
         self._held_flag = None
         if self.kept_unit == unit_id:  # what was kept on this computer is in the study now
             self.unsaved.forget(unit_id)
@@ -405,7 +418,17 @@ class AnnotationSession(QObject):
         self.saved.emit(view)
         if refused:
             self.notice.emit(f"Saved as a draft, not submitted: {refused}")
+        elif retried_submission:
+            self.notice.emit("Submitted: the submission that could not be saved is saved now.")
         return view
+
+    def _wait_to_save_again(self, status: str) -> None:
+        """A save that may succeed later failed: it waits, as a change not saved yet, and the
+        next save (Ctrl+S, the server back) asks for its status again. A submission with
+        nothing changed before it was not retried at all, and one after a change was retried
+        as a draft."""
+        self.status_not_saved = status
+        self._set_pending(True)
 
     def _refuse_submission(self, problem: str) -> None:
         """A submission of nothing entered: nothing is saved, the notice says what is missing."""
@@ -446,6 +469,7 @@ class AnnotationSession(QObject):
         self.editor.load(self.unit, stored)
         self._reset_suggestion(stored)
         self.last_failure = None
+        self.status_not_saved = None
         if self.kept_unit == stored.unit_id:
             self.unsaved.forget(stored.unit_id)
             self.kept_unit = None

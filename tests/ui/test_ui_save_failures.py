@@ -262,3 +262,61 @@ def test_saved_says_when_the_answer_on_screen_was_saved():
     unreadable = SimpleNamespace(updated_at="yesterday", status="draft")
     assert MainWindow._saved_text(unreadable) == "✓ Saved"
     assert MainWindow._saved_text(None) == "Nothing entered yet"
+
+
+def _written_in_full(qtbot, window) -> tuple[int, TextBox]:
+    """Both parts of the first respond unit written and saved as a draft: it may be submitted."""
+    box = _respond_box(qtbot, window)
+    planning = window.editors["respond"].findChild(TextBox, "box_planning")
+    qtbot.keyClicks(planning, "Go to the clinic.")
+    wait_saved(qtbot, window)
+    return window.session.unit.unit_id, box
+
+
+def _submission_waits(window, unit: int) -> None:
+    """A submission that failed: said, still on screen, waiting to be saved again."""
+    assert window.save_label.text() == "⚠ Not saved" and window.save_problem.isVisible()
+    assert window.session.unit.unit_id == unit and window.session.pending
+    assert window.session.unsaved.read(unit).status == "submitted"
+
+
+@pytest.mark.parametrize("changed", [True, False], ids=["after a change", "nothing changed"])
+def test_a_submission_the_server_missed_is_submitted_when_it_is_back(
+    qtbot, gui, prefs, asked, monkeypatch, changed
+):
+    """Ctrl+Enter while the server was away: when it came back, the answer was saved as a
+    draft (after a change) or not at all, "⚠ Not saved" staying (found by an explorer)."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, box = _written_in_full(qtbot, window)
+    service = window.session.service
+
+    def server_away(*_args, **_kwargs):
+        raise ServerUnavailable("The study server did not answer. Nothing was saved.")
+
+    monkeypatch.setattr(service, "save_answer", server_away)
+    if changed:
+        qtbot.keyClicks(box, " Typed while it was away.")
+    window.act_submit.trigger()
+    _submission_waits(window, unit)
+    monkeypatch.delattr(service, "save_answer")  # the server is back
+    window._heard_from_study("study")
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.status == "submitted"
+    assert stored.payload["parts"]["empathy"].endswith("away." if changed else "First part.")
+    assert not window.session.pending and window.save_label.text().endswith("· submitted")
+    assert window.unit_label.text().startswith("done") and window.queue.done == 1
+    assert window.statusBar().currentMessage().startswith("Submitted")
+    assert window.session.unsaved.kept() == []
+
+
+def test_a_submission_the_full_disk_refused_is_submitted_by_the_next_save(qtbot, gui, prefs, asked):
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    unit, box = _written_in_full(qtbot, window)
+    with full_disk(window.project):
+        box.insertPlainText(LONG)
+        window.act_submit.trigger()
+        _submission_waits(window, unit)
+    window.save_now()  # room again: Ctrl+S saves the submission
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.status == "submitted" and stored.payload["parts"]["empathy"].endswith(LONG)
+    assert not window.session.pending and window.save_label.text().endswith("· submitted")

@@ -195,6 +195,32 @@ def test_a_save_to_a_frozen_server_ends_in_words_and_keeps_the_text(
     window.close_project()
 
 
+def test_a_submission_made_while_the_server_was_away_is_submitted_when_it_is_back(
+    qtbot, prefs, team_study, monkeypatch
+):
+    """Ctrl+Enter on an answer saved as a draft, nothing changed, while the server was away:
+    once it was back nothing was saved, and "⚠ Not saved" stayed (found by an explorer)."""
+    server, _database, study, _accounts = team_study
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: None)
+    window = _open(qtbot, prefs, team_study, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    for part, words in (("empathy", "I am sorry."), ("planning", "Come in today.")):
+        qtbot.keyClicks(window.editors["respond"].findChild(TextBox, f"box_{part}"), words)
+    wait_saved(qtbot, window)
+    server.stop()
+    try:
+        window.act_submit.trigger()
+        assert window.session.pending and window.save_label.text() == "⚠ Not saved"
+    finally:
+        server.restart()
+    # the listener reconnects and saves the submission that was waiting
+    qtbot.waitUntil(lambda: not window.session.pending, timeout=30000)
+    assert window.service.get_answer(study.units["respond"]).status == "submitted"
+    assert window.save_label.text().endswith("· submitted")
+    window.close_project()
+
+
 def test_the_next_unit_from_a_frozen_server_ends_in_words_and_keeps_the_unit_shown(
     qtbot, prefs, team_study, monkeypatch
 ):
