@@ -3,6 +3,7 @@ service layer (``service.py``, which re-exports them) raise the same classes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 #: PostgreSQL's SQLSTATE for a right the signed-in account lacks (a table's grant, a row's
@@ -20,6 +21,21 @@ class StoreError(ValueError):
 class SaveFailed(StoreError):
     """A project file that cannot take a save (the disk full or failing, the file gone
     read-only or damaged): the transaction was rolled back, nothing of it was kept."""
+
+
+class SaveOutcomeUnknown(StoreError):
+    """A save that may or may not have been kept: the connection to the study server was lost
+    while its COMMIT was under way, and the server could not say what became of it (the
+    person is told that saving again replaces it). :meth:`kept` asks again."""
+
+    def __init__(self, message: str, ask: Callable[[], bool | None]) -> None:
+        super().__init__(message)
+        self._ask = ask
+
+    def kept(self) -> bool | None:
+        """Whether the save was kept: True or False, None while that is still not known (the
+        server has not finished it, or cannot be asked)."""
+        return self._ask()
 
 
 class ReadFailed(StoreError):

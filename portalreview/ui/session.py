@@ -20,6 +20,7 @@ import shiboken6
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
+from portalreview.store.errors import SaveOutcomeUnknown
 from portalreview.store.kinds.base import PayloadError
 from portalreview.store.service import (
     UNCHECKED,
@@ -37,6 +38,18 @@ from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
 class UnsavedChanges(StoreError):
     """Another unit was asked for while changes to the one shown could not be saved: it
     stays, with them."""
+
+
+@dataclasses.dataclass
+class _UnsureSave:
+    """A save of unit ``unit_id`` that the server may or may not have kept (its connection
+    lost during the COMMIT); the person was told that saving again replaces it."""
+
+    unit_id: int
+    error: SaveOutcomeUnknown
+    seconds: float  # the time on task it sent: held aside, never sent twice
+    kept: bool | None = None
+
 
 log = logging.getLogger(__name__)
 AUTOSAVE_MS = 400
@@ -153,6 +166,8 @@ class AnnotationSession(QObject):
         # and the save it stopped (status, fields), made again if they keep theirs
         self.conflict: AnswerView | None = None
         self._stopped_save: tuple[str, dict] = ("draft", {})
+        # a save the server may or may not have kept, until a save of its unit succeeds
+        self._unsure_save: _UnsureSave | None = None
         # seconds on task of units left while their save failed: added to their next save
         self._time_to_add: dict[int, float] = {}
         self.clock = ActivityClock()
@@ -350,6 +365,7 @@ class AnnotationSession(QObject):
             return self._refuse_submission(held_back)
         if held_back:
             status = "draft"
+        replace = self._settle_unsure_save() or replace
         kwargs = dict(
             add_seconds=self.clock.seconds,  # to the stored time: another desk's adds up too
             comment=self.editor.comment_text(),
@@ -382,6 +398,8 @@ class AnnotationSession(QObject):
             )
             if isinstance(exc, SavedElsewhere):  # the person chooses which answer stays
                 self.conflict, self._stopped_save = exc.stored, stopped
+            if isinstance(exc, SaveOutcomeUnknown):
+                self._hold_unsure_save(unit_id, exc)
             if "flagged" in fields:  # a flag not saved yet stays the person's, for the next save
                 self._held_flag = {"flagged": fields["flagged"], "flag_note": fields["flag_note"]}
             if isinstance(exc, StoreError):  # may save later: kept for a crash meanwhile
@@ -414,6 +432,7 @@ class AnnotationSession(QObject):
         if self.suggestion_id is not None:  # what this save recorded
             self.suggestion_state = view.suggestion_use or self.suggestion_state
         self.clock.bank()  # the time so far is now stored in the answer
+        self._after_unsure_save(unit_id)
         self._set_pending(False)
         self.saved.emit(view)
         if refused:
@@ -429,6 +448,38 @@ class AnnotationSession(QObject):
         as a draft."""
         self.status_not_saved = status
         self._set_pending(True)
+
+    def _hold_unsure_save(self, unit_id: int, exc: SaveOutcomeUnknown) -> None:
+        """A save the server may or may not have kept: the seconds on task it sent are held
+        aside until that is known (kept, they are stored; sent again, they counted twice)."""
+        self._unsure_save = _UnsureSave(unit_id, exc, self.clock.seconds)
+        self.clock.bank()
+
+    def _settle_unsure_save(self) -> bool:
+        """Before a save of the unit of an unsure save: whether it replaces the stored answer
+        unchecked. Kept or maybe kept, that save changed the stored answer: checked against
+        the one read here, it was taken for another computer's ("saved from another computer
+        or window signed in as you"), though the person was told that saving again replaces
+        it. Not kept, its seconds go with this save, checked as any other."""
+        unsure = self._unsure_save
+        if unsure is None or unsure.unit_id != self.unit.unit_id:
+            return False
+        if unsure.kept is None:
+            unsure.kept = unsure.error.kept()
+            if unsure.kept is False:
+                self.clock.seconds += unsure.seconds
+                self._unsure_save = None
+        return unsure.kept is not False
+
+    def _after_unsure_save(self, unit_id: int) -> None:
+        """A save of the unit of an unsure save succeeded, so the unsure one has ended (writes
+        run one after another): its seconds go with the next save if it was not kept."""
+        unsure = self._unsure_save
+        if unsure is None or unsure.unit_id != unit_id:
+            return
+        self._unsure_save = None
+        if unsure.kept is None and unsure.error.kept() is False:
+            self.clock.seconds += unsure.seconds
 
     def _refuse_submission(self, problem: str) -> None:
         """A submission of nothing entered: nothing is saved, the notice says what is missing."""

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import event
 
 from portalreview.store.audit_verify import verify_project
-from portalreview.store.backends.postgres import ServerUnavailable
+from portalreview.store.backends.postgres import ServerSaveOutcomeUnknown, ServerUnavailable
 from portalreview.store.service import StudyService
 from tests.store.test_server_frozen import (
     BOUND_S,
@@ -105,6 +105,7 @@ def test_a_save_the_server_rolled_back_says_nothing_was_saved(server_study):
         ava.save_answer(study.units["empathy"], {"equal": True})
     assert "Nothing was saved." in str(failure.value)
     assert "may or may not" not in str(failure.value)
+    assert not isinstance(failure.value, ServerSaveOutcomeUnknown)
     assert _answers(project) == 1
     ava.save_answer(study.units["empathy"], {"equal": True})  # and saving again works
     assert _answers(project) == 2
@@ -128,6 +129,7 @@ def test_a_save_frozen_at_its_commit_may_or_may_not_have_been_saved(
     with frozen(pids) as wake:
         failure = _within(GIVE_UP_S, _failing_save(ava, study), wake)
         assert _answers(project) == 1  # (not kept while the server is frozen)
+        assert isinstance(failure, ServerSaveOutcomeUnknown) and failure.kept() is None
     words = str(failure)
     assert f"did not answer for {BOUND_S} s" in words
     assert "It may or may not have been saved (the server had not finished it" in words
@@ -135,9 +137,12 @@ def test_a_save_frozen_at_its_commit_may_or_may_not_have_been_saved(
     assert "Nothing was saved" not in words
     # woken, the server goes on with the COMMIT it had received
     assert _wait_for(lambda: _answers(project) == 2)
+    assert failure.kept() is True  # asked again: the session saves again over it (ui/session.py)
     ava.save_answer(study.units["empathy"], {"equal": True})  # saved again: replaced
     assert _answers(project) == 2
     assert verify_project(project).ok
+    project.close()
+    assert failure.kept() is None  # (closed: not asked)
 
 
 def test_a_save_whose_fate_cannot_be_asked_says_so(server_study, short_watchdog):  # noqa: F811

@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 from ui_support import open_window, show_kind, stored_answer, wait_saved
 
-from portalreview.store.backends.postgres import ServerUnavailable
+from portalreview.store.backends.postgres import ServerSaveOutcomeUnknown, ServerUnavailable
 from portalreview.tasks.common.editor_base import TextBox
 from tests.store.test_file_save_failures import LONG, full_disk
 
@@ -320,3 +320,55 @@ def test_a_submission_the_full_disk_refused_is_submitted_by_the_next_save(qtbot,
     stored = stored_answer(gui.path, unit, "ava")
     assert stored.status == "submitted" and stored.payload["parts"]["empathy"].endswith(LONG)
     assert not window.session.pending and window.save_label.text().endswith("· submitted")
+
+
+UNSURE = (
+    "The study server did not answer for 30 s (it may be stopped or overloaded). It may or may "
+    "not have been saved (the server had not finished it when it stopped answering). Saving it "
+    "again replaces it. Try again when it is back."
+)
+
+
+@pytest.mark.parametrize(
+    ("stored", "answers"),
+    [(True, [True]), (False, [False]), (True, [None, True]), (False, [None, False])],
+    ids=["kept", "not kept", "not known, then kept", "not known, then not kept"],
+)
+def test_saving_again_after_a_save_that_may_have_been_kept_replaces_it(
+    qtbot, gui, prefs, asked, monkeypatch, stored, answers
+):
+    """After "It may or may not have been saved ... Saving it again replaces it.", the save
+    was kept, and saving again was taken for a save from another computer (found by an
+    explorer: its answer was not the one read). It replaces it, and the seconds on task the
+    unsure save sent are stored once."""
+    answers = list(answers)  # what the server says each time it is asked
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    clock = [1000.0]
+    window.session.clock._clock = lambda: clock[0]
+    box = _respond_box(qtbot, window)
+    unit = window.session.unit.unit_id
+    service = window.session.service
+    real_save = service.save_answer
+
+    def commit_lost(*args, **kwargs):
+        monkeypatch.setattr(service, "save_answer", real_save)  # this save only
+        if stored:
+            real_save(*args, **kwargs)
+        raise ServerSaveOutcomeUnknown(UNSURE, lambda: answers.pop(0) if answers else None)
+
+    monkeypatch.setattr(service, "save_answer", commit_lost)
+    clock[0] += 40
+    qtbot.keyClicks(box, " Second.")
+    window.save_now()
+    assert window.save_label.text() == "⚠ Not saved" and "replaces it" in window.save_problem.text()
+    clock[0] += 5
+    qtbot.keyClicks(box, " Third.")
+    window.save_now()  # Ctrl+S, as the message invites
+    assert window.session.conflict is None and not window.save_problem.isVisible()
+    assert not window.session.pending and window.save_label.text().startswith("✓ Saved")
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"] == (
+        "First part. Second. Third."
+    )
+    window.save_now()  # (seconds found not stored after the save go with the next one)
+    assert stored_answer(gui.path, unit, "ava").active_seconds == 45.0
+    assert not answers  # asked until it was known

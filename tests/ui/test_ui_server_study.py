@@ -24,6 +24,7 @@ from portalreview.tasks.common.editor_base import TextBox
 from portalreview.ui.main_window import MainWindow
 from portalreview.ui.server_dialog import ServerStudyDialog
 from tests.conftest import build_small_study
+from tests.store.test_server_commit_lost import _at_the_next_commit
 from tests.store.test_server_frozen import freezing_the_next_read, frozen
 
 
@@ -192,6 +193,52 @@ def test_a_save_to_a_frozen_server_ends_in_words_and_keeps_the_text(
     with ServerProject.open(server.url(database)) as project:
         answer = StudyService(project).as_viewer("ava").get_answer(study.units["respond"])
     assert answer.payload["parts"]["empathy"] == "I am sorry. Please come in today. Or call us."
+    window.close_project()
+
+
+def test_saving_again_after_a_save_the_frozen_server_may_have_kept_replaces_it(
+    qtbot, prefs, team_study, monkeypatch
+):
+    """The server froze with her save's COMMIT in hand: "It may or may not have been saved
+    ... Saving it again replaces it." It woke and kept the save, and her Ctrl+S was taken for
+    a save from another computer (found by an explorer). It replaces it, and the time on task
+    the unsure save sent is stored once."""
+    _server, _database, study, _accounts = team_study
+    monkeypatch.setattr(postgres, "SAVE_WATCHDOG_S", 2, raising=False)
+    monkeypatch.setattr(postgres, "READ_WATCHDOG_S", 2, raising=False)
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: None)  # (closing, not saved)
+    window = _open(qtbot, prefs, team_study, "ava")
+    clock = [1000.0]
+    window.session.clock._clock = lambda: clock[0]
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    empathy = window.editors["respond"].findChild(TextBox, "box_empathy")
+    qtbot.keyClicks(empathy, "I am sorry.")
+    wait_saved(qtbot, window)
+    pids: list[int] = []
+
+    def freeze(dbapi_connection) -> None:
+        pids.append(dbapi_connection.info.backend_pid)
+        os.kill(pids[-1], signal.SIGSTOP)
+
+    with frozen(pids):
+        clock[0] += 40
+        qtbot.keyClicks(empathy, " Please come in today.")
+        _at_the_next_commit(window.project, freeze)
+        window.save_now()
+        assert pids and window.save_label.text() == "⚠ Not saved"
+        assert "Saving it again replaces it." in window.save_problem.text()
+    unit = study.units["respond"]
+    # woken, the server carries out the COMMIT it had received
+    qtbot.waitUntil(lambda: "today" in window.service.get_answer(unit).payload["parts"]["empathy"])
+    clock[0] += 5
+    qtbot.keyClicks(empathy, " Or call us.")
+    window.save_now()  # Ctrl+S, as the message invites
+    assert window.session.conflict is None and not window.save_problem.isVisible()
+    assert window.save_label.text().startswith("✓ Saved")
+    answer = window.service.get_answer(unit)
+    assert answer.payload["parts"]["empathy"] == "I am sorry. Please come in today. Or call us."
+    assert answer.active_seconds == 45.0
     window.close_project()
 
 

@@ -22,6 +22,7 @@ layer as a project file; what differs lives here:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import shlex
 import weakref
@@ -48,6 +49,7 @@ from portalreview.store.backends.postgres_watchdog import Watchdog
 from portalreview.store.claims import key_number
 from portalreview.store.closing import Closing
 from portalreview.store.dialects import POSTGRES_FUNCTIONS, postgres_rowid_statements
+from portalreview.store.errors import SaveOutcomeUnknown
 from portalreview.store.models import Base, ProjectMeta
 from portalreview.store.project import ProjectError, start_study
 from portalreview.store.schema_sql import postgres_trigger_statements
@@ -80,6 +82,11 @@ class ServerUnavailable(ServerError, StoreError):
     """The server went away or dropped the connection during a read or a save. A save is one
     transaction: nothing of it was kept (or, if the connection dropped during the commit
     itself, all of it: a later save of the same answer updates it, never duplicates it)."""
+
+
+class ServerSaveOutcomeUnknown(ServerUnavailable, SaveOutcomeUnknown):
+    """The connection was lost while a save's COMMIT was under way, and the server could not
+    say whether it kept the save; :meth:`kept` asks it again (``pg_xact_status``)."""
 
 
 class PasswordNeeded(ServerError):
@@ -564,8 +571,19 @@ class ServerProject:
                     log.warning("the server kept a save whose answer was lost: %s", _reason(exc))
                     return
                 if outcome != "aborted":
-                    what = commit.unsure_words(outcome)
+                    words = self._unavailable_words(exc, commit.unsure_words(outcome))
+                    ask = functools.partial(self._was_kept, commit.xid)
+                    raise ServerSaveOutcomeUnknown(words, ask) from exc
             raise ServerUnavailable(self._unavailable_words(exc, what)) from exc
+
+    def _was_kept(self, xid: str) -> bool | None:
+        """Whether the server kept transaction ``xid`` (None: not known yet, or the study is
+        closed)."""
+        try:
+            outcome = self._commit_outcome(xid)
+        except StoreError:  # (ProjectClosed: no new connection once closed)
+            return None
+        return {"committed": True, "aborted": False}.get(outcome)
 
     def _commit_outcome(self, xid: str) -> str | None:
         """What became of transaction ``xid``: ``committed``, ``aborted`` or ``in progress``
