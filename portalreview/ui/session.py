@@ -210,6 +210,7 @@ class AnnotationSession(QObject):
             self.editor = editor
         self.unit, self.answer = unit, answer
         self.conflict, self.status_not_saved = None, None
+        self.submitted_here = answer is not None and answer.status == "submitted"
         editor.load(unit, answer)
         self._reset_suggestion(answer)
         self.clock.start()
@@ -280,9 +281,13 @@ class AnnotationSession(QObject):
 
     def _status_to_keep(self) -> str:
         """The status the next save asks for: that of a failed save not saved since, else
-        the stored answer's."""
+        submitted where the unit was submitted since it was opened (a slip that left the
+        answer incomplete made it a draft; put right, by Undo say, it is submitted again),
+        else the stored answer's."""
         if self.status_not_saved is not None:
             return self.status_not_saved
+        if self.submitted_here:
+            return "submitted"
         return self.answer.status if self.answer else "draft"
 
     def submit(self) -> AnswerView | None:
@@ -290,7 +295,9 @@ class AnnotationSession(QObject):
             return None
         self.editor.finish_editing()  # first: what it enters starts the autosave timer
         self._timer.stop()
-        return self._store("submitted", draft_if_refused=not self._nothing_entered())
+        return self._store(
+            "submitted", draft_if_refused=not self._nothing_entered(), explicit=True
+        )
 
     def _nothing_entered(self) -> bool:
         """Whether the unit on screen has no answer of the person's: none stored, no change
@@ -347,12 +354,14 @@ class AnnotationSession(QObject):
         *,
         draft_if_refused: bool = True,
         time_only: bool = False,
+        explicit: bool = False,
         **fields,
     ) -> AnswerView | None:
         """Save the editor's answer. A submission that is not complete yet is saved as a draft
         (the work is kept; with ``draft_if_refused`` False nothing is saved) and
         :attr:`notice` says what is missing. Only over the answer shown
-        (:class:`SavedElsewhere` otherwise: :attr:`conflict`), unless ``replace``."""
+        (:class:`SavedElsewhere` otherwise: :attr:`conflict`), unless ``replace``.
+        ``explicit``: the person submitted (Ctrl+Enter), not a save keeping a submission."""
         stopped = (status, dict(fields))
         payload = self.editor.payload()
         suggestion = self._suggestion_fields(payload)
@@ -421,8 +430,11 @@ class AnnotationSession(QObject):
             " (submission refused: still a draft)" if refused else "",
             (time.perf_counter() - started) * 1000,
         )
-        retried_submission = self.status_not_saved == "submitted" == view.status
+        retrying = self.status_not_saved == "submitted"
+        retried_submission = retrying and view.status == "submitted"
+        was = self.answer.status if self.answer else None
         self.answer = view
+        self.submitted_here = self.submitted_here or view.status == "submitted"
         self.last_failure = None
         self.status_not_saved = None
         self._held_flag = None
@@ -435,8 +447,17 @@ class AnnotationSession(QObject):
         self._after_unsure_save(unit_id)
         self._set_pending(False)
         self.saved.emit(view)
-        if refused:
+        if refused and was == "submitted":
+            self.notice.emit(
+                f"Saved as a draft, no longer submitted: {refused}. Put right, it is submitted "
+                "again."
+            )
+        elif refused and (explicit or retrying):
             self.notice.emit(f"Saved as a draft, not submitted: {refused}")
+        elif refused:  # still incomplete after a slip: said once, when it stopped being submitted
+            pass
+        elif was == "draft" and view.status == "submitted" and not (explicit or retrying):
+            self.notice.emit("Submitted again: the answer is complete again.")
         elif retried_submission:
             self.notice.emit("Submitted: the submission that could not be saved is saved now.")
         return view

@@ -265,3 +265,36 @@ def test_a_response_marked_incorrect_without_a_reason_is_not_submitted(qtbot, gu
     by_label = {editor.cards[e["response_id"]].label: e for e in stored.payload["entries"]}
     assert by_label["Response B"]["correct"] is False
     assert by_label["Response B"]["criteria"] == ["C3"]
+
+
+def test_undo_of_a_slip_on_a_submitted_unit_submits_it_again(qtbot, gui, prefs):
+    """One key on a submitted unit that left the answer incomplete (Backspace clears a rank)
+    made it a draft, and Ctrl+Z put the answer back on screen but left it a draft, not
+    counted done (found by an explorer). The unit goes back to submitted, and the status
+    bar says it stopped being submitted and that it is again."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "rank")
+    editor = window.editors["rank"]
+    editor.setFocus()
+    for key in (Qt.Key.Key_1, Qt.Key.Key_Y, Qt.Key.Key_Down, Qt.Key.Key_2, Qt.Key.Key_Y):
+        qtbot.keyClick(editor, key)
+    window.act_submit.trigger()
+    unit = gui.ids.units["rank"]
+    assert stored_answer(gui.path, unit, "ava").status == "submitted"
+    window.queue.select_unit(unit)
+    qtbot.waitUntil(lambda: window.session.unit.unit_id == unit)
+    submitted = stored_answer(gui.path, unit, "ava").payload
+    editor.setFocus()
+    qtbot.keyClick(editor, Qt.Key.Key_Backspace)  # the slip: the current response's rank
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").status == "draft"
+    assert window.kind_tabs.tabText(window.kinds.index("rank")).endswith("(0/1)")
+    message = window.statusBar().currentMessage()
+    assert message.startswith("Saved as a draft, no longer submitted:")
+    qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    wait_saved(qtbot, window)
+    answer = stored_answer(gui.path, unit, "ava")
+    assert answer.status == "submitted" and answer.payload == submitted
+    assert window.kind_tabs.tabText(window.kinds.index("rank")).endswith("(1/1)")
+    assert window.statusBar().currentMessage() == "Submitted again: the answer is complete again."
+    window.close()
