@@ -176,6 +176,34 @@ def test_hidden_sheets_are_skipped_with_a_note(empty_project, tmp_path):
         assert session.scalars(select(Case.external_id)).all() == ["c1"]
 
 
+def _set_dimension(path: Path, ref: str) -> None:
+    """Write ``ref`` as the sheet's recorded used range, as WPS Office (A1) or a tool that
+    adds rows without updating the record leaves it."""
+    with zipfile.ZipFile(path) as zin:
+        items = [(item, zin.read(item.filename)) for item in zin.infolist()]
+    with zipfile.ZipFile(path, "w") as zout:
+        for item, data in items:
+            if item.filename == "xl/worksheets/sheet1.xml":
+                data, n = re.subn(
+                    rb'<dimension ref="[^"]*"\s*/>', f'<dimension ref="{ref}"/>'.encode(), data
+                )
+                assert n == 1
+            zout.writestr(item, data)
+
+
+@pytest.mark.parametrize("ref", ["A1:B3", "A1"])
+def test_a_stale_used_range_record_does_not_cut_the_sheet(empty_project, tmp_path, ref):
+    """openpyxl's read-only sheets stopped at the recorded range: 2 of 10 cases were imported
+    without their third column, and with A1 the sheet was said to have no data rows."""
+    rows = [["case_id", "message", "age_band"]]
+    rows += [[f"c{i}", f"Message number {i}.", "45-64"] for i in range(10)]
+    path = _book(tmp_path / "wps.xlsx", rows)
+    _set_dimension(path, ref)
+    assert import_files(empty_project, [path]).added["cases"] == 10
+    with empty_project.read() as session:
+        assert session.scalars(select(Case.age_band)).all() == ["45-64"] * 10
+
+
 # --- the separator: told from the header row ------------------------------------------------
 
 _GERMAN_EXCEL = {  # as Excel on a German Windows saves "CSV (Trennzeichen-getrennt)"

@@ -334,13 +334,23 @@ def _cell(value: Any) -> Any:
     return ooxml_unescape(value) if isinstance(value, str) else value
 
 
-def _sheet_part(path: Path, book: Any, name: str) -> Part | None:
-    label = f"{path.name}, sheet {name!r}"
+def _sheet_rows(sheet: Any) -> list[tuple[int, list]]:
+    """(row number, cells) of every non-blank row of a read-only sheet, each row as wide as
+    the widest. The sheet's recorded used range (``<dimension ref=...>``) is ignored, as Excel
+    ignores it: some programs write it stale or as A1, and openpyxl would stop there."""
+    sheet.reset_dimensions()
     rows = []
-    for number, cells in enumerate(book[name].iter_rows(values_only=True), start=1):
+    for number, cells in enumerate(sheet.iter_rows(values_only=True), start=1):
         values = [_cell(c) for c in cells]
         if any(str(v).strip() for v in values):
             rows.append((number, values))
+    width = max((len(values) for _, values in rows), default=0)
+    return [(number, values + [""] * (width - len(values))) for number, values in rows]
+
+
+def _sheet_part(path: Path, book: Any, name: str) -> Part | None:
+    label = f"{path.name}, sheet {name!r}"
+    rows = _sheet_rows(book[name])
     if not rows:
         return None
     _refuse_flaws(label, _sheet_flaws(book, book[name]), rows[0])
