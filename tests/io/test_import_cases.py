@@ -118,6 +118,22 @@ def test_sectioned_chart_text_is_parsed(project, tmp_path):
     assert _case(project, "s1").chart_text == CHART_TEXT
 
 
+@pytest.mark.parametrize("line_end", ["\r\n", "\r"], ids=["crlf", "cr"])
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_chart_text_with_windows_line_ends_reads_as_with_lf(project, tmp_path, line_end, suffix):
+    """The headings' pattern did not take a CR before the line's end: "has no section heading"."""
+    chart = CHART_TEXT.replace("\n", line_end)
+    path = tmp_path / f"cases.{suffix}"
+    if suffix == "jsonl":
+        write_jsonl(path, [{"case_id": "w1", "message": "Hello.", "chart": chart}])
+    else:
+        write_csv(path, [["case_id", "message", "chart"], ["w1", "Hello.", chart]])
+    import_files(project, [path])
+    assert _chart(project, "w1")["problems"] == ["Hypertension", "Type 2 diabetes", "Asthma"]
+    assert _case(project, "w1").chart_text == CHART_TEXT
+    assert parse_chart_text(chart) == parse_chart_text(CHART_TEXT)
+
+
 def test_chart_text_parse_inverts_chart_text_of():
     chart = {
         "demographics": ["Age: 3"],

@@ -68,9 +68,10 @@ def parse_chart_text(text: str) -> dict[str, list[str]]:
     """The four item lists of a sectioned chart text (``###Demographics###``...).
 
     Problems are separated by " - " (or line breaks), the other sections' items by line
-    breaks. A missing section is an empty list. Raises ValueError for text before the first
-    heading, an unknown heading or a section given twice.
+    breaks (Windows or old Mac line ends too). A missing section is an empty list. Raises
+    ValueError for text before the first heading, an unknown heading or a section given twice.
     """
+    text = unix_line_ends(text)
     headings = list(_HEADING.finditer(text))
     if not headings:
         raise ValueError("has no section heading such as ###Demographics###")
@@ -91,6 +92,11 @@ def parse_chart_text(text: str) -> dict[str, list[str]]:
         body = text[heading.end() : end]
         chart[section] = _section_items(section, body)
     return chart
+
+
+def unix_line_ends(text: str) -> str:
+    """``text`` with CRLF and lone CR line ends made LF (a file or cell from Windows)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _section_items(section: str, body: str) -> list[str]:
@@ -136,7 +142,7 @@ def _add_case(ctx: ImportContext, rec: Record) -> None:
 def _chart(rec: Record) -> tuple[dict[str, list[str]] | None, str | None]:
     """(chart lists, chart text): from the four columns, else parsed from ``chart``."""
     lists = {section: rec.items(section) for section in CHART_SECTIONS}
-    text = rec.text("chart") or None
+    text = unix_line_ends(rec.text("chart")) or None  # LF, as chart_text_of writes it
     if any(items is not None for items in lists.values()):
         chart = {section: items or [] for section, items in lists.items()}
         return chart, text if text and text != chart_text_of(chart) else None
