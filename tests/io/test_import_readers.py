@@ -345,3 +345,29 @@ def test_a_comma_file_stays_comma_whatever_semicolons_it_holds(empty_project, tm
         "101": 'Guten Tag; ich habe "Fieber";\r\nseit gestern',
         "102;x": "Schmerzen; seit gestern;;",
     }
+
+
+@pytest.mark.parametrize(
+    "sep_line, content",
+    [
+        ("sep=;\r\n", 'case_id;message\r\n101;"Hello, there"\r\n102;Hi\r\n'),
+        ("sep=,\n", 'case_id,message\n101,"Hello, there"\n102,Hi\n'),
+        ("\ufeffsep=\t\n", 'case_id\tmessage\n101\t"Hello, there"\n102\tHi\n'),
+    ],
+    ids=["semicolon", "comma", "tab-after-bom"],
+)
+def test_an_excel_sep_line_names_the_separator_and_is_not_a_row(tmp_path, sep_line, content):
+    """Excel honours a first line "sep=;" and hides it; it was taken for a one-column header
+    ('save it as comma-separated CSV', though semicolon files are read)."""
+    path = tmp_path / "excel.csv"
+    path.write_text(sep_line + content, encoding="utf-8")
+    comma = write_csv(
+        tmp_path / "comma.csv", [["case_id", "message"], ["101", "Hello, there"], ["102", "Hi"]]
+    )
+    assert _table(path) == _table(comma)  # rows counted as Excel shows them
+
+
+def test_a_bad_row_after_a_sep_line_is_named_as_excel_shows_it(empty_project, tmp_path):
+    path = tmp_path / "cases.csv"
+    path.write_text("sep=;\ncase_id;message\nc1;Fine.\nc2;Too;many\n")
+    assert refused(empty_project, [path]).startswith("cases.csv, row 3: has 3 values")

@@ -33,6 +33,7 @@ _UTF8_SEQUENCE = re.compile(
 _ASCII = bytes(range(128))
 CSV_CELL_LIMIT = 16 * 1024 * 1024  # characters in one CSV cell (texts are checked to 100,000)
 _OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+_SEP_LINE = re.compile(r'sep=([^"\r\n])[ \t]*(?:\r\n|\r|\n|\Z)')  # Excel's "sep=;" first line
 
 
 def read_parts(path: Path) -> list[Part]:
@@ -146,15 +147,19 @@ def _plausible(char: str) -> bool:
 
 def _csv_part(path: Path, text: str) -> Part:
     """The table of a CSV file, read with the separator its header row shows; a file not
-    separated by commas says so in its note."""
+    separated by commas says so in its note. A first line ``sep=;`` names the separator, as
+    Excel reads it, and is not a row (Excel does not show it either)."""
     label = path.name
-    mark = _separator(text)
+    declared = _SEP_LINE.match(text)
+    if declared:
+        text = text[declared.end() :]
+    mark = declared[1] if declared else _separator(text)
     rows = _csv_rows(label, text, mark)
     if not rows:
         raise EmptyTable("is empty", file=label)
     part = _table_part(path, label, "csv", rows, stem=path.stem)
     if mark != ",":
-        name = _OTHER_DELIMITERS[mark]
+        name = _OTHER_DELIMITERS.get(mark, repr(mark))
         part.note = f"{label}: columns separated by {name}, not commas; read that way"
     return part
 
