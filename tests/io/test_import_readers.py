@@ -12,7 +12,7 @@ from io_support import refused, write_csv
 from openpyxl import Workbook
 from sqlalchemy import select
 
-from portalreview.store.importers import import_files
+from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.importers.readers import read_parts
 from portalreview.store.models import Case, CaseTag
 from portalreview.store.project import Project
@@ -371,3 +371,43 @@ def test_a_bad_row_after_a_sep_line_is_named_as_excel_shows_it(empty_project, tm
     path = tmp_path / "cases.csv"
     path.write_text("sep=;\ncase_id;message\nc1;Fine.\nc2;Too;many\n")
     assert refused(empty_project, [path]).startswith("cases.csv, row 3: has 3 values")
+
+
+# --- header names ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "first",
+    ["\ufeffcase_id", "\u200bcase_id", "case_id\u200b", " \u2060case_id"],
+    ids=["second-bom", "zero-width-space", "after", "word-joiner"],
+)
+def test_hidden_characters_around_a_header_name_are_dropped(empty_project, tmp_path, first):
+    """A second byte-order mark or a zero-width space before case_id cannot be seen in a
+    spreadsheet; it was refused with "Closest: cases, which also needs case_id" under a
+    column list that showed case_id."""
+    path = tmp_path / "cases.csv"
+    path.write_bytes(f"\ufeff{first},message\nx1,Hello.\n".encode())
+    assert import_files(empty_project, [path]).added["cases"] == 1
+
+
+@pytest.mark.parametrize(
+    "header, advice",
+    [
+        ("Case_ID,Message", "Rename 'Case_ID' to case_id and 'Message' to message: "),
+        ("case id,message", "Rename 'case id' to case_id: "),
+        ("Case-Id,body", "Closest: cases, which also needs message. Rename 'Case-Id' to case_id"),
+        ("case\u200b_id,message", "Rename 'case\\u200b_id' (\\u200b: a hidden character) to"),
+    ],
+)
+def test_a_near_miss_header_name_is_named_with_its_rename(empty_project, tmp_path, header, advice):
+    """Letter case, a space or hyphen for the underscore, a hidden character inside: such a
+    table got no 'Closest' hint, or one asking for a column its list seemed to show."""
+    path = tmp_path / "cases.csv"
+    path.write_text(f"{header}\nx1,Hello.\n", encoding="utf-8")
+    message = refused(empty_project, [path])
+    assert "cannot be recognised" in message and advice in message
+    assert message.endswith("column names must be spelled exactly as listed.")
+    assert "\u200b" not in message  # shown as an escape, in the column list too
+    with pytest.raises(ImportFailed) as forced:
+        import_files(empty_project, [path], kind="cases")
+    assert advice.removeprefix("Closest: cases, which also needs message. ") in str(forced.value)

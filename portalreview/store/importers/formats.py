@@ -8,6 +8,8 @@ required columns it has; when several fit, the one requiring the most columns wi
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -136,25 +138,73 @@ def _forced(part: Part, kind: str) -> Format:
         return fmt
     missing = [c for c in fmt.required if c not in part.columns]
     if missing:
-        raise ImportFailed(
-            f"is not a {fmt.title} file: it has no column(s) {', '.join(missing)}",
-            file=part.label,
-        )
+        refusal = f"is not a {fmt.title} file: it has no column(s) {', '.join(missing)}"
+        renames = _renames(_matches(part.columns, fmt.required))
+        raise ImportFailed(f"{refusal}. {renames}" if renames else refusal, file=part.label)
     return fmt
 
 
 def _unrecognised(part: Part) -> str:
-    """Which formats there are, and the closest one to this table's columns."""
-    shown = ", ".join(part.columns[:12]) + (" ..." if len(part.columns) > 12 else "")
-    lines = [f"the format cannot be recognised from its columns ({shown}). The formats are:"]
+    """Which formats there are, and the closest one to this table's columns: the columns it
+    lacks, and those it has under a near-miss name ('Case_ID', 'case id') to rename."""
+    names = ", ".join(map(_shown, part.columns[:12])) + (" ..." if len(part.columns) > 12 else "")
+    lines = [f"the format cannot be recognised from its columns ({names}). The formats are:"]
     lines += [f"  - {f.describe()}" for f in FORMATS.values()]
     near = [
-        (len(set(f.required) & set(part.columns)), f)
+        (_matches(part.columns, f.required), f)
         for f in FORMATS.values()
         if f.name != "redcap_records" and part.style in f.styles
     ]
-    found, closest = max(near, key=lambda pair: 2 * pair[0] - len(pair[1].required))
-    if found:
-        missing = [c for c in closest.required if c not in part.columns]
-        lines.append(f"Closest: {closest.title}, which also needs {', '.join(missing)}.")
+    matches, closest = max(near, key=lambda pair: 2 * _found(pair[0]) - len(pair[1].required))
+    if _found(matches):
+        missing = [name for name, column in matches.items() if column is None]
+        needs = f", which also needs {', '.join(missing)}" if missing else ""
+        lines.append(f"Closest: {closest.title}{needs}. {_renames(matches)}".rstrip())
     return "\n".join(lines)
+
+
+def _matches(columns: list[str], required: tuple[str, ...]) -> dict[str, str | None]:
+    """Each required column -> the table's column standing for it (the same name, or one
+    differing only as :func:`_folded` allows), or None."""
+    by_fold: dict[str, str] = {}
+    for column in columns:
+        by_fold.setdefault(_folded(column), column)
+    return {name: name if name in columns else by_fold.get(_folded(name)) for name in required}
+
+
+def _found(matches: dict[str, str | None]) -> int:
+    return sum(column is not None for column in matches.values())
+
+
+def _folded(name: str) -> str:
+    """A column name as a near miss is told: letter case, invisible characters, and spaces or
+    hyphens for underscores aside."""
+    visible = "".join(char for char in name if unicodedata.category(char) != "Cf")
+    return re.sub(r"[\s_-]+", "_", visible.strip().casefold())
+
+
+def _renames(matches: dict[str, str | None]) -> str:
+    """The sentence asking to rename the near misses among ``matches`` (Case_ID, case id)."""
+    renames = [
+        f"'{_shown(column)}'{_hidden_note(column)} to {name}"
+        for name, column in matches.items()
+        if column is not None and column != name
+    ]
+    if not renames:
+        return ""
+    return f"Rename {' and '.join(renames)}: column names must be spelled exactly as listed."
+
+
+def _shown(name: str) -> str:
+    """A column name with the characters that cannot be seen (a byte-order mark, a zero-width
+    or no-break space) written as escapes: \\ufeff, \\u200b, \\xa0."""
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in name)
+
+
+def _hidden_note(name: str) -> str:
+    """What hidden characters a column name holds, as " (\\u200b: a hidden character)"."""
+    hidden = dict.fromkeys(_shown(char) for char in name if not char.isprintable())
+    if not hidden:
+        return ""
+    what = "a hidden character" if len(hidden) == 1 else "hidden characters"
+    return f" ({', '.join(hidden)}: {what})"

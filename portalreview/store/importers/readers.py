@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -372,13 +373,31 @@ def _table_part(
 ) -> Part:
     """A table from its rows (the first is the header): (row number, cells) each."""
     header_number, header = rows[0]
-    columns = _header(label, [str(h).strip() for h in header], f"row {header_number}")
+    columns = _header(label, [_header_name(h) for h in header], f"row {header_number}")
     if len(rows) < 2:
         raise EmptyTable("has a header row but no data rows", file=label)
     part = Part(path, label, style, [c for c in columns if c], stem=stem)
     for number, cells in rows[1:]:
         part.records.append(_row_record(label, columns, number, cells, style))
     return part
+
+
+def _header_name(cell: Any) -> str:
+    """A header cell's column name, without the spaces and invisible characters around it: a
+    second byte-order mark or a zero-width space that a copy left before ``case_id`` cannot
+    be seen in a spreadsheet, nor meant."""
+    name = str(cell)
+    start, end = 0, len(name)
+    while start < end and _blank(name[start]):
+        start += 1
+    while end > start and _blank(name[end - 1]):
+        end -= 1
+    return name[start:end]
+
+
+def _blank(char: str) -> bool:
+    """A space or an invisible formatting character (byte-order mark, zero-width space)."""
+    return char.isspace() or unicodedata.category(char) == "Cf"
 
 
 def _header(label: str, columns: list[str], place: str) -> list[str]:
