@@ -391,7 +391,11 @@ def read_exported_log(path: Path) -> list[dict[str, Any]]:
         try:
             if "audit" not in book.sheetnames:
                 raise ValueError(f"{path.name} has no 'audit' sheet")
-            rows = book["audit"].iter_rows(values_only=True)
+            sheet = book["audit"]
+            # read whole whatever used range the file records (WPS Office writes A1): a log
+            # read cut short whose chain still holds would verify
+            sheet.reset_dimensions()
+            rows = sheet.iter_rows(values_only=True)
             header = [str(c) for c in next(rows)]
             return [dict(zip(header, values, strict=False)) for values in rows]
         finally:

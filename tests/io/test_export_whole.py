@@ -191,3 +191,32 @@ def test_each_file_is_on_disk_before_it_gets_its_name(project, tmp_path, monkeyp
     monkeypatch.setattr(os, "replace", replace)
     export_project(project, fmt, tmp_path / f"out.{fmt}" if fmt == "xlsx" else tmp_path / "out")
     assert renamed and all(on_disk for _target, on_disk in renamed), renamed
+
+
+def test_an_audit_workbook_recording_a_stale_used_range_is_read_whole(project, tmp_path):
+    """A workbook re-saved by WPS Office records its used range as A1: the audit sheet was
+    read cut short (the header alone, or the first rows), and a shortened chain that still
+    holds verifies unless its last hash is given."""
+    import zipfile
+
+    from openpyxl import load_workbook
+
+    from portalreview.store.audit_verify import read_exported_log
+
+    full_study(project)
+    out = tmp_path / "study.xlsx"
+    export_project(project, "xlsx", out)
+    whole = read_exported_log(out)
+    assert len(whole) > 3
+    sheet = f"xl/worksheets/sheet{load_workbook(out).sheetnames.index('audit') + 1}.xml"
+    with zipfile.ZipFile(out) as zin:
+        items = [(item, zin.read(item.filename)) for item in zin.infolist()]
+    with zipfile.ZipFile(out, "w") as zout:
+        for item, data in items:
+            if item.filename == sheet:  # (the export records none: the default, the rows')
+                stale = b'</sheetPr><dimension ref="A1:B3"/>'
+                assert data.count(b"</sheetPr>") == 1
+                data = data.replace(b"</sheetPr>", stale)
+            zout.writestr(item, data)
+    assert read_exported_log(out) == whole
+    assert verify_export(out, expected_last=whole[-1]["hash"]).ok
