@@ -4,7 +4,7 @@ mapped and reported."""
 from __future__ import annotations
 
 import pytest
-from io_support import fingerprint, write_jsonl
+from io_support import fingerprint, full_study, write_jsonl
 
 from portalreview.store.importers import ImportFailed, import_files
 from portalreview.store.service import StudyService
@@ -57,7 +57,8 @@ def test_legacy_spellings_are_mapped_and_reported(project, study, tmp_path):
         },
     ]
     report = import_files(project, [write_jsonl(tmp_path / "batch1.jsonl", rows)])
-    assert report.added["units"] == 2 and report.added["answers"] == 2
+    # SENTENCE already has the study's eppc unit; "Hi Dr. Lee," gets a new one
+    assert report.added["units"] == 1 and report.added["answers"] == 2
     assert report.eppc_mappings == {
         'code "Information Giving" -> "InfoGive" (display name)': 1,
         'subcode "symptoms" -> "Symptoms" under InfoGive (case/spacing)': 1,
@@ -74,7 +75,8 @@ def test_legacy_spellings_are_mapped_and_reported(project, study, tmp_path):
     assert first[0]["spans"] == [[SENTENCE.index("crushing"), SENTENCE.index(" since")]]
     assert answers[0].status == "submitted"
     view = StudyService(project).read_unit(units[0])
-    assert view.unit_set == "eppc-batch1" and view.sentence.text == SENTENCE
+    assert view.unit_set == "eppc set" and view.sentence.text == SENTENCE
+    assert StudyService(project).read_unit(units[1]).unit_set == "eppc-batch1"
 
 
 def test_a_span_not_in_its_sentence_is_refused(project, study, tmp_path):
@@ -203,3 +205,85 @@ def test_a_name_in_other_code_points_is_the_same_annotator_and_a_new_one_is_name
     report = import_files(project, [write_jsonl(tmp_path / "annotators.jsonl", people)])
     assert any("annotator 'jose\u0301' was already in the project" in n for n in report.notes)
     assert len([a for a in svc.annotators() if a.name.startswith("jos")]) == 2
+
+
+# --- one file per coder: coders meet on the sentence's unit -------------------------------
+
+
+def _coding(annotator: str, sentence: str, subcode: str, span: str) -> dict:
+    return {
+        "case_id": "c1",
+        "sentence": sentence,
+        "annotator": annotator,
+        "results": [{"Code": "InfoSeek", "Sub-code": subcode, "Span": span}],
+    }
+
+
+def _coder_file(folder, name: str, coder: str, subcode: str = "SchedulingAppt"):
+    rows = [
+        _coding(coder, "Should I come in?", subcode, "come in"),
+        _coding(coder, "Hi Dr. Lee,", subcode, "Hi"),
+    ]
+    return write_jsonl(folder / name, rows)
+
+
+def _eppc_agreement(project) -> dict:
+    from portalreview.analysis import eppc
+    from portalreview.store.frames import read_frames
+
+    return eppc.analyse(read_frames(project), n_resamples=0)
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["one by one", "in one import"])
+def test_coders_files_of_the_same_sentences_are_compared(project, study, tmp_path, together):
+    """Each coder's file made its own set, one unit per sentence each: no sentence had two
+    coders, so no agreement at all (kappa [], alpha over 0 units)."""
+    first = _coder_file(tmp_path, "coder1.jsonl", "coder1")
+    second = _coder_file(tmp_path, "coder2.jsonl", "coder2", subcode="Symptoms")
+    if together:
+        report = import_files(project, [first, second])
+    else:
+        import_files(project, [first])
+        report = import_files(project, [second])
+        assert "units" not in report.added and "unit_sets" not in report.added
+    assert any("already had an eppc unit" in n and "'eppc-coder1'" in n for n in report.notes)
+    result = _eppc_agreement(project)
+    (pair,) = result["kappa"]
+    assert (pair["annotator_a"], pair["annotator_b"], pair["n_units"]) == ("coder1", "coder2", 2)
+    assert result["alpha"]["n_units"] == 2
+
+
+def test_a_sentence_with_several_eppc_units_is_coded_on_the_first_made(project, study, tmp_path):
+    """Units made before (by hand, or by imports of one set per file) may hold a sentence
+    several times: a coding goes onto the first made."""
+    svc = study.service
+    sentence = svc.read_unit(study.units["respond"]).cases[0].sentences[2]
+    assert sentence.text == "Should I come in?"
+    made = []
+    for name in ("first", "second"):
+        set_id = svc.create_unit_set(name, "eppc")
+        made.append(svc.add_unit(set_id, study.case1, sentence_id=sentence.id))
+    svc.assign(made[1], study.ben)
+    svc.save_answer(made[1], {"labels": []}, annotator_id=study.ben)
+    row = _coding("ava", "Should I come in?", "SchedulingAppt", "come in")
+    report = import_files(project, [write_jsonl(tmp_path / "ava.jsonl", [row])])
+    assert "units" not in report.added
+    assert svc.get_answer(made[0], annotator_id=study.ava) is not None
+
+
+def test_coders_files_join_a_unit_the_pi_adjudicated(project, tmp_path):
+    """The PI's gold answer is compared with every coder of its unit, and is not her own
+    coding: her ordinary coding of the sentence is imported, not refused."""
+    study = full_study(project)
+    svc = study.service
+    gold = svc.get_answer(study.units["eppc"], gold=True)
+    rows = [
+        {**_coding(name, SENTENCE, "Symptoms", "chest pain"), "results": []}
+        for name in ("ben", "pat")
+    ]
+    import_files(project, [write_jsonl(tmp_path / "late.jsonl", rows)])
+    for person in (study.ben, study.pi):
+        assert svc.get_answer(study.units["eppc"], annotator_id=person).payload == {"labels": []}
+    assert svc.get_answer(study.units["eppc"], gold=True).payload == gold.payload
+    vs_gold = {row["annotator"]: row["n_units"] for row in _eppc_agreement(project)["vs_gold"]}
+    assert vs_gold == {"ava": 1, "ben": 1, "pat": 1}

@@ -6,7 +6,8 @@
 The sentence is located in the case's message (or the response's text) and must be one of the
 sentences PortalReview's segmenter made there; each span is located in its sentence (the first
 occurrence when it occurs more than once). Legacy code and subcode spellings are mapped onto the
-codebook's own and reported.
+codebook's own and reported. A sentence has one eppc unit, whichever file codes it, so that
+coders who send one file each are compared.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from portalreview.store.importers.context import ImportContext
 from portalreview.store.importers.errors import json_type
 from portalreview.store.importers.records import MAX_TEXT, Part, Record, show, text_problem
 from portalreview.store.kinds.eppc import codes_with_subcodes, label_missing
-from portalreview.store.models import STATUSES, Case, Response, Sentence, Unit
+from portalreview.store.models import STATUSES, Case, Response, Sentence, Unit, UnitSet
 
 EPPC_COLUMNS = (
     "case_id",
@@ -36,25 +37,49 @@ _RESULT_KEYS = {"code": "Code", "subcode": "Sub-code", "span": "Span"}
 
 
 def load_eppc(ctx: ImportContext, part: Part) -> None:
-    """One eppc unit per sentence (in set ``eppc-<file name>``) and one answer per record."""
-    name = f"eppc-{part.stem}"
-    units: dict[int, int] | None = None
+    """One answer per record, on the eppc unit that already holds its sentence (in any eppc
+    set: coders' files of the same sentences meet on the same units, so they are compared),
+    or on a new unit in set ``eppc-<file name>``."""
+    own_set = f"eppc-{part.stem}"
+    units = _eppc_units(ctx)
+    new_set: int | None = None
+    joined: set[str] = set()  # the earlier sets this file's codings went into
     for rec in part.records:
         with ctx.guard(rec):
-            set_id = ctx.ensure_unit_set(name, "eppc", rec, f"EPPC annotations from {part.label}")
-            if units is None:
-                units = _units_of_set(ctx, set_id)
             case_id, sentence_id, sentence = _sentence(ctx, rec)
-            if sentence_id not in units:
-                units[sentence_id] = ctx.svc.add_unit(
-                    set_id, case_id, sentence_id=sentence_id, session=ctx.session
+            if sentence_id in units:
+                joined.add(units[sentence_id][0][1])
+            else:
+                if new_set is None:
+                    new_set = ctx.ensure_unit_set(
+                        own_set, "eppc", rec, f"EPPC annotations from {part.label}"
+                    )
+                unit_id = ctx.svc.add_unit(
+                    new_set, case_id, sentence_id=sentence_id, session=ctx.session
                 )
-            _answer(ctx, rec, units[sentence_id], sentence)
+                units[sentence_id] = [(unit_id, own_set)]
+            _answer(ctx, rec, units[sentence_id][0][0], sentence)
+    joined.discard(own_set)
+    if joined:  # the PI looks for the file's own set
+        ctx.report.note(
+            f"{part.label}: codings of sentences that already had an eppc unit were added to "
+            f"that unit, in unit set(s) {', '.join(map(repr, sorted(joined)))}"
+        )
 
 
-def _units_of_set(ctx: ImportContext, set_id: int) -> dict[int, int]:
-    rows = ctx.session.execute(select(Unit.sentence_id, Unit.id).where(Unit.unit_set_id == set_id))
-    return dict(rows.all())
+def _eppc_units(ctx: ImportContext) -> dict[int, list[tuple[int, str]]]:
+    """sentence id -> (unit id, unit set name) of its eppc units in the project, the first
+    made (lowest id) first: the unit a new coding of the sentence goes onto."""
+    rows = ctx.session.execute(
+        select(Unit.sentence_id, Unit.id, UnitSet.name)
+        .join(UnitSet, UnitSet.id == Unit.unit_set_id)
+        .where(Unit.kind == "eppc")
+        .order_by(Unit.id)
+    )
+    units: dict[int, list[tuple[int, str]]] = {}
+    for sentence_id, unit_id, set_name in rows:
+        units.setdefault(sentence_id, []).append((unit_id, set_name))
+    return units
 
 
 def _answer(ctx: ImportContext, rec: Record, unit_id: int, sentence: str) -> None:
