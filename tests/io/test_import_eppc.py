@@ -253,9 +253,46 @@ def test_coders_files_of_the_same_sentences_are_compared(project, study, tmp_pat
     assert result["alpha"]["n_units"] == 2
 
 
+def test_a_second_download_of_a_coders_file_is_refused_and_changes_nothing(
+    project, study, tmp_path
+):
+    """A renamed second download ("coder1 (1).jsonl") imported the coder's answers again, in a
+    second set, without a word. The same coding is 'already imported'; another coding of a
+    sentence the coder coded is refused naming both; neither changes anything."""
+    import_files(project, [_coder_file(tmp_path, "coder1.jsonl", "coder1")])
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, [_coder_file(tmp_path, "coder1 (1).jsonl", "coder1")])
+    assert "coder1 (1).jsonl, line 1, field 'annotator'" in str(err.value)
+    assert "already in unit set 'eppc-coder1', word for word: already imported" in str(err.value)
+    assert fingerprint(project) == before
+    rows = [
+        _coding("coder2", "Should I come in?", "SchedulingAppt", "come in"),
+        _coding("coder1", "Should I come in?", "Symptoms", "come in"),
+    ]
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, [write_jsonl(tmp_path / "fixed.jsonl", rows)])
+    assert "fixed.jsonl, line 2, field 'annotator'" in str(err.value)
+    assert (
+        "'coder1' has already coded the sentence 'Should I come in?' (in unit set "
+        "'eppc-coder1'), differently" in str(err.value)
+    )
+    assert fingerprint(project) == before
+
+
+def test_a_sentence_coded_twice_in_one_import_is_refused(project, study, tmp_path):
+    row = _coding("coder1", "Hi Dr. Lee,", "SchedulingAppt", "Hi")
+    files = [write_jsonl(tmp_path / name, [row]) for name in ("a.jsonl", "b.jsonl")]
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, files)
+    assert "b.jsonl, line 1, field 'annotator'" in str(err.value)
+    assert "a second time in this import (first: a.jsonl, line 1)" in str(err.value)
+
+
 def test_a_sentence_with_several_eppc_units_is_coded_on_the_first_made(project, study, tmp_path):
     """Units made before (by hand, or by imports of one set per file) may hold a sentence
-    several times: a coding goes onto the first made."""
+    several times: a coding goes onto the first made, and a coder who coded the sentence in
+    any of them has coded it."""
     svc = study.service
     sentence = svc.read_unit(study.units["respond"]).cases[0].sentences[2]
     assert sentence.text == "Should I come in?"
@@ -269,6 +306,9 @@ def test_a_sentence_with_several_eppc_units_is_coded_on_the_first_made(project, 
     report = import_files(project, [write_jsonl(tmp_path / "ava.jsonl", [row])])
     assert "units" not in report.added
     assert svc.get_answer(made[0], annotator_id=study.ava) is not None
+    row = {**row, "annotator": "ben"}
+    with pytest.raises(ImportFailed, match=r"'ben' has already coded .* unit set 'second'"):
+        import_files(project, [write_jsonl(tmp_path / "ben.jsonl", [row])])
 
 
 def test_coders_files_join_a_unit_the_pi_adjudicated(project, tmp_path):
@@ -287,3 +327,6 @@ def test_coders_files_join_a_unit_the_pi_adjudicated(project, tmp_path):
     assert svc.get_answer(study.units["eppc"], gold=True).payload == gold.payload
     vs_gold = {row["annotator"]: row["n_units"] for row in _eppc_agreement(project)["vs_gold"]}
     assert vs_gold == {"ava": 1, "ben": 1, "pat": 1}
+    again = write_jsonl(tmp_path / "pat.jsonl", [rows[1]])
+    with pytest.raises(ImportFailed, match="by 'pat' is already in unit set 'eppc set'"):
+        import_files(project, [again])

@@ -7,7 +7,7 @@ The sentence is located in the case's message (or the response's text) and must 
 sentences PortalReview's segmenter made there; each span is located in its sentence (the first
 occurrence when it occurs more than once). Legacy code and subcode spellings are mapped onto the
 codebook's own and reported. A sentence has one eppc unit, whichever file codes it, so that
-coders who send one file each are compared.
+coders who send one file each are compared; a coder codes a sentence once.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from portalreview.domain.catalogs import CatalogError
 from portalreview.store.importers.context import ImportContext
 from portalreview.store.importers.errors import json_type
 from portalreview.store.importers.records import MAX_TEXT, Part, Record, show, text_problem
+from portalreview.store.kinds import CODECS
 from portalreview.store.kinds.eppc import codes_with_subcodes, label_missing
-from portalreview.store.models import STATUSES, Case, Response, Sentence, Unit, UnitSet
+from portalreview.store.models import STATUSES, Answer, Case, Response, Sentence, Unit, UnitSet
 
 EPPC_COLUMNS = (
     "case_id",
@@ -58,7 +59,8 @@ def load_eppc(ctx: ImportContext, part: Part) -> None:
                     new_set, case_id, sentence_id=sentence_id, session=ctx.session
                 )
                 units[sentence_id] = [(unit_id, own_set)]
-            _answer(ctx, rec, units[sentence_id][0][0], sentence)
+            unit_ids = [unit_id for unit_id, _ in units[sentence_id]]
+            _answer(ctx, rec, unit_ids, sentence_id, sentence)
     joined.discard(own_set)
     if joined:  # the PI looks for the file's own set
         ctx.report.note(
@@ -82,18 +84,98 @@ def _eppc_units(ctx: ImportContext) -> dict[int, list[tuple[int, str]]]:
     return units
 
 
-def _answer(ctx: ImportContext, rec: Record, unit_id: int, sentence: str) -> None:
+def _answer(
+    ctx: ImportContext, rec: Record, unit_ids: list[int], sentence_id: int, sentence: str
+) -> None:
+    """The coder's answer, on the first of the sentence's units."""
     person = ctx.annotator(rec, "annotator")
-    if ctx.has_answer(unit_id, person):
-        rec.fail("annotator", "has already coded this sentence in this import or project")
-    ctx.ensure_assigned(unit_id, person)
     labels = _labels(ctx, rec, sentence)
+    # a coder codes a sentence once
+    _refuse_twice_in_this_import(ctx, rec, person, sentence_id, sentence)
+    _refuse_a_coding_made_before(ctx, rec, person, unit_ids, labels, sentence)
+    ctx.ensure_assigned(unit_ids[0], person)
     with_subcodes = codes_with_subcodes(ctx.catalogs)
     complete = not any(label_missing(label, with_subcodes) for label in labels)
     status = rec.choice("status", STATUSES, default="submitted" if complete else "draft")
     ctx.svc.save_answer(
-        unit_id, {"labels": labels}, status=status, annotator_id=person, session=ctx.session
+        unit_ids[0], {"labels": labels}, status=status, annotator_id=person, session=ctx.session
     )
+
+
+# --- a sentence coded twice -----------------------------------------------------------------
+
+
+def _refuse_twice_in_this_import(
+    ctx: ImportContext, rec: Record, person: int, sentence_id: int, sentence: str
+) -> None:
+    key = ("eppc coding", f"{sentence_id} {person}")
+    first = ctx.first_seen.get(key)
+    if first:
+        rec.fail(
+            "annotator",
+            f"{rec.ident('annotator')!r} codes the sentence {show(sentence)} a second time in "
+            f"this import (first: {first}); a coder codes a sentence once",
+        )
+    ctx.first_seen[key] = rec.where
+
+
+def _refuse_a_coding_made_before(
+    ctx: ImportContext,
+    rec: Record,
+    person: int,
+    unit_ids: list[int],
+    labels: list[dict[str, Any]],
+    sentence: str,
+) -> None:
+    """The coder's own answer to any of the sentence's units (her gold answer, as the PI, is
+    not one) is her coding of it. The same coding is a file imported before (a second
+    download, renamed), and is said so."""
+    earlier = _earlier_codings(ctx, person, unit_ids)
+    if not earlier:
+        return
+    coder = rec.ident("annotator")
+    same = [name for name, payload in earlier if _coding(payload["labels"]) == _coding(labels)]
+    if same:
+        rec.fail(
+            "annotator",
+            f"this coding of the sentence {show(sentence)} by {coder!r} is already in unit "
+            f"set {same[0]!r}, word for word: already imported (this file, or a copy under "
+            "another name, was imported before). Import only the codings not imported yet; "
+            "nothing was imported",
+        )
+    rec.fail(
+        "annotator",
+        f"{coder!r} has already coded the sentence {show(sentence)} (in unit set "
+        f"{earlier[0][0]!r}), differently: a coder codes a sentence once. Leave this line "
+        "out; nothing was imported",
+    )
+
+
+def _earlier_codings(
+    ctx: ImportContext, person: int, unit_ids: list[int]
+) -> list[tuple[str, dict[str, Any]]]:
+    """(unit set name, payload) of the person's own (not gold) answers to these units."""
+    rows = ctx.session.execute(
+        select(Answer.id, UnitSet.name)
+        .join(Unit, Unit.id == Answer.unit_id)
+        .join(UnitSet, UnitSet.id == Unit.unit_set_id)
+        .where(
+            Answer.unit_id.in_(unit_ids),
+            Answer.annotator_id == person,
+            Answer.is_gold.is_(False),
+        )
+        .order_by(Answer.id)
+    ).all()
+    payloads = CODECS["eppc"].read_many(ctx.session, [row.id for row in rows]) if rows else {}
+    return [(row.name, payloads[row.id]) for row in rows]
+
+
+def _coding(labels: list[dict[str, Any]]) -> dict[str, tuple[str | None, list]]:
+    """code -> (subcode, spans in order): labels as stored, whatever order they came in."""
+    return {
+        label["code"]: (label.get("subcode"), sorted(list(s) for s in label.get("spans", [])))
+        for label in labels
+    }
 
 
 # --- the sentence ---------------------------------------------------------------------------
