@@ -170,6 +170,10 @@ class AnnotationSession(QObject):
         self._unsure_save: _UnsureSave | None = None
         # seconds on task of units left while their save failed: added to their next save
         self._time_to_add: dict[int, float] = {}
+        # whether the unit on screen was submitted since it was opened, and the units a slip
+        # left incomplete (drafts since) in this session: put right, each is submitted again
+        self.submitted_here = False
+        self._slipped: set[int] = set()
         self.clock = ActivityClock()
         self.clock.scope = self._window
         app = QApplication.instance()
@@ -210,7 +214,9 @@ class AnnotationSession(QObject):
             self.editor = editor
         self.unit, self.answer = unit, answer
         self.conflict, self.status_not_saved = None, None
-        self.submitted_here = answer is not None and answer.status == "submitted"
+        self.submitted_here = unit_id in self._slipped or (
+            answer is not None and answer.status == "submitted"
+        )
         editor.load(unit, answer)
         self._reset_suggestion(answer)
         self.clock.start()
@@ -369,7 +375,13 @@ class AnnotationSession(QObject):
             return self._hold(fields)
         fields = {**(self._held_flag or {}), **fields}
         fields.update(suggestion)
-        held_back = self.editor.submit_problem() if status == "submitted" else None
+        # a save that changes no part of the answer (the time on it, a flag) keeps it
+        # submitted: looking at an answer the editor would not take now never demotes it
+        unchanged = time_only or (
+            not explicit and self.answer is not None and payload == self.answer.payload
+        )
+        checked = status == "submitted" and not unchanged
+        held_back = self.editor.submit_problem() if checked else None
         if held_back and not draft_if_refused:
             return self._refuse_submission(held_back)
         if held_back:
@@ -435,6 +447,10 @@ class AnnotationSession(QObject):
         was = self.answer.status if self.answer else None
         self.answer = view
         self.submitted_here = self.submitted_here or view.status == "submitted"
+        if view.status == "submitted":
+            self._slipped.discard(unit_id)
+        elif was == "submitted":
+            self._slipped.add(unit_id)
         self.last_failure = None
         self.status_not_saved = None
         self._held_flag = None

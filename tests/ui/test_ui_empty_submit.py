@@ -80,3 +80,54 @@ def test_a_choice_the_levels_given_contradict_is_kept_as_a_draft(qtbot, gui, pre
     assert answer.status == "submitted" and answer.payload["more_urgent_case_id"] == (
         editor.case_ids[1]
     )
+
+
+def test_looking_at_a_submitted_answer_the_editor_would_not_take_keeps_it_submitted(
+    qtbot, gui, prefs
+):
+    """An imported urgency answer whose levels contradict its choice was made a draft by
+    reading it: the save of the time spent asked the editor's check again (found by an
+    explorer). A save that changes no part of the answer keeps it submitted."""
+    from portalreview.store.project import Project
+    from portalreview.store.service import StudyService
+
+    unit, ids = gui.ids.units["urgency"], gui.ids
+    levels = {str(ids.case1): 6, str(ids.case2): 1}
+    payload = {"more_urgent_case_id": ids.case1, "ask_second": False, "levels": levels}
+    with Project.open(gui.path) as project:
+        StudyService(project).save_answer(unit, payload, status="submitted", annotator_id=ids.ava)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "urgency")
+    qtbot.waitUntil(lambda: window.session.unit is not None)
+    window.session.clock.seconds = 5.0  # read for a while, no key pressed
+    window.close()
+    answer = stored_answer(gui.path, unit, "ava")
+    assert answer.status == "submitted" and answer.active_seconds >= 5
+
+
+def test_a_slip_put_right_after_leaving_the_unit_is_submitted_again(qtbot, gui, prefs):
+    """"Put right, it is submitted again" stopped being true once she left the unit and came
+    back to put it right (found by an explorer)."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "urgency")
+    editor = window.editors["urgency"]
+    editor.setFocus()
+    QTest.keyClick(editor, Qt.Key.Key_Left)
+    _submit(window)
+    unit = gui.ids.units["urgency"]
+    assert stored_answer(gui.path, unit, "ava").status == "submitted"
+    editor.setFocus()
+    for key in (Qt.Key.Key_L, Qt.Key.Key_5, Qt.Key.Key_R, Qt.Key.Key_2):  # the slip
+        QTest.keyClick(editor, key)
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").status == "draft"
+    show_kind(window, "rank")
+    show_kind(window, "urgency")
+    qtbot.waitUntil(lambda: window.session.unit is not None and window.session.unit.unit_id == unit)
+    editor.setFocus()
+    for key in (Qt.Key.Key_R, Qt.Key.Key_0):  # put right: the right patient's level cleared
+        QTest.keyClick(editor, key)
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").status == "submitted"
+    assert window.statusBar().currentMessage() == "Submitted again: the answer is complete again."
+    window.close()
