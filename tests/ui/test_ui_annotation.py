@@ -286,8 +286,8 @@ def test_undo_takes_back_the_last_typing_when_it_followed_on_in_an_earlier_box(
     qtbot, gui, prefs
 ):
     """Typing in box A, then B, then at the end of A again: Ctrl+Z takes back the last
-    typing, in A. Qt merged the later typing into A's first step, under B's, so Ctrl+Z
-    emptied B (perhaps out of view), and the next took all of A at once."""
+    typing, in A (a word at a time). Qt merged the later typing into A's first step, under
+    B's, so Ctrl+Z emptied B (perhaps out of view), and the next took all of A at once."""
     window = open_window(qtbot, prefs, gui.path, "ava")
     show_kind(window, "respond")
     window.queue.jump_to_number(1)
@@ -298,15 +298,17 @@ def test_undo_takes_back_the_last_typing_when_it_followed_on_in_an_earlier_box(
     empathy.moveCursor(QTextCursor.MoveOperation.End)
     qtbot.keyClicks(empathy, " Call us.")
     qtbot.keyClick(empathy, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
-    assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry.", "Rest.")
+    assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry. Call ", "Rest.")
     wait_saved(qtbot, window)
     stored = stored_answer(gui.path, gui.ids.units["respond"], "ava")
-    assert stored.payload["parts"] == {"empathy": "Sorry.", "planning": "Rest."}
+    assert stored.payload["parts"] == {"empathy": "Sorry. Call ", "planning": "Rest."}
+    window.act_undo.trigger()
+    assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry.", "Rest.")
     window.act_undo.trigger()
     assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry.", "")
     window.act_undo.trigger()
     assert empathy.toPlainText() == ""
-    for _ in range(3):
+    for _ in range(4):
         window.act_redo.trigger()
     assert (empathy.toPlainText(), planning.toPlainText()) == ("Sorry. Call us.", "Rest.")
 

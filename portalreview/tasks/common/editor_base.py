@@ -353,20 +353,48 @@ class TextBox(PlainTextBox):
     """A plain-text box whose undo steps go into an editor's :class:`QUndoStack`.
 
     Ctrl+Z / Ctrl+Shift+Z are left to the window's Edit menu (which drives the stack), so the
-    box never undoes behind the stack's back.
+    box never undoes behind the stack's back. One step is about a word (see
+    :func:`starts_a_word`), or a paste.
     """
 
     def __init__(self, stack: QUndoStack, label: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._stack = stack
         self._label = label
+        self._word_in_step = False  # a word character typed in the document's last step
         self.setTabChangesFocus(True)
         self._loaded = AsLoaded()
         self.document().undoCommandAdded.connect(self._record)
         self.setAccessibleName(label)
 
     def _record(self) -> None:
+        self._word_in_step = False
         self._stack.push(_TextStep(self.document(), self._label))
+
+    def _end_step_at_a_new_word(self, typed: str) -> None:
+        """Called before ``typed`` goes in: a word begun after a word's step ends that step.
+        Qt merged all typing that follows on into one step, so one Ctrl+Z emptied a box
+        typed in pauses, sentences long."""
+        start = self.textCursor().selectionStart()
+        before = self.document().characterAt(start - 1) if start else ""
+        if self._word_in_step and starts_a_word(typed, before):
+            self._end_step()
+
+    def _end_step(self) -> None:
+        """Make the next edit a step of its own (the document merges only while modified)."""
+        self.document().setModified(False)
+        self._word_in_step = False
+
+    def _note_typed(self, typed: str) -> None:
+        if any(map(is_word_character, typed)):
+            self._word_in_step = True
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        """A paste (or a drop) is a step of its own: Qt merged it with the typing before and
+        after it, and one Ctrl+Z took them all."""
+        self._end_step()
+        super().insertFromMimeData(source)
+        self._end_step()
 
     def _end_typing_run_unless_on_top(self) -> None:
         """Called before each typed key: when another step tops the stack, this typing is a
@@ -375,7 +403,7 @@ class TextBox(PlainTextBox):
         the later typing went with the earlier. The document merges only while "modified"."""
         top = self._stack.command(self._stack.index() - 1)
         if getattr(top, "_document", None) is not self.document():
-            self.document().setModified(False)
+            self._end_step()
 
     def grow_with_text(self, min_lines: int = 3, max_lines: int = 16) -> None:
         """Let the box grow with its text (between ``min_lines`` and ``max_lines``), so a form
@@ -425,11 +453,15 @@ class TextBox(PlainTextBox):
             event.ignore()
             return
         self._end_typing_run_unless_on_top()
+        self._end_step_at_a_new_word(event.text())
         super().keyPressEvent(event)
+        self._note_typed(event.text())
 
     def inputMethodEvent(self, event) -> None:
         self._end_typing_run_unless_on_top()
+        self._end_step_at_a_new_word(event.commitString())
         super().inputMethodEvent(event)
+        self._note_typed(event.commitString())
 
     def contextMenuEvent(self, event) -> None:
         menu = self.createStandardContextMenu()
@@ -457,6 +489,17 @@ def suggested_answer(unit: UnitView, payload: dict[str, Any]) -> AnswerView:
         suggestion_use=None,
         updated_at="",
     )
+
+
+def is_word_character(character: str) -> bool:
+    """A letter, a digit or an apostrophe (inside "don't"): a character of a word."""
+    return character.isalnum() or character in "_'’"
+
+
+def starts_a_word(typed: str, before: str) -> bool:
+    """Whether ``typed``, put in after the character ``before`` ("" at the start), begins a
+    word: where an undo step of typing ends, as in a word processor ("Stop " then "the")."""
+    return bool(typed) and is_word_character(typed[0]) and not is_word_character(before)
 
 
 def _is_undo_key(event) -> bool:
