@@ -251,47 +251,41 @@ def test_undo_and_redo_after_a_fact_is_reworded_in_its_cell(qtbot, gui, prefs):
 
 
 def test_ctrl_z_in_an_open_cell_undoes_its_typing_and_saves_that(qtbot, gui, prefs):
-    """In the open cell Ctrl+Z is the cell's own undo (the fact stays listed), and the
-    wording it brings back is the one saved."""
+    """In the open cell Ctrl+Z takes back its typing a word at a time, as Edit > Undo does
+    (the fact stays listed), and the wording it brings back is the one saved."""
     window, editor = open_first_facts_unit(qtbot, gui, prefs)
     side = editor.sides["original"]
     cell = _reword_in_cell(qtbot, window, side, NEW)
     assert _saved_texts(qtbot, window, gui) == [NEW]
-    for _step in range(len(NEW)):  # (how much one Ctrl+Z takes back is Qt's)
+    qtbot.keyClick(cell, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert cell.text() == "Go to the ER now, do not "
+    window.act_undo.trigger()
+    assert cell.text() == "Go to the ER now, do "
+    for _word in range(len(NEW.split())):
         if cell.text() == "Go to the ER":
             break
         qtbot.keyClick(cell, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert cell.text() == "Go to the ER"
-    assert QApplication.focusWidget() is cell and editor.undo_stack.count() == 1
+    assert QApplication.focusWidget() is cell and editor.undo_stack.index() == 1  # the listing
     assert _saved_texts(qtbot, window, gui) == ["Go to the ER"]
     window.close()
 
 
-@pytest.mark.parametrize("how", ["drop-down", "Edit > Undo"])
-def test_a_fact_judged_while_its_cell_is_open_keeps_the_wording_typed(qtbot, gui, prefs, how):
-    """The fact's row shown again (its "Kept?" drop-down changed without taking the focus -
-    once possible with the mouse wheel, which now turns only a focused drop-down - or its
-    judgement undone from the menu) put the old wording back in the open cell over what was
-    typed there, and that was saved."""
+def test_a_fact_judged_while_its_cell_is_open_keeps_the_wording_typed(qtbot, gui, prefs):
+    """The fact's row shown again (its "Kept?" drop-down changed without taking the focus,
+    once possible with the mouse wheel, which now turns only a focused drop-down) put the old
+    wording back in the open cell over what was typed there, and that was saved."""
     window, editor = open_first_facts_unit(qtbot, gui, prefs)
     side = editor.sides["original"]
-    if how == "drop-down":
-        cell = _reword_in_cell(qtbot, window, side, NEW)
-        side.entailed_boxes[0].setCurrentIndex(1)  # "Yes", the focus left in the cell
-        judged = True
-    else:
-        editor.add_fact("original", "Go to the ER")
-        editor.set_entailed("original", 0, True)  # the step to undo
-        cell = _type_in_cell(qtbot, side, 0, NEW)
-        window.act_undo.trigger()
-        judged = None
-    assert side.entailed_boxes[0].currentData() is judged  # (the judgement did change)
+    cell = _reword_in_cell(qtbot, window, side, NEW)
+    side.entailed_boxes[0].setCurrentIndex(1)  # "Yes", the focus left in the cell
+    assert side.entailed_boxes[0].currentData() is True  # (the judgement did change)
     assert QApplication.focusWidget() is cell and cell.text() == NEW
-    assert [(f["text"], f["entailed"]) for f in editor.payload()["facts"]] == [(NEW, judged)]
+    assert [(f["text"], f["entailed"]) for f in editor.payload()["facts"]] == [(NEW, True)]
     assert _saved_texts(qtbot, window, gui) == [NEW]
     qtbot.keyClick(cell, Qt.Key.Key_Return)  # entered after the key (a queued call)
     qtbot.waitUntil(lambda: side.table.state() != side.table.State.EditingState)
-    assert editor.state["original"] == [{"text": NEW, "entailed": judged, "error_category": None}]
+    assert editor.state["original"] == [{"text": NEW, "entailed": True, "error_category": None}]
     window.close()
 
 
@@ -303,7 +297,11 @@ def test_a_fact_brought_back_while_a_cell_is_open_never_takes_its_wording(qtbot,
     editor.add_fact("original", "Rest at home")
     editor.add_fact("original", "Go to the ER")
     editor.remove_fact("original", 0)
-    _type_in_cell(qtbot, side, 0, NEW)  # over "Go to the ER", now the first row
+    cell = _type_in_cell(qtbot, side, 0, NEW)  # over "Go to the ER", now the first row
+    for _word in range(len(NEW.split())):  # the cell's typing first, a word at a time
+        window.act_undo.trigger()
+    assert side.table.state() == side.table.State.EditingState
+    assert cell.text() == "Go to the ER"
     window.act_undo.trigger()  # "Rest at home" back in the first row
     assert side.table.state() != side.table.State.EditingState
     assert [f["text"] for f in editor.payload()["facts"]] == ["Rest at home", "Go to the ER"]

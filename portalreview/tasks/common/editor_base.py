@@ -1,5 +1,7 @@
 """What every annotation editor shares: the ``Editor`` interface the shell drives, one undo
-history per editor, and a text box whose typing goes into that history.
+history per editor, and the text boxes whose typing goes into that history (``TextBox``;
+``LineTyping`` for a one-line box, such as the comment), so that Ctrl+Z in a box and Edit >
+Undo always take back the same step.
 
 The shell (``portalreview.ui``) knows editors only through :class:`Editor`: it calls
 :meth:`Editor.load` with a unit and the stored answer, reads :meth:`Editor.payload` when
@@ -34,9 +36,11 @@ from PySide6.QtWidgets import (
     QComboBox,
     QLabel,
     QLineEdit,
+    QMenu,
     QPlainTextEdit,
     QWidget,
 )
+from shiboken6 import isValid
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, UnitView
@@ -309,15 +313,171 @@ def keep_out_control_characters(line: QLineEdit) -> None:
     line.setValidator(_NoControlCharacters(line))
 
 
-class CommentBox(QLineEdit):
-    """An editor's free comment for the PI (``Editor.comment``); no control characters. Read
-    it with :meth:`stored_text`, which keeps the comment as loaded (see :class:`AsLoaded`)."""
+class LineTyping(QObject):
+    """Puts what is typed in a one-line box (a comment, a new fact, a fact's wording) on an
+    editor's undo history, about a word at a time, as :class:`TextBox` does: Ctrl+Z there and
+    Edit > Undo take back the same step. The line edit kept its own undo, which Ctrl+Z reached
+    (nothing, in an empty box) while Edit > Undo undid the rank or choice made before.
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    An undone or redone step emits the box's ``textEdited``, as the line's own undo did, so
+    the answer's change is saved."""
+
+    def __init__(self, line: QLineEdit, stack: QUndoStack, label: str) -> None:
+        super().__init__(line)
+        self.line, self.stack, self.label = line, stack, label
+        self._text = self._previous = line.text()
+        self._restoring = False
+        line.textChanged.connect(self._on_changed)
+        line.textEdited.connect(self._on_edited)
+        line.installEventFilter(self)
+
+    def _on_changed(self, text: str) -> None:
+        self._previous, self._text = self._text, text
+
+    def _on_edited(self, text: str) -> None:
+        if self._restoring:
+            return
+        before = self._previous if text == self._text else self._text  # (either signal first)
+        self.stack.push(_LineStep(self, before, text))
+
+    def show(self, text: str, cursor: int) -> None:
+        """Put ``text`` in the box, the cursor at ``cursor``: a step undone or redone."""
+        self._restoring = True
+        try:
+            self.line.setText(text)
+            self.line.setCursorPosition(cursor)
+            self.line.setModified(True)  # typed, for whoever asks (a fact's cell keeps it)
+            self.line.textEdited.emit(text)
+        finally:
+            self._restoring = False
+
+    def drop_steps(self) -> None:
+        """Take this box's steps off the top of the history: what was typed there has been
+        entered, a step of its own (a fact added, or reworded), or left (Esc in a fact's cell,
+        which then closes)."""
+        while isinstance(top := self.stack.command(self.stack.index() - 1), _LineStep):
+            if top.typing is not self:
+                return
+            top.setObsolete(True)
+            self.stack.undo()  # an obsolete step is taken off, not undone
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ShortcutOverride and _is_undo_key(event):
+            event.ignore()  # the window's Edit > Undo / Redo take the keys, not the line
+            return True
+        if event.type() == QEvent.Type.KeyPress and _is_undo_key(event):
+            return True  # never the line's own undo (the history had nothing to undo)
+        if event.type() == QEvent.Type.ContextMenu:
+            menu = self.line.createStandardContextMenu()
+            without_undo_actions(menu)
+            menu.exec(event.globalPos())
+            return True
+        return False
+
+
+_LINE_STEP = 0x4C494E45  # the id of a one-line box's steps: only they merge with one another
+
+
+class _LineStep(QUndoCommand):
+    """A run of typing (or of Backspace, or of Delete) in a one-line box, or one paste or
+    other edit of it; see :class:`LineTyping`."""
+
+    def __init__(self, typing: LineTyping, before: str, after: str) -> None:
+        super().__init__(f"typing in {typing.label}")
+        self.typing = typing
+        self._before, self._after = before, after
+        self._edit = _one_character_edit(before, after, typing.line.cursorPosition())
+        self._word_typed = self._typed_a_word_character()
+        self._made = True  # by the box itself, before the step was pushed
+
+    def id(self) -> int:
+        return _LINE_STEP
+
+    def mergeWith(self, other: QUndoCommand) -> bool:
+        if not self._continues_with(other):
+            return False
+        self._after, self._edit = other._after, other._edit
+        self._word_typed = self._word_typed or other._word_typed
+        return True
+
+    def _continues_with(self, other: QUndoCommand) -> bool:
+        """Whether ``other`` follows on from this step: the next character typed, unless it
+        begins a word after a word typed here, or the next one deleted; never a paste."""
+        if not isinstance(other, _LineStep) or other.typing is not self.typing:
+            return False
+        if self._edit is None or other._edit is None or other._before != self._after:
+            return False
+        (kind, at), (next_kind, next_at) = self._edit, other._edit
+        if kind == next_kind == "deleted":
+            return next_at in (at, at - 1)  # Delete, Backspace
+        if kind == "deleted" or next_kind != "typed":
+            return False
+        before = self._after[next_at - 1] if next_at else ""
+        new_word = self._word_typed and starts_a_word(other._after[next_at], before)
+        return next_at == at + 1 and not new_word
+
+    def _typed_a_word_character(self) -> bool:
+        if self._edit is None or self._edit[0] == "deleted":
+            return False
+        return is_word_character(self._after[self._edit[1]])
+
+    def redo(self) -> None:
+        if self._made:
+            self._made = False
+            return
+        self._show(self._after, expected=self._before)
+
+    def undo(self) -> None:
+        self._show(self._before, expected=self._after)
+
+    def _show(self, text: str, expected: str) -> None:
+        """Put ``text`` in the box if it still shows ``expected``; otherwise the step is gone
+        (a fact's cell closed, a new fact entered): nothing to take back."""
+        typing = self.typing
+        if not isValid(typing) or typing.line.text() != expected:
+            self.setObsolete(True)
+            return
+        typing.show(text, _end_of_change(expected, text))
+
+
+def _one_character_edit(before: str, after: str, cursor: int) -> tuple[str, int] | None:
+    """("typed", where) or ("deleted", where) when ``after`` is ``before`` with one character
+    typed in or deleted, ("typed over", where) when one typed replaced a selection
+    (``cursor``: the box's cursor after the edit); None for anything else (a paste, a cut)."""
+    head, tail = after[: max(cursor - 1, 0)], after[cursor:]
+    if len(after) == len(before) + 1 and head + tail == before:
+        return ("typed", cursor - 1)
+    if len(before) == len(after) + 1 and before[:cursor] + before[cursor + 1 :] == after:
+        return ("deleted", cursor)
+    replaced = len(before) - len(head) - len(tail)
+    if cursor >= 1 and replaced > 0 and before.startswith(head) and before.endswith(tail):
+        return ("typed over", cursor - 1)
+    return None
+
+
+def _end_of_change(old: str, new: str) -> int:
+    """The end of what differs in ``new`` from ``old``: where the cursor goes."""
+    start = _same_start(old, new)
+    return len(new) - _same_start(old[start:][::-1], new[start:][::-1])
+
+
+def _same_start(one: str, other: str) -> int:
+    """How many characters ``one`` and ``other`` share at their start."""
+    pairs = zip(one, other, strict=False)
+    return next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(one), len(other)))
+
+
+class CommentBox(QLineEdit):
+    """An editor's free comment for the PI (``Editor.comment``); no control characters; its
+    typing on the editor's undo history (``stack``). Read it with :meth:`stored_text`, which
+    keeps the comment as loaded (see :class:`AsLoaded`)."""
+
+    def __init__(self, stack: QUndoStack, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setPlaceholderText("Optional comment for the PI")
         self.setAccessibleName("Comment")
         keep_out_control_characters(self)
+        LineTyping(self, stack, "the comment")
         self._loaded = AsLoaded()
 
     def set_loaded(self, text: str) -> None:
@@ -465,10 +625,16 @@ class TextBox(PlainTextBox):
 
     def contextMenuEvent(self, event) -> None:
         menu = self.createStandardContextMenu()
-        for action in menu.actions():  # undo goes through the editor's history only
-            if action.text().replace("&", "").lower().startswith(("undo", "redo")):
-                menu.removeAction(action)
+        without_undo_actions(menu)
         menu.exec(event.globalPos())
+
+
+def without_undo_actions(menu: QMenu) -> None:
+    """Take Undo and Redo out of a text box's own menu: undo goes through the editor's
+    history only."""
+    for action in menu.actions():
+        if action.text().replace("&", "").lower().startswith(("undo", "redo")):
+            menu.removeAction(action)
 
 
 def suggested_answer(unit: UnitView, payload: dict[str, Any]) -> AnswerView:

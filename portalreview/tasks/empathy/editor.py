@@ -150,7 +150,7 @@ class EmpathyEditor(Editor):
             button.clicked.connect(lambda _=False, i=index: self.choose(i))
             self.choice_buttons.append(button)
             choices.addWidget(button, index // 2, index % 2)
-        self.comment = CommentBox()
+        self.comment = CommentBox(self.undo_stack)
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
 
         help_text = QLabel(HELP)

@@ -172,7 +172,7 @@ class EppcEditor(Editor):
         self.codebook.setObjectName("codebook")
         self.codebook.setAccessibleName("EPPC codebook: definitions of codes and subcodes")
         self.codebook.setOpenLinks(False)
-        self.comment = CommentBox()
+        self.comment = CommentBox(self.undo_stack)
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         self._build_layout()
         for widget in (

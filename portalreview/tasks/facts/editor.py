@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics.facts import fact_scores_from_counts
@@ -52,6 +53,7 @@ from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import (
     CommentBox,
     Editor,
+    LineTyping,
     LiveFigure,
     keep_out_control_characters,
     wheel_only_when_focused,
@@ -144,14 +146,25 @@ class _AutosavedCells(QStyledItemDelegate):
         super().__init__(table)
         self.editor = editor
         self._typed = False  # in the cell open now: a cell opened and left (Esc) is no change
+        self._typing: LineTyping | None = None  # the open cell's steps on the undo history
         self.closeEditor.connect(self._closed)
 
     def createEditor(self, parent, option, index) -> QWidget:
         cell = super().createEditor(parent, option, index)
         self._typed = False
         if isinstance(cell, QLineEdit):
+            self._typing = LineTyping(cell, self.editor.undo_stack, "the fact's wording")
             cell.textEdited.connect(self._on_typed)
         return cell
+
+    def setModelData(self, cell: QWidget, model, index) -> None:
+        """Enter the wording: one "edit fact" step, in place of the steps typed in the cell."""
+        self._drop_typing_steps()
+        super().setModelData(cell, model, index)
+
+    def _drop_typing_steps(self) -> None:
+        if self._typing is not None and isValid(self._typing):
+            self._typing.drop_steps()
 
     def _on_typed(self, _text: str) -> None:
         self._typed = True
@@ -160,6 +173,7 @@ class _AutosavedCells(QStyledItemDelegate):
     def _closed(self, *_args) -> None:
         """The wording entered, or the old one put back (Esc): a change only if typed in (the
         adjudication window marked a decision changed after F2 then Esc)."""
+        self._drop_typing_steps()
         if self._typed:
             self._typed = False
             self.editor.emit_changed()
@@ -243,6 +257,7 @@ class FactSide(WrappingColumn):
         hint = self.entry.fontMetrics().horizontalAdvance(self.entry.placeholderText())
         self.entry.setMinimumWidth(hint + 12)  # the hint is read whole
         self.entry.returnPressed.connect(self._add_typed)
+        self.entry_typing = LineTyping(self.entry, editor.undo_stack, "the new fact")
         self.entry.textEdited.connect(lambda _t: self.editor.emit_changed())  # (autosaved)
         add = QPushButton("Add")
         add.setAccessibleName(f"Add the fact to the {side} response")
@@ -297,6 +312,7 @@ class FactSide(WrappingColumn):
     def _add_typed(self) -> None:
         text = self.typed_fact()
         if text:
+            self.entry_typing.drop_steps()  # the fact added is the step
             self.editor.add_fact(self.side, text)
             self.entry.clear()
 
@@ -418,7 +434,7 @@ class FactsEditor(Editor):
         self.notice = QLabel()
         self.notice.setObjectName("factNotice")
         self.notice.setWordWrap(True)
-        self.comment = CommentBox()
+        self.comment = CommentBox(self.undo_stack)
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         help_text = QLabel(
             "Select text and press F to list it as a fact · in a fact list: Y entailed by the "

@@ -292,7 +292,7 @@ class RankEditor(Editor):
         middle_layout.addWidget(help_text)
         middle_layout.addWidget(self.notice)
         middle_layout.addWidget(cards_area, 1)
-        self.comment = CommentBox()
+        self.comment = CommentBox(self.undo_stack)
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         middle_layout.addWidget(self.comment)
 

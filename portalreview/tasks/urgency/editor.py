@@ -274,7 +274,7 @@ class UrgencyEditor(Editor):
         self.ask_second.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.ask_second.setToolTip(ASK_SECOND_TIP)
         self.ask_second.clicked.connect(lambda _=False: self.toggle_ask_second())
-        self.comment = CommentBox()
+        self.comment = CommentBox(self.undo_stack)
         self.comment.textEdited.connect(lambda _t: self.emit_changed())
         bottom = QHBoxLayout()
         bottom.addWidget(self.ask_second)
