@@ -130,6 +130,8 @@ class UnsavedWork:
             return None
         except OSError as exc:
             raise UnsavedWorkError(f"{path} cannot be read: {exc}") from exc
+        except UnicodeDecodeError as exc:  # cut short inside a character ("é", "’")
+            raise UnsavedWorkError(f"{path} is damaged: {exc}") from exc
         try:
             record = json.loads(text)
             if record.get("format") != _FORMAT or record.get("version") != _VERSION:
@@ -141,6 +143,8 @@ class UnsavedWork:
             kept = record["answer"]
             if set(kept) != names or not isinstance(kept["payload"], dict):
                 raise ValueError("its answer is incomplete")
+            if not isinstance(kept["unit_id"], int) or not isinstance(kept["kept_at"], str):
+                raise ValueError("its unit or the time it was kept is not readable")
             return UnsavedAnswer(**kept)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UnsavedWorkError(f"{path} is damaged: {exc}") from exc

@@ -5,6 +5,7 @@ while the server is away loses nothing (``portalreview.ui.unsaved_work``)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -463,3 +464,29 @@ def test_a_time_only_save_that_fails_on_leaving_is_not_taken_for_lost_typing(
     assert stored_answer(gui.path, first, "ava").active_seconds >= before + 120.0
     window.close()
     assert not boxes.questions
+
+
+@pytest.mark.parametrize("cut_in", ["é", "’"])
+def test_a_kept_file_cut_inside_a_character_is_named_as_damaged(tmp_path, cut_in):
+    """Kept files are UTF-8: one cut short inside "é" raised UnicodeDecodeError, which no
+    one caught, and no kept answer at all was offered, nor the damaged file named (found by
+    an explorer). So did a kept time that is not text."""
+    work = UnsavedWork("study-1", "ava", folder=tmp_path)
+    answer = UnsavedAnswer(
+        unit_id=7, kind="respond", payload={"parts": {"empathy": f"Caf{cut_in} au lait"}},
+        comment="", status="draft", flag=None, suggestion_id=None, suggestion_use=None,
+        unsaved_seconds=0.0, based_on=None, kept_at="2026-11-29T09:00:00", why="disk full",
+    )  # fmt: skip
+    assert work.keep(answer) and work.keep(dataclasses.replace(answer, unit_id=8))
+    data = work.path_for(7).read_bytes()
+    work.path_for(7).write_bytes(data[: data.index(cut_in.encode()) + 1])
+    record = json.loads(work.path_for(8).read_text(encoding="utf-8"))
+    record["answer"]["kept_at"] = 20261129
+    record["answer"]["unit_id"] = 9
+    work.path_for(9).write_text(json.dumps(record), encoding="utf-8")
+    kept, damaged = work.read_all()
+    assert kept == [dataclasses.replace(answer, unit_id=8)]
+    assert [str(problem).split(" is damaged")[0] for problem in damaged] == [
+        str(work.path_for(7)),
+        str(work.path_for(9)),
+    ]
