@@ -890,6 +890,8 @@ class MainWindow(QMainWindow):
         self.kind_tabs.setCurrentIndex(self.kinds.index(shown))
         self.kind_tabs.blockSignals(False)
         self._load_queue(shown)
+        if self.session is not None and self.session.unit is not None:
+            self._show_unit_status()  # "Unit 1 of 2" said the total before
         self.statusBar().showMessage("Work list read again.", 4000)
 
     def _fill_kind_tabs(self) -> None:

@@ -134,6 +134,7 @@ def test_units_assigned_while_signed_in_show_after_reload(qtbot, gui, tmp_path):
     assert window.kind_tabs.tabText(0).endswith("(0/2)")  # not read again yet
     qtbot.keyClick(window, Qt.Key.Key_F5)
     assert window.kind_tabs.tabText(0).endswith("(0/4)")
+    assert "Unit 2 of 4" in window.unit_label.whole_text()
     assert window.queue.total == 4 and window.session.unit.unit_id == shown
     assert window.kind == "respond" and window.kind_tabs.currentIndex() == 0
     admin.assign(admin.add_unit(rank_set, ids.case1, members=[ids.draft1, ids.draft2]), ids.ava)
