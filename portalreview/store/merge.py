@@ -1883,6 +1883,7 @@ def write_conflicts(conflicts: Iterable[Conflict], path: str | os.PathLike) -> P
         text = json.dumps([c.to_dict() for c in conflicts], indent=2, ensure_ascii=False)
         return write_through_temporary(path, lambda p: p.write_text(text + "\n", "utf-8"))
     columns = (
+        "number",  # what ``conflicts --resolve N`` takes
         "unit_set",
         "position",
         "unit_id",
@@ -1905,7 +1906,9 @@ def write_conflicts(conflicts: Iterable[Conflict], path: str | os.PathLike) -> P
                 row = c.to_dict()
                 writer.writerow(
                     safe_row(
-                        json.dumps(row[k], ensure_ascii=False, sort_keys=True)
+                        ""
+                        if k == "number" and row[k] is None  # (a dry run's new conflict)
+                        else json.dumps(row[k], ensure_ascii=False, sort_keys=True)
                         if isinstance(row[k], dict) or row[k] is None
                         else row[k]
                         for k in columns

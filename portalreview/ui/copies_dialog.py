@@ -430,7 +430,7 @@ class CopiesDialog(QDialog):
             stretch=-1,
         )
         self.conflict_table = make_table(
-            ["Unit set", "Unit", "Kind", "Whose answer", "Copy"],
+            ["#", "Unit set", "Unit", "Kind", "Whose answer", "Copy"],
             "openConflicts",
             "Conflicts the merges left for you",
             stretch=-1,
@@ -519,7 +519,14 @@ class CopiesDialog(QDialog):
         fill_table(
             self.conflict_table,
             [
-                [c.unit_set, f"{c.position + 1} (id {c.unit_id})", c.kind, c.annotator, c.copy_file]
+                [
+                    f"#{c.number}",  # the number `portalreview conflicts --resolve` takes
+                    c.unit_set,
+                    f"{c.position + 1} (id {c.unit_id})",
+                    c.kind,
+                    c.annotator,
+                    c.copy_file,
+                ]
                 for c in self.conflicts
             ],
         )

@@ -3,6 +3,7 @@ nothing overwritten, recorded in the audit log, idempotent; foreign copies refus
 
 from __future__ import annotations
 
+import csv
 import json
 import sqlite3
 from dataclasses import replace
@@ -162,7 +163,10 @@ def test_two_edited_copies_add_conflict_and_merge_idempotently(master, tmp_path)
     (open_one,) = open_conflicts(project)
     assert open_one.key == conflict.key
     out = write_conflicts([open_one], tmp_path / "conflicts.csv")
-    assert "ava-2.prproj" in out.read_text(encoding="utf-8-sig")
+    with out.open(encoding="utf-8-sig", newline="") as written:
+        (row,) = csv.DictReader(written)
+    assert row["copy_file"] == "ava-2.prproj"
+    assert row["number"] == str(open_one.number) == "1"  # what `conflicts --resolve` takes
     resolve_conflict(project, open_one, "copy")
     taken = svc.get_answer(units["urgency"], study.ava)
     assert taken.payload["more_urgent_case_id"] == study.case1 and taken.status == "draft"

@@ -210,8 +210,8 @@ def test_copies_go_out_come_back_with_a_conflict_and_merge_once(
     assert [r[-1] for r in table_rows(dialog.sent_table)] == ["yes", "yes", "yes"]
 
     # The conflict, both versions side by side; the PI takes the copy's.
-    assert table_rows(dialog.conflict_table) == [
-        ["urgency set", "1 (id {})".format(units["urgency"]), "urgency", "ava", laptop.name]
+    assert table_rows(dialog.conflict_table) == [  # #1: what `conflicts --resolve` takes
+        ["#1", "urgency set", "1 (id {})".format(units["urgency"]), "urgency", "ava", laptop.name]
     ]
     shown = dialog.conflict_view.toPlainText()
     assert "More urgent: case c2" in shown and "More urgent: case c1" in shown
