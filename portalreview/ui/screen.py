@@ -365,7 +365,9 @@ class FocusRing(QWidget):
     """A ring in the selection colour around a widget while it has the keyboard focus, drawn
     over it (a scroll area draws no focus frame of its own: a person who tabbed onto the
     patient panel to scroll a long message with the arrow keys could not see where the focus
-    was; WCAG 2.4.7). It lets the mouse through."""
+    was; WCAG 2.4.7). It lets the mouse through. A scroll area raises its scroll bar as it
+    lays it out, which hid the ring's right-hand side: the ring is raised again after each
+    layout. (It stays the widget's own child: put on a splitter, it became a pane of it.)"""
 
     WIDTH = 2
 
@@ -381,13 +383,18 @@ class FocusRing(QWidget):
         kind = event.type()
         if kind == QEvent.Type.FocusIn:
             self.setGeometry(watched.rect())
-            self.raise_()
             self.show()
+            self._raise_after_layout()
         elif kind == QEvent.Type.FocusOut:
             self.hide()
-        elif kind == QEvent.Type.Resize:
+        elif kind in (QEvent.Type.Resize, QEvent.Type.LayoutRequest) and self.isVisible():
             self.setGeometry(watched.rect())
+            self._raise_after_layout()
         return False
+
+    def _raise_after_layout(self) -> None:
+        self.raise_()
+        QTimer.singleShot(0, self, self.raise_)
 
     def paintEvent(self, _event) -> None:
         painter = QPainter(self)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
@@ -424,31 +424,43 @@ def test_tab_never_stops_on_a_scroll_area_that_shows_nothing(qtbot, gui, prefs, 
 @pytest.mark.parametrize("scheme", ["light", "high_contrast"])
 def test_the_patient_panel_shows_it_has_the_focus(qtbot, gui, prefs, scheme):
     """The patient panel is a Tab stop (arrow keys scroll a long message) and drew nothing to
-    say it had the focus: a ring in the selection colour shows it, and goes with the focus."""
+    say it had the focus: a ring in the selection colour shows it, and goes with the focus.
+    Round a panel whose long message scrolls too (the scroll bar hid the ring's right side)."""
     from portalreview.tasks.common.case_panel import CasePanel
     from portalreview.ui import main_window as mw
+
+    def edges(window, panel) -> list:
+        """The colours shown at the middle of the panel's left, right and top edges."""
+        shown = window.grab().toImage()
+        corner = panel.mapTo(window, QPoint(0, 0))
+        width, height = panel.width(), panel.height()
+        points = (QPoint(0, height // 2), QPoint(width - 1, height // 2), QPoint(width // 2, 0))
+        return [shown.pixelColor(corner + point) for point in points]
 
     app = QApplication.instance()
     saved_palette, saved_style = app.palette(), mw._style_name(app.style())
     mw.apply_color_scheme(scheme)
     try:
-        window = open_window(qtbot, prefs, gui.path, "ava")
-        show_kind(window, "respond")
-        panel = window.editors["respond"].findChild(CasePanel)
-        panel.setFocus(Qt.FocusReason.TabFocusReason)
-        qtbot.waitUntil(panel.hasFocus, timeout=1000)
-        ring = panel.focus_ring
-        assert ring.isVisible() and ring.geometry() == panel.rect()
-        highlight = panel.palette().color(QPalette.ColorRole.Highlight)
-        picture = panel.grab().toImage()
-        middle = panel.height() // 2
-        for x, y in ((0, middle), (1, middle), (panel.width() // 2, 0)):
-            assert picture.pixelColor(x, y) == highlight, (x, y)
-        qtbot.keyClick(panel, Qt.Key.Key_Tab)
-        qtbot.waitUntil(lambda: not panel.hasFocus(), timeout=1000)
-        assert not ring.isVisible()
-        assert panel.grab().toImage().pixelColor(0, middle) != highlight
-        window.close()
+        for size, window_size in ((None, (1280, 800)), (18, (1024, 480))):
+            if size:
+                prefs.set_point_size("ava", size)
+            window = open_window(qtbot, prefs, gui.path, "ava")
+            show_kind(window, "respond")
+            window.resize(*window_size)
+            panel = window.editors["respond"].findChild(CasePanel)
+            if size:
+                qtbot.waitUntil(lambda p=panel: p.verticalScrollBar().maximum() > 0, timeout=2000)
+            panel.setFocus(Qt.FocusReason.TabFocusReason)
+            qtbot.waitUntil(panel.hasFocus, timeout=1000)
+            qtbot.wait(30)
+            highlight = panel.palette().color(QPalette.ColorRole.Highlight)
+            assert panel.focus_ring.isVisible()
+            assert edges(window, panel) == [highlight] * 3, size
+            qtbot.keyClick(panel, Qt.Key.Key_Tab)
+            qtbot.waitUntil(lambda p=panel: not p.hasFocus(), timeout=1000)
+            assert not panel.focus_ring.isVisible()
+            assert edges(window, panel)[0] != highlight
+            window.close()
     finally:
         mw.apply_color_scheme("light")
         app.setStyle(saved_style)
