@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from io_support import refused, write_csv
-from openpyxl import Workbook
+from openpyxl import Workbook, load_workbook
 from sqlalchemy import select
 
 from portalreview.store.importers import ImportFailed, import_files
@@ -202,6 +202,41 @@ def test_a_stale_used_range_record_does_not_cut_the_sheet(empty_project, tmp_pat
     assert import_files(empty_project, [path]).added["cases"] == 10
     with empty_project.read() as session:
         assert session.scalars(select(Case.age_band)).all() == ["45-64"] * 10
+
+
+def test_a_formatted_empty_cell_far_right_does_not_widen_every_row(empty_project, tmp_path):
+    """One empty cell in column XFD with a format of its own made every row 16,384 cells wide
+    (2.6 GB for 20,000 rows, found by an explorer): blank cells at a row's end are dropped."""
+    from openpyxl.styles import Font
+
+    from portalreview.store.importers.readers import _sheet_rows
+
+    rows = [["case_id", "message"]] + [[f"c{i}", f"Message number {i}."] for i in range(3)]
+    path = _book(tmp_path / "styled.xlsx", rows)
+    book = load_workbook(path)
+    book.active["XFD3"].font = Font(bold=True)
+    book.save(path)
+    read = load_workbook(path, read_only=True)
+    try:
+        assert [len(cells) for _, cells in _sheet_rows(read.active)] == [2, 2, 2, 2]
+    finally:
+        read.close()
+    assert import_files(empty_project, [path]).added["cases"] == 3
+
+
+def test_a_value_right_of_the_header_is_named_by_its_column_letter(empty_project, tmp_path):
+    """It was refused as a CSV row is: "has 16384 values ... a separator inside a value that
+    is not in quotes?", which a workbook has none of."""
+    rows = [["case_id", "message"]] + [[f"c{i}", f"Message number {i}."] for i in range(3)]
+    path = _book(tmp_path / "stray.xlsx", rows)
+    book = load_workbook(path)
+    book.active["XFD3"] = "x"
+    book.save(path)
+    message = refused(empty_project, [path])
+    assert "row 3: column XFD has a value but no name in the header, whose last column is B" in (
+        message
+    )
+    assert "separator" not in message
 
 
 # --- the separator: told from the header row ------------------------------------------------
