@@ -223,27 +223,31 @@ def test_conflicts_take_without_resolve_is_refused(tmp_path, capsys):
     assert "--take goes with --resolve N" in capsys.readouterr().err
 
 
+def _one_conflict(project, tmp_path: Path) -> None:
+    """The small study, whose urgency answer ava changed both in her offline copy and in the
+    study before the copy was merged: one open conflict."""
+    from portalreview.store.merge import make_copy, merge_copies
+    from portalreview.store.service import StudyService
+
+    study = build_small_study(project)
+    unit, ava = study.units["urgency"], study.service.as_viewer("ava")
+    ava.save_answer(unit, {"more_urgent_case_id": study.case1}, status="submitted")
+    copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
+    with Project.open(copy) as taken:
+        StudyService(taken).as_viewer("ava").save_answer(
+            unit, {"more_urgent_case_id": study.case2}, status="submitted"
+        )
+    ava.save_answer(unit, {"more_urgent_case_id": study.case1}, comment="checked")
+    assert merge_copies(project, [copy])[0].conflicts
+
+
 def test_conflicts_name_cases_by_their_ids_not_database_numbers(tmp_path, capsys):
     """``conflicts`` printed each version's stored JSON ("more_urgent_case_id": 21 against 26):
     the PI could not tell which case was which. Now the decisions are read as the adjudication
     window shows them, the unit numbered from 1 as there."""
-    from portalreview.store.merge import make_copy, merge_copies
-    from portalreview.store.service import StudyService
-
     source = tmp_path / "s.prproj"
     with Project.create(source) as project:
-        study = build_small_study(project)
-        unit = study.units["urgency"]
-        ava = study.service.as_viewer("ava")
-        ava.save_answer(unit, {"more_urgent_case_id": study.case1}, status="submitted")
-        copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
-        with Project.open(copy) as taken:
-            StudyService(taken).as_viewer("ava").save_answer(
-                unit, {"more_urgent_case_id": study.case2}, status="submitted"
-            )
-        ava.save_answer(unit, {"more_urgent_case_id": study.case1}, comment="checked")
-        (merged,) = merge_copies(project, [copy])
-        assert merged.conflicts
+        _one_conflict(project, tmp_path)
     capsys.readouterr()
     assert main(["conflicts", str(source)]) == 0
     out = capsys.readouterr().out
@@ -336,22 +340,12 @@ def test_a_clinicians_login_may_not_list_or_resolve_conflicts(postgres_server, t
     "there is no open conflict". Both are refused, as verify is; the PI's login lists it."""
     from portalreview.store.backends import ServerProject
     from portalreview.store.errors import StoreError
-    from portalreview.store.merge import make_copy, merge_copies, open_conflicts
-    from portalreview.store.service import StudyService
+    from portalreview.store.merge import open_conflicts
 
     server = postgres_server
     database = server.new_database()
     with ServerProject.create(server.url(database)) as project:
-        study = build_small_study(project)
-        unit, ava = study.units["urgency"], study.service.as_viewer("ava")
-        ava.save_answer(unit, {"more_urgent_case_id": study.case1}, status="submitted")
-        copy = make_copy(project, tmp_path / "ava.prproj", annotator="ava").path
-        with Project.open(copy) as taken:
-            StudyService(taken).as_viewer("ava").save_answer(
-                unit, {"more_urgent_case_id": study.case2}, status="submitted"
-            )
-        ava.save_answer(unit, {"more_urgent_case_id": study.case1}, comment="checked")
-        assert merge_copies(project, [copy])[0].conflicts
+        _one_conflict(project, tmp_path)
         clinician = server.url(database, *server.member_login(project, "ava"))
         pi = server.url(database, *server.member_login(project, "pat"))
     refused = "only the PI or the study's owner can list or resolve the conflicts"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +170,16 @@ def refused(project: Project, paths: list[Path]) -> str:
         import_files(project, paths)
     assert fingerprint(project) == before, "the project changed"
     return str(err.value)
+
+
+def edit_sheet_xml(path: Path, sheet: str, pattern: bytes, replacement: bytes) -> None:
+    """Put ``replacement`` where ``pattern`` (a regular expression, found once) is in the
+    workbook's ``xl/worksheets/<sheet>.xml``, as another program would have written it."""
+    with zipfile.ZipFile(path) as zin:
+        items = [(item, zin.read(item.filename)) for item in zin.infolist()]
+    with zipfile.ZipFile(path, "w") as zout:
+        for item, data in items:
+            if item.filename == f"xl/worksheets/{sheet}.xml":
+                data, found = re.subn(pattern, replacement, data)
+                assert found == 1, (sheet, pattern)
+            zout.writestr(item, data)

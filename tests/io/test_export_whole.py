@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from io_support import as_earlier_export, fingerprint, full_study
+from io_support import as_earlier_export, edit_sheet_xml, fingerprint, full_study
 
 from portalreview.cli import main
 from portalreview.store import exporters
@@ -197,8 +197,6 @@ def test_an_audit_workbook_recording_a_stale_used_range_is_read_whole(project, t
     """A workbook re-saved by WPS Office records its used range as A1: the audit sheet was
     read cut short (the header alone, or the first rows), and a shortened chain that still
     holds verifies unless its last hash is given."""
-    import zipfile
-
     from openpyxl import load_workbook
 
     from portalreview.store.audit_verify import read_exported_log
@@ -208,15 +206,8 @@ def test_an_audit_workbook_recording_a_stale_used_range_is_read_whole(project, t
     export_project(project, "xlsx", out)
     whole = read_exported_log(out)
     assert len(whole) > 3
-    sheet = f"xl/worksheets/sheet{load_workbook(out).sheetnames.index('audit') + 1}.xml"
-    with zipfile.ZipFile(out) as zin:
-        items = [(item, zin.read(item.filename)) for item in zin.infolist()]
-    with zipfile.ZipFile(out, "w") as zout:
-        for item, data in items:
-            if item.filename == sheet:  # (the export records none: the default, the rows')
-                stale = b'</sheetPr><dimension ref="A1:B3"/>'
-                assert data.count(b"</sheetPr>") == 1
-                data = data.replace(b"</sheetPr>", stale)
-            zout.writestr(item, data)
+    sheet = f"sheet{load_workbook(out).sheetnames.index('audit') + 1}"
+    # (the export records no used range, openpyxl's default: one as WPS Office writes it)
+    edit_sheet_xml(out, sheet, rb"</sheetPr>", b'</sheetPr><dimension ref="A1:B3"/>')
     assert read_exported_log(out) == whole
     assert verify_export(out, expected_last=whole[-1]["hash"]).ok

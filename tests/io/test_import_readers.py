@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import datetime
-import re
-import zipfile
 from pathlib import Path
 
 import pytest
-from io_support import refused, write_csv
+from io_support import edit_sheet_xml, refused, write_csv
 from openpyxl import Workbook, load_workbook
 from sqlalchemy import select
 
@@ -53,19 +51,12 @@ def _book(path: Path, rows: list[list], merge: str | None = None) -> Path:
 def _cache(path: Path, cell: str, value: str, kind: str = "e") -> None:
     """Give the formula in ``cell`` the saved result ``value`` of type ``kind`` (``e``: an
     error), as Excel saves it."""
-    with zipfile.ZipFile(path) as zin:
-        items = [(item, zin.read(item.filename)) for item in zin.infolist()]
-    with zipfile.ZipFile(path, "w") as zout:
-        for item, data in items:
-            if item.filename == "xl/worksheets/sheet1.xml":
-                text, n = re.subn(
-                    rf'<c r="{cell}"([^>]*)><f>(.*?)</f><v\s*/?>(</v>)?</c>',
-                    rf'<c r="{cell}"\1 t="{kind}"><f>\2</f><v>{value}</v></c>',
-                    data.decode(),
-                )
-                assert n == 1
-                data = text.encode()
-            zout.writestr(item, data)
+    edit_sheet_xml(
+        path,
+        "sheet1",
+        rf'<c r="{cell}"([^>]*)><f>(.*?)</f><v\s*/?>(</v>)?</c>'.encode(),
+        rf'<c r="{cell}"\1 t="{kind}"><f>\2</f><v>{value}</v></c>'.encode(),
+    )
 
 
 @pytest.mark.parametrize("error", ["#N/A", "#REF!", "#DIV/0!"])
@@ -179,16 +170,8 @@ def test_hidden_sheets_are_skipped_with_a_note(empty_project, tmp_path):
 def _set_dimension(path: Path, ref: str) -> None:
     """Write ``ref`` as the sheet's recorded used range, as WPS Office (A1) or a tool that
     adds rows without updating the record leaves it."""
-    with zipfile.ZipFile(path) as zin:
-        items = [(item, zin.read(item.filename)) for item in zin.infolist()]
-    with zipfile.ZipFile(path, "w") as zout:
-        for item, data in items:
-            if item.filename == "xl/worksheets/sheet1.xml":
-                data, n = re.subn(
-                    rb'<dimension ref="[^"]*"\s*/>', f'<dimension ref="{ref}"/>'.encode(), data
-                )
-                assert n == 1
-            zout.writestr(item, data)
+    stale = f'<dimension ref="{ref}"/>'.encode()
+    edit_sheet_xml(path, "sheet1", rb'<dimension ref="[^"]*"\s*/>', stale)
 
 
 @pytest.mark.parametrize("ref", ["A1:B3", "A1"])

@@ -58,6 +58,15 @@ def window(qtbot, gui, tmp_path):
     return win
 
 
+def wait_for_the_note(qtbot, window):
+    """The banner's note once the model's answer came back and was refused."""
+    qtbot.waitUntil(
+        lambda: window.suggestions.job is None and banner(window).state == "note",
+        timeout=ANSWER_WAIT_MS,
+    )
+    return banner(window).text
+
+
 def banner(window) -> SuggestionBanner:
     return window.editors[window.kind].findChild(SuggestionBanner)
 
@@ -486,11 +495,7 @@ def test_a_live_answer_the_gates_refuse_is_stored_for_the_pi_only(
     gate_verdict["reason"] = "echo: 9 of 9 boxes repeat the prompt's own words"
     load_model(qtbot, window, model)
     show_kind(window, "rank")
-    qtbot.waitUntil(
-        lambda: window.suggestions.job is None and banner(window).state == "note",
-        timeout=ANSWER_WAIT_MS,
-    )
-    note = banner(window).text
+    note = wait_for_the_note(qtbot, window)
     assert "(it repeated the form's own words)" in note.text()
     assert "9 of 9 boxes" not in note.text() + note.toolTip()
     assert window.session.suggestion_state != "offered"
@@ -512,11 +517,7 @@ def test_the_pi_reads_why_a_suggestion_was_refused_in_the_banner(
     window.suggestions.params, window.suggestions.limits = PARAMS, SMALL_LIMITS
     load_model(qtbot, window, model)
     show_kind(window, "rank")
-    qtbot.waitUntil(
-        lambda: window.suggestions.job is None and banner(window).state == "note",
-        timeout=ANSWER_WAIT_MS,
-    )
-    note = banner(window).text
+    note = wait_for_the_note(qtbot, window)
     assert "(its answer could not be told from a guess)" in note.text()
     assert note.toolTip().endswith(
         "Refused by the quality gates: could not be used: P(A first) 0.51, within 0.1 of 0.5"
