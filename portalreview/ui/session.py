@@ -375,12 +375,14 @@ class AnnotationSession(QObject):
             return self._hold(fields)
         fields = {**(self._held_flag or {}), **fields}
         fields.update(suggestion)
-        # a save that changes no part of the answer (the time on it, a flag) keeps it
+        # a save that changes no part of a submitted answer (the time on it, a flag) keeps it
         # submitted: looking at an answer the editor would not take now never demotes it
-        unchanged = time_only or (
-            not explicit and self.answer is not None and payload == self.answer.payload
+        # (a draft, one a slip left, is checked: a flag must not submit it)
+        stored = self.answer
+        kept_as_it_is = stored is not None and stored.status == "submitted" and (
+            time_only or (not explicit and payload == stored.payload)
         )
-        checked = status == "submitted" and not unchanged
+        checked = status == "submitted" and not kept_as_it_is
         held_back = self.editor.submit_problem() if checked else None
         if held_back and not draft_if_refused:
             return self._refuse_submission(held_back)

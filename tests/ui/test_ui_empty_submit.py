@@ -131,3 +131,24 @@ def test_a_slip_put_right_after_leaving_the_unit_is_submitted_again(qtbot, gui, 
     assert stored_answer(gui.path, unit, "ava").status == "submitted"
     assert window.statusBar().currentMessage() == "Submitted again: the answer is complete again."
     window.close()
+
+
+def test_a_flag_on_a_unit_a_slip_left_incomplete_does_not_submit_it(qtbot, gui, prefs):
+    """A flag saves the answer as it is: on a submitted unit a slip made a draft, it must not
+    submit the contradicting answer the editor refuses."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "urgency")
+    editor = window.editors["urgency"]
+    editor.setFocus()
+    QTest.keyClick(editor, Qt.Key.Key_Left)
+    _submit(window)
+    unit = gui.ids.units["urgency"]
+    editor.setFocus()
+    for key in (Qt.Key.Key_L, Qt.Key.Key_5, Qt.Key.Key_R, Qt.Key.Key_2):  # the slip
+        QTest.keyClick(editor, key)
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").status == "draft"
+    window.session.set_flag(True, "Which one first?")
+    answer = stored_answer(gui.path, unit, "ava")
+    assert (answer.status, answer.flagged) == ("draft", True)
+    window.close()
