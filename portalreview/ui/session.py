@@ -170,9 +170,8 @@ class AnnotationSession(QObject):
         self._unsure_save: _UnsureSave | None = None
         # seconds on task of units left while their save failed: added to their next save
         self._time_to_add: dict[int, float] = {}
-        # whether the unit on screen was submitted since it was opened, and the units a slip
-        # left incomplete (drafts since) in this session: put right, each is submitted again
-        self.submitted_here = False
+        # the units a slip left incomplete (submitted, drafts since) in this session: put
+        # right, each is submitted again
         self._slipped: set[int] = set()
         self.clock = ActivityClock()
         self.clock.scope = self._window
@@ -214,9 +213,6 @@ class AnnotationSession(QObject):
             self.editor = editor
         self.unit, self.answer = unit, answer
         self.conflict, self.status_not_saved = None, None
-        self.submitted_here = unit_id in self._slipped or (
-            answer is not None and answer.status == "submitted"
-        )
         editor.load(unit, answer)
         self._reset_suggestion(answer)
         self.clock.start()
@@ -287,12 +283,12 @@ class AnnotationSession(QObject):
 
     def _status_to_keep(self) -> str:
         """The status the next save asks for: that of a failed save not saved since, else
-        submitted where the unit was submitted since it was opened (a slip that left the
-        answer incomplete made it a draft; put right, by Undo say, it is submitted again),
-        else the stored answer's."""
+        submitted where a slip that left the answer incomplete made a submitted unit a draft
+        in this session (put right, by Undo say, it is submitted again), else the stored
+        answer's."""
         if self.status_not_saved is not None:
             return self.status_not_saved
-        if self.submitted_here:
+        if self.unit is not None and self.unit.unit_id in self._slipped:
             return "submitted"
         return self.answer.status if self.answer else "draft"
 
@@ -448,7 +444,6 @@ class AnnotationSession(QObject):
         retried_submission = retrying and view.status == "submitted"
         was = self.answer.status if self.answer else None
         self.answer = view
-        self.submitted_here = self.submitted_here or view.status == "submitted"
         if view.status == "submitted":
             self._slipped.discard(unit_id)
         elif was == "submitted":

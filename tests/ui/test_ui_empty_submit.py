@@ -105,9 +105,9 @@ def test_looking_at_a_submitted_answer_the_editor_would_not_take_keeps_it_submit
     assert answer.status == "submitted" and answer.active_seconds >= 5
 
 
-def test_a_slip_put_right_after_leaving_the_unit_is_submitted_again(qtbot, gui, prefs):
-    """"Put right, it is submitted again" stopped being true once she left the unit and came
-    back to put it right (found by an explorer)."""
+def _submitted_then_slipped(qtbot, gui, prefs):
+    """ava's urgency unit submitted (the left patient first), then a slip that contradicts it
+    (left level 5, right level 2), which made it a draft: (window, editor, unit)."""
     window = open_window(qtbot, prefs, gui.path, "ava")
     show_kind(window, "urgency")
     editor = window.editors["urgency"]
@@ -121,6 +121,13 @@ def test_a_slip_put_right_after_leaving_the_unit_is_submitted_again(qtbot, gui, 
         QTest.keyClick(editor, key)
     wait_saved(qtbot, window)
     assert stored_answer(gui.path, unit, "ava").status == "draft"
+    return window, editor, unit
+
+
+def test_a_slip_put_right_after_leaving_the_unit_is_submitted_again(qtbot, gui, prefs):
+    """"Put right, it is submitted again" stopped being true once she left the unit and came
+    back to put it right (found by an explorer)."""
+    window, editor, unit = _submitted_then_slipped(qtbot, gui, prefs)
     show_kind(window, "rank")
     show_kind(window, "urgency")
     qtbot.waitUntil(lambda: window.session.unit is not None and window.session.unit.unit_id == unit)
@@ -136,18 +143,7 @@ def test_a_slip_put_right_after_leaving_the_unit_is_submitted_again(qtbot, gui, 
 def test_a_flag_on_a_unit_a_slip_left_incomplete_does_not_submit_it(qtbot, gui, prefs):
     """A flag saves the answer as it is: on a submitted unit a slip made a draft, it must not
     submit the contradicting answer the editor refuses."""
-    window = open_window(qtbot, prefs, gui.path, "ava")
-    show_kind(window, "urgency")
-    editor = window.editors["urgency"]
-    editor.setFocus()
-    QTest.keyClick(editor, Qt.Key.Key_Left)
-    _submit(window)
-    unit = gui.ids.units["urgency"]
-    editor.setFocus()
-    for key in (Qt.Key.Key_L, Qt.Key.Key_5, Qt.Key.Key_R, Qt.Key.Key_2):  # the slip
-        QTest.keyClick(editor, key)
-    wait_saved(qtbot, window)
-    assert stored_answer(gui.path, unit, "ava").status == "draft"
+    window, _editor, unit = _submitted_then_slipped(qtbot, gui, prefs)
     window.session.set_flag(True, "Which one first?")
     answer = stored_answer(gui.path, unit, "ava")
     assert (answer.status, answer.flagged) == ("draft", True)
