@@ -339,14 +339,12 @@ def _refuse_a_partial_view(project: AnyProject, what: str) -> None:
     """On a server, a clinician's login reads only her own answers and entries (row-level
     security): a report would count everyone else's as none, and an export would look whole
     while holding part of the log (verify then calls it tampered). Refused, as verify is."""
-    from portalreview.store.audit_verify import sees_everything
+    from portalreview.store.audit_verify import require_whole_view
 
     with project.read() as session:
-        if not sees_everything(session):
-            raise CliError(
-                f"only the PI or the study's owner can {what}: a clinician's login sees only "
-                "their own answers, so it would be partial and not say so; sign in as the PI"
-            )
+        require_whole_view(
+            session, what, "a clinician's login sees only their own answers and entries"
+        )
 
 
 def _where_written(written: list[Path]) -> str:

@@ -246,11 +246,22 @@ def verify_project(
 def _check_sees_everything(session: Session) -> None:
     """On a server, refuse a login that row-level security shows only some of the log and the
     answers (a clinician's: only their own), whose check would be false."""
+    require_whole_view(
+        session,
+        "verify the whole audit log",
+        "a clinician's login sees only their own entries and answers, so its check would be "
+        "false",
+    )
+
+
+def require_whole_view(session: Session, what: str, because: str) -> None:
+    """Refuse ``what`` (StoreError) to a login that does not see the whole study: on a server
+    a clinician's, which row-level security shows her own answers and entries only, so the
+    result would be partial (``because`` says how) without saying so."""
     if not sees_everything(session):
         raise StoreError(
-            "only the PI or the study's owner can verify the whole audit log: a clinician's "
-            "login sees only their own entries and answers, so its check would be false; "
-            "sign in as the PI or the study's owner"
+            f"only the PI or the study's owner can {what}: {because}; sign in as the PI or "
+            "the study's owner"
         )
 
 

@@ -87,7 +87,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from portalreview.store import leftovers
-from portalreview.store.audit_verify import sees_everything
+from portalreview.store.audit_verify import require_whole_view
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.importers.portable import (
     ANSWER_REFS,
@@ -1746,12 +1746,11 @@ def open_conflicts(project: Project) -> list[Conflict]:
 def _check_sees_every_merge(session: Session) -> None:
     """On a server, refuse a clinician's login: row-level security shows it none of the merges'
     records, so its list would say no conflict is open while some are (about her answers too)."""
-    if not sees_everything(session):
-        raise StoreError(
-            "only the PI or the study's owner can list or resolve the conflicts merges left: "
-            "a clinician's login sees none of the merges' records, so its list would be empty; "
-            "sign in as the PI or the study's owner"
-        )
+    require_whole_view(
+        session,
+        "list or resolve the conflicts merges left",
+        "a clinician's login sees none of the merges' records, so its list would be empty",
+    )
 
 
 def _merge_records(s: Session) -> list[dict]:
