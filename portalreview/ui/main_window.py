@@ -861,10 +861,10 @@ class MainWindow(QMainWindow):
         )
         self._build_kinds()
 
-    def _build_kinds(self) -> None:
+    def _build_kinds(self, counts: dict | None = None) -> None:
         """One tab per kind that has units for the person shown, with its progress; the kind
         shown before (else the first) opened at its next unit to do."""
-        self._fill_kind_tabs()
+        self._fill_kind_tabs(counts)
         if not self.kinds:
             self.stack.setCurrentWidget(self.empty)
             self.queue.set_items([])
@@ -877,39 +877,62 @@ class MainWindow(QMainWindow):
     def reload_work(self) -> None:
         """Go > Reload work list (F5): the units assigned since signing in (a server study's
         PI assigns while clinicians work, and no one is told), in their kinds' tabs, new
-        kinds too; the unit on screen stays open."""
+        kinds too; the unit on screen stays open. A read that fails changes nothing shown."""
         if self.service is None:
             return
         shown = self.kind
-        self._fill_kind_tabs()
-        if shown not in self.kinds:  # none of the shown kind left: open another
-            self.kind = None
-            self._build_kinds()
+        try:
+            counts = self.service.progress_by_kind(annotator_id=self.work_of)
+            listed = self._read_queue(shown) if _has_units(counts, shown) else None
+        except (StoreError, DBAPIError) as exc:  # the file or the server not readable
+            self._work_list_not_read(exc)
             return
+        if listed is None:  # none of the shown kind left: open another
+            self.kind = None
+            self._build_kinds(counts)
+            return
+        self._fill_kind_tabs(counts)
         self.kind_tabs.blockSignals(True)
         self.kind_tabs.setCurrentIndex(self.kinds.index(shown))
         self.kind_tabs.blockSignals(False)
-        self._load_queue(shown)
+        self._show_queue(*listed)
         if self.session is not None and self.session.unit is not None:
             self._show_unit_status()  # "Unit 1 of 2" said the total before
         self.statusBar().showMessage("Work list read again.", 4000)
 
-    def _fill_kind_tabs(self) -> None:
-        """The tabs and the Go > Kind of work menu: a kind with units for the person shown."""
+    def _work_list_not_read(self, exc: StoreError | DBAPIError) -> None:
+        words = str(exc)
+        if isinstance(exc, DBAPIError):  # a server's refusal of a read it allowed at sign-in
+            from portalreview.ui.server_dialog import refused_read_words
+
+            role = self.project.url.username if self.project.path is None else None
+            words = refused_read_words(exc, role)
+        log.warning("the work list not read again: %s", words)
+        QMessageBox.warning(
+            self,
+            APP_NAME,
+            f"Could not read the work list again:\n{words}\n\n"
+            "The list and the unit on screen are as they were.",
+        )
+
+    def _fill_kind_tabs(self, counts: dict | None = None) -> None:
+        """The tabs and the Go > Kind of work menu: a kind with units for the person shown
+        (``counts``: their progress by kind, read here when not given)."""
+        if counts is None:
+            try:
+                counts = self.service.progress_by_kind(annotator_id=self.work_of)
+            except StoreError as exc:  # the project file not readable (ReadFailed)
+                counts = {}
+                self._not_read("the kinds of work", exc)
         self.kind_tabs.blockSignals(True)
         while self.kind_tabs.count():
             self.kind_tabs.removeTab(0)
         self.kind_menu.clear()
         self.kinds = []
-        try:
-            counts = self.service.progress_by_kind(annotator_id=self.work_of)
-        except StoreError as exc:  # the project file not readable (ReadFailed)
-            counts = {}
-            self._not_read("the kinds of work", exc)
         for number, (kind, (title, _factory)) in enumerate(EDITORS.items(), start=1):
-            progress = counts.get(kind)
-            if progress is None or progress.total == 0:
+            if not _has_units(counts, kind):
                 continue
+            progress = counts[kind]
             self.kinds.append(kind)
             self.kind_tabs.addTab(f"{title}  ({progress.done}/{progress.total})")
             action = self.kind_menu.addAction(title)
@@ -966,15 +989,22 @@ class MainWindow(QMainWindow):
         self._load_queue(kind)
 
     def _load_queue(self, kind: str) -> None:
-        """The person's units of ``kind``, with the number to do (an adaptive inbox counts
-        the judgements asked of them, not the pairs listed so far)."""
+        """The person's units of ``kind``, with the number to do."""
         try:
-            total = self.service.progress(kind, annotator_id=self.work_of).total
-            items = self.service.queue(kind, annotator_id=self.work_of)
+            listed = self._read_queue(kind)
         except StoreError as exc:  # the project file not readable (ReadFailed)
             self.queue.set_items([])
             self._not_read("the list of units", exc)
             return
+        self._show_queue(*listed)
+
+    def _read_queue(self, kind: str) -> tuple[list, int]:
+        """The person's units of ``kind`` and the number to do (an adaptive inbox counts the
+        judgements asked of them, not the pairs listed so far)."""
+        total = self.service.progress(kind, annotator_id=self.work_of).total
+        return self.service.queue(kind, annotator_id=self.work_of), total
+
+    def _show_queue(self, items: list, total: int) -> None:
         self.queue.set_items(items, total)
         self._refresh_tab_progress()  # units assigned or taken away since the tab was made
 
@@ -1417,3 +1447,9 @@ def _open_server_study(
     except BaseException:
         project.close()
         raise
+
+
+def _has_units(counts: dict, kind: str | None) -> bool:
+    """Whether the progress by kind ``counts`` gives ``kind`` any unit."""
+    progress = counts.get(kind)
+    return progress is not None and progress.total > 0

@@ -145,6 +145,21 @@ def open_failure_words(exc: Exception, address: str) -> str | None:
     return None
 
 
+def refused_read_words(exc: DBAPIError, role: str | None) -> str:
+    """What the study server refused the account ``role`` after signing in: its rights were
+    changed since (``portalreview member`` gives a member's rights again)."""
+    lines = str(exc.orig).strip().splitlines()
+    reason = lines[0] if lines else type(exc.orig).__name__
+    if getattr(exc.orig, "sqlstate", None) != INSUFFICIENT_PRIVILEGE:
+        return f"The database refused this: {reason}."
+    account = f"your database account {role}" if role else "your database account"
+    return (
+        f"The study server refused {account} this read ({reason}): its rights in this study "
+        "were changed since you signed in. Ask IT to set it up as a member again, with the "
+        "study owner's account: portalreview member ADDRESS ROLE --as NAME (docs/deployment.md)."
+    )
+
+
 def sign_in_refused_words(exc: DBAPIError, role: str | None, annotator: str | None) -> str:
     """What the study server refused as the account ``role`` signed in (as ``annotator``),
     and what to do: a read it has no right to means its rights in this database were given

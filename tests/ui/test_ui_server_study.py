@@ -487,3 +487,25 @@ def test_the_pis_dashboard_hears_another_persons_save(qtbot, prefs, team_study):
         timeout=COMPUTE_MS,
     )
     window.close_project()
+
+
+def test_a_reload_the_server_refuses_says_why_and_changes_nothing(
+    qtbot, prefs, team_study, monkeypatch
+):
+    """Her account's rights in the study were taken back while she worked (IT set it up
+    again in part): Go > Reload work list ended in the database driver's error, unworded,
+    and her tabs gone. It says what the server refused and what IT does; nothing changes."""
+    server, database, _study, accounts = team_study
+    window = _open(qtbot, prefs, team_study, "ava")
+    window.queue.jump_to_number(2)
+    shown, tabs = window.session.unit.unit_id, window.kinds[:]
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
+    role = accounts["ava"][0]
+    server.admin_sql(f'REVOKE SELECT ON assignments FROM "{role}"', database=database)
+    window.act_reload.trigger()
+    assert len(warnings) == 1
+    assert f"refused your database account {role} this read" in warnings[0]
+    assert "permission denied" in warnings[0] and "portalreview member" in warnings[0]
+    assert window.kinds == tabs and window.session.unit.unit_id == shown
+    window.close()

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 from ui_support import make_gui_study, open_window, preferences, show_kind, stored_answer
 
 from portalreview import cli
+from portalreview.store.errors import ReadFailed
 from portalreview.tasks.rank.editor import groups_from_ranks, ranks_from_groups
 from portalreview.ui.session import IDLE_SECONDS, ActivityClock
 
@@ -141,6 +143,33 @@ def test_units_assigned_while_signed_in_show_after_reload(qtbot, gui, tmp_path):
     show_kind(window, "rank")  # its list read again: its tab's count follows
     assert window.kind_tabs.tabText(1).endswith("(0/3)")
     assert window.queue.total == 3
+    window.close()
+
+
+def test_a_reload_that_cannot_read_changes_nothing_shown(qtbot, gui, tmp_path, monkeypatch):
+    """Go > Reload work list with the project file not readable (its drive gone): the tabs
+    were emptied and the editor hidden behind "nothing to do", typing on screen with it, and
+    the warning came twice. One warning now, and the list and the unit stay as they were."""
+    window = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    window.queue.jump_to_number(2)
+    shown, tabs = window.session.unit.unit_id, window.kinds[:]
+    page = window.stack.currentWidget()
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
+
+    def unreadable(*_args, **_kwargs):
+        raise ReadFailed("The project file could not be read: its drive is gone.")
+
+    for read in ("progress_by_kind", "queue"):
+        with monkeypatch.context() as patched:
+            patched.setattr(window.service, read, unreadable)
+            window.act_reload.trigger()
+        assert len(warnings) == 1 and "its drive is gone" in warnings.pop()
+        assert window.kinds == tabs and window.kind_tabs.count() == len(tabs)
+        assert window.queue.total == 2 and len(window.queue.model.items) == 2
+        assert window.session.unit.unit_id == shown and window.stack.currentWidget() is page
+    window.act_reload.trigger()  # readable again
+    assert not warnings and window.session.unit.unit_id == shown
     window.close()
 
 
