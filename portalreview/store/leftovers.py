@@ -19,8 +19,10 @@ judged by their age alone.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
+import socket
 import stat
 import time
 from collections.abc import Iterable
@@ -40,6 +42,20 @@ def process_is_gone(pid: int) -> bool:
     except OSError:
         return False  # it runs, as another user
     return False
+
+
+def machine_tag() -> str:
+    """A digest of this computer's name, put after the process id in the names of what is
+    written to a folder other computers may share, so that the process id is only checked on
+    the computer that wrote it."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def made_on_this_machine(name: str, prefix: str) -> bool:
+    """Whether ``<prefix><pid>-<machine>-<rest>`` names this computer (:func:`machine_tag`);
+    False for a name without one (an older version's: judged by its age alone)."""
+    _pid, _dash, rest = name[len(prefix) :].partition("-")
+    return rest.partition("-")[0] == machine_tag()
 
 
 def pid_in_name(name: str, prefix: str) -> int | None:

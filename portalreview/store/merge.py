@@ -74,7 +74,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import sqlite3
 import tempfile
 import uuid
@@ -796,10 +795,6 @@ _PART_MARK = ".portalreview-"
 _PART_NAME = re.compile(r"\..*\.portalreview-(\d+)-([0-9a-f]{8})-[a-z0-9_]+\.part")
 
 
-def _machine_tag() -> str:
-    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
-
-
 def remove_abandoned_parts(folder: Path, older_than: float = leftovers.STALE_AFTER) -> list[Path]:
     """Remove the half-delivered copies (``.part`` files) in ``folder`` that a copy killed
     while delivering left there (see :func:`leftovers.is_abandoned`); one another copy is
@@ -813,7 +808,7 @@ def remove_abandoned_parts(folder: Path, older_than: float = leftovers.STALE_AFT
         named = _PART_NAME.fullmatch(part.name)
         if named is None or part.is_symlink() or not part.is_file():
             continue
-        made_here = named[2] == _machine_tag()
+        made_here = named[2] == leftovers.machine_tag()
         if leftovers.is_abandoned(
             [part], int(named[1]), made_here=made_here, older_than=older_than
         ):
@@ -830,7 +825,7 @@ def _deliver(finished: Path, out: Path) -> None:
     remove_abandoned_parts(out.parent)
     try:
         fd, name = tempfile.mkstemp(
-            prefix=f".{out.stem}{_PART_MARK}{os.getpid()}-{_machine_tag()}-",
+            prefix=f".{out.stem}{_PART_MARK}{os.getpid()}-{leftovers.machine_tag()}-",
             suffix=".part",
             dir=out.parent,
         )

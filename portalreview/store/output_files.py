@@ -40,12 +40,14 @@ from typing import Any
 
 from portalreview.store import leftovers
 
-# A folder of files being written together: ".portalreview-export-<pid>-<random>" in the folder
-# they go to (the same file system, so renaming them into place moves no data).
+# A folder of files being written together: ".portalreview-export-<pid>-<machine>-<random>" in
+# the folder they go to (the same file system, so renaming them into place moves no data).
 STAGING_PREFIX = ".portalreview-export-"
-# One file being written: ".portalreview-output-<pid>-<random>-<name>.tmp" beside it, hidden;
-# one a killed run left (patients' words, half a file) is removed by a later output to the
-# folder once abandoned. (Its permissions are the finished file's: the system's default.)
+# One file being written: ".portalreview-output-<pid>-<machine>-<random>-<name>.tmp" beside
+# it, hidden; one a killed run left (patients' words, half a file) is removed by a later output
+# to the folder once abandoned. (Its permissions are the finished file's: the system's
+# default.) <machine>: the process id is checked only on the computer that wrote it, as a
+# shared folder is written by several (leftovers.machine_tag).
 TEMPORARY_PREFIX = ".portalreview-output-"
 
 log = logging.getLogger(__name__)
@@ -141,7 +143,7 @@ def write_through_temporary(
     run left beside it is removed (:func:`remove_abandoned_staging`)."""
     if temporary is None:
         remove_abandoned_staging(target.parent, TEMPORARY_PREFIX)
-        name = f"{TEMPORARY_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{target.name}.tmp"
+        name = f"{_unique_prefix(TEMPORARY_PREFIX)}-{target.name}.tmp"
         temporary = target.with_name(name)
     try:
         try:
@@ -208,7 +210,7 @@ def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]
     the next (:func:`remove_abandoned_staging`). Other files in ``folder`` are left alone."""
     make_folder(folder)
     remove_abandoned_staging(folder)
-    staging = folder / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+    staging = folder / _unique_prefix(STAGING_PREFIX)
     try:
         staging.mkdir()
     except OSError as exc:  # a read-only disk: named as asked for, never the hidden staging
@@ -289,10 +291,16 @@ def remove_abandoned_staging(folder: Path, prefix: str = STAGING_PREFIX) -> list
             if not entry.name.startswith(prefix):
                 continue
             pid = leftovers.pid_in_name(entry.name, prefix)
-            if leftovers.is_abandoned([entry], pid):
+            here = leftovers.made_on_this_machine(entry.name, prefix)
+            if leftovers.is_abandoned([entry], pid, made_here=here):
                 leftovers.remove(entry)
                 removed.append(entry)
     return removed
+
+
+def _unique_prefix(prefix: str) -> str:
+    """``<prefix><pid>-<machine>-<random>``: a name no other run takes, on any computer."""
+    return f"{prefix}{os.getpid()}-{leftovers.machine_tag()}-{secrets.token_hex(4)}"
 
 
 def save_workbook(book: Any, path: Path) -> None:

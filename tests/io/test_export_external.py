@@ -14,6 +14,7 @@ from external_rules import check_label_studio, check_prodigy, check_redcap, read
 from io_support import full_study
 
 from portalreview.cli import main
+from portalreview.store import leftovers
 from portalreview.store.exporters import ExportFailed
 from portalreview.store.exports import export_external
 from portalreview.store.exports.redcap import field_name
@@ -464,7 +465,7 @@ def test_what_a_killed_export_left_is_removed_by_the_next(project, full, tmp_pat
     out.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    killed = out / f"{STAGING_PREFIX}{dead.pid}-0badf00d"
+    killed = out / f"{STAGING_PREFIX}{dead.pid}-{leftovers.machine_tag()}-0badf00d"
     killed.mkdir()
     (killed / "respond.json").write_bytes(b'[{"half": ')
     export_external(project, "labelstudio", out)

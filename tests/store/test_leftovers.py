@@ -175,7 +175,7 @@ def test_only_abandoned_part_files_are_removed(tmp_path, processes):
     """A copy another program (perhaps on another computer, the drive being shared) is still
     writing stays; so do other programs' .part files."""
     running, ended = processes
-    here, elsewhere = merge._machine_tag(), "0123abcd"
+    here, elsewhere = leftovers.machine_tag(), "0123abcd"
 
     def part(stem: str, pid: int, machine: str, aged: bool = False) -> Path:
         made = tmp_path / f".{stem}.portalreview-{pid}-{machine}-a1b2_c3d.part"
@@ -213,15 +213,22 @@ def test_a_report_file_a_killed_run_left_half_written_is_removed_by_the_next(
 ):
     """A kill while the workbook was written left "study.xlsx.tmp" (half a workbook with
     patients' words) beside the report for good (found by an explorer). The temporary file
-    is hidden, named with its process id, and the next output to the folder removes one
-    whose run has ended; a running export's stays."""
+    is hidden, named with its process id and computer, and the next output to the folder
+    removes one whose run on this computer has ended; a running export's stays, and so does
+    one another computer is writing to a shared folder (its process id means nothing here:
+    the check removed it, found by an explorer)."""
     from portalreview.store.output_files import TEMPORARY_PREFIX, write_through_temporary
 
     running, ended = processes
-    killed = tmp_path / f"{TEMPORARY_PREFIX}{ended}-0a1b2c3d-study.xlsx.tmp"
-    busy = tmp_path / f"{TEMPORARY_PREFIX}{running}-0a1b2c3d-other.xlsx.tmp"
-    for left in (killed, busy):
-        left.write_bytes(b"half a workbook")
+    here, elsewhere = leftovers.machine_tag(), "0123abcd"
+
+    def left(pid: int, machine: str, name: str) -> Path:
+        made = tmp_path / f"{TEMPORARY_PREFIX}{pid}-{machine}-0a1b2c3d-{name}.xlsx.tmp"
+        made.write_bytes(b"half a workbook")
+        return made
+
+    left(ended, here, "study")
+    kept = [left(running, here, "other"), left(ended, elsewhere, "theirs")]
     seen = []
 
     def write(temporary: Path) -> None:
@@ -230,6 +237,9 @@ def test_a_report_file_a_killed_run_left_half_written_is_removed_by_the_next(
 
     write_through_temporary(tmp_path / "study.xlsx", write)
     [name] = seen
-    assert name.startswith(f"{TEMPORARY_PREFIX}{os.getpid()}-") and name.endswith(".tmp")
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([busy.name, "study.xlsx"])
+    assert name.startswith(f"{TEMPORARY_PREFIX}{os.getpid()}-{here}-") and name.endswith(".tmp")
+    assert sorted(tmp_path.iterdir()) == sorted([*kept, tmp_path / "study.xlsx"])
     assert (tmp_path / "study.xlsx").read_text(encoding="utf-8") == "the report"
+    _aged(kept[1])  # untouched for hours: abandoned, wherever it was written
+    write_through_temporary(tmp_path / "study.xlsx", write)
+    assert sorted(tmp_path.iterdir()) == sorted([kept[0], tmp_path / "study.xlsx"])
