@@ -19,6 +19,7 @@ from test_ui_dashboard import COMPUTE_MS, Dashboard, cell_of, open_dashboard
 from ui_support import show_kind, wait_saved
 
 from portalreview.store.backends import ServerProject, postgres
+from portalreview.store.backends.postgres import parse_url, redact
 from portalreview.store.service import StudyService
 from portalreview.tasks.common.editor_base import TextBox
 from portalreview.ui.main_window import MainWindow
@@ -68,6 +69,21 @@ def test_the_dialog_keeps_the_password_out_of_the_address(qtbot):
     assert dialog.result() == QDialog.DialogCode.Accepted
     assert dialog.address() == "postgresql://ava@db.example.org/ward"
     assert dialog.password() == "secret"
+
+
+def test_a_password_given_as_a_parameter_is_kept_out_of_the_address_too(qtbot):
+    """libpq takes ``?password=`` as a password: the dialog took such an address, opened the
+    study and wrote the password into the settings twice, and ``info`` printed it (found by
+    an explorer). The dialog asks for its own box; shown or logged, it is ***."""
+    dialog = ServerStudyDialog()
+    qtbot.addWidget(dialog)
+    dialog.address_edit.setText("postgresql://chloe@db.example.org/ward?password=s3cret")
+    dialog._check_and_accept()
+    assert dialog.result() != QDialog.DialogCode.Accepted
+    assert "own box" in dialog.problem.text() and "s3cret" not in dialog.problem.text()
+    typed = "postgresql://chloe@db/ward?sslmode=require&password=s3cret&sslpassword=k3y"
+    assert redact(typed) == "postgresql://chloe:***@db/ward?sslmode=require&sslpassword=***"
+    assert parse_url(typed).password == "s3cret"  # as libpq would take it
 
 
 def test_typing_is_kept_while_the_server_is_away(qtbot, prefs, team_study, monkeypatch):

@@ -121,8 +121,13 @@ def is_server_url(target: object) -> bool:
     return isinstance(target, str) and target.split("://", 1)[0].lower() in SCHEMES
 
 
+#: Address parameters (libpq's) that hold a secret: shown as *** like a password.
+SECRET_PARAMETERS = ("password", "sslpassword")
+
+
 def parse_url(target: str) -> URL:
-    """The SQLAlchemy URL of ``postgresql://user@host[:port]/database[?sslmode=...]``."""
+    """The SQLAlchemy URL of ``postgresql://user@host[:port]/database[?sslmode=...]``; a
+    password given as ``?password=`` is the URL's password, as libpq takes it."""
     try:
         url = make_url(target)
     except ArgumentError as exc:
@@ -134,17 +139,30 @@ def parse_url(target: str) -> URL:
         ) from None
     if not url.database:
         raise ServerError(f"{redact(target)} names no database (postgresql://host/DATABASE).")
-    return url.set(drivername="postgresql+psycopg")
+    return _password_in_place(url).set(drivername="postgresql+psycopg")
+
+
+def _password_in_place(url: URL) -> URL:
+    """``url`` with a ``?password=`` parameter moved to the password's place, where every
+    check and every rendering (hide_password) treats it as one."""
+    given = url.query.get("password")
+    if given is None:
+        return url
+    password = given[-1] if isinstance(given, tuple) else given
+    return url.difference_update_query(["password"]).set(password=password)
 
 
 def redact(target: str | URL) -> str:
-    """The address as it may be shown or logged: the password, if any, as ***."""
+    """The address as it may be shown or logged: the password, if any, as *** (given before
+    the host or as a parameter, ``?password=``; so is ``?sslpassword=``)."""
     try:
         url = make_url(target) if isinstance(target, str) else target
     except (ArgumentError, ValueError):
         return "(an address that cannot be read)"
-    shown = url.set(drivername=url.drivername.split("+")[0])
-    return shown.render_as_string(hide_password=True)
+    shown = _password_in_place(url).set(drivername=url.drivername.split("+")[0])
+    hidden = {key: "***" for key in SECRET_PARAMETERS if key in shown.query}
+    rendered = shown.update_query_dict(hidden).render_as_string(hide_password=True)
+    return rendered.replace("%2A%2A%2A", "***")
 
 
 #: project_meta keys that mark a database as a server study; a file has no such keys.
