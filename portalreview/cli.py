@@ -188,8 +188,28 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     with open_project(_project_path(args.path), read_only=True) as project:
         info = StudyService(project).info()
-    print(json.dumps(info, indent=2) if args.json else format_info(info))
+        partial = _partial_view_note(project)
+    if args.json:
+        print(json.dumps({**info, "own_work_only": partial is not None}, indent=2))
+        return 0
+    print(format_info(info))
+    if partial:
+        print(partial)
     return 0
+
+
+def _partial_view_note(project: AnyProject) -> str | None:
+    """What a clinician's login on a server is told under counts it reads: row-level security
+    shows her own answers, assignments and entries only (None for a login that sees all)."""
+    from portalreview.store.audit_verify import sees_everything
+
+    with project.read() as session:
+        if sees_everything(session):
+            return None
+    return (
+        "Your own work only: a clinician's login sees only its own answers, assignments and "
+        "audit entries; the PI's login shows the whole study."
+    )
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -319,8 +339,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not str(args.output).strip():
         raise CliError("-o needs the name of the folder (or file) to export to")
     with open_project(_project_path(args.path), read_only=True) as project:
-        if args.format != "preferences":  # (a clinician's own preferences are hers to export)
+        if args.format != "preferences":
             _refuse_a_partial_view(project, f"export the study as {args.format}")
+        else:
+            _refuse_others_preferences(project, args.annotator)
         if external:
             written = export_external(
                 project,
@@ -333,6 +355,17 @@ def cmd_export(args: argparse.Namespace) -> int:
             written = export_project(project, args.format, Path(args.output))
     print(_where_written(written))
     return 0
+
+
+def _refuse_others_preferences(project: AnyProject, annotator: str | None) -> None:
+    """A clinician's login exports her own preferences only (``--as`` her): the whole study's,
+    or another's, would hold her pairs alone, or none, and look complete."""
+    if _partial_view_note(project) is None or annotator == project.member():
+        return
+    raise CliError(
+        "a clinician's login exports only its own preferences, as it sees only its own "
+        f"answers: add --as {project.member()}; the PI's login exports everyone's"
+    )
 
 
 def _refuse_a_partial_view(project: AnyProject, what: str) -> None:
@@ -497,8 +530,11 @@ def cmd_progress(args: argparse.Namespace) -> int:
 
     with open_project(_project_path(args.path), read_only=True) as project:
         rows = study_progress(project)
+        partial = _partial_view_note(project)
     if args.by_kind:
         rows = progress_by_kind(rows)
+    if partial:
+        print(partial, file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps([{**asdict(r), "todo": r.todo} for r in rows], indent=2))
         return 0

@@ -6,6 +6,7 @@ way of changing answers, verifies clean."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import tempfile
@@ -369,8 +370,22 @@ def test_a_clinicians_login_may_not_report_or_export_the_study(team, capsys, tmp
     ):
         assert main(command) == 2, command
         assert "only the PI or the study's owner can" in capsys.readouterr().err
+    for others in ([], ["--as", "ben"]):  # her pairs alone, or none, looking complete
+        command = ["export", ava, "--format", "preferences", "-o", str(tmp_path / "p"), *others]
+        assert main(command) == 2, command
+        assert "exports only its own preferences" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+    own = ["export", ava, "--format", "preferences", "--as", "ava", "-o", str(tmp_path / "p")]
+    assert main(own) == 0
+    capsys.readouterr()
+    for command in (["info", ava], ["progress", ava]):  # her own counts, said to be so
+        assert main(command) == 0
+        assert "Your own work only" in capsys.readouterr().out
+    assert main(["info", ava, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["own_work_only"] is True
     pat = server.url(database, *server.member_login(project, "pat"))
+    assert main(["info", pat]) == 0
+    assert "Your own work only" not in capsys.readouterr().out
     assert main(["report", pat, "-o", str(tmp_path / "r.json"), "--resamples", "0"]) == 0
     assert main(["export", pat, "--format", "jsonl", "-o", str(tmp_path / "study")]) == 0
     assert main(["verify", str(tmp_path / "study")]) == 0
