@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from portalreview.load_testing import build_load_study
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
-from portalreview.store.testing_load import build_load_study
 
 
 def _study(path: Path) -> int:

@@ -10,7 +10,7 @@ the same machine in the same run:
 
 Each prints saves per second and the p50/p95 latency of a save, and is checked: every
 acknowledged save in the audit log exactly once, every answer at its last acknowledged save,
-the hash chain verified, no errors (store/testing_load.check_load). A benchmark, not a test:
+the hash chain verified, no errors (load_testing.check_load). A benchmark, not a test:
 the figures depend on the machine (print them with ``--json`` to keep them).
 
     .venv/bin/python benchmarks/bench_team_server.py [--clinicians 20] [--seconds 60]
@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from portalreview.load_testing import build_load_study, check_load, cpu_count, run_load
 from portalreview.store import testing_postgres
 from portalreview.store.backends import Project, ServerProject
-from portalreview.store.testing_load import build_load_study, check_load, cpu_count, run_load
 
 
 def _row(name: str, result, problems: list[str]) -> dict:

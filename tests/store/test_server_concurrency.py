@@ -1,4 +1,4 @@
-"""Many writers at once on a server study (store/testing_load.py): clinicians in processes
+"""Many writers at once on a server study (portalreview/load_testing.py): clinicians in processes
 of their own save answers of every kind as fast as they can while the PI's live dashboard
 refreshes; every acknowledged save is there exactly once, and the audit chain verifies.
 Writes are serialised by one advisory lock per transaction (store/backends/postgres.py)."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from portalreview.load_testing import build_load_study, check_load, run_load
 from portalreview.store.backends import ServerProject
-from portalreview.store.testing_load import build_load_study, check_load, run_load
 
 CLINICIANS = 20
 SECONDS = 10.0
