@@ -1251,7 +1251,13 @@ def _add_pi_verbs(verbs: argparse._SubParsersAction) -> None:
     setup.add_argument(
         "--second", action="append", metavar="KEY=VALUE", help="responses: the draft or edit"
     )
-    setup.add_argument("--batch-size", type=int, default=0, help="label batches of N units")
+    setup.add_argument(
+        "--batch-size",
+        type=int,
+        default=0,
+        metavar="N",
+        help="label batches of N units (eppc: of N messages, a message's sentences in one batch)",
+    )
     setup.add_argument(
         "--comparisons-per-message",
         type=int,

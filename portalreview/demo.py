@@ -480,6 +480,11 @@ def _noisy_eppc(rng: random.Random, gold: list[dict], catalogs, noise: float, le
     return {"labels": out}
 
 
+#: Messages per EPPC batch (003 Sec. 3.2.2 tracks kappa per sample of 50 messages; the demo
+#: has 18, so three batches show the trend).
+EPPC_BATCH_MESSAGES = 6
+
+
 def build_eppc(b: _Builder) -> None:
     unit_set = b.unit_set(
         "EPPC coding", "eppc", "Codes, subcodes and evidence per sentence (seed 003)."
@@ -487,8 +492,9 @@ def build_eppc(b: _Builder) -> None:
     catalogs = b.svc.catalogs
     messages = _load("eppc_messages.jsonl")
     last_patient_case: int | None = None
-    units: list[tuple[int, list[dict], int]] = []
-    for message in messages:
+    units: list[tuple[int, list[dict], int, int, str]] = []
+    for number, message in enumerate(messages):
+        batch = f"batch-{number // EPPC_BATCH_MESSAGES + 1}"  # a message's sentences in one
         if message["sender"] == "patient":
             chart = b.charts.get(message.get("case_id") or "", {})
             owner = b.svc.add_case(
@@ -516,15 +522,9 @@ def build_eppc(b: _Builder) -> None:
             sentences = b.svc.sentences(response_id=owner, session=b.s)
         for sentence in sentences:
             gold = _gold_labels(message["text"], message["gold"], sentence)
-            units.append((case_id, gold, sentence.id, len(sentence.text)))
-    for index, (case_id, gold, sentence_id, length) in enumerate(units):
-        unit = b.svc.add_unit(
-            unit_set,
-            case_id,
-            sentence_id=sentence_id,
-            batch=f"batch-{index // 25 + 1}",
-            session=b.s,
-        )
+            units.append((case_id, gold, sentence.id, len(sentence.text), batch))
+    for index, (case_id, gold, sentence_id, length, batch) in enumerate(units):
+        unit = b.svc.add_unit(unit_set, case_id, sentence_id=sentence_id, batch=batch, session=b.s)
         answers = {
             name: _noisy_eppc(b.rng, gold, catalogs, noise, length)
             for name, (_, noise) in CLINICIANS.items()

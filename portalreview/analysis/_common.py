@@ -332,7 +332,7 @@ def _how_carried(
 #: Memo entries made from no answer: the frames each is made from.
 _NO_ANSWERS = {
     "sources": ("responses",),
-    "eppc_batches": ("units",),
+    "eppc_batches": ("units", "sentences"),
     "cases_by_id": ("cases",),
     "units_per_kind": ("units",),
 }

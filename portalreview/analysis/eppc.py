@@ -620,22 +620,45 @@ def presence(mine: pd.DataFrame, units: pd.Index, codes: list[str]) -> np.ndarra
 
 
 def batches(frames: StudyFrames, units: pd.Index) -> pd.DataFrame:
-    """Each unit's batch, in unit order: ``units.batch`` when set, else blocks of 50 units by
-    position within the unit set ("#1" = positions 0-49)."""
+    """Each unit's batch, in unit order: ``units.batch`` when set, else blocks of 50 messages
+    (the case or response a sentence is of) by position within the unit set, a message in the
+    batch of its first unit ("#1" = the set's first 50 messages; 003 Sec. 3.2.2)."""
     every = frames.memo.get("eppc_batches")  # every unit's, once per frames
     if every is None:
-        every = frames.memo["eppc_batches"] = _batches(frames.units.set_index("unit_id"))
+        every = _batches(frames.units.set_index("unit_id"), frames.sentences)
+        frames.memo["eppc_batches"] = every
     return every[every.index.isin(units)]
 
 
-def _batches(info: pd.DataFrame) -> pd.DataFrame:
+def _batches(info: pd.DataFrame, sentences: pd.DataFrame) -> pd.DataFrame:
     """The units ``info`` (indexed by unit id) with their batch ``label``, sorted by unit set
     and position (units of one set have distinct positions, so the order is one)."""
-    info = info[["unit_set", "position", "batch"]]
+    info = info[["unit_set", "position", "batch", "sentence_id"]]
+    info = info.sort_values(["unit_set", "position"], kind="stable")
+    keys = pd.DataFrame(
+        {"unit_set": info.unit_set.to_numpy(), "message": _messages(info, sentences)}
+    )
+    met = keys.groupby(["unit_set", "message"], sort=False).ngroup()  # numbered as first met
+    ordinal = met - met.groupby(keys.unit_set).transform("min")  # within the unit set
+    fallback = "#" + (ordinal.to_numpy() // BATCH_SIZE + 1).astype(str)
     label = info.batch.fillna("").astype(str)
-    fallback = "#" + (info.position // BATCH_SIZE + 1).astype(str)
     info = info.assign(label=label.where(label != "", fallback))
-    return info.sort_values(["unit_set", "position"], kind="stable")
+    return info[["unit_set", "position", "batch", "label"]]
+
+
+def _messages(info: pd.DataFrame, sentences: pd.DataFrame) -> np.ndarray:
+    """Each unit's message as a number: 2 x the case id or 2 x the response id + 1 for its
+    sentence's owner; a unit without a sentence is a message of its own (a negative number)."""
+    owners = sentences.set_index("sentence_id")
+    where = owners.index.get_indexer(info.sentence_id)  # -1: no sentence (NaN below)
+
+    def owner(column: str) -> np.ndarray:
+        return np.append(owners[column].to_numpy(dtype=float, na_value=np.nan), np.nan)[where]
+
+    case, response = owner("case_id"), owner("response_id")
+    message = np.where(np.isnan(case), 2 * response + 1, 2 * case)
+    alone = -1 - np.arange(len(info), dtype=float)
+    return np.where(where >= 0, message, alone).astype(np.int64)
 
 
 def _pairs_first_met(first: Any, second: Any) -> tuple[np.ndarray, list[tuple[Any, Any]]]:

@@ -1391,7 +1391,8 @@ def _eppc(r: _Reader) -> Sheet:
         "Kappa per batch of units, in order (003 Sec. 3.2.2)",
         ["Batch", *pairs],
         batch_rows,
-        note="Pooled kappa of each pair on each batch (units.batch, or positions 0-49, 50-99...).",
+        note="Pooled kappa of each pair on each batch (units.batch, or the set's messages 1-50, "
+        "51-100... in order, all of a message's sentences in its batch).",
         chart=Chart(
             "line",
             "Cohen's kappa per batch",

@@ -46,8 +46,8 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from sqlalchemy import and_, case, func, select
@@ -367,13 +367,34 @@ def _responses_by_case(s: Session, case_ids: set[int]) -> dict[int, list[Respons
     return out
 
 
-def _batches(units: list[UnitSpec], batch_size: int) -> list[UnitSpec]:
+def _batches(
+    units: list[UnitSpec], batch_size: int, message_of: Mapping[int, Hashable] | None = None
+) -> list[UnitSpec]:
+    """``units`` labelled ``batch-1``, ``batch-2``... in order, ``batch_size`` units to a
+    batch; with ``message_of`` (an EPPC set: each sentence's message), ``batch_size``
+    messages to a batch, in order of their first unit, all of a message's sentences in one
+    (003 Sec. 3.2.2 tracks kappa per sample of 50 messages)."""
     if batch_size <= 0:
         return units
+    keys: list[Hashable] = list(range(len(units)))
+    if message_of is not None:
+        keys = [message_of[u.sentence_id] for u in units]  # (every eppc unit has one)
+    ordinal: dict[Hashable, int] = {}
+    for key in keys:
+        ordinal.setdefault(key, len(ordinal))
     return [
-        UnitSpec(**{**u.__dict__, "batch": f"batch-{i // batch_size + 1}"})
-        for i, u in enumerate(units)
+        replace(u, batch=f"batch-{ordinal[key] // batch_size + 1}")
+        for u, key in zip(units, keys, strict=True)
     ]
+
+
+def _sentence_messages(s: Session) -> dict[int, tuple[str, int]]:
+    """Each sentence's message: ("case", id) or ("response", id)."""
+    rows = s.execute(select(Sentence.id, Sentence.case_id, Sentence.response_id))
+    return {
+        sentence: ("case", case_id) if case_id is not None else ("response", response_id)
+        for sentence, case_id, response_id in rows
+    }
 
 
 def plan_units(
@@ -402,9 +423,10 @@ def plan_units(
     docstring for each recipe's meaning and defaults; one the recipe does not read, as
     ``RECIPE_FILTERS`` says, is refused); ``inbox`` names the inbox of an urgency
     set (cases tagged ``inbox=<inbox>``). ``batch_size`` > 0 labels units ``batch-1``,
-    ``batch-2``... in order (kappa per batch, seed 003). ``seed`` shuffles the units' order
-    (urgency pairs are shuffled with seed 0 by default, so that one case does not fill the
-    start of the queue); the same seed gives the same order.
+    ``batch-2``... in order, ``batch_size`` units to a batch, or for ``eppc`` ``batch_size``
+    messages, a message's sentences all in one (kappa per batch, seed 003). ``seed`` shuffles
+    the units' order (urgency pairs are shuffled with seed 0 by default, so that one case
+    does not fill the start of the queue); the same seed gives the same order.
     """
     if recipe not in RECIPES:
         raise SetupError(f"unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}")
@@ -436,6 +458,7 @@ def plan_units(
             raise SetupError(f"no case matches ({cases.describe()})")
         responses = _responses_by_case(s, {c.id for c in chosen})
         units = _RECIPE_FUNCTIONS[recipe](s, chosen, responses, first, second, notes)
+        message_of = _sentence_messages(s) if recipe == "eppc" and batch_size else None
     if recipe == "urgency" and comparisons_per_message:
         order = balanced_pairs([c.id for c in chosen], comparisons_per_message, seed or 0)
         wanted = {frozenset(pair) for pair in order}
@@ -455,7 +478,13 @@ def plan_units(
         judgements = _adaptive_judgements(len(chosen), judgements, notes)
     if seed is not None:
         random.Random(f"portalreview-units:{seed}").shuffle(units)
-    units = _batches(units, batch_size)
+    units = _batches(units, batch_size, message_of)
+    if message_of is not None and units:
+        n_batches = len({u.batch for u in units})
+        notes.append(
+            f"{n_batches} batch(es) of up to {batch_size} messages: all of a message's "
+            "sentences in one batch"
+        )
     if not units:
         raise SetupError(
             f"the {recipe} recipe makes no unit from {cases.describe()}"

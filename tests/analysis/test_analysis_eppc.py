@@ -194,3 +194,26 @@ def test_kappa_per_code_within_each_batch(study):
     for code, (a, b) in vectors.items():
         assert b1[code]["kappa"] == pytest.approx(metrics.cohen_kappa(a, b))
     assert [row["code"] for row in batches["b1"]["per_code"]] == result["codes"]
+
+
+def test_unlabelled_batches_are_50_messages_each_never_part_of_one(tmp_path):
+    """Without a batch label, a unit set's batches are samples of 50 messages (003 Sec. 3.2.2),
+    a message being the case or response a sentence is of: 51 cases and one reply of two
+    sentences each make 52 messages, 104 sentences, so #1 holds 50 messages (100 sentences)."""
+    st = new_study(tmp_path)
+    st.person("a")
+    st.person("b")
+    text = "Hello doctor. My knee hurts."
+    for i in range(51):
+        st.case(f"m{i}", text)
+    st.response("reply", "m0", "Sorry to hear it. Rest the knee.", "clinician")
+    sentences = [(f"m{i}", x) for i in range(51) for x in st.case_sentences(f"m{i}")]
+    sentences[2:2] = [("m0", x) for x in st.sentences("reply")]  # the reply after its case
+    for n, (case, sentence) in enumerate(sentences):
+        st.unit(f"u{n}", "eppc", case, who=["a", "b"], sentence_id=sentence.id)
+        labels = _labels(sentence.text, (IG, SYMPTOMS, sentence.text))
+        st.answer(f"u{n}", "a", labels)
+        st.answer(f"u{n}", "b", labels if n % 3 else {"labels": []})
+    (ab,) = eppc.analyse(st.frames(), n_resamples=0)["kappa"]
+    assert [(row["batch"], row["n_units"]) for row in ab["per_batch"]] == [("#1", 100), ("#2", 4)]
+    st.project.close()

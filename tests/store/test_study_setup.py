@@ -190,6 +190,34 @@ def test_recipes_on_a_small_study(project):
         create_unit_set(project, rank)
 
 
+@pytest.mark.parametrize("seed", [None, 3])
+def test_eppc_batches_count_messages_and_keep_a_message_whole(project, seed):
+    """003 Sec. 3.2.2 tracks kappa per sample of 50 messages: an eppc batch holds N messages
+    (the case's and each response's sentences), never part of one."""
+    study = build_small_study(project)
+    svc = study.service
+    drafts = [study.draft1, study.draft2, study.edited]
+    message_of = {x.id: ("case", study.case1) for x in svc.sentences(case_id=study.case1)}
+    for draft in drafts:
+        message_of |= {x.id: ("response", draft) for x in svc.sentences(response_id=draft)}
+    plan = plan_units(
+        project,
+        "eppc",
+        cases=CaseFilter.parse(external_ids=["c1"]),
+        first=ResponseFilter.parse(["author_kind=model"]),
+        batch_size=2,
+        seed=seed,
+    )
+    assert len(plan) == len(message_of) > 4  # 4 messages, several sentences each
+    batch_of: dict[tuple[str, int], set[str]] = {}
+    for unit in plan.units:
+        batch_of.setdefault(message_of[unit.sentence_id], set()).add(unit.batch)
+    assert all(len(batches) == 1 for batches in batch_of.values())  # no message split
+    messages_per_batch = Counter(batch for (batch,) in batch_of.values())
+    assert messages_per_batch == {"batch-1": 2, "batch-2": 2}
+    assert any("2 batch(es) of up to 2 messages" in note for note in plan.notes)
+
+
 @pytest.mark.parametrize(
     ("recipe", "option", "takes"),
     [
