@@ -31,10 +31,16 @@ def study(tmp_path_factory):
     st.unit("g1", "urgency", "c1", who=["x", "y"], case_b_id=st.cases["c2"])
 
     def entries(case, correct_b):
+        reasons = ["C1"] if correct_b is False else []  # incorrect needs one (001 Sec. 5)
         return {
             "entries": [
                 {"response_id": members[case][0], "rank": 1, "correct": True, "criteria": []},
-                {"response_id": members[case][1], "rank": 2, "correct": correct_b, "criteria": []},
+                {
+                    "response_id": members[case][1],
+                    "rank": 2,
+                    "correct": correct_b,
+                    "criteria": reasons,
+                },
             ]
         }
 

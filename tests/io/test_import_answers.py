@@ -135,6 +135,26 @@ def test_a_refused_answer_names_cases_and_responses_by_the_files_ids(project, st
     assert re.search(r"empathy: response 'd1' is not one of the pair \('\w+', '\w+'\)", said[1])
 
 
+def test_a_submitted_rank_answer_with_an_unexplained_incorrect_is_refused(project, study, tmp_path):
+    """Seed 001 Sec. 5: "incorrect" means meeting at least one of C1-C3. A submitted answer
+    marking a response incorrect with no reason is refused naming it as the file does, like
+    every other incomplete submitted answer; as a draft it is kept."""
+    entries = [{"response_id": "d2", "rank": 1, "correct": True, "criteria": []},
+               {"response_id": "d1", "rank": 2, "correct": False, "criteria": []}]  # fmt: skip
+    row = {"kind": "rank", "unit": _unit("rank"), "annotator": "ava", "status": "submitted",
+           "answer": {"entries": entries}}  # fmt: skip
+    before = fingerprint(project)
+    with pytest.raises(ImportFailed) as err:
+        import_files(project, [write_jsonl(tmp_path / "a.jsonl", [row])])
+    assert "line 1" in str(err.value)
+    assert "response 'd1' marked incorrect with no reason" in str(err.value)
+    assert fingerprint(project) == before
+    report = import_files(
+        project, [write_jsonl(tmp_path / "a.jsonl", [{**row, "status": "draft"}])]
+    )
+    assert report.added["answers"] == 1
+
+
 def test_a_second_answer_by_the_same_person_is_refused(project, study, tmp_path):
     row = {"kind": "empathy", "unit": _unit("empathy"), "annotator": "ava",
            "answer": {"equal": True}}  # fmt: skip

@@ -136,6 +136,23 @@ def test_incomplete_answers_cannot_be_submitted(study, kind, payload, message):
     assert ava.get_answer(study.units[kind]) is None
 
 
+def test_a_response_marked_incorrect_needs_a_reason_to_submit(study):
+    """Seed 001 Sec. 5: "incorrect" means meeting at least one of C1-C3. The rank editor
+    refused it without one; a save that is not the editor's (an import, a script) did not."""
+    ava = study.service.as_viewer("ava")
+    unit = study.units["rank"]
+    entries = [
+        {"response_id": study.draft1, "rank": 1, "correct": True, "criteria": []},
+        {"response_id": study.draft2, "rank": 2, "correct": False, "criteria": []},
+    ]
+    unexplained = f"response {study.draft2} marked incorrect with no reason: .* C1-C3"
+    with pytest.raises(PayloadError, match=unexplained):
+        ava.save_answer(unit, {"entries": entries}, status="submitted")
+    assert ava.save_answer(unit, {"entries": entries}, status="draft").status == "draft"
+    entries[1]["criteria"] = ["C2"]
+    assert ava.save_answer(unit, {"entries": entries}, status="submitted").status == "submitted"
+
+
 @pytest.mark.parametrize("seconds", [math.inf, math.nan, -1.0, "12", True])
 def test_time_on_task_must_be_a_finite_number_of_seconds(study, seconds):
     """Infinity passed the database's ">= 0" and then made every report fail."""

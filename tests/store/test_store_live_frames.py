@@ -130,7 +130,7 @@ def payload(svc: StudyService, unit_id: int, rng: random.Random, complete: bool 
         entries = []
         for i, member in enumerate(members):
             correct = rng.choice([True, False]) if complete or i else None
-            criteria = rng.sample([c.id for c in catalogs.criteria], rng.randint(0, 2))
+            criteria = rng.sample([c.id for c in catalogs.criteria], rng.randint(1, 2))
             entries.append(
                 {
                     "response_id": member,

@@ -100,4 +100,25 @@ def incomplete(ctx: UnitContext, payload: dict) -> str | None:
     unjudged = [m for m in ctx.members if entries[m].get("correct") is None]
     if unjudged:
         return f"{len(unjudged)} response(s) are not marked correct or incorrect"
-    return None
+    return _unexplained(ctx, entries)
+
+
+def _unexplained(ctx: UnitContext, entries: dict[int, dict]) -> str | None:
+    """Responses marked incorrect with no reason: seed 001 Sec. 5 defines "incorrect" as
+    meeting at least one of C1-C3 (the editor refuses it too; this catches imports and other
+    saves). Named "response <id>", which an import puts in the file's own ids."""
+    criteria = ctx.catalogs.criteria
+    if not criteria:
+        return None
+    unexplained = [
+        m
+        for m in ctx.members
+        if entries[m].get("correct") is False and not entries[m].get("criteria")
+    ]
+    if not unexplained:
+        return None
+    named = ", ".join(f"response {m}" for m in unexplained)
+    return (
+        f"{named} marked incorrect with no reason: give at least one of "
+        f"{criteria[0].id}-{criteria[-1].id}"
+    )
