@@ -317,11 +317,21 @@ def _summary(r: _Reader) -> Sheet:
         "rater_tau",
         "mean",
     )
+    # Table S9's "Avg. Corr" (-0.79) is the mean of the rankings' coefficients
+    add(
+        "rank",
+        "Correctness vs rank: point-biserial, mean over rankings",
+        "all rankings",
+        "001 Table S9 (Avg. Corr)",
+        "rank",
+        "correctness_vs_rank",
+        "mean",
+    )
     add(
         "rank",
         "Correctness vs rank: point-biserial, pooled",
         "all rankings",
-        "001 Table S9",
+        "not in 001 (one coefficient over every ranking's rows)",
         "rank",
         "correctness_vs_rank",
         "pooled",
@@ -424,7 +434,7 @@ def _summary(r: _Reader) -> Sheet:
             "empathy",
             f"Share: {row['first_source']} more empathetic",
             pair,
-            "004 Sec. 3.6",
+            "004 Table 1, Sec. 4.1",
             "empathy",
             "by_source_pair",
             i,
@@ -434,7 +444,7 @@ def _summary(r: _Reader) -> Sheet:
             "empathy",
             "Share: equally empathetic",
             pair,
-            "004 Sec. 3.6",
+            "004 Table 1, Sec. 4.1",
             "empathy",
             "by_source_pair",
             i,
@@ -1447,7 +1457,7 @@ def _empathy(r: _Reader) -> Sheet:
         )
     t = Table(
         "empathy_by_source_pair",
-        "Which reply is more empathetic, per pair of sources (004 Sec. 3.6)",
+        "Which reply is more empathetic, per pair of sources (004 Table 1, Sec. 4.1)",
         [
             "First vs second source",
             "Answers",

@@ -147,6 +147,24 @@ def test_summary_rows_name_their_json_key(demo):
     assert row[2].endswith(source["source"]) and same(row[3], source["content"]["f1"]["value"])
 
 
+def test_summary_cites_each_figure_as_its_paper_reports_it(demo):
+    """001 Table S9's "Avg. Corr" (-0.79) is the mean of the rankings' point-biserial
+    coefficients: the headline was the pooled one under that label. The per-pair empathy
+    shares are 004 Table 1 (Sec. 4.1); Sec. 3.6 is the metric's validation."""
+    _, report, book, _, _ = demo
+    rows = list(book["Summary"].iter_rows(min_row=7, values_only=True))
+    by_key = {r[8]: r for r in rows if r[0] and r[8]}
+    correlation = report["rank"]["correctness_vs_rank"]
+    mean = by_key["rank.correctness_vs_rank.mean"]
+    assert mean[1] == "Correctness vs rank: point-biserial, mean over rankings"
+    assert mean[7] == "001 Table S9 (Avg. Corr)"
+    assert same(mean[3], correlation["mean"]["value"])
+    pooled = by_key["rank.correctness_vs_rank.pooled"]
+    assert pooled[1].endswith("pooled") and pooled[7].startswith("not in 001")
+    shares = [r for key, r in by_key.items() if key.startswith("empathy.by_source_pair")]
+    assert shares and {r[7] for r in shares} == {"004 Table 1, Sec. 4.1"}
+
+
 def _follow(report, key: str):
     node = report
     for part in key.replace("]", "").replace("[", ".").split("."):
