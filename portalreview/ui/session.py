@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from portalreview.store.errors import SaveOutcomeUnknown
 from portalreview.store.kinds.base import PayloadError
+from portalreview.store.kinds.stored_order import same_answer
 from portalreview.store.service import (
     UNCHECKED,
     AnswerView,
@@ -371,13 +372,7 @@ class AnnotationSession(QObject):
             return self._hold(fields)
         fields = {**(self._held_flag or {}), **fields}
         fields.update(suggestion)
-        # a save that changes no part of a submitted answer (the time on it, a flag) keeps it
-        # submitted: looking at an answer the editor would not take now never demotes it
-        # (a draft, one a slip left, is checked: a flag must not submit it)
-        stored = self.answer
-        kept_as_it_is = stored is not None and stored.status == "submitted" and (
-            time_only or (not explicit and payload == stored.payload)
-        )
+        kept_as_it_is = self._changes_nothing_submitted(payload, time_only, explicit)
         checked = status == "submitted" and not kept_as_it_is
         held_back = self.editor.submit_problem() if checked else None
         if held_back and not draft_if_refused:
@@ -474,6 +469,17 @@ class AnnotationSession(QObject):
         elif retried_submission:
             self.notice.emit("Submitted: the submission that could not be saved is saved now.")
         return view
+
+    def _changes_nothing_submitted(self, payload: dict, time_only: bool, explicit: bool) -> bool:
+        """Whether a save changes no part of a submitted answer (the time on it, a flag): it
+        stays submitted, since looking at an answer the editor would not take now never demotes
+        it (a draft, one a slip left, is checked: a flag must not submit it). The editor lists
+        entries in its own order (rank cards shuffled), not the stored one: only what the
+        answer says is compared."""
+        stored = self.answer
+        if stored is None or stored.status != "submitted":
+            return False
+        return time_only or (not explicit and same_answer(self.unit.kind, payload, stored.payload))
 
     def _wait_to_save_again(self, status: str) -> None:
         """A save that may succeed later failed: it waits, as a change not saved yet, and the

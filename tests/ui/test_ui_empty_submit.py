@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from ui_support import open_window, show_kind, stored_answer, wait_saved
+from ui_support import make_gui_study, open_window, show_kind, stored_answer, wait_saved
 
 
 def _submit(window) -> None:
@@ -147,4 +147,84 @@ def test_a_flag_on_a_unit_a_slip_left_incomplete_does_not_submit_it(qtbot, gui, 
     window.session.set_flag(True, "Which one first?")
     answer = stored_answer(gui.path, unit, "ava")
     assert (answer.status, answer.flagged) == ("draft", True)
+    window.close()
+
+
+def _rank_answer(study, unit_id: int, svc) -> dict:
+    """Every response ranked and judged, the third marked incorrect with no reason C1-C3: the
+    store takes it (an import, an older version), the editor does not submit it now."""
+    members = sorted(r.id for r in svc.read_unit(unit_id).responses)
+    entries = [
+        {"response_id": r, "rank": i + 1, "correct": i != 2, "criteria": []}
+        for i, r in enumerate(members)
+    ]
+    return {"entries": entries}
+
+
+def _match_answer(study, unit_id: int, svc) -> dict:
+    """Every reference sentence decided (no match), every sentence of both sides themed: the
+    editor lists the reference's sentences first, the store the draft's (smaller ids)."""
+    responses = {r.id: r for r in svc.read_unit(unit_id).responses}
+    reference = [s.id for s in responses[study.reference].sentences]
+    draft = [s.id for s in responses[study.draft1].sentences]
+    return {
+        "decisions": [{"sentence_id": s, "spans": []} for s in reference],
+        "themes": [{"sentence_id": s, "theme": "empathy"} for s in sorted(reference + draft)],
+    }
+
+
+def _eppc_answer(study, unit_id: int, svc) -> dict:
+    """Two codes, which the codebook lists the other way round from their ids' order."""
+    labels = [
+        {"code": "InfoGiveSDOH", "subcode": "EconomicStability", "spans": [[0, 6]]},
+        {"code": "InfoSeek", "subcode": "Symptoms", "spans": [[7, 11]]},
+    ]
+    return {"labels": labels}
+
+
+def _a_rank_unit_shuffled_for_ava(gui, svc) -> int:
+    """A rank unit of five drafts whose cards ava sees in another order than their ids'."""
+    for unit in gui.rank_units:
+        shown = [r.id for r in svc.read_unit(unit, as_seen_by=gui.ids.ava).responses]
+        if shown != sorted(shown):
+            return unit
+    raise AssertionError("every rank unit shown in the order of its ids")
+
+
+@pytest.mark.parametrize("kind", ["rank", "match", "eppc"])
+@pytest.mark.parametrize("save", ["flag", "Ctrl+S"])
+def test_an_answer_stored_in_another_order_than_shown_is_unchanged(
+    qtbot, prefs, tmp_path, kind, save
+):
+    """A submitted answer the editor would not take now (imported, or made before a newer
+    rule) was made a draft by a flag or Ctrl+S: the editor lists entries in its own order (rank
+    cards shuffled, codes in codebook order), so its payload never equalled the stored one and
+    the save counted as a change (found by an explorer: 149 of the demo's 1,059 submitted
+    answers). Only what the answer says is compared: it stays submitted."""
+    from portalreview.store.project import Project
+    from portalreview.store.service import StudyService
+
+    gui = make_gui_study(tmp_path, extra_rank_units=2)
+    with Project.open(gui.path) as project:
+        svc = StudyService(project)
+        unit = _a_rank_unit_shuffled_for_ava(gui, svc) if kind == "rank" else gui.ids.units[kind]
+        build = {"rank": _rank_answer, "match": _match_answer, "eppc": _eppc_answer}[kind]
+        svc.save_answer(
+            unit, build(gui.ids, unit, svc), status="submitted", annotator_id=gui.ids.ava
+        )
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert window.go_to_unit(kind, unit)
+    session = window.session
+    assert session.editor.payload() != session.answer.payload  # the same, listed otherwise
+    if kind != "rank":  # a rule added since it was submitted
+        session.editor.submit_problem = lambda: "a rule of a newer version is not met"
+    assert session.editor.submit_problem()
+    if save == "flag":
+        session.set_flag(True, "Is this right?")
+    else:
+        window.save_now()
+    answer = stored_answer(gui.path, unit, "ava")
+    assert answer.status == "submitted"
+    assert answer.flagged is (save == "flag")
+    assert "no longer submitted" not in window.statusBar().currentMessage()
     window.close()
