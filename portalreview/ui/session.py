@@ -533,6 +533,7 @@ class AnnotationSession(QObject):
         unit opened next."""
         seconds = self.clock.seconds
         self._time_to_add[unit_id] = self._time_to_add.get(unit_id, 0.0) + seconds
+        self.clock.bank()  # set aside: a second leave() (a kind switched) must not add it again
         log.warning("unit %s: %.0f s on task not saved on leaving it: %s", unit_id, seconds, exc)
         self.notice.emit(
             f"The time spent on the unit just left was not saved ({exc}); it is added when "

@@ -372,3 +372,31 @@ def test_saving_again_after_a_save_that_may_have_been_kept_replaces_it(
     window.save_now()  # (seconds found not stored after the save go with the next one)
     assert stored_answer(gui.path, unit, "ava").active_seconds == 45.0
     assert not answers  # asked until it was known
+
+
+def test_time_not_saved_on_leaving_by_switching_kind_is_added_once(qtbot, gui, prefs, monkeypatch):
+    """50 s reading a unit, then Ctrl+2 while the server was away: the time, "added when that
+    unit is next saved", was added twice (switching the kind leaves the unit, then opening the
+    other kind's unit leaves it again, and the failed save had not set the seconds aside)."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    clock = [1000.0]
+    window.session.clock._clock = lambda: clock[0]
+    box = _respond_box(qtbot, window)
+    unit = window.session.unit.unit_id
+    before = stored_answer(gui.path, unit, "ava").active_seconds
+    service = window.session.service
+
+    def server_away(*_args, **_kwargs):
+        raise ServerUnavailable("The study server did not answer. Nothing was saved.")
+
+    monkeypatch.setattr(service, "save_answer", server_away)
+    clock[0] += 50
+    window.session.clock.touch()  # 50 s reading, then a mouse move
+    show_kind(window, "rank")
+    assert "added when that unit is next saved" in window.statusBar().currentMessage()
+    monkeypatch.delattr(service, "save_answer")  # the server is back
+    show_kind(window, "respond")
+    assert window.session.unit.unit_id == unit
+    qtbot.keyClicks(box, " More.")
+    window.save_now()
+    assert stored_answer(gui.path, unit, "ava").active_seconds - before == 50.0
