@@ -218,6 +218,7 @@ class AnnotationSession(QObject):
         self._reset_suggestion(answer)
         self.clock.start()
         self.clock.seconds = self._time_to_add.pop(unit_id, 0.0)  # left while a save failed
+        self._settle_unsure_save_on_reading(unit_id)
 
     def leave(self) -> None:
         """Save pending changes and the time spent on the unit being left."""
@@ -492,8 +493,35 @@ class AnnotationSession(QObject):
     def _hold_unsure_save(self, unit_id: int, exc: SaveOutcomeUnknown) -> None:
         """A save the server may or may not have kept: the seconds on task it sent are held
         aside until that is known (kept, they are stored; sent again, they counted twice)."""
+        self._set_earlier_unsure_save_aside(unit_id)
         self._unsure_save = _UnsureSave(unit_id, exc, self.clock.seconds)
         self.clock.bank()
+
+    def _set_earlier_unsure_save_aside(self, unit_id: int) -> None:
+        """Another unit's unsure save, held until now (the time-only save of a unit left): its
+        seconds go with that unit's next save if the server says it was not kept (not known
+        yet, they are dropped: never counted twice)."""
+        earlier = self._unsure_save
+        if earlier is None or earlier.unit_id == unit_id:
+            return
+        if earlier.kept is None and earlier.error.kept() is False:
+            unit = earlier.unit_id
+            self._time_to_add[unit] = self._time_to_add.get(unit, 0.0) + earlier.seconds
+
+    def _settle_unsure_save_on_reading(self, unit_id: int) -> None:
+        """The unit of an unsure save (its time-only save when it was left) was read again:
+        known kept, the answer read holds it, and the next save is checked against that answer
+        as any other; known not kept, its seconds go with the next save. Still not known, the
+        next save settles it (:meth:`_settle_unsure_save`)."""
+        unsure = self._unsure_save
+        if unsure is None or unsure.unit_id != unit_id:
+            return
+        kept = unsure.error.kept() if unsure.kept is None else unsure.kept
+        if kept is None:
+            return
+        self._unsure_save = None
+        if kept is False:
+            self.clock.seconds += unsure.seconds
 
     def _settle_unsure_save(self) -> bool:
         """Before a save of the unit of an unsure save: whether it replaces the stored answer
@@ -530,11 +558,20 @@ class AnnotationSession(QObject):
         """The time spent on a unit being left (nothing typed) could not be saved: it is added
         to the unit's next save in this session, not kept as an answer on this computer (it
         was offered back at sign-in as if typing had been lost) nor shown as a failure of the
-        unit opened next."""
+        unit opened next. A save the server may have kept holds its seconds aside until it says
+        it did not (:meth:`_hold_unsure_save`): added regardless, they counted twice."""
         seconds = self.clock.seconds
+        log.warning("unit %s: %.0f s on task not saved on leaving it: %s", unit_id, seconds, exc)
+        if isinstance(exc, SaveOutcomeUnknown):
+            self._hold_unsure_save(unit_id, exc)
+            self.notice.emit(
+                "The time spent on the unit just left may not have been saved (the study "
+                "server stopped answering); if it was not, it is added when that unit is next "
+                "saved."
+            )
+            return None
         self._time_to_add[unit_id] = self._time_to_add.get(unit_id, 0.0) + seconds
         self.clock.bank()  # set aside: a second leave() (a kind switched) must not add it again
-        log.warning("unit %s: %.0f s on task not saved on leaving it: %s", unit_id, seconds, exc)
         self.notice.emit(
             f"The time spent on the unit just left was not saved ({exc}); it is added when "
             "that unit is next saved."
