@@ -1551,6 +1551,32 @@ class StudyService:
                 for r in rows
             ]
 
+    def unsubmitted_by_own_save(self, unit_id: int) -> bool:
+        """Whether the viewer's answer to ``unit_id`` is a draft, made one from submitted by a
+        save of the viewer's own (a change that left it incomplete, which the program saves as
+        a draft), not by an import, a merge or the PI. Read from the audit log, so that it
+        holds after the program is closed, and at another desk."""
+        annotator_id = self._whose(None)
+        demotions = (
+            select(AuditEntry.actor_id, AuditEntry.old_json, AuditEntry.new_json)
+            .join(Answer, Answer.id == AuditEntry.answer_id)
+            .where(
+                Answer.unit_id == unit_id,
+                Answer.annotator_id == annotator_id,
+                Answer.is_gold.is_(False),
+                Answer.status == "draft",
+                # a cheap filter (json.dumps' own spacing); each row found is read to confirm
+                AuditEntry.old_json.like('%"status": "submitted"%'),
+                AuditEntry.new_json.like('%"status": "draft"%'),
+            )
+            .order_by(AuditEntry.id.desc())
+        )
+        with self.project.read() as s:
+            for actor_id, old, new in s.execute(demotions):
+                if (json.loads(old)["status"], json.loads(new)["status"]) == ("submitted", "draft"):
+                    return actor_id == annotator_id
+        return False
+
     # --- overview -------------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:

@@ -171,8 +171,9 @@ class AnnotationSession(QObject):
         self._unsure_save: _UnsureSave | None = None
         # seconds on task of units left while their save failed: added to their next save
         self._time_to_add: dict[int, float] = {}
-        # the units a slip left incomplete (submitted, drafts since) in this session: put
-        # right, each is submitted again
+        # the units a slip left incomplete (submitted, drafts since): put right, each is
+        # submitted again. Read from the answer's history when a unit is opened (the promise
+        # holds on another day, at another desk), kept up to date by this session's saves
         self._slipped: set[int] = set()
         self.clock = ActivityClock()
         self.clock.scope = self._window
@@ -214,11 +215,30 @@ class AnnotationSession(QObject):
             self.editor = editor
         self.unit, self.answer = unit, answer
         self.conflict, self.status_not_saved = None, None
+        self._recall_slip(unit_id, answer)
         editor.load(unit, answer)
         self._reset_suggestion(answer)
         self.clock.start()
         self.clock.seconds = self._time_to_add.pop(unit_id, 0.0)  # left while a save failed
         self._settle_unsure_save_on_reading(unit_id)
+
+    def _recall_slip(self, unit_id: int, answer: AnswerView | None) -> None:
+        """Whether the unit opened is a submitted one a slip made a draft (its history says the
+        person's own save made it one), in this session or an earlier one: "Put right, it is
+        submitted again" once held only until the program was closed. Where the history cannot
+        be read, what this session saw stands."""
+        if self.read_only or answer is None or answer.status != "draft":
+            self._slipped.discard(unit_id)
+            return
+        try:
+            slipped = self.service.unsubmitted_by_own_save(unit_id)
+        except StoreError as exc:
+            log.warning("unit %s: its answer's history not read: %s", unit_id, exc)
+            return
+        if slipped:
+            self._slipped.add(unit_id)
+        else:
+            self._slipped.discard(unit_id)
 
     def leave(self) -> None:
         """Save pending changes and the time spent on the unit being left."""
@@ -286,8 +306,7 @@ class AnnotationSession(QObject):
     def _status_to_keep(self) -> str:
         """The status the next save asks for: that of a failed save not saved since, else
         submitted where a slip that left the answer incomplete made a submitted unit a draft
-        in this session (put right, by Undo say, it is submitted again), else the stored
-        answer's."""
+        (put right, by Undo say, it is submitted again), else the stored answer's."""
         if self.status_not_saved is not None:
             return self.status_not_saved
         if self.unit is not None and self.unit.unit_id in self._slipped:

@@ -270,6 +270,27 @@ def test_audit_log_records_every_change_with_old_and_new(study):
     assert all(h.actor_id == study.ava for h in history)
 
 
+def test_a_draft_its_annotator_made_of_a_submitted_answer_is_known_from_the_log(study):
+    """What lets "Put right, it is submitted again" hold on another day: her own save made her
+    submitted answer a draft (a slip); an import or the PI doing so is not hers."""
+    ava = study.service.as_viewer("ava")
+    unit = study.units["empathy"]
+    assert not ava.unsubmitted_by_own_save(unit)  # no answer
+    ava.save_answer(unit, {"equal": True})
+    assert not ava.unsubmitted_by_own_save(unit)  # a draft never submitted
+    ava.save_answer(unit, {"equal": True}, status="submitted", flagged=True)
+    ava.save_answer(unit, {"equal": True}, status="submitted", flagged=False)
+    assert not ava.unsubmitted_by_own_save(unit)
+    ava.save_answer(unit, {}, status="draft")  # the slip
+    ava.save_answer(unit, {}, status="draft", comment="Not sure.")  # and a change since
+    assert ava.unsubmitted_by_own_save(unit)
+    ava.save_answer(unit, {"equal": True}, status="submitted")  # put right
+    assert not ava.unsubmitted_by_own_save(unit)
+    system = study.service  # an import's
+    system.save_answer(unit, {}, status="draft", annotator_id=study.ava)
+    assert not ava.unsubmitted_by_own_save(unit)
+
+
 def test_audit_hash_chain_detects_tampering(study):
     ava = study.service.as_viewer("ava")
     for value in (True, False):

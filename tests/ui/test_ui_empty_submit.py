@@ -228,3 +228,46 @@ def test_an_answer_stored_in_another_order_than_shown_is_unchanged(
     assert answer.flagged is (save == "flag")
     assert "no longer submitted" not in window.statusBar().currentMessage()
     window.close()
+
+
+def test_a_slip_put_right_after_the_program_was_closed_is_submitted_again(qtbot, gui, prefs):
+    """The promise "Put right, it is submitted again" held only until the program was closed:
+    the next morning, put right, it stayed a draft (found by an explorer). The answer's
+    history says her own save made it a draft."""
+    window, _editor, unit = _submitted_then_slipped(qtbot, gui, prefs)
+    window.close()
+    window = open_window(qtbot, prefs, gui.path, "ava")  # the next morning
+    assert window.go_to_unit("urgency", unit)
+    editor = window.editors["urgency"]
+    editor.setFocus()
+    for key in (Qt.Key.Key_R, Qt.Key.Key_0):  # put right: the right patient's level cleared
+        QTest.keyClick(editor, key)
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").status == "submitted"
+    assert window.statusBar().currentMessage() == "Submitted again: the answer is complete again."
+    window.close()
+
+
+def test_a_submitted_answer_an_import_made_a_draft_is_not_submitted_by_a_change(qtbot, gui, prefs):
+    """A draft the PI's import made of a submitted answer is not her slip: completing it
+    leaves it a draft until she submits it."""
+    from portalreview.store.project import Project
+    from portalreview.store.service import StudyService
+
+    window, _editor, unit = _submitted_then_slipped(qtbot, gui, prefs)
+    window.close()
+    contradicting = stored_answer(gui.path, unit, "ava").payload
+    with Project.open(gui.path) as project:  # the system's service: an import's saves
+        service = StudyService(project)
+        for status in ("submitted", "draft"):
+            chosen = {**contradicting, "levels": {}} if status == "submitted" else contradicting
+            service.save_answer(unit, chosen, status=status, annotator_id=gui.ids.ava)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert window.go_to_unit("urgency", unit)
+    editor = window.editors["urgency"]
+    editor.setFocus()
+    for key in (Qt.Key.Key_R, Qt.Key.Key_0):
+        QTest.keyClick(editor, key)
+    wait_saved(qtbot, window)
+    assert stored_answer(gui.path, unit, "ava").status == "draft"
+    window.close()
