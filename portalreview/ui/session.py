@@ -33,7 +33,7 @@ from portalreview.store.service import (
     not_saved_message,
 )
 from portalreview.tasks.common.editor_base import Editor, suggested_answer
-from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
+from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork, UnsavedWorkError
 
 
 class UnsavedChanges(StoreError):
@@ -651,16 +651,21 @@ class AnnotationSession(QObject):
 
     def put_back(self, kept: UnsavedAnswer) -> AnswerView | None:
         """Show an answer kept on this computer in the open unit (``kept.unit_id``), as the
-        person's change, and save it: a save that fails again keeps it again."""
+        person's change, and save it: a save that fails again keeps it again.
+        :class:`UnsavedWorkError`: its answer is not one the editor can show (a damaged file,
+        left as it is); the stored answer stays on screen."""
         if self.unit is None or self.unit.unit_id != kept.unit_id or self.read_only:
             raise ValueError("the unit of the kept answer is not the one open")
-        if kept.payload:
-            unsaved = self.answer or suggested_answer(self.unit, {})  # (an answer not stored)
-            shown = dataclasses.replace(unsaved, payload=kept.payload, comment=kept.comment)
-            self.editor.load(self.unit, shown)
-        else:  # only a flag or comment of the person's own, beside a suggestion set aside
-            self.editor.load(self.unit, None)
-            self.editor.set_comment_text(kept.comment)
+        try:
+            self._show_kept(kept)
+        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+            log.exception("kept answer of unit %s cannot be shown", kept.unit_id)
+            self.editor.load(self.unit, self.answer)
+            where = self.unsaved.path_for(kept.unit_id) if self.unsaved else "The kept answer"
+            raise UnsavedWorkError(
+                f"{where} is damaged: its {self.unit.kind} answer cannot be shown "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
         self._held_flag = kept.flag
         self.suggestion_id = kept.suggestion_id
         self.suggestion_state = kept.suggestion_use if kept.suggestion_id else None
@@ -670,6 +675,19 @@ class AnnotationSession(QObject):
         self._set_pending(True)
         self._timer.stop()
         return self._store(kept.status)
+
+    def _show_kept(self, kept: UnsavedAnswer) -> None:
+        """Load the kept answer in the editor, and ask the editor for it back as the save
+        will."""
+        if kept.payload:
+            unsaved = self.answer or suggested_answer(self.unit, {})  # (an answer not stored)
+            shown = dataclasses.replace(unsaved, payload=kept.payload, comment=kept.comment)
+            self.editor.load(self.unit, shown)
+        else:  # only a flag or comment of the person's own, beside a suggestion set aside
+            self.editor.load(self.unit, None)
+            self.editor.set_comment_text(kept.comment)
+        self.editor.payload()
+        self.editor.submit_problem()
 
     def _hold(self, fields: dict) -> None:
         """A save refused because the answer on screen is still the offered suggestion: a

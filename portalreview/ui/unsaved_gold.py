@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QMessageBox
 from portalreview.tasks.common.editor_base import suggested_answer
 from portalreview.tasks.registry import EDITORS
 from portalreview.ui.unsaved_offer import say_damaged
-from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
+from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork, UnsavedWorkError
 
 if TYPE_CHECKING:
     from portalreview.ui.adjudication import AdjudicationDialog, UnitAnswers
@@ -159,7 +159,18 @@ def _put_back(dialog: AdjudicationDialog, kept: UnsavedAnswer, report: UnitAnswe
     shown = dataclasses.replace(
         report.gold or suggested_answer(dialog.unit, {}), payload=kept.payload, comment=""
     )
-    dialog.show_kept(shown, kept.comment)
+    try:
+        dialog.show_kept(shown, kept.comment)
+        dialog.editor.payload()  # as the save will ask for it
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        log.exception("kept gold decision of unit %s cannot be shown", kept.unit_id)
+        dialog.editor.load(dialog.unit, report.gold)  # what the unit showed before
+        damaged = UnsavedWorkError(
+            f"{dialog.unsaved.path_for(kept.unit_id)} is damaged: its {kept.kind} decision "
+            f"cannot be shown ({type(exc).__name__}: {exc})"
+        )
+        say_damaged(dialog, TITLE, "gold decision", [damaged], others=False)
+        return
     dialog.save_gold()
 
 

@@ -121,7 +121,11 @@ def _put_back(window: MainWindow, kept: UnsavedAnswer, title: str) -> None:
         return
     window.suggestions.stop()
     window.suggestions.banner(window.session.editor).show_state("hidden", "")
-    view = window.session.put_back(kept)
+    try:
+        view = window.session.put_back(kept)
+    except UnsavedWorkError as problem:  # not an answer its editor can show
+        say_damaged(window, APP_NAME, "answer", [problem], others=False)
+        return
     if view is not None:
         window.statusBar().showMessage(
             "Your kept answer is back on screen and saved"

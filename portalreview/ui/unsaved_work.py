@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import tempfile
 from dataclasses import asdict, dataclass, fields
@@ -60,6 +61,54 @@ class UnsavedAnswer:
     based_on: str | None  # the stored answer's updated_at when the unit was shown (None: none)
     kept_at: str  # local time, ISO 8601, to the second
     why: str  # why the save failed, as the person was told
+
+
+_NONE = type(None)
+#: The JSON types each field of a kept answer may have (a whole number never a bool).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "unit_id": (int,),
+    "kind": (str,),
+    "payload": (dict,),
+    "comment": (str,),
+    "status": (str,),
+    "flag": (dict, _NONE),
+    "suggestion_id": (int, _NONE),
+    "suggestion_use": (str, _NONE),
+    "unsaved_seconds": (int, float),
+    "based_on": (str, _NONE),
+    "kept_at": (str,),
+    "why": (str,),
+}
+
+
+def _field_problem(kept: dict[str, Any]) -> str | None:
+    """What is wrong with the fields of a kept answer read back (None: nothing): a field of
+    the wrong type crashed sign-in at every sign-in, the file never named damaged."""
+    for name, types in _FIELD_TYPES.items():
+        value = kept[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            return f"its {name} is {type(value).__name__}, not {_names(types)}"
+    if kept["status"] not in ("draft", "submitted"):
+        return f"its status {kept['status']!r} is neither draft nor submitted"
+    if not math.isfinite(kept["unsaved_seconds"]) or kept["unsaved_seconds"] < 0:
+        return f"its unsaved_seconds {kept['unsaved_seconds']!r} is not a time"
+    if not all(isinstance(key, str) for key in kept["payload"]):
+        return "its payload is not an object of named fields"
+    return _flag_problem(kept["flag"])
+
+
+def _flag_problem(flag: dict[str, Any] | None) -> str | None:
+    if flag is None:
+        return None
+    if set(flag) != {"flagged", "flag_note"}:
+        return "its flag is not {flagged, flag_note}"
+    if not isinstance(flag["flagged"], bool) or not isinstance(flag["flag_note"], str | _NONE):
+        return "its flag is not a yes or no with a note"
+    return None
+
+
+def _names(types: tuple[type, ...]) -> str:
+    return " or ".join("null" if t is _NONE else t.__name__ for t in types)
 
 
 class UnsavedWork:
@@ -141,10 +190,11 @@ class UnsavedWork:
                 raise ValueError("it belongs to another study or person")
             names = {f.name for f in fields(UnsavedAnswer)}
             kept = record["answer"]
-            if set(kept) != names or not isinstance(kept["payload"], dict):
+            if not isinstance(kept, dict) or set(kept) != names:
                 raise ValueError("its answer is incomplete")
-            if not isinstance(kept["unit_id"], int) or not isinstance(kept["kept_at"], str):
-                raise ValueError("its unit or the time it was kept is not readable")
+            problem = _field_problem(kept)
+            if problem:
+                raise ValueError(problem)
             return UnsavedAnswer(**kept)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UnsavedWorkError(f"{path} is damaged: {exc}") from exc

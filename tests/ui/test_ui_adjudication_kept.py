@@ -314,3 +314,31 @@ def test_the_kind_the_pi_chooses_during_the_offers_stands(
 
 def _disk_still_full(*_args, **_kwargs):
     raise StoreError("the disk is full")
+
+
+def test_a_kept_decision_its_editor_cannot_show_is_named_damaged(
+    qtbot, study, tmp_path, questions, monkeypatch
+):
+    """A kept decision of valid JSON whose EPPC labels are not a list: put back, the editor's
+    load crashed the window. It is named damaged and left as it is; nothing is saved."""
+    import json
+
+    window, dialog = failed_save(qtbot, study, tmp_path, monkeypatch)
+    crash(monkeypatch, window, dialog)
+    [path] = kept_files(tmp_path)
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["answer"]["payload"] = {"labels": "oops"}
+    path.write_text(json.dumps(record), encoding="utf-8")
+    warnings = []
+    monkeypatch.setattr(
+        QMessageBox, "warning", staticmethod(lambda *args, **_k: warnings.append(args[2]))
+    )
+    questions.answer = QMessageBox.StandardButton.No  # not at sign-in: when the window opens
+    window = open_window(qtbot, preferences(tmp_path), study.path, "pat")
+    questions.answer = QMessageBox.StandardButton.Yes
+    dialog = open_adjudication(qtbot, window)
+    qtbot.waitUntil(lambda: bool(warnings))
+    assert str(path) in warnings[0] and "damaged" in warnings[0]
+    assert path.exists() and gold_of(study.path, study.ids.units["eppc"]) is None
+    assert not dialog.dirty
+    window.close()

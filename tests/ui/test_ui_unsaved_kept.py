@@ -490,3 +490,93 @@ def test_a_kept_file_cut_inside_a_character_is_named_as_damaged(tmp_path, cut_in
         str(work.path_for(7)),
         str(work.path_for(9)),
     ]
+
+
+def _kept_answer(unit_id: int) -> UnsavedAnswer:
+    return UnsavedAnswer(
+        unit_id=unit_id, kind="respond", payload={"parts": {"empathy": "Kept text."}},
+        comment="", status="draft", flag={"flagged": True, "flag_note": "Ask the PI."},
+        suggestion_id=None, suggestion_use=None, unsaved_seconds=3.0, based_on=None,
+        kept_at="2026-11-29T09:00:00", why="disk full",
+    )  # fmt: skip
+
+
+def _with_field(work: UnsavedWork, unit_id: int, name: str, value) -> None:
+    """The kept answer of ``unit_id`` with field ``name`` set to ``value`` (as support editing
+    the file by hand, or a damaged disk, may leave it): still valid JSON of this version."""
+    path = work.path_for(unit_id)
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["answer"][name] = value
+    path.write_text(json.dumps(record), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("unit_id", True),
+        ("kind", ["respond"]),
+        ("payload", ["parts"]),
+        ("comment", 5),
+        ("status", None),
+        ("status", "done"),
+        ("flag", "yes"),
+        ("flag", {"flagged": "yes", "flag_note": ""}),
+        ("flag", {"flagged": True}),
+        ("suggestion_id", "4"),
+        ("suggestion_use", 1),
+        ("unsaved_seconds", "12"),
+        ("unsaved_seconds", False),
+        ("unsaved_seconds", float("nan")),
+        ("unsaved_seconds", -5),
+        ("based_on", 20261129),
+        ("why", None),
+    ],
+)
+def test_a_kept_field_of_the_wrong_type_names_the_file_damaged(tmp_path, name, value):
+    """A kept file of valid JSON with a field of the wrong type crashed sign-in, at every
+    sign-in, in offer_kept_answer or put_back (found by an explorer); it is named damaged and
+    the others are read."""
+    work = UnsavedWork("study-1", "ava", folder=tmp_path)
+    assert work.keep(_kept_answer(7)) and work.keep(_kept_answer(8))
+    _with_field(work, 8, name, value)
+    kept, damaged = work.read_all()
+    assert kept == [_kept_answer(7)]
+    [problem] = damaged
+    assert str(problem).startswith(f"{work.path_for(8)} is damaged")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("kind", ["respond"]), ("unsaved_seconds", "12"), ("flag", "yes"), ("comment", 5)],
+)
+def test_signing_in_with_a_kept_field_of_the_wrong_type_names_it(
+    qtbot, gui, prefs, boxes, name, value
+):
+    work = _kept(gui.path, "ava")
+    unit = gui.ids.units["respond"]
+    assert work.keep(_kept_answer(unit))
+    _with_field(work, unit, name, value)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert not boxes.questions
+    assert str(work.path_for(unit)) in boxes.warnings[-1] and window.session is not None
+    assert work.path_for(unit).exists()  # left as it is, for support
+    window.close()
+
+
+def test_a_kept_answer_its_editor_cannot_show_is_named_damaged(qtbot, gui, prefs, boxes):
+    """A kept respond answer whose theme boxes are not text: put back, it crashed sign-in (the
+    editor's load), at every sign-in. It is named damaged and left as it is, the stored answer
+    on screen."""
+    work = _kept(gui.path, "ava")
+    unit = gui.ids.units["respond"]
+    assert work.keep(_kept_answer(unit))
+    _with_field(work, unit, "payload", {"parts": "oops"})
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert len(boxes.questions) == 1  # offered: Yes, put it back
+    assert str(work.path_for(unit)) in boxes.warnings[-1]
+    assert "could not be read" in boxes.warnings[-1]
+    assert work.path_for(unit).exists()
+    assert window.session.unit.unit_id == unit and not window.session.pending
+    assert window.session.editor.payload() == {"mode": "theme_guided", "parts": {}, "notes": ""}
+    assert stored_answer(gui.path, unit, "ava") is None
+    window.close()
