@@ -279,6 +279,13 @@ class MainWindow(QMainWindow):
         )
         self.act_zoom_out = self._action("Zoom &out", lambda: self.zoom(-ZOOM_STEP), std.ZoomOut)
         self.act_zoom_reset = self._action("&Reset text size", self.zoom_reset, "Ctrl+0")
+        self.act_queue = self._action(
+            "Work &queue",
+            self.show_queue_dock,
+            tip="Show or hide the list of units (hidden, the editor has more room)",
+        )
+        self.act_queue.setCheckable(True)
+        self.act_queue.setChecked(self.prefs.queue_shown())
         self.act_switch_user = self._action("Sign in as someone &else…", self.switch_user)
         self.act_shortcuts = self._action("&Keyboard shortcuts", self.show_shortcuts, "F1")
         self.act_about = self._action("&About PortalReview", self.show_about)
@@ -309,7 +316,7 @@ class MainWindow(QMainWindow):
         unit_menu.addActions([self.act_accept, self.act_dismiss])
         view_menu = bar.addMenu("&View")
         view_menu.addActions([self.act_zoom_in, self.act_zoom_out, self.act_zoom_reset])
-        view_menu.addAction(self.queue_dock.toggleViewAction())
+        view_menu.addAction(self.act_queue)
         scheme_menu = view_menu.addMenu("&Appearance")
         group = QActionGroup(self)
         for key, name in (
@@ -380,9 +387,10 @@ class MainWindow(QMainWindow):
             self.act_submit,
             self.act_save,
             self.act_flag,
+            self.act_queue,
         ):
             action.setEnabled(open_)
-        self.queue_dock.setVisible(open_)
+        self.queue_dock.setVisible(open_ and self.act_queue.isChecked())
         self.work_of_action.setVisible(False)
 
     def _fill_tools_menu(self) -> None:
@@ -1222,6 +1230,11 @@ class MainWindow(QMainWindow):
         if self.annotator_name:
             self.prefs.set_point_size(self.annotator_name, self.point_size)
         self.statusBar().showMessage(f"Text size {self.point_size:g} pt", 2000)
+
+    def show_queue_dock(self, shown: bool) -> None:
+        """View > Work queue: show or hide the queue (remembered for the next start)."""
+        self.prefs.set_queue_shown(shown)
+        self.queue_dock.setVisible(shown and self.project is not None)
 
     def set_color_scheme(self, scheme: str) -> None:
         self.prefs.set_color_scheme(scheme)

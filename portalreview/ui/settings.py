@@ -1,5 +1,5 @@
 """Preferences kept in QSettings: recent projects, the last annotator per project, reading
-size per annotator, and the colour scheme."""
+size per annotator, the colour scheme, and whether the work queue is shown."""
 
 from __future__ import annotations
 
@@ -77,6 +77,13 @@ class Preferences:
 
     def set_color_scheme(self, scheme: str) -> None:
         self.qs.setValue("color_scheme", scheme)
+
+    def queue_shown(self) -> bool:
+        """Whether View > Work queue shows the queue (hidden for more room on a small screen)."""
+        return str(self.qs.value("view/queue_shown", "true")).lower() != "false"
+
+    def set_queue_shown(self, shown: bool) -> None:
+        self.qs.setValue("view/queue_shown", "true" if shown else "false")
 
     def sync(self) -> None:
         self.qs.sync()

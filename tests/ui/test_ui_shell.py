@@ -379,3 +379,30 @@ def test_the_pi_sees_a_clinician_s_work_in_the_order_she_saw_it(qtbot, tmp_path)
         assert window.queue.select_unit(unit)
         assert window.session.unit.presentation == seen_by_ava[unit]
     window.close()
+
+
+def _view_menu_action(window, starting: str):
+    view_menu = next(
+        a.menu() for a in window.menuBar().actions() if a.text().replace("&", "") == "View"
+    )
+    return next(a for a in view_menu.actions() if a.text().replace("&", "").startswith(starting))
+
+
+def test_view_work_queue_hides_the_queue_and_it_stays_hidden(qtbot, gui, tmp_path):
+    """The README's advice for a small screen: View > Work queue was always greyed out (the
+    queue's dock could not be closed), so the queue could never be hidden."""
+    prefs = preferences(tmp_path)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    toggle = _view_menu_action(window, "Work queue")
+    assert toggle.isEnabled() and toggle.isChecked() and window.queue_dock.isVisible()
+    toggle.trigger()
+    assert not window.queue_dock.isVisible()
+    first = window.session.unit.unit_id
+    window.act_next.trigger()  # the hidden queue still steps through the units
+    assert window.session.unit.unit_id != first
+    window.close()
+    again = open_window(qtbot, prefs, gui.path, "ava")
+    assert not again.queue_dock.isVisible()
+    _view_menu_action(again, "Work queue").trigger()
+    assert again.queue_dock.isVisible()
+    again.close()
