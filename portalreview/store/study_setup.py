@@ -343,6 +343,29 @@ class CreatedSet:
     n_units: int
 
 
+def import_command(project: Project) -> str:
+    """The command line that adds cases to ``project`` from a file (the app imports none)."""
+    where = project.location
+    quoted = f'"{where}"' if " " in where else where  # (double quotes: Windows' too)
+    return f"portalreview import {quoted} FILE"
+
+
+def no_cases_yet(project: Project) -> str:
+    """Why nothing can be planned in a project without cases (one made by File > New
+    project…), and how to add them."""
+    return (
+        "the project has no cases yet: add them from a CSV, XLSX or JSONL file with "
+        f"{import_command(project)} on the command line (the columns each file needs are in "
+        "docs/formats.md)"
+    )
+
+
+def has_cases(project: Project) -> bool:
+    """Whether the project holds any case."""
+    with project.read() as s:
+        return s.scalar(select(Case.id).limit(1)) is not None
+
+
 def _cases(s: Session, cases: CaseFilter) -> list[Case]:
     rows = list(s.scalars(select(Case).order_by(Case.id)))
     if cases.external_ids:
@@ -439,6 +462,8 @@ def plan_units(
     if judgements < 0 or (judgements and not adaptive):
         raise SetupError("a number of judgements is for the adaptive-inbox recipe, and positive")
     _refuse_unread_filters(recipe, first=first, second=second)
+    if not has_cases(project):  # said before any filter is found wanting
+        raise SetupError(no_cases_yet(project))
     if RECIPE_KIND[recipe] == "urgency":
         if inbox:
             cases = CaseFilter((*cases.tags, ("inbox", inbox)), cases.external_ids)

@@ -80,6 +80,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 APP_NAME = "PortalReview"
+NOTHING_ASSIGNED = "Nothing is assigned to you here."
+ASSIGNS = "and assigns them to the clinicians (and to you, to work on them here)."
 ZOOM_STEP = 1.0
 
 
@@ -171,8 +173,12 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         fit_to_screen(self, 1400, 880)
         self.welcome = WelcomePage(self)
-        self.empty = QLabel("Nothing is assigned to you here.")
+        self.empty = QLabel(NOTHING_ASSIGNED)
+        self.empty.setObjectName("nothingAssigned")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setWordWrap(True)
+        self.empty.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.empty.setMargin(24)
         self.stack = QStackedWidget()
         self.stack.addWidget(self.welcome)
         self.stack.addWidget(self.empty)
@@ -874,6 +880,7 @@ class MainWindow(QMainWindow):
         shown before (else the first) opened at its next unit to do."""
         self._fill_kind_tabs(counts)
         if not self.kinds:
+            self.empty.setText(self._nothing_assigned_words())
             self.stack.setCurrentWidget(self.empty)
             self.queue.set_items([])
             return
@@ -881,6 +888,25 @@ class MainWindow(QMainWindow):
         self.kind = None
         self.kind_tabs.setCurrentIndex(self.kinds.index(previous))
         self.switch_kind(previous)
+
+    def _nothing_assigned_words(self) -> str:
+        """The page shown without units: to the PI of a project without cases (one just made
+        by File > New project…), how to add them, which the app itself cannot do."""
+        from portalreview.store.study_setup import has_cases, import_command
+
+        if self.service is None or self.service.viewer.role != "pi":
+            return NOTHING_ASSIGNED
+        try:
+            empty_project = not has_cases(self.project)
+        except StoreError:  # not read: the plain words
+            return NOTHING_ASSIGNED
+        if not empty_project:
+            return f"{NOTHING_ASSIGNED}\n\nTools > Study set-up… makes units of the cases {ASSIGNS}"
+        return (
+            "This project has no cases yet.\n\nAdd them from a CSV, XLSX or JSONL file on the "
+            f"command line:\n{import_command(self.project)}\n(the columns each file needs "
+            f"are in docs/formats.md).\n\nThen Tools > Study set-up… makes units of them {ASSIGNS}"
+        )
 
     def reload_work(self) -> None:
         """Go > Reload work list (F5): the units assigned since signing in (a server study's

@@ -148,6 +148,17 @@ def test_urgency_pairs_of_an_inbox_assigned_with_overlap(tmp_path):
         assert _assignments(other, made.name) != first
 
 
+@pytest.mark.parametrize("recipe", ["rank", "urgency"])
+def test_a_project_without_cases_says_how_to_add_them(project, recipe):
+    """A project just made (File > New project…) was told "no case matches (every case)",
+    or, for urgency, to name an inbox: nothing said it has no cases, nor how to add them."""
+    with pytest.raises(SetupError) as refused:
+        plan_units(project, recipe)
+    said = str(refused.value)
+    assert "no cases yet" in said and "docs/formats.md" in said
+    assert "portalreview import " in said and project.location in said
+
+
 def test_recipes_on_a_small_study(project):
     study = build_small_study(project)
     rank = plan_units(project, "rank", name="Rank them")

@@ -679,3 +679,22 @@ def test_a_set_name_with_quotes_and_ampersands_is_shown_as_typed(qtbot, gui, pre
     dialog.preview_assignment()
     wait_idle(qtbot, dialog)
     assert name in shown_text(dialog.assign_label)
+
+
+def test_a_project_without_cases_says_how_to_add_them(qtbot, tmp_path, prefs):
+    """A project made by File > New project… was a dead end: its PI read "Nothing is assigned
+    to you here", and the plan preview "Cannot plan: no case matches (every case)"."""
+    path = tmp_path / "new study.prproj"
+    with Project.create(path, name="New study") as project:
+        StudyService(project).add_annotator("pat", role="pi")
+    window = open_window(qtbot, prefs, path, "pat")
+    assert window.stack.currentWidget() is window.empty
+    page = shown_text(window.empty)
+    assert "no cases yet" in page and f'portalreview import "{path}" FILE' in page
+    assert "docs/formats.md" in page
+    dialog = open_setup(qtbot, window)
+    dialog.tabs.setCurrentIndex(1)
+    click(qtbot, dialog.preview_button)
+    wait_idle(qtbot, dialog)
+    said = dialog.message.plain()
+    assert "no cases yet" in said and f'portalreview import "{path}" FILE' in said, said
