@@ -121,18 +121,42 @@ def facts_screens(window: MainWindow) -> None:
 
 
 def urgency_screen(window: MainWindow) -> None:
-    """The first pair the clinician has not answered: the left patient given level 4, the
-    right one chosen as needing care first, not submitted yet."""
+    """The first pair the clinician has not answered whose reference levels differ, answered
+    as the reference would: each patient given their reference level, and the more urgent
+    one (the lower level) chosen as needing care first, on whichever side the demo put them;
+    not submitted yet."""
     show(window, "urgency")
-    todo = next(
-        i for i, item in enumerate(window.queue.all_items, start=1) if item.status != "submitted"
-    )
-    show(window, "urgency", todo)
     editor = window.editors["urgency"]
+    levels = reference_levels(window)
+    for number, item in enumerate(window.queue.all_items, start=1):
+        if item.status == "submitted":
+            continue
+        show(window, "urgency", number)
+        left, right = (levels.get(case_id) for case_id in editor.case_ids)
+        if left is not None and right is not None and left != right:
+            break
+    else:
+        raise SystemExit("no pair left to answer whose reference levels differ")
     editor.setFocus()
-    for key in (Qt.Key.Key_L, Qt.Key.Key_4, Qt.Key.Key_Right):
+    first = Qt.Key.Key_Left if left < right else Qt.Key.Key_Right
+    for key in (Qt.Key.Key_L, digit_key(left), Qt.Key.Key_R, digit_key(right), first):
         QTest.keyClick(editor, key)
     save(window, "urgency-1-answered.png")
+
+
+def reference_levels(window: MainWindow) -> dict[int, int]:
+    """The reference urgency level of each case (hidden from the clinician's screen)."""
+    from sqlalchemy import select
+
+    from portalreview.store.models import Case
+
+    with window.project.read() as s:
+        rows = s.execute(select(Case.id, Case.urgency_level)).all()
+    return {case_id: level for case_id, level in rows if level is not None}
+
+
+def digit_key(digit: int) -> Qt.Key:
+    return Qt.Key(Qt.Key.Key_0.value + digit)
 
 
 def eppc_screen(window: MainWindow) -> None:
