@@ -409,6 +409,9 @@ class MainWindow(QMainWindow):
             if tool.shortcut:
                 action.setShortcut(QKeySequence(tool.shortcut))
             action.setEnabled(role in tool.roles)
+            # hidden from whom it is not for (the PI's tools from a clinician); before anyone
+            # signs in, every tool is listed, greyed out
+            action.setVisible(role is None or role in tool.roles)
             action.triggered.connect(lambda _=False, t=tool: t.load()(self))
         if self.tools_menu.isEmpty():
             self.tools_menu.addAction("(none yet)").setEnabled(False)

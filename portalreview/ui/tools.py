@@ -26,8 +26,8 @@ class Tool:
 
 
 def only_for_the_pi(window, title: str) -> bool:
-    """True if the signed-in person is the PI; otherwise say so. The menu greys PI tools out
-    for others; this guards a tool opened another way (a shortcut, a test, a script)."""
+    """True if the signed-in person is the PI; otherwise say so. The menu hides PI tools
+    from others; this guards a tool opened another way (a shortcut, a test, a script)."""
     service = getattr(window, "service", None)
     if service is not None and service.viewer.role == "pi":
         return True

@@ -406,3 +406,21 @@ def test_view_work_queue_hides_the_queue_and_it_stays_hidden(qtbot, gui, tmp_pat
     _view_menu_action(again, "Work queue").trigger()
     assert again.queue_dock.isVisible()
     again.close()
+
+
+def test_a_clinician_s_tools_menu_shows_only_her_tools(qtbot, gui, tmp_path):
+    """The README says clinicians do not see the PI's tools; her Tools menu listed them,
+    greyed out (Adjudicate, Agreement dashboard, Generate drafts…, Study set-up…, Offline
+    copies…)."""
+    from portalreview.ui.tools import TOOLS
+
+    def shown_tools(window) -> list[tuple[str, bool]]:
+        window.tools_menu.aboutToShow.emit()  # as opening the menu fills it
+        return [(a.text(), a.isEnabled()) for a in window.tools_menu.actions() if a.isVisible()]
+
+    clinician = open_window(qtbot, preferences(tmp_path), gui.path, "ava")
+    assert shown_tools(clinician) == [("Inbox view", True), ("Models…", True)]
+    clinician.close()
+    pi = open_window(qtbot, preferences(tmp_path / "pi"), gui.path, "pat")
+    assert shown_tools(pi) == [(tool.title, True) for tool in TOOLS]
+    assert dict(pi.shortcut_list())["Adjudicate disagreements"] == "Ctrl+J"
