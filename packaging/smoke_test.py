@@ -226,6 +226,8 @@ def check_tree(exe: Path, smoke: Smoke, allow_native: bool) -> None:
         raise SmokeFailure("Qt's offscreen platform plugin is not in the bundle")
     if not (internal / "resources" / "prompts").is_dir():
         raise SmokeFailure("resources/prompts is not in the bundle")
+    if not (internal / "README.md").is_file() or not (internal / "docs" / "formats.md").is_file():
+        raise SmokeFailure("the user guide (README.md, docs/) is not in the bundle")
     networking = [  # (a link left pointing at nothing holds no code)
         p.name for p in internal.rglob("*") if re.search(r"Qt6?Network|qvnc", p.name) and p.exists()
     ]

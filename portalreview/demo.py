@@ -671,6 +671,7 @@ def build_edit_drafts(b: _Builder, n_cases: int = 8) -> None:
 # (SQLite's -wal and -shm and the lock file beside it); it gets the final name only once whole,
 # so that a build cut short, even by a kill, never leaves a half-built demo to be opened.
 BUILD_PREFIX = ".portalreview-demo-build-"
+FILE_NAME = "portalreview-demo.prproj"  # the demo's name wherever it is built for opening
 DEMO_NAME = "PortalReview demo study (synthetic)"
 
 

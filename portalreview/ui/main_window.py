@@ -101,20 +101,36 @@ class WelcomePage(QWidget):
         layout.addWidget(title)
         row = QHBoxLayout()
         row.addStretch(1)
-        for text, slot in (
-            ("Open a project…", window.choose_project),
-            ("New project…", window.new_project),
+        self.demo_button = QPushButton("Open the demo study")
+        for button, slot in (
+            (self.demo_button, self.open_demo),
+            (QPushButton("Open a project…"), window.choose_project),
+            (QPushButton("New project…"), window.new_project),
         ):
-            button = QPushButton(text)
             button.setMinimumWidth(180)
             button.clicked.connect(slot)
             row.addWidget(button)
         row.addStretch(1)
         layout.addLayout(row)
+        first_steps = QLabel(
+            "New here? The demo study is synthetic: sign in as np_chloe to find work still to "
+            "do, or as dr_pi to see the PI's tools. Help > User guide explains the rest."
+        )
+        first_steps.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        first_steps.setWordWrap(True)
+        layout.addWidget(first_steps)
         self.recent = QVBoxLayout()
         layout.addLayout(self.recent)
         layout.addStretch(2)
         self.window = window
+
+    def open_demo(self) -> None:
+        """Open the demo study, built first where it is not yet (the button waits meanwhile:
+        a second click would build it twice)."""
+        from portalreview.ui.getting_started import open_demo_study
+
+        self.demo_button.setEnabled(False)
+        open_demo_study(self.window, finished=lambda: self.demo_button.setEnabled(True))
 
     def show_recent(self, paths: list[Path]) -> None:
         while self.recent.count():
@@ -295,6 +311,11 @@ class MainWindow(QMainWindow):
         self.act_switch_user = self._action("Sign in as someone &else…", self.switch_user)
         self.act_shortcuts = self._action("&Keyboard shortcuts", self.show_shortcuts, "F1")
         self.act_about = self._action("&About PortalReview", self.show_about)
+        self.act_guide = self._action(
+            "&User guide",
+            self.show_user_guide,
+            tip="Read the user guide (README.md and docs/, shipped with PortalReview)",
+        )
         self.act_log_folder = self._action(
             "Open &log folder",
             self.open_log_folder,
@@ -339,7 +360,9 @@ class MainWindow(QMainWindow):
         self.tools_menu = bar.addMenu("&Tools")
         self.tools_menu.aboutToShow.connect(self._fill_tools_menu)
         help_menu = bar.addMenu("&Help")
-        help_menu.addActions([self.act_shortcuts, self.act_log_folder, self.act_about])
+        help_menu.addActions(
+            [self.act_guide, self.act_shortcuts, self.act_log_folder, self.act_about]
+        )
 
     def _build_toolbar(self) -> None:
         bar = QToolBar("Navigation")
@@ -1293,6 +1316,11 @@ class MainWindow(QMainWindow):
         dialog = ShortcutsDialog(f"{editor_help}<table cellspacing=6>{rows}</table>", self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
+
+    def show_user_guide(self) -> None:
+        from portalreview.ui.getting_started import open_user_guide
+
+        open_user_guide(self)
 
     def open_log_folder(self) -> None:
         """Show the log folder in the system's file manager (docs/deployment.md)."""
