@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -1056,7 +1056,11 @@ def open_app(path: Path | None = None, annotator: str | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="portalreview",
+        usage="%(prog)s [-h] [--version] [PATH [--as NAME] | VERB ...]",
         description="Annotate patient-portal messages and review LLM-drafted replies, offline.",
+        epilog="Without a verb, portalreview opens the desktop app: on its welcome page, or "
+        "with PATH (a project file or a server study's address) on that study, signed in as "
+        "NAME with --as. 'portalreview VERB --help' explains a verb.",
     )
     parser.add_argument("--version", action="version", version=f"portalreview {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
@@ -1384,13 +1388,24 @@ def _open_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _opens_the_app(first: str, verbs: Collection[str]) -> bool:
+    """Whether a command line starting with ``first`` opens the app: a path, or ``--as``
+    (``portalreview --as NAME PATH``, the name before the path), rather than a verb or an
+    option of the verbs' parser (--help, --version)."""
+    return (
+        first == "--as"
+        or first.startswith("--as=")
+        or (first not in verbs and not first.startswith("-"))
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     verbs = parser._subparsers._group_actions[0].choices  # the registered verbs
     if not argv:
         return open_app()
-    if argv[0] not in verbs and not argv[0].startswith("-"):
+    if _opens_the_app(argv[0], verbs):
         opened = _open_parser().parse_args(argv)
         path = Path(opened.path)
         if not path.exists():

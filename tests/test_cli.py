@@ -132,6 +132,49 @@ def test_python_dash_m_and_help(capsys):
     assert done.stdout.startswith("portalreview ")
 
 
+def test_help_says_how_to_open_the_app(capsys):
+    """--help listed the verbs only: nothing said that `portalreview` alone, or
+    `portalreview PATH [--as NAME]`, opens the app."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "[PATH [--as NAME] | VERB ...]" in out
+    assert "opens the desktop app" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(
+    "args", [["--as", "ava", "{p}"], ["--as=ava", "{p}"], ["{p}", "--as", "ava"]]
+)
+def test_the_name_may_come_before_the_path(tmp_path, monkeypatch, args):
+    """`portalreview --as np_chloe d.prproj` failed: "invalid choice: 'np_chloe'"."""
+    from portalreview import cli
+
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    opened = []
+    monkeypatch.setattr(cli, "open_app", lambda path=None, who=None: opened.append((path, who)))
+    main([a.format(p=path) for a in args])
+    assert opened == [(path, "ava")]
+
+
+@pytest.mark.parametrize("verb", ["info", "verify", "export"])
+@pytest.mark.parametrize("given", [".", "", "{folder}"])
+def test_a_folder_given_for_a_project_is_said_to_be_one(tmp_path, capsys, monkeypatch, verb, given):
+    """`verify .` said "PosixPath('.') has an empty name", `info FOLDER` "There is no file
+    FOLDER.prproj": the app says the folder is not a PortalReview project file."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    extra = ["-o", str(tmp_path / "out")] if verb == "export" else []
+    assert main([verb, given.format(folder=folder), *extra]) == 2
+    err = capsys.readouterr().err
+    assert "empty name" not in err and ".prproj" not in err, err
+    if verb == "verify":  # a folder it reads as an export's
+        assert "holds no audit.jsonl or audit.csv" in err
+    else:
+        assert f"{folder} is a folder, not a PortalReview project file" in err
+
+
 def test_codebook_extension_from_a_file(tmp_path, capsys):
     path = tmp_path / "s.prproj"
     Project.create(path).close()

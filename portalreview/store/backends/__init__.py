@@ -43,11 +43,14 @@ def asking_password(target: str, attempt: Callable[[str | None], T]) -> T:
 
 def project_target(value: str) -> Path | str:
     """A command's project argument: a server address as given, or a file path (with
-    ``.prproj`` added when it has no suffix)."""
+    ``.prproj`` added when it has no suffix). An existing folder, or a path without a name
+    (``.``), stays as given, so that opening it says it is a folder, not a project file."""
     if is_server_url(value):
         return value
     path = Path(value)
-    return path if path.suffix else path.with_suffix(SUFFIX)
+    if path.suffix or not path.name or path.is_dir():
+        return path
+    return path.with_suffix(SUFFIX)
 
 
 def target_name(target: Path | str) -> str:
