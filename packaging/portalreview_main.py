@@ -1,5 +1,5 @@
 """The frozen program's entry point: the ``portalreview`` command (``portalreview.cli:main``),
-plus the hidden ``selftest`` verb that packaging/smoke_test.py and hospital IT use to check an
+whose hidden ``selftest`` verb packaging/smoke_test.py and hospital IT use to check an
 installed build (``portalreview selftest --help``)."""
 
 import multiprocessing
@@ -10,7 +10,6 @@ if __name__ == "__main__":
     # this runs the child and exits, before anything below imports numpy or SQLAlchemy, which
     # must not come before llama_cpp there.
     multiprocessing.freeze_support()
-    from portalreview import cli, selftest
+    from portalreview import cli
 
-    cli.EXTRA_VERBS.append(selftest.register)
     sys.exit(cli.main())

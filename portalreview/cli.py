@@ -1181,6 +1181,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     from portalreview.llm.cli import add_suggest_parser, at_least_one
+    from portalreview.selftest import register as add_selftest_parser
 
     ev = verbs.add_parser(
         "evaluate-model",
@@ -1225,6 +1226,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.set_defaults(func=cmd_evaluate_model)
     add_suggest_parser(verbs)
+    add_selftest_parser(verbs)  # (no help line: docs/deployment.md's installation check)
 
     for register in EXTRA_VERBS:
         register(verbs)

@@ -1,9 +1,9 @@
-"""``portalreview selftest``: check an installed (frozen) program from the inside.
+"""``portalreview selftest``: check an installed program (a frozen build, or an install from
+the source) from the inside.
 
-A hidden verb, registered by the frozen program's entry script (packaging/portalreview_main.py
-appends :func:`register` to ``portalreview.cli.EXTRA_VERBS``), and runnable from a checkout as
-``python -m portalreview.selftest``. packaging/smoke_test.py runs it after installing a build;
-hospital IT can run it on a workstation to see what the program finds there.
+A hidden verb of the ``portalreview`` command (no help line; :func:`register`), also runnable
+from a checkout as ``python -m portalreview.selftest``. packaging/smoke_test.py runs it after
+installing a build; hospital IT can run it on a workstation to see what the program finds there.
 
 Steps, each reported on its own line as ``selftest: <step>: ok (...)`` or ``... FAILED``:
 

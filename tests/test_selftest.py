@@ -132,3 +132,17 @@ def test_the_audit_step_checks_a_server_study(postgres_server, capsys, monkeypat
     status, out = _run(capsys, "--project", server.dsn(database, clinician, clinician_password))
     assert "read the study; its audit log NOT checked: this login is a clinician's" in out, out
     assert status == selftest.EXIT_OK, out
+
+
+def test_the_portalreview_command_has_selftest_without_being_frozen(capsys):
+    """docs/deployment.md's check of an installation answered "selftest does not exist (and is
+    not a verb…)" in an install from the source: only the frozen program's entry script added
+    the verb."""
+    from portalreview.cli import main
+
+    assert main(["selftest", "--no-qt"]) == 0
+    out = capsys.readouterr().out
+    assert "selftest: imports: ok" in out and "selftest: all steps passed" in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "selftest" not in capsys.readouterr().out  # a hidden verb: no help line
