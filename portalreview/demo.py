@@ -33,7 +33,7 @@ CLINICIANS = {
     "dr_ben": ("Ben Okafor, MD", 0.16),
     "np_chloe": ("Chloe Lindqvist, NP", 0.22),
 }
-PI = ("dr_pi", "Priya Iyer, MD (PI)")
+PI = ("dr_pi", "Priya Iyer, MD")  # the app says "(PI)" beside her name itself
 INBOX = "demo-inbox"
 SEED = 20261121
 # The last share of each queue the third annotator has not reached yet, so the demo shows

@@ -424,3 +424,18 @@ def test_a_clinician_s_tools_menu_shows_only_her_tools(qtbot, gui, tmp_path):
     pi = open_window(qtbot, preferences(tmp_path / "pi"), gui.path, "pat")
     assert shown_tools(pi) == [(tool.title, True) for tool in TOOLS]
     assert dict(pi.shortcut_list())["Adjudicate disagreements"] == "Ctrl+J"
+
+
+def test_the_demo_s_pi_is_called_the_pi_once(qtbot, tmp_path, demo_copy):
+    """The demo's PI read "Signed in as Priya Iyer, MD (PI) (PI)", and "Priya Iyer, MD (PI)
+    (principal investigator)" in the sign-in list: her display name held "(PI)" as well."""
+    from portalreview.ui.sign_in import SignInDialog
+
+    window = open_window(qtbot, preferences(tmp_path), demo_copy, "dr_pi")
+    signed_in = window.person_label.whole_text()
+    assert signed_in.count("(PI)") == 1 and "Priya Iyer, MD" in signed_in, signed_in
+    people = [a for a in window.admin.annotators() if not a.is_model]
+    dialog = SignInDialog("demo", people, None, window)
+    listed = [dialog.list.item(row).text() for row in range(dialog.list.count())]
+    assert "Priya Iyer, MD  (principal investigator)" in listed, listed
+    dialog.close()
