@@ -398,6 +398,11 @@ class StudySetupDialog(QDialog):
             "far (default: n log2 n for n messages, 148 of the 435 pairs of 30)"
         )
         self.batch_spin = self._spin("batchSize", 0, 1_000_000, "no batches")
+        self.batch_spin.setToolTip(
+            "Units labelled batch-1, batch-2… in order, this many to a batch, for agreement per "
+            "batch; for EPPC coding this many messages, all of a message's sentences in one "
+            "batch (kappa per sample of 50 messages, 003 Sec. 3.2.2)"
+        )
         self.unit_seed_spin = self._spin("unitSeed", NO_SEED, 1_000_000, "none")
         self.unit_seed_spin.setValue(NO_SEED)
         self.unit_seed_spin.setToolTip(
