@@ -1,7 +1,7 @@
 """The screen the screenshots are taken on: Qt's offscreen platform with a 1920 x 1080 screen.
 
 Qt's offscreen screen is 800 x 600 unless told otherwise, and a tool window opens no larger
-than the screen (``portalreview/ui/screen.fit_to_screen``), so on it the README's pictures of
+than the screen (``tasks/common/screen.fit_to_screen``), so on it the README's pictures of
 tool windows came out squeezed to 784 pixels. Import this before PySide6.
 """
 

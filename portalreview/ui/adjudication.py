@@ -61,10 +61,10 @@ from portalreview.store.service import (
     UnitView,
     not_saved_message,
 )
+from portalreview.tasks.common import colours
 from portalreview.tasks.common.editor_base import Editor, clear_layout, keep_out_control_characters
+from portalreview.tasks.common.screen import FlowRow, SideBySide, fit_to_screen
 from portalreview.tasks.registry import EDITORS
-from portalreview.ui import colours
-from portalreview.ui.screen import FlowRow, SideBySide, fit_to_screen
 from portalreview.ui.tools import bring_forward, only_for_the_pi, tell_study_written
 from portalreview.ui.unsaved_gold import gold_work, keep_decision, offer_next, read_kept_decisions
 from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork

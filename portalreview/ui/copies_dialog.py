@@ -58,8 +58,8 @@ from portalreview.store.models import AuditEntry
 from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StoreError, StudyService
 from portalreview.store.study_setup import CancelFn, Cancelled, ProgressFn
-from portalreview.ui import colours
-from portalreview.ui.screen import fit_to_screen
+from portalreview.tasks.common import colours
+from portalreview.tasks.common.screen import fit_to_screen
 from portalreview.ui.study_setup_dialog import (
     MessageLine,
     add_shortcut,

@@ -84,6 +84,7 @@ from portalreview.store.frames import StudyFrames
 from portalreview.store.output_files import write_through_temporary
 from portalreview.store.project import OutputIsProject, Project, refuse_project_output
 from portalreview.store.study_setup import Cancelled, Steps
+from portalreview.tasks.common.screen import FlowRow, SideBySide, fit_to_screen
 from portalreview.ui.charts import (
     ChartView,
     HeatMapView,
@@ -92,7 +93,6 @@ from portalreview.ui.charts import (
     is_distance_header,
     plot_data,
 )
-from portalreview.ui.screen import FlowRow, SideBySide, fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.tools import bring_forward, only_for_the_pi
 from portalreview.ui.workers import Worker, run_in_background, run_with_progress

@@ -50,7 +50,7 @@ from portalreview.llm.engine import GenerationParams
 from portalreview.llm.errors import LlmError, ModelProcessDied, ModelServerError
 from portalreview.llm.templates import PromptTemplate
 from portalreview.store.service import StoreError
-from portalreview.ui.screen import FlowRow, fit_to_screen
+from portalreview.tasks.common.screen import FlowRow, fit_to_screen
 from portalreview.ui.tools import tell_study_written
 
 RUN_KEY = "Ctrl+Return"

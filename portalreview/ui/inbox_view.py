@@ -51,6 +51,8 @@ from portalreview.llm.suggest import store_inbox_answers
 from portalreview.llm.templates import PromptLibrary, PromptTemplate
 from portalreview.llm.urgency import LAYOUT_TEMPLATES, InboxScores, InboxTooLongError, score_inbox
 from portalreview.store.service import StoreError, StudyService
+from portalreview.tasks.common import colours
+from portalreview.tasks.common.screen import FlowRow, fit_to_screen
 from portalreview.tasks.urgency.inbox import (
     CUTOFFS,
     URGENT_LEVELS,
@@ -62,8 +64,6 @@ from portalreview.tasks.urgency.inbox import (
     load_inbox,
     model_inbox,
 )
-from portalreview.ui import colours
-from portalreview.ui.screen import FlowRow, fit_to_screen
 from portalreview.ui.session import follow_saves
 from portalreview.ui.workers import Worker, run_in_background
 

@@ -57,14 +57,14 @@ from portalreview.store.project import (
     copy_backup_beside,
 )
 from portalreview.store.service import AnswerView, StoreError, StudyService, UnitView
+from portalreview.tasks.common import colours
 from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.common.screen import FocusFollowingScrollArea, PartsLabel, fit_to_screen
 from portalreview.tasks.facts.editor import category_keys
 from portalreview.tasks.registry import EDITORS
-from portalreview.ui import colours
 from portalreview.ui.flag_dialog import REMOVE_FLAG, FlagNoteDialog
 from portalreview.ui.queue_panel import QueuePanel
 from portalreview.ui.save_problem import SaveProblemBar
-from portalreview.ui.screen import FocusFollowingScrollArea, PartsLabel, fit_to_screen
 from portalreview.ui.session import AnnotationSession, UnsavedChanges
 from portalreview.ui.settings import Preferences, clamp_point_size, default_point_size
 from portalreview.ui.shortcuts_dialog import ShortcutsDialog

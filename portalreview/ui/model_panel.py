@@ -51,7 +51,7 @@ from portalreview.llm.model_file import scan_models, small_model_path
 from portalreview.llm.model_server import ServerSetting, configured_setting, looks_like_address
 from portalreview.store.service import MAX_OWN_EXAMPLES, StoreError
 from portalreview.store.templates import refused_suggestions, suggestion_counts
-from portalreview.ui.screen import FocusFollowingScrollArea, fit_to_screen
+from portalreview.tasks.common.screen import FocusFollowingScrollArea, fit_to_screen
 from portalreview.ui.workers import Worker
 
 if TYPE_CHECKING:

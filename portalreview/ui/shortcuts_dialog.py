@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
-from portalreview.ui.screen import fit_to_screen
+from portalreview.tasks.common.screen import fit_to_screen
 
 #: The list's comfortable width, in average characters.
 WIDTH_IN_CHARACTERS = 72

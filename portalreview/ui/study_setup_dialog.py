@@ -53,8 +53,8 @@ from portalreview.store import study_setup as setup
 from portalreview.store.models import Annotator, Case, CaseTag, Unit, UnitSet
 from portalreview.store.project import Project, ProjectError
 from portalreview.store.service import StoreError
-from portalreview.ui import colours
-from portalreview.ui.screen import FlowRow, fit_to_screen, scrolled_vertically
+from portalreview.tasks.common import colours
+from portalreview.tasks.common.screen import FlowRow, fit_to_screen, scrolled_vertically
 from portalreview.ui.tools import bring_forward, only_for_the_pi, tell_study_written
 from portalreview.ui.workers import run_in_background, run_with_progress
 

@@ -43,10 +43,10 @@ from portalreview.store.templates import (
     suggestion_payload,
     suggestions_by,
 )
+from portalreview.tasks.common import colours
 from portalreview.tasks.common.editor_base import Editor
-from portalreview.ui import colours
+from portalreview.tasks.common.screen import fit_to_screen
 from portalreview.ui.model_panel import ModelHost
-from portalreview.ui.screen import fit_to_screen
 
 ACCEPT_KEY = "Ctrl+Shift+A"
 DISMISS_KEY = "Ctrl+Shift+D"

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut, QTextDocument
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
-from portalreview.ui.screen import fit_to_screen
+from portalreview.tasks.common.screen import fit_to_screen
 
 GUIDE_SUFFIXES = (".md", ".markdown")
 

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
-from portalreview.ui import colours
+from portalreview.tasks.common import colours
 from portalreview.ui import main_window as mw
 
 AA = 4.5

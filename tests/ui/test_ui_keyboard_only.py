@@ -22,8 +22,8 @@ from ui_support import (
     wait_saved,
 )
 
+from portalreview.tasks.common import colours
 from portalreview.tasks.registry import EDITORS
-from portalreview.ui import colours
 
 K = Qt.Key
 CTRL, SHIFT, ALT = (Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier,

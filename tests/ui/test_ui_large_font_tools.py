@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtWidgets import QApplication, QCheckBox, QPushButton
 from ui_support import open_window, preferences
 
-from portalreview.ui.screen import MARGIN, FlowRow
+from portalreview.tasks.common.screen import MARGIN, FlowRow
 from portalreview.ui.tools import TOOLS
 
 SCREEN = (1024, 640)

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QTextCursor, QTextFormat
 from ui_support import open_window, show_kind
 
-from portalreview.ui import colours
+from portalreview.tasks.common import colours
 from portalreview.ui.main_window import apply_color_scheme
 
 # What only colours a format; every other property is a cue that is not colour.

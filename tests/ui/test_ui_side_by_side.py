@@ -10,7 +10,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 from ui_support import open_window, show_kind
 
-from portalreview.ui.screen import SideBySide
+from portalreview.tasks.common.screen import SideBySide
 
 
 def test_a_part_grown_wider_stacks_the_parts_without_a_resize(qtbot):

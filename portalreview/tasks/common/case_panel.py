@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from portalreview.store.service import CaseView
-from portalreview.ui.screen import FocusFollowingScrollArea, FocusRing
+from portalreview.tasks.common.screen import FocusFollowingScrollArea, FocusRing
 
 MIN_CHARACTERS = 14  # the case panel's narrowest line, in average characters
 WANTED_CHARACTERS = 36  # and the line it would like

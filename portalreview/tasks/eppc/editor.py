@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
 from portalreview.domain.catalogs import Catalogs, EppcCode
 from portalreview.domain.spans import merge_spans
 from portalreview.store.service import AnswerView, SentenceView, UnitView
+from portalreview.tasks.common import colours
 from portalreview.tasks.common.editor_base import (
     CommentBox,
     Editor,
@@ -57,8 +58,7 @@ from portalreview.tasks.common.editor_base import (
     keep_selection_keys,
 )
 from portalreview.tasks.common.offsets import TextOffsets, trim_span
-from portalreview.ui import colours
-from portalreview.ui.screen import SideBySide, WrappingColumn
+from portalreview.tasks.common.screen import SideBySide, WrappingColumn
 
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(1, 10)}
 KEYED = 9  # codes and subcodes with a key: 1-9, Alt+1-9 (a codebook can be extended past it)

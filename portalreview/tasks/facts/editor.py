@@ -49,6 +49,7 @@ from shiboken6 import isValid
 from portalreview.domain.catalogs import Catalogs
 from portalreview.metrics.facts import fact_scores_from_counts
 from portalreview.store.service import AnswerView, UnitView
+from portalreview.tasks.common import colours
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import (
     CommentBox,
@@ -59,9 +60,8 @@ from portalreview.tasks.common.editor_base import (
     wheel_only_when_focused,
     without_control_characters,
 )
+from portalreview.tasks.common.screen import WrappingColumn
 from portalreview.tasks.eppc.editor import FittedText
-from portalreview.ui import colours
-from portalreview.ui.screen import WrappingColumn
 
 SIDES = ("original", "edited")
 _OTHER = {"original": "edited", "edited": "original"}

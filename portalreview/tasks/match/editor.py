@@ -38,6 +38,7 @@ from portalreview.domain.catalogs import Catalogs
 from portalreview.domain.spans import merge_spans
 from portalreview.metrics.edit_f1 import content_edit_f1, theme_edit_f1
 from portalreview.store.service import AnswerView, ResponseView, SentenceView, UnitView
+from portalreview.tasks.common import colours
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import (
     Editor,
@@ -47,8 +48,7 @@ from portalreview.tasks.common.editor_base import (
     wheel_only_when_focused,
 )
 from portalreview.tasks.common.offsets import TextOffsets
-from portalreview.ui import colours
-from portalreview.ui.screen import TurningSplitter
+from portalreview.tasks.common.screen import TurningSplitter
 
 NO_THEME = "no theme"  # words: on Linux a screen reader names a drop-down by its text
 

@@ -45,9 +45,9 @@ from PySide6.QtWidgets import (
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, ResponseView, UnitView
+from portalreview.tasks.common import colours
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import CommentBox, Editor, clear_layout
-from portalreview.ui import colours
 
 _NUMBER_KEYS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _SCROLL_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown, Qt.Key.Key_Home, Qt.Key.Key_End)

@@ -43,7 +43,7 @@ from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, CaseView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel, CollapsibleSection
 from portalreview.tasks.common.editor_base import CommentBox, Editor
-from portalreview.ui.screen import SideBySide
+from portalreview.tasks.common.screen import SideBySide
 
 SIDES = ("left", "right")
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
