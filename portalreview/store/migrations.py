@@ -24,7 +24,7 @@ from pathlib import Path
 
 from portalreview.store.schema_sql import V3_GUARDS, guard_statements
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def _v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -287,6 +287,12 @@ def _v8_to_v9(conn: sqlite3.Connection) -> None:
     functions."""
 
 
+def _v9_to_v10(conn: sqlite3.Connection) -> None:
+    """Version 10 changes nothing in a file: the team server's format 10 narrows what a
+    clinician's login reads to what an offline copy for her holds
+    (``server_migrations/scripts/versions/v10_member_reads.py``)."""
+
+
 # STEPS[v] upgrades a file from version v to v + 1.
 STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _v1_to_v2,
@@ -297,6 +303,7 @@ STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     6: _v6_to_v7,
     7: _v7_to_v8,
     8: _v8_to_v9,
+    9: _v9_to_v10,
 }
 
 

@@ -165,3 +165,77 @@ def test_our_service_works_as_the_clinician(team):
         assert len(_column(conn, "SELECT id FROM audit_log")) == len(study.units)
     with _connect(team, "ava") as conn:  # ava still sees only her own
         assert set(_column(conn, "SELECT annotator_id FROM answers")) == {study.ava}
+
+
+def _responses_beside_avas(study) -> tuple[int, set[int], int]:
+    """Responses to ava's case that none of her units names, and one that one of her units
+    does: ben's own reply, the pair of an empathy unit given to ben only, and the reply whose
+    second sentence is an EPPC unit of ava's."""
+    svc = study.service
+    ben_reply = svc.add_response(
+        study.case1, "ben-reply", "Please come in today. We will see you at noon.",
+        author_kind="clinician", author="ben", production="theme_guided",
+    )  # fmt: skip
+    other_a = svc.add_response(study.case1, "other-a", "Go to the ER. Bring your pills.")
+    other_b = svc.add_response(study.case1, "other-b", "I am sorry. Go to the ER now.")
+    bens_pair = svc.add_unit(
+        svc.create_unit_set("ben's pairs", "empathy"),
+        study.case1,
+        response_id=other_a,
+        response_b_id=other_b,
+    )
+    svc.assign(bens_pair, study.ben)
+    coded = svc.add_response(study.case1, "coded", "Call us back. We can talk then.")
+    sentence = svc.sentences(response_id=coded)[1]
+    eppc = svc.add_unit(
+        svc.create_unit_set("reply sentences", "eppc"), study.case1, sentence_id=sentence.id
+    )
+    svc.assign(eppc, study.ava)
+    return ben_reply, {other_a, other_b}, coded
+
+
+def test_a_clinician_reads_only_the_responses_her_units_name(team):
+    """Another clinician's reply to a case she works on, and a pair given to someone else, are
+    not hers to read, as her offline copy leaves them out (merge._drop_unused_responses); what
+    her units show is: a rank set's drafts, a match or empathy pair, an EPPC unit's reply."""
+    server, database, _project, study, roles = team
+    ben_reply, bens_pair, coded = _responses_beside_avas(study)
+    named = {study.draft1, study.draft2, study.reference, study.original, study.edited, coded}
+    with _connect(team, "ava") as conn:
+        assert set(_column(conn, "SELECT id FROM responses")) == named
+        owners = set(_column(conn, "SELECT response_id FROM sentences"))
+        assert owners - {None} == named
+    with _connect(team, "ben") as conn:
+        seen = set(_column(conn, "SELECT id FROM responses"))
+        assert bens_pair <= seen and not {ben_reply, coded} & seen  # (his reply is no unit's)
+    role, password = roles["ava"]
+    with ServerProject.open(server.url(database, role, password)) as as_ava:
+        ava = StudyService(as_ava).as_viewer("ava")
+        for unit in (*study.units.values(), *(i.unit_id for i in ava.queue("eppc"))):
+            view = ava.read_unit(unit)
+            assert {r.id for r in view.responses} <= named
+        coded_view = ava.read_unit(ava.queue("eppc")[-1].unit_id)
+        assert [r.id for r in coded_view.responses] == [coded]
+        assert coded_view.previous_sentence is not None and coded_view.next_sentence is None
+
+
+def test_an_upgrade_to_format_10_hides_the_responses_no_unit_of_hers_names(team):
+    """A study made before format 10 let her read every response to her units' cases."""
+    from sqlalchemy import create_engine
+
+    from portalreview.store.backends import server_migrations
+
+    server, database, _project, study, _roles = team
+    ben_reply, bens_pair, _coded = _responses_beside_avas(study)
+    engine = create_engine(server.url(database))
+    try:
+        with engine.begin() as conn:
+            server_migrations.downgrade(conn, "v9")
+        with _connect(team, "ava") as conn:
+            assert {ben_reply, *bens_pair} <= set(_column(conn, "SELECT id FROM responses"))
+        with engine.begin() as conn:
+            server_migrations.upgrade(conn)
+    finally:
+        engine.dispose()
+    with _connect(team, "ava") as conn:
+        assert not {ben_reply, *bens_pair} & set(_column(conn, "SELECT id FROM responses"))

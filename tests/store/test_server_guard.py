@@ -76,7 +76,7 @@ def team(request, postgres_server):
                 server_migrations.downgrade(conn, "v7")
         finally:
             engine.dispose()
-        assert ServerProject.upgrade(address) == (7, 9)
+        assert ServerProject.upgrade(address) == (7, 10)
     ben_answer = _answer(project, study.ben, study.units["urgency"])
     extra = {"case": case, "draft": draft, "unit": unit, "ben_answer": ben_answer}
     yield server, database, project, study, roles, extra
@@ -408,7 +408,7 @@ def test_an_older_studys_functions_are_pinned_when_it_is_upgraded(postgres_serve
             for statement in _STAND_INS:
                 conn.execute(statement)
             assert conn.execute("SELECT portalreview_is_pi()").fetchone() == (True,)
-        assert ServerProject.upgrade(address) == (8, 9)
+        assert ServerProject.upgrade(address) == (8, 10)
         with psycopg.connect(dsn, autocommit=True) as conn:
             _stand_ins_refused(conn, study, extra)
         with engine.connect() as conn:

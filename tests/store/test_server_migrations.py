@@ -115,7 +115,7 @@ def test_a_new_study_is_at_the_newest_revision(postgres_server):
     ServerProject.create(address).close()
     engine = create_engine(address)
     with engine.connect() as conn:
-        assert server_migrations.revision(conn) == server_migrations.HEAD == "v9"
+        assert server_migrations.revision(conn) == server_migrations.HEAD == "v10"
     engine.dispose()
 
 
@@ -124,11 +124,11 @@ def test_an_older_server_study_is_refused_until_it_is_upgraded(v1_server_study, 
         open_project(v1_server_study)
     address = v1_server_study.replace("postgresql+psycopg://", "postgresql://")
     assert main(["upgrade", address]) == 0
-    assert "from format 1 to 9" in capsys.readouterr().out
+    assert "from format 1 to 10" in capsys.readouterr().out
     assert main(["upgrade", address]) == 0
-    assert "already in format 9" in capsys.readouterr().out
+    assert "already in format 10" in capsys.readouterr().out
     with open_project(address) as study:
-        assert study.meta("schema_version") == str(SCHEMA_VERSION) == "9"
+        assert study.meta("schema_version") == str(SCHEMA_VERSION) == "10"
 
 
 def test_an_upgraded_study_has_a_new_studys_schema_and_the_files_content(

@@ -8,8 +8,9 @@ annotator, and :func:`add_member` grants what that annotator's role in the study
 * **A clinician** reads, through row-level security on the tables and through the views of the
   ``blinded`` schema (first on the clinician's ``search_path``):
 
-  - their own assignments, the units assigned to them, and those units' cases, responses and
-    sentences; no other unit, case or response;
+  - their own assignments, the units assigned to them, those units' cases, the responses
+    those units name (:data:`MY_RESPONSES`), and the sentences of both; no other unit, case or
+    response;
   - their own answers and the rows that belong to them (never another person's, nor the PI's
     gold answer), their own audit entries, and the suggestions for their units;
   - the cases and responses blinded exactly as an offline copy for one clinician is
@@ -99,6 +100,23 @@ _CLINICIAN_ROWS = {
     "report_cache": ("false", None),
 }
 
+# The responses a clinician's units name: a pair's two, a rank set's drafts, the reply an EPPC
+# unit's sentence is from, an edit-a-draft unit's draft. Not every response to her units' cases:
+# another clinician's reply to a case she answers too is not hers to read (an offline copy
+# leaves such responses out: merge._drop_unused_responses). Also used by an upgrade.
+MY_RESPONSES = f"""
+    CREATE OR REPLACE FUNCTION portalreview_my_responses() RETURNS SETOF integer
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
+        WITH mine AS (SELECT * FROM units WHERE id IN (SELECT portalreview_my_units()))
+        SELECT response_id FROM mine WHERE response_id IS NOT NULL
+        UNION SELECT response_b_id FROM mine WHERE response_b_id IS NOT NULL
+        UNION SELECT response_id FROM rank_members
+              WHERE unit_id IN (SELECT portalreview_my_units())
+        UNION SELECT s.response_id FROM sentences s JOIN mine ON mine.sentence_id = s.id
+              WHERE s.response_id IS NOT NULL
+    $$
+    """
+
 _FUNCTIONS = [
     """
     CREATE TABLE study_members (
@@ -133,12 +151,7 @@ _FUNCTIONS = [
               WHERE id IN (SELECT portalreview_my_units()) AND case_b_id IS NOT NULL
     $$
     """,
-    f"""
-    CREATE FUNCTION portalreview_my_responses() RETURNS SETOF integer
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
-        SELECT id FROM responses WHERE case_id IN (SELECT portalreview_my_cases())
-    $$
-    """,
+    MY_RESPONSES,
     f"""
     CREATE FUNCTION portalreview_last_audit_hash() RETURNS varchar
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {PG_SEARCH_PATH} AS $$
