@@ -219,23 +219,73 @@ def test_a_clinician_reads_only_the_responses_her_units_name(team):
         assert coded_view.previous_sentence is not None and coded_view.next_sentence is None
 
 
-def test_an_upgrade_to_format_10_hides_the_responses_no_unit_of_hers_names(team):
-    """A study made before format 10 let her read every response to her units' cases."""
+# The sequences a login may read the state of (pg_sequences.last_value shows it to these).
+_COUNTERS_READ = (
+    "SELECT sequencename FROM pg_sequences WHERE schemaname = 'public' "
+    "AND has_sequence_privilege('public.' || quote_ident(sequencename), 'SELECT, USAGE')"
+)
+# The sequences that number the rows of the tables a login may insert into.
+_COUNTERS_OF_HER_TABLES = (
+    "SELECT s.relname FROM pg_class s JOIN pg_depend d ON d.objid = s.oid "
+    "AND d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass "
+    "WHERE s.relkind = 'S' AND has_table_privilege(d.refobjid, 'INSERT')"
+)
+
+# Counters that would tell how many cases, drafts, units and assignments the study holds.
+_STUDY_COUNTERS = (
+    "cases_id_seq",
+    "responses_id_seq",
+    "sentences_id_seq",
+    "units_id_seq",
+    "rank_members_rowid_seq",
+    "assignments_rowid_seq",
+)
+
+
+def test_a_clinician_reads_no_counter_but_those_of_the_rows_she_saves(team):
+    """How far the sequences numbering cases, drafts, units or assignments have come would tell
+    her how many the whole study holds, and how many units the others were given; she may read
+    only those her own saves draw from (her answers, their details, audit entries,
+    suggestions), which her saved rows' numbers show anyway."""
+    server, database, _project, study, roles = team
+    with _connect(team, "ava") as conn:
+        readable = set(_column(conn, _COUNTERS_READ))
+        assert readable == set(_column(conn, _COUNTERS_OF_HER_TABLES))
+        assert {"answers_id_seq", "rank_entries_rowid_seq", "audit_log_id_seq"} <= readable
+        for hidden in _STUDY_COUNTERS:
+            assert hidden not in readable
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("SELECT pg_sequence_last_value(%s)", (hidden,))
+    role, password = roles["ben"]  # (and everything she saves still finds its numbers)
+    with ServerProject.open(server.url(database, role, password)) as as_ben:
+        ben = StudyService(as_ben).as_viewer("ben")
+        ben.save_answer(study.units["rank"], payloads(study)["rank"], status="submitted")
+
+
+def test_an_upgrade_to_format_10_narrows_what_a_clinician_reads(team):
+    """A study made before format 10 let her read every response to her units' cases, and
+    every sequence's state."""
     from sqlalchemy import create_engine
 
     from portalreview.store.backends import server_migrations
 
-    server, database, _project, study, _roles = team
+    server, database, _project, study, roles = team
     ben_reply, bens_pair, _coded = _responses_beside_avas(study)
     engine = create_engine(server.url(database))
     try:
         with engine.begin() as conn:
             server_migrations.downgrade(conn, "v9")
+            # what adding a member granted before format 10
+            conn.exec_driver_sql(
+                f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {roles['ava'][0]}"
+            )
         with _connect(team, "ava") as conn:
             assert {ben_reply, *bens_pair} <= set(_column(conn, "SELECT id FROM responses"))
+            assert "units_id_seq" in _column(conn, _COUNTERS_READ)
         with engine.begin() as conn:
             server_migrations.upgrade(conn)
     finally:
         engine.dispose()
     with _connect(team, "ava") as conn:
         assert not {ben_reply, *bens_pair} & set(_column(conn, "SELECT id FROM responses"))
+        assert set(_column(conn, _COUNTERS_READ)) == set(_column(conn, _COUNTERS_OF_HER_TABLES))

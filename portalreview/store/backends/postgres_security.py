@@ -26,7 +26,10 @@ annotator, and :func:`add_member` grants what that annotator's role in the study
 
   and writes only their own answers (and their rows), their own audit entries, and suggestions
   for their units. Their assignments are read-only to them: changing one would hand them another
-  person's unit.
+  person's unit. They may use only the sequences that number the rows of the tables they write
+  (USAGE, which also shows how far each has come: how many answers, details, audit entries and
+  suggestions everyone has saved, as the numbers of their own rows tell anyway); the others'
+  states would tell how many cases, drafts, units and assignments the whole study holds.
 
 Who a connection is: the role it logged in as (``session_user``; inside the helper functions,
 which run with the owner's rights, ``current_user`` is the owner). ``SET ROLE`` changes nothing
@@ -47,6 +50,8 @@ The audit log's hash chain needs the newest entry's hash, which a clinician may 
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from sqlalchemy import Connection, MetaData, Table, text
 
@@ -365,12 +370,14 @@ def security_statements(metadata: MetaData) -> list[str]:
     return _FUNCTIONS + views + _policies(metadata) + AUDIT_GUARD
 
 
-def _clinician_grants(metadata: MetaData, role: str, existing: set[str]) -> list[str]:
-    """A clinician's privileges on the ``existing`` tables (an older study lacks the newest)."""
+def _clinician_grants(
+    metadata: MetaData, role: str, existing: Mapping[str, list[str]]
+) -> list[str]:
+    """A clinician's privileges on the ``existing`` tables (an older study lacks the newest;
+    each with the sequences that number its rows)."""
     grants = [
         f"GRANT USAGE ON SCHEMA public, blinded TO {role}",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA blinded TO {role}",
-        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
     ]
     verbs = {
         None: "SELECT",
@@ -383,6 +390,11 @@ def _clinician_grants(metadata: MetaData, role: str, existing: set[str]) -> list
         if table.name in BLINDED or table.name not in existing or rows == "false":
             continue  # (a table of the PI's alone is not granted at all)
         grants.append(f"GRANT {verbs[writes]} ON {table.name} TO {role}")
+        if writes is not None and existing[table.name]:
+            # Her rows draw their numbers from these; USAGE lets her read how far they have
+            # come, so no other table's (how many cases, units, assignments there are)
+            numbered = ", ".join(f'"{name}"' for name in existing[table.name])
+            grants.append(f"GRANT USAGE ON SEQUENCE {numbered} TO {role}")
     return grants
 
 
@@ -463,9 +475,7 @@ def _require_owner(conn: Connection) -> None:
 
 def _grant(conn: Connection, metadata: MetaData, role: str, study_role: str) -> None:
     """The privileges of a member's role on the study's tables as they are now."""
-    existing = set(
-        conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars()
-    )
+    existing = _tables_and_sequences(conn)
     quoted = conn.dialect.identifier_preparer.quote(role)
     if study_role == "pi":
         grants = _pi_grants(quoted)
@@ -475,6 +485,25 @@ def _grant(conn: Connection, metadata: MetaData, role: str, study_role: str) -> 
     # writing study_members among them, and could make itself the PI again.
     for statement in (*_revokes(quoted), *grants):
         conn.exec_driver_sql(statement)
+
+
+# Each table of the study's schema, and the sequences its serial columns own.
+_TABLES_AND_SEQUENCES = """
+    SELECT t.relname, s.relname FROM pg_class t
+    LEFT JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = t.oid
+        AND d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+    LEFT JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+    WHERE t.relnamespace = 'public'::regnamespace AND t.relkind IN ('r', 'p')
+"""
+
+
+def _tables_and_sequences(conn: Connection) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for table, sequence in conn.execute(text(_TABLES_AND_SEQUENCES)):
+        found.setdefault(table, [])
+        if sequence is not None:
+            found[table].append(sequence)
+    return found
 
 
 def _revokes(role: str) -> list[str]:
