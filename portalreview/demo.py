@@ -57,6 +57,9 @@ class _Builder:
     charts: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     drafts: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)
     references: dict[tuple[str, str], tuple[int, str, list[str]]] = field(default_factory=dict)
+    # which response of an empathy pair is stored first: drawn apart from ``rng``, whose answers
+    # stay those of the demo before the sides were drawn
+    sides: random.Random = field(default_factory=lambda: random.Random(f"{SEED}:sides"))
 
     # --- people and material ---------------------------------------------------------------
 
@@ -575,8 +578,11 @@ def build_empathy_and_facts(b: _Builder) -> None:
             session=b.s,
         )
         last = b.is_last(index, len(pairs))
+        # stored original first, every pair would tell a clinician who reads her copy or the
+        # server with her own SQL which reply is the edit (the screen's sides are drawn anyway)
+        first, second = b.sides.sample((original, edited), 2)
         unit = b.svc.add_unit(
-            empathy_set, case, response_id=original, response_b_id=edited, session=b.s
+            empathy_set, case, response_id=first, response_b_id=second, session=b.s
         )
         answers = {}
         for name in CLINICIANS:

@@ -73,6 +73,22 @@ def test_demo_build_is_reproducible(demo_path, tmp_path):
     assert answers(demo_path) == answers(again)
 
 
+def test_the_side_an_empathy_pair_is_stored_on_does_not_tell_the_edit(demo_path):
+    """Stored original first, every pair told a clinician who read her copy or the server
+    with her own SQL which reply was the edit; the demo's sides are drawn (seeded)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{demo_path}?mode=ro", uri=True)
+    try:
+        second_is_edit = conn.execute(
+            "SELECT r.production = 'edited_empathy' FROM units u "
+            "JOIN responses r ON r.id = u.response_b_id WHERE u.kind = 'empathy'"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert 0 < sum(edit for (edit,) in second_is_edit) < len(second_is_edit)
+
+
 def test_cli_demo_create_refuses_an_existing_file(tmp_path, capsys):
     target = tmp_path / "d.prproj"
     target.write_text("keep me")

@@ -4,7 +4,9 @@ An answer names the more empathetic response of the unit's pair, or says they ar
 empathetic (``more_empathetic_response_id`` NaN). Reported per pair of sources (the two
 responses' ``responses.source`` labels, in name order): the 3-way outcome shares with CIs over
 units; agreement between people (percent agreement and Krippendorff's alpha, each answer coded
-as "the unit's first response" / "the unit's second response" / "equal", never a screen side);
+by that outcome: the first source's response / the second's / "equal", never a screen side nor
+the side the pair is stored on, which is drawn at random when a set is made (a pair of one
+source: its stored order));
 agreement of a model pseudo-annotator with each person when there is one; and the share of
 decided answers that chose the response shown first.
 """
@@ -45,12 +47,13 @@ EMPTY: dict[str, Any] = {
 
 
 def choices(frames: StudyFrames) -> tuple[pd.DataFrame, int]:
-    """Decided empathy answers with the unit-relative choice ("A", "B", "equal"), the pair's
-    sources in name order and the outcome relative to them; and the undecided count."""
+    """Decided empathy answers with the pair's sources in name order and the outcome relative
+    to them, which is also each answer's code for agreement (``value``); and the undecided
+    count. Coded by the stored sides, the agreement would change with the sides drawn (a
+    nominal alpha's expected disagreement follows how often each code is used)."""
     answers = people(frames, KIND)
     decided = answers.merge(frames.empathy, on="answer_id")
     chosen = decided.more_empathetic_response_id
-    value = np.where(chosen.isna(), "equal", np.where(chosen == decided.response_id, "A", "B"))
     sources = sources_of(frames)
     src_a = decided.response_id.map(sources)
     src_b = decided.response_b_id.map(sources)
@@ -62,7 +65,7 @@ def choices(frames: StudyFrames) -> tuple[pd.DataFrame, int]:
     swapped = decided.presentation.map(lambda p: bool(p.get("swap", False)))
     shown_first = np.where(swapped, decided.response_b_id, decided.response_id)
     rows = decided.assign(
-        value=value,
+        value=outcome,
         first_source=np.where(flipped, src_b, src_a),
         second_source=np.where(flipped, src_a, src_b),
         outcome=outcome,

@@ -37,6 +37,10 @@ A hand-out never gives a person a rank set, empathy or facts pair holding a resp
 wrote (seed 001 Sec. 5; :mod:`~portalreview.store.own_responses`): the plan says how many units
 were kept from whom, and which go to fewer people than asked.
 
+An urgency or empathy pair is saved with its sides (which case or response is stored first)
+drawn at random, so that the stored order does not tell the more urgent patient or the edited
+reply (:func:`_sides_drawn`).
+
 Every set made and every hand-out is recorded in the audit log (actions ``setup`` and
 ``assign``).
 """
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import secrets
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -693,7 +698,9 @@ def create_unit_set(
         if s.scalar(select(UnitSet.id).where(UnitSet.name == plan.name)) is not None:
             raise SetupError(f"there is already a unit set called {plan.name!r}; choose a name")
         set_id = recorder.create_unit_set(plan.name, plan.kind, plan.description, session=s)
-        for position, spec in enumerate(plan.units):
+        sides = secrets.SystemRandom()
+        for position, planned in enumerate(plan.units):
+            spec = _sides_drawn(planned, plan.kind, sides)
             # Direct rows (service.add_unit counts the set per unit: quadratic on big sets);
             # the database checks every reference as it does for add_unit.
             unit = Unit(
@@ -730,6 +737,25 @@ def create_unit_set(
         steps.check()
     steps.finish()
     return CreatedSet(set_id, plan.name, plan.kind, len(plan.units))
+
+
+# The two sides of the pairs whose stored order would give the reference answer away to a
+# clinician who reads her offline copy or the server with her own SQL: planned, urgency pairs list
+# an inbox's cases in the order they were imported (a file sorted by urgency, say) and empathy
+# pairs the original reply before its edit. Match and facts pairs keep theirs: their sides are
+# roles the editor names (reference and draft, original and edited).
+_BLINDED_SIDES = {"urgency": ("case_id", "case_b_id"), "empathy": ("response_id", "response_b_id")}
+
+
+def _sides_drawn(spec: UnitSpec, kind: str, rng: random.Random) -> UnitSpec:
+    """``spec`` with its sides swapped half of the time, for a kind of :data:`_BLINDED_SIDES`.
+    Drawn when the set is saved, from ``rng`` (the operating system's random source): the
+    plan's seed is recorded in the study, and could be used to draw the same sides again."""
+    columns = _BLINDED_SIDES.get(kind)
+    if columns is None or rng.random() < 0.5:
+        return spec
+    first, second = columns
+    return replace(spec, **{first: getattr(spec, second), second: getattr(spec, first)})
 
 
 # --- assignment --------------------------------------------------------------------------------

@@ -102,6 +102,41 @@ def test_agreement_between_people_and_with_the_model(study):
     assert result["n_answers"] == 5  # the judge's answers are not people's
 
 
+def _empathy_figures(folder, stored_edit_first: set[str]) -> dict:
+    """The empathy figures of CHOICES, the units named stored with the edit as their first
+    response."""
+    folder.mkdir()
+    st = new_study(folder)
+    for name in ("x", "y"):
+        st.person(name)
+    st.person("judge", model=True)
+    for unit, answers in CHOICES.items():
+        st.case(unit, "My new inhaler makes my hands shake. Is that normal?")
+        original = st.response(f"{unit}-o", unit, "A common effect.", "clinician", "physician")
+        edited = st.response(f"{unit}-e", unit, "Sorry. A common effect.", "model", "model-edit")
+        first, second = (edited, original) if unit in stored_edit_first else (original, edited)
+        st.unit(unit, "empathy", unit, who=list(answers), response_id=first, response_b_id=second)
+        for name, answer in answers.items():
+            chosen = {"edited": edited, "original": original}.get(answer)
+            st.answer(unit, name, {"equal": True} if chosen is None else
+                      {"more_empathetic_response_id": chosen})  # fmt: skip
+    try:
+        return empathy.analyse(st.frames(), n_resamples=0)
+    finally:
+        st.project.close()
+
+
+def test_the_figures_do_not_depend_on_the_side_a_pair_is_stored_on(tmp_path):
+    """A set made now stores each pair's sides at random (study_setup._sides_drawn): the same
+    answers give the same agreement whichever response of a pair is stored first (coded by the
+    stored side, e1's agreeing answers counted as "second" with e2's "first" or as "first" with
+    them, and alpha's expected disagreement differed)."""
+    as_made = _empathy_figures(tmp_path / "a", set())
+    drawn = _empathy_figures(tmp_path / "b", {"e1"})
+    for key in ("agreement", "model_agreement", "by_source_pair", "n_answers"):
+        assert drawn[key] == as_made[key], key
+
+
 def test_empathy_position_bias(study):
     st, _, result, _ = study
     chose_first = n = 0

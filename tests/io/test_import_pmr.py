@@ -41,8 +41,8 @@ def test_pairs_make_one_case_per_message_and_one_unit_per_row(project, tmp_path)
         ).all()
         ids = dict(s.execute(select(Case.external_id, Case.id)).all())
     assert levels == {message_id(CHEST): 1, message_id(RASH): 5, message_id(FORM): 6}
-    first = units[0]
-    assert (first.case_id, first.case_b_id) == (ids[message_id(CHEST)], ids[message_id(RASH)])
+    first = units[0]  # (on sides drawn at random: the next test)
+    assert {first.case_id, first.case_b_id} == {ids[message_id(CHEST)], ids[message_id(RASH)]}
     assert [u.batch for u in units] == ["easy", "hard", "easy"]
     assert {(u.name, u.kind) for u in units} == {("pairs_dev", "urgency")}
 
@@ -142,3 +142,38 @@ def test_pairs_of_equal_levels_are_reported(project, tmp_path):
     (tied,) = [n for n in report.notes if "same level" in n]
     assert "in 1 row(s) chosen and rejected have the same level" in tied
     assert any("in 1 row(s) chosen has a less urgent" in n for n in report.notes)
+
+
+def test_nothing_stored_tells_which_message_of_a_pair_is_the_chosen_one(project, tmp_path):
+    """A clinician reading her offline copy or the server with her own SQL read the reference
+    answer of every pair: the chosen message was always case A, and, added first, mostly had
+    the lower case id. Both are drawn at random now (all 45 pairs one way by chance: 2**-44 for
+    the sides, 2/10! for the ids); the report still scores answers against the cases' levels."""
+    from portalreview.analysis import urgency
+    from portalreview.store.frames import read_frames
+    from portalreview.store.service import StudyService
+
+    header = ["chosen", "chosen_level", "rejected", "rejected_level"]
+    messages = [(f"Message {i}: my symptom number {i} is back.", 1 + i // 2) for i in range(10)]
+    rows = [  # every pair, the more urgent message first, as a sorted file lists them
+        [text_a, level_a, text_b, level_b]
+        for i, (text_a, level_a) in enumerate(messages)
+        for text_b, level_b in messages[i + 1 :]
+    ]
+    import_files(project, [write_csv(tmp_path / "sorted.csv", [header, *rows])])
+    with project.read() as s:
+        order = {text: i for i, (text, _level) in enumerate(messages)}
+        place = {case: order[text] for case, text in s.execute(select(Case.id, Case.message))}
+        units = s.execute(select(Unit.id, Unit.case_id, Unit.case_b_id)).all()
+    assert len(units) == 45
+    assert 0 < sum(place[a] < place[b] for _, a, b in units) < 45  # case A is the chosen
+    assert 0 < sum(place[min(a, b)] < place[max(a, b)] for _, a, b in units) < 45  # the lower id
+    svc = StudyService(project)
+    ava = svc.add_annotator("ava", "Ava")
+    for unit_id, a, b in units:  # she always names the file's chosen message
+        svc.assign(unit_id, ava)
+        chosen = a if place[a] < place[b] else b
+        svc.save_answer(unit_id, {"more_urgent_case_id": chosen}, status="submitted",
+                        annotator_id=ava)  # fmt: skip
+    figures = urgency.analyse(read_frames(project), n_resamples=0)["accuracy"]
+    assert figures["total"]["correct"] == figures["total"]["n"] == 45 - 5  # (5 pairs tied)

@@ -18,6 +18,7 @@ from portalreview.store.study_setup import (
     CaseFilter,
     ResponseFilter,
     SetupError,
+    UnitSpec,
     assign_units,
     create_unit_set,
     plan_assignment,
@@ -157,6 +158,39 @@ def test_a_project_without_cases_says_how_to_add_them(project, recipe):
     said = str(refused.value)
     assert "no cases yet" in said and "docs/formats.md" in said
     assert "portalreview import " in said and project.location in said
+
+
+def _pair(unit: Unit | UnitSpec) -> tuple[int, int]:
+    """An urgency or empathy unit's two sides, in the order stored (or planned)."""
+    if unit.case_b_id is not None:
+        return unit.case_id, unit.case_b_id
+    return unit.response_id, unit.response_b_id
+
+
+def test_a_saved_pair_does_not_tell_its_reference_by_its_sides(tmp_path):
+    """Planned, urgency pairs list the inbox's cases in the order they were imported and
+    empathy pairs the original reply first: stored so, a clinician who read her copy or the
+    server with her own SQL knew which reply was the edit (or, from an inbox imported sorted by
+    urgency, which patient was the more urgent). The sides are drawn as the set is saved (all
+    one way by chance: 2**-65 for the 66 urgency pairs, 2**-39 for the 40 empathy pairs)."""
+    with _inbox_project(tmp_path / "s.prproj") as project:
+        svc = StudyService(project)
+        for i in range(40):
+            case = svc.add_case(f"e{i}", f"Is my rash number {i} normal?")
+            svc.add_response(case, f"o{i}", "It is.", production="real_time")
+            svc.add_response(case, f"x{i}", "I am sorry. It is.", production="edited_empathy")
+        plans = [plan_units(project, "urgency", inbox="ward-3"), plan_units(project, "empathy")]
+        for plan in plans:
+            made = create_unit_set(project, plan)
+            with project.read() as s:
+                saved = s.scalars(
+                    select(Unit).where(Unit.unit_set_id == made.unit_set_id).order_by(Unit.position)
+                ).all()
+                saved = [_pair(u) for u in saved]
+            planned = [_pair(u) for u in plan.units]
+            assert [set(p) for p in saved] == [set(p) for p in planned]
+            swapped = sum(s != p for s, p in zip(saved, planned, strict=True))
+            assert 0 < swapped < len(planned), plan.kind
 
 
 def test_recipes_on_a_small_study(project):

@@ -8,6 +8,8 @@ case, and the same text with two different levels is an error.
 from __future__ import annotations
 
 import hashlib
+import secrets
+from dataclasses import dataclass
 
 from sqlalchemy import select
 
@@ -26,28 +28,61 @@ def message_id(text: str) -> str:
     return "pmr-" + hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class _Message:
+    """A message read from a row: its text, its level and the column the level came from."""
+
+    text: str
+    level: int
+    level_column: str
+
+    @property
+    def external_id(self) -> str:
+        return message_id(self.text)
+
+
 def load_pairs(ctx: ImportContext, part: Part) -> None:
-    """One urgency unit per row (case A = chosen, the more urgent; case B = rejected), in a
-    new unit set named after the file; the levels become the cases' reference levels."""
+    """One urgency unit per row, in a new unit set named after the file; the levels become the
+    cases' reference levels.
+
+    Nothing stored says which message of a row is the chosen (more urgent) one, which a
+    clinician who reads her offline copy or the server with her own SQL could otherwise take as
+    the reference answer: which message is a unit's case A is drawn at random for each row, and
+    the file's new messages become cases in a random order once every row is read (numbered in
+    the file's order, the cases of a file listing the more urgent message first would mostly
+    give it the lower id). The draws come from the operating system's random source, not from
+    a seed she could read (the file's name, the order of its rows)."""
     name = part.stem
     set_id = None
     inverted = equal = 0
+    sides = secrets.SystemRandom()
+    new: dict[str, tuple[Record, _Message]] = {}  # the file's messages new to the project
+    pairs: list[tuple[Record, _Message, _Message]] = []
     for rec in part.records:
         with ctx.guard(rec):
             if set_id is None:
                 if ctx.unit_set(name) is not None:
                     rec.fail(None, f"a unit set {name!r} already exists; rename the file")
                 set_id = ctx.ensure_unit_set(name, "urgency", rec, f"PMR-Bench pairs from {name}")
-            chosen, chosen_level = _message(ctx, rec, "chosen", "chosen_level")
-            rejected, rejected_level = _message(ctx, rec, "rejected", "rejected_level")
-            if chosen == rejected:
+            chosen = _read_message(ctx, rec, "chosen", "chosen_level")
+            rejected = _read_message(ctx, rec, "rejected", "rejected_level")
+            if chosen.external_id == rejected.external_id:
                 rec.fail("rejected", "chosen and rejected are the same message")
-            inverted += chosen_level > rejected_level
-            equal += chosen_level == rejected_level
+            inverted += chosen.level > rejected.level
+            equal += chosen.level == rejected.level
+            for message in (chosen, rejected):
+                _check_known_level(ctx, rec, message, new)
+            pair = [chosen, rejected]
+            sides.shuffle(pair)
+            pairs.append((rec, *pair))
+    _add_cases_in_random_order(ctx, list(new.values()), sides)
+    ids = ctx.ids("cases")
+    for rec, case_a, case_b in pairs:
+        with ctx.guard(rec):
             ctx.svc.add_unit(
                 set_id,
-                chosen,
-                case_b_id=rejected,
+                ids[case_a.external_id],
+                case_b_id=ids[case_b.external_id],
                 batch=rec.label("difficulty"),
                 session=ctx.session,
             )
@@ -63,6 +98,34 @@ def load_pairs(ctx: ImportContext, part: Part) -> None:
         )
 
 
+def _check_known_level(
+    ctx: ImportContext, rec: Record, message: _Message, new: dict[str, tuple[Record, _Message]]
+) -> None:
+    """Refuse a level that differs from the one the project, or an earlier row of the file,
+    gives the message; a message seen for the first time is added to ``new``."""
+    external = message.external_id
+    case_id = ctx.ids("cases").get(external)
+    if case_id is not None:
+        _check_level(ctx, rec, message.level_column, ctx.session.get(Case, case_id), message.level)
+    elif external in new:
+        had = new[external][1].level
+        if had != message.level:
+            _refuse_another_level(ctx, rec, message.level_column, external, message.level, had)
+    else:
+        new[external] = (rec, message)
+        ctx.first_seen[("level", external)] = f"{rec.where}, field {message.level_column!r}"
+
+
+def _add_cases_in_random_order(
+    ctx: ImportContext, messages: list[tuple[Record, _Message]], rng: secrets.SystemRandom
+) -> None:
+    """The cases of ``messages`` (each with the row it was first read from)."""
+    rng.shuffle(messages)
+    for rec, message in messages:
+        with ctx.guard(rec):
+            _add_case(ctx, message)
+
+
 def load_inbox(ctx: ImportContext, part: Part) -> None:
     """One case per distinct message, tagged ``inbox=<file name>`` (and ``relevancy``)."""
     for rec in part.records:
@@ -75,24 +138,37 @@ def load_inbox(ctx: ImportContext, part: Part) -> None:
                 _tag(ctx, case_id, "relevancy", relevancy)
 
 
-def _message(ctx: ImportContext, rec: Record, text_col: str, level_col: str) -> tuple[int, int]:
-    """(case id, level) of the message in ``text_col``, adding the case when it is new."""
+def _read_message(ctx: ImportContext, rec: Record, text_col: str, level_col: str) -> _Message:
     text = rec.text(text_col, required=True)
     levels = sorted(lv.level for lv in ctx.catalogs.urgency_levels)
     level = rec.integer(
         level_col, levels[0], levels[-1], required=True, what=f"a level {levels[0]}-{levels[-1]}"
     )
-    external = message_id(text)
-    case_id = ctx.ids("cases").get(external)
+    return _Message(text, level, level_col)
+
+
+def _add_case(ctx: ImportContext, message: _Message) -> int:
+    external = message.external_id
+    case_id = ctx.svc.add_case(
+        external,
+        message.text,
+        urgency_level=message.level,
+        source_dataset=SOURCE,
+        session=ctx.session,
+    )
+    ctx.ids("cases")[external] = case_id
+    return case_id
+
+
+def _message(ctx: ImportContext, rec: Record, text_col: str, level_col: str) -> tuple[int, int]:
+    """(case id, level) of the message in ``text_col``, adding the case when it is new."""
+    message = _read_message(ctx, rec, text_col, level_col)
+    case_id = ctx.ids("cases").get(message.external_id)
     if case_id is None:
-        case_id = ctx.svc.add_case(
-            external, text, urgency_level=level, source_dataset=SOURCE, session=ctx.session
-        )
-        ctx.ids("cases")[external] = case_id
-        ctx.first_seen[("level", external)] = f"{rec.where}, field {level_col!r}"
-        return case_id, level
-    _check_level(ctx, rec, level_col, ctx.session.get(Case, case_id), level)
-    return case_id, level
+        ctx.first_seen[("level", message.external_id)] = f"{rec.where}, field {level_col!r}"
+        return _add_case(ctx, message), message.level
+    _check_level(ctx, rec, level_col, ctx.session.get(Case, case_id), message.level)
+    return case_id, message.level
 
 
 def _check_level(ctx: ImportContext, rec: Record, name: str, case: Case, level: int) -> None:
@@ -103,9 +179,15 @@ def _check_level(ctx: ImportContext, rec: Record, name: str, case: Case, level: 
         ctx.first_seen[("level", case.external_id)] = f"{rec.where}, field {name!r}"
         return
     if case.urgency_level != level:
-        first = ctx.first_seen.get(("level", case.external_id), "the project")
         had = case.urgency_level or case.urgency_filter
-        rec.fail(name, f"this message has level {level} here but {had} in {first}")
+        _refuse_another_level(ctx, rec, name, case.external_id, level, had)
+
+
+def _refuse_another_level(
+    ctx: ImportContext, rec: Record, name: str, external: str, level: int, had: int | str
+) -> None:
+    first = ctx.first_seen.get(("level", external), "the project")
+    rec.fail(name, f"this message has level {level} here but {had} in {first}")
 
 
 def _check_relevancy(ctx: ImportContext, rec: Record, case_id: int, relevancy: str) -> None:
