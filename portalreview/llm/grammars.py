@@ -58,8 +58,9 @@ def respond_boxes(catalogs: Catalogs, limits: GrammarLimits = GrammarLimits()) -
 
 def rank_judge(labels: Sequence[str], criteria: Sequence[str]) -> str:
     """``{"ranking": [{"response": "A", "rank": 1, "correct": true, "criteria": []}, ...]}``
-    with one entry per label in order, ranks 1..n, reasons only for an incorrect reply, each
-    from the criteria (seed 001)."""
+    with one entry per label in order, ranks 1..n, and at least one reason for an incorrect
+    reply, none for a correct one, each from the criteria (seed 001 Sec. 5: incorrect means
+    meeting at least one of them; without criteria in the catalog, none)."""
     n = len(labels)
     entries = []
     rules = []
@@ -69,7 +70,14 @@ def rank_judge(labels: Sequence[str], criteria: Sequence[str]) -> str:
             f'"," ws {_json_key("rank")} ws rank "," ws verdict "}}"'
         )
         entries.append(f"entry-{i}")
-    crit = " | ".join(literal(json_text_quoted(c)) for c in criteria) or '"\\"\\""'
+    crit = " | ".join(literal(json_text_quoted(c)) for c in criteria)
+    if criteria:  # one reason or more, up to as many as there are criteria
+        reasons = [
+            f'reasons ::= "[" reason ( "," ws reason ){{0,{len(criteria) - 1}}} "]"',
+            f"reason ::= {crit}",
+        ]
+    else:
+        reasons = ['reasons ::= "[]"']
     return _finish(
         [
             f'root ::= " "? "{{" {_json_key("ranking")} ws "[" '
@@ -79,8 +87,7 @@ def rank_judge(labels: Sequence[str], criteria: Sequence[str]) -> str:
             "rank ::= " + " | ".join(literal(str(r)) for r in range(1, n + 1)),
             f'verdict ::= {_json_key("correct")} ws "true," ws {_json_key("criteria")} ws "[]" | '
             f'{_json_key("correct")} ws "false," ws {_json_key("criteria")} ws reasons',
-            f'reasons ::= "[" ( reason ( "," ws reason ){{0,{max(0, len(criteria) - 1)}}} )? "]"',
-            f"reason ::= {crit}",
+            *reasons,
             'ws ::= " "?',
         ]
     )

@@ -5,6 +5,7 @@ ids and probabilities."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 from llm_testkit import engine, tiny_model, tiny_model_file  # noqa: F401 - fixtures
 
+from portalreview.llm import grammars
 from portalreview.llm.engine import Engine, GenerationParams
 from portalreview.llm.errors import (
     Cancelled,
@@ -135,6 +137,24 @@ def test_grammar_constrains_the_answer(engine):  # noqa: F811
         gen = engine.complete(["Give JSON.\n", "Answer:"], params, grammar=grammar)
         assert gen.finish_reason == "stop"
         assert re.fullmatch(r' ?\{"n":[0-9]{1,3},"ok":(true|false)\}', gen.text), gen.text
+
+
+def test_the_rank_grammar_gives_every_incorrect_reply_a_reason(engine):  # noqa: F811
+    """001 Sec. 5: incorrect means meeting at least one criterion. The grammar let a model
+    mark a reply incorrect with no reason, a ranking the store keeps as a draft only; now an
+    incorrect reply has one or more reasons, a correct one none (a random-weights model
+    samples both verdicts over these seeds)."""
+    grammar = grammars.rank_judge(["A", "B", "C"], ["C1", "C2", "C3"])
+    verdicts = []
+    for seed in range(8):
+        params = GenerationParams(max_tokens=400, temperature=1.0, seed=seed)
+        gen = engine.complete(["Rank the replies.\n", "Answer:"], params, grammar=grammar)
+        assert gen.finish_reason == "stop", gen.text
+        for entry in json.loads(gen.text)["ranking"]:
+            verdicts.append(entry["correct"])
+            assert bool(entry["criteria"]) != entry["correct"], gen.text
+    assert set(verdicts) == {True, False}
+    assert "C1" not in grammars.rank_judge(["A", "B"], [])  # no criteria: no reason at all
 
 
 def test_an_invalid_grammar_never_reaches_llama_cpp(engine, monkeypatch):  # noqa: F811
