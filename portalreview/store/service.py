@@ -1557,14 +1557,17 @@ class StudyService:
         a draft), not by an import, a merge or the PI. Read from the audit log, so that it
         holds after the program is closed, and at another desk."""
         annotator_id = self._whose(None)
+        mine = (
+            Answer.unit_id == unit_id,
+            Answer.annotator_id == annotator_id,
+            Answer.is_gold.is_(False),
+            Answer.status == "draft",
+        )
         demotions = (
             select(AuditEntry.actor_id, AuditEntry.old_json, AuditEntry.new_json)
             .join(Answer, Answer.id == AuditEntry.answer_id)
             .where(
-                Answer.unit_id == unit_id,
-                Answer.annotator_id == annotator_id,
-                Answer.is_gold.is_(False),
-                Answer.status == "draft",
+                *mine,
                 # a cheap filter (json.dumps' own spacing); each row found is read to confirm
                 AuditEntry.old_json.like('%"status": "submitted"%'),
                 AuditEntry.new_json.like('%"status": "draft"%'),
@@ -1572,10 +1575,28 @@ class StudyService:
             .order_by(AuditEntry.id.desc())
         )
         with self.project.read() as s:
+            answer = s.scalars(select(Answer).where(*mine)).first()
+            if answer is None or not self._last_entry_is_current(s, answer):
+                return False
             for actor_id, old, new in s.execute(demotions):
                 if (json.loads(old)["status"], json.loads(new)["status"]) == ("submitted", "draft"):
                     return actor_id == annotator_id
         return False
+
+    @staticmethod
+    def _last_entry_is_current(s: Session, answer: Answer) -> bool:
+        """Whether the newest audit entry this login reads for ``answer`` records it as it is
+        now. On a server a clinician reads her own entries only: a later change by the PI, an
+        import or a merge is not among them, and it shows as an answer her newest entry does
+        not describe."""
+        newest = s.scalar(
+            select(AuditEntry.new_json)
+            .where(AuditEntry.answer_id == answer.id)
+            .order_by(AuditEntry.id.desc())
+            .limit(1)
+        )
+        (view,) = StudyService._answer_views(s, [answer])
+        return newest == json.dumps(StudyService._audit_state(view), sort_keys=True)
 
     # --- overview -------------------------------------------------------------------------
 

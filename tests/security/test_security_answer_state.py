@@ -389,3 +389,25 @@ def test_a_clinicians_login_may_not_report_or_export_the_study(team, capsys, tmp
     assert main(["report", pat, "-o", str(tmp_path / "r.json"), "--resamples", "0"]) == 0
     assert main(["export", pat, "--format", "jsonl", "-o", str(tmp_path / "study")]) == 0
     assert main(["verify", str(tmp_path / "study")]) == 0
+
+
+def test_a_draft_the_pi_made_is_not_taken_for_her_slip_on_her_own_login(team):
+    """Her login reads her own audit entries only: after her slip, put right, a draft the PI
+    (or an import, a merge) then made of the answer looked like her slip, and her next change,
+    a flag even, submitted it (found by an explorer). Her newest entry must describe the answer
+    as it is, or the last change was not hers."""
+    from portalreview.store.backends import ServerProject
+
+    project, study, _dsn, (server, database, role, password) = team
+    unit = study.units["rank"]
+    with ServerProject.open(server.url(database, role, password)) as own:
+        ava = StudyService(own).as_viewer("ava")
+        answer = ava.get_answer(unit)
+        ava.save_answer(unit, answer.payload, status="submitted")
+        ava.save_answer(unit, {"entries": []}, status="draft")  # her slip
+        assert ava.unsubmitted_by_own_save(unit)
+        ava.save_answer(unit, answer.payload, status="submitted")  # put right
+        StudyService(project).save_answer(unit, answer.payload, annotator_id=study.ava)
+        assert ava.get_answer(unit).status == "draft"  # the PI's, or an import's, draft
+        assert not ava.unsubmitted_by_own_save(unit)
+        assert not StudyService(project).as_viewer("ava").unsubmitted_by_own_save(unit)
