@@ -151,11 +151,12 @@ def test_a_flag_on_a_unit_a_slip_left_incomplete_does_not_submit_it(qtbot, gui, 
 
 
 def _rank_answer(study, unit_id: int, svc) -> dict:
-    """Every response ranked and judged, the third marked incorrect with no reason C1-C3: the
-    store takes it (an import, an older version), the editor does not submit it now."""
+    """Every response ranked and judged, the third incorrect for a reason (C2 and C1, listed
+    otherwise than the store keeps them)."""
     members = sorted(r.id for r in svc.read_unit(unit_id).responses)
+    reasons = {2: ["C2", "C1"]}
     entries = [
-        {"response_id": r, "rank": i + 1, "correct": i != 2, "criteria": []}
+        {"response_id": r, "rank": i + 1, "correct": i != 2, "criteria": reasons.get(i, [])}
         for i, r in enumerate(members)
     ]
     return {"entries": entries}
@@ -216,8 +217,8 @@ def test_an_answer_stored_in_another_order_than_shown_is_unchanged(
     assert window.go_to_unit(kind, unit)
     session = window.session
     assert session.editor.payload() != session.answer.payload  # the same, listed otherwise
-    if kind != "rank":  # a rule added since it was submitted
-        session.editor.submit_problem = lambda: "a rule of a newer version is not met"
+    # a rule added since it was submitted (the store's own rules hold for it)
+    session.editor.submit_problem = lambda: "a rule of a newer version is not met"
     assert session.editor.submit_problem()
     if save == "flag":
         session.set_flag(True, "Is this right?")
