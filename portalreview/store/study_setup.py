@@ -48,8 +48,10 @@ Every set made and every hand-out is recorded in the audit log (actions ``setup`
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import secrets
+import shlex
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -351,7 +353,10 @@ class CreatedSet:
 def import_command(project: Project) -> str:
     """The command line that adds cases to ``project`` from a file (the app imports none)."""
     where = project.location
-    quoted = f'"{where}"' if " " in where else where  # (double quotes: Windows' too)
+    if os.name == "nt":  # (cmd.exe knows double quotes only)
+        quoted = f'"{where}"' if set(where) & set(' &()^%!,;=') else where
+    else:
+        quoted = shlex.quote(where)  # a shell's (, &, $ or space taken as such
     return f"portalreview import {quoted} FILE"
 
 

@@ -4,6 +4,8 @@ seed), progress per annotator and kind, and the CLI verbs."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 from collections import Counter
 
 import pytest
@@ -21,6 +23,7 @@ from portalreview.store.study_setup import (
     UnitSpec,
     assign_units,
     create_unit_set,
+    import_command,
     plan_assignment,
     plan_units,
     progress_by_kind,
@@ -158,6 +161,16 @@ def test_a_project_without_cases_says_how_to_add_them(project, recipe):
     said = str(refused.value)
     assert "no cases yet" in said and "docs/formats.md" in said
     assert "portalreview import " in said and project.location in said
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell's quoting")
+def test_the_import_command_given_survives_the_shell(tmp_path):
+    """The hint quoted a path only when it held a space: "study(1).prproj" (a browser's name
+    for a second download) gave bash a syntax error (found by an explorer)."""
+    for name in ("study(1).prproj", "a & b.prproj", "$HOME's.prproj", "plain.prproj"):
+        with Project.create(tmp_path / name, name="S") as project:
+            words = shlex.split(import_command(project))
+        assert words == ["portalreview", "import", str(tmp_path / name), "FILE"]
 
 
 def _pair(unit: Unit | UnitSpec) -> tuple[int, int]:

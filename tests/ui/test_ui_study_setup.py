@@ -6,6 +6,7 @@ nothing. Every count is checked in the project file by SQL, not through the wind
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sqlite3
 import time
@@ -690,11 +691,12 @@ def test_a_project_without_cases_says_how_to_add_them(qtbot, tmp_path, prefs):
     window = open_window(qtbot, prefs, path, "pat")
     assert window.stack.currentWidget() is window.empty
     page = shown_text(window.empty)
-    assert "no cases yet" in page and f'portalreview import "{path}" FILE' in page
+    command = f"portalreview import {shlex.quote(str(path))} FILE"
+    assert "no cases yet" in page and command in page
     assert "docs/formats.md" in page
     dialog = open_setup(qtbot, window)
     dialog.tabs.setCurrentIndex(1)
     click(qtbot, dialog.preview_button)
     wait_idle(qtbot, dialog)
     said = dialog.message.plain()
-    assert "no cases yet" in said and f'portalreview import "{path}" FILE' in said, said
+    assert "no cases yet" in said and command in said, said
