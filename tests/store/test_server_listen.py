@@ -60,3 +60,29 @@ def test_a_listener_comes_back_after_the_server_did(postgres_server):
     finally:
         listener.stop()
         project.close()
+
+
+def test_a_listener_signs_in_with_a_password_given_without_a_user_name(postgres_server):
+    """An address without a user name (libpq then takes the computer's), the password typed in
+    its own box: the study opened, but the listener's address, written back as text, lost the
+    password, so it never connected and the dashboard never followed anyone's saves (found by
+    an explorer)."""
+    import getpass
+
+    from portalreview.store.backends.postgres import parse_url
+    from portalreview.store.backends.postgres_listen import Listener
+
+    server, me = postgres_server, getpass.getuser()
+    database = server.new_database()
+    server.admin_sql(f'CREATE ROLE "{me}" LOGIN PASSWORD \'pw-47\'')
+    try:
+        server.admin_sql(f'GRANT CONNECT ON DATABASE "{database}" TO "{me}"')
+        address = parse_url(f"postgresql://127.0.0.1:{server.port}/{database}")
+        assert address.username is None
+        listener = Listener(address.set(password="pw-47"), lambda _kind: None)
+        try:
+            assert listener.listening.wait(10)
+        finally:
+            listener.stop()
+    finally:
+        server.admin_sql(f'DROP OWNED BY "{me}"', f'DROP ROLE "{me}"')

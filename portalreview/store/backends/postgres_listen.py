@@ -50,7 +50,7 @@ class Listener:
     ``url`` (see the module docstring). Stop it with :meth:`stop`."""
 
     def __init__(self, url: URL, on_change: Callable[[str], None]) -> None:
-        self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._connect_args = listener_connect_args(url)
         self._on_change = on_change
         self._stop = threading.Event()
         self.listening = threading.Event()  # set while connected and listening
@@ -78,7 +78,7 @@ class Listener:
         import psycopg
 
         # keepalives: a dead link is noticed (and the listener starts again) within a minute
-        with psycopg.connect(self._dsn, autocommit=True, connect_timeout=10, **TCP_ARGS) as conn:
+        with psycopg.connect(autocommit=True, **self._connect_args) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
             self.listening.set()
             if report_missed:
@@ -86,3 +86,15 @@ class Listener:
             while not self._stop.is_set():
                 for note in conn.notifies(timeout=WAIT_SECONDS, stop_after=100):
                     self._on_change(note.payload)
+
+
+def listener_connect_args(url: URL) -> dict[str, str | int]:
+    """libpq's keywords for the study at ``url``, the password included: a URL written back
+    as text drops a password that has no user name before it (an address without one, the
+    password typed in its own box), so the listener never connected."""
+    given = {
+        key: value[-1] if isinstance(value, tuple) else value for key, value in url.query.items()
+    }
+    named = url.translate_connect_args(username="user", database="dbname")
+    return {"connect_timeout": 10, **TCP_ARGS, **given, **named}
+
