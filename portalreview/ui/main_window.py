@@ -800,8 +800,10 @@ class MainWindow(QMainWindow):
 
     def sign_in(self, name: str) -> None:
         self.service = self.admin.as_viewer(name)
-        self.annotator_name = name
         self.annotator_id = self.service.viewer.annotator_id
+        # the stored name: the store finds " np_chloe", or a name typed in another Unicode form
+        who = next(a for a in self.admin.annotators() if a.id == self.annotator_id)
+        name = self.annotator_name = who.name
         self.work_of = self.annotator_id
         self.prefs.set_last_annotator(self._project_key(), name)
         read_only = self.project.read_only
@@ -814,7 +816,6 @@ class MainWindow(QMainWindow):
         self.session.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.session.pending_changed.connect(self._on_pending)
         role = self.service.viewer.role
-        who = next(a for a in self.admin.annotators() if a.name == name)
         title = f"{self.project.meta('name')} — {who.display_name or name}"
         self.setWindowTitle(f"{title}{' (read-only)' if read_only else ''} — {APP_NAME}")
         role_name = "PI" if role == "pi" else "clinician"

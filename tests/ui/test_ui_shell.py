@@ -439,3 +439,12 @@ def test_the_demo_s_pi_is_called_the_pi_once(qtbot, tmp_path, demo_copy):
     listed = [dialog.list.item(row).text() for row in range(dialog.list.count())]
     assert "Priya Iyer, MD  (principal investigator)" in listed, listed
     dialog.close()
+
+
+def test_a_name_the_store_finds_in_another_form_signs_in_as_the_stored_name(qtbot, gui, tmp_path):
+    """`portalreview --as " ava" study.prproj`: the store found ava, the window looked for the
+    name as typed, and sign-in stopped half-way, in a Qt slot (found by an explorer)."""
+    window = open_window(qtbot, preferences(tmp_path), gui.path, " ava")
+    assert window.annotator_name == "ava"
+    assert "Ava (RN)" in window.windowTitle() and window.kinds
+    window.close()
