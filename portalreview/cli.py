@@ -1046,11 +1046,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return open_app(path, args.as_annotator)
 
 
-def open_app(path: Path | None = None, annotator: str | None = None) -> int:
+def open_app(
+    path: Path | None = None, annotator: str | None = None, server_address: str | None = None
+) -> int:
     """Start the desktop app (imported here so the other verbs never load Qt)."""
     from portalreview.ui.app import run_app
 
-    return run_app(path, annotator)
+    return run_app(path, annotator, server_address)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1408,7 +1410,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv:
         return open_app()
     if _opens_the_app(argv[0], verbs):
+        from portalreview.store.backends import is_server_url
+
         opened = _open_parser().parse_args(argv)
+        if is_server_url(opened.path):  # asked for its password in the app's dialog
+            if opened.as_annotator:
+                print(
+                    "portalreview: on a server study the database account decides who signs "
+                    "in: leave out --as",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+            return open_app(server_address=opened.path)
         path = Path(opened.path)
         if not path.exists():
             print(

@@ -24,8 +24,12 @@ def application(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-def run_app(path: Path | None = None, annotator: str | None = None) -> int:
-    """Show the main window (opening ``path`` if given) and run until it closes."""
+def run_app(
+    path: Path | None = None, annotator: str | None = None, server_address: str | None = None
+) -> int:
+    """Show the main window (opening ``path`` if given, or the server study at
+    ``server_address``, its password asked in File > Open server study…'s dialog) and run
+    until it closes."""
     setup_logging("gui")
     app = application()
     prefs = Preferences()
@@ -34,4 +38,6 @@ def run_app(path: Path | None = None, annotator: str | None = None) -> int:
     window.show()
     if path is not None:
         QTimer.singleShot(0, lambda: window.open_project(Path(path), annotator=annotator))
+    elif server_address is not None:
+        QTimer.singleShot(0, lambda: window.choose_server_study(server_address))
     return app.exec()

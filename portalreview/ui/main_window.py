@@ -467,11 +467,12 @@ class MainWindow(QMainWindow):
         if kind == "study" and self.session is not None and self.session.pending:
             self.session.save()
 
-    def choose_server_study(self) -> None:
-        """File > Open server study…: a study on the team's PostgreSQL server."""
+    def choose_server_study(self, address: str | None = None) -> None:
+        """File > Open server study…: a study on the team's PostgreSQL server (``address``:
+        the one given on the command line, else the last one opened)."""
         from portalreview.ui.server_dialog import ServerStudyDialog
 
-        last = str(self.prefs.qs.value("server/last_address", "") or "")
+        last = address or str(self.prefs.qs.value("server/last_address", "") or "")
         dialog = ServerStudyDialog(last, self)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return

@@ -206,6 +206,29 @@ def test_the_command_line_opens_the_app(monkeypatch, tmp_path, gui):
     assert cli.main([str(tmp_path / "missing.prproj")]) == 2
 
 
+def test_the_command_line_opens_a_server_study_in_the_app(monkeypatch, qtbot, capsys):
+    """`portalreview postgresql://np_chloe@dbhost/ward5`, as --help says: it was taken for a
+    missing file, its // made one (found by an explorer). The app opens File > Open server
+    study… on that address, for its password; --as is refused (the account decides)."""
+    from portalreview.ui import app
+    from portalreview.ui.main_window import MainWindow
+    from portalreview.ui.server_dialog import ServerStudyDialog
+
+    address = "postgresql://np_chloe@dbhost/ward5"
+    asked = []
+    monkeypatch.setattr(app.QApplication, "exec", lambda _self: 0)
+    monkeypatch.setattr(
+        ServerStudyDialog, "exec", lambda dialog: asked.append(dialog.address()) or 0
+    )
+    assert cli.main([address]) == 0
+    qtbot.waitUntil(lambda: asked == [address])
+    for window in app.QApplication.topLevelWidgets():
+        if isinstance(window, MainWindow):
+            window.close()
+    assert cli.main(["--as", "np_chloe", address]) == 2
+    assert "leave out --as" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "recent", ["@ByteArray(/tmp/x)", "@Point(1 2)", "@Rect(0 0 5 5)", "/tmp/a.prproj, @Point(1 2)"]
 )
