@@ -294,7 +294,7 @@ def _probe(path: Path) -> tuple[int, int]:
 
     Raises ProjectError without writing anything to the file.
     """
-    header, size = _read_header(path)
+    header, size = read_header(path)
     _check_size(path, header, size)
     _check_wal_readable(path)
     try:
@@ -329,7 +329,7 @@ def _probe(path: Path) -> tuple[int, int]:
     return app_id, version
 
 
-def _read_header(path: Path) -> tuple[bytes, int]:
+def read_header(path: Path) -> tuple[bytes, int]:
     """The first bytes of an SQLite database file, and its size; ProjectError if it is none."""
     if not path.exists():
         raise ProjectError(f"There is no file {path}.")
@@ -531,7 +531,7 @@ def _undo_interrupted_save(path: Path) -> None:
     upgrade): ``<file>-journal`` holds the pages as they were before it, and only a connection
     that may write puts them back (a read-only one refuses the file). The caller holds the
     lock. The committed state comes back: what SQLite itself does on opening such a file."""
-    _read_header(path)  # never let SQLite write into a file that is no database
+    read_header(path)  # never let SQLite write into a file that is no database
     try:
         conn = sqlite3.connect(sqlite_uri(path, "mode=rw"), uri=True, isolation_level=None)
         try:
@@ -1150,7 +1150,7 @@ def backup_damage(backup: Path) -> str | None:
     try:
         if backup.stat().st_size == 0:
             return "it is empty (0 bytes)."
-        header, size = _read_header(backup)
+        header, size = read_header(backup)
         _check_size(backup, header, size)
         conn = _connect_backup(backup)
         try:

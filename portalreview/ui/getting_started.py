@@ -3,6 +3,7 @@ the first time in the person's Documents folder, then opened) and the user guide
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,10 @@ def open_demo_study(window: MainWindow, finished: Callable[[], None] = lambda: N
     takes more than a moment) when it is not there yet; ``finished`` is called when the build
     is over (or at once when there was none to do)."""
     path = demo_study_path()
+    damaged = _why_not_a_project(path) if path.exists() else None
+    if damaged is not None and not _set_aside_to_build_again(window, path, damaged):
+        finished()
+        return
     if path.exists():
         finished()
         window.open_project(path)
@@ -43,8 +48,10 @@ def open_demo_study(window: MainWindow, finished: Callable[[], None] = lambda: N
         finished()
         window.open_project(made)
 
-    def failed(message: str, _exc: Exception) -> None:
+    def failed(message: str, exc: Exception) -> None:
         finished()
+        if isinstance(exc, OSError) and exc.strerror:  # not "[Errno 17] File exists: …"
+            message = f"{exc.filename or path.parent}: {exc.strerror}"
         QMessageBox.critical(
             window, "PortalReview", f"Could not build the demo study in {path.parent}:\n{message}"
         )
@@ -58,6 +65,40 @@ def open_demo_study(window: MainWindow, finished: Callable[[], None] = lambda: N
         on_error=failed,
         cancellable=False,
     )
+
+
+def _why_not_a_project(path: Path) -> str | None:
+    """Why the file at ``path`` is no project at all (empty, or not an SQLite file), else
+    None: what a file cut short or overwritten there would give every time it is opened."""
+    from portalreview.store.project import ProjectError, read_header
+
+    try:
+        read_header(path)
+    except ProjectError as exc:
+        return str(exc)
+    return None
+
+
+def _set_aside_to_build_again(window: MainWindow, path: Path, why: str) -> bool:
+    """Ask whether to build the demo again, the file at ``path`` kept beside it under
+    another name; True once it is set aside."""
+    kept = path.with_name(f"{path.stem}-damaged-{time.strftime('%Y%m%d-%H%M%S')}{path.suffix}")
+    answer = QMessageBox.question(
+        window,
+        "PortalReview",
+        f"The demo study {path} cannot be opened: {why}\n\nBuild it again? The file there now "
+        f"is kept as {kept.name}.",
+    )
+    if answer != QMessageBox.StandardButton.Yes:
+        return False
+    try:
+        path.rename(kept)
+    except OSError as exc:
+        QMessageBox.critical(
+            window, "PortalReview", f"{path} could not be set aside: {exc.strerror}"
+        )
+        return False
+    return True
 
 
 def build_demo_study(path: Path) -> Path:

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import QMessageBox
 from ui_support import answer_sign_in_dialog, preferences
 
 from portalreview import demo
@@ -43,6 +44,35 @@ def test_the_welcome_page_opens_the_demo_study_built_on_first_use(
         assert button.isEnabled()
         window.close_project()
     assert builds == [target]  # built the first time only
+
+
+def test_a_damaged_demo_file_is_set_aside_and_the_demo_built_again(
+    qtbot, tmp_path, monkeypatch, built_demo
+):
+    """An emptied demo file (a sync tool, a full disk) made every "Open the demo study" fail
+    with "… is empty", naming no folder and offering nothing (found by an explorer). It asks
+    to build the demo again, the file kept beside it."""
+    target = tmp_path / "Documents" / "PortalReview" / demo.FILE_NAME
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"")
+    monkeypatch.setattr(getting_started, "demo_study_path", lambda: target)
+    monkeypatch.setattr(demo, "build_demo", lambda path: Path(shutil.copy(built_demo, path)))
+    asked = []
+    monkeypatch.setattr(
+        QMessageBox,
+        "question",
+        lambda *args: asked.append(args[2]) or QMessageBox.StandardButton.Yes,
+    )
+    window = MainWindow(preferences(tmp_path))
+    qtbot.addWidget(window)
+    window.show()
+    answer_sign_in_dialog(qtbot, "np_chloe")
+    qtbot.mouseClick(window.welcome.demo_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.session is not None, timeout=20_000)
+    assert len(asked) == 1 and str(target) in asked[0] and "is empty" in asked[0]
+    (kept,) = [p for p in target.parent.iterdir() if "-damaged-" in p.name]
+    assert kept.stat().st_size == 0 and window.project.path == target
+    window.close_project()
 
 
 def test_help_user_guide_shows_the_readme_and_follows_its_links(qtbot, tmp_path):
