@@ -1469,6 +1469,16 @@ class StudyService:
             view = self._answer_view(s, answer)
         return view
 
+    def suggestion_usable(self, suggestion_id: int) -> bool:
+        """Whether an answer may name suggestion ``suggestion_id`` as where it started: one
+        stored, and not refused by the quality gates (:meth:`_check_suggestion`)."""
+        with self.project.read() as s:
+            try:
+                self._check_suggestion(s, suggestion_id)
+            except StoreError:
+                return False
+        return True
+
     @staticmethod
     def _check_suggestion(s: Session, suggestion_id: int | None) -> None:
         """An answer may start from a suggestion, never from one the quality gates refused."""

@@ -667,6 +667,12 @@ class AnnotationSession(QObject):
                 f"({type(exc).__name__}: {exc})"
             ) from exc
         self._held_flag = kept.flag
+        if kept.suggestion_id and not self.service.suggestion_usable(kept.suggestion_id):
+            # a link to a suggestion not in the study (a file edited, or kept from another
+            # copy of it): every save was refused and the unit could not be left. The answer
+            # is the person's own; only where it started is lost.
+            log.warning("kept answer of unit %s: suggestion link dropped", kept.unit_id)
+            kept = dataclasses.replace(kept, suggestion_id=None, suggestion_use=None)
         self.suggestion_id = kept.suggestion_id
         self.suggestion_state = kept.suggestion_use if kept.suggestion_id else None
         self._suggestion_base = kept.payload if kept.suggestion_use == "accepted" else None

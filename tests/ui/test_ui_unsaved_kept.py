@@ -580,3 +580,22 @@ def test_a_kept_answer_its_editor_cannot_show_is_named_damaged(qtbot, gui, prefs
     assert window.session.editor.payload() == {"mode": "theme_guided", "parts": {}, "notes": ""}
     assert stored_answer(gui.path, unit, "ava") is None
     window.close()
+
+
+def test_a_kept_answer_naming_a_suggestion_not_in_the_study_is_saved_as_hers(
+    qtbot, gui, prefs, boxes
+):
+    """A kept answer whose suggestion is not in the study (a file edited, or kept from another
+    copy of it): put back, every save was refused ("there is no suggestion 999999") and the
+    unit could not be left (found by an explorer). Her text is saved; only where it started
+    is dropped."""
+    work = _kept(gui.path, "ava")
+    unit = gui.ids.units["respond"]
+    kept = dataclasses.replace(_kept_answer(unit), suggestion_id=999_999, suggestion_use="accepted")
+    assert work.keep(kept)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    assert len(boxes.questions) == 1  # offered: Yes, put it back
+    stored = stored_answer(gui.path, unit, "ava")
+    assert stored.payload["parts"]["empathy"] == "Kept text." and stored.suggestion_id is None
+    assert not window.session.pending and not work.path_for(unit).exists()
+    window.close()
