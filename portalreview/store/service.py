@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import Row, and_, case, func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from portalreview.domain.catalogs import Catalogs
 from portalreview.domain.segmenter import split_sentences
@@ -453,6 +453,19 @@ def not_saved_message(exc: Exception) -> str:
     return f"Not saved: {words}"
 
 
+def _inbox_pair_ids(inbox: str):
+    """The ids of the urgency units that pair two messages of ``inbox`` (cases tagged
+    ``inbox=<name>``), as a subquery."""
+    first, second = aliased(CaseTag), aliased(CaseTag)
+    return (
+        select(Unit.id)
+        .join(first, first.case_id == Unit.case_id)
+        .join(second, second.case_id == Unit.case_b_id)
+        .where(Unit.kind == "urgency", first.key == "inbox", first.value == inbox)
+        .where(second.key == "inbox", second.value == inbox)
+    )
+
+
 def _not_gold_holder():
     """Leaves out an assignment made only to hold the PI's gold answer (adjudication is not
     annotation work; ``info`` counts the same way). A unit given to the PI stays their work
@@ -859,11 +872,14 @@ class StudyService:
         status: str | None = None,
         flagged: bool | None = None,
         annotator_id: int | None = None,
+        inbox: str | None = None,
     ) -> list[QueueItem]:
         """The units of ``kind`` assigned to an annotator (by default the viewer), set by set in
         the order they were assigned, with their status; ``status`` filters on "todo",
-        "draft" or "submitted". Of an adaptive set (``store/adaptive.py``) only the units the
-        annotator answered (in the order they were first saved) and the one chosen next."""
+        "draft" or "submitted"; ``inbox`` keeps only the urgency pairs of two of that inbox's
+        messages (:meth:`inbox_pairs`). Of an adaptive set (``store/adaptive.py``) only the
+        units the annotator answered (in the order they were first saved) and the one chosen
+        next."""
         annotator_id = self._whose(annotator_id)
         status_expr = case((Answer.id.is_(None), "todo"), else_=Answer.status).label("status")
         query = (
@@ -880,6 +896,8 @@ class StudyService:
             .where(Assignment.annotator_id == annotator_id, Unit.kind == kind, _not_gold_holder())
             .order_by(Unit.unit_set_id, Assignment.position, Assignment.unit_id)
         )
+        if inbox is not None:  # the adaptive choice below is made from the whole set still
+            query = query.where(Unit.id.in_(_inbox_pair_ids(inbox)))
         with self._quick_read() as s:
             rows = s.execute(query).all()
             adaptive = adaptive_settings(s) if kind == "urgency" else {}
@@ -982,6 +1000,22 @@ class StudyService:
             for name, case_id in rows:
                 out.setdefault(name, []).append(self._case_view(s, case_id))
             return {name: tuple(cases) for name, cases in out.items()}
+
+    def inbox_pairs(self, inbox: str) -> dict[int, tuple[int, int]]:
+        """Unit id -> its two cases, as stored, of every urgency unit that pairs two messages
+        of ``inbox`` (cases tagged ``inbox=<name>``), in one query (the inbox view). A
+        clinician gets only the units assigned to her, as :meth:`inboxes` shows her only
+        their cases."""
+        query = select(Unit.id, Unit.case_id, Unit.case_b_id).where(
+            Unit.id.in_(_inbox_pair_ids(inbox))
+        )
+        if not self.viewer.sees_all:
+            mine = select(Assignment.unit_id).where(
+                Assignment.annotator_id == self.viewer.annotator_id
+            )
+            query = query.where(Unit.id.in_(mine))
+        with self.project.read() as s:
+            return {unit_id: (a, b) for unit_id, a, b in s.execute(query)}
 
     def read_unit(
         self, unit_id: int, session: Session | None = None, as_seen_by: int | None = None
@@ -1313,6 +1347,23 @@ class StudyService:
         """Every answer to each of many units, in answer order (PI: adjudication), read a
         few queries per ``_BULK`` units rather than unit by unit."""
         self._require_admin("compare answers")
+        return self._answers_by_unit(unit_ids)
+
+    def own_answers_for_units(
+        self, unit_ids: Sequence[int], annotator_ids: Iterable[int]
+    ) -> dict[int, list[AnswerView]]:
+        """The own (not gold) answers of ``annotator_ids`` to each of many units, in answer
+        order, read as :meth:`answers_for_units` reads (the inbox view). A clinician may
+        name only herself (:class:`AccessError` otherwise), as in :meth:`get_answer`."""
+        wanted = sorted({self._whose(annotator_id) for annotator_id in annotator_ids})
+        if not wanted:
+            return {unit_id: [] for unit_id in unit_ids}
+        own = (Answer.annotator_id.in_(wanted), Answer.is_gold.is_(False))
+        return self._answers_by_unit(unit_ids, *own)
+
+    def _answers_by_unit(self, unit_ids: Sequence[int], *conditions) -> dict[int, list[AnswerView]]:
+        """Each unit's answers that meet ``conditions``, in answer order, a few queries per
+        ``_BULK`` units."""
         out: dict[int, list[AnswerView]] = {unit_id: [] for unit_id in unit_ids}
         ids = list(out)
         with self.project.read() as s:
@@ -1320,7 +1371,7 @@ class StudyService:
                 chunk = ids[start : start + _BULK]
                 # plain tuples, not ORM objects: making 40,000 of those, and reading their
                 # fields by name, took over a second at 10,000 units
-                query = select(*_ANSWER_VIEW_COLUMNS).where(Answer.unit_id.in_(chunk))
+                query = select(*_ANSWER_VIEW_COLUMNS).where(Answer.unit_id.in_(chunk), *conditions)
                 rows = [tuple(row) for row in plain_rows(s, query.order_by(Answer.id))]
                 payloads = self._payloads(s, ((row[0], row[2]) for row in rows))
                 for row in rows:

@@ -38,6 +38,8 @@ from portalreview.store.service import AnswerView, CaseView, StudyService
 
 KIND = "urgency"
 CUTOFFS = (10, 30)
+#: Urgency units whose answers are read in one go (then progress is told, and Cancel heard).
+READ_AT_ONCE = 500
 #: Reference levels that count as urgent for the safety check: 1 (emergency now) and 2
 #: (same-day care). An urgent message sorted into the bottom half of the inbox is "misplaced".
 URGENT_LEVELS = frozenset({1, 2})
@@ -126,58 +128,62 @@ def load_inbox(
     cancelled: Callable[[], bool] | None = None,
 ) -> InboxResult:
     """Read the inbox's cases and the judge's urgency answers, and sort the inbox (worker
-    thread: reads only, touches no widget)."""
+    thread: reads only, touches no widget). Only this inbox's pairs are read, their answers
+    ``READ_AT_ONCE`` units at a time; ``progress`` counts those pairs."""
     cases = service.inboxes().get(inbox, ())
-    members = {c.id for c in cases}
-    units: set[int] = set()
-    adaptive_units: set[int] = set()
-    for annotator_id in judge.annotator_ids:
-        for item in service.queue(KIND, annotator_id=annotator_id):
-            units.add(item.unit_id)
-            if item.adaptive:
-                adaptive_units.add(item.unit_id)
-    wanted = set(judge.annotator_ids)
+    queued, adaptive_units = _queued_units(service, inbox, judge)
+    pairs = {u: pair for u, pair in service.inbox_pairs(inbox).items() if u in queued}
+    ordered = sorted(pairs)
     outcomes: list[tuple[int, int]] = []
-    pairs: set[int] = set()
-    ordered = sorted(units)
-    for done, unit_id in enumerate(ordered, start=1):
+    judged: set[int] = set()
+    for start in range(0, len(ordered), READ_AT_ONCE):
         if cancelled is not None and cancelled():
             raise InterruptedError("cancelled")
-        view = service.read_unit(unit_id)
-        pair = [c.id for c in view.cases]
-        if len(pair) == 2 and set(pair) <= members:
-            for answer in _answers(service, unit_id, wanted):
-                chosen = answer.payload.get("more_urgent_case_id")
-                if chosen in pair:
-                    loser = pair[1] if chosen == pair[0] else pair[0]
-                    outcomes.append((chosen, loser))
-                    pairs.add(unit_id)
+        chunk = ordered[start : start + READ_AT_ONCE]
+        answers = service.own_answers_for_units(chunk, judge.annotator_ids)
+        for unit_id in chunk:
+            won = _outcomes(pairs[unit_id], answers[unit_id])
+            outcomes += won
+            if won:
+                judged.add(unit_id)
         if progress is not None:
-            progress(done, len(ordered))
+            progress(start + len(chunk), len(ordered))
     return sort_inbox(
         inbox,
         judge,
         cases,
         outcomes,
-        n_pairs=len(pairs),
+        n_pairs=len(judged),
         reference_visible=_sees_levels(service),
-        adaptive=bool(pairs & adaptive_units),
+        adaptive=bool(judged & adaptive_units),
     )
+
+
+def _queued_units(service: StudyService, inbox: str, judge: Judge) -> tuple[set[int], set[int]]:
+    """The inbox's pairs in the judge's queues, and those of them in adaptive sets (whose
+    queue holds the pairs answered and the one chosen next, not every pair of the set)."""
+    units: set[int] = set()
+    adaptive_units: set[int] = set()
+    for annotator_id in judge.annotator_ids:
+        for item in service.queue(KIND, annotator_id=annotator_id, inbox=inbox):
+            units.add(item.unit_id)
+            if item.adaptive:
+                adaptive_units.add(item.unit_id)
+    return units, adaptive_units
+
+
+def _outcomes(pair: tuple[int, int], answers: Sequence[AnswerView]) -> list[tuple[int, int]]:
+    """(winner, loser) of each answer that names one of the pair's cases."""
+    out = []
+    for answer in answers:
+        chosen = answer.payload.get("more_urgent_case_id")
+        if chosen in pair:
+            out.append((chosen, pair[1] if chosen == pair[0] else pair[0]))
+    return out
 
 
 def _sees_levels(service: StudyService) -> bool:
     return service.viewer.sees_all
-
-
-def _answers(service: StudyService, unit_id: int, wanted: set[int]) -> list[AnswerView]:
-    if service.viewer.sees_all:
-        return [
-            a
-            for a in service.answers_for_unit(unit_id)
-            if not a.is_gold and a.annotator_id in wanted
-        ]
-    own = service.get_answer(unit_id)
-    return [own] if own is not None else []
 
 
 def sort_inbox(
