@@ -6,7 +6,9 @@ the PI sees each message's reference level, the live NDCG@k and T-NDCG@k (k = 10
 misplaced urgent messages - an urgent message (level 1-2) sorted into the bottom half, the
 safety-critical error - highlighted; a clinician sees the order their own judgements give and
 nothing of the reference. Reading the answers takes a moment on a full inbox, so it runs on a
-worker thread (``ui/workers.py``); the window stays usable meanwhile.
+worker thread (``ui/workers.py``); the window stays usable meanwhile. With "Update when answers
+are saved" each urgency save reads the inbox again, the same way; saves made while a read runs
+are read in one more read once it is done, never by restarting it.
 
 "Sort by the loaded model" (Ctrl+M) asks the model of Tools > Models… about every pair of the
 chosen inbox, in both orders, on the model thread (``ModelHost.submit``), with progress and
@@ -167,6 +169,7 @@ class InboxView(QWidget):
         self._generation = 0
         self._session = None
         self.loading = False
+        self._refresh_due = False  # answers were saved while a read ran: read again after it
 
         self.inbox_box = QComboBox()
         self.inbox_box.setObjectName("inboxChoice")
@@ -285,7 +288,7 @@ class InboxView(QWidget):
         self._auto_timer = QTimer(self)
         self._auto_timer.setSingleShot(True)
         self._auto_timer.setInterval(AUTO_REFRESH_MS)
-        self._auto_timer.timeout.connect(self.refresh)
+        self._auto_timer.timeout.connect(self._refresh_after_saves)
         # Signing out or in as someone else retitles the main window: what this window shows
         # belongs to the previous viewer, so it is cleared at once.
         window.windowTitleChanged.connect(self._window_changed)
@@ -306,6 +309,7 @@ class InboxView(QWidget):
             self._show_nothing("No project is open.")
             return
         self.cancel()
+        self._refresh_due = False
         self._generation += 1
         generation = self._generation
         self.loading = True
@@ -351,6 +355,22 @@ class InboxView(QWidget):
         ):
             self._auto_timer.start()
 
+    def _refresh_after_saves(self) -> None:
+        """Read again for the answers saved: at once, or once the read (or the model's sort)
+        running now is done, never cancelling it. Restarting a read at each save could keep
+        it from ever finishing while someone answers pairs quickly."""
+        if self.loading:
+            self._refresh_due = True
+        else:
+            self.refresh()
+
+    def _refresh_if_due(self) -> None:
+        """After a read: the one more that saves made meanwhile asked for, if any (the window
+        still shown, and updating on saves still wanted)."""
+        due, self._refresh_due = self._refresh_due, False
+        if due and self.auto.isChecked() and self.isVisible():
+            self.refresh()
+
     def _saved_elsewhere(self, kind: str) -> None:
         """Someone saved in the server study (LISTEN/NOTIFY): an urgency judgement, or a
         change the listener could not name (it was away), sorts the inbox again."""
@@ -367,6 +387,7 @@ class InboxView(QWidget):
             return
         self._finish()
         self.status.setText(f"Could not read the inbox: {message}")
+        self._refresh_if_due()
 
     def cancel(self) -> None:
         """Stop what is running: reading the answers, the model's questions, or storing its
@@ -389,6 +410,7 @@ class InboxView(QWidget):
             return  # a newer refresh is on its way
         self._finish()
         if loaded is None:
+            self._refresh_due = False  # cancelled, by Cancel or closing the window
             self.status.setText("Cancelled; Refresh reads the inbox again.")
             return
         _fill(self.inbox_box, [(n, n) for n in loaded.inboxes])
@@ -399,11 +421,13 @@ class InboxView(QWidget):
                 if not loaded.inboxes
                 else "You have no urgency pairs in this study."
             )
+            self._refresh_if_due()
             return
         if loaded.result.inbox in loaded.inboxes:
             self.inbox_box.setCurrentIndex(loaded.inboxes.index(loaded.result.inbox))
         self.judge_box.setCurrentIndex(self.judge_box.findData(loaded.result.judge.key))
         self.show_result(loaded.result)
+        self._refresh_if_due()
 
     def _show_nothing(self, text: str) -> None:
         self.result = None
@@ -575,6 +599,7 @@ class InboxView(QWidget):
         if not isValid(self) or generation != self._generation:
             return
         self._finish()
+        self._refresh_due = False  # the model's order stays until Refresh
         self.model_run = done
         self.show_result(done.result)
         run = done.run
@@ -597,6 +622,7 @@ class InboxView(QWidget):
             )
         else:
             self.status.setText(f"The model could not sort the inbox: {message}")
+        self._refresh_if_due()  # the judgements' order is still shown
 
     def _show_keep_button(self) -> None:
         # storing needs no model call (the file's name and hash are known), so the offer
@@ -692,6 +718,7 @@ class InboxView(QWidget):
 
     def closeEvent(self, event) -> None:
         self.cancel()
+        self._refresh_due = False
         self._generation += 1
         self._auto_timer.stop()
         super().closeEvent(event)

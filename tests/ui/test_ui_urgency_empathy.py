@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from ui_support import open_window, show_kind, stored_answer, wait_saved
+from ui_support import held_off_gui_thread, open_window, show_kind, stored_answer, wait_saved
 
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
+from portalreview.tasks.urgency.inbox import judges, load_inbox
 from portalreview.ui import inbox_view
 
 INBOX = "test-inbox"
@@ -378,6 +380,40 @@ def test_a_clinician_sees_only_their_own_order_and_no_reference_levels(qtbot, st
     right = editor.case_ids[1]
     ava.append((right, editor.case_ids[0]))
     assert view.case_order() == expected_order(sorted(study.cases.values()), ava)
+    view.close()
+    window.close()
+
+
+def test_saves_while_the_inbox_is_read_are_read_once_after_it_not_by_restarting_it(
+    qtbot, study, prefs, monkeypatch
+):
+    """Each urgency save reads the inbox again in the background. Saves made while that read
+    runs neither cancel nor restart it (on a large study each restart began a 13 s read
+    again, so a clinician answering pairs quickly never saw it finish): they are read in one
+    more read once it is done."""
+    window = open_window(qtbot, prefs, study.path, "ava")
+    view = open_inbox(qtbot, window)
+    view._auto_timer.setInterval(10)
+    show_kind(window, "urgency")
+    editor = window.editors["urgency"]
+    with held_off_gui_thread(monkeypatch, inbox_view, "load") as (release, reads):
+        editor.setFocus()
+        qtbot.keyClick(editor, Qt.Key.Key_Right)
+        wait_saved(qtbot, window)
+        qtbot.waitUntil(lambda: len(reads) == 1 and view.loading, timeout=5000)
+        for key in (Qt.Key.Key_Left, Qt.Key.Key_Right):  # two more saves during the read
+            qtbot.keyClick(editor, key)
+            wait_saved(qtbot, window)
+            qtbot.wait(100)  # well past the 10 ms the view waits after a save
+        assert len(reads) == 1, "a save restarted the read"
+        release.set()
+        qtbot.waitUntil(lambda: len(reads) == 2 and not view.loading, timeout=10000)
+    qtbot.wait(200)
+    assert len(reads) == 2  # one more read for both saves
+    assert all(thread is not threading.main_thread() for thread in reads)
+    with Project.open(study.path, read_only=True) as project:  # the last save is shown
+        ava = StudyService(project).as_viewer("ava")
+        assert repr(view.result) == repr(load_inbox(ava, INBOX, judges(ava)[0]))
     view.close()
     window.close()
 
