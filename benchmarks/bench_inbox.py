@@ -27,24 +27,70 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_report import kept_study
 
+from portalreview.store.models import Assignment, Case, CaseTag, Sentence, Unit
 from portalreview.store.project import Project
-from portalreview.store.service import AnswerView, StudyService
+from portalreview.store.service import AnswerView, CaseView, StudyService, _sentence_view
 from portalreview.tasks.urgency.inbox import InboxResult, Judge, judges, load_inbox, sort_inbox
 
 KIND = "urgency"
 
 
 # --- the old way (before 2026-11-29) --------------------------------------------------------
+
+
+def old_case_view(service: StudyService, s, case_id: int) -> CaseView:
+    row = s.get(Case, case_id)
+    sentences = s.scalars(
+        select(Sentence).where(Sentence.case_id == case_id).order_by(Sentence.position)
+    )
+    return CaseView(
+        id=row.id,
+        external_id=row.external_id,
+        message=row.message,
+        chart=json.loads(row.chart_json),
+        chart_text=row.chart_text,
+        age_band=row.age_band,
+        gender=row.gender,
+        sentences=tuple(_sentence_view(x) for x in sentences),
+        reference_level=row.urgency_level if service.viewer.sees_all else None,
+    )
+
+
+def old_inboxes(service: StudyService) -> dict[str, tuple[CaseView, ...]]:
+    with service.project.read() as s:
+        rows = s.execute(
+            select(CaseTag.value, CaseTag.case_id)
+            .where(CaseTag.key == "inbox")
+            .order_by(CaseTag.value, CaseTag.case_id)
+        ).all()
+        if not service.viewer.sees_all:
+            pairs = s.execute(
+                select(Unit.case_id, Unit.case_b_id)
+                .join(Assignment, Assignment.unit_id == Unit.id)
+                .where(
+                    Assignment.annotator_id == service.viewer.annotator_id,
+                    Unit.kind == "urgency",
+                )
+            ).all()
+            visible = {c for pair in pairs for c in pair if c is not None}
+            rows = [r for r in rows if r[1] in visible]
+        out: dict[str, list[CaseView]] = {}
+        for name, case_id in rows:
+            out.setdefault(name, []).append(old_case_view(service, s, case_id))
+        return {name: tuple(cases) for name, cases in out.items()}
 
 
 def old_answers(service: StudyService, unit_id: int, wanted: set[int]) -> list[AnswerView]:
@@ -59,7 +105,7 @@ def old_answers(service: StudyService, unit_id: int, wanted: set[int]) -> list[A
 
 
 def old_load_inbox(service: StudyService, inbox: str, judge: Judge) -> InboxResult:
-    cases = service.inboxes().get(inbox, ())
+    cases = old_inboxes(service).get(inbox, ())
     members = {c.id for c in cases}
     units: set[int] = set()
     adaptive_units: set[int] = set()
@@ -122,6 +168,12 @@ def main(argv: list[str] | None = None) -> None:
         inbox = sorted(pi.inboxes())[0]
         print(f"{path.name}, {inbox}, {args.repeats} runs each, the fastest")
         print(f"{'':34} {'old s':>7} {'new s':>7} {'old/new':>8}  same")
+        for label, service in (("PI", pi), (args.clinician, clinician)):
+            both = fastest(
+                args.repeats,
+                {"old": lambda s=service: old_inboxes(s), "new": lambda s=service: s.inboxes()},
+            )
+            _line(f"inboxes ({label})", both, both["old"][1] == both["new"][1])
         for label, service in (("PI, all annotators", pi), (args.clinician, clinician)):
             judge = judges(service)[0]
             both = fastest(

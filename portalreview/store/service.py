@@ -72,6 +72,24 @@ _UNIT_BRIEF_COLUMNS = (
     Unit.case_b_id,
     Unit.sentence_id,
 )
+# what a CaseView and a SentenceView show of their rows (SentenceView's fields, in order)
+_CASE_VIEW_COLUMNS = (
+    Case.id,
+    Case.external_id,
+    Case.message,
+    Case.chart_json,
+    Case.chart_text,
+    Case.age_band,
+    Case.gender,
+    Case.urgency_level,
+)
+_SENTENCE_VIEW_COLUMNS = (
+    Sentence.id,
+    Sentence.position,
+    Sentence.start,
+    Sentence.end,
+    Sentence.text,
+)
 # what an AnswerView shows of an answer's own row, in its fields' order, the payload left out
 # (it goes at _PAYLOAD_AT): answers_for_units makes views of these rows by position
 _PAYLOAD_AT = 6
@@ -996,9 +1014,10 @@ class StudyService:
                 ).all()
                 visible = {c for pair in pairs for c in pair if c is not None}
                 rows = [r for r in rows if r[1] in visible]
+            views = self._case_views(s, (case_id for _name, case_id in rows))
             out: dict[str, list[CaseView]] = {}
             for name, case_id in rows:
-                out.setdefault(name, []).append(self._case_view(s, case_id))
+                out.setdefault(name, []).append(views[case_id])
             return {name: tuple(cases) for name, cases in out.items()}
 
     def inbox_pairs(self, inbox: str) -> dict[int, tuple[int, int]]:
@@ -1140,21 +1159,37 @@ class StudyService:
         return self._presentation(s, unit, whose or 0)
 
     def _case_view(self, s: Session, case_id: int) -> CaseView:
-        row = s.get(Case, case_id)
-        sentences = s.scalars(
-            select(Sentence).where(Sentence.case_id == case_id).order_by(Sentence.position)
-        )
-        return CaseView(
-            id=row.id,
-            external_id=row.external_id,
-            message=row.message,
-            chart=json.loads(row.chart_json),
-            chart_text=row.chart_text,
-            age_band=row.age_band,
-            gender=row.gender,
-            sentences=tuple(_sentence_view(x) for x in sentences),
-            reference_level=row.urgency_level if self.viewer.sees_all else None,
-        )
+        return self._case_views(s, [case_id])[case_id]
+
+    def _case_views(self, s: Session, case_ids: Iterable[int]) -> dict[int, CaseView]:
+        """Case id -> its view, of many cases, two queries per ``_BULK`` cases, read as plain
+        rows (one case's is read the same way: :meth:`_case_view`)."""
+        ids = list(dict.fromkeys(case_ids))
+        out: dict[int, CaseView] = {}
+        for start in range(0, len(ids), _BULK):
+            chunk = ids[start : start + _BULK]
+            sentences: dict[int, list[SentenceView]] = {case_id: [] for case_id in chunk}
+            query = (
+                select(Sentence.case_id, *_SENTENCE_VIEW_COLUMNS)
+                .where(Sentence.case_id.in_(chunk))
+                .order_by(Sentence.case_id, Sentence.position)
+            )
+            for case_id, *sentence in plain_rows(s, query):
+                sentences[case_id].append(SentenceView(*sentence))
+            query = select(*_CASE_VIEW_COLUMNS).where(Case.id.in_(chunk))
+            for row in plain_rows(s, query):
+                out[row.id] = CaseView(
+                    id=row.id,
+                    external_id=row.external_id,
+                    message=row.message,
+                    chart=json.loads(row.chart_json),
+                    chart_text=row.chart_text,
+                    age_band=row.age_band,
+                    gender=row.gender,
+                    sentences=tuple(sentences[row.id]),
+                    reference_level=row.urgency_level if self.viewer.sees_all else None,
+                )
+        return out
 
     def _response_view(self, s: Session, response_id: int, label: str) -> ResponseView:
         row = s.get(Response, response_id)

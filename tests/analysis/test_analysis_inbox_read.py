@@ -202,6 +202,45 @@ def test_the_inbox_is_read_in_as_many_statements_however_many_pairs_other_inboxe
     assert statements() == before, "the other inboxes' pairs were read too"
 
 
+@pytest.mark.both_backends
+def test_the_inboxes_are_read_in_as_many_statements_however_many_messages_they_hold(
+    new_project,
+):
+    """Each inbox's messages were read two queries each (20,000 for an inbox view on a study
+    whose 10,000 messages are in inboxes, twice a read); they read as a unit shows them."""
+    project = new_project("Wards")
+    build_wards(project)
+    svc = StudyService(project)
+    people = {name: svc.as_viewer(name) for name in ("pat", "ava")}
+
+    def statements() -> list[int]:
+        counts = []
+        for service in people.values():
+            with counted_statements(service) as run:
+                service.inboxes()
+            counts.append(len(run))
+        return counts
+
+    before = statements()
+    pairs = svc.create_unit_set("ward-c pairs", "urgency")
+    ward_c = [
+        svc.add_case(f"w{i}", f"Message w{i}. It hurts.", tags={"inbox": "ward-c"})
+        for i in range(6)
+    ]
+    for a, b in itertools.pairwise(ward_c):
+        unit = svc.add_unit(pairs, a, case_b_id=b)
+        svc.assign(unit, people["ava"].viewer.annotator_id)
+    assert statements() == before, "each message was read on its own"
+    for service in people.values():
+        shown = {case.id: case for cases in service.inboxes().values() for case in cases}
+        assert len(shown) == 15
+        for item in service.queue("urgency", annotator_id=people["ava"].viewer.annotator_id):
+            for case in service.read_unit(item.unit_id).cases:
+                if case.id in shown:
+                    assert shown.pop(case.id) == case
+        assert shown == {}  # every message of an inbox is in one of ava's pairs
+
+
 @contextlib.contextmanager
 def counted_statements(service: StudyService) -> Iterator[list[str]]:
     statements: list[str] = []
