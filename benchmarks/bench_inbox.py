@@ -3,11 +3,13 @@ the old way (a copy of the code before 2026-11-29, kept below) and the new one, 
 same run, with their ratio.
 
 The read is what the view runs in the background when it opens, when a box changes and after
-each urgency save (``portalreview.tasks.urgency.inbox.load_inbox``): the inbox's messages, the
-chosen judge's urgency answers to the inbox's pairs, and the sorted inbox. The old way read every
-urgency unit of the judge's queues one by one (``read_unit``, about six queries) and only then
-kept those of the inbox, with each unit's answers read on their own. Timed for the PI with
-"All annotators" and for a clinician with her own judgements; both ways' results are compared
+each urgency save (``portalreview.ui.inbox_view.load``): the inboxes (``StudyService.inboxes``),
+the judges the viewer may choose (``tasks.urgency.inbox.judges``), and the chosen inbox sorted by
+the chosen judge's answers (``load_inbox``). The old way read each inbox message with two
+queries, every annotator's whole urgency queue to find the PI's judges, and every urgency unit
+of the judge's queues one by one (``read_unit``, about six queries) before keeping those of the
+inbox, each unit's answers on their own. Each part is timed, and the whole read, for the PI
+("All annotators") and for a clinician (her own judgements); both ways' results are compared
 (printed "same: yes" or "NO").
 
 The study is ``bench_report.py``'s synthetic one (4 clinicians answer an urgency pair of every
@@ -44,6 +46,7 @@ from portalreview.store.models import Assignment, Case, CaseTag, Sentence, Unit
 from portalreview.store.project import Project
 from portalreview.store.service import AnswerView, CaseView, StudyService, _sentence_view
 from portalreview.tasks.urgency.inbox import InboxResult, Judge, judges, load_inbox, sort_inbox
+from portalreview.ui import inbox_view
 
 KIND = "urgency"
 
@@ -93,6 +96,27 @@ def old_inboxes(service: StudyService) -> dict[str, tuple[CaseView, ...]]:
         return {name: tuple(cases) for name, cases in out.items()}
 
 
+def old_judges(service: StudyService) -> list[Judge]:
+    viewer = service.viewer
+    me = viewer.annotator_id
+    if not viewer.sees_all:
+        return [Judge("me", "My judgements", (me,))] if me is not None else []
+    people, models = [], []
+    for person in service.annotators():
+        if not service.queue(KIND, annotator_id=person.id):
+            continue
+        name = person.display_name or person.name
+        if person.is_model:
+            models.append(Judge(f"annotator:{person.id}", f"Model: {person.name}", (person.id,)))
+        elif person.id == me:
+            people.insert(0, Judge("me", "My judgements", (person.id,)))
+        else:
+            people.append(Judge(f"annotator:{person.id}", name, (person.id,)))
+    everyone = tuple(j.annotator_ids[0] for j in people)
+    out = [Judge("all", "All annotators", everyone)] if everyone else []
+    return out + people + models
+
+
 def old_answers(service: StudyService, unit_id: int, wanted: set[int]) -> list[AnswerView]:
     if service.viewer.sees_all:
         return [
@@ -138,6 +162,17 @@ def old_load_inbox(service: StudyService, inbox: str, judge: Judge) -> InboxResu
     )
 
 
+def old_view_read(service: StudyService) -> InboxResult:
+    """The view's background read on opening (``ui.inbox_view.load``): the inboxes, the judges,
+    and the first inbox sorted by the first judge."""
+    names = sorted(old_inboxes(service))
+    return old_load_inbox(service, names[0], old_judges(service)[0])
+
+
+def new_view_read(service: StudyService) -> InboxResult:
+    return inbox_view.load(service, None, None).result
+
+
 # --- timing ---------------------------------------------------------------------------------
 
 
@@ -157,7 +192,7 @@ def fastest(repeats: int, ways: dict[str, Callable[[], Any]]) -> dict[str, tuple
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=10000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--clinician", default="ann_0")
     parser.add_argument("--keep", type=Path, help="folder to keep the study in (and reuse)")
     args = parser.parse_args(argv)
@@ -174,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
                 {"old": lambda s=service: old_inboxes(s), "new": lambda s=service: s.inboxes()},
             )
             _line(f"inboxes ({label})", both, both["old"][1] == both["new"][1])
+        both = fastest(args.repeats, {"old": lambda: old_judges(pi), "new": lambda: judges(pi)})
+        _line("judges (PI)", both, both["old"][1] == both["new"][1])
         for label, service in (("PI, all annotators", pi), (args.clinician, clinician)):
             judge = judges(service)[0]
             both = fastest(
@@ -184,6 +221,15 @@ def main(argv: list[str] | None = None) -> None:
                 },
             )
             _line(f"load_inbox ({label})", both, repr(both["old"][1]) == repr(both["new"][1]))
+        for label, service in (("PI", pi), (args.clinician, clinician)):
+            both = fastest(
+                args.repeats,
+                {
+                    "old": lambda s=service: old_view_read(s),
+                    "new": lambda s=service: new_view_read(s),
+                },
+            )
+            _line(f"the view's read ({label})", both, repr(both["old"][1]) == repr(both["new"][1]))
     finally:
         project.close()
 

@@ -959,6 +959,24 @@ class StudyService:
                 seen.setdefault(item.unit_id, None)
         return list(seen)
 
+    def annotators_with_queue(self, kind: str) -> set[int]:
+        """The annotators whose queue of ``kind`` (:meth:`queue`) holds a unit (PI), in one
+        query; one whose units of ``kind`` are all in adaptive sets has their queue read
+        (it holds only the pairs answered and the one chosen next: perhaps none)."""
+        self._require_admin("list everyone's queues")
+        query = (
+            select(Assignment.annotator_id, Unit.unit_set_id)
+            .distinct()
+            .join(Unit, Unit.id == Assignment.unit_id)
+            .where(Unit.kind == kind, _not_gold_holder())
+        )
+        with self.project.read() as s:
+            rows = s.execute(query).all()
+            adaptive = adaptive_settings(s) if kind == "urgency" else {}
+        plain = {person for person, unit_set in rows if unit_set not in adaptive}
+        only_adaptive = {person for person, _set in rows} - plain
+        return plain | {p for p in only_adaptive if self.queue(kind, annotator_id=p)}
+
     def assigned_kinds(self) -> set[str]:
         """The kinds with units assigned to anyone as work, in one query (PI)."""
         query = (

@@ -105,8 +105,9 @@ def judges(service: StudyService) -> list[Judge]:
     if not viewer.sees_all:
         return [Judge("me", "My judgements", (me,))] if me is not None else []
     people, models = [], []
+    with_pairs = service.annotators_with_queue(KIND)
     for person in service.annotators():
-        if not service.queue(KIND, annotator_id=person.id):
+        if person.id not in with_pairs:
             continue
         name = person.display_name or person.name
         if person.is_model:
