@@ -389,6 +389,39 @@ def _where_written(written: list[Path]) -> str:
     return f"Wrote {len(written)} files to {where}"
 
 
+class _ReportProgress:
+    """How far the workbook or the CSV report has got, and the sheet (or file) being written,
+    on one line of a terminal (stderr): on a big study they take a while. Nothing where
+    stderr is not a terminal (a script's log)."""
+
+    def __init__(self) -> None:
+        self.stream = sys.stderr
+        self.shown = self.stream is not None and self.stream.isatty()
+        self.part, self.percent, self.width = "", 0, 0
+
+    def progress(self, done: int, total: int) -> None:
+        self.percent = 100 * done // total if total else 0
+        self._show()
+
+    def begun(self, part: str) -> None:
+        self.part = part
+        self._show()
+
+    def _show(self) -> None:
+        if not self.shown:
+            return
+        line = f"Writing the report: {self.percent:3d}%  {self.part}"
+        self.stream.write("\r" + line.ljust(self.width))  # over the last line, all of it
+        self.stream.flush()
+        self.width = len(line)
+
+    def finish(self) -> None:
+        if self.shown and self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.width = 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """The agreement report (docs/report.md), computed live from the project: JSON, an Excel
     workbook (docs/pi-guide.md) or a folder of CSV files."""
@@ -397,21 +430,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.format != "csv" and Path(args.output).is_dir():
         raise CliError(f"{args.output} is a folder; give the report a file name (-o FILE)")
     options = {"seed": args.seed, "n_resamples": args.resamples, "use_cache": not args.fresh}
+    shown = _ReportProgress()
+    if args.format in ("xlsx", "csv"):
+        options |= {"progress": shown.progress, "on_part": shown.begun}
     with open_project(_project_path(args.path), read_only=True) as project:
         _refuse_a_partial_view(project, "write the agreement report")
-        if args.format == "xlsx":
-            from portalreview.reports.xlsx_report import write_xlsx_report
+        try:
+            if args.format == "xlsx":
+                from portalreview.reports.xlsx_report import write_xlsx_report
 
-            written = write_xlsx_report(project, Path(args.output), **options)
-        elif args.format == "csv":
-            from portalreview.reports.xlsx_report import write_csv_report
+                said = f"Wrote {write_xlsx_report(project, Path(args.output), **options)}"
+            elif args.format == "csv":
+                from portalreview.reports.xlsx_report import write_csv_report
 
-            files = write_csv_report(project, Path(args.output), **options)
-            print(f"Wrote {len(files)} file(s) to {args.output}")
-            return 0
-        else:
-            written = write_json_report(project, Path(args.output), **options)
-    print(f"Wrote {written}")
+                files = write_csv_report(project, Path(args.output), **options)
+                said = f"Wrote {len(files)} file(s) to {args.output}"
+            else:
+                said = f"Wrote {write_json_report(project, Path(args.output), **options)}"
+        finally:
+            shown.finish()  # the line ended before anything else is said
+    print(said)
     return 0
 
 

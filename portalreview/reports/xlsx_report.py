@@ -12,7 +12,10 @@ project the figures were computed on).
 Every figure cell is read from the report by its JSON path (:class:`Cell` keeps it), so the
 workbook's figures are the JSON report's by construction; the tests check it cell by cell.
 ``workbook_model(report, ...)`` gives the same content as plain data (no openpyxl), which the
-CSV writer (one file per table) and the dashboard can use.
+CSV writer (one file per table) and the dashboard can use. The Raw sheets' rows (ten million
+values on a 10,000-case study) are made as they are written (:class:`Rows`), as plain values,
+and written as the sheet's XML here (:class:`_RawCells`), not as openpyxl cells: the same
+bytes, 7 to 13 times faster on that study, in less than half the memory.
 
 Long work takes ``progress(done, total)`` and ``cancel() -> bool`` (a cancel raises
 :class:`~portalreview.store.study_setup.Cancelled`; no file is left behind).
@@ -20,13 +23,18 @@ Long work takes ``progress(done, total)`` and ``cancel() -> bool`` (a cancel rai
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
+import itertools
 import json
 import logging
+import math
 import os
 import re
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +72,7 @@ CUT_NOTE = " ... [cut: longer than an Excel cell]"
 CHART_ROWS = 19  # rows of 15 points kept free below a table for its 9 cm chart
 _ILLEGAL = re.compile("[\000-\010\013\014\016-\037\ufffe\uffff]")  # what XML 1.0 cannot hold
 _SHEET_CHARS = re.compile(r"[\[\]:*?/\\]")
+_TEXT_TO_CHANGE = re.compile("[\000-\010\013\014\016-\037\r\ufffe\uffff]|_x")  # see _text
 
 log = logging.getLogger(__name__)
 
@@ -97,17 +106,44 @@ class Chart:
     stacked: bool = False
 
 
+class Rows:
+    """A raw table's rows, made anew each time they are read and never all held: a big study's
+    raw sheets have some ten million values, which as objects took gigabytes and left the
+    garbage collector holding the interpreter (the window froze) while the workbook was built.
+
+    A row holds plain values, each with its column's number format (:attr:`Table.formats`), or
+    a :class:`Cell` where a value carries its own (a figure read from the report). ``size`` is
+    the number of records the rows are made from (answers, entries, facts), read through
+    :meth:`over`, so that a writer can tell how far it has got."""
+
+    def __init__(self, size: int, make: Callable[[Rows], Iterator[list[Any]]]) -> None:
+        self.size = size
+        self.read = 0  # records read so far by the current pass
+        self._make = make
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        self.read = 0
+        return self._make(self)
+
+    def over(self, records: Iterable[Any]) -> Iterator[Any]:
+        """``records``, counted in :attr:`read` as they are read."""
+        for record in records:
+            self.read += 1
+            yield record
+
+
 @dataclass
 class Table:
     key: str  # unique in the workbook: the CSV file name
     title: str
     headers: list[str]
-    rows: list[list[Cell]]
+    rows: list[list[Cell]] | Rows
     note: str = ""
     chart: Chart | None = None
     heat: tuple[int, int] | None = None  # first and last column of a colour-scaled block
     heat_range: tuple[float, float, float] = (0.0, 0.5, 1.0)
     chart_rows: int | None = None  # the chart shows the first rows only
+    formats: list[str | None] | None = None  # a raw table's: its plain values' number formats
 
 
 @dataclass
@@ -161,8 +197,13 @@ class _Reader:
         return self.cell(*path, "n_units", fmt=INT)
 
 
+_PLAIN_TYPES = frozenset({str, int, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """A cell value as a plain Python value: numpy scalars unwrapped, NaN as empty."""
+    if type(value) in _PLAIN_TYPES:  # most values: nothing to do (millions on raw sheets)
+        return value
     if hasattr(value, "item") and not isinstance(value, str | bytes):
         value = value.item()
     if isinstance(value, float) and value != value:
@@ -1638,7 +1679,19 @@ def _column_by(frame: Any, key: str, column: str) -> dict[Any, Any]:
     return dict(zip(frame[key], frame[column], strict=True))
 
 
-def _raw_sheets(frames: StudyFrames, r: _Reader, steps: Steps | None = None) -> list[Sheet]:
+_HEAD_COLUMNS = [
+    ("Answer", INT),
+    ("Unit", INT),
+    ("Unit set", None),
+    ("Position", INT),
+    ("Annotator", None),
+    ("Who", None),
+    ("Status", None),
+]
+
+
+def _raw_sheets(frames: StudyFrames, r: _Reader) -> list[Sheet]:
+    """The Raw sheets, one a kind; their rows are made as they are read (:class:`Rows`)."""
     answers = frames.answers
     units = _rows_by(frames.units, "unit_id")
     case_ext = _column_by(frames.cases, "case_id", "external_id")
@@ -1659,108 +1712,133 @@ def _raw_sheets(frames: StudyFrames, r: _Reader, steps: Steps | None = None) -> 
             return None
         return _source(responses[int(response_id)])
 
-    def head(a: Any) -> list[Cell]:
+    def head(a: Any) -> list[Any]:
         unit = units[a.unit_id]
         return [
-            _c(int(a.answer_id), INT),
-            _c(int(a.unit_id), INT),
-            _c(unit.unit_set),
-            _c(int(unit.position), INT),
-            _c(a.annotator),
-            _c("gold" if a.is_gold else ("model" if a.is_model else "person")),
-            _c(a.status),
+            int(a.answer_id),
+            int(a.unit_id),
+            _plain(unit.unit_set),
+            int(unit.position),
+            _plain(a.annotator),
+            "gold" if a.is_gold else ("model" if a.is_model else "person"),
+            _plain(a.status),
         ]
 
-    head_cols = ["Answer", "Unit", "Unit set", "Position", "Annotator", "Who", "Status"]
     by_kind = {k: answers[answers.kind == k] for k in answers.kind.unique()}
+    by_answer = _rows_by(answers, "answer_id")
     sheets: list[Sheet] = []
 
-    def sheet(kind: str, title: str, headers: list[str], rows: list[list[Cell]]) -> None:
-        table = Table(f"raw_{kind}", title, head_cols + headers, rows)
+    def of_kind(kind: str) -> Any:
+        return by_kind.get(kind, answers.iloc[:0])
+
+    def sheet(
+        kind: str,
+        title: str,
+        columns: list[tuple[str, str | None]],
+        size: int,
+        make: Callable[[Rows], Iterator[list[Any]]],
+    ) -> None:
+        columns = _HEAD_COLUMNS + columns
+        headers, formats = [h for h, _ in columns], [f for _, f in columns]
+        table = Table(f"raw_{kind}", title, headers, Rows(size, make), formats=formats)
         sheets.append(Sheet(f"Raw {kind}", title, "", [table], raw=True))
-        if steps:  # one step a sheet: on a big study each takes a while
-            steps.step()
 
     # respond: one row per filled theme box (in catalog order), edited draft or note
-    order = {row["theme"]: k for k, row in enumerate(r.get("respond", "theme_proportions") or [])}
-    parts: dict[int, list[tuple[str, str]]] = {}
-    for p in frames.respond_parts.itertuples():
-        parts.setdefault(p.answer_id, []).append((p.theme, p.text))
-    modes = _rows_by(frames.respond_answers, "answer_id")
-    rows = []
-    for a in by_kind.get("respond", answers.iloc[:0]).itertuples():
-        unit = units[a.unit_id]
-        info = modes.get(a.answer_id)
-        mode = None if info is None else info.mode
-        pieces = sorted(parts.get(a.answer_id, []), key=lambda x: order.get(x[0], len(order)))
-        if info is not None and _plain(info.final_text) is not None:
-            pieces.append(("(edited draft)", info.final_text))
-        if info is not None and _plain(info.notes):
-            pieces.append(("(notes)", info.notes))
-        for box, text in pieces or [(None, None)]:
-            rows.append(
-                [
+    def respond_rows(rows: Rows) -> Iterator[list[Any]]:
+        themes = r.get("respond", "theme_proportions") or []
+        order = {row["theme"]: k for k, row in enumerate(themes)}
+        parts: dict[int, list[tuple[str, str]]] = {}
+        for p in frames.respond_parts.itertuples():
+            parts.setdefault(p.answer_id, []).append((p.theme, p.text))
+        modes = _rows_by(frames.respond_answers, "answer_id")
+        for a in rows.over(of_kind("respond").itertuples()):
+            unit = units[a.unit_id]
+            info = modes.get(a.answer_id)
+            mode = None if info is None else info.mode
+            pieces = sorted(parts.get(a.answer_id, []), key=lambda x: order.get(x[0], len(order)))
+            if info is not None and _plain(info.final_text) is not None:
+                pieces.append(("(edited draft)", info.final_text))
+            if info is not None and _plain(info.notes):
+                pieces.append(("(notes)", info.notes))
+            for box, text in pieces or [(None, None)]:
+                yield [
                     *head(a),
-                    _c(ext_case(unit.case_id)),
-                    _c(mode),
-                    _c(float(a.active_seconds), "0.0"),
-                    _c(box),
-                    _c(text),
-                    _c(None if text is None else len(text), INT),
+                    _plain(ext_case(unit.case_id)),
+                    _plain(mode),
+                    _plain(float(a.active_seconds)),
+                    _plain(box),
+                    _plain(text),
+                    None if text is None else len(text),
                 ]
-            )
+
     sheet(
         "respond",
         "Raw answers: theme-guided responses and edited drafts, one row per filled box",
-        ["Case", "Mode", "Active seconds", "Theme box", "Text", "Characters"],
-        rows,
+        [
+            ("Case", None),
+            ("Mode", None),
+            ("Active seconds", "0.0"),
+            ("Theme box", None),
+            ("Text", None),
+            ("Characters", INT),
+        ],
+        len(of_kind("respond")),
+        respond_rows,
     )
 
     # rank: one row per ranked response
     ranked = frames.rank_entries.merge(answers[["answer_id"]], on="answer_id")
-    by_answer = _rows_by(answers, "answer_id")
-    rows = []
-    for e in ranked.itertuples():
-        a = by_answer[e.answer_id]
-        unit = units[a.unit_id]
-        rows.append(
-            [
+
+    def rank_rows(rows: Rows) -> Iterator[list[Any]]:
+        for e in rows.over(ranked.itertuples()):
+            a = by_answer[e.answer_id]
+            unit = units[a.unit_id]
+            yield [
                 *head(_Row(e.answer_id, a)),
-                _c(ext_case(unit.case_id)),
-                _c(ext_resp(e.response_id)),
-                _c(src(e.response_id)),
-                _c(None if e.rank != e.rank else e.rank, INT),
-                _c(None if e.correct is None or e.correct != e.correct else bool(e.correct)),
-                _c(", ".join(e.criteria)),
+                _plain(ext_case(unit.case_id)),
+                _plain(ext_resp(e.response_id)),
+                _plain(src(e.response_id)),
+                _plain(None if e.rank != e.rank else e.rank),
+                None if e.correct is None or e.correct != e.correct else bool(e.correct),
+                ", ".join(e.criteria),
             ]
-        )
+
     sheet(
         "rank",
         "Raw answers: rankings, one row per ranked response",
-        ["Case", "Response", "Source", "Rank", "Correct", "Reasons"],
-        rows,
+        [
+            ("Case", None),
+            ("Response", None),
+            ("Source", None),
+            ("Rank", INT),
+            ("Correct", None),
+            ("Reasons", None),
+        ],
+        len(ranked),
+        rank_rows,
     )
 
     # match: the report's own per-answer counts (the figures are sums of these)
-    not_gold: dict[tuple[Any, Any], Any] = {}  # (unit, annotator) -> the first such answer
-    for a in by_answer.values():
-        if not a.is_gold:
-            not_gold.setdefault((a.unit_id, a.annotator), a)
-    rows = []
-    for i, p in enumerate(r.get("match", "pairs") or []):
-        base = ("match", "pairs", i)
-        a = not_gold.get((p["unit_id"], p["annotator"]))
-        rows.append(
-            [
-                _c(None if a is None else int(a.Index), INT),
+    pairs = r.get("match", "pairs") or []
+
+    def match_rows(rows: Rows) -> Iterator[list[Any]]:
+        not_gold: dict[tuple[Any, Any], Any] = {}  # (unit, annotator) -> the first such answer
+        for a in by_answer.values():
+            if not a.is_gold:
+                not_gold.setdefault((a.unit_id, a.annotator), a)
+        for i, p in enumerate(rows.over(pairs)):
+            base = ("match", "pairs", i)
+            a = not_gold.get((p["unit_id"], p["annotator"]))
+            yield [
+                None if a is None else int(a.Index),
                 r.cell(*base, "unit_id"),
                 r.cell(*base, "unit_set"),
-                _c(int(units[p["unit_id"]].position), INT),
+                int(units[p["unit_id"]].position),
                 r.cell(*base, "annotator"),
-                _c("model" if a is not None and a.is_model else "person"),
-                _c("submitted"),
-                _c(ext_resp(p["reference_id"])),
-                _c(ext_resp(p["draft_id"])),
+                "model" if a is not None and a.is_model else "person",
+                "submitted",
+                _plain(ext_resp(p["reference_id"])),
+                _plain(ext_resp(p["draft_id"])),
                 r.cell(*base, "source"),
                 r.cell(*base, "em"),
                 r.cell(*base, "ea"),
@@ -1769,171 +1847,194 @@ def _raw_sheets(frames: StudyFrames, r: _Reader, steps: Steps | None = None) -> 
                 r.cell(*base, "recall"),
                 r.cell(*base, "f1"),
             ]
-        )
+
     sheet(
         "match",
         "Raw answers: content matching, counted per answer (Algorithm 1)",
-        ["Reference", "Draft", "Source", "EM", "EA", "ED", "Precision", "Recall", "F1"],
-        rows,
+        _text_columns(
+            ["Reference", "Draft", "Source", "EM", "EA", "ED", "Precision", "Recall", "F1"]
+        ),
+        len(pairs),
+        match_rows,
     )
 
     # urgency
-    more_urgent = _column_by(frames.urgency, "answer_id", "more_urgent_case_id")
-    ask_second = _column_by(frames.urgency, "answer_id", "ask_second")
-    rows = []
-    for a in by_kind.get("urgency", answers.iloc[:0]).itertuples():
-        unit = units[a.unit_id]
-        level_a = case_level[int(unit.case_id)]
-        level_b = case_level[int(unit.case_b_id)]
-        picked = more_urgent.get(a.answer_id)
-        if picked is not None and picked != picked:  # NaN: a draft with no patient chosen
-            picked = None
-        right = None
-        if picked is not None and level_a == level_a and level_b == level_b and level_a != level_b:
-            right = int(picked) == int(unit.case_id if level_a < level_b else unit.case_b_id)
-        rows.append(
-            [
+    def urgency_rows(rows: Rows) -> Iterator[list[Any]]:
+        more_urgent = _column_by(frames.urgency, "answer_id", "more_urgent_case_id")
+        ask_second = _column_by(frames.urgency, "answer_id", "ask_second")
+        for a in rows.over(of_kind("urgency").itertuples()):
+            unit = units[a.unit_id]
+            level_a = case_level[int(unit.case_id)]
+            level_b = case_level[int(unit.case_b_id)]
+            picked = more_urgent.get(a.answer_id)
+            if picked is not None and picked != picked:  # NaN: a draft with no patient chosen
+                picked = None
+            right = None
+            if (
+                picked is not None
+                and level_a == level_a
+                and level_b == level_b
+                and level_a != level_b
+            ):
+                right = int(picked) == int(unit.case_id if level_a < level_b else unit.case_b_id)
+            yield [
                 *head(a),
-                _c(unit.batch),
-                _c(ext_case(unit.case_id)),
+                _plain(unit.batch),
+                _plain(ext_case(unit.case_id)),
                 _lvl(level_a),
-                _c(ext_case(unit.case_b_id)),
+                _plain(ext_case(unit.case_b_id)),
                 _lvl(level_b),
-                _c(ext_case(picked)),
-                _c(right),
-                _c(bool(ask_second.get(a.answer_id, False))),
-                _c(bool(a.presentation.get("swap", False))),
+                _plain(ext_case(picked)),
+                right,
+                bool(ask_second.get(a.answer_id, False)),
+                bool(a.presentation.get("swap", False)),
             ]
-        )
+
     sheet(
         "urgency",
         "Raw answers: which patient needs care first",
         [
-            "Batch",
-            "Case A",
-            "Level A",
-            "Case B",
-            "Level B",
-            "More urgent",
-            "Right",
-            "Ask a second annotator",
-            "Sides swapped",
+            ("Batch", None),
+            ("Case A", None),
+            ("Level A", INT),
+            ("Case B", None),
+            ("Level B", INT),
+            ("More urgent", None),
+            ("Right", None),
+            ("Ask a second annotator", None),
+            ("Sides swapped", None),
         ],
-        rows,
+        len(of_kind("urgency")),
+        urgency_rows,
     )
 
     # eppc: one row per label (an answer without labels: one empty row)
-    labels: dict[int, list[Any]] = {}
-    for lab in frames.eppc_labels.itertuples():
-        labels.setdefault(lab.answer_id, []).append(lab)
-    rows = []
-    for a in by_kind.get("eppc", answers.iloc[:0]).itertuples():
-        unit = units[a.unit_id]
-        text = sentence_text[int(unit.sentence_id)]
-        for lab in labels.get(a.answer_id, [None]):
-            evidence = None if lab is None else " ".join(text[s:e] for s, e in lab.spans)
-            rows.append(
-                [
+    def eppc_rows(rows: Rows) -> Iterator[list[Any]]:
+        labels: dict[int, list[Any]] = {}
+        for lab in frames.eppc_labels.itertuples():
+            labels.setdefault(lab.answer_id, []).append(lab)
+        for a in rows.over(of_kind("eppc").itertuples()):
+            unit = units[a.unit_id]
+            text = sentence_text[int(unit.sentence_id)]
+            for lab in labels.get(a.answer_id, [None]):
+                evidence = None if lab is None else " ".join(text[s:e] for s, e in lab.spans)
+                yield [
                     *head(a),
-                    _c(unit.batch),
-                    _c(text),
-                    _c(None if lab is None else lab.code),
-                    _c(None if lab is None else lab.subcode),
-                    _c(evidence),
+                    _plain(unit.batch),
+                    _plain(text),
+                    None if lab is None else _plain(lab.code),
+                    None if lab is None else _plain(lab.subcode),
+                    evidence,
                 ]
-            )
+
     sheet(
         "eppc",
         "Raw answers: EPPC codes, one row per code given",
-        ["Batch", "Sentence", "Code", "Subcode", "Evidence"],
-        rows,
+        _text_columns(["Batch", "Sentence", "Code", "Subcode", "Evidence"]),
+        len(of_kind("eppc")),
+        eppc_rows,
     )
 
     # empathy
-    chosen = _column_by(frames.empathy, "answer_id", "more_empathetic_response_id")
-    rows = []
-    for a in by_kind.get("empathy", answers.iloc[:0]).itertuples():
-        unit = units[a.unit_id]
-        pick = chosen.get(a.answer_id)
-        verdict = (
-            None
-            if a.answer_id not in chosen
-            else "equal"
-            if pick != pick or pick is None
-            else "first"
-            if int(pick) == int(unit.response_id)
-            else "second"
-        )
-        rows.append(
-            [
+    def empathy_rows(rows: Rows) -> Iterator[list[Any]]:
+        chosen = _column_by(frames.empathy, "answer_id", "more_empathetic_response_id")
+        for a in rows.over(of_kind("empathy").itertuples()):
+            unit = units[a.unit_id]
+            pick = chosen.get(a.answer_id)
+            verdict = (
+                None
+                if a.answer_id not in chosen
+                else "equal"
+                if pick != pick or pick is None
+                else "first"
+                if int(pick) == int(unit.response_id)
+                else "second"
+            )
+            yield [
                 *head(a),
-                _c(ext_case(unit.case_id)),
-                _c(ext_resp(unit.response_id)),
-                _c(src(unit.response_id)),
-                _c(ext_resp(unit.response_b_id)),
-                _c(src(unit.response_b_id)),
-                _c(verdict),
+                _plain(ext_case(unit.case_id)),
+                _plain(ext_resp(unit.response_id)),
+                _plain(src(unit.response_id)),
+                _plain(ext_resp(unit.response_b_id)),
+                _plain(src(unit.response_b_id)),
+                verdict,
             ]
-        )
+
     sheet(
         "empathy",
         "Raw answers: which reply is more empathetic",
-        [
-            "Case",
-            "First response",
-            "First source",
-            "Second response",
-            "Second source",
-            "More empathetic",
-        ],
-        rows,
+        _text_columns(
+            [
+                "Case",
+                "First response",
+                "First source",
+                "Second response",
+                "Second source",
+                "More empathetic",
+            ]
+        ),
+        len(of_kind("empathy")),
+        empathy_rows,
     )
 
-    # facts: one row per fact
-    rows = []
+    # facts: one row per fact, then one row per check that lists no fact
     facts = frames.facts.merge(answers[["answer_id"]], on="answer_id")
-    for f in facts.itertuples():
-        a = by_answer[f.answer_id]
-        unit = units[a.unit_id]
-        rows.append(
-            [
-                *head(_Row(f.answer_id, a)),
-                _c(src(unit.response_id)),
-                _c(src(unit.response_b_id)),
-                _c(f.side),
-                _c(int(f.position), INT),
-                _c(f.text),
-                _c(None if f.entailed is None or f.entailed != f.entailed else bool(f.entailed)),
-                _c(f.error_category),
-            ]
-        )
     said = frames.fact_checks[frames.fact_checks.no_facts.astype(bool)]
-    for answer_id in said.answer_id[said.answer_id.isin(list(by_answer))]:
-        a = by_answer[answer_id]  # one row saying so, where a check lists no fact
-        unit = units[a.unit_id]
-        rows.append(
-            [
-                *head(_Row(answer_id, a)),
-                _c(src(unit.response_id)),
-                _c(src(unit.response_b_id)),
-                _c(None),
-                _c(None, INT),
-                _c("(no medical facts on either side)"),
-                _c(None),
-                _c(None),
+    said_ids = said.answer_id[said.answer_id.isin(list(by_answer))]
+
+    def facts_rows(rows: Rows) -> Iterator[list[Any]]:
+        for f in rows.over(facts.itertuples()):
+            a = by_answer[f.answer_id]
+            unit = units[a.unit_id]
+            yield [
+                *head(_Row(f.answer_id, a)),
+                _plain(src(unit.response_id)),
+                _plain(src(unit.response_b_id)),
+                _plain(f.side),
+                int(f.position),
+                _plain(f.text),
+                None if f.entailed is None or f.entailed != f.entailed else bool(f.entailed),
+                _plain(f.error_category),
             ]
-        )
+        for answer_id in rows.over(said_ids):
+            a = by_answer[answer_id]  # one row saying so, where a check lists no fact
+            unit = units[a.unit_id]
+            yield [
+                *head(_Row(answer_id, a)),
+                _plain(src(unit.response_id)),
+                _plain(src(unit.response_b_id)),
+                None,
+                None,
+                "(no medical facts on either side)",
+                None,
+                None,
+            ]
+
     sheet(
         "facts",
         "Raw answers: facts of each side and whether the other side entails them",
-        ["Original source", "Edited source", "Side", "#", "Fact", "Entailed", "Error category"],
-        rows,
+        [
+            ("Original source", None),
+            ("Edited source", None),
+            ("Side", None),
+            ("#", INT),
+            ("Fact", None),
+            ("Entailed", None),
+            ("Error category", None),
+        ],
+        len(facts) + len(said_ids),
+        facts_rows,
     )
     return sheets
 
 
-def _lvl(level: Any) -> Cell:
-    return _c(None if level is None or level != level else int(level), INT)
+def _text_columns(headers: list[str]) -> list[tuple[str, str | None]]:
+    """Columns with no number format of their own (a figure cell there carries its own)."""
+    return [(header, None) for header in headers]
+
+
+def _lvl(level: Any) -> Any:
+    return None if level is None or level != level else int(level)
 
 
 class _Row:
@@ -2145,8 +2246,8 @@ def workbook_model(
     generated_at: str = "",
     steps: Steps | None = None,
 ) -> list[Sheet]:
-    """The workbook as data: Summary, one sheet per kind, Raw sheets (with ``frames``) and
-    Provenance (with ``project``)."""
+    """The workbook as data: Summary, one sheet per kind, Raw sheets (with ``frames``; their
+    rows are made as they are written: :class:`Rows`) and Provenance (with ``project``)."""
     r = _Reader(report)
     sheets = [_summary(r)]
     for build in KIND_SHEETS.values():
@@ -2154,7 +2255,7 @@ def workbook_model(
         if steps:
             steps.step()
     if frames is not None:
-        sheets += _raw_sheets(frames, r, steps)
+        sheets += _raw_sheets(frames, r)
     if project is not None:
         sheets.append(_provenance(project, r, generated_at))
     return sheets
@@ -2168,8 +2269,47 @@ def figure_cells(sheets: Sequence[Sheet]) -> list[tuple[str, str, int, int, Cell
         for table in sheet.tables
         for i, row in enumerate(table.rows)
         for j, cell in enumerate(row)
-        if cell.path is not None
+        if isinstance(cell, Cell) and cell.path is not None
     ]
+
+
+def cell_value(item: Any) -> Any:
+    """The value of an item of a table's row: a :class:`Cell`'s, or the plain value itself."""
+    return item.value if type(item) is Cell else item
+
+
+RECORDS_PER_STEP = 10_000  # progress on a raw sheet: a step every so many answers (or facts)
+_CHECK_EVERY = 1_000  # rows: a cancel is seen within a few milliseconds
+
+
+def _raw_steps(table: Table) -> int:
+    """The progress steps that reading ``table``'s raw rows takes (none for a short one)."""
+    return table.rows.size // RECORDS_PER_STEP if isinstance(table.rows, Rows) else 0
+
+
+def writing_steps(sheets: Sequence[Sheet]) -> int:
+    """The progress steps :func:`write_workbook` takes: one a sheet, and the raw rows'."""
+    return len(sheets) + sum(_raw_steps(t) for sheet in sheets for t in sheet.tables)
+
+
+def _read_rows(table: Table, steps: Steps | None) -> Iterator[Sequence[Any]]:
+    """``table``'s rows; raw rows with progress as their records are read, and a cancel
+    checked every thousand rows."""
+    rows = table.rows
+    if not isinstance(rows, Rows) or steps is None:
+        yield from rows
+        return
+    planned, stepped = _raw_steps(table), 0
+    for n, row in enumerate(rows, 1):
+        yield row
+        if n % _CHECK_EVERY == 0:
+            due = planned * rows.read // max(rows.size, 1)
+            if due > stepped:
+                steps.step(due - stepped)
+                stepped = due
+            steps.check()
+    if planned > stepped:
+        steps.step(planned - stepped)
 
 
 # --- writing -------------------------------------------------------------------------------------
@@ -2179,6 +2319,8 @@ def _text(value: str) -> str:
     """A cell's text as the workbook stores it: what XML cannot hold left out, cut to what a
     cell holds, and OOXML-escaped (a carriage return and a literal ``_xHHHH_`` come back as
     written, as in the data export; ooxml.py)."""
+    if len(value) <= EXCEL_CELL_LIMIT // 2 and not _TEXT_TO_CHANGE.search(value):
+        return value  # most texts: nothing to leave out, cut or escape
     value = _ILLEGAL.sub("", value)
     if not fits_excel_cell(value):  # counted as Excel counts: UTF-16 units
         value = excel_prefix(value, EXCEL_CELL_LIMIT - len(CUT_NOTE)) + CUT_NOTE
@@ -2264,6 +2406,172 @@ class _StyleArrays:
         return StyleArray(self.arrays[key][0])
 
 
+class _RawCells:
+    """A raw sheet's data rows as the worksheet's XML, made here and not cell by cell through
+    openpyxl, whose writer took some 20 µs a value (three minutes for the ten million values
+    of a 10,000-case study; lxml's, when installed, no less). The text is byte for byte the
+    one openpyxl writes for the same cells (tests/reports/test_xlsx_report.py). A raw cell's
+    style is its number format (a number's) or the indent (a text's): each worked out once,
+    when first used (so numbered as openpyxl numbers them)."""
+
+    def __init__(self, ws: Any, styles: _StyleArrays, formats: list[str | None], indent: Any):
+        from openpyxl.utils import get_column_letter
+
+        self.ws, self.styles, self.indent = ws, styles, indent
+        self.formats = formats
+        self.letters = [get_column_letter(j + 1) for j in range(len(formats))]
+        self._styles: dict[tuple[str | None, bool], str] = {}
+        self._text_style = ""  # the indent's ``s`` attribute, once first used
+        self._number_styles: dict[str | None, str] = {None: ""}  # by number format
+        self._texts: dict[str, str] = {}  # a text -> its cell's XML after the style
+
+    def _style(self, fmt: str | None, text: bool) -> str:
+        """The ``s`` attribute of a cell with this number format or, ``text``, the indent."""
+        found = self._styles.get((fmt, text))
+        if found is None:
+            from openpyxl.cell import WriteOnlyCell
+
+            cell = WriteOnlyCell(self.ws)
+            cell._style = self.styles.array(None, fmt, None, None, self.indent if text else None)
+            found = self._styles[fmt, text] = f' s="{cell.style_id}"'
+            if text:
+                self._text_style = found
+            else:
+                self._number_styles[fmt] = found
+        return found
+
+    def row(self, number: int, items: Sequence[Any]) -> str:
+        """Row ``number`` of the sheet holding ``items`` (plain values or :class:`Cell`)."""
+        out = [f'<row r="{number}">']
+        letters, formats, texts = self.letters, self.formats, self._texts
+        for j, item in enumerate(items):
+            value, fmt = (item.value, item.fmt) if type(item) is Cell else (item, formats[j])
+            if value is None:  # an empty cell is left out, as openpyxl leaves it
+                continue
+            kind = type(value)
+            # The most common values first, inline: a big study has millions of them.
+            if kind is str:
+                style = self._text_style or self._style(None, True)
+                xml = texts.get(value) or self._text(value)
+                out.append(f'<c r="{letters[j]}{number}"{style}{xml}')
+            elif kind is int and -_EXACT_INT < value < _EXACT_INT:
+                style = self._number_styles.get(fmt)
+                if style is None:
+                    style = self._style(fmt, False)
+                out.append(f'<c r="{letters[j]}{number}"{style} t="n"><v>{value}</v></c>')
+            else:
+                out.append(self._cell(f"{letters[j]}{number}", value, fmt))
+        out.append("</row>")
+        return "".join(out)
+
+    def _text(self, value: str) -> str:
+        """A text cell's XML after its style attribute (kept for a text met again)."""
+        text = _text(value)[:EXCEL_CELL_LIMIT]  # openpyxl cuts at 32,767 characters
+        if not text:
+            xml = ' t="inlineStr" />'
+        else:
+            stripped = text.strip()
+            space = ' xml:space="preserve"' if stripped and stripped != text else ""
+            xml = f' t="inlineStr"><is><t{space}>{_xml_text(text)}</t></is></c>'
+        if len(value) <= _KEPT_TEXT_LENGTH and len(self._texts) < _KEPT_TEXTS:
+            self._texts[value] = xml
+        return xml
+
+    def _cell(self, ref: str, value: Any, fmt: str | None) -> str:
+        """A cell holding anything but a text."""
+        if isinstance(value, str):
+            return f'<c r="{ref}"{self._style(None, True)}{self._text(value)}'
+        if isinstance(value, bool):
+            return f'<c r="{ref}" t="b"><v>{int(value)}</v></c>'
+        if isinstance(value, int | float):
+            style = "" if fmt is None else self._style(fmt, False)
+            if value != value or value in (math.inf, -math.inf):
+                return f'<c r="{ref}"{style} t="n"><v /></c>'  # as openpyxl: no number
+            return f'<c r="{ref}"{style} t="n"><v>{value:.16g}</v></c>'
+        if hasattr(value, "item"):  # a numpy scalar: openpyxl writes it as a number, unstyled
+            return self._cell(ref, value.item() + 0, None)
+        raise TypeError(f"Cannot convert {value!r} to Excel")
+
+
+_EXACT_INT = 2**53  # an int below it in size is a float exactly: openpyxl's "%.16g" is its digits
+_KEPT_TEXT_LENGTH = 200  # texts up to this long are kept once made: most repeat (names, ids)
+_KEPT_TEXTS = 100_000  # ... up to so many a sheet
+
+
+def _xml_text(text: str) -> str:
+    """``text`` escaped as an XML element's content."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+_ROWS_GO_HERE = "(PortalReview: the raw rows go here)"
+_FIRST_RAW_ROW = 3  # below the sheet's title and header
+
+
+def _write_raw_rows(ws: Any, table: Table, rows: Iterator[Sequence[Any]], cells: _RawCells) -> None:
+    """Write ``rows`` from row 3 on and close the sheet. openpyxl writes the sheet (its top,
+    its title and header, the tail with the filter) with a row marking where the rows go;
+    the rows' XML, made meanwhile in a file of its own, then takes that row's place."""
+    ws.append([_ROWS_GO_HERE])
+    # Opened as openpyxl opens a sheet's file (et_xmlfile): the same bytes on every system.
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="xmlcharrefreplace") as made:
+        count, batch = 0, []
+        for count, row in enumerate(rows, 1):
+            batch.append(cells.row(_FIRST_RAW_ROW + count - 1, row))
+            if len(batch) == _CHECK_EVERY:
+                made.write("".join(batch))
+                batch.clear()
+        made.write("".join(batch))
+        if count:
+            last_column = cells.letters[len(table.headers) - 1]
+            ws.auto_filter.ref = f"A2:{last_column}{count + 2}"
+        ws.close()
+        made.seek(0)
+        _put_rows_in_place(Path(ws._writer.out), made.buffer)
+
+
+def _put_rows_in_place(sheet_file: Path, rows: Any) -> None:
+    """Replace the marked row of the sheet's file by the content of ``rows`` (binary)."""
+    written = sheet_file.read_bytes()
+    start = written.find(f'<row r="{_FIRST_RAW_ROW}"'.encode())
+    end = written.find(b"</row>", start) + len(b"</row>")
+    if start < 0 or _ROWS_GO_HERE.encode() not in written[start:end]:
+        raise RuntimeError(f"openpyxl wrote no row where the raw rows go in {sheet_file}")
+    with sheet_file.open("wb") as out:
+        out.write(written[:start])
+        shutil.copyfileobj(rows, out)
+        out.write(written[end:])
+
+
+_WIDTH_ROWS = 2000  # a column is as wide as its widest value among the first rows
+
+
+def _column_widths(sheet: Sheet, first_raw_rows: list[Sequence[Any]]) -> list[float]:
+    """The sheet's column widths, in characters: each column's widest header word and value
+    (of a table's first rows; ``first_raw_rows`` a raw sheet's)."""
+    n_cols = max((len(t.headers) for t in sheet.tables), default=1)
+    widths = [8] * n_cols
+    for table in sheet.tables:
+        for j, header in enumerate(table.headers):
+            # Headers wrap (stacked tables): a long one need not widen a column of numbers.
+            # ... but never narrower than its longest word (bold): no word broken mid-way.
+            longest_word = max((len(word) for word in header.split()), default=0)
+            widths[j] = max(widths[j], min(len(header) + 2, 30 if sheet.raw else 11))
+            widths[j] = max(widths[j], longest_word + 3)
+        rows = first_raw_rows if sheet.raw else table.rows[:_WIDTH_ROWS]
+        formats = table.formats or [None] * len(table.headers)
+        for row in rows:
+            for j, item in enumerate(row):
+                value, fmt = (item.value, item.fmt) if type(item) is Cell else (item, formats[j])
+                widths[j] = max(widths[j], _width(value, fmt) + 2)
+    return [min(width, 50) for width in widths]
+
+
 def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.formatting.rule import ColorScaleRule
@@ -2284,20 +2592,11 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
     header_border = Border(bottom=Side(style="thin", color="7F7F7F"))
     wrap = Alignment(wrap_text=True, vertical="top", horizontal="center")
 
-    # Column widths first (write-only sheets write them before the rows).
-    n_cols = max((len(t.headers) for t in sheet.tables), default=1)
-    widths = [8] * n_cols
-    for table in sheet.tables:
-        for j, header in enumerate(table.headers):
-            # Headers wrap (stacked tables): a long one need not widen a column of numbers.
-            # ... but never narrower than its longest word (bold): no word broken mid-way.
-            longest_word = max((len(word) for word in header.split()), default=0)
-            widths[j] = max(widths[j], min(len(header) + 2, 30 if sheet.raw else 11))
-            widths[j] = max(widths[j], longest_word + 3)
-        for row in table.rows[:2000]:
-            for j, cell in enumerate(row):
-                widths[j] = max(widths[j], _width(cell.value, cell.fmt) + 2)
-    widths = [min(width, 50) for width in widths]
+    # Column widths first (write-only sheets write them before the rows), from the first
+    # rows: a raw sheet's are read once, these kept for writing and the rest read on.
+    raw_rows = _read_rows(sheet.tables[0], steps) if sheet.raw else iter(())
+    first_rows = list(itertools.islice(raw_rows, _WIDTH_ROWS))
+    widths = _column_widths(sheet, first_rows)
     for j, width in enumerate(widths):
         ws.column_dimensions[get_column_letter(j + 1)].width = width
 
@@ -2343,13 +2642,9 @@ def _write_sheet(book: Any, sheet: Sheet, steps: Steps | None) -> None:
         append(
             [styled(h, header_font, fill=header_fill, border=header_border) for h in table.headers]
         )
-        if table.rows:
-            last = get_column_letter(len(table.headers))
-            ws.auto_filter.ref = f"A2:{last}{len(table.rows) + 2}"
-        for row in table.rows:
-            append([data(c) for c in row])
-            if steps:
-                steps.check()
+        formats = table.formats or [None] * len(table.headers)
+        cells = _RawCells(ws, styles, formats, indented)
+        _write_raw_rows(ws, table, itertools.chain(first_rows, raw_rows), cells)
         return
 
     ws.freeze_panes = "A3"
@@ -2491,8 +2786,14 @@ def _chart(ws: Any, table: Table, first: int, last: int, header_row: int) -> Any
     return chart
 
 
-def write_workbook(sheets: Sequence[Sheet], out: Path, steps: Steps | None = None) -> Path:
-    """Write ``sheets`` as an .xlsx file (through a temporary file: no half file on error)."""
+PartFn = Callable[[str], None]  # told the name of each sheet (or CSV file) as it is begun
+
+
+def write_workbook(
+    sheets: Sequence[Sheet], out: Path, steps: Steps | None = None, on_part: PartFn | None = None
+) -> Path:
+    """Write ``sheets`` as an .xlsx file (through a temporary file: no half file on error);
+    ``steps`` takes :func:`writing_steps` steps."""
     from openpyxl import Workbook
 
     if not out.parent.is_dir():  # before openpyxl starts: it fails on the temporary file's name
@@ -2500,13 +2801,28 @@ def write_workbook(sheets: Sequence[Sheet], out: Path, steps: Steps | None = Non
     book = Workbook(write_only=True)
     book.properties.creator = f"PortalReview {__version__}"
     book.properties.title = "Agreement report"
-    for sheet in sheets:
-        _write_sheet(book, sheet, steps)
-        if steps:
-            steps.step()
+    try:
+        for sheet in sheets:
+            if on_part:
+                on_part(sheet.name)
+            _write_sheet(book, sheet, steps)
+            if steps:
+                steps.step()
+    except BaseException:  # a cancel, mostly: the sheets' files go, not at the program's end
+        _abandon_sheets(book)
+        raise
     write_through_temporary(out, lambda temporary: save_workbook(book, temporary))
     log.info("report written: %s (xlsx, %d sheets)", out, len(sheets))
     return out
+
+
+def _abandon_sheets(book: Any) -> None:
+    """Close the write-only sheets of ``book`` and delete the files openpyxl writes them to."""
+    for ws in book.worksheets:
+        with contextlib.suppress(Exception):  # already failing: that error is the one told
+            if not ws.closed:
+                ws.close()
+            ws._writer.cleanup()
 
 
 def _prepare(
@@ -2548,12 +2864,18 @@ def _prepare(
     return report, frames
 
 
-_RAW_SHEETS = 7  # one a kind
-
-
 def _n_steps() -> int:
-    # frames, report, 7 kind sheets, 7 raw sheets, then one per written sheet (~17)
-    return 2 + len(KIND_SHEETS) + _RAW_SHEETS + 17
+    # frames, report, 7 kind sheets, then one per written sheet (~16): a guess, until the
+    # workbook's model tells how many records its raw sheets are made from (_the_rest_is)
+    return 2 + len(KIND_SHEETS) + 16
+
+
+def _the_rest_is(steps: Steps, remaining: int) -> None:
+    """Make ``remaining`` steps the rest of ``steps``, whose total was a guess: the bar stays
+    where it stood (never back) and moves on evenly to its end."""
+    shown = min(steps.done / steps.total, 0.99) if steps.total else 0.0
+    steps.total = max(steps.done + remaining, math.ceil(remaining / (1 - shown)))
+    steps.done = steps.total - remaining
 
 
 def write_xlsx_report(
@@ -2568,9 +2890,11 @@ def write_xlsx_report(
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
     use_cache: bool = False,
+    on_part: PartFn | None = None,
 ) -> Path:
     """Compute the report (or use ``report``, from :func:`build_report` with the same
-    settings) and write the workbook to ``out``. ``use_cache``: as :func:`build_report`'s."""
+    settings) and write the workbook to ``out``. ``use_cache``: as :func:`build_report`'s;
+    ``on_part`` is told each sheet's name as it is begun."""
     from portalreview.store.models import utc_now
 
     out = Path(out)
@@ -2582,18 +2906,19 @@ def write_xlsx_report(
         project, seed, n_resamples, include_drafts, report, frames, steps, use_cache
     )
     sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
-    steps.total = steps.done + len(sheets)
-    write_workbook(sheets, out, steps)
+    _the_rest_is(steps, writing_steps(sheets))
+    write_workbook(sheets, out, steps, on_part)
     steps.finish()
     return out
 
 
-def _csv_bytes(table: Table) -> bytes:
+def _csv_bytes(table: Table, steps: Steps | None = None) -> bytes:
     """``table`` as a CSV file's content, UTF-8 with a byte-order mark."""
     out = io.StringIO(newline="")
     writer = safe_writer(out)  # no text runs as a formula (store/csv_cells.py)
     writer.writerow(safe_row(table.headers))
-    writer.writerows(safe_row(c.value for c in row) for row in table.rows)
+    rows = _read_rows(table, steps)
+    writer.writerows(safe_row([cell_value(item) for item in row]) for row in rows)
     return out.getvalue().encode("utf-8-sig")
 
 
@@ -2609,13 +2934,15 @@ def write_csv_report(
     progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
     use_cache: bool = False,
+    on_part: PartFn | None = None,
 ) -> list[Path]:
     """The same tables as the workbook, one CSV file per table in the folder ``out_dir``
     (UTF-8 with a byte-order mark, so that Excel reads accents), plus ``report.json``. Texts
     are quoted and a text that a spreadsheet would run as a formula gets a leading ``'``;
     numbers (negative ones too) stay numbers (docs/formats.md). The files replace the folder's
     earlier report together (:func:`~portalreview.store.output_files.write_files_together`):
-    a failure or a kill while they are written leaves the earlier report whole."""
+    a failure or a kill while they are written leaves the earlier report whole. ``on_part`` is
+    told each file's name as it is begun."""
     from portalreview.store.models import utc_now
 
     folder = Path(out_dir)
@@ -2628,10 +2955,12 @@ def write_csv_report(
     )
     sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
     tables = [t for sheet in sheets for t in sheet.tables]
-    steps.total = steps.done + len(tables) + 2
+    _the_rest_is(steps, len(tables) + sum(map(_raw_steps, tables)) + 2)
     files: dict[str, bytes] = {}
     for table in tables:
-        files[f"{table.key}.csv"] = _csv_bytes(table)
+        if on_part:
+            on_part(f"{table.key}.csv")
+        files[f"{table.key}.csv"] = _csv_bytes(table, steps)
         steps.step()
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     files["report.json"] = text.encode("utf-8")
@@ -2648,8 +2977,10 @@ def write_csv_report(
 __all__ = [
     "Cell",
     "Chart",
+    "Rows",
     "Sheet",
     "Table",
+    "cell_value",
     "figure_cells",
     "path_text",
     "resolve",
@@ -2657,4 +2988,5 @@ __all__ = [
     "write_csv_report",
     "write_workbook",
     "write_xlsx_report",
+    "writing_steps",
 ]

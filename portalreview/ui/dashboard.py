@@ -70,7 +70,6 @@ from portalreview.analysis import KINDS
 from portalreview.analysis.filters import FilterChoices, FrameFilter, filter_choices
 from portalreview.reports.live_report import LiveReport, StoredReport, stored_report
 from portalreview.reports.xlsx_report import (
-    KIND_SHEETS,
     Cell,
     Sheet,
     Table,
@@ -78,6 +77,7 @@ from portalreview.reports.xlsx_report import (
     resolve,
     workbook_model,
     write_workbook,
+    writing_steps,
 )
 from portalreview.store.errors import ProjectClosed
 from portalreview.store.frames import StudyFrames
@@ -235,13 +235,12 @@ def export_workbook(
     if not out.suffix:
         out = out.with_suffix(".xlsx")
     refuse_project_output(project, out)
-    steps = Steps(len(KIND_SHEETS) + 1, progress, cancelled)
+    steps = Steps(1, progress, cancelled)  # its total once the sheets tell it
     steps.start()
-    sheets = workbook_model(
-        computed.report, computed.frames, project, generated_at=utc_now(), steps=steps
-    )
+    sheets = workbook_model(computed.report, computed.frames, project, generated_at=utc_now())
     _note_filter(sheets, computed.choice)
-    steps.total = steps.done + len(sheets)
+    steps.check()
+    steps.total = writing_steps(sheets)  # the model is quick: its raw rows are made as written
     write_workbook(sheets, out, steps)
     steps.finish()
     return out

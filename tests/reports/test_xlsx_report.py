@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 import errno
+import io
 import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -22,6 +24,7 @@ from portalreview.demo import build_demo
 from portalreview.reports.json_report import build_report
 from portalreview.reports.xlsx_report import (
     CHART_ROWS,
+    Cell,
     figure_cells,
     path_text,
     resolve,
@@ -117,13 +120,50 @@ def test_every_figure_equals_the_json_report(demo):
             first = starts[table.title]
             for i, row in enumerate(table.rows):
                 for j, cell in enumerate(row):
-                    if cell.path is None:
-                        continue
+                    if not isinstance(cell, Cell) or cell.path is None:
+                        continue  # a label, or a raw sheet's plain value
                     got = ws.cell(first + i, j + 1).value
                     want = resolve(report, cell.path)
                     assert same(got, want), (sheet.name, table.key, path_text(cell.path), got)
                     checked += 1
     assert checked == len(cells)
+
+
+def test_every_sheet_reads_back_as_its_model(demo, tmp_path):
+    """Every table cell of every sheet, read back: the model's value (a text as the workbook
+    stores it), a number's format, a text's indent. The raw sheets' rows are written apart
+    from openpyxl's cells (xlsx_report._RawCells) and their rows made as they are written."""
+    from portalreview.reports.xlsx_report import _text, write_workbook
+
+    project, report, _, frames, _ = demo
+    sheets = workbook_model(report, frames, project, generated_at="2026-01-01T00:00:00")
+    book = load_workbook(write_workbook(sheets, tmp_path / "r.xlsx"))
+    checked = 0
+    for sheet in workbook_model(report, frames, project, generated_at="2026-01-01T00:00:00"):
+        ws = book[sheet.name]
+        starts = {sheet.tables[0].title: 3} if sheet.raw else _tables(ws, sheet)
+        for table in sheet.tables:
+            formats = table.formats or [None] * len(table.headers)
+            first = starts[table.title]
+            for i, row in enumerate(table.rows):
+                for j, item in enumerate(row):
+                    value, fmt = (
+                        (item.value, item.fmt) if isinstance(item, Cell) else (item, formats[j])
+                    )
+                    got = ws.cell(first + i, j + 1)
+                    where = (sheet.name, table.key, i, j)
+                    if isinstance(value, str):
+                        assert got.value == (_text(value) or None), where  # "" reads as None
+                        assert (got.alignment.horizontal, got.alignment.indent) == ("left", 1)
+                    elif isinstance(value, bool) or value is None:
+                        assert got.value == value and got.number_format == "General", where
+                    else:
+                        assert same(got.value, value), where
+                        assert got.number_format == (fmt or "General"), where
+                    checked += 1
+            if sheet.raw:
+                assert ws.max_row == first + i, sheet.name  # and nothing below
+    assert checked > 10_000
 
 
 def test_summary_rows_name_their_json_key(demo):
@@ -320,6 +360,38 @@ def test_csv_report_and_command_line(demo, tmp_path, capsys):
     assert (tmp_path / "c2" / "summary_figures.csv").exists()
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_command_line_tells_a_terminal_which_sheet_it_writes(demo, tmp_path, monkeypatch):
+    """`report --format xlsx` (or csv) said nothing for minutes on a big study. On a terminal a
+    line now tells how far it has got and which sheet (or CSV file) it writes; a log file or
+    a pipe gets none of it."""
+    project = demo[0]
+    path = str(project.path)
+    for fmt, out, parts in (
+        ("xlsx", tmp_path / "r.xlsx", RAW_SHEETS),
+        ("csv", tmp_path / "csv", [f"{name.lower().replace(' ', '_')}.csv" for name in RAW_SHEETS]),
+    ):
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert main(["report", path, "--format", fmt, "-o", str(out), "--resamples", "0"]) == 0
+        lines = terminal.getvalue().split("\r")[1:]
+        assert all(part in "".join(lines) for part in parts), fmt
+        percents = [int(re.search(r"(\d+)%", line).group(1)) for line in lines]
+        assert percents == sorted(percents) and percents[-1] == 100, fmt
+        assert terminal.getvalue().endswith("\n")
+        for before, line in itertools.pairwise(lines):  # each covers all of the one before
+            assert len(line.rstrip("\n")) >= len(before.rstrip()), (before, line)
+
+        piped = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", piped)
+        assert main(["report", path, "--format", fmt, "-o", str(out), "--resamples", "0"]) == 0
+        assert piped.getvalue() == ""
+
+
 def test_a_csv_report_failing_part_way_leaves_the_earlier_report_whole(demo, tmp_path, monkeypatch):
     """A full disk while this week's files are written: before, the folder was left holding
     this week's first tables beside last week's report.json, nothing marking it as mixed."""
@@ -368,31 +440,70 @@ def test_progress_and_cancel(demo, tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_progress_moves_on_with_each_raw_sheet(demo, tmp_path, monkeypatch):
-    """On a big study the raw sheets take a while each: the bar moves with every one of
-    them, not once after all seven."""
+def test_progress_moves_on_within_each_raw_sheet(demo, tmp_path, monkeypatch):
+    """On a big study a raw sheet takes seconds: the bar moves while each one is written (a
+    step every RECORDS_PER_STEP answers or facts read), never backwards, and ends where the
+    rows end, not with a jump."""
     from portalreview.reports import xlsx_report
 
     project, report, _, frames, _ = demo
-    events = []
-
-    class RecordedSheet(xlsx_report.Sheet):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            if self.raw:
-                events.append("raw sheet")
-
-    monkeypatch.setattr(xlsx_report, "Sheet", RecordedSheet)
+    monkeypatch.setattr(xlsx_report, "RECORDS_PER_STEP", 20)
+    monkeypatch.setattr(xlsx_report, "_CHECK_EVERY", 1)
+    events: list = []
     write_xlsx_report(
         project,
         tmp_path / "p.xlsx",
         report=report,
         frames=frames,
-        progress=lambda done, total: events.append(done),
+        progress=lambda done, total: events.append((done, total)),
+        on_part=events.append,
     )
-    raw = [i for i, event in enumerate(events) if event == "raw sheet"]
-    assert len(raw) == len(RAW_SHEETS)
-    assert all(isinstance(events[i + 1], int) for i in raw)  # progress after each one
+    begun = [i for i, event in enumerate(events) if isinstance(event, str)]
+    assert [events[i] for i in begun] == ["Summary", *KIND_SHEETS, *RAW_SHEETS, "Provenance"]
+    for start, end in itertools.pairwise(begun):
+        if events[start] in RAW_SHEETS:
+            assert end - start > 2, f"{events[start]}: the bar stood still while it was written"
+    progress = [e for e in events if isinstance(e, tuple)]
+    total = progress[-1][1]
+    writing = progress[next(i for i, e in enumerate(progress) if e[1] == total) :]
+    assert all(t == total for _, t in writing)  # known before the first sheet is written
+    assert all(b[0] - a[0] in (0, 1) for a, b in itertools.pairwise(writing))
+    assert writing[-1] == (total, total)
+
+
+def test_a_cancel_while_a_raw_sheet_is_written_leaves_no_file(demo, tmp_path, monkeypatch):
+    from openpyxl.worksheet._writer import ALL_TEMP_FILES
+
+    from portalreview.reports import xlsx_report
+
+    project, report, _, frames, _ = demo
+    monkeypatch.setattr(xlsx_report, "_CHECK_EVERY", 1)
+    begun: list[str] = []
+    openpyxl_files = set(ALL_TEMP_FILES)
+    with pytest.raises(Cancelled):
+        write_xlsx_report(
+            project,
+            tmp_path / "c.xlsx",
+            report=report,
+            frames=frames,
+            cancel=lambda: "Raw facts" in begun,
+            on_part=begun.append,
+        )
+    assert begun[-1] == "Raw facts"
+    assert not (tmp_path / "c.xlsx").exists()
+    assert not list(tmp_path.glob("*.tmp"))
+    # nor the sheets' files openpyxl was writing (they stayed until the program ended)
+    assert [f for f in ALL_TEMP_FILES if f not in openpyxl_files and os.path.exists(f)] == []
+    with pytest.raises(Cancelled):
+        write_csv_report(
+            project,
+            tmp_path / "csv",
+            report=report,
+            frames=frames,
+            cancel=lambda: "raw_facts.csv" in begun,
+            on_part=begun.append,
+        )
+    assert not list((tmp_path / "csv").iterdir())
 
 
 def _soffice() -> str | None:
@@ -645,7 +756,7 @@ def test_a_long_raw_sheet_hashes_each_style_once(tmp_path, monkeypatch):
     time of a big study's raw sheets. Now 500 rows hash no more than 10."""
     from openpyxl.descriptors.serialisable import Serialisable
 
-    from portalreview.reports.xlsx_report import INT, Cell, Sheet, Table, write_workbook
+    from portalreview.reports.xlsx_report import INT, Sheet, Table, write_workbook
 
     hashes = []
     plain_hash = Serialisable.__hash__
@@ -677,7 +788,7 @@ def test_raw_sheets_look_rows_up_without_a_loc_per_answer(demo, monkeypatch):
         _LocIndexer, "__getitem__", lambda self, key: calls.append(1) or plain_getitem(self, key)
     )
     sheets = _raw_sheets(frames, _Reader(report))
-    assert sum(len(s.tables[0].rows) for s in sheets) > 100
+    assert sum(1 for s in sheets for _ in s.tables[0].rows) > 100  # rows made as read
     assert len(calls) < 10
 
 
