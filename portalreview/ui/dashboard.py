@@ -104,6 +104,7 @@ SETTINGS_DELAY_MS = 300  # after the last change of a filter or setting
 QUICK_RESAMPLES = 200  # the dashboard's default: a quick look
 REPORT_RESAMPLES = 1000  # the report's default (portalreview report --resamples)
 MAX_TABLE_ROWS = 60  # taller tables scroll inside their own frame
+SIZED_ROWS = 1000  # a column is as wide as its header and its widest value in the first rows
 SIDE_BY_SIDE_WIDTH = 420  # a table narrower than this has its plot beside it
 STEPS = (
     "Reading the answers saved since the last refresh…",
@@ -383,11 +384,30 @@ class FigureTable(QTableView):
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
         for column, name in enumerate(table.headers):
             self.setColumnHidden(column, is_distance_header(name))  # Excel's error-bar plumbing
-        self.resizeColumnsToContents()
-        for column in range(len(table.headers)):
-            self.setColumnWidth(column, min(max(self.columnWidth(column), 48), 320))
+        self._size_columns()
         self.setMaximumWidth(self.content_width())
         self._fit_height()
+
+    def _size_columns(self) -> None:
+        """Each column as wide as its header and its widest value among the first
+        ``SIZED_ROWS`` rows, 48 to 320 pixels. Qt's resizeColumnsToContents asked the model for
+        every role of every cell of up to 1,000 rows, on the window's thread, for each of some
+        50 tables: after a big study's refresh the window stood still. Here the values' texts
+        are measured, and Qt sizes only the widest of each column (its margins: the style's)."""
+        model, metrics = self.model(), self.fontMetrics()
+        header = self.horizontalHeader()
+        first_rows = range(min(len(self.table.rows), SIZED_ROWS))
+        for column in range(len(self.table.headers)):
+
+            def shown_width(row: int, column: int = column) -> int:
+                cell = model.cell(row, column)
+                return metrics.horizontalAdvance(format_cell(cell.value, cell.fmt))
+
+            width = header.sectionSizeHint(column)
+            if first_rows:
+                widest = model.index(max(first_rows, key=shown_width), column)
+                width = max(width, self.sizeHintForIndex(widest).width() + int(self.showGrid()))
+            self.setColumnWidth(column, min(max(width, 48), 320))
 
     def content_width(self) -> int:
         """The width that shows every column without a horizontal scroll bar."""
