@@ -422,11 +422,27 @@ class _ReportProgress:
             self.width = 0
 
 
+def _report_format(given: str | None, output: Path) -> str:
+    """The report's format: the one given, else the output's suffix's (.xlsx, .json), else
+    JSON. A format that contradicts the suffix is refused: JSON written to report.xlsx is a
+    file Excel cannot open."""
+    by_suffix = {".xlsx": "xlsx", ".json": "json"}.get(output.suffix.lower())
+    if given is None:
+        return by_suffix or "json"
+    if by_suffix is not None and by_suffix != given:
+        raise CliError(
+            f"--format {given} would write {output.name}, whose name says {by_suffix}: give "
+            f"--format {by_suffix}, or another name"
+        )
+    return given
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """The agreement report (docs/report.md), computed live from the project: JSON, an Excel
     workbook (docs/pi-guide.md) or a folder of CSV files."""
     from portalreview.reports.json_report import write_json_report
 
+    args.format = _report_format(args.format, Path(args.output))
     if args.format != "csv" and Path(args.output).is_dir():
         raise CliError(f"{args.output} is a folder; give the report a file name (-o FILE)")
     options = {"seed": args.seed, "n_resamples": args.resamples, "use_cache": not args.fresh}
@@ -1186,7 +1202,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = verbs.add_parser("report", help="agreement and every measure of the papers")
     rep.add_argument("path", help=STUDY_HELP)
-    rep.add_argument("--format", choices=("json", "xlsx", "csv"), default="json")
+    rep.add_argument(
+        "--format",
+        choices=("json", "xlsx", "csv"),
+        help="json, xlsx or csv (default: from -o's suffix, .xlsx or .json; else json)",
+    )
     rep.add_argument("-o", "--output", required=True, help="the report file (a folder for csv)")
     rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rep.add_argument(

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -830,3 +831,20 @@ def test_a_failed_automatic_backup_is_said_on_the_command_line(tmp_path, capsys,
     err = capsys.readouterr().err
     assert "Warning: The automatic backup of study.prproj into study.backups/ failed" in err
     assert any("automatic backup" in r.getMessage() for r in caplog.records)
+
+
+def test_the_report_s_format_follows_its_file_name(tmp_path, capsys):
+    """`report study.prproj -o report.xlsx` wrote JSON into report.xlsx, which Excel cannot
+    open (found by an explorer): without --format the suffix decides; a --format that the
+    suffix contradicts is refused, nothing written."""
+    path = tmp_path / "s.prproj"
+    with Project.create(path, name="S") as project:
+        build_small_study(project)
+    assert main(["report", str(path), "-o", str(tmp_path / "r.xlsx"), "--resamples", "0"]) == 0
+    assert zipfile.is_zipfile(tmp_path / "r.xlsx")
+    assert main(["report", str(path), "-o", str(tmp_path / "r.json"), "--resamples", "0"]) == 0
+    assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    wrong = ["report", str(path), "--format", "json", "-o", str(tmp_path / "w.xlsx")]
+    assert main(wrong) == 2
+    assert "whose name says xlsx" in capsys.readouterr().err
+    assert not (tmp_path / "w.xlsx").exists()
