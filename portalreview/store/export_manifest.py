@@ -45,14 +45,16 @@ def unfinished(fmt: str) -> dict[str, Any]:
     return {"format": fmt, "complete": False}
 
 
-def finished(fmt: str, files: Sequence[Path], audit: Sequence[dict]) -> dict[str, Any]:
-    """The record of a whole export: the snapshot it is (the audit log's length and last hash)
-    and the size and SHA-256 of every table file written."""
+def finished(
+    fmt: str, files: Sequence[Path], audit_entries: int, audit_last_hash: str | None
+) -> dict[str, Any]:
+    """The record of a whole export: the snapshot it is (the audit log's length and last hash,
+    None for no entry) and the size and SHA-256 of every table file written."""
     return {
         "format": fmt,
         "complete": True,
-        "audit_entries": len(audit),
-        "audit_last_hash": audit[-1]["hash"] if audit else None,
+        "audit_entries": audit_entries,
+        "audit_last_hash": audit_last_hash,
         "files": {path.name: file_facts(path) for path in files},
     }
 

@@ -315,13 +315,13 @@ def save_workbook(book: Any, path: Path) -> None:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
             ExcelWriter(book, archive).save()
     except BaseException:
-        _close_sheets(book)
+        close_sheets(book)
         raise
 
 
-def _close_sheets(book: Any) -> None:
+def close_sheets(book: Any) -> None:
     """Finish the streams of the write-only sheets and delete their temporary files (what
-    saving them would have done)."""
+    saving them would have done): for a workbook that will not be saved."""
     if not book.write_only:
         return
     for sheet in book.worksheets:
