@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from sqlalchemy.exc import DBAPIError
 
@@ -328,6 +328,9 @@ def _show_mapping(path: Path | str, files: list[Path], dictionary: str | None) -
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """Export the study; a long export shows its progress on the terminal, and Ctrl+C stops
+    it (status 130) with nothing written: each file is written whole before it is renamed."""
+    from portalreview.llm.cli import EXIT_STOPPED
     from portalreview.store.exporters import export_project
     from portalreview.store.exports import EXTERNAL_FORMATS, export_external
 
@@ -338,23 +341,74 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError("--as applies to the preferences export")
     if not str(args.output).strip():
         raise CliError("-o needs the name of the folder (or file) to export to")
-    with open_project(_project_path(args.path), read_only=True) as project:
-        if args.format != "preferences":
-            _refuse_a_partial_view(project, f"export the study as {args.format}")
-        else:
-            _refuse_others_preferences(project, args.annotator)
-        if external:
-            written = export_external(
-                project,
-                args.format,
-                Path(args.output),
-                unit_sets=args.unit_set,
-                annotator=args.annotator,
-            )
-        else:
-            written = export_project(project, args.format, Path(args.output))
+    progress = _ExportProgress.on(sys.stderr)
+    try:
+        with open_project(_project_path(args.path), read_only=True) as project:
+            if args.format != "preferences":
+                _refuse_a_partial_view(project, f"export the study as {args.format}")
+            else:
+                _refuse_others_preferences(project, args.annotator)
+            if external:
+                written = export_external(
+                    project,
+                    args.format,
+                    Path(args.output),
+                    unit_sets=args.unit_set,
+                    annotator=args.annotator,
+                )
+            else:
+                written = export_project(project, args.format, Path(args.output), progress)
+    except KeyboardInterrupt:
+        _ExportProgress.clear(progress)
+        print(_export_stopped(Path(args.output), args.format), file=sys.stderr)
+        return EXIT_STOPPED
+    finally:
+        _ExportProgress.clear(progress)
     print(_where_written(written))
     return 0
+
+
+class _ExportProgress:
+    """The rows an export has written, on one line of the terminal, rewritten in place."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream, self.width, self.shown = stream, 0, False
+
+    @classmethod
+    def on(cls, stream: TextIO) -> _ExportProgress | None:
+        """Progress shown on ``stream`` when it is a terminal; None for a file or a pipe,
+        which get the result alone."""
+        return cls(stream) if getattr(stream, "isatty", lambda: False)() else None
+
+    def __call__(self, table: str, done: int, total: int) -> None:
+        self._show(f"Exporting {table}: {done:,} of {total:,} rows")
+
+    @staticmethod
+    def clear(progress: _ExportProgress | None) -> None:
+        """Clear the line shown, if any (the result is printed in its place)."""
+        if progress is not None and progress.shown:
+            progress._show("")
+            progress.stream.write("\r")
+            progress.stream.flush()
+            progress.shown = False
+
+    def _show(self, line: str) -> None:
+        self.stream.write("\r" + line.ljust(self.width))  # spaces over a longer line
+        self.stream.flush()
+        self.width, self.shown = len(line), True
+
+
+def _export_stopped(out: Path, fmt: str) -> str:
+    """What a stopped export left: nothing, unless it was stopped in the moment its folder's
+    files were being renamed over an earlier export's (the folder then says so)."""
+    from portalreview.store.export_manifest import check_export_folder
+
+    if fmt in ("jsonl", "csv") and out.is_dir() and check_export_folder(out).problems:
+        return (
+            f"portalreview export: stopped while the files in {out} were being replaced: "
+            "they are not one export now; export again"
+        )
+    return f"portalreview export: stopped; nothing was written ({out} is as it was)"
 
 
 def _refuse_others_preferences(project: AnyProject, annotator: str | None) -> None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Row as SqlRow
-from sqlalchemy import Select, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from portalreview import __version__
@@ -75,8 +75,10 @@ from portalreview.store.models import (
 )
 from portalreview.store.output_files import (
     close_sheets,
-    make_folder,
+    move_into_place,
     save_workbook,
+    staging_folder,
+    write_staged,
     write_through_temporary,
 )
 from portalreview.store.project import Project, refuse_project_output
@@ -86,19 +88,23 @@ log = logging.getLogger(__name__)
 FORMATS = ("jsonl", "csv", "xlsx")
 Row = dict[str, Any]
 Table = tuple[tuple[str, ...], list[Row]]
-Stream = tuple[tuple[str, ...], Iterable[Row]]  # a table's columns, its rows as they are read
-Tallied = tuple[tuple[str, ...], "_Tally"]
+Stream = tuple[tuple[str, ...], "Tally"]  # a table's columns, its rows as they are read
 #: Rows fetched from the database at a time while a table is written.
 STREAM_BATCH = 2000
+#: Told as a table's rows are taken: (the table, its rows taken so far, its rows in all).
+Progress = Callable[[str, int, int], None]
+PROGRESS_EVERY = 1000
 
 
 class ExportFailed(ValueError):
     """The project cannot be written in the format asked for; the message says why."""
 
 
-def export_project(project: Project, fmt: str, out: Path) -> list[Path]:
+def export_project(
+    project: Project, fmt: str, out: Path, progress: Progress | None = None
+) -> list[Path]:
     """Write the whole project to ``out`` (a folder for jsonl/csv, a workbook path for xlsx)
-    and return the paths written."""
+    and return the paths written; ``progress`` is told as the tables' rows are written."""
     if fmt not in FORMATS:
         raise ExportFailed(f"unknown export format {fmt!r}; choose {', '.join(FORMATS)}")
     refuse_project_output(project, out)
@@ -106,8 +112,7 @@ def export_project(project: Project, fmt: str, out: Path) -> list[Path]:
     if fmt != "xlsx" and out.exists() and not out.is_dir():
         raise ExportFailed(f"{out} is a file; a {fmt} export is written into a folder")
     with project.read() as session:  # open while the files are written: one snapshot
-        meta, streams = stream_tables(session)
-        tables = {name: (columns, _Tally(rows)) for name, (columns, rows) in streams.items()}
+        meta, tables = stream_tables(session, progress)
         if fmt == "xlsx":
             written = [_write_xlsx(out, meta, tables)]  # one file, replaced at once: always whole
         else:
@@ -117,20 +122,31 @@ def export_project(project: Project, fmt: str, out: Path) -> list[Path]:
     return written
 
 
-class _Tally:
-    """A table's rows as they go by to their file: how many, and the last one (the audit
-    log's last hash goes into project.json)."""
+class Tally:
+    """A table's rows as they are taken: how many so far, and the last one (the audit log's
+    last hash goes into project.json); ``progress`` is told every ``PROGRESS_EVERY`` rows."""
 
-    def __init__(self, rows: Iterable[Row]) -> None:
-        self._rows = rows
+    def __init__(
+        self, table: str, rows: Iterable[Row], total: int = 0, progress: Progress | None = None
+    ) -> None:
+        self.table, self.total = table, total
+        self._rows, self._progress = rows, progress
         self.count = 0
         self.last: Row | None = None
 
     def __iter__(self) -> Iterator[Row]:
+        self._tell()
         for row in self._rows:
             self.count += 1
             self.last = row
+            if self.count % PROGRESS_EVERY == 0:
+                self._tell()
             yield row
+        self._tell()
+
+    def _tell(self) -> None:
+        if self._progress is not None:
+            self._progress(self.table, self.count, self.total)
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -194,11 +210,13 @@ def read_tables(session: Session) -> tuple[dict, dict[str, Table]]:
     return project, {name: (columns, list(rows)) for name, (columns, rows) in streams.items()}
 
 
-def stream_tables(session: Session) -> tuple[dict, dict[str, Stream]]:
+def stream_tables(
+    session: Session, progress: Progress | None = None
+) -> tuple[dict, dict[str, Stream]]:
     """(project.json content, table name -> (columns, rows)), all from one session, each
     table's rows read ``STREAM_BATCH`` at a time as they are taken: taken in the session's
     transaction, one table after the other. (Held at once, the rows of a study of 294,800
-    answers took 1.6 GB.)"""
+    answers took 1.6 GB.) ``progress`` is told as they are taken, with each table's count."""
     names = Names(session)
     meta = {row.key: row.value for row in session.scalars(select(ProjectMeta))}
     project = {
@@ -208,7 +226,7 @@ def stream_tables(session: Session) -> tuple[dict, dict[str, Stream]]:
         "catalogs": read_catalogs(session).to_dict(),
         "settings": study_settings(session),
     }
-    tables: dict[str, Stream] = {
+    tables = {
         "annotators": (ANNOTATOR_COLUMNS, _annotators(session)),
         "cases": (CASE_COLUMNS, _cases(session)),
         "responses": (RESPONSE_COLUMNS, _responses(session)),
@@ -219,7 +237,33 @@ def stream_tables(session: Session) -> tuple[dict, dict[str, Stream]]:
         "answers": (ANSWER_COLUMNS, _answers(session, names)),
         "audit": (AUDIT_COLUMNS, _audit(session, names)),
     }
-    return project, tables
+    totals = _row_counts(session) if progress is not None else {}
+    return project, {
+        name: (columns, Tally(name, rows, totals.get(name, 0), progress))
+        for name, (columns, rows) in tables.items()
+    }
+
+
+#: The table each exported table has a row for each row of.
+_COUNTED_BY = {
+    "annotators": Annotator,
+    "cases": Case,
+    "responses": Response,
+    "unit_sets": UnitSet,
+    "units": Unit,
+    "assignments": Assignment,
+    "suggestions": Suggestion,
+    "answers": Answer,
+    "audit": AuditEntry,
+}
+
+
+def _row_counts(session: Session) -> dict[str, int]:
+    """Exported table -> its rows in all (for progress)."""
+    return {
+        name: session.scalar(select(func.count()).select_from(model)) or 0
+        for name, model in _COUNTED_BY.items()
+    }
 
 
 def _streamed(query: Select) -> Select:
@@ -490,19 +534,25 @@ def _replace(path: Path, write) -> Path:
     return write_through_temporary(path, write)
 
 
-def _write_folder(out: Path, fmt: str, meta: dict, tables: dict[str, Tallied]) -> list[Path]:
-    """project.json first, saying the export is unfinished; then the tables, one at a time;
-    then project.json again, recording each file. A process killed part-way through writing
-    over an earlier export leaves a folder that verify and import refuse, not a mixture of
+def _write_folder(out: Path, fmt: str, meta: dict, tables: dict[str, Stream]) -> list[Path]:
+    """The tables first, written whole and to disk in a hidden staging folder inside ``out``:
+    a failure or a stop (Ctrl+C) while they are written, nearly all of an export's time,
+    leaves the folder as it was. Then project.json, saying the export is unfinished; the
+    tables renamed over the earlier ones; project.json again, recording each file. A process
+    killed during the renames leaves a folder that verify and import refuse, not a mixture of
     the two exports taken for one (store/export_manifest.py)."""
-    make_folder(out)  # a read-only disk named in words
+    writer = _jsonl_writer if fmt == "jsonl" else _csv_writer
+    files = [f"{name}.{fmt}" for name in tables]
     project_json = out / PROJECT_JSON
-    _write_json(project_json, {**meta, RECORD_KEY: unfinished(fmt)})
-    writer = _write_jsonl if fmt == "jsonl" else _write_csv
-    files = [writer(out / f"{name}.{fmt}", *table) for name, table in tables.items()]
-    audit = tables["audit"][1]
-    record = finished(fmt, files, audit.count, audit.last["hash"] if audit.last else None)
-    return [_write_json(project_json, {**meta, RECORD_KEY: record}), *files]
+    with staging_folder(out) as staging:  # a read-only disk named in words
+        for file, (columns, rows) in zip(files, tables.values(), strict=True):
+            write_staged(staging / file, out / file, writer(columns, rows))
+        audit = tables["audit"][1]
+        last_hash = audit.last["hash"] if audit.last else None
+        record = finished(fmt, [staging / file for file in files], audit.count, last_hash)
+        _write_json(project_json, {**meta, RECORD_KEY: unfinished(fmt)})
+        move_into_place(staging, out, files)
+    return [_write_json(project_json, {**meta, RECORD_KEY: record}), *(out / f for f in files)]
 
 
 def _write_json(path: Path, data: dict) -> Path:
@@ -510,13 +560,13 @@ def _write_json(path: Path, data: dict) -> Path:
     return _replace(path, lambda p: p.write_bytes(text.encode("utf-8")))
 
 
-def _write_jsonl(path: Path, columns: tuple[str, ...], rows: Iterable[Row]) -> Path:
+def _jsonl_writer(columns: tuple[str, ...], rows: Iterable[Row]) -> Callable[[Path], None]:
     def write(target: Path) -> None:
         with target.open("w", encoding="utf-8", newline="\n") as fh:
             for row in rows:
                 fh.write(json.dumps({c: row[c] for c in columns}, ensure_ascii=False) + "\n")
 
-    return _replace(path, write)
+    return write
 
 
 def cell_text(value: Any) -> str:
@@ -530,7 +580,7 @@ def cell_text(value: Any) -> str:
     return str(value)
 
 
-def _write_csv(path: Path, columns: tuple[str, ...], rows: Iterable[Row]) -> Path:
+def _csv_writer(columns: tuple[str, ...], rows: Iterable[Row]) -> Callable[[Path], None]:
     """Texts quoted, and escaped so that a spreadsheet cannot run them as formulas (the
     reader undoes it: store/csv_cells.py); numbers bare."""
 
@@ -540,19 +590,19 @@ def _write_csv(path: Path, columns: tuple[str, ...], rows: Iterable[Row]) -> Pat
             writer.writerow(columns)
             writer.writerows(safe_row(_csv_value(row[c]) for c in columns) for row in rows)
 
-    return _replace(path, write)
+    return write
 
 
 def _csv_value(value: Any) -> Any:
     return cell_text(value) if isinstance(value, dict | list) else value
 
 
-def _write_xlsx(path: Path, meta: dict, tables: dict[str, Tallied]) -> Path:
+def _write_xlsx(path: Path, meta: dict, tables: dict[str, Stream]) -> Path:
     """One sheet per table, each cell checked as it is added (the sheets are streamed to
     temporary files); a refused cell or a stop leaves no workbook and no sheet's file."""
     from openpyxl import Workbook
 
-    sheets: dict[str, Stream] = {"project": (("name", "catalogs", "settings"), [meta]), **tables}
+    sheets = {"project": (("name", "catalogs", "settings"), [meta]), **tables}
     book = Workbook(write_only=True)
     try:
         for name, (columns, rows) in sheets.items():

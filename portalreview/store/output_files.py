@@ -34,7 +34,7 @@ import os
 import secrets
 import shutil
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +208,21 @@ def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]
     files as they were, and no half file under a file's name; so does a file that cannot be
     replaced (open in Excel on Windows). The staging folder a killed run leaves is removed by
     the next (:func:`remove_abandoned_staging`). Other files in ``folder`` are left alone."""
+    with staging_folder(folder) as staging:
+        for name, data in files.items():
+            write_staged(
+                staging / name, folder / name, lambda path, data=data: path.write_bytes(data)
+            )
+        move_into_place(staging, folder, list(files))
+    return [folder / name for name in files]
+
+
+@contextlib.contextmanager
+def staging_folder(folder: Path) -> Iterator[Path]:
+    """A new hidden staging folder inside ``folder`` (made when missing), for files written
+    whole (:func:`write_staged`) before they replace the folder's (:func:`move_into_place`);
+    removed with what is left in it when the block ends, however it ends. One a killed run
+    left is removed by the next (:func:`remove_abandoned_staging`)."""
     make_folder(folder)
     remove_abandoned_staging(folder)
     staging = folder / _unique_prefix(STAGING_PREFIX)
@@ -216,18 +231,35 @@ def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]
     except OSError as exc:  # a read-only disk: named as asked for, never the hidden staging
         raise output_error(exc, folder) from exc
     try:
-        for name, data in files.items():
-            _write_whole(staging / name, folder / name, data)
+        yield staging
+    finally:
+        leftovers.remove(staging)
+
+
+def write_staged(path: Path, shown: Path, write: Callable[[Path], Any]) -> None:
+    """Call ``write`` on ``path`` (a file in a staging folder), then write the file to disk; a
+    failure names ``shown``, the file asked for, never the staging folder."""
+    try:
+        write(path)
+        sync_file(path)
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        raise output_error(exc, shown) from exc
+
+
+def move_into_place(staging: Path, folder: Path, names: list[str]) -> None:
+    """Rename the files ``names``, written whole in ``staging``, over ``folder``'s, one straight
+    after the other (:func:`_move_into_place`); a failure names ``folder``, never the staging
+    folder (the disk full while the earlier files are kept)."""
+    try:
         sync_folder(staging)
-        _move_into_place(staging, folder, list(files))
+        _move_into_place(staging, folder, names)
         sync_folder(folder)
     except OSError as exc:
         if exc.errno is None or not _names_a_file_in(exc, staging):
             raise
-        raise output_error(exc, folder) from exc  # e.g. the disk full keeping the earlier files
-    finally:
-        leftovers.remove(staging)
-    return [folder / name for name in files]
+        raise output_error(exc, folder) from exc
 
 
 def _names_a_file_in(exc: OSError, folder: Path) -> bool:
@@ -267,17 +299,6 @@ def _keep_earlier(kept_in: Path, folder: Path, names: list[str]) -> dict[str, Pa
             except OSError:
                 shutil.copy2(target, kept_in / name)
     return kept
-
-
-def _write_whole(path: Path, shown: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` and to disk; a failure names ``shown``, the file asked for."""
-    try:
-        path.write_bytes(data)
-        sync_file(path)
-    except OSError as exc:
-        if exc.errno is None:
-            raise
-        raise output_error(exc, shown) from exc
 
 
 def remove_abandoned_staging(folder: Path, prefix: str = STAGING_PREFIX) -> list[Path]:

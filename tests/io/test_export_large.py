@@ -6,6 +6,7 @@ at once (1.6 GB); and the files are byte for byte those of reading them one at a
 from __future__ import annotations
 
 import importlib.util
+import io
 import re
 import sys
 import zipfile
@@ -14,11 +15,13 @@ from pathlib import Path
 import pytest
 from io_support import full_study
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
-from sqlalchemy import event
+from sqlalchemy import event, func, select
 from sqlalchemy.engine import Engine
 
+from portalreview.cli import main
 from portalreview.store import exporters
 from portalreview.store.exporters import export_project
+from portalreview.store.models import Answer
 from portalreview.store.project import Project
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_report.py"
@@ -113,8 +116,8 @@ def test_a_synthetic_study_is_exported_the_same_in_batches(
 
 
 class _RowsWritten:
-    """How many answers rows an export has written so far: into the answers file's temporary
-    file (its size, for a folder) or the workbook's answers sheet."""
+    """How many answers rows an export has written so far: into the answers file staged in
+    the folder (its size) or the workbook's answers sheet."""
 
     def __init__(self, monkeypatch, out: Path) -> None:
         self.out, self.sheet_rows = out, 0
@@ -127,7 +130,7 @@ class _RowsWritten:
         monkeypatch.setattr(WriteOnlyWorksheet, "append", append)
 
     def __call__(self) -> int:
-        temporary = list(self.out.glob(".portalreview-output-*-answers.*.tmp"))
+        temporary = list(self.out.glob(".portalreview-export-*/answers.*"))
         below_header = max(0, self.sheet_rows - 1)
         return below_header + sum(path.stat().st_size for path in temporary)
 
@@ -175,3 +178,68 @@ def _parts(out: Path) -> dict[str, bytes]:
         return _files(out)
     with zipfile.ZipFile(out) as book:
         return {n: book.read(n) for n in book.namelist() if n != "docProps/core.xml"}
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _export_at_the_terminal(study: Path, out: Path, monkeypatch, fmt: str = "jsonl"):
+    """``portalreview export`` with standard error a terminal: (status, what it showed)."""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    try:
+        status = main(["export", str(study), "--format", fmt, "-o", str(out)])
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl+C went past the command: a traceback at the terminal")
+    return status, terminal.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "xlsx"])
+def test_a_long_export_shows_its_progress_at_the_terminal(
+    synthetic_studies, tmp_path, monkeypatch, capsys, fmt
+):
+    out = tmp_path / ("export.xlsx" if fmt == "xlsx" else "export")
+    monkeypatch.setattr(exporters, "PROGRESS_EVERY", 100)
+    status, shown = _export_at_the_terminal(synthetic_studies[20], out, monkeypatch, fmt)
+    assert status == 0
+    with Project.open(synthetic_studies[20], read_only=True) as project, project.read() as s:
+        answers = s.scalar(select(func.count()).select_from(Answer))
+    for done in (0, 100, 500, answers):
+        assert f"\rExporting answers: {done:,} of {answers:,} rows" in shown
+    last = "Exporting audit: 0 of 0 rows"
+    assert shown.endswith(f"\r{last}\r{' ' * len(last)}\r")  # the line cleared at the end
+    assert capsys.readouterr().out.startswith("Wrote ")
+
+
+def test_an_export_to_a_file_or_a_pipe_shows_no_progress(synthetic_studies, tmp_path, capsys):
+    out = tmp_path / "export"
+    assert main(["export", str(synthetic_studies[10]), "--format", "csv", "-o", str(out)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "xlsx"])
+def test_ctrl_c_stops_an_export_and_leaves_the_earlier_one(
+    synthetic_studies, tmp_path, monkeypatch, fmt
+):
+    out = tmp_path / ("export.xlsx" if fmt == "xlsx" else "export")
+    with Project.open(synthetic_studies[10], read_only=True) as project:
+        export_project(project, fmt, out)
+    earlier = _parts(out)
+    read_payloads, batches = exporters._payloads, []
+
+    def payloads(session, answers):
+        batches.append(len(answers))
+        if len(batches) == 3:
+            raise KeyboardInterrupt
+        return read_payloads(session, answers)
+
+    monkeypatch.setattr(exporters, "PAYLOAD_BATCH", 50)
+    monkeypatch.setattr(exporters, "_payloads", payloads)
+    status, shown = _export_at_the_terminal(synthetic_studies[20], out, monkeypatch, fmt)
+    assert status == 130
+    assert shown.endswith(f"portalreview export: stopped; nothing was written ({out} is as it "
+                          "was)\n")  # fmt: skip
+    assert _parts(out) == earlier
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary file

@@ -15,7 +15,7 @@ import pytest
 from io_support import as_earlier_export, edit_sheet_xml, fingerprint, full_study
 
 from portalreview.cli import main
-from portalreview.store import exporters
+from portalreview.store import exporters, output_files
 from portalreview.store.audit_verify import verify_export
 from portalreview.store.exporters import export_project
 from portalreview.store.importers import ImportFailed, import_files
@@ -40,17 +40,29 @@ class Killed(BaseException):
 
 
 def _kill_after(monkeypatch, fmt: str, table: str) -> None:
-    """The export stops right after ``table``'s file was replaced (before the audit log's)."""
-    name = "_write_jsonl" if fmt == "jsonl" else "_write_csv"
-    real = getattr(exporters, name)
+    """The export stops right after ``table``'s file was renamed over the earlier one (the
+    tables are renamed into place one after the other, the audit log's last)."""
+    real = output_files.replace_output
 
-    def write(path, columns, rows):
-        written = real(path, columns, rows)
-        if path.name == f"{table}.{fmt}":
+    def replace(temporary, target):
+        real(temporary, target)
+        if Path(target).name == f"{table}.{fmt}":
             raise Killed
-        return written
 
-    monkeypatch.setattr(exporters, name, write)
+    monkeypatch.setattr(output_files, "replace_output", replace)
+
+
+def _stop_at_the_second_answer(monkeypatch) -> None:
+    """Ctrl+C while the answers are written: after the first answer's row."""
+    real, rows = exporters._answer_row, []
+
+    def answer_row(*args):
+        if rows:
+            raise KeyboardInterrupt
+        rows.append(real(*args))
+        return rows[0]
+
+    monkeypatch.setattr(exporters, "_answer_row", answer_row)
 
 
 def _study_moves_on(study) -> None:
@@ -101,6 +113,24 @@ def test_an_export_cut_short_over_an_earlier_one_is_reported_and_refused(
     assert CUT_SHORT in _refused_import(tmp_path, out)
 
     export_project(project, fmt, out)  # exporting again makes the folder whole
+    assert verify_export(out).ok
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_an_export_stopped_while_its_tables_are_written_leaves_the_earlier_one(
+    project, tmp_path, monkeypatch, fmt
+):
+    """The tables are written in a staging folder first: a stop there (nearly all of an
+    export's time) leaves the earlier export whole and verified, and no file of the new one."""
+    study = full_study(project)
+    out = tmp_path / "export"
+    export_project(project, fmt, out)
+    earlier = {p.name: p.read_bytes() for p in out.iterdir()}
+    _study_moves_on(study)
+    _stop_at_the_second_answer(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        export_project(project, fmt, out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == earlier
     assert verify_export(out).ok
 
 
