@@ -24,13 +24,16 @@ folder holds them too; the studies are only read). Not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -38,9 +41,11 @@ from bench_report import kept_study
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ("jsonl", "csv", "xlsx", "preferences")
-# The child: open the study read-only, export it, print the seconds and the peak memory.
+# The child: open the study read-only, export it, print the seconds and the peak memory (the
+# process's own high-water mark, VmHWM: ru_maxrss keeps the benchmark's, inherited across fork
+# and exec).
 CHILD = r"""
-import json, resource, sys, time
+import json, re, resource, sys, time
 from pathlib import Path
 from portalreview.store.project import Project
 study, fmt, out = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
@@ -53,7 +58,11 @@ with Project.open(study, read_only=True) as project:
         from portalreview.store.exporters import export_project
         export_project(project, fmt, out)
     seconds = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+try:
+    status = Path("/proc/self/status").read_text()
+    peak = int(re.search(r"VmHWM:\s*(\d+) kB", status).group(1)) / 1024
+except (OSError, AttributeError):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"seconds": seconds, "peak_mb": peak}))
 """
 
@@ -84,12 +93,19 @@ def program_at(revision: str, folder: Path) -> Path:
     return folder
 
 
-def output_parts(out: Path) -> dict[str, bytes]:
-    """What an export wrote: each file's bytes (a workbook's parts but the time it was written)."""
+def output_parts(out: Path) -> dict[str, str]:
+    """What an export wrote: each file's SHA-256 (a workbook's parts but the time it was
+    written)."""
     if out.is_file():
         with zipfile.ZipFile(out) as book:
-            return {n: book.read(n) for n in book.namelist() if n != "docProps/core.xml"}
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+            names = [n for n in book.namelist() if n != "docProps/core.xml"]
+            return {n: _digest(book.open(n)) for n in names}
+    return {p.name: _digest(p.open("rb")) for p in sorted(out.iterdir())}
+
+
+def _digest(stream: BinaryIO) -> str:
+    with stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def _target(folder: Path, fmt: str) -> Path:
@@ -110,6 +126,8 @@ def measure(study: Path, fmt: str, work: Path, before: Path | None, rounds: int)
             found[name].append(export_once(code, study, fmt, outs[name]))
         if before and same is None:
             same = output_parts(outs["before"]) == output_parts(outs["now"])
+        for out in outs.values():
+            shutil.rmtree(out.parent)  # an export of 10,000 cases is hundreds of MB
     best = {name: min(runs, key=lambda r: r["seconds"]) for name, runs in found.items() if runs}
     return {**best, "same": same}
 
@@ -122,13 +140,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="folder to keep the studies in")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="portalreview-bench-export-"))
-    before = program_at(args.before, work / "before") if args.before else None
     sizes = (args.cases // 10, args.cases)
     studies = {n: kept_study(args.keep, n) for n in sizes}
-    for fmt in args.formats:
-        results = {n: measure(studies[n], fmt, work, before, args.rounds) for n in sizes}
-        _print(fmt, sizes, results, args.before)
+    with tempfile.TemporaryDirectory(prefix="portalreview-bench-export-") as folder:
+        work = Path(folder)
+        before = program_at(args.before, work / "before") if args.before else None
+        for fmt in args.formats:
+            results = {n: measure(studies[n], fmt, work, before, args.rounds) for n in sizes}
+            _print(fmt, sizes, results, args.before)
 
 
 def _print(fmt: str, sizes: tuple[int, int], results: dict[int, dict], revision: str | None):
