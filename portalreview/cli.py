@@ -355,6 +355,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                     Path(args.output),
                     unit_sets=args.unit_set,
                     annotator=args.annotator,
+                    progress=progress,
                 )
             else:
                 written = export_project(project, args.format, Path(args.output), progress)

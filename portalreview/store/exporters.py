@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -211,12 +211,13 @@ def read_tables(session: Session) -> tuple[dict, dict[str, Table]]:
 
 
 def stream_tables(
-    session: Session, progress: Progress | None = None
+    session: Session, progress: Progress | None = None, kinds: Collection[str] | None = None
 ) -> tuple[dict, dict[str, Stream]]:
     """(project.json content, table name -> (columns, rows)), all from one session, each
     table's rows read ``STREAM_BATCH`` at a time as they are taken: taken in the session's
     transaction, one table after the other. (Held at once, the rows of a study of 294,800
-    answers took 1.6 GB.) ``progress`` is told as they are taken, with each table's count."""
+    answers took 1.6 GB.) ``progress`` is told as they are taken, with each table's count;
+    ``kinds``: the answers of those kinds alone (all when None)."""
     names = Names(session)
     meta = {row.key: row.value for row in session.scalars(select(ProjectMeta))}
     project = {
@@ -234,10 +235,10 @@ def stream_tables(
         "units": (UNIT_COLUMNS, _units(session, names)),
         "assignments": (ASSIGNMENT_COLUMNS, _assignments(session, names)),
         "suggestions": (SUGGESTION_COLUMNS, _suggestions(session, names)),
-        "answers": (ANSWER_COLUMNS, _answers(session, names)),
+        "answers": (ANSWER_COLUMNS, _answers(session, names, kinds)),
         "audit": (AUDIT_COLUMNS, _audit(session, names)),
     }
-    totals = _row_counts(session) if progress is not None else {}
+    totals = _row_counts(session, kinds) if progress is not None else {}
     return project, {
         name: (columns, Tally(name, rows, totals.get(name, 0), progress))
         for name, (columns, rows) in tables.items()
@@ -258,12 +259,15 @@ _COUNTED_BY = {
 }
 
 
-def _row_counts(session: Session) -> dict[str, int]:
-    """Exported table -> its rows in all (for progress)."""
-    return {
-        name: session.scalar(select(func.count()).select_from(model)) or 0
-        for name, model in _COUNTED_BY.items()
-    }
+def _row_counts(session: Session, kinds: Collection[str] | None) -> dict[str, int]:
+    """Exported table -> its rows in all (for progress); answers of ``kinds`` alone."""
+    counts = {}
+    for name, model in _COUNTED_BY.items():
+        query = select(func.count()).select_from(model)
+        if model is Answer and kinds is not None:
+            query = query.where(Answer.kind.in_(kinds))
+        counts[name] = session.scalar(query) or 0
+    return counts
 
 
 def _streamed(query: Select) -> Select:
@@ -455,12 +459,14 @@ _ANSWER_FIELDS = (
 )
 
 
-def _answer_batches(session: Session) -> Iterator[Sequence[SqlRow]]:
-    """The answers in id order, ``PAYLOAD_BATCH`` at a time, each batch one query (by the
-    last id seen: no result is left open while the payloads are read)."""
+def _answer_batches(session: Session, kinds: Collection[str] | None) -> Iterator[Sequence[SqlRow]]:
+    """The answers (of ``kinds``, or all) in id order, ``PAYLOAD_BATCH`` at a time, each batch
+    one query (by the last id seen: no result is left open while the payloads are read)."""
     last_id = None
     while True:
         query = select(*_ANSWER_FIELDS).order_by(Answer.id).limit(PAYLOAD_BATCH)
+        if kinds is not None:
+            query = query.where(Answer.kind.in_(kinds))
         if last_id is not None:
             query = query.where(Answer.id > last_id)
         batch = plain_rows(session, query)
@@ -481,9 +487,9 @@ def _payloads(session: Session, answers: Sequence[SqlRow]) -> dict[int, dict]:
     return payloads
 
 
-def _answers(session: Session, names: Names) -> Iterator[Row]:
+def _answers(session: Session, names: Names, kinds: Collection[str] | None) -> Iterator[Row]:
     numbers = _suggestion_numbers(session)
-    for batch in _answer_batches(session):
+    for batch in _answer_batches(session, kinds):
         payloads = _payloads(session, batch)
         for a in batch:
             yield _answer_row(a, payloads[a.id], numbers, names)

@@ -428,17 +428,19 @@ def test_an_edited_draft_goes_to_label_studio_not_redcap(project, full, tmp_path
 
 
 def _fail_on_write(monkeypatch, number: int) -> None:
-    """Make the ``number``-th file write fail, as a full disk would."""
-    written = []
-    real = Path.write_bytes
+    """Make the ``number``-th file opened to be written (whole, or as it is made: the
+    preferences' pairs) fail, as a full disk would."""
+    opened = []
+    real = Path.open
 
-    def write_bytes(self: Path, data: bytes) -> int:
-        written.append(self)
-        if len(written) == number:
-            raise OSError(errno.ENOSPC, "No space left on device", str(self))
-        return real(self, data)
+    def open_(self: Path, mode: str = "r", *args, **kwargs):
+        if "w" in mode:
+            opened.append(self)
+            if len(opened) == number:
+                raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, mode, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    monkeypatch.setattr(Path, "open", open_)
 
 
 @pytest.mark.parametrize("fmt", ["labelstudio", "redcap", "preferences"])

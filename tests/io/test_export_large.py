@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import re
 import sys
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,8 @@ from sqlalchemy.engine import Engine
 from portalreview.cli import main
 from portalreview.store import exporters
 from portalreview.store.exporters import export_project
+from portalreview.store.exports import export_external, preferences
+from portalreview.store.exports.snapshot import read_snapshot
 from portalreview.store.models import Answer
 from portalreview.store.project import Project
 
@@ -219,13 +223,16 @@ def test_an_export_to_a_file_or_a_pipe_shows_no_progress(synthetic_studies, tmp_
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "csv", "xlsx"])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "xlsx", "preferences"])
 def test_ctrl_c_stops_an_export_and_leaves_the_earlier_one(
     synthetic_studies, tmp_path, monkeypatch, fmt
 ):
     out = tmp_path / ("export.xlsx" if fmt == "xlsx" else "export")
     with Project.open(synthetic_studies[10], read_only=True) as project:
-        export_project(project, fmt, out)
+        if fmt == "preferences":
+            export_external(project, fmt, out)
+        else:
+            export_project(project, fmt, out)
     earlier = _parts(out)
     read_payloads, batches = exporters._payloads, []
 
@@ -243,3 +250,71 @@ def test_ctrl_c_stops_an_export_and_leaves_the_earlier_one(
                           "was)\n")  # fmt: skip
     assert _parts(out) == earlier
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary file
+
+
+# --- the preferences export --------------------------------------------------------------------
+
+
+def test_the_preferences_are_the_pairs_of_the_whole_snapshot(synthetic_studies, tmp_path):
+    """Read with the answers that make pairs alone, streamed, the files hold the pairs worked
+    out from the whole snapshot (every table, every kind, in lists), in the same order."""
+    with Project.open(synthetic_studies[20], read_only=True) as project:
+        export_external(project, "preferences", tmp_path / "pref")
+        whole = read_snapshot(project)
+    pairs = list(preferences.preference_records(whole, None, Counter()))
+    lines = [json.dumps(pair, ensure_ascii=False) + "\n" for pair in pairs]
+    assert len(pairs) > 100
+    assert _files(tmp_path / "pref")["preferences-pooled.jsonl"] == "".join(lines).encode()
+    mine = [line for line, pair in zip(lines, pairs, strict=True) if pair["annotator"] == "ann_2"]
+    assert _files(tmp_path / "pref")["preferences-ann_2.jsonl"] == "".join(mine).encode()
+
+
+def test_the_preferences_read_only_the_answers_that_make_pairs(synthetic_studies, tmp_path):
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *args) -> None:
+        statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        with Project.open(synthetic_studies[10], read_only=True) as project:
+            export_external(project, "preferences", tmp_path / "pref")
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    read = " ".join(statements)
+    for table in ("assignments", "audit_log", "eppc_labels", "match_spans", "facts"):
+        assert not re.search(rf"\bFROM {table}\b", read), table
+    assert re.search(r"\bFROM rank_entries\b", read)
+
+
+def test_the_preferences_are_written_as_they_are_made(synthetic_studies, tmp_path, monkeypatch):
+    out = tmp_path / "pref"
+    written_when_read: list[int] = []
+    read_payloads = exporters._payloads
+
+    def payloads(session, answers):
+        pooled = list(out.glob(".portalreview-export-*/preferences-pooled.jsonl"))
+        written_when_read.append(sum(path.stat().st_size for path in pooled))
+        return read_payloads(session, answers)
+
+    monkeypatch.setattr(exporters, "PAYLOAD_BATCH", 20)
+    monkeypatch.setattr(exporters, "_payloads", payloads)
+    with Project.open(synthetic_studies[20], read_only=True) as project:
+        export_external(project, "preferences", out)
+    assert len(written_when_read) > 5
+    assert written_when_read[0] == 0 < written_when_read[-1]
+
+
+def test_the_preferences_export_shows_its_progress_at_the_terminal(
+    synthetic_studies, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(exporters, "PROGRESS_EVERY", 100)
+    out = tmp_path / "pref"
+    status, shown = _export_at_the_terminal(synthetic_studies[20], out, monkeypatch, "preferences")
+    assert status == 0
+    with Project.open(synthetic_studies[20], read_only=True) as project, project.read() as s:
+        kinds = Answer.kind.in_(["rank", "empathy", "respond"])
+        answers = s.scalar(select(func.count()).select_from(Answer).where(kinds))
+    for done in (0, 100, answers):
+        assert f"\rExporting answers: {done:,} of {answers:,} rows" in shown
+    assert shown.endswith("\r")

@@ -21,19 +21,32 @@ Where the pairs come from:
 Only submitted answers count (drafts in progress are counted and left out), and never those of
 a model pseudo annotator. A clinician's own export (``annotator``) holds their answers alone:
 what the study's blinding lets them see.
+
+Each pair is written as it is made, the answers read as they are taken (:func:`write`): held at
+once, the 146,281 pairs of a 10,000-case study and their files' bytes took over a gigabyte.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
+from collections.abc import Iterator
 from itertools import combinations
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 from portalreview.metrics.editing import left_unchanged
 from portalreview.store.exporters import ExportFailed
 from portalreview.store.exports.snapshot import Row, Snapshot
+from portalreview.store.output_files import (
+    move_into_place,
+    output_error,
+    staging_folder,
+    sync_file,
+    write_staged,
+)
 
 SOURCES = ("rank", "empathy", "edit")
 INSTRUCTION = (
@@ -109,13 +122,10 @@ PAIRS = {"rank": _rank_pairs, "empathy": _empathy_pairs, "respond": _edit_pairs}
 
 
 def preference_records(
-    snapshot: Snapshot, annotator: str | None = None
-) -> tuple[list[dict], Counter]:
-    """Every preference pair (of ``annotator`` alone, when given) and what was left out."""
-    if annotator is not None and annotator not in snapshot.annotators:
-        raise ExportFailed(f"there is no annotator named {annotator!r} in this study")
-    records: list[dict] = []
-    left_out: Counter = Counter()
+    snapshot: Snapshot, annotator: str | None, left_out: Counter
+) -> Iterator[dict]:
+    """Every preference pair (of ``annotator`` alone, when given), in the answers' order, as
+    they are read; what was left out is counted in ``left_out``."""
     for answer in snapshot.answers:
         if answer["kind"] not in PAIRS:
             continue
@@ -130,12 +140,7 @@ def preference_records(
         if answer["status"] != "submitted":
             left_out["answers not submitted yet"] += 1
             continue
-        records += PAIRS[answer["kind"]](snapshot, answer, left_out)
-    return records, left_out
-
-
-def _jsonl(records: list[dict]) -> bytes:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+        yield from PAIRS[answer["kind"]](snapshot, answer, left_out)
 
 
 POOLED, SUMMARY = "preferences-pooled.jsonl", "preferences-summary.json"
@@ -159,25 +164,96 @@ def _file_names(people: list[str]) -> dict[str, str]:
     return names
 
 
-def build(snapshot: Snapshot, annotator: str | None = None) -> dict[str, bytes]:
-    """The export's files: pooled and per clinician (the PI), or one clinician's own, and a
-    summary of what each source gave and what was left out."""
-    records, left_out = preference_records(snapshot, annotator)
-    files: dict[str, bytes] = {}
-    people = sorted({r["annotator"] for r in records} | ({annotator} if annotator else set()))
-    file_names = _file_names(people)
-    for person in people:
-        files[file_names[person]] = _jsonl([r for r in records if r["annotator"] == person])
-    if annotator is None:
-        files[POOLED] = _jsonl(records)
+def write(snapshot: Snapshot, out: Path, annotator: str | None = None) -> list[Path]:
+    """Write the export's files into the folder ``out``: pooled and per clinician (the PI),
+    or one clinician's own, and a summary of what each source gave and what was left out;
+    returns their paths. Each pair is written as it is made into a hidden staging folder; the
+    files then replace an earlier export's together (as ``write_files_together`` does)."""
+    if annotator is not None and annotator not in snapshot.annotators:
+        raise ExportFailed(f"there is no annotator named {annotator!r} in this study")
+    left_out: Counter = Counter()
+    with staging_folder(out) as staging:
+        pairs = _PairFiles(staging, pooled=annotator is None)
+        try:
+            for record in preference_records(snapshot, annotator, left_out):
+                pairs.add(record)
+        except OSError as exc:  # a full disk: named as the folder asked for, never the staging
+            if exc.errno is None:
+                raise
+            raise output_error(exc, out) from exc
+        finally:
+            pairs.close()
+        people = sorted({*pairs.people, *([annotator] if annotator else [])})
+        file_names = _file_names(people)
+        names = [*pairs.named(file_names, people), SUMMARY]
+        summary = _summary(pairs, annotator, people, file_names, left_out)
+        write_staged(staging / SUMMARY, out / SUMMARY, lambda path: path.write_bytes(summary))
+        move_into_place(staging, out, names)
+    return [out / name for name in names]
+
+
+class _PairFiles:
+    """The pairs written as they come: to the pooled file, and to each person's, which is
+    named once everyone is known (names that would share a file get -2, -3: ``_file_names``)
+    and until then has a number."""
+
+    def __init__(self, staging: Path, pooled: bool) -> None:
+        self.staging = staging
+        self.people: dict[str, TextIO] = {}  # person -> their file, in the order first seen
+        self.pooled = self._open(POOLED) if pooled else None
+        self.by_source: Counter = Counter()
+        self.by_person: Counter = Counter()
+
+    def add(self, record: dict) -> None:
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        person = record["annotator"]
+        if person not in self.people:
+            self.people[person] = self._open(self._numbered(len(self.people)))
+        self.people[person].write(line)
+        if self.pooled is not None:
+            self.pooled.write(line)
+        self.by_source[record["source"]] += 1
+        self.by_person[person] += 1
+
+    def close(self) -> None:
+        for stream in (*self.people.values(), self.pooled):
+            if stream is not None:
+                stream.close()
+
+    def named(self, file_names: dict[str, str], people: list[str]) -> list[str]:
+        """Each person's file renamed to its name (an empty one for a person with no pair),
+        written to disk with the pooled file; the files' names, in the export's order."""
+        numbers = {person: n for n, person in enumerate(self.people)}
+        for person in people:
+            path = self.staging / file_names[person]
+            if person in numbers:
+                os.replace(self.staging / self._numbered(numbers[person]), path)
+            else:
+                path.write_bytes(b"")
+            sync_file(path)
+        names = [file_names[person] for person in people]
+        if self.pooled is not None:
+            sync_file(self.staging / POOLED)
+            names.append(POOLED)
+        return names
+
+    def _open(self, name: str) -> TextIO:
+        return (self.staging / name).open("w", encoding="utf-8", newline="\n")
+
+    @staticmethod
+    def _numbered(n: int) -> str:
+        return f"person-{n}.part"  # no file name of the export ends in .part
+
+
+def _summary(pairs: _PairFiles, annotator: str | None, people: list[str],
+             file_names: dict[str, str], left_out: Counter) -> bytes:  # fmt: skip
     summary = {
         "format": "TRL preference (conversational): prompt, chosen, rejected",
         "annotator": annotator or "all (pooled and per annotator)",
-        "pairs": len(records),
-        "pairs_by_source": {s: sum(r["source"] == s for r in records) for s in SOURCES},
-        "pairs_by_annotator": {p: sum(r["annotator"] == p for r in records) for p in people},
+        "pairs": sum(pairs.by_source.values()),
+        "pairs_by_source": {s: pairs.by_source[s] for s in SOURCES},
+        "pairs_by_annotator": {p: pairs.by_person[p] for p in people},
         "file_by_annotator": file_names,
         "left_out": dict(sorted(left_out.items())),
     }
-    files[SUMMARY] = (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    return files
+    return (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
