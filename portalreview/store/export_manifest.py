@@ -1,14 +1,15 @@
 """The record in an export folder's ``project.json`` of what the export wrote, so that a folder
 whose export was cut short is never taken for a whole one.
 
-A jsonl or csv export replaces its files one at a time (each through a temporary file). When
-the process is killed part-way through writing over an earlier export in the same folder, every
-file is whole but some are from the new snapshot and some from the old: answers that the
-exported audit log never recorded. So :func:`portalreview.store.exporters.export_project`
-first writes ``project.json`` saying the export is unfinished (:func:`unfinished`), then the
-tables, then ``project.json`` again with each file's size and SHA-256 and the audit log's last
-hash (:func:`finished`). ``portalreview verify`` and the importer check a folder against that
-record (:func:`check_export_folder`) and refuse one whose files do not match. A folder whose
+A jsonl or csv export writes its tables in a staging folder, then renames them over the
+folder's one at a time. When the process is killed during the renames, over an earlier export
+in the same folder, every file is whole but some are from the new snapshot and some from the
+old: answers that the exported audit log never recorded. So
+:func:`portalreview.store.exporters.export_project` writes ``project.json`` saying the export
+is unfinished (:func:`unfinished`) before the renames, then ``project.json`` again with each
+file's size and SHA-256 and the audit log's last hash (:func:`finished`). ``portalreview
+verify`` and the importer check a folder against that record (:func:`check_export_folder`) and
+refuse one whose files do not match. A folder whose
 ``project.json`` has no record (an export written before it existed, or a folder of tables
 made by hand) is read as before.
 """
