@@ -221,8 +221,10 @@ def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]
 def staging_folder(folder: Path) -> Iterator[Path]:
     """A new hidden staging folder inside ``folder`` (made when missing), for files written
     whole (:func:`write_staged`) before they replace the folder's (:func:`move_into_place`);
-    removed with what is left in it when the block ends, however it ends. One a killed run
+    removed with what is left in it when the block ends, however it ends, and ``folder`` too
+    when it was made for this and nothing came of it (a failure, Ctrl+C). One a killed run
     left is removed by the next (:func:`remove_abandoned_staging`)."""
+    made = not folder.exists()
     make_folder(folder)
     remove_abandoned_staging(folder)
     staging = folder / _unique_prefix(STAGING_PREFIX)
@@ -230,10 +232,15 @@ def staging_folder(folder: Path) -> Iterator[Path]:
         staging.mkdir()
     except OSError as exc:  # a read-only disk: named as asked for, never the hidden staging
         raise output_error(exc, folder) from exc
+    done = False
     try:
         yield staging
+        done = True
     finally:
         leftovers.remove(staging)
+        if made and not done:
+            with contextlib.suppress(OSError):  # only when empty
+                folder.rmdir()
 
 
 def write_staged(path: Path, shown: Path, write: Callable[[Path], Any]) -> None:

@@ -305,6 +305,19 @@ def test_the_preferences_are_written_as_they_are_made(synthetic_studies, tmp_pat
     assert written_when_read[0] == 0 < written_when_read[-1]
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "preferences"])
+def test_ctrl_c_leaves_no_folder_where_there_was_none(
+    synthetic_studies, tmp_path, monkeypatch, fmt
+):
+    def payloads(session, answers):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exporters, "_payloads", payloads)
+    status, _ = _export_at_the_terminal(synthetic_studies[10], tmp_path / "new", monkeypatch, fmt)
+    assert status == 130
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_preferences_export_shows_its_progress_at_the_terminal(
     synthetic_studies, tmp_path, monkeypatch
 ):
