@@ -1689,12 +1689,13 @@ class StudyService:
             .order_by(AuditEntry.id.desc())
         )
         with self.project.read() as s:
-            answer = s.scalars(select(Answer).where(*mine)).first()
-            if answer is None or not self._last_entry_is_current(s, answer):
-                return False
             for actor_id, old, new in s.execute(demotions):
                 if (json.loads(old)["status"], json.loads(new)["status"]) == ("submitted", "draft"):
-                    return actor_id == annotator_id
+                    if actor_id != annotator_id:
+                        return False
+                    # hers, unless a change she cannot read (another's entry) came since
+                    answer = s.scalars(select(Answer).where(*mine)).one()
+                    return self._last_entry_is_current(s, answer)
         return False
 
     @staticmethod
