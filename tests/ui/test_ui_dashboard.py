@@ -31,7 +31,13 @@ from portalreview.store.service import StudyService
 from portalreview.ui import dashboard as dashboard_module
 from portalreview.ui import workers
 from portalreview.ui.charts import ChartView, HeatMapView
-from portalreview.ui.dashboard import PATH_ROLE, QUICK_RESAMPLES, VALUE_ROLE, Dashboard
+from portalreview.ui.dashboard import (
+    PATH_ROLE,
+    QUICK_RESAMPLES,
+    VALUE_ROLE,
+    Dashboard,
+    FigureTable,
+)
 from portalreview.ui.tools import TOOLS
 from tests.reports.test_live_report import _flag_one_answer
 
@@ -336,6 +342,45 @@ def test_ctrl_tab_changes_tabs_from_anywhere_in_the_window(qtbot, demo, prefs):
     inside.setFocus()  # from inside a page too, one tab a press (not two)
     qtbot.keyClick(inside, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)
     assert dashboard.tabs.currentIndex() == 1
+    window.close()
+
+
+def _built_tables(dashboard: Dashboard) -> list[int | None]:
+    """How many figure tables each tab's page holds now (None: its page not built)."""
+    pages = [dashboard.tabs.widget(i) for i in range(dashboard.tabs.count())]
+    return [
+        None if page.widget() is None else len(page.widget().findChildren(FigureTable))
+        for page in pages
+    ]
+
+
+def test_a_tab_is_built_when_first_shown_and_keeps_its_place(qtbot, demo, prefs):
+    """A refresh builds the tab in view only (building all nine held the window up to a
+    quarter of a second on a large study); another tab is built when it is shown, and a
+    page scrolled down opens where it was, even after refreshes that did not build it."""
+    window = open_window(qtbot, prefs, demo, PI)
+    dashboard = open_dashboard(qtbot, window)
+    built = _built_tables(dashboard)
+    assert built[0] > 0 and built[1:] == [None] * (len(built) - 1)
+
+    dashboard.tabs.setCurrentIndex(2)
+    qtbot.waitUntil(lambda: _built_tables(dashboard)[2] is not None, timeout=2000)
+    assert _built_tables(dashboard)[2] > 0
+    page = dashboard.tabs.widget(2)
+    name = dashboard.tabs.tabText(2)
+    qtbot.waitUntil(lambda: page.verticalScrollBar().maximum() > 200, timeout=5000)
+    page.verticalScrollBar().setValue(200)
+
+    dashboard.tabs.setCurrentIndex(0)
+    dashboard.show_computed(dashboard.computed)  # as a refresh shows its figures
+    dashboard.show_computed(dashboard.computed)  # one more, the page not built in between
+    assert _built_tables(dashboard)[2] is None
+    dashboard.tabs.setCurrentIndex(2)
+    page = dashboard.tabs.widget(2)
+    assert dashboard.tabs.tabText(2) == name and _built_tables(dashboard)[2] > 0
+    qtbot.waitUntil(lambda: page.verticalScrollBar().value() == 200, timeout=5000)
+    # every figure of every tab is still the report's (the views build what is not shown)
+    assert assert_figures_are(dashboard, expected_report(demo)) > 1500
     window.close()
 
 
