@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
-import io
 import itertools
 import json
 import logging
@@ -37,6 +36,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +57,10 @@ from portalreview.store.importers.ooxml import (
 from portalreview.store.models import Annotator, Answer, AuditEntry, Suggestion
 from portalreview.store.output_files import (
     make_folder,
+    move_into_place,
     save_workbook,
-    write_files_together,
+    staging_folder,
+    write_staged,
     write_through_temporary,
 )
 from portalreview.store.project import Project, refuse_project_output
@@ -2930,15 +2932,15 @@ def write_xlsx_report(
     return out
 
 
-def _csv_bytes(table: Table, steps: Steps | None = None) -> bytes:
-    """``table`` as a CSV file's content, UTF-8 with a byte-order mark."""
-    out = io.StringIO(newline="")
-    writer = safe_writer(out)  # no text runs as a formula (store/csv_cells.py)
-    writer.writerow(safe_row(table.headers))
-    with _no_collection():
-        rows = _read_rows(table, steps)
-        writer.writerows(safe_row([cell_value(item) for item in row]) for row in rows)
-    return out.getvalue().encode("utf-8-sig")
+def _write_csv(table: Table, path: Path, steps: Steps | None = None) -> None:
+    """``table`` as a CSV file at ``path``, UTF-8 with a byte-order mark; the rows written as
+    they are made (the raw tables of a large study run to hundreds of megabytes)."""
+    with open(path, "w", encoding="utf-8-sig", newline="") as out:
+        writer = safe_writer(out)  # no text runs as a formula (store/csv_cells.py)
+        writer.writerow(safe_row(table.headers))
+        with _no_collection():
+            rows = _read_rows(table, steps)
+            writer.writerows(safe_row([cell_value(item) for item in row]) for row in rows)
 
 
 def write_csv_report(
@@ -2958,9 +2960,10 @@ def write_csv_report(
     """The same tables as the workbook, one CSV file per table in the folder ``out_dir``
     (UTF-8 with a byte-order mark, so that Excel reads accents), plus ``report.json``. Texts
     are quoted and a text that a spreadsheet would run as a formula gets a leading ``'``;
-    numbers (negative ones too) stay numbers (docs/formats.md). The files replace the folder's
-    earlier report together (:func:`~portalreview.store.output_files.write_files_together`):
-    a failure or a kill while they are written leaves the earlier report whole. ``on_part`` is
+    numbers (negative ones too) stay numbers (docs/formats.md). Each file is written whole
+    into a staging folder as its rows are made, and the files then replace the folder's
+    earlier report together (:func:`~portalreview.store.output_files.move_into_place`): a
+    failure or a kill while they are written leaves the earlier report whole. ``on_part`` is
     told each file's name as it is begun."""
     from portalreview.store.models import utc_now
 
@@ -2975,22 +2978,29 @@ def write_csv_report(
     sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
     tables = [t for sheet in sheets for t in sheet.tables]
     _the_rest_is(steps, len(tables) + sum(map(_raw_steps, tables)) + 2)
-    files: dict[str, bytes] = {}
-    for table in tables:
-        if on_part:
-            on_part(f"{table.key}.csv")
-        files[f"{table.key}.csv"] = _csv_bytes(table, steps)
+    names = [f"{table.key}.csv" for table in tables] + ["report.json"]
+    # All or nothing: every file is written whole in a staging folder before any replaces
+    # the folder's, so a full disk, Cancel or a kill part-way leaves last week's report whole,
+    # never some of this week's tables beside last week's report.json.
+    with staging_folder(folder) as staging:
+        for table in tables:
+            name = f"{table.key}.csv"
+            if on_part:
+                on_part(name)
+            write_staged(staging / name, folder / name, partial(_write_csv, table, steps=steps))
+            steps.step()
+        text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        write_staged(
+            staging / "report.json",
+            folder / "report.json",
+            lambda path: path.write_bytes(text.encode("utf-8")),
+        )
         steps.step()
-    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    files["report.json"] = text.encode("utf-8")
-    steps.step()
-    # All or nothing: a full disk or a kill part-way leaves last week's report whole, never
-    # some of this week's tables beside last week's report.json.
-    written = write_files_together(folder, files)
+        move_into_place(staging, folder, names)
     steps.step()
     steps.finish()
     log.info("report written: %s (csv, %d tables)", folder, len(tables))
-    return written
+    return [folder / name for name in names]
 
 
 __all__ = [

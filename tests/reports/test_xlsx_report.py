@@ -21,6 +21,7 @@ from sqlalchemy import text as sql
 
 from portalreview.cli import main
 from portalreview.demo import build_demo
+from portalreview.reports import xlsx_report
 from portalreview.reports.json_report import build_report
 from portalreview.reports.xlsx_report import (
     CHART_ROWS,
@@ -418,6 +419,26 @@ def test_a_csv_report_failing_part_way_leaves_the_earlier_report_whole(demo, tmp
     assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in written)
     summary = (folder / "summary_figures.csv").read_bytes()
     assert summary != last_week["summary_figures.csv"]  # other intervals with another seed
+
+
+def test_a_csv_report_writes_each_file_as_its_rows_are_made(demo, tmp_path, monkeypatch):
+    """The CSV report held every file in memory and wrote them together at the end (hundreds
+    of megabytes of raw rows on a large study); now each file is written, in the staging
+    folder, while its rows are made."""
+    project, report, _, frames, _ = demo
+    folder = tmp_path / "csv"
+    real_read_rows, staged_sizes = xlsx_report._read_rows, []
+
+    def rows_watched(table, steps):
+        for n, row in enumerate(real_read_rows(table, steps), 1):
+            if n == 400:  # well past the first buffer's worth of this file
+                staged = list(folder.glob(f"{output_files.STAGING_PREFIX}*/{table.key}.csv"))
+                staged_sizes.append(staged[0].stat().st_size if staged else 0)
+            yield row
+
+    monkeypatch.setattr(xlsx_report, "_read_rows", rows_watched)
+    write_csv_report(project, folder, report=report, frames=frames)
+    assert staged_sizes and min(staged_sizes) > 8192
 
 
 def test_progress_and_cancel(demo, tmp_path):
