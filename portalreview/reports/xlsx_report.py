@@ -56,8 +56,8 @@ from portalreview.store.importers.ooxml import (
 )
 from portalreview.store.models import Annotator, Answer, AuditEntry, Suggestion
 from portalreview.store.output_files import (
-    make_folder,
     move_into_place,
+    output_folder,
     save_workbook,
     staging_folder,
     write_staged,
@@ -2970,12 +2970,23 @@ def write_csv_report(
     folder = Path(out_dir)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is a file; the CSV report needs a folder")
-    make_folder(folder)  # before the long work: a read-only disk is told at once
-    steps = Steps(_n_steps(), progress, cancel)
-    report, frames = _prepare(
-        project, seed, n_resamples, include_drafts, report, frames, steps, use_cache
-    )
-    sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
+    # The folder is made before the long work, so that a read-only disk is told at once.
+    with output_folder(folder):
+        steps = Steps(_n_steps(), progress, cancel)
+        report, frames = _prepare(
+            project, seed, n_resamples, include_drafts, report, frames, steps, use_cache
+        )
+        sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
+        names = _write_csv_files(folder, report, sheets, steps, on_part)
+    log.info("report written: %s (csv, %d tables)", folder, len(names) - 1)
+    return [folder / name for name in names]
+
+
+def _write_csv_files(
+    folder: Path, report: dict[str, Any], sheets: list[Sheet], steps: Steps, on_part: PartFn | None
+) -> list[str]:
+    """Each table of ``sheets`` as a CSV file in ``folder``, and ``report.json``: the files'
+    names."""
     tables = [t for sheet in sheets for t in sheet.tables]
     _the_rest_is(steps, len(tables) + sum(map(_raw_steps, tables)) + 2)
     names = [f"{table.key}.csv" for table in tables] + ["report.json"]
@@ -2999,8 +3010,7 @@ def write_csv_report(
         move_into_place(staging, folder, names)
     steps.step()
     steps.finish()
-    log.info("report written: %s (csv, %d tables)", folder, len(tables))
-    return [folder / name for name in names]
+    return names
 
 
 __all__ = [

@@ -200,6 +200,22 @@ def make_folder(folder: Path) -> None:
         raise output_error(exc, folder) from exc
 
 
+@contextlib.contextmanager
+def output_folder(folder: Path) -> Iterator[None]:
+    """Make the output folder ``folder`` unless it exists (:func:`make_folder`); when the
+    block fails (a full disk, Cancel) and the folder was made for it, it is removed again if
+    nothing is left in it."""
+    made = not folder.exists()
+    make_folder(folder)
+    try:
+        yield
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):  # only when empty
+                folder.rmdir()
+        raise
+
+
 def write_files_together(folder: Path, files: Mapping[str, bytes]) -> list[Path]:
     """Write ``files`` (name -> content) into ``folder`` so that they replace the folder's
     earlier ones together: every file is first written whole, and to disk, in a hidden staging
