@@ -116,7 +116,9 @@ def redact(text: str) -> str:
 
 # Errors whose messages are the system's, the database's or ours about a file or a server:
 # they may be logged (redacted). By the names of their classes, to load nothing here.
-_WORDED_ERRORS = frozenset({"ProjectError", "SaveFailed", "ReadFailed", "ServerUnavailable"})
+_WORDED_ERRORS = frozenset(
+    {"ProjectError", "SaveFailed", "ReadFailed", "ProjectClosed", "ServerUnavailable"}
+)
 _WORDED_MODULES = ("sqlite3", "sqlalchemy", "psycopg")
 
 

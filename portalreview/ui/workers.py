@@ -13,6 +13,9 @@ from typing import Any
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import QProgressDialog, QWidget
 
+from portalreview.applog import error_text
+from portalreview.store.errors import ProjectClosed
+
 log = logging.getLogger(__name__)
 
 
@@ -48,10 +51,18 @@ class Worker(QRunnable):
         try:
             result = self.fn(*self.args, **self.kwargs)
         except Exception as exc:  # reported to the GUI, which shows the message
-            log.error("background task %s failed", _name(self.fn), exc_info=True)
+            self._log_failure(exc)
             self.signals.failed.emit(str(exc) or type(exc).__name__, exc)
         else:
             self.signals.finished.emit(result)
+
+    def _log_failure(self, exc: Exception) -> None:
+        """An error with its traceback; an expected end in one line: the project closed under
+        the work (another study opened, the window closed) or the work was cancelled."""
+        if isinstance(exc, ProjectClosed) or self.is_cancelled:
+            log.info("background task %s stopped: %s", _name(self.fn), error_text(exc))
+        else:
+            log.error("background task %s failed", _name(self.fn), exc_info=True)
 
 
 def _name(fn: Callable[..., Any]) -> str:

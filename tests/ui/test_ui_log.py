@@ -100,3 +100,44 @@ def test_a_failed_background_task_is_logged_with_its_traceback(logs):
     assert "ERROR" in text and "background task " in text and "read_the_file failed" in text
     assert "Traceback (most recent call last):" in text and ", in read_the_file\n" in text
     assert "ValueError (message not logged: 33 characters)" in text and "Quendrilax" not in text
+
+
+def test_a_task_stopped_by_its_closed_project_is_one_info_line(logs):
+    """Opening another study (or quitting) under a background read ends it with ProjectClosed:
+    an expected end, logged in one line that names the file, not as an error."""
+    from portalreview.store.closing import Closing
+    from portalreview.ui.workers import Worker
+
+    life = Closing("s3a.prproj")
+    life.close()
+
+    def read_kind() -> None:
+        life.check()
+
+    applog.setup_logging("gui")
+    failures = []
+    worker = Worker(read_kind)
+    worker.signals.failed.connect(lambda message, exc: failures.append(message))
+    worker.run()
+    assert failures == [
+        "The project s3a.prproj was closed. Nothing was read. Open it again to go on."
+    ]
+    text = (logs / "portalreview.log").read_text(encoding="utf-8")
+    assert "ERROR" not in text and "Traceback" not in text
+    (line,) = [line for line in text.splitlines() if "background task" in line]
+    assert " INFO " in line and "read_kind stopped: ProjectClosed: The project s3a.prproj" in line
+
+
+def test_a_cancelled_task_that_fails_is_one_info_line(logs):
+    from portalreview.ui.workers import Worker
+
+    def compute(cancelled) -> None:
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    applog.setup_logging("gui")
+    worker = Worker(compute)
+    worker.cancel()
+    worker.run()
+    text = (logs / "portalreview.log").read_text(encoding="utf-8")
+    assert "ERROR" not in text and "Traceback" not in text
+    assert " INFO " in text and "background task " in text and "compute stopped: " in text
