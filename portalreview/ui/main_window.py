@@ -73,7 +73,7 @@ from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionContr
 from portalreview.ui.unsaved_gold import remind_of_kept_decisions
 from portalreview.ui.unsaved_offer import offer_kept_answers
 from portalreview.ui.unsaved_work import UnsavedWork
-from portalreview.ui.workers import run_with_progress
+from portalreview.ui.workers import run_with_progress, stop_all
 
 if TYPE_CHECKING:
     from portalreview.store.backends import ServerProject
@@ -1352,6 +1352,9 @@ class MainWindow(QMainWindow):
         self.prefs.qs.setValue("window/geometry", self.saveGeometry())
         self.prefs.sync()
         self.suggestions.shutdown()  # the model is freed here, never left to the GC
+        # the tool windows' reads, stopped (the project is closed, everything saved) and
+        # waited for: one still running as Python shuts down printed errors on stderr
+        stop_all()
         event.accept()
 
     def _close_project_for_good(self) -> bool:

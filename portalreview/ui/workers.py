@@ -10,13 +10,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal, SignalInstance
 from PySide6.QtWidgets import QProgressDialog, QWidget
+from shiboken6 import isValid
 
 from portalreview.applog import error_text
 from portalreview.store.errors import ProjectClosed
 
 log = logging.getLogger(__name__)
+
+EXIT_WAIT_MS = 5000  # how long quitting waits for background work to stop (each polls cancel)
 
 
 class WorkerSignals(QObject):
@@ -26,22 +29,31 @@ class WorkerSignals(QObject):
 
 
 class Worker(QRunnable):
-    """Runs ``fn`` off the GUI thread. ``cancel()`` sets a flag ``fn`` can poll."""
+    """Runs ``fn`` off the GUI thread. ``cancel()`` sets a flag ``fn`` can poll;
+    ``abandon()`` also silences it (at exit, when no window is left to tell)."""
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         super().__init__()
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.signals = WorkerSignals()
         self._cancel = threading.Event()
+        self.abandoned = False
         self.setAutoDelete(False)
         params = inspect.signature(fn).parameters
         if "progress" in params:
-            self.kwargs["progress"] = lambda done, total: self.signals.progress.emit(done, total)
+            self.kwargs["progress"] = lambda done, total: self._report(
+                self.signals.progress, done, total
+            )
         if "cancelled" in params:
             self.kwargs["cancelled"] = self._cancel.is_set
 
     def cancel(self) -> None:
         self._cancel.set()
+
+    def abandon(self) -> None:
+        """Cancel, and report nothing more: the result, error or progress goes to no one."""
+        self.abandoned = True
+        self.cancel()
 
     @property
     def is_cancelled(self) -> bool:
@@ -52,9 +64,24 @@ class Worker(QRunnable):
             result = self.fn(*self.args, **self.kwargs)
         except Exception as exc:  # reported to the GUI, which shows the message
             self._log_failure(exc)
-            self.signals.failed.emit(str(exc) or type(exc).__name__, exc)
+            self._report(self.signals.failed, str(exc) or type(exc).__name__, exc)
         else:
-            self.signals.finished.emit(result)
+            self._report(self.signals.finished, result)
+        finally:
+            if self.abandoned:  # no GUI slot will let go of it
+                _running.discard(self)
+
+    def _report(self, signal: SignalInstance, *values: Any) -> None:
+        """Emit, unless abandoned or the signals' object is gone (deleted as Python shut down
+        under the work: emitting raised "Signal source has been deleted")."""
+        if self.abandoned:
+            return
+        try:
+            signal.emit(*values)
+        except RuntimeError:
+            if isValid(self.signals):
+                raise
+            log.info("background task %s ended after its window", _name(self.fn))
 
     def _log_failure(self, exc: Exception) -> None:
         """An error with its traceback; an expected end in one line: the project closed under
@@ -85,12 +112,12 @@ def run_in_background(
 
     def finish(result: Any) -> None:
         _running.discard(worker)
-        if on_done:
+        if on_done and not worker.abandoned:
             on_done(result)
 
     def fail(message: str, exc: Exception) -> None:
         _running.discard(worker)
-        if on_error:
+        if on_error and not worker.abandoned:
             on_error(message, exc)
 
     queued = Qt.ConnectionType.QueuedConnection
@@ -100,6 +127,18 @@ def run_in_background(
         worker.signals.progress.connect(on_progress, queued)
     QThreadPool.globalInstance().start(worker)
     return worker
+
+
+def stop_all(timeout_ms: int = EXIT_WAIT_MS) -> bool:
+    """At exit: abandon every background task and wait (up to ``timeout_ms``) for the pool's
+    threads, so that none still runs, and reports, while Python shuts down under it. False
+    if some did not end in time."""
+    for worker in list(_running):
+        worker.abandon()
+    ended = QThreadPool.globalInstance().waitForDone(timeout_ms)
+    if not ended:
+        log.warning("background work still running at exit after %d ms", timeout_ms)
+    return ended
 
 
 def run_with_progress(

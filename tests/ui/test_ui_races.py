@@ -13,13 +13,15 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QPushButton
-from ui_support import make_gui_study, open_window, preferences
+from ui_support import make_gui_study, open_window, preferences, show_kind, stored_answer
 
 from portalreview.reports import report_cache
 from portalreview.store import study_setup as setup
 from portalreview.store.project import Project
+from portalreview.tasks.common.editor_base import TextBox
 from portalreview.ui import dashboard as dash
 from portalreview.ui import model_panel, workers
 from portalreview.ui import study_setup_dialog as ssd
@@ -243,3 +245,48 @@ def test_a_project_opened_over_another_closes_that_one(qtbot, gui, prefs, tmp_pa
     assert window.session is not None
     Project.open(gui.path).close()  # the first one's lock is free
     assert window.close_project()
+
+
+# --- quitting while a tool window reads -------------------------------------------------------
+
+
+def test_quitting_while_a_tool_window_reads_saves_then_stops_the_read(qtbot, gui, prefs):
+    """The window closes (Ctrl+Q) while a read runs on the shared pool (the dashboard's
+    figures, the inbox view): what was typed is saved first, then the read is cancelled and
+    waited for, and reports to no one. It ran on as Python shut down: "Signal source has been
+    deleted" and "cannot schedule new futures after interpreter shutdown" on stderr."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "respond")
+    window.queue.jump_to_number(1)
+    unit = window.session.unit.unit_id
+    qtbot.keyClicks(window.editors["respond"].findChild(TextBox, "box_empathy"), "typed at quit")
+    started, ended = threading.Event(), threading.Event()
+    reported: list[object] = []
+
+    def read(cancelled) -> str:
+        started.set()
+        give_up = time.monotonic() + 10  # (never cancelled: the test ends anyway)
+        while not cancelled() and time.monotonic() < give_up:
+            time.sleep(0.01)
+        time.sleep(0.2)  # what it read still being put together
+        ended.set()
+        return "figures"
+
+    workers.run_in_background(
+        read, on_done=reported.append, on_error=lambda message, _exc: reported.append(message)
+    )
+    assert started.wait(10)
+    with uncaught() as errors:
+        window.close()
+        assert ended.is_set()  # waited for before the window went
+        qtbot.wait(100)
+    assert errors == [] and reported == [] and not workers._running
+    assert stored_answer(gui.path, unit, "ava").payload["parts"]["empathy"] == "typed at quit"
+
+
+def test_a_read_ending_after_its_signals_were_deleted_raises_nothing():
+    """As Python shuts down, the worker's signals object may be deleted under it: emitting
+    then raised RuntimeError ("Signal source has been deleted"), printed on stderr."""
+    worker = workers.Worker(lambda: "figures")
+    shiboken6.delete(worker.signals)
+    worker.run()
