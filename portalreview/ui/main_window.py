@@ -728,6 +728,8 @@ class MainWindow(QMainWindow):
         for tool in tools:  # they showed the project just closed
             tool.close()
             tool.deleteLater()
+        for tool in self._windows_made_for(self.project):  # a new one when opened again
+            tool.close()
         self.project = self.admin = self.service = self.session = None
         self.kind = None
         self.kinds = []
@@ -759,6 +761,16 @@ class MainWindow(QMainWindow):
         for, then refused, by the closed project itself."""
         for tool in self._tool_windows_with("project_closing"):
             tool.project_closing()
+
+    def _windows_made_for(self, project: Project | None) -> list[QWidget]:
+        """The tool windows made for ``project`` (Study set-up, Offline copies hold the one
+        they were opened on; the dashboard and the inbox view follow the open project)."""
+        children = self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
+        return [
+            w
+            for w in children
+            if w.isWindow() and project is not None and getattr(w, "project", None) is project
+        ]
 
     def _tools_holding_work(self) -> list[QWidget]:
         """The tool windows that can hold work not saved yet (the PI's adjudication window: a

@@ -16,14 +16,19 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox, QProgressDialog, QPushButton
-from ui_support import open_window, shown_text
+from ui_support import make_gui_study, open_window, shown_text
 
 from portalreview.demo import INBOX, build_demo
 from portalreview.store import study_setup as setup
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from portalreview.tasks.urgency.editor import ASK_SECOND_TIP
-from portalreview.ui.study_setup_dialog import StudySetupDialog, plain_text, table_rows
+from portalreview.ui.study_setup_dialog import (
+    StudySetupDialog,
+    open_tool,
+    plain_text,
+    table_rows,
+)
 from portalreview.ui.tools import TOOLS
 
 TITLE = "Study set-up…"
@@ -444,6 +449,27 @@ def test_a_window_left_open_after_the_project_closed_writes_nothing(qtbot, gui, 
     click(qtbot, dialog.add_button)
     assert "gui.prproj was closed: open this window again" in dialog.message.plain()
     assert sql(gui.path, "SELECT count(*) FROM annotators") == before
+
+
+def test_opening_another_study_closes_the_set_up_window_of_the_one_before(
+    qtbot, gui, prefs, tmp_path
+):
+    """The set-up window was made for one study: opening another closes it (it stayed open on
+    the old study's annotators, saying in red that the old study was closed); opened again,
+    it shows the new study's."""
+    (tmp_path / "other").mkdir()
+    other = make_gui_study(tmp_path / "other")
+    with Project.open(other.path) as project:
+        StudyService(project).add_annotator("np_dana", "Dana", role="clinician")
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    before = open_setup(qtbot, window)
+    window.open_project(other.path, annotator="pat")
+    qtbot.waitUntil(lambda: window.session is not None and window.project.path == other.path)
+    assert not before.isVisible()
+    after = open_tool(window)  # (the one before is still found until deleted)
+    assert after is not before
+    wait_read(qtbot, after)
+    assert "np_dana" in [row[0] for row in table_rows(after.people_table)]
 
 
 def test_an_adaptive_inbox_made_in_the_window_offers_one_pair_at_a_time(
