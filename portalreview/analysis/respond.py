@@ -42,6 +42,7 @@ from portalreview.analysis._common import (
 from portalreview.analysis._kept import kept_figures
 from portalreview.analysis._memo import Memo
 from portalreview.domain.catalogs import Catalogs
+from portalreview.metrics._common import composed
 from portalreview.store.frames import StudyFrames
 from portalreview.store.kinds.respond import compose
 
@@ -359,7 +360,8 @@ _TERM_COUNTS = _TermCountsMemo("respond.tfidf_term_counts", max_entries=100_000)
 
 
 def tfidf_matrix(texts: list[str], known: tuple[list, np.ndarray] | None = None) -> Any:
-    """scikit-learn's ``TfidfVectorizer().fit_transform(texts)`` (default settings), with the
+    """scikit-learn's ``TfidfVectorizer().fit_transform`` (default settings) of ``texts`` in
+    composed form (NFC: :func:`_default_tokens`), with the
     term counts of each text taken from ``known`` (each text's ``_TERM_COUNTS`` value or
     None, and the ``_NUMBERING`` it was made in: :func:`people_term_counts`) or from
     ``_TERM_COUNTS`` instead of tokenising it again.
@@ -473,11 +475,12 @@ _ASCII_TOKEN = re.compile(r"[0-9a-z_]{2,}")
 
 
 def _default_tokens(text: str, analyze: Any) -> list[str]:
-    """``analyze(text)`` (scikit-learn's default analyser: lower case, then the token
-    pattern), with a narrower pattern of the same tokens when the lowered text is ASCII
-    (about a quarter faster)."""
+    """``analyze`` (scikit-learn's default analyser: lower case, then the token pattern) of
+    ``text`` in composed form (NFC, as ``metrics.tfidf_cosine_matrix`` reads it), with a
+    narrower pattern of the same tokens when the lowered text is ASCII (about a quarter
+    faster; NFC leaves such a text's tokens as they are)."""
     lowered = text.lower()
-    return _ASCII_TOKEN.findall(lowered) if lowered.isascii() else analyze(text)
+    return _ASCII_TOKEN.findall(lowered) if lowered.isascii() else analyze(composed(text))
 
 
 def _term_counts_many(token_lists: list[list[str]]) -> list[bytes]:

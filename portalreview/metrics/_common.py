@@ -37,6 +37,13 @@ def is_missing(value: Any) -> bool:
     return bool(result) if isinstance(result, (bool, np.bool_)) else False
 
 
+def composed(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC), so that a letter typed with a separate accent
+    is the same word as its one-code-point form. An ASCII text is returned as it is, unread
+    (NFC leaves it unchanged; ``isascii`` costs nothing)."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 def ratio(numerator: float, denominator: float, zero_division: float) -> float:
     """``numerator / denominator``, or ``zero_division`` when the denominator is 0."""
     if denominator == 0:

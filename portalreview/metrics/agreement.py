@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from portalreview.metrics._common import is_missing, ratio, sorted_labels
+from portalreview.metrics._common import composed, is_missing, ratio, sorted_labels
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 
@@ -397,7 +397,8 @@ def tfidf_cosine_matrix(texts: Sequence[str]) -> np.ndarray:
     The paper compares clinicians' responses by cosine similarity of (presumably) sentence
     embeddings; this offline tool has no embedding model to download, so it uses scikit-learn's
     ``TfidfVectorizer`` with its defaults (lowercase, words of 2+ characters, smoothed idf, L2
-    rows), fitted on ``texts`` themselves. Values are lower than embedding cosines and are not
+    rows), fitted on ``texts`` themselves, read in composed form (NFC: "café" typed with a
+    separate accent is the same word). Values are lower than embedding cosines and are not
     comparable to the paper's numbers, only between clinicians within one study.
 
     A text without any token has NaN similarity with everything (itself included); if no text
@@ -430,8 +431,9 @@ def tfidf_cosine_to_first(texts: Sequence[str]) -> np.ndarray:
 
 
 def _tfidf_rows(texts: Sequence[str]) -> tuple[Any, np.ndarray]:
-    """The L2-normalised TF-IDF rows of ``texts`` (scikit-learn's defaults, fitted on them),
-    and which texts have no token; no rows (None) when no text has one."""
+    """The L2-normalised TF-IDF rows of ``texts`` (scikit-learn's defaults, fitted on them in
+    composed form, NFC, so a decomposed accent does not make another word), and which texts
+    have no token; no rows (None) when no text has one."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     if isinstance(texts, (str, bytes)):
@@ -442,7 +444,7 @@ def _tfidf_rows(texts: Sequence[str]) -> tuple[Any, np.ndarray]:
     if not texts:
         raise ValueError("no texts given: texts must be a non-empty sequence of strings")
     try:
-        matrix = TfidfVectorizer().fit_transform(texts)
+        matrix = TfidfVectorizer().fit_transform([composed(t) for t in texts])
     except ValueError:  # empty vocabulary
         return None, np.ones(len(texts), dtype=bool)
     return matrix, np.asarray(matrix.getnnz(axis=1) == 0)

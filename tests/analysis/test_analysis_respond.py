@@ -3,6 +3,8 @@ clinicians, editing load of edited drafts, with single-annotator cases and a tok
 
 from __future__ import annotations
 
+import unicodedata
+
 import pandas as pd
 import pytest
 from analysis_builders import new_study
@@ -122,6 +124,22 @@ def test_tfidf_cosine_between_clinicians(study):
     assert rows[("ava", "ben")]["mean_cosine"] == pytest.approx(expected.loc["ava", "ben"])
     assert rows[("ben", "chloe")]["mean_cosine"] == pytest.approx(expected.loc["ben", "chloe"])
     assert sim["n_comparisons"] == 4  # c1: 3 pairs, c2: 1 pair, c4: none
+
+
+def test_a_reply_typed_with_decomposed_accents_is_the_same_words(tmp_path):
+    """The same reply, one copy with its accents as separate code points (NFD, as text pasted
+    from a macOS file name gives): TF-IDF cosine 1, as Edit-F1 already counts them."""
+    reply = "Your naïve café order: résumé the protégé's routine, then rest."
+    st = new_study(tmp_path)
+    for name in ("ava", "ben"):
+        st.person(name)
+    st.case("c1", "I have a cough. What should I do?")
+    st.unit("c1", "respond", "c1", who=["ava", "ben"])
+    for name, text in (("ava", reply), ("ben", unicodedata.normalize("NFD", reply))):
+        st.answer("c1", name, {"mode": "theme_guided", "parts": {"planning": text}})
+    similarity = respond.analyse(st.frames(), n_resamples=0)["similarity"]
+    st.project.close()
+    assert similarity["mean"]["value"] == pytest.approx(1.0)
 
 
 def test_editing_load_of_edited_drafts(study):

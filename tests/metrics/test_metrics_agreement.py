@@ -4,6 +4,7 @@ scikit-learn as independent references."""
 from __future__ import annotations
 
 import math
+import unicodedata
 
 import numpy as np
 import pandas as pd
@@ -270,6 +271,15 @@ def test_tfidf_cosine_matrix_empty_texts():
     assert np.isnan(tfidf_cosine_matrix(["", "a"])).all()  # no token of 2+ chars at all
     with pytest.raises(ValueError, match="no texts"):
         tfidf_cosine_matrix([])
+
+
+def test_tfidf_cosine_reads_decomposed_accents_as_the_same_word():
+    composed = "Café naïve résumé, rest"
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed
+    sims = tfidf_cosine_matrix([composed, decomposed, "call the clinic"])
+    assert sims[0, 1] == pytest.approx(1.0)
+    assert tfidf_cosine_to_first([decomposed, composed])[1] == pytest.approx(1.0)
 
 
 def test_tfidf_cosine_to_first_is_row_zero_of_the_matrix_bit_for_bit():
