@@ -18,14 +18,18 @@ text in places annotators can predict. It works in two passes:
    "• ", "1. ", "1) " at the start of a line) and at a single line break when the line before has
    no terminal punctuation and the next line starts with a capital letter or a digit (greetings
    and sign-offs such as "Hi Dr. Lee," or "Thanks,\\nMaria").
-2. Sentence ends inside each segment. A run of ``.``, ``!``, ``?`` or ``…`` (plus any closing
-   quotes or brackets, plus emoji right after it) ends a sentence when whitespace or the end of
-   the segment follows, unless the word before is an abbreviation ("Dr.", "e.g.", "b.i.d.", "No."
-   before a number, initials such as "J. Smith" ...), the run is an ellipsis or a quoted mark that
-   the sentence carries on after in lower case, or it is the period of a numbered-list marker.
+2. Sentence ends inside each segment. A run of ``.``, ``!``, ``?``, ``…``, the Arabic question
+   mark ``؟`` or the Urdu full stop ``۔`` (plus any closing quotes or brackets, plus emoji right
+   after it) ends a sentence when whitespace or the end of the segment follows, unless the word
+   before is an abbreviation ("Dr.", "e.g.", "b.i.d.", "No." before a number, initials such as
+   "J. Smith" ...), the run is an ellipsis or a quoted mark that the sentence carries on after
+   in lower case, or it is the period of a numbered-list marker.
    Decimals, times, URLs and e-mail addresses never break because their periods are not followed
    by whitespace. A missing space after a period ("twice.It did not help") is also a break,
    and each marker of an inline numbered list ("plan: 1. Rest 2. Fluids") starts a sentence.
+   The Chinese and Japanese marks ``。``, ``！``, ``？`` and ``｡`` end a sentence with or without
+   whitespace after them (those scripts put none between sentences), except where a closing
+   quote or bracket follows them and then no whitespace ("「はい。」と言った" goes on).
 """
 
 import re
@@ -44,8 +48,10 @@ class SentenceSpan:
     text: str
 
 
-_TERMINALS = ".!?…"
-_CLOSERS = "\"'”’»)]}"
+#: Full stops and marks of Chinese and Japanese, which need no whitespace after them.
+_CJK_TERMINALS = "。！？｡"
+_TERMINALS = ".!?…؟۔" + _CJK_TERMINALS
+_CLOSERS = "\"'”’»)]}」』）】〕〉》"
 _OPENERS = "\"'“‘«([{¿¡"
 _MAX_ABBREVIATION = 40  # look-behind cap in characters; keeps the scan linear on huge tokens
 
@@ -53,10 +59,19 @@ _LINE_BREAK = re.compile(r"\r\n|[\n\r\x85\u2028\u2029]")
 # A list item at the start of a line: a bullet, "1." or "1)", then a blank.
 _LIST_ITEM = re.compile(r"[^\S\r\n]*(?:[-*•·‣◦▪–—]|\d{1,2}[.)])[^\S\r\n]")
 _INLINE_MARKER = re.compile(r"(?<!\S)(\d{1,2})[.)](?=\s)")
-_TERMINAL_RUN = re.compile(r"[.!?…]+[\"'”’»)\]}]*")
+_TERMINAL_RUN = re.compile(f"[{re.escape(_TERMINALS)}]+[{re.escape(_CLOSERS)}]*")
+# A mark that ends a sentence whatever comes next (no abbreviation or ellipsis ends in it).
+_FIRM_MARK = re.compile(f"[!?؟{_CJK_TERMINALS}]")
 # A whitespace-separated token with no letters or digits (emoji, ":)") that is not the start
 # of the next sentence (an opening quote or bracket, a dash or a bullet).
 _SYMBOL_TOKEN = re.compile(r"\s*[^\s\w\"'“‘«(\[{¿¡\-*•–—][^\s\w]*(?=\s|$)")
+# Emoji and other symbols right after a Chinese or Japanese mark ("谢谢！😊我..."), which belong
+# to the sentence the mark ends; never a mark or an opening quote or bracket, so each scan
+# stops before the next mark (keeps the segmentation linear).
+_CJK_OPENERS = "「『（【〔〈《"
+_CJK_TRAILING_SYMBOLS = re.compile(
+    rf"[^\s\w{re.escape(_OPENERS + _CJK_OPENERS + _TERMINALS)}\-*•–—]*"
+)
 _NON_SPACE = re.compile(r"\S")
 _NEXT_WORD = re.compile(r"\s*[\"'“‘«(\[{¿¡]*(\w*)")
 _DOTTED = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")  # a.m, p.r.n, b.i.d, M.D (final period excluded)
@@ -228,6 +243,8 @@ def _cut_after(text: str, run: re.Match[str], start: int, end: int) -> int | Non
     """Offset just past the sentence that ``run`` ends, or None if it ends none."""
     after = run.end()
     if after < end and not text[after].isspace():
+        if run.group()[-1] in _CJK_TERMINALS:  # "医生您好。我..." needs no space
+            return _CJK_TRAILING_SYMBOLS.match(text, after, end).end()
         return after if _is_glued_break(text, run, start, end) else None
     cut = after
     while symbol := _SYMBOL_TOKEN.match(text, cut, end):
@@ -245,7 +262,7 @@ def _ends_sentence(text: str, run: re.Match[str], start: int, nxt: str) -> bool:
     marks = run.group().rstrip(_CLOSERS)
     if kind == "lower" and len(marks) < len(run.group()):
         return False  # a quoted mark inside a sentence: '"Is it bad?" she asked.'
-    if "?" in marks or "!" in marks:
+    if _FIRM_MARK.search(marks):
         return True
     if len(marks) > 1 or "…" in marks:
         return kind in ("upper", "other")  # "I took it and... well" trails off, no break

@@ -325,6 +325,32 @@ CASES = [
         id="lab-range-in-brackets",
     ),
     pytest.param("Help!!!", ["Help!!!"], id="single-exclamation-run"),
+    pytest.param(
+        "医生您好。我今天早上开始胸口疼！我应该去急诊吗？",
+        ["医生您好。", "我今天早上开始胸口疼！", "我应该去急诊吗？"],
+        id="chinese-marks-need-no-space",
+    ),
+    pytest.param(
+        "先生、こんにちは。「大丈夫？」と聞かれました｡救急に行くべきですか？ はい。",
+        ["先生、こんにちは。", "「大丈夫？」と聞かれました｡", "救急に行くべきですか？", "はい。"],
+        id="japanese-quoted-mark-goes-on",
+    ),
+    pytest.param(
+        "谢谢！😊我明天来。\n好的",
+        ["谢谢！😊", "我明天来。", "好的"],
+        id="chinese-emoji-stays-with-its-sentence",
+    ),
+    pytest.param(
+        "مرحبا دكتور؟ عندي ألم في الصدر. هل يجب أن آتي؟ شكرا",
+        ["مرحبا دكتور؟", "عندي ألم في الصدر.", "هل يجب أن آتي؟", "شكرا"],
+        id="arabic-question-mark",
+    ),
+    pytest.param(
+        "ڈاکٹر صاحب سلام۔ مجھے سینے میں درد ہے۔ کیا میں آؤں؟",
+        ["ڈاکٹر صاحب سلام۔", "مجھے سینے میں درد ہے۔", "کیا میں آؤں؟"],
+        id="urdu-full-stop",
+    ),
+    pytest.param("قال؟لا ۔نعم", ["قال؟لا ۔نعم"], id="arabic-marks-need-a-space"),
     pytest.param("", [], id="empty"),
     pytest.param("  \r\n\t \n ", [], id="whitespace-only"),
 ]
@@ -372,6 +398,7 @@ _FRAGMENTS = st.sampled_from(
         "3)", "-", "*", "•", ".", "..", "…", "?", "!", "?!", '"', "'", ")", "(", ":", ",",
         " ", "  ", "\n", "\r\n", "\r", "\n\n", "\t", "\u00a0", "\u2028", "The", "take", "I",
         "Maria", "www.x.org", "a@b.com", "😊", "👍🏽", "é", "Élise", "x", "It", "10",
+        "。", "！", "？", "｡", "「", "」", "我", "؟", "۔", "شكرا",
     ]
 )  # fmt: skip
 

@@ -153,6 +153,13 @@ def test_default_segmenter_is_the_domain_one_once_it_exists():
         assert content_edit_f1(draft, dec, segment=simple_split).ed == 2
 
 
+def test_default_segmenter_counts_chinese_sentences_left_over():
+    # Chinese puts no space after 。: the two sentences left over are two deletions.
+    draft = "请马上去急诊。不要自己开车。如果加重请打911。"
+    result = content_edit_f1(draft, [span(draft, "请马上去急诊。")])
+    assert (result.em, result.ea, result.ed) == (1, 0, 2)
+
+
 def test_numpy_integer_spans_are_accepted():
     result = content_edit_f1("Rest well.", [(np.int64(0), np.int64(10))], segment=simple_split)
     assert (result.em, result.ed) == (1, 0)
