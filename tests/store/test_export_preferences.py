@@ -158,6 +158,25 @@ def test_an_unknown_clinician_or_another_format_is_refused_and_nothing_written(
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
+def test_a_clinician_is_found_however_her_name_is_typed(answered, tmp_path) -> None:
+    """--as with the name's accent typed as a separate mark (macOS, some keyboards) and
+    outer spaces finds her, as copy --for does."""
+    study, _ = answered
+    svc = study.service
+    ranked = svc.get_answer(study.units["rank"], annotator_id=study.ava).payload
+    svc.assign(study.units["rank"], svc.add_annotator("Zoë", "Zoë"))
+    svc.as_viewer("Zoë").save_answer(study.units["rank"], ranked, status="submitted")
+    typed = " Zoe\u0308 "
+    written = export_external(svc.project, "preferences", tmp_path / "api", annotator=typed)
+    assert sorted(p.name for p in written) == ["preferences-Zoë.jsonl", "preferences-summary.json"]
+    assert {r["annotator"] for r in _read(tmp_path / "api", "preferences-Zoë.jsonl")} == {"Zoë"}
+    summary = json.loads((tmp_path / "api" / "preferences-summary.json").read_text())
+    assert summary["annotator"] == "Zoë" and summary["pairs_by_annotator"] == {"Zoë": 1}
+    assert cli_main(["export", str(svc.project.path), "--format", "preferences",
+                     "--as", typed, "-o", str(tmp_path / "cli")]) == 0  # fmt: skip
+    assert len(_read(tmp_path / "cli", "preferences-Zoë.jsonl")) == 1
+
+
 def test_the_pi_s_gold_answers_are_not_preferences(answered, tmp_path) -> None:
     """An adjudicated ranking or verdict copies a clinician's answer: counted as the PI's own
     preference it would enter the training data twice."""

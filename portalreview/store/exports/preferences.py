@@ -47,6 +47,7 @@ from portalreview.store.output_files import (
     sync_file,
     write_staged,
 )
+from portalreview.store.service import person_name
 
 SOURCES = ("rank", "empathy", "edit")
 INSTRUCTION = (
@@ -169,8 +170,8 @@ def write(snapshot: Snapshot, out: Path, annotator: str | None = None) -> list[P
     or one clinician's own, and a summary of what each source gave and what was left out;
     returns their paths. Each pair is written as it is made into a hidden staging folder; the
     files then replace an earlier export's together (as ``write_files_together`` does)."""
-    if annotator is not None and annotator not in snapshot.annotators:
-        raise ExportFailed(f"there is no annotator named {annotator!r} in this study")
+    if annotator is not None:
+        annotator = stored_annotator_name(snapshot, annotator)
     left_out: Counter = Counter()
     with staging_folder(out) as staging:
         pairs = _PairFiles(staging, pooled=annotator is None)
@@ -190,6 +191,19 @@ def write(snapshot: Snapshot, out: Path, annotator: str | None = None) -> list[P
         write_staged(staging / SUMMARY, out / SUMMARY, lambda path: path.write_bytes(summary))
         move_into_place(staging, out, names)
     return [out / name for name in names]
+
+
+def stored_annotator_name(snapshot: Snapshot, name: str) -> str:
+    """The study's name for the annotator called ``name``, however its letters or outer
+    spaces are typed (``service.person_name``, as ``copy --for`` finds her); ExportFailed when
+    there is none."""
+    if name in snapshot.annotators:
+        return name
+    wanted = person_name(name)
+    found = next((stored for stored in snapshot.annotators if person_name(stored) == wanted), None)
+    if found is None:
+        raise ExportFailed(f"there is no annotator named {name!r} in this study")
+    return found
 
 
 class _PairFiles:
