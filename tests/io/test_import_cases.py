@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from io_support import fingerprint, write_csv, write_jsonl
+from io_support import fingerprint, refused, write_csv, write_jsonl
 from openpyxl import Workbook
 from sqlalchemy import select
 
@@ -191,6 +191,20 @@ def test_message_length_limit(project, tmp_path):
     csv_long = write_csv(tmp_path / "long.csv", [["case_id", "message"], ["x", "b" * 200_000]])
     with pytest.raises(ImportFailed, match=r"long.csv, row 2, field 'message': is 200,000"):
         import_files(project, [csv_long])
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["\u00a0\u3000", "\u200b", "\ufeff", "\u200b \u200c\u200d\u2060\n"],
+    ids=["unicode-spaces", "zero-width-space", "byte-order-mark", "invisible-mix"],
+)
+def test_a_message_that_shows_nothing_is_blank(project, tmp_path, message):
+    """Invisible characters show as an empty message (and an invisible sentence no one can
+    code), as spaces do: refused alike."""
+    path = write_jsonl(tmp_path / "cases.jsonl", [{"case_id": "z1", "message": message}])
+    assert "line 1, field 'message': is blank (required)" in refused(project, [path])
+    shown = write_jsonl(tmp_path / "shown.jsonl", [{"case_id": "z2", "message": "\u200bHi"}])
+    assert import_files(project, [shown]).added["cases"] == 1
 
 
 def test_dry_run_reports_and_saves_nothing(project, tmp_path):

@@ -28,6 +28,14 @@ _BIG = 2**62  # whole numbers beyond this are refused (SQLite integers are 64-bi
 _TRUE = {"true", "yes", "y", "1", "t"}
 _FALSE = {"false", "no", "n", "0", "f"}
 _WHOLE = re.compile(r"[+-]?\d+(?:\.0*)?")
+# Text that shows nothing: whitespace and the invisible characters that are not whitespace
+# (zero-width space, non-joiner and joiner, word joiner, byte-order mark).
+_BLANK = re.compile(r"[\s\u200b\u200c\u200d\u2060\ufeff]*")
+
+
+def _is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only whitespace and invisible characters, or none."""
+    return _BLANK.fullmatch(text) is not None
 
 
 @dataclass
@@ -93,7 +101,7 @@ class Record:
         problem = text_problem(text, limit)
         if problem:
             self.fail(name, problem)
-        if required and not text.strip():
+        if required and _is_blank(text):
             self.fail(name, "is blank (required)")
         return text
 
