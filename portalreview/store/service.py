@@ -1717,47 +1717,22 @@ class StudyService:
 
     def info(self) -> dict[str, Any]:
         """Counts for ``portalreview info``: cases, responses, and per kind the units, the
-        assignments and the answers per annotator."""
+        assignments and the answers per annotator (an adaptive set counting its judgements,
+        as ``portalreview progress`` counts them)."""
         self._require_admin("see the whole study")
+        work = _work_by_kind(self.project)
         with self.project.read() as s:
             count = lambda model: s.scalar(select(func.count()).select_from(model))  # noqa: E731
             kinds: dict[str, Any] = {}
             for kind in KINDS:
                 units = s.scalar(select(func.count()).select_from(Unit).where(Unit.kind == kind))
-                per_annotator = {}
-                rows = s.execute(
-                    select(
-                        Annotator.name,
-                        func.count(Assignment.unit_id),
-                        func.count(Answer.id),
-                        func.sum(case((Answer.status == "submitted", 1), else_=0)),
-                    )
-                    .join(Assignment, Assignment.annotator_id == Annotator.id)
-                    .join(Unit, and_(Unit.id == Assignment.unit_id, Unit.kind == kind))
-                    .outerjoin(
-                        Answer,
-                        and_(
-                            Answer.unit_id == Assignment.unit_id,
-                            Answer.annotator_id == Annotator.id,
-                            Answer.is_gold.is_(False),
-                        ),
-                    )
-                    .where(_not_gold_holder())
-                    .group_by(Annotator.name)
-                    .order_by(Annotator.name)
-                )
-                for name, assigned, answered, submitted in rows:
-                    per_annotator[name] = {
-                        "assigned": assigned,
-                        "answered": answered,
-                        "submitted": submitted or 0,
-                    }
                 gold_count = s.scalar(
                     select(func.count())
                     .select_from(Answer)
                     .where(Answer.kind == kind, Answer.is_gold.is_(True))
                 )
-                kinds[kind] = {"units": units, "gold": gold_count, "annotators": per_annotator}
+                annotators = work.get(kind, {})
+                kinds[kind] = {"units": units, "gold": gold_count, "annotators": annotators}
             return {
                 "name": self.project.meta("name"),
                 "path": self.project.location,
@@ -1771,6 +1746,21 @@ class StudyService:
                 "kinds": kinds,
                 "audit_entries": count(AuditEntry),
             }
+
+
+def _work_by_kind(project: Project) -> dict[str, dict[str, dict[str, int]]]:
+    """Kind -> annotator -> assigned, answered and submitted, in name order: the sums of
+    ``study_progress`` (one rule for ``info`` and ``progress``)."""
+    from portalreview.store.study_setup import progress_by_kind, study_progress  # (imports us)
+
+    work: dict[str, dict[str, dict[str, int]]] = {}
+    for row in progress_by_kind(study_progress(project)):
+        work.setdefault(row.kind, {})[row.annotator] = {
+            "assigned": row.assigned,
+            "answered": row.drafts + row.submitted,
+            "submitted": row.submitted,
+        }
+    return work
 
 
 def audit_hash(entry: AuditEntry) -> str:

@@ -284,3 +284,18 @@ def test_a_pi_who_takes_part_and_adjudicates_is_not_stuck(study):
 def _units_of_set(project, set_id: int) -> list[Unit]:
     with project.read() as s:
         return list(s.scalars(select(Unit).where(Unit.unit_set_id == set_id)))
+
+
+def test_info_counts_the_judgements_asked_as_progress_does(study):
+    """``portalreview info`` counts an adaptive set by its judgements, not its pairs: a
+    clinician's 10/66 there could never be finished."""
+    from portalreview.store.study_setup import progress_by_kind, study_progress
+
+    make_adaptive(study, judgements=10)
+    svc = StudyService(study)
+    judge(svc.as_viewer("ava"), study, todo(svc.as_viewer("ava"))[0], levels_of(study))
+    people = svc.info()["kinds"]["urgency"]["annotators"]
+    assert people["ava"] == {"assigned": 10, "answered": 1, "submitted": 1}
+    assert people["ben"] == {"assigned": 10, "answered": 0, "submitted": 0}
+    summed = {r.annotator: r.assigned for r in progress_by_kind(study_progress(study))}
+    assert summed == {name: d["assigned"] for name, d in people.items()}
