@@ -21,8 +21,9 @@ Steps, each reported on its own line as ``selftest: <step>: ok (...)`` or ``... 
 * **qt**: Qt starts (offscreen unless ``QT_QPA_PLATFORM`` says otherwise) and names its
   platform plugin; with ``--project``, the main window opens the project read-only, signed
   in as ``--as`` (by default the first person with a unit assigned), and shows every kind's
-  editor in turn (a dialog the window opens instead fails the step with its words); a server
-  study is not opened in the window (the step says so);
+  editor in turn (a dialog the window opens instead fails the step with its words; so does a
+  clinician with no units, while a PI with none of their own passes, as the app opens the
+  study for them); a server study is not opened in the window (the step says so);
 * **model** (with ``--model FILE``): the GGUF model loads in its own process (as in the app)
   and generates a few tokens.
 
@@ -48,6 +49,10 @@ from typing import Any, TextIO
 from portalreview import __version__
 
 EXIT_OK, EXIT_FAILED = 0, 1
+DESCRIPTION = (  # the module's first paragraph, without its reST markup (--help)
+    "portalreview selftest: check an installed program (a frozen build, or an install from "
+    "the source) from the inside."
+)
 
 
 class _Report:
@@ -168,6 +173,16 @@ def _someone_with_work(project: Any) -> str:
     return name
 
 
+def _show_every_editor(window: Any, app: Any) -> list[str]:
+    """Bring each kind's tab forward in turn; the kinds shown."""
+    kinds = []
+    for index in range(window.kind_tabs.count()):
+        window.kind_tabs.setCurrentIndex(index)
+        app.processEvents()
+        kinds.append(window.kind)
+    return kinds
+
+
 def _qt_window(path: Path | None, annotator: str | None) -> str:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6 import __version__ as pyside_version
@@ -203,17 +218,14 @@ def _qt_window(path: Path | None, annotator: str | None) -> str:
                 raise TimeoutError(f"the window did not open {path.name}")
             app.processEvents()
             time.sleep(0.01)
-        kinds = []
-        for index in range(window.kind_tabs.count()):
-            window.kind_tabs.setCurrentIndex(index)
-            app.processEvents()
-            kinds.append(window.kind)
-        if not kinds:
-            raise RuntimeError(f"{annotator or 'the person'} has no work in {path.name}")
-        return (
-            f"{detail}; opened {path.name} read-only, editors shown: {', '.join(kinds)} "
-            f"(signed in as {annotator})"
-        )
+        kinds = _show_every_editor(window, app)
+        opened = f"{detail}; opened {path.name} read-only"
+        if kinds:
+            return f"{opened}, editors shown: {', '.join(kinds)} (signed in as {annotator})"
+        if window.service is not None and window.service.viewer.role == "pi":
+            # a PI need not annotate: the study opened for them, as it does in the app
+            return f"{opened}; no units of their own (signed in as {annotator}, the PI)"
+        raise RuntimeError(f"{annotator or 'the person'} has no work in {path.name}")
     finally:
         asked.stop()
         window.close()
@@ -373,13 +385,15 @@ def _from_args(args: argparse.Namespace) -> int:
 
 def register(verbs: argparse._SubParsersAction) -> None:
     """Add the (hidden: no help line) ``selftest`` verb to the ``portalreview`` command."""
-    parser = verbs.add_parser("selftest", description=__doc__.split("\n\n")[0])
+    parser = verbs.add_parser("selftest", description=DESCRIPTION)
     _add_arguments(parser)
     parser.set_defaults(func=_from_args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m portalreview.selftest")
+    parser = argparse.ArgumentParser(
+        prog="python -m portalreview.selftest", description=DESCRIPTION
+    )
     _add_arguments(parser)
     return _from_args(parser.parse_args(argv))
 

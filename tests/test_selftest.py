@@ -97,6 +97,25 @@ def test_the_window_signs_in_as_someone_with_work_when_no_name_is_given(qapp, st
     assert status == selftest.EXIT_OK, out
 
 
+def test_the_pi_with_no_units_of_their_own_passes(qapp, study, capsys):
+    """docs/deployment.md's ``--as`` the PI failed ("pat has no work"), though the app opens
+    the study for them."""
+    status, out = _run(capsys, "--project", str(study.path), "--as", "pat", qt=True)
+    assert "selftest: qt: ok" in out and "no units of their own (signed in as pat" in out, out
+    assert status == selftest.EXIT_OK, out
+
+
+@pytest.mark.parametrize("command", ["portalreview", "python -m portalreview.selftest"])
+def test_the_help_is_plain_text(capsys, command):
+    """`portalreview selftest --help` showed the reST markup of the module's first line."""
+    from portalreview.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["selftest", "--help"]) if command == "portalreview" else selftest.main(["--help"])
+    out = capsys.readouterr().out
+    assert "portalreview selftest: check an installed program" in out and "``" not in out
+
+
 def test_a_dialog_instead_of_the_window_fails_the_step_in_its_words(qapp, study, capsys):
     status, out = _run(capsys, "--project", str(study.path), "--as", "zed", qt=True)
     assert "selftest: qt: FAILED: RuntimeError: the window asked instead of opening" in out, out
