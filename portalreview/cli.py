@@ -477,19 +477,39 @@ class _ReportProgress:
             self.width = 0
 
 
-def _report_format(given: str | None, output: Path) -> str:
-    """The report's format: the one given, else the output's suffix's (.xlsx, .json), else
-    JSON. A format that contradicts the suffix is refused: JSON written to report.xlsx is a
-    file Excel cannot open."""
-    by_suffix = {".xlsx": "xlsx", ".json": "json"}.get(output.suffix.lower())
-    if given is None:
-        return by_suffix or "json"
-    if by_suffix is not None and by_suffix != given:
+_REPORT_SUFFIXES = {".xlsx": "xlsx", ".json": "json", ".csv": "csv"}
+
+
+def _report_format(given: str | None, output: str) -> str:
+    """The report's format: the one given, else the one ``-o`` names: a folder (one that
+    exists, or a name ending in a path separator) or a .csv name is the CSV report's folder,
+    a .xlsx name a workbook, a .json name or one without a suffix JSON. A format that
+    contradicts ``-o`` is refused (JSON written to report.xlsx is a file Excel cannot open),
+    and so is another suffix without --format (JSON in report.txt would be a surprise)."""
+    path = Path(output)
+    folder = _names_a_folder(output)
+    named = "csv" if folder else _REPORT_SUFFIXES.get(path.suffix.lower())
+    if given is not None and named is not None and named != given:
+        what = "a folder, the CSV report's" if folder else f"whose name says {named}"
         raise CliError(
-            f"--format {given} would write {output.name}, whose name says {by_suffix}: give "
-            f"--format {by_suffix}, or another name"
+            f"--format {given} would write {output}, {what}: give --format {named}, or another name"
         )
-    return given
+    if given is not None:
+        return given
+    if named is not None:
+        return named
+    if path.suffix:
+        raise CliError(
+            f"which report is {output}? End its name in .json, .xlsx or .csv (a folder of CSV "
+            f"files; or end it in {os.sep}), or give --format"
+        )
+    return "json"
+
+
+def _names_a_folder(output: str) -> bool:
+    """``-o`` names a folder: one that exists, or it ends in a path separator."""
+    separators = tuple(sep for sep in (os.sep, os.altsep) if sep)
+    return output.endswith(separators) or Path(output).is_dir()
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -497,9 +517,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     workbook (docs/pi-guide.md) or a folder of CSV files."""
     from portalreview.reports.json_report import write_json_report
 
-    args.format = _report_format(args.format, Path(args.output))
-    if args.format != "csv" and Path(args.output).is_dir():
-        raise CliError(f"{args.output} is a folder; give the report a file name (-o FILE)")
+    args.format = _report_format(args.format, args.output)
     options = {"seed": args.seed, "n_resamples": args.resamples, "use_cache": not args.fresh}
     shown = _ReportProgress()
     if args.format in ("xlsx", "csv"):
@@ -1260,9 +1278,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--format",
         choices=("json", "xlsx", "csv"),
-        help="json, xlsx or csv (default: from -o's suffix, .xlsx or .json; else json)",
+        help="json, xlsx or csv (default: from -o: a folder, or a name ending in .csv or a "
+        "path separator, csv; .xlsx xlsx; .json or no suffix json)",
     )
-    rep.add_argument("-o", "--output", required=True, help="the report file (a folder for csv)")
+    rep.add_argument(
+        "-o", "--output", required=True, help="the report file (a folder for csv: report-csv/)"
+    )
     rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rep.add_argument(
         "--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -700,7 +701,7 @@ def test_a_redcap_mapping_can_be_given_as_json_on_the_command_line(tmp_path, cap
         (["import", "{p}", "cases.csv", "--redcap-mapping", "bad.json"], "bad.json"),
         (["import", "{p}", "dict.csv", "--redcap-dictionary", "dict.csv", "--show-mapping"],
          "dict.csv"),
-        (["report", "{p}", "-o", "copies"], "copies"),
+        (["report", "{p}", "--format", "json", "-o", "copies"], "copies"),
         (["merge", "{p}", "copies"], "copies"),
     ],
 )  # fmt: skip
@@ -848,3 +849,58 @@ def test_the_report_s_format_follows_its_file_name(tmp_path, capsys):
     assert main(wrong) == 2
     assert "whose name says xlsx" in capsys.readouterr().err
     assert not (tmp_path / "w.xlsx").exists()
+
+
+def test_a_csv_report_s_folder_is_written_as_csv_without_format(tmp_path, capsys):
+    """`report -o report-csv/` (pi-guide's folder spelling) or `-o report.csv` without
+    --format wrote JSON under that name (found by an explorer)."""
+    path = tmp_path / "s.prproj"
+    with Project.create(path, name="S") as project:
+        build_small_study(project)
+    for name in ("report-csv", "report.csv"):
+        output = str(tmp_path / name) + (os.sep if name == "report-csv" else "")
+        assert main(["report", str(path), "-o", output, "--resamples", "0"]) == 0
+        assert (tmp_path / name / "report.json").is_file()
+        assert (tmp_path / name / "summary_kinds.csv").is_file()
+
+
+@pytest.mark.parametrize(
+    "given, output, expected",
+    [
+        (None, "r.xlsx", "xlsx"),
+        (None, "R.JSON", "json"),
+        (None, "report", "json"),
+        (None, "r.csv", "csv"),
+        (None, f"out{os.sep}", "csv"),
+        (None, "a-folder", "csv"),
+        ("csv", "report-csv", "csv"),
+        ("json", "r.txt", "json"),  # the format given: the name is the person's choice
+    ],
+)
+def test_the_report_s_format_from_its_output(tmp_path, monkeypatch, given, output, expected):
+    from portalreview.cli import _report_format
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-folder").mkdir()
+    assert _report_format(given, output) == expected
+
+
+@pytest.mark.parametrize(
+    "given, output, said",
+    [
+        (None, "r.txt", "which report is r.txt? End its name in .json, .xlsx or .csv"),
+        ("json", "r.csv", "whose name says csv: give --format csv"),
+        ("csv", "r.xlsx", "whose name says xlsx: give --format xlsx"),
+        ("json", f"out{os.sep}", "a folder, the CSV report's: give --format csv"),
+        ("xlsx", "a-folder", "a folder, the CSV report's: give --format csv"),
+    ],
+)
+def test_a_report_format_the_output_contradicts_is_refused(
+    tmp_path, monkeypatch, given, output, said
+):
+    from portalreview.cli import CliError, _report_format
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-folder").mkdir()
+    with pytest.raises(CliError, match=re.escape(said)):
+        _report_format(given, output)
