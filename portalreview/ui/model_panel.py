@@ -457,7 +457,8 @@ class ModelDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.load_button = buttons.addButton("&Load", QDialogButtonBox.ButtonRole.ActionRole)
         self.load_button.clicked.connect(self.load_selected)
-        file_button = buttons.addButton("Choose a &file…", QDialogButtonBox.ButtonRole.ActionRole)
+        # Alt+I: Alt+F is the models folder's, Alt+L Load's
+        file_button = buttons.addButton("Choose a f&ile…", QDialogButtonBox.ButtonRole.ActionRole)
         file_button.clicked.connect(self.choose_file)
         self.unload_button = buttons.addButton("&Unload", QDialogButtonBox.ButtonRole.ActionRole)
         self.unload_button.clicked.connect(self.unload)

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QPoint
+from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QDialogButtonBox, QLabel, QListWidget
+from PySide6.QtWidgets import QAbstractButton, QDialogButtonBox, QLabel, QListWidget
 from ui_support import open_window
 
 from portalreview.ui.model_panel import ModelDialog
@@ -40,4 +41,18 @@ def test_the_models_dialog_shows_its_explanations_whole(qtbot, gui, prefs, font_
     assert area.contains(dialog.frameGeometry())
     close = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Close)
     assert area.contains(close.mapToGlobal(QPoint(close.width(), close.height())))
+    window.close()
+
+
+def test_the_models_dialog_s_mnemonics_are_unique(qtbot, gui, prefs):
+    """Its buttons "Models &folder…" and "Choose a &file…" were both Alt+F: the second could
+    not be reached from the keyboard (found by an explorer)."""
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    dialog = ModelDialog(window.suggestions.host, window)
+    qtbot.addWidget(dialog)
+    texts = [b.text() for b in dialog.findChildren(QAbstractButton)]
+    texts += [label.text() for label in dialog.findChildren(QLabel) if label.buddy()]
+    keys = {text: QKeySequence.mnemonic(text).toString() for text in texts}
+    taken = [key for key in keys.values() if key]
+    assert len(taken) >= 6 and len(taken) == len(set(taken)), keys
     window.close()
