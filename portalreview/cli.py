@@ -415,8 +415,10 @@ def _export_stopped(out: Path, fmt: str) -> str:
 def _refuse_others_preferences(project: AnyProject, annotator: str | None) -> None:
     """A clinician's login exports her own preferences only (``--as`` her): the whole study's,
     or another's, would hold her pairs alone, or none, and look complete."""
-    if _partial_view_note(project) is None or annotator == project.member():
+    if _partial_view_note(project) is None:
         return
+    if annotator is not None and person_name(annotator) == person_name(project.member()):
+        return  # her own name, however its letters or spaces were typed
     raise CliError(
         "a clinician's login exports only its own preferences, as it sees only its own "
         f"answers: add --as {project.member()}; the PI's login exports everyone's"

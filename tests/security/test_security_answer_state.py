@@ -377,6 +377,8 @@ def test_a_clinicians_login_may_not_report_or_export_the_study(team, capsys, tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == []
     own = ["export", ava, "--format", "preferences", "--as", "ava", "-o", str(tmp_path / "p")]
     assert main(own) == 0
+    typed = ["export", ava, "--format", "preferences", "--as", " ava ", "-o", str(tmp_path / "q")]
+    assert main(typed) == 0  # her own name with spaces typed around it is still hers
     capsys.readouterr()
     for command in (["info", ava], ["progress", ava]):  # her own counts, said to be so
         assert main(command) == 0
