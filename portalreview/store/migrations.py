@@ -356,11 +356,24 @@ def upgrade(path: Path, from_version: int, backup: Path) -> None:
             raise MigrationError(f"the upgraded file breaks foreign keys: {problems[:3]}")
         conn.execute("COMMIT")
     except BaseException as exc:
-        conn.execute("ROLLBACK")
-        raise MigrationError(
-            f"Upgrading {path.name} failed ({exc}); the file is unchanged and a copy was "
-            f"saved as {backup.name}.",
-            reason=str(exc),
-        ) from exc
+        # A full disk or a failed write (a COMMIT's among them) has SQLite roll back already.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise _upgrade_failed(path, backup, exc) from exc
     finally:
         conn.close()
+
+
+def _upgrade_failed(path: Path, backup: Path, exc: BaseException) -> MigrationError:
+    """The refusal of an upgrade undone by ``exc``, in words: a full disk said as such."""
+    kept = (
+        f"the file is unchanged, and the copy made before the upgrade is kept as "
+        f"{backup.parent.name}/{backup.name}"
+    )
+    if (getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_FULL"):
+        return MigrationError(
+            f"Upgrading {path.name} failed: the disk is full ({exc}). Nothing was upgraded: "
+            f"{kept}. Make room on the disk ({path.parent}), then try again.",
+            reason=f"the disk is full: {exc}",
+        )
+    return MigrationError(f"Upgrading {path.name} failed ({exc}); {kept}.", reason=str(exc))
