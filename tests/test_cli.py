@@ -618,6 +618,52 @@ def test_an_offline_copy_on_a_full_disk_is_named_and_the_disk_said_full(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.backups", "s.prproj"]  # no part
 
 
+def test_an_offline_copy_with_the_temporary_folder_full_names_that_folder(
+    tmp_path, capsys, monkeypatch
+):
+    """The copy is put together in the system's temporary folder first: that disk full is
+    said as such, naming the folder, in words (no traceback), with the master unchanged.
+    TMPDIR names a full folder, where SQLite keeps its scratch files; Python fell back to
+    another one for the copy's work folder: both are named."""
+    import tempfile
+
+    from portalreview.store import merge
+
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+    entries = _audit_entries(path)
+    full_folder, fallback = tmp_path / "tmp", tmp_path / "fallback"
+    full_folder.mkdir()
+    fallback.mkdir()
+    monkeypatch.delenv("SQLITE_TMPDIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(full_folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(fallback))
+
+    def full(*args, **kwargs):
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorname = "SQLITE_FULL"
+        raise error
+
+    monkeypatch.setattr(merge, "_restrict", full)
+    out = tmp_path / "for-ava.prproj"
+    assert main(["copy", str(path), "--for", "ava", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("portalreview copy: the copy could not be made in the system's "), err
+    assert f"temporary folder {full_folder} or {fallback}, " in err, err
+    assert "its disk is full" in err and "Nothing was changed" in err, err
+    assert not out.exists() and list(fallback.iterdir()) == []
+    assert _audit_entries(path) == entries
+
+
+def _audit_entries(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT count(*) FROM audit_log").fetchone()[0]
+    finally:
+        conn.close()
+
+
 def test_report_takes_the_figures_the_dashboard_kept(tmp_path, monkeypatch):
     """After the dashboard computed the report (LiveReport keeps it in the project), the
     command writes the same file without reading the study; --fresh computes it all."""

@@ -68,6 +68,7 @@ this file's history (a master restored from an older backup); refusals change no
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -659,61 +660,63 @@ def make_copy(
     for old in out.parent.glob(".portalreview-copy-*"):  # where versions before 2026-12 made it
         if old.is_dir() and not old.is_symlink():
             shutil.rmtree(old, ignore_errors=True)
-    work = _work_folder()
+    with _in_temporary_folder():
+        work = _work_folder()
     try:
-        temporary = work / out.name
-        if project.path is None:  # a server study: its rows, into a new file
-            from portalreview.store.transfer import copy_study
+        with _in_temporary_folder():  # nothing of the master is changed in there
+            temporary = work / out.name
+            if project.path is None:  # a server study: its rows, into a new file
+                from portalreview.store.transfer import copy_study
 
-            copy_study(project, temporary).close()
-        else:
-            _sqlite_copy(project.path, temporary, steps)
-        steps.step()
-        conn = sqlite3.connect(temporary)
-        try:
-            base_id, base_hash = conn.execute(
-                "SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1"
-            ).fetchone() or (0, "")
-        finally:
-            conn.close()
-        ids = _restrict(temporary, person_id) if only_assigned else None
-        max_answer_id = None
-        if only_assigned:  # its answers have no entries in its log (audit_verify)
+                copy_study(project, temporary).close()
+            else:
+                _sqlite_copy(project.path, temporary, steps)
+            steps.step()
             conn = sqlite3.connect(temporary)
             try:
-                max_answer_id = conn.execute("SELECT max(id) FROM answers").fetchone()[0] or 0
+                base_id, base_hash = conn.execute(
+                    "SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1"
+                ).fetchone() or (0, "")
             finally:
                 conn.close()
-        steps.step()
-        info = CopyInfo(
-            path=out,
-            copy_id=str(uuid.uuid4()),
-            annotator=annotator,
-            only_assigned=only_assigned,
-            base_audit_id=int(base_id),
-            made_at=utc_now(),
-        )
-        with Project.open(temporary, automatic_backup=False) as copy:
-            recorder = EventRecorder(copy)
-            with recorder._write() as s:
-                master_id = s.get(ProjectMeta, "project_id").value
-                values = {
-                    "copy_id": info.copy_id,
-                    "copy_of": master_id,
-                    "copy_for": annotator or "",
-                    "copy_made_at": info.made_at,
-                    "copy_base_audit_id": str(info.base_audit_id),
-                    "copy_base_audit_hash": base_hash,
-                    "copy_only_assigned": "1" if only_assigned else "0",
-                }
-                if ids is not None:
-                    values["copy_ids_renumbered"] = "1"
-                if max_answer_id is not None:
-                    values["copy_max_answer_id"] = str(max_answer_id)
-                for key, value in values.items():
-                    s.merge(ProjectMeta(key=key, value=value))
-                recorder.record(s, "copy", _copy_details(info, out.name))
-        _settle(temporary)
+            ids = _restrict(temporary, person_id) if only_assigned else None
+            max_answer_id = None
+            if only_assigned:  # its answers have no entries in its log (audit_verify)
+                conn = sqlite3.connect(temporary)
+                try:
+                    max_answer_id = conn.execute("SELECT max(id) FROM answers").fetchone()[0] or 0
+                finally:
+                    conn.close()
+            steps.step()
+            info = CopyInfo(
+                path=out,
+                copy_id=str(uuid.uuid4()),
+                annotator=annotator,
+                only_assigned=only_assigned,
+                base_audit_id=int(base_id),
+                made_at=utc_now(),
+            )
+            with Project.open(temporary, automatic_backup=False) as copy:
+                recorder = EventRecorder(copy)
+                with recorder._write() as s:
+                    master_id = s.get(ProjectMeta, "project_id").value
+                    values = {
+                        "copy_id": info.copy_id,
+                        "copy_of": master_id,
+                        "copy_for": annotator or "",
+                        "copy_made_at": info.made_at,
+                        "copy_base_audit_id": str(info.base_audit_id),
+                        "copy_base_audit_hash": base_hash,
+                        "copy_only_assigned": "1" if only_assigned else "0",
+                    }
+                    if ids is not None:
+                        values["copy_ids_renumbered"] = "1"
+                    if max_answer_id is not None:
+                        values["copy_max_answer_id"] = str(max_answer_id)
+                    for key, value in values.items():
+                        s.merge(ProjectMeta(key=key, value=value))
+                    recorder.record(s, "copy", _copy_details(info, out.name))
+            _settle(temporary)
         steps.step()
         steps.check()
         # The master keeps the key to the copy's ids before the copy leaves: a copy that
@@ -730,6 +733,42 @@ def make_copy(
         shutil.rmtree(work, ignore_errors=True)
     steps.finish()
     return info
+
+
+@contextlib.contextmanager
+def _in_temporary_folder() -> Iterator[None]:
+    """The copy's work in the system's temporary folder: a failure there (its disk full) in
+    words that name that folder, not SQLite's "database or disk is full" about no file."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(_temporary_work_failed(_temporary_folders(), exc)) from exc
+
+
+def _temporary_folders() -> list[Path]:
+    """Where a copy is worked on: Python's temporary folder (its work folder) and the one
+    SQLite keeps its scratch files in, named by the environment. They differ when the one
+    named is full: Python then falls back to another, SQLite does not."""
+    folders = [Path(tempfile.gettempdir())]
+    names = ("SQLITE_TMPDIR", "TMPDIR", "TEMP", "TMP")
+    named = next((os.environ[name] for name in names if os.environ.get(name)), "")
+    if named and Path(named).is_dir() and Path(named).resolve() != folders[0].resolve():
+        folders.insert(0, Path(named))
+    return folders
+
+
+def _temporary_work_failed(folders: list[Path], exc: BaseException) -> str:
+    full = getattr(exc, "errno", None) == errno.ENOSPC or (
+        getattr(exc, "sqlite_errorname", "") or ""
+    ).startswith("SQLITE_FULL")
+    said = getattr(exc, "strerror", None) or str(exc)  # an OSError's without the temporary path
+    why = f"its disk is full ({said})" if full else said
+    where = " or ".join(str(folder) for folder in folders)
+    return (
+        f"the copy could not be made in the system's temporary folder {where}, where it is "
+        f"put together first: {why}. Nothing was changed. Make room there (or set TMPDIR to "
+        "a folder on a disk with room), then try again"
+    )
 
 
 # The working folders of copies being made: on this machine, never on the copy's drive (a
