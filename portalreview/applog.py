@@ -15,6 +15,7 @@ No Qt here: the command line sets the log up too, and must not load Qt.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
 import os
@@ -250,11 +251,38 @@ class _PrivateFileHandler(logging.handlers.RotatingFileHandler):
     """Every log file (the first, and each one after a rotation) readable by its user only:
     other people on a shared workstation cannot read it."""
 
+    #: Set once a line could not be written: nothing more is written to the file.
+    stopped = False
+
     def _open(self):
         if os.name == "posix":
             os.close(os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
             os.chmod(self.baseFilename, 0o600)
         return super()._open()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.stopped:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A line the file cannot take (its disk full, its folder gone read-only): said once,
+        in one line, and the file left alone from then on; not Python's "--- Logging error
+        ---" traceback on the terminal for each line after it, burying the program's output."""
+        if self.stopped:
+            return
+        self.stopped = True
+        error = sys.exc_info()[1]
+        why = "unknown" if error is None else getattr(error, "strerror", None) or error_text(error)
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):  # what it holds cannot be written
+                stream.close()
+        with contextlib.suppress(OSError, ValueError):  # no terminal to say it on either
+            print(
+                f"PortalReview: the log file {self.baseFilename} cannot be written ({why}); "
+                "the program goes on without it.",
+                file=sys.stderr,
+            )
 
 
 def _open_handler(path: Path) -> logging.handlers.RotatingFileHandler:

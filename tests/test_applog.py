@@ -220,3 +220,36 @@ def test_uncaught_exceptions_are_logged_with_their_traceback(logs, tmp_path):
     assert 'line 8, in save_the_answer\n    raise RuntimeError(f"cannot store {text!r}")' in text
     assert "RuntimeError (message not logged: 45 characters)" in text
     assert "Zorblax" not in text
+
+
+# The log file may not grow (RLIMIT_FSIZE at its size: as on a full disk, every write fails)
+# once the program has started; then a command's worth of lines is logged.
+LOG_FULL = """
+import logging, resource, signal, sys
+from portalreview import applog
+
+applog.setup_logging("cli")
+size = applog.log_path().stat().st_size
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+for i in range(20):
+    logging.getLogger("portalreview.test").info("line %d", i)
+print("the command's own output")
+"""
+
+
+def test_a_log_file_that_cannot_be_written_is_said_once_in_one_line(logs):
+    env = {**os.environ, applog.LOG_DIR_ENV: str(logs)}
+    run = subprocess.run(
+        [sys.executable, "-c", LOG_FULL],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[1],  # this checkout's portalreview
+    )
+    assert run.returncode == 0 and run.stdout == "the command's own output\n"
+    assert run.stderr == (
+        f"PortalReview: the log file {logs / 'portalreview.log'} cannot be written (File too "
+        "large); the program goes on without it.\n"
+    ), run.stderr
