@@ -16,8 +16,9 @@ Backups lie in ``<stem>.backups/`` beside the file (folder 0700, files 0600), na
 folder, orders them (so that names sort oldest to newest): not the time, since a clock set back
 (run ahead, then put right) would make the newest backup look the oldest, to be deleted at once.
 Names from before the number (``<stem>-<UTC time>-<reason>.prproj``) are older than every
-numbered one, and ordered by their time. There are three kinds, each kept by its own rule, so
-that no kind pushes out another:
+numbered one, and ordered by their time. A very long ``<stem>`` is cut there (see
+:func:`_backup_stem`), so that a backup's name keeps within the system's limit. There are
+three kinds, each kept by its own rule, so that no kind pushes out another:
 
 * **automatic** (``auto``): made when a project is opened for writing, the state at the start of
   a working session; skipped when the newest automatic backup is younger than
@@ -33,7 +34,9 @@ that no kind pushes out another:
 from __future__ import annotations
 
 import contextlib
+import errno
 import filecmp
+import glob
 import logging
 import os
 import re
@@ -586,15 +589,64 @@ def _back_up_before_upgrade(path: Path, version: int) -> Path:
     try:
         return make_upgrade_backup(path, version)
     except (OSError, sqlite3.Error) as exc:
-        folder = backup_dir(path)
-        if folder.exists() and not folder.is_dir():
-            advice = f"{folder.name} is a file, not a folder: move it away"
-        else:
-            advice = "Free some space on the disk (is it full?)"
+        why, advice = _backup_failure(path, exc)
         raise ProjectError(
-            f"{path.name} could not be backed up into {folder.name}/ before upgrading it "
-            f"({exc}); nothing was changed. {advice} and open it again."
+            f"{path.name} could not be backed up into {backup_dir(path).name}/ before upgrading "
+            f"it: {why}; nothing was changed. {advice}, then open it again."
         ) from exc
+
+
+# What the system's words about a failed write mean, by errno and by SQLite's error name.
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_DENIED_ERRNOS = (errno.EACCES, errno.EPERM)
+
+
+def _failure_kind(exc: BaseException) -> str | None:
+    """What a write refused with ``exc`` met: "full", "read-only", "denied" or "too long";
+    None for anything else."""
+    code = getattr(exc, "errno", None)
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if code in _FULL_ERRNOS or name.startswith("SQLITE_FULL") or "disk is full" in str(exc):
+        return "full"
+    if code == errno.EROFS or name.startswith("SQLITE_READONLY"):
+        return "read-only"
+    if code in _DENIED_ERRNOS or name.startswith(("SQLITE_PERM", "SQLITE_AUTH")):
+        return "denied"
+    if code == errno.ENAMETOOLONG:
+        return "too long"
+    return None
+
+
+def _backup_failure(path: Path, exc: BaseException) -> tuple[str, str]:
+    """Why a backup of ``path`` could not be made, and what to do, naming its backups folder:
+    the system's message names the hidden ``.partial`` copy, which nobody will find."""
+    folder = backup_dir(path)
+    reason = getattr(exc, "strerror", None) or str(exc)  # an OSError's without the file
+    if folder.exists() and not folder.is_dir():
+        return f"{folder.name} is a file, not a folder", "Move it away"
+    kind = _failure_kind(exc)
+    if kind == "full":
+        return f"the disk holding {folder} is full ({reason})", "Free some space on the disk"
+    elsewhere = "or move the project to a folder you may write to"
+    if kind == "read-only":
+        return (
+            f"{folder} is on a read-only disk ({reason})",
+            f"Make that disk writable, {elsewhere}",
+        )
+    if kind == "denied":
+        return (
+            f"you may not write in {folder} ({reason})",
+            f"Ask for the right to write there, {elsewhere}",
+        )
+    if kind == "too long" or _room_for_stem(folder, _longest_backup_tail()) < _SHORTEST_CUT:
+        return (
+            f"the path of {folder} is too long for a backup's name in it ({reason})",
+            "Move the project to a folder with a shorter path",
+        )
+    return (
+        f"it could not be written into {folder} ({reason})",
+        "Check that you may write in that folder and that its disk has room",
+    )
 
 
 def _real_path(path: str | os.PathLike) -> Path:
@@ -811,9 +863,10 @@ class Project:
             self.automatic_backup = make_automatic_backup(self.path, progress, said)
             self.backup_problem = " ".join(said) or None
         except (OSError, sqlite3.Error) as exc:
+            why, _ = _backup_failure(self.path, exc)
             self.backup_problem = (
                 f"The automatic backup of {self.path.name} into {backup_dir(self.path).name}/ "
-                f"failed ({exc}). Your work is saved as usual; back the project up yourself."
+                f"failed ({why}). Your work is saved as usual; back the project up yourself."
             )
             log.warning("%s", self.backup_problem)
 
@@ -1082,6 +1135,17 @@ _STAMPS = (
     r"(\d{4})-(\d\d)-(\d\d)T(\d\d)-(\d\d)-(\d\d)\.(\d{3})Z",
     r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)(\d{3})\+0000",
 )
+# A file name's limit, in bytes of UTF-8 (ext4, APFS; NTFS counts 255 UTF-16 units, fewer),
+# and SQLite's on a file's whole path (its Unix build; "unable to open database file" past it).
+_NAME_MAX = 255
+_SQLITE_PATH_MAX = 512
+# The least of a long project's name its backups' names keep.
+_SHORTEST_CUT = 16
+# What a backup's name must leave room for: the hidden copy it is written as first
+# (".<name>.partial"), and the "-journal" SQLite makes beside that copy.
+_BACKUP_NAME_ROOM = len(".") + len(".partial") + len("-journal")
+# The longest reason the program gives a backup ("before-upgrade-from-v10"), with room to grow.
+_LONGEST_REASON = len(f"{UPGRADE_BACKUP}-from-v999")
 
 
 @dataclass(frozen=True)
@@ -1111,23 +1175,39 @@ def list_backups(path: Path) -> list[Backup]:
         entries = list(backup_dir(path).iterdir())
     except OSError:  # no folder yet, or one we may not read
         return []
-    found = (_parse_backup_name(path.stem, entry) for entry in entries)
+    found = (_parse_backup(path, entry) for entry in entries)
     return sorted(
         (b for b in found if b is not None), key=lambda b: (b.number, b.made_at, b.path.name)
     )
 
 
-def _parse_backup_name(stem: str, entry: Path) -> Backup | None:
+def _parse_backup(path: Path, entry: Path) -> Backup | None:
+    """``entry`` as a backup of the project at ``path``; None if it is not one. Its name
+    starts with the project's, or with the start of a long one (:func:`_backup_stem`: how
+    much depends on the folder's path too, and the project may have been moved since)."""
+    whole = _parse_backup_name(path.stem, entry)
+    if whole is not None or len(path.stem.encode()) <= _SHORTEST_CUT:
+        return whole
+    return _parse_backup_name(path.stem, entry, cut=True)
+
+
+def _parse_backup_name(stem: str, entry: Path, cut: bool = False) -> Backup | None:
+    """``cut``: the name may start with the start of ``stem`` only."""
+    head = "(.+?)" if cut else f"({re.escape(stem)})"
     for stamp in _STAMPS:
-        match = re.fullmatch(
-            rf"{re.escape(stem)}-{_NUMBER}{stamp}-({_REASON}){re.escape(SUFFIX)}", entry.name
-        )
-        if match:
-            number, *fields, reason = match.groups()
+        match = re.fullmatch(rf"{head}-{_NUMBER}{stamp}-({_REASON}){re.escape(SUFFIX)}", entry.name)
+        if match and (not cut or _is_cut_of(stem, match.group(1))):
+            _, number, *fields, reason = match.groups()
             year, month, day, hour, minute, second, ms = map(int, fields)
             made_at = datetime(year, month, day, hour, minute, second, ms * 1000, UTC)
             return Backup(entry, made_at, reason, int(number or 0))
     return None
+
+
+def _is_cut_of(stem: str, start: str) -> bool:
+    """Whether :func:`_cut_to_fit` may have cut ``stem`` to ``start`` (at a character: up to 3
+    bytes short of ``_SHORTEST_CUT``)."""
+    return stem.startswith(start) and len(start.encode()) > _SHORTEST_CUT - 4
 
 
 def _next_backup_name(path: Path, reason: str) -> str:
@@ -1135,7 +1215,38 @@ def _next_backup_name(path: Path, reason: str) -> str:
     the clock says (see the module docstring)."""
     backups = list_backups(path)
     number = (backups[-1].number if backups else 0) + 1
-    return f"{path.stem}-{number:0{_NUMBER_WIDTH}d}-{_stamp()}-{reason}{SUFFIX}"
+    return f"{_backup_stem(path)}-{number:0{_NUMBER_WIDTH}d}-{_stamp()}-{reason}{SUFFIX}"
+
+
+def _backup_stem(path: Path) -> str:
+    """The project's name as its backups' names start: whole, or cut (at a character) where
+    the longest backup's name, or its path, would pass the system's limit on a file's name
+    or SQLite's on a path (with room for the hidden copy it is written as first and that
+    copy's journal). Every backup was refused ("unable to open database file") for a project
+    named with some 190 characters or more. The number and the time that follow keep the
+    names unique, and the backups folder is the project's own."""
+    return _cut_to_fit(path.stem, _longest_backup_tail(), backup_dir(path))
+
+
+def _longest_backup_tail() -> str:
+    """What follows the project's name in the longest backup name the program gives."""
+    return f"-{0:0{_NUMBER_WIDTH}d}-{_stamp()}-" + "x" * _LONGEST_REASON + SUFFIX
+
+
+def _room_for_stem(folder: Path, tail: str) -> int:
+    """The bytes left for the start of a file's name in ``folder`` before ``tail``."""
+    taken = _BACKUP_NAME_ROOM + len(tail.encode())
+    in_path = _SQLITE_PATH_MAX - len(os.fsencode(folder.absolute())) - len(os.sep) - taken
+    return min(_NAME_MAX - taken, in_path)
+
+
+def _cut_to_fit(stem: str, tail: str, folder: Path) -> str:
+    """``stem``, cut at a character where ``folder/<stem><tail>`` would not fit (see
+    :func:`_room_for_stem`); never shorter than ``_SHORTEST_CUT`` bytes (a folder whose path is
+    that long takes no backup anyway)."""
+    room = max(_room_for_stem(folder, tail), _SHORTEST_CUT)
+    name = stem.encode()
+    return stem if len(name) <= room else name[:room].decode(errors="ignore")
 
 
 def latest_backup(path: Path) -> Path | None:
@@ -1304,7 +1415,7 @@ def _roll(path: Path, said: list[str]) -> None:
             if stale.path != spared and not _backup_in_use(stale.path):
                 stale.path.unlink(missing_ok=True)
     cutoff = time.time() - _STALE_PARTIAL.total_seconds()
-    for partial in backup_dir(path).glob(f".{path.stem}-*{SUFFIX}.partial"):
+    for partial in backup_dir(path).glob(f".{glob.escape(_backup_stem(path))}-*{SUFFIX}.partial"):
         with contextlib.suppress(OSError):
             if partial.stat().st_mtime < cutoff:
                 _beside(partial, "-journal").unlink(missing_ok=True)
@@ -1351,8 +1462,10 @@ def copy_backup_beside(backup: Path, damaged: Path, progress: Progress | None = 
     """Copy ``backup`` next to the damaged project ``damaged`` under a new name, and return
     the copy, ready to open. Neither the damaged file nor the backup is changed: the damaged
     file may still hold work the backup lacks, for someone to recover."""
-    parsed = _parse_backup_name(damaged.stem, backup)
-    name = f"{damaged.stem}-restored-{_stamp(parsed.made_at if parsed else None)}"
+    parsed = _parse_backup(damaged, backup)
+    stamp = _stamp(parsed.made_at if parsed else None)
+    restored = f"-restored-{stamp}"
+    name = _cut_to_fit(damaged.stem, f"{restored}-99{SUFFIX}", damaged.parent) + restored
     target = damaged.with_name(name + SUFFIX)
     n = 1
     while target.exists():

@@ -516,13 +516,36 @@ def _disk_full(path: Path, monkeypatch) -> None:
     monkeypatch.setattr(project_module, "_copy_database", no_room)
 
 
+def _refused_by_the_system(code: int):
+    """The system refuses the hidden copy a backup is written as first, with ``code``."""
+
+    def obstacle(path: Path, monkeypatch) -> None:
+        def refused(source, target: Path, progress) -> None:
+            partial = target.with_name(f".{target.name}.partial")
+            raise OSError(code, os.strerror(code), str(partial))
+
+        monkeypatch.setattr(project_module, "_copy_database", refused)
+
+    return obstacle
+
+
 @pytest.mark.parametrize(
     ("obstacle", "advice"),
     [
-        (_file_in_the_way, "s.backups is a file, not a folder: move it away"),
-        (_disk_full, "Free some space on the disk"),
+        (_file_in_the_way, "s.backups is a file, not a folder; nothing was changed. Move it away"),
+        (_disk_full, "is full (database or disk is full); nothing was changed. Free some space"),
+        (
+            _refused_by_the_system(errno.EROFS),
+            "s.backups is on a read-only disk (Read-only file system); nothing was changed. "
+            "Make that disk writable, or move the project to a folder you may write to",
+        ),
+        (
+            _refused_by_the_system(errno.EACCES),
+            "you may not write in {folder} (Permission denied); nothing was changed. Ask for "
+            "the right to write there",
+        ),
     ],
-    ids=["file-in-the-way", "disk-full"],
+    ids=["file-in-the-way", "disk-full", "read-only", "permission"],
 )
 def test_no_upgrade_without_its_backup(tmp_path, monkeypatch, obstacle, advice):
     path = tmp_path / "s.prproj"
@@ -536,7 +559,8 @@ def test_no_upgrade_without_its_backup(tmp_path, monkeypatch, obstacle, advice):
         Project.open(path)
     message = str(refused.value)
     assert message.startswith("s.prproj could not be backed up into s.backups/ before upgrading")
-    assert "nothing was changed" in message and advice in message
+    assert advice.format(folder=backup_dir(path)) in message, message
+    assert ".partial" not in message and ("Free some" in advice) == ("Free some" in message)
     assert _digest(path) == before
     assert not path.with_name("s.prproj.lock").exists()
 
@@ -868,6 +892,89 @@ def test_a_backup_cut_short_by_a_kill_never_counts_as_one(tmp_path):
     assert sorted(backup_dir(path).iterdir()) == [made]
 
 
+def test_a_failed_automatic_backup_names_the_backups_folder_not_its_hidden_copy(
+    tmp_path, monkeypatch
+):
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    _refused_by_the_system(errno.EROFS)(path, monkeypatch)
+    with Project.open(path) as p:
+        assert p.backup_problem == (
+            f"The automatic backup of s.prproj into s.backups/ failed ({backup_dir(path)} is on "
+            "a read-only disk (Read-only file system)). Your work is saved as usual; back the "
+            "project up yourself."
+        )
+
+
+LONG_NAMES = ["p" * 200, "r" * 240, "é" * 120]  # the last: 240 bytes in UTF-8
+
+
+@pytest.mark.parametrize("stem", LONG_NAMES, ids=["200", "240", "240-bytes-accented"])
+def test_a_project_with_a_very_long_name_is_backed_up(tmp_path, monkeypatch, stem):
+    """A backup's name adds some 61 characters to the project's, and its hidden copy and that
+    copy's journal 17 more: past the system's 255 bytes, every backup was refused ("unable to
+    open database file"), and an older file could not be upgraded at all."""
+    path = tmp_path / f"{stem}.prproj"
+    Project.create(path).close()
+    with Project.open(path) as p:
+        assert p.backup_problem is None and p.automatic_backup is not None
+        made = [p.automatic_backup, p.backup()]
+    old_version = migrations.SCHEMA_VERSION
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", old_version + 1)
+    monkeypatch.setitem(migrations.STEPS, old_version, lambda conn: None)
+    with Project.open(path) as p:
+        assert p.upgraded_from == old_version
+    backups = list_backups(path)
+    assert [b.path for b in backups[:2]] == made and len(backups) == 3
+    assert [b.number for b in backups] == [1, 2, 3]
+    assert backups[-1].reason == f"before-upgrade-from-v{old_version}"
+    for backup in backups:
+        assert len(f".{backup.path.name}.partial-journal".encode()) <= 255
+        assert stem.startswith(backup.path.name.split("-0000")[0])  # cut at a character
+
+
+def test_backups_named_with_a_long_name_whole_still_list(tmp_path):
+    """Versions before the cut named backups of a long-named project with its whole name
+    (those that fitted): they are still its backups, and the next one is numbered after."""
+    stem = "p" * 180
+    path = tmp_path / f"{stem}.prproj"
+    Project.create(path).close()
+    backup_dir(path).mkdir()
+    old = backup_dir(path) / f"{stem}-000004-2025-06-01T14-30-12.345Z-auto.prproj"
+    shutil.copy(path, old)
+    made = make_backup(path, "manual")
+    assert [b.path for b in list_backups(path)] == [old, made]
+    assert made.name.startswith(stem[:100]) and "-000005-" in made.name and stem not in made.name
+
+
+def test_a_long_named_project_moved_to_a_deeper_folder_keeps_its_backups(tmp_path):
+    """How much of a long name a backup's name keeps depends on the folder's path too (SQLite
+    opens no file whose path passes 512 bytes): the backups made before a move still count."""
+    stem = "p" * 200
+    first = tmp_path / f"{stem}.prproj"
+    Project.create(first).close()
+    earlier = make_backup(first, "manual")
+    deeper = tmp_path / ("d" * 120)
+    deeper.mkdir()
+    moved = deeper / first.name
+    shutil.move(first, moved)
+    shutil.move(backup_dir(first), backup_dir(moved))
+    made = make_backup(moved, "manual")
+    assert [b.path for b in list_backups(moved)] == [backup_dir(moved) / earlier.name, made]
+    assert len(made.name) < len(earlier.name) and "-000002-" in made.name
+
+
+def test_a_backup_of_a_long_named_project_is_restored_beside_it(tmp_path):
+    """The restored copy's name ("<name>-restored-<time>") is cut like a backup's."""
+    path = tmp_path / f"{'p' * 220}.prproj"
+    Project.create(path).close()
+    backup = make_backup(path, "manual")
+    restored = copy_backup_beside(backup, path)
+    with Project.open(restored) as p:
+        assert p.integrity_check() == "ok"
+    assert "-restored-" in restored.name and restored.name.startswith("p" * 100)
+
+
 def test_a_failed_automatic_backup_does_not_keep_the_project_closed(tmp_path):
     path = tmp_path / "s.prproj"
     with Project.create(path) as p:
@@ -876,7 +983,8 @@ def test_a_failed_automatic_backup_does_not_keep_the_project_closed(tmp_path):
     with Project.open(path) as p:
         assert p.automatic_backup is None
         assert p.backup_problem.startswith(
-            "The automatic backup of s.prproj into s.backups/ failed ("
+            "The automatic backup of s.prproj into s.backups/ failed (s.backups is a file, not a "
+            "folder)"
         )
         assert p.backup_problem.endswith(
             "Your work is saved as usual; back the project up yourself."
