@@ -121,21 +121,51 @@ class ProjectDamagedError(ProjectError):
     def __init__(self, path: Path, what: str) -> None:
         self.what = what
         self.latest_backup, damaged = newest_whole_backup(path)
+        super().__init__(f"{what} {self._advice(path, damaged)}")
+
+    def _advice(self, path: Path, damaged: list[tuple[Path, str]]) -> str:
         folder = backup_dir(path).name
         if self.latest_backup is None and not damaged:
-            advice = f"There is no backup of it in {folder}/ beside it: restore your own backup."
-        elif self.latest_backup is None:
+            return f"There is no backup of it in {folder}/ beside it: restore your own backup."
+        if self.latest_backup is None:
             many = f"Its {len(damaged)} backups" if len(damaged) > 1 else "Its backup"
             are = "are" if len(damaged) > 1 else "is"
-            advice = f"{many} in {folder}/ {are} damaged too: restore your own backup."
-        elif not damaged:
-            advice = f"Restore the latest backup from {folder}/: {self.latest_backup.name}."
-        else:
-            advice = (
-                f"Restore the latest backup that is whole from {folder}/: "
-                f"{self.latest_backup.name}. " + _damaged_too(damaged)
-            )
-        super().__init__(f"{what} {advice}")
+            return f"{many} in {folder}/ {are} damaged too: restore your own backup."
+        if not damaged:
+            return f"Restore the latest backup from {folder}/: {self.latest_backup.name}."
+        return (
+            f"Restore the latest backup that is whole from {folder}/: "
+            f"{self.latest_backup.name}. " + _damaged_too(damaged)
+        )
+
+
+class WalNotItsOwnError(ProjectDamagedError):
+    """A file whole alone but damaged as read with the ``-wal`` beside it: that -wal holds
+    saves of another state of the project (a backup copied over the file by hand while a
+    killed program's unmerged saves were still beside it; the two copied at different
+    moments). A backup restored by hand in its place meets the same -wal: moving the -wal
+    aside is what helps. (A backup opened as a copy, under another name, is safe from it.)"""
+
+    def __init__(self, path: Path) -> None:
+        wal = f"{path.name}-wal"
+        super().__init__(
+            path,
+            f"{path.name} is damaged as read with {wal} beside it, but {path.name} alone is "
+            f"whole: {wal} does not belong to it. It holds saves of another state of the "
+            "project (left by a program that stopped before merging them, before "
+            f"{path.name} was put back from a backup, or copied at another moment).",
+        )
+
+    def _advice(self, path: Path, damaged: list[tuple[Path, str]]) -> str:
+        move = (
+            f"Move {path.name}-wal and {path.name}-shm out of the folder {path.parent} (keep "
+            "them, do not delete them: they may hold someone's saves), then open "
+            f"{path.name} again."
+        )
+        if self.latest_backup is None and not damaged:
+            return f"{move} (There is no backup of it in {backup_dir(path).name}/ beside it.)"
+        earlier = super()._advice(path, damaged)
+        return f"{move} For an earlier state, {earlier[0].lower()}{earlier[1:]}"
 
 
 def _damaged_too(damaged: list[tuple[Path, str]]) -> str:
@@ -317,7 +347,9 @@ def _probe(path: Path) -> tuple[int, int]:
     if app_id != APPLICATION_ID:
         raise ProjectError(f"{path.name} is an SQLite database but not a PortalReview project.")
     if check != "ok":
-        raise ProjectDamagedError(path, f"{path.name} failed its integrity check ({check}).")
+        raise _wal_not_its_own(path) or ProjectDamagedError(
+            path, f"{path.name} failed its integrity check ({check})."
+        )
     if version > migrations.SCHEMA_VERSION:
         raise ProjectError(
             f"{path.name} was written by a newer PortalReview (project format "
@@ -453,7 +485,26 @@ def _classify(path: Path, exc: sqlite3.DatabaseError) -> ProjectError:
         name.startswith("SQLITE_IOERR") and name not in _DAMAGE_IOERRS
     ):  # e.g. no room for the -shm SQLite makes beside the file
         return _disk_problem(path, f"its working files ({path.name}-wal, -shm)", exc)
-    return ProjectDamagedError(path, f"{path.name} is damaged and cannot be opened ({exc}).")
+    return _wal_not_its_own(path) or ProjectDamagedError(
+        path, f"{path.name} is damaged and cannot be opened ({exc})."
+    )
+
+
+def _wal_not_its_own(path: Path) -> WalNotItsOwnError | None:
+    """The refusal of a file that is whole alone but damaged with the ``-wal`` beside it
+    (:class:`WalNotItsOwnError`); None when there is no such -wal, or the file alone is not
+    whole either. Reads the file alone (immutable: the -wal unread), changing nothing."""
+    if not _wal_has_frames(path):
+        return None
+    try:
+        conn = sqlite3.connect(sqlite_uri(path.resolve(), "mode=ro&immutable=1"), uri=True)
+        try:
+            alone = _check_result(conn.execute("PRAGMA quick_check").fetchall())
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+    return WalNotItsOwnError(path) if alone == "ok" else None
 
 
 def _refuse_if_not_writable(path: Path) -> None:

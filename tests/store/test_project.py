@@ -27,6 +27,7 @@ from portalreview.store.project import (
     ProjectDamagedError,
     ProjectError,
     ProjectLockedError,
+    WalNotItsOwnError,
     backup_dir,
     copy_backup_beside,
     latest_backup,
@@ -34,6 +35,7 @@ from portalreview.store.project import (
     make_backup,
 )
 from portalreview.store.service import StudyService
+from tests.conftest import build_small_study
 
 
 def _digest(path: Path) -> str:
@@ -1084,6 +1086,75 @@ def test_a_damaged_backup_is_not_copied(tmp_path, every_open):
     with pytest.raises(ProjectError, match=f"The backup {newest.name} is damaged"):
         copy_backup_beside(newest, path)
     assert sorted(tmp_path.iterdir()) == before  # no copy left beside it
+
+
+def _backup_copied_over_a_crashs_wal(tmp_path: Path) -> Path:
+    """study.prproj put back by hand from an older copy of itself while a -wal of a later state
+    (saves a program killed before merging them) is still beside it."""
+    path = tmp_path / "study.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+    older = tmp_path / "older-copy.prproj"
+    shutil.copy(path, older)
+    with Project.open(path, automatic_backup=False) as p:
+        for i in range(30):  # a later state, merged into the file: it grows
+            StudyService(p).add_case(f"later-{i}", "More words. " * 300)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE scratch (x)")  # saves of that state, left in the -wal
+    conn.execute("INSERT INTO scratch SELECT randomblob(3000) FROM cases")
+    wal = Path(f"{path}-wal").read_bytes()
+    conn.close()  # (merges them: the program that made them was killed first)
+    shutil.copy(older, path)
+    Path(f"{path}-wal").write_bytes(wal)
+    return path
+
+
+def test_a_whole_file_with_a_wal_not_its_own_says_to_move_the_wal_aside(tmp_path, every_open):
+    """Called damaged, with "restore your own backup", which cannot help: the -wal stays and
+    spoils the backup restored in the same way."""
+    path = _backup_copied_over_a_crashs_wal(tmp_path)
+    wal = Path(f"{path}-wal")
+    before = _digest(path), _digest(wal)
+    for read_only in (True, False):
+        with pytest.raises(WalNotItsOwnError) as refused:
+            Project.open(path, read_only=read_only)
+        message = str(refused.value)
+        assert message.startswith(
+            "study.prproj is damaged as read with study.prproj-wal beside it, but study.prproj "
+            "alone is whole: study.prproj-wal does not belong to it."
+        )
+        assert f"Move study.prproj-wal and study.prproj-shm out of the folder {tmp_path}" in message
+        assert "do not delete them" in message and "restore your own backup" not in message
+        assert message.endswith("(There is no backup of it in study.backups/ beside it.)")
+    assert (_digest(path), _digest(wal)) == before and not backup_dir(path).exists()
+    # SQLite's other word for it, raised while reading: the same advice
+    malformed = sqlite3.DatabaseError("database disk image is malformed")
+    malformed.sqlite_errorname = "SQLITE_CORRUPT"
+    assert isinstance(project_module._classify(path, malformed), WalNotItsOwnError)
+    # with a backup, offered for an earlier state (the app opens it as a copy, another name)
+    backup_dir(path).mkdir()
+    backup = backup_dir(path) / "study-000001-2025-06-01T14-30-12.345Z-auto.prproj"
+    shutil.copy(tmp_path / "older-copy.prproj", backup)
+    with pytest.raises(WalNotItsOwnError) as refused:
+        Project.open(path)
+    assert refused.value.latest_backup == backup
+    assert str(refused.value).endswith(
+        "then open study.prproj again. For an earlier state, restore the latest backup from "
+        f"study.backups/: {backup.name}."
+    )
+    wal.rename(tmp_path / "aside-wal")
+    with Project.open(path, read_only=True) as p:
+        assert p.integrity_check() == "ok"
+
+
+def test_a_damaged_file_with_a_wal_is_still_called_damaged(tmp_path):
+    path = _backup_copied_over_a_crashs_wal(tmp_path)
+    with path.open("r+b") as f:  # the file alone spoilt too
+        f.seek(4096 * 3)
+        f.write(b"\xff" * 4096 * 4)
+    with pytest.raises(ProjectDamagedError):
+        Project.open(path, read_only=True)
 
 
 def test_a_damaged_file_without_backups_says_so(tmp_path):
