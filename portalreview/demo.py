@@ -684,8 +684,13 @@ DEMO_NAME = "PortalReview demo study (synthetic)"
 def build_demo(path: str | Path) -> Path:
     """Create the demo study at ``path`` (which must not exist) and return its path. It is
     built under a hidden temporary name beside ``path`` and renamed once complete; a build
-    a kill left there is removed first (:func:`remove_abandoned_builds`; store/building.py)."""
-    return building.build_file(Path(path), _fill, BUILD_PREFIX)
+    a kill left there is removed first (:func:`remove_abandoned_builds`; store/building.py).
+    A failure (a full disk) is a ProjectError naming ``path``, not the hidden build file."""
+    path = Path(path)
+    try:
+        return building.build_file(path, _fill, BUILD_PREFIX)
+    except building.BUILD_ERRORS as exc:
+        raise building.not_made(path, exc, BUILD_PREFIX) from exc
 
 
 def _fill(path: Path) -> None:

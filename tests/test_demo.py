@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -95,6 +96,46 @@ def test_cli_demo_create_refuses_an_existing_file(tmp_path, capsys):
     assert main(["demo", "--create", str(target)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert target.read_text() == "keep me"
+
+
+def _disk_full_while_creating(monkeypatch) -> None:
+    import portalreview.store.project as project
+
+    def full(*args, **kwargs) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(project, "start_study", full)
+
+
+def _disk_full_while_filling(monkeypatch) -> None:
+    """As a full disk fails a save (service.py words it as SaveFailed, naming the project by
+    its file name: here the hidden one it is built under)."""
+    from sqlalchemy.exc import OperationalError
+
+    def full(*args, **kwargs) -> None:
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorname = "SQLITE_FULL"
+        raise OperationalError("INSERT", {}, error)
+
+    monkeypatch.setattr(StudyService, "_audit", full)
+
+
+@pytest.mark.parametrize(
+    ("full_disk", "made"),
+    [(_disk_full_while_creating, "created"), (_disk_full_while_filling, "made")],
+    ids=["creating", "filling"],
+)
+def test_a_demo_build_on_a_full_disk_names_the_demo_asked_for(
+    tmp_path, capsys, monkeypatch, full_disk, made
+):
+    """It named the hidden build file (".portalreview-demo-build-715-....prproj could not be
+    created"), which nobody will find."""
+    full_disk(monkeypatch)
+    assert main(["demo", "--create", str(tmp_path / "demo.prproj"), "--no-gui"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"portalreview demo: demo.prproj could not be {made} (database or ")
+    assert "Nothing was left behind." in err and ".portalreview-demo-build-" not in err, err
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- a build cut short by a kill ---------------------------------------------------------------
