@@ -111,7 +111,19 @@ def _resources() -> str:
     if not prompts or not demo:
         raise FileNotFoundError(f"bundled files missing in {root}")
     checked = templates.defaults()  # reads and checks every bundled template
-    return f"{len(checked)} prompt templates, {len(demo)} demo files in {root}"
+    return f"{len(checked)} prompt templates, {len(demo)} demo files in {root}; {_source_stamp()}"
+
+
+def _source_stamp() -> str:
+    """A frozen build must carry the digest of its source: without it, figures the project
+    kept from another build would be taken for this build's (reports/report_cache.py)."""
+    from portalreview.source_digest import PACKAGE_ROOT, STAMP_NAME, source_digest
+
+    if not getattr(sys, "frozen", False):
+        return "source digest from the .py files"
+    if not (PACKAGE_ROOT / STAMP_NAME).is_file() or source_digest() is None:
+        raise FileNotFoundError(f"the build carries no {STAMP_NAME} in {PACKAGE_ROOT}")
+    return f"source digest from the build's {STAMP_NAME}"
 
 
 def _sqlite() -> str:

@@ -47,7 +47,6 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -55,6 +54,7 @@ from sqlalchemy.orm import Session
 
 from portalreview import __version__
 from portalreview.analysis import DEPENDS_ON, KINDS
+from portalreview.source_digest import source_digest
 from portalreview.store.catalog_store import read_catalogs
 from portalreview.store.live_frames import (
     BLOCK_BITS,
@@ -93,20 +93,15 @@ COMPUTING_LIBRARIES = ("numpy", "pandas", "scipy", "scikit-learn", "krippendorff
 
 @functools.cache
 def code_digest() -> str:
-    """A digest of the program's own source (every ``.py`` file of the package) and of the
-    versions of :data:`COMPUTING_LIBRARIES`, so that a result computed by other code is never
-    taken for this code's; the versions alone where the source is not on disk (a frozen
-    installer's build: one version, one code)."""
-    root = Path(__file__).resolve().parents[1]
-    files = sorted(root.rglob("*.py"))
+    """A digest of the program's own source (:mod:`portalreview.source_digest`: its ``.py``
+    files, or a frozen build's stamp of the source it was built from) and of the versions of
+    :data:`COMPUTING_LIBRARIES`, so that a result computed by other code is never taken for
+    this code's; the versions alone where neither is there."""
     versions = " ".join(f"{name} {_version(name)}" for name in COMPUTING_LIBRARIES)
-    if not files:
+    source = source_digest()
+    if source is None:
         return f"portalreview {__version__}; {versions}"
-    digest = hashlib.sha256(f"{__version__}; {versions}".encode())
-    for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return hashlib.sha256(f"{__version__}; {versions}; {source}".encode()).hexdigest()
 
 
 def _version(distribution: str) -> str:

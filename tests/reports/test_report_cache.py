@@ -4,15 +4,23 @@ one computed from scratch, bit for bit."""
 
 from __future__ import annotations
 
+import compileall
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
+import portalreview
 from portalreview.analysis import DEPENDS_ON, KINDS, OWN_DEPENDS_ON
 from portalreview.reports import json_report, report_cache
 from portalreview.reports.json_report import build_report
 from portalreview.reports.live_report import LiveReport, stored_report
+from portalreview.source_digest import STAMP_NAME, digest_of_sources
 from portalreview.store.backends import open_project
 from portalreview.store.frames import read_frames
 from portalreview.store.service import StudyService
@@ -192,6 +200,53 @@ def test_another_version_of_a_computing_library_is_another_key(monkeypatch):
         assert report_cache.code_digest() != before
     finally:
         report_cache.code_digest.cache_clear()
+
+
+def _frozen_build(folder: Path, other_code: bool = False) -> Path:
+    """The package laid out as a frozen build holds it: compiled modules only, a server
+    study's upgrade steps kept as .py data files, and the stamp packaging/portalreview.spec
+    writes (the digest of the source built from); ``other_code`` changes one analysis."""
+    package = folder / "portalreview"
+    shutil.copytree(
+        Path(portalreview.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    if other_code:
+        respond = package / "analysis" / "respond.py"
+        respond.write_text(respond.read_text() + "\n# another build's code\n")
+    stamp = digest_of_sources(package)
+    compileall.compile_dir(package, legacy=True, quiet=1)
+    for source in package.rglob("*.py"):
+        if "server_migrations" not in source.parts:
+            source.unlink()
+    (package / STAMP_NAME).write_text(f"{stamp}\n", encoding="ascii")
+    return folder
+
+
+def _digest_in(folder: Path) -> str:
+    script = (
+        "import portalreview; from portalreview.reports.report_cache import code_digest; "
+        "print(portalreview.__file__); print(code_digest())"
+    )
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=folder, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    where, digest = done.stdout.split()
+    assert Path(where).is_relative_to(folder)  # the frozen layout's modules, not the source
+    return digest
+
+
+def test_a_frozen_build_is_keyed_by_the_source_it_was_built_from(tmp_path):
+    """A frozen build has no .py files but a server study's upgrade steps: the key hashed those
+    alone, so two builds of different report code shared their kept figures, and a newer
+    build showed an older build's numbers (found by an explorer). The build's stamp of its
+    source is used instead: the same key as the source install of the same code, another key
+    for other code."""
+    same = _digest_in(_frozen_build(tmp_path / "same"))
+    other = _digest_in(_frozen_build(tmp_path / "other", other_code=True))
+    assert same == report_cache.code_digest()
+    assert other != same
 
 
 AHEAD, PUT_RIGHT = "2027-12-01T00:00:00.000+00:00", "2026-11-27T00:00:00.000+00:00"
