@@ -153,11 +153,15 @@ class UnsavedWork:
     def read_all(self) -> tuple[list[UnsavedAnswer], list[UnsavedWorkError]]:
         """Every kept answer that can be read back, the oldest first, and what is wrong with
         each file that cannot (left as it is): one damaged file must not hide the others."""
+        answers, damaged = [], []
+        try:
+            self._take_in_one_file_per_person()
+        except UnsavedWorkError as exc:
+            damaged.append(exc)
         try:
             paths = sorted(self.folder.glob(f"{self._prefix}-*.json"))
         except OSError:  # no folder, or nowhere to keep one
-            return [], []
-        answers, damaged = [], []
+            return [], damaged
         for path in paths:
             try:
                 answer = self._read(path)
@@ -167,6 +171,25 @@ class UnsavedWork:
             if answer is not None:
                 answers.append(answer)
         return sorted(answers, key=lambda a: a.kept_at), damaged
+
+    def _take_in_one_file_per_person(self) -> None:
+        """Builds of 2026-11-28/29 kept one file per study and person (``<prefix>.json``): its
+        answer is renamed to its unit's file, so it is offered like the others. Beside a newer
+        file for the same unit it is left where it is and named (raised), never overwritten."""
+        older = self.folder / f"{self._prefix}.json"
+        answer = self._read(older)
+        if answer is None:
+            return
+        unit_file = self.path_for(answer.unit_id)
+        if unit_file.exists():
+            raise UnsavedWorkError(
+                f"{older} holds an answer to unit {answer.unit_id} kept by an earlier version, "
+                f"beside a newer one ({unit_file.name}), which is offered: its text is in the file"
+            )
+        try:
+            older.rename(unit_file)
+        except OSError as exc:
+            raise UnsavedWorkError(f"{older} cannot be renamed to {unit_file.name}: {exc}") from exc
 
     def read(self, unit_id: int) -> UnsavedAnswer | None:
         """The answer kept for ``unit_id``, or None."""

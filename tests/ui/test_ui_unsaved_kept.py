@@ -599,3 +599,26 @@ def test_a_kept_answer_naming_a_suggestion_not_in_the_study_is_saved_as_hers(
     assert stored.payload["parts"]["empathy"] == "Kept text." and stored.suggestion_id is None
     assert not window.session.pending and not work.path_for(unit).exists()
     window.close()
+
+
+def test_an_answer_kept_by_a_build_with_one_file_per_person_is_offered(tmp_path):
+    """Builds of 2026-11-28/29 kept one file per study and person (``<prefix>.json``, the same
+    record); later builds read only ``<prefix>-<unit>.json`` and left her text in it unseen
+    (found by an explorer). It is taken in under its unit's name; beside a newer file for the
+    same unit it is named, never overwritten."""
+    work = UnsavedWork("study-1", "ava", folder=tmp_path)
+    assert work.keep(_kept_answer(7))
+    one_per_person = tmp_path / f"{work.path_for(7).name.rsplit('-', 1)[0]}.json"
+    work.path_for(7).rename(one_per_person)  # as those builds named it
+    kept, damaged = work.read_all()
+    assert kept == [_kept_answer(7)] and damaged == []
+    assert work.path_for(7).exists() and not one_per_person.exists()
+
+    newer = dataclasses.replace(_kept_answer(7), kept_at="2026-11-29T10:00:00")
+    assert work.keep(_kept_answer(7))
+    work.path_for(7).rename(one_per_person)
+    assert work.keep(newer)
+    kept, damaged = work.read_all()
+    assert kept == [newer]
+    [problem] = damaged
+    assert str(problem).startswith(str(one_per_person)) and one_per_person.exists()
