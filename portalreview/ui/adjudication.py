@@ -418,6 +418,7 @@ class AdjudicationDialog(QDialog):
         left_layout.addWidget(units_label)
         left_layout.addWidget(self.units, 1)
         self.counts.setWordWrap(True)
+        self.counts.setTextFormat(Qt.TextFormat.PlainText)
         left_layout.addWidget(self.counts)
         self.loading_bar = QProgressBar()
         self.loading_bar.setObjectName("adjudicationLoading")
@@ -457,6 +458,7 @@ class AdjudicationDialog(QDialog):
         gold_layout = QVBoxLayout(self.gold_box)
         self.source_label = QLabel()
         self.source_label.setObjectName("goldSource")
+        self.source_label.setTextFormat(Qt.TextFormat.PlainText)  # it names annotators
         self.source_label.setWordWrap(True)
         gold_layout.addWidget(self.source_label)
         # The gold editor scrolls inside its box: the editors' own minimum sizes (the urgency

@@ -19,6 +19,7 @@ from PySide6.QtGui import QColor, QFontMetricsF, QHelpEvent, QPainter, QPaintEve
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from portalreview.reports.xlsx_report import Table
+from portalreview.tasks.common.safe_text import plain_tip
 
 #: Colours of the series (Okabe-Ito: told apart with the common colour-vision deficiencies).
 SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
@@ -228,7 +229,7 @@ class _Plot(QWidget):
             pos = QPointF(event.pos())
             text = next((t for rect, t in reversed(self._hits) if rect.contains(pos)), "")
             if text:
-                QToolTip.showText(event.globalPos(), text, self)
+                QToolTip.showText(event.globalPos(), plain_tip(text), self)
             else:
                 QToolTip.hideText()
                 event.ignore()

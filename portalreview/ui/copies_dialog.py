@@ -59,6 +59,7 @@ from portalreview.store.project import SUFFIX, Project, ProjectError
 from portalreview.store.service import StoreError, StudyService
 from portalreview.store.study_setup import CancelFn, Cancelled, ProgressFn
 from portalreview.tasks.common import colours
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import fit_to_screen
 from portalreview.ui.study_setup_dialog import (
     MessageLine,
@@ -655,7 +656,7 @@ class CopiesDialog(QDialog):
         for row, outcome in enumerate(outcomes):
             details = outcome.report.summary() if outcome.report else outcome.result()
             for column in range(self.results_table.columnCount()):
-                self.results_table.item(row, column).setToolTip(details)
+                self.results_table.item(row, column).setToolTip(plain_tip(details))
         text, style = merge_message(outcomes)
         getattr(self.message, style)(text)
         self.show_sent()

@@ -84,6 +84,7 @@ from portalreview.store.frames import StudyFrames
 from portalreview.store.output_files import write_through_temporary
 from portalreview.store.project import OutputIsProject, Project, refuse_project_output
 from portalreview.store.study_setup import Cancelled, Steps
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import FlowRow, SideBySide, fit_to_screen
 from portalreview.ui.charts import (
     ChartView,
@@ -348,7 +349,7 @@ class FigureTableModel(QAbstractTableModel):
         if role == PATH_ROLE:
             return cell.path
         if role == Qt.ItemDataRole.ToolTipRole:
-            return describe_figure(self.report, cell.path) or None
+            return plain_tip(describe_figure(self.report, cell.path)) or None
         if role == Qt.ItemDataRole.TextAlignmentRole:
             number = isinstance(cell.value, int | float) and not isinstance(cell.value, bool)
             horizontal = Qt.AlignmentFlag.AlignRight if number else Qt.AlignmentFlag.AlignLeft
@@ -534,7 +535,7 @@ class ChoiceButton(QToolButton):
         self.setText(text)
         # room for the text and the menu arrow, which some styles draw over the text
         self.setMinimumWidth(int(self.fontMetrics().horizontalAdvance(text)) + 36)
-        self.setToolTip(", ".join(labels) if labels else f"Every {self.what.lower()}")
+        self.setToolTip(plain_tip(", ".join(labels) if labels else f"Every {self.what.lower()}"))
 
 
 # --- the window -------------------------------------------------------------------------------
@@ -663,6 +664,7 @@ class Dashboard(QWidget):
     def _status_row(self) -> QHBoxLayout:
         self.status = QLabel()
         self.status.setObjectName("dashboardStatus")
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # it names annotators, unit sets
         self.status.setWordWrap(True)  # "Up to date…" with its filters ran past a small screen
         self.progress = QProgressBar()
         self.progress.setRange(0, len(STEPS))

@@ -157,6 +157,7 @@ class DraftsDialog(QDialog):
         row = QHBoxLayout()
         self.model_label = QLabel()
         self.model_label.setObjectName("draftsModel")
+        self.model_label.setTextFormat(Qt.TextFormat.RichText)
         self.model_label.setWordWrap(True)
         row.addWidget(self.model_label, 1)
         self.models_button = QPushButton("&Models…")
@@ -241,6 +242,7 @@ class DraftsDialog(QDialog):
         rows.addLayout(line)
         self.current = QLabel()
         self.current.setObjectName("draftsCurrent")
+        self.current.setTextFormat(Qt.TextFormat.RichText)  # the case's words are escaped
         self.current.setWordWrap(True)
         rows.addWidget(self.current)
         return rows
@@ -290,7 +292,7 @@ class DraftsDialog(QDialog):
             self._templates = sg.drafting_templates(service)
         except LlmError as exc:
             self._templates = []
-            self._say(f"The drafting templates cannot be used: {exc}")
+            self._say(f"The drafting templates cannot be used: {_escape(str(exc))}")
         for template in self._templates:
             self.template_box.addItem(f"{template.spec.title} — {template.key}", template.key)
         self._show_planned()
@@ -328,7 +330,8 @@ class DraftsDialog(QDialog):
             )
         else:
             self.model_label.setText(
-                f"<b>Model:</b> {engine.info.file_name} — {engine.info.describe()}"
+                f"<b>Model:</b> {_escape(engine.info.file_name)} — "
+                f"{_escape(engine.info.describe())}"
             )
         self.run_button.setEnabled(
             not self.running
@@ -413,7 +416,7 @@ class DraftsDialog(QDialog):
         self.current.setText("Choosing the cases…")
         self.stream_view.clear()
         self._closed_note = ""
-        self._say(f"Drafting with {engine.info.file_name} and {template.key}…")
+        self._say(f"Drafting with {_escape(engine.info.file_name)} and {_escape(template.key)}…")
         self.host.submit(
             work,
             on_done=lambda report: self._done(report, run),
@@ -500,7 +503,7 @@ class DraftsDialog(QDialog):
         text = " ".join(message.split())
         if len(text) > EXCERPT_CHARS:
             text = text[: EXCERPT_CHARS - 1] + "…"
-        self.current.setText(f"Drafting for case <b>{external_id}</b>: “{text}”")
+        self.current.setText(f"Drafting for case <b>{_escape(external_id)}</b>: “{_escape(text)}”")
         self.stream_view.clear()
 
     def _piece(self, case_id: int, text: str) -> None:

@@ -24,6 +24,7 @@ pair by pair, and the status line says so.
 
 from __future__ import annotations
 
+import html
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,7 @@ from portalreview.llm.templates import PromptLibrary, PromptTemplate
 from portalreview.llm.urgency import LAYOUT_TEMPLATES, InboxScores, InboxTooLongError, score_inbox
 from portalreview.store.service import StoreError, StudyService
 from portalreview.tasks.common import colours
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import FlowRow, fit_to_screen
 from portalreview.tasks.urgency.inbox import (
     CUTOFFS,
@@ -231,6 +233,7 @@ class InboxView(QWidget):
 
         self.summary = QLabel()
         self.summary.setObjectName("inboxSummary")
+        self.summary.setTextFormat(Qt.TextFormat.RichText)  # the inbox and judge are escaped
         self.summary.setWordWrap(True)
         self.scores = QLabel()
         self.scores.setObjectName("inboxScores")
@@ -239,6 +242,7 @@ class InboxView(QWidget):
         self.scores.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.legend = QLabel()
         self.legend.setObjectName("inboxLegend")
+        self.legend.setTextFormat(Qt.TextFormat.PlainText)
         self.legend.setWordWrap(True)
 
         self.table = QTableWidget(0, len(COLUMNS))
@@ -269,6 +273,7 @@ class InboxView(QWidget):
         self.cancel_button.clicked.connect(self.cancel)
         self.status = QLabel()
         self.status.setObjectName("inboxStatus")
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # it names the inbox and the model
         self.status.setWordWrap(True)
         bottom = QHBoxLayout()
         bottom.addWidget(self.status, 1)
@@ -499,7 +504,7 @@ class InboxView(QWidget):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, entry.case_id)
                 if column == COLUMNS.index("Message"):
-                    item.setToolTip(entry.message)
+                    item.setToolTip(plain_tip(entry.message))
                 if column in (0, 3, 4, SCORE_COLUMN):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 if entry.misplaced:
@@ -725,14 +730,16 @@ class InboxView(QWidget):
 
 
 def _whom(judge: Judge) -> str:
-    return {"me": "you", "all": "all annotators"}.get(judge.key, judge.label)
+    """Who judged, as HTML."""
+    return html.escape({"me": "you", "all": "all annotators"}.get(judge.key, judge.label))
 
 
 def _summary_html(result: InboxResult) -> str:
     n = len(result.rows)
+    inbox = html.escape(result.inbox)
     if result.model is not None:
         return (
-            f"<b>{n} messages</b> in {result.inbox}, sorted by <b>{_whom(result.judge)}</b>: "
+            f"<b>{n} messages</b> in {inbox}, sorted by <b>{_whom(result.judge)}</b>: "
             f"margin-weighted wins over all {result.n_pairs} pairs, each asked in both orders "
             f"({result.model.n_questions} questions; seed 002). Won / compared counts the pairs "
             "in which the model put the message first. Nothing is stored; Refresh (F5) shows "
@@ -741,14 +748,14 @@ def _summary_html(result: InboxResult) -> str:
     compared = sum(r.comparisons > 0 for r in result.rows)
     if result.adaptive:
         return (
-            f"<b>{n} messages</b> in {result.inbox}, an adaptive inbox sorted by Bradley-Terry "
+            f"<b>{n} messages</b> in {inbox}, an adaptive inbox sorted by Bradley-Terry "
             f"strength as judged by <b>{_whom(result.judge)}</b>: {result.n_judgements} "
             f"judgements over {result.n_pairs} pairs chosen from the answers so far, "
             f"{compared} of {n} messages compared. Win rates are shown but not comparable "
             "here (a message met by close rivals wins about half its pairs)."
         )
     return (
-        f"<b>{n} messages</b> in {result.inbox}, sorted by win rate as judged by "
+        f"<b>{n} messages</b> in {inbox}, sorted by win rate as judged by "
         f"<b>{_whom(result.judge)}</b>: {result.n_judgements} judgements over "
         f"{result.n_pairs} pairs, {compared} of {n} messages compared so far. Choices not "
         "yet submitted count; equal win rates keep the case order; messages never compared "

@@ -3,6 +3,7 @@ edit the current unit in that kind's editor (``tasks/<kind>/editor.py``)."""
 
 from __future__ import annotations
 
+import html
 import logging
 import time
 from datetime import datetime
@@ -833,10 +834,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{title}{' (read-only)' if read_only else ''} — {APP_NAME}")
         role_name = "PI" if role == "pi" else "clinician"
         self.person_label.set_parts(
-            [f"Signed in as <b>{who.display_name or name}</b> ({role_name})"]
-            + ([f"<b>read-only</b>: {self.read_only_because}"] if read_only else [])
+            [f"Signed in as <b>{html.escape(who.display_name or name)}</b> ({role_name})"]
+            + ([f"<b>read-only</b>: {html.escape(self.read_only_because)}"] if read_only else [])
             + (
-                [f"on the study server <b>{self.project.server_name}</b>"]
+                [f"on the study server <b>{html.escape(self.project.server_name)}</b>"]
                 if self.project.path is None
                 else []
             )

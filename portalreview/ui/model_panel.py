@@ -17,6 +17,7 @@ the PI (clinicians never see them).
 
 from __future__ import annotations
 
+import html
 import os
 import threading
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from portalreview.llm.model_file import scan_models, small_model_path
 from portalreview.llm.model_server import ServerSetting, configured_setting, looks_like_address
 from portalreview.store.service import MAX_OWN_EXAMPLES, StoreError
 from portalreview.store.templates import refused_suggestions, suggestion_counts
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import FocusFollowingScrollArea, fit_to_screen
 from portalreview.ui.workers import Worker
 
@@ -380,6 +382,7 @@ class ModelDialog(QDialog):
         self.current = QLabel()
         self.current.setWordWrap(True)
         self.current.setObjectName("currentModel")
+        self.current.setTextFormat(Qt.TextFormat.RichText)  # the model's names are escaped
         layout.addWidget(self.current)
         folder_row = QHBoxLayout()
         self.folder_label = QLabel()
@@ -399,6 +402,7 @@ class ModelDialog(QDialog):
         self.server_label = QLabel()
         self.server_label.setWordWrap(True)
         self.server_label.setObjectName("serverLabel")
+        self.server_label.setTextFormat(Qt.TextFormat.PlainText)  # an address the study names
         server_row.addWidget(self.server_label, 1)
         self.server_button = QPushButton("Use the model &server")
         self.server_button.setObjectName("useServer")
@@ -444,6 +448,7 @@ class ModelDialog(QDialog):
         self.gate_summary = QLabel()
         self.gate_summary.setWordWrap(True)
         self.gate_summary.setObjectName("gateSummary")
+        self.gate_summary.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(self.gate_summary)
         self.refused_list = QListWidget()
         self.refused_list.setObjectName("refusedList")
@@ -557,7 +562,7 @@ class ModelDialog(QDialog):
             offered, refused = suggestion_counts(admin)
             rows = refused_suggestions(admin)
         except (StoreError, PermissionError) as exc:
-            self.gate_summary.setText(f"Quality gates: {exc}")
+            self.gate_summary.setText(f"Quality gates: {html.escape(str(exc))}")
             return
         pi = service is not None and service.viewer.sees_all
         self.gate_summary.setText(
@@ -572,7 +577,7 @@ class ModelDialog(QDialog):
             item = QListWidgetItem(
                 f"unit {row.unit_id} ({row.unit_set}, {row.kind}) — {row.model_file}: {row.reason}"
             )
-            item.setToolTip(f"{row.template_id}, {row.created_at}\n{row.reason}")
+            item.setToolTip(plain_tip(f"{row.template_id}, {row.created_at}\n{row.reason}"))
             self.refused_list.addItem(item)
         self.refused_list.show()
 
@@ -636,7 +641,8 @@ class ModelDialog(QDialog):
         self.refresh_server()
         engine = self.host.engine
         self.current.setText(
-            f"<b>In use:</b> {engine.info.file_name} — {engine.info.describe()}"
+            f"<b>In use:</b> {html.escape(engine.info.file_name)} — "
+            f"{html.escape(engine.info.describe())}"
             if engine is not None
             else "<b>No model loaded</b>: the editors show only suggestions already stored in "
             "the project."

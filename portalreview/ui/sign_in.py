@@ -5,6 +5,8 @@ here says whose work this is (and so what the blinded queries show), it is not a
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QDialog,
@@ -29,7 +31,8 @@ class SignInDialog(QDialog):
         self.setWindowTitle("Sign in — PortalReview")
         self.setMinimumWidth(420)
         layout = QVBoxLayout(self)
-        title = QLabel(f"<b>{project_name}</b><br>Who is annotating?")
+        title = QLabel(f"<b>{html.escape(project_name)}</b><br>Who is annotating?")
+        title.setTextFormat(Qt.TextFormat.RichText)
         title.setWordWrap(True)
         layout.addWidget(title)
         self.list = QListWidget()

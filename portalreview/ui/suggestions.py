@@ -17,10 +17,11 @@ and the model is not asked again for that unit.
 
 from __future__ import annotations
 
+import html
 import threading
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy
 
@@ -45,6 +46,7 @@ from portalreview.store.templates import (
 )
 from portalreview.tasks.common import colours
 from portalreview.tasks.common.editor_base import Editor
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import fit_to_screen
 from portalreview.ui.model_panel import ModelHost
 
@@ -129,7 +131,9 @@ class SuggestionBanner(QFrame):
             layout.addWidget(button)
         self.setVisible(False)
 
-    def show_state(self, state: str, text: str, tip: str = "") -> None:
+    def show_state(self, state: str, text: str, tip: str = "", rich: bool = False) -> None:
+        """Show ``text``: HTML with ``rich``, else as written (it may hold a model's file name
+        or words); ``tip``, plain text, is its tooltip (``text`` where none is given)."""
         self.state = state
         if state == "hidden":
             self.setVisible(False)
@@ -145,8 +149,9 @@ class SuggestionBanner(QFrame):
             own = label.palette()
             own.setColor(role.WindowText, QColor(color))
             label.setPalette(own)
+        self.text.setTextFormat(Qt.TextFormat.RichText if rich else Qt.TextFormat.PlainText)
         self.text.setText(text)
-        self.text.setToolTip(tip or text)
+        self.text.setToolTip(plain_tip(tip or text))
         self.accept_button.setVisible(state == "offered")
         # an accepted suggestion left as it is can still be taken back (a slip of the key)
         self.dismiss_button.setVisible(state in ("offered", "accepted"))
@@ -182,6 +187,7 @@ class SuggestionController(QObject):
         self.shown_file: str | None = None  # model file of the suggestion on screen
         self.model_label = QLabel()
         self.model_label.setObjectName("modelState")
+        self.model_label.setTextFormat(Qt.TextFormat.PlainText)  # a model file's name
         window.statusBar().addPermanentWidget(self.model_label)
         self._on_engine(None)
         remembered = self.host.remembered_model()
@@ -213,7 +219,7 @@ class SuggestionController(QObject):
             self.model_label.setToolTip("Tools > Models… chooses a local model for suggestions")
             return
         self.model_label.setText(f"Model: {engine.info.file_name}")
-        self.model_label.setToolTip(engine.info.describe())
+        self.model_label.setToolTip(plain_tip(engine.info.describe()))
         self.window.statusBar().showMessage(f"Model loaded: {engine.info.describe()}", 10000)
         session = self.window.session
         editor = self._editor()
@@ -225,7 +231,7 @@ class SuggestionController(QObject):
 
     def _on_model_stopped(self, message: str) -> None:
         self.model_label.setText("Model stopped")
-        self.model_label.setToolTip(message)
+        self.model_label.setToolTip(plain_tip(message))
 
     # --- showing units ------------------------------------------------------------------------
 
@@ -501,9 +507,11 @@ class SuggestionController(QObject):
         )  # (shown to this clinician alone)
         self.banner(editor).show_state(
             "offered",
-            f"<b>Suggested by {model_file}</b>{mine} — press {ACCEPT_KEY} to accept, or edit it",
+            f"<b>Suggested by {html.escape(model_file)}</b>{html.escape(mine)} — press "
+            f"{ACCEPT_KEY} to accept, or edit it",
             f"Suggested by {model_file}{mine}. Nothing is saved until you accept ({ACCEPT_KEY}) "
             f"or edit it; {DISMISS_KEY} sets it aside.",
+            rich=True,
         )
 
     # --- what the model read (the PI only) ------------------------------------------------------

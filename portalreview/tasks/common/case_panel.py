@@ -129,6 +129,7 @@ class CasePanel(FocusFollowingScrollArea):
         self.header = QLabel()
         self.header.setWordWrap(True)
         self.header.setObjectName("caseHeader")
+        self.header.setTextFormat(Qt.TextFormat.PlainText)  # the case's id, as imported
         self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout.addWidget(self.header)
         self.message = _reading_label()

@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
+from portalreview.tasks.common.safe_text import plain_tip
+
 #: What is left around a window for its frame and the taskbar.
 MARGIN = 16
 
@@ -427,7 +429,7 @@ class PartsLabel(QLabel):
         self._parts = list(parts)
         self._kept = min(kept, len(self._parts))
         whole = self.SEPARATOR.join(self._parts)
-        self.setToolTip(tooltip if tooltip is not None else self._plain(whole))
+        self.setToolTip(plain_tip(tooltip if tooltip is not None else self._plain(whole)))
         self._fit()
         self.updateGeometry()
 

@@ -58,6 +58,7 @@ from portalreview.tasks.common.editor_base import (
     keep_selection_keys,
 )
 from portalreview.tasks.common.offsets import TextOffsets, trim_span
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import SideBySide, WrappingColumn
 
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(1, 10)}
@@ -246,7 +247,8 @@ class EppcEditor(Editor):
             item.setData(Qt.ItemDataRole.UserRole, code.id)
             no_key = "" if number <= KEYED else "<br><i>No key: click its box.</i>"
             item.setToolTip(
-                f"<b>{html.escape(code.name)}</b> ({code.id})<br>{code.definition}{no_key}"
+                f"<b>{html.escape(code.name)}</b> ({html.escape(code.id)})<br>"
+                f"{html.escape(code.definition)}{no_key}"
             )
             item.setText(_numbered(number, code.name))
             item.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
@@ -355,6 +357,7 @@ class EppcEditor(Editor):
         left_layout.addWidget(self.codes_list, 1)
         self.summary_label = QLabel()
         self.summary_label.setObjectName("eppcSummary")
+        self.summary_label.setTextFormat(Qt.TextFormat.PlainText)  # it names codes
         self.summary_label.setWordWrap(True)
         left_layout.addWidget(self.summary_label)
         # here, not under the sentence: the middle column's height goes to the sentence, the
@@ -787,7 +790,7 @@ class EppcEditor(Editor):
             for number, subcode in enumerate(code.subcodes, start=1):
                 keyed = f"Alt+{number}  " if number <= KEYED else ""
                 button = QRadioButton(f"{keyed}{subcode.name}")
-                button.setToolTip(subcode.definition)
+                button.setToolTip(plain_tip(subcode.definition))
                 button.setObjectName(f"subcode_{number}")
                 button.setChecked(label["subcode"] == subcode.id)
                 button.clicked.connect(lambda _=False, s=subcode.id: self._on_subcode_button(s))

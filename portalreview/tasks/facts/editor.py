@@ -60,6 +60,7 @@ from portalreview.tasks.common.editor_base import (
     wheel_only_when_focused,
     without_control_characters,
 )
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import WrappingColumn
 from portalreview.tasks.eppc.editor import FittedText
 
@@ -367,7 +368,7 @@ class FactSide(WrappingColumn):
             for number_, cat in enumerate(self.editor.catalogs.error_categories, start=1):
                 category.addItem(f"{number_} {cat.name}", cat.id)
                 category.setItemData(
-                    category.count() - 1, cat.definition, Qt.ItemDataRole.ToolTipRole
+                    category.count() - 1, plain_tip(cat.definition), Qt.ItemDataRole.ToolTipRole
                 )
             category.currentIndexChanged.connect(
                 lambda _i, r=row, b=category: self.editor.set_category(
@@ -390,7 +391,7 @@ class FactSide(WrappingColumn):
     def _show_row(self, row: int, fact: dict[str, Any]) -> None:
         item = self.table.item(row, 1)
         item.setText(fact["text"])
-        item.setToolTip(fact["text"])
+        item.setToolTip(plain_tip(fact["text"]))
         entailed = fact["entailed"]  # also said in words in the row's own column
         if entailed is False:
             item.setBackground(colours.mark("fact_lost"))

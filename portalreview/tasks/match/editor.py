@@ -13,6 +13,7 @@ down a row.
 from __future__ import annotations
 
 import copy
+import html
 import itertools
 from typing import Any
 
@@ -48,6 +49,7 @@ from portalreview.tasks.common.editor_base import (
     wheel_only_when_focused,
 )
 from portalreview.tasks.common.offsets import TextOffsets
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import TurningSplitter
 
 NO_THEME = "no theme"  # words: on Linux a screen reader names a drop-down by its text
@@ -127,7 +129,8 @@ class SentenceTable(QTableWidget):
             box.addItem(NO_THEME, None)
             for number, theme in enumerate(self.catalogs.themes, start=1):
                 box.addItem(f"{number} {theme.name}", theme.id)
-                box.setItemData(box.count() - 1, theme.definition, Qt.ItemDataRole.ToolTipRole)
+                tip = plain_tip(theme.definition)
+                box.setItemData(box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
             box.setAccessibleName(f"Theme of {self.sentence_word} {row + 1}")
             wheel_only_when_focused(box)  # scrolling the list turned the themes it passed
             box.currentIndexChanged.connect(lambda _i, b=box: self._describe(b))
@@ -504,7 +507,8 @@ class MatchEditor(Editor):
             self.ref_table.blockSignals(False)
             sentence = self.reference.sentences[row]
             self.current_label.setText(
-                f"<b>Sentence {row + 1} of {len(self.reference.sentences)}:</b> “{sentence.text}”"
+                f"<b>Sentence {row + 1} of {len(self.reference.sentences)}:</b> "
+                f"“{html.escape(sentence.text)}”"
             )
         self._highlight()
         self._show_scores()

@@ -48,6 +48,7 @@ from portalreview.store.service import AnswerView, ResponseView, UnitView
 from portalreview.tasks.common import colours
 from portalreview.tasks.common.case_panel import CasePanel
 from portalreview.tasks.common.editor_base import CommentBox, Editor, clear_layout
+from portalreview.tasks.common.safe_text import plain_tip
 
 _NUMBER_KEYS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _SCROLL_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown, Qt.Key.Key_Home, Qt.Key.Key_End)
@@ -148,7 +149,7 @@ class ResponseCard(QFrame):
         self.criteria: dict[str, QCheckBox] = {}
         for i, criterion in enumerate(catalogs.criteria, start=1):
             box = QCheckBox(criterion.id)
-            box.setToolTip(criterion.definition)
+            box.setToolTip(plain_tip(criterion.definition))
             box.setAccessibleName(f"{self.label}: reason {criterion.id} {criterion.name}")
             box.setAccessibleDescription(criterion.definition)
             box.clicked.connect(
@@ -156,7 +157,7 @@ class ResponseCard(QFrame):
             )
             box.installEventFilter(editor)
             name = _ClickLabel(f"{criterion.name}   (Alt+{i})", box)
-            name.setToolTip(criterion.definition)
+            name.setToolTip(plain_tip(criterion.definition))
             row = QHBoxLayout()
             row.addWidget(box, 0, Qt.AlignmentFlag.AlignTop)
             row.addWidget(name, 1)
@@ -211,6 +212,7 @@ class _ClickLabel(QLabel):
     def __init__(self, text: str, box: QCheckBox) -> None:
         super().__init__(text)
         self.box = box
+        self.setTextFormat(Qt.TextFormat.PlainText)  # a criterion's name, as written
         self.setWordWrap(True)
         self.setBuddy(box)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)

@@ -7,6 +7,7 @@ Which mode a unit is in follows from the unit: a respond unit that names a draft
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QEvent, Qt, QTimer
@@ -30,8 +31,11 @@ from portalreview.tasks.common.editor_base import Editor, TextBox
 
 
 def _caption(title: str, question: str) -> QLabel:
+    """A box's title over its question, both shown as written (a theme's come from the
+    codebook)."""
     label = QLabel(
-        f"<b>{title}</b><br><span style='color:palette(placeholder-text)'>{question}</span>"
+        f"<b>{html.escape(title)}</b><br>"
+        f"<span style='color:palette(placeholder-text)'>{html.escape(question)}</span>"
     )
     label.setTextFormat(Qt.TextFormat.RichText)
     label.setWordWrap(True)

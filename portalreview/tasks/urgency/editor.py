@@ -18,6 +18,7 @@ Every change goes through the undo history (Edit > Undo).
 from __future__ import annotations
 
 import copy
+import html
 from typing import Any
 
 from PySide6.QtCore import QObject, QRectF, QSize, Qt
@@ -43,6 +44,7 @@ from portalreview.domain.catalogs import Catalogs
 from portalreview.store.service import AnswerView, CaseView, UnitView
 from portalreview.tasks.common.case_panel import CasePanel, CollapsibleSection
 from portalreview.tasks.common.editor_base import CommentBox, Editor
+from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import SideBySide
 
 SIDES = ("left", "right")
@@ -169,7 +171,7 @@ class SidePanel(QFrame):
             button = QToolButton(text=str(entry.level))
             button.setCheckable(True)
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            button.setToolTip(f"Level {entry.level}: {entry.name}. {entry.definition}")
+            button.setToolTip(plain_tip(f"Level {entry.level}: {entry.name}. {entry.definition}"))
             button.setAccessibleName(f"{name} patient: level {entry.level}, {entry.name}")
             button.setMinimumWidth(30)
             button.clicked.connect(
@@ -228,7 +230,7 @@ class SidePanel(QFrame):
             self.level_name.setText("<i>no level given</i>")
         else:
             entry = next(x for x in self.catalogs.urgency_levels if x.level == level)
-            self.level_name.setText(f"<b>{level}</b> · {entry.name}")
+            self.level_name.setText(f"<b>{level}</b> · {html.escape(entry.name)}")
         if self.chosen != chosen:
             self.chosen = chosen
             self.update()
@@ -464,7 +466,9 @@ def _scale(catalogs: Catalogs) -> QWidget:
     levels = list(catalogs.urgency_levels)
     rows = (len(levels) + 1) // 2
     for index, entry in enumerate(levels):
-        label = QLabel(f"<b>{entry.level} · {entry.name}</b>: {entry.definition}")
+        label = QLabel(
+            f"<b>{entry.level} · {html.escape(entry.name)}</b>: {html.escape(entry.definition)}"
+        )
         label.setWordWrap(True)
         label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         grid.addWidget(label, index % rows, index // rows)
