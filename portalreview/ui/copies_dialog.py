@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -569,7 +570,10 @@ class CopiesDialog(QDialog):
             self.whole_study_box.setChecked(False)
 
     def suggested_copy_path(self) -> Path:
-        who = self.for_box.currentData() or "copy"
+        """A free ``STUDY-WHO.prproj`` beside the study. WHO keeps the person's letters,
+        digits, "." and "-" (others become "_"): a name such as "../../tmp/evil" pointed the
+        Save dialog outside the study's folder."""
+        who = re.sub(r"[^\w.-]", "_", self.for_box.currentData() or "copy")
         stem = f"{self.project.stem}-{who}"
         folder = self.project.folder
         path, n = folder / f"{stem}{SUFFIX}", 1

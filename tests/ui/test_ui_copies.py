@@ -373,3 +373,17 @@ def test_a_merge_that_only_settles_earlier_conflicts_says_so():
     assert MergeOutcome(Path("ava.prproj"), MergeReport("a", "i", "a", 5)).result() == (
         "nothing new"
     )
+
+
+@pytest.mark.parametrize("name", ["../../../tmp/evil", "a/b", "..\\..\\evil"])
+def test_the_copy_suggested_for_a_person_lies_in_the_studys_folder(qtbot, gui, prefs, name):
+    with Project.open(gui.path) as project:
+        StudyService(project).add_annotator(name, "Someone")
+    window = open_window(qtbot, prefs, gui.path, "pat")
+    dialog = open_copies(qtbot, window)
+    dialog.for_box.setCurrentIndex(dialog.for_box.findData(name))
+    suggested = dialog.suggested_copy_path()
+    folder = gui.path.parent.resolve()
+    assert suggested.resolve().parent == folder  # no folder, .. or separator in its name
+    assert not any(separator in suggested.name for separator in "/\\")
+    assert suggested.name.startswith(f"{gui.path.stem}-") and suggested.suffix == ".prproj"
