@@ -103,10 +103,12 @@ def _title(kind: str) -> str:
 
 
 def _kept_sentence(kept: UnsavedAnswer) -> str:
+    """What was kept, and why. The PI's note and the error come after the first line break:
+    a message box reads its text as HTML when its first line looks like HTML."""
     day, _, clock = kept.kept_at.partition("T")
     return (
-        f"A gold decision you made in {_title(kept.kind)} on {day} at {clock[:5]} (note: "
-        f"“{kept.comment}”) could not be saved, and was kept on this computer. What went "
+        f"A gold decision you made in {_title(kept.kind)} on {day} at {clock[:5]} could not "
+        f"be saved, and was kept on this computer.\nYour note: “{kept.comment}”. What went "
         f"wrong then: {kept.why}"
     )
 

@@ -342,3 +342,22 @@ def test_a_kept_decision_its_editor_cannot_show_is_named_damaged(
     assert path.exists() and gold_of(study.path, study.ids.units["eppc"]) is None
     assert not dialog.dirty
     window.close()
+
+
+def test_the_question_shows_the_note_as_written():
+    """A message box reads its text as HTML when its first line looks like HTML, and the
+    PI's note was on the first line: "<b>x</b> < 5" lost its tags and words. The first line
+    is the program's own words now."""
+    from PySide6.QtGui import Qt as GuiQt
+
+    from portalreview.ui.unsaved_gold import _kept_sentence
+    from portalreview.ui.unsaved_work import UnsavedAnswer
+
+    kept = UnsavedAnswer(
+        unit_id=1, kind="eppc", payload={}, comment="<b>x</b> < 5", status="draft", flag=None,
+        suggestion_id=None, suggestion_use=None, unsaved_seconds=0.0, based_on=None,
+        kept_at="2026-11-29T09:00:00", why="<i>disk</i> full",
+    )  # fmt: skip
+    sentence = _kept_sentence(kept)
+    assert KEPT in sentence and "“<b>x</b> < 5”" in sentence
+    assert not GuiQt.mightBeRichText(sentence)
