@@ -100,12 +100,15 @@ class FittedText(QTextEdit):
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
 
     def _fit(self, *_args) -> None:
+        self.setFixedHeight(self.height_for_lines(self.document().size().height()))
+
+    def height_for_lines(self, text_height: float) -> int:
+        """The view's height for ``text_height`` pixels of text, held between ``min_lines``
+        and ``max_lines``."""
         low, high = self._lines
         line = self.fontMetrics().lineSpacing()
-        height = self.document().size().height()
-        height = max(low * line, min(high * line, height))
-        frame = 2 * self.frameWidth()
-        self.setFixedHeight(int(height) + frame + 4)
+        height = max(low * line, min(high * line, text_height))
+        return int(height) + 2 * self.frameWidth() + 4
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStyledItemDelegate,
     QTableWidget,
@@ -84,6 +85,7 @@ _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
 UNJUDGED_NAMED = 5  # a message names this many unjudged facts, then counts the rest
 MESSAGE_LINES = 4  # the message's first height, in lines: most are read whole, a long one scrolls
+MIN_FACT_ROWS = 3  # a fact list has room for its header and this many facts at least
 
 
 def category_keys(count: int) -> str:
@@ -187,9 +189,29 @@ class _AutosavedCells(QStyledItemDelegate):
         super().setEditorData(cell, index)
 
 
+class _ResponseText(FittedText):
+    """A response's text, as tall as the text (up to its ``max_lines``) where the page has the
+    room; where it has not, down to ``min_lines``, and the text scrolls: at 1280 x 720 a
+    7-line reply kept its height and left its fact list 46 pixels, one fact of six."""
+
+    def __init__(self, min_lines: int, max_lines: int) -> None:
+        super().__init__(min_lines, max_lines)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Maximum)
+
+    def _fit(self, *_args) -> None:
+        self.setMinimumHeight(self.height_for_lines(0))
+        self.setMaximumHeight(self.height_for_lines(self.document().size().height()))
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self.maximumHeight())
+
+
 class _FactTable(QTableWidget):
-    """The fact list. On a narrow pane the judgement columns give up room to the wording:
-    at 1024 x 768 their 120 + 190 pixels left the wording 32 (one word a line, cut)."""
+    """The fact list, never shorter than its header and MIN_FACT_ROWS facts (the response
+    above it gives up its room first). On a narrow pane the judgement columns give up room
+    to the wording: at 1024 x 768 their 120 + 190 pixels left the wording 32 (one word a
+    line, cut)."""
 
     # the judgement columns' widths where the pane is wide enough, and at the narrowest
     WIDE: ClassVar[dict[int, int]] = {2: 120, 3: 190}
@@ -203,6 +225,24 @@ class _FactTable(QTableWidget):
         for column, width in self.WIDE.items():
             self.setColumnWidth(column, max(self.NARROWEST[column], int(width * share)))
 
+    def minimumSizeHint(self) -> QSize:
+        rows = sum(self._row_height(row) for row in range(MIN_FACT_ROWS))
+        height = self.horizontalHeader().sizeHint().height() + rows + 2 * self.frameWidth()
+        if self.horizontalScrollBar().isVisible():
+            height += self.horizontalScrollBar().sizeHint().height()
+        return QSize(super().minimumSizeHint().width(), height)
+
+    def sizeHint(self) -> QSize:
+        """Its minimum: the room left over comes to it by its stretch, after the response
+        above it has had what its text needs."""
+        return QSize(super().sizeHint().width(), self.minimumSizeHint().height())
+
+    def _row_height(self, row: int) -> int:
+        """A fact's row as shown, or a row's default height where fewer facts are listed."""
+        if row < self.rowCount():
+            return self.rowHeight(row)
+        return self.verticalHeader().defaultSectionSize()
+
 
 class FactSide(WrappingColumn):
     """One response with its facts: the text, the fact list, and a box to type a new fact."""
@@ -213,7 +253,7 @@ class FactSide(WrappingColumn):
         self.side = side
         self.title = QLabel()
         self.title.setWordWrap(True)
-        self.text_view = FittedText(min_lines=3, max_lines=12)
+        self.text_view = _ResponseText(min_lines=3, max_lines=12)
         self.text_view.setObjectName(f"{side}Text")
         self.text_view.setAccessibleName(f"The {side} response: select text, then F")
         self.text_view.setTextInteractionFlags(
@@ -333,6 +373,7 @@ class FactSide(WrappingColumn):
             for row, fact in enumerate(facts):
                 self._show_row(row, fact)
             self.table.resizeRowsToContents()
+            self.table.updateGeometry()  # its minimum: the first facts' rows as now shown
         finally:
             self._filling = False
         self.remove.setEnabled(bool(facts))

@@ -1,0 +1,84 @@
+"""The fact check's layout on a laptop's screen: each fact list keeps room for its header and
+three facts under a long response (the response scrolls instead)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QScrollArea
+from ui_support import open_window, show_kind
+
+from portalreview.store.project import Project
+from portalreview.store.service import StudyService
+
+LONG_REPLY = (
+    "Thank you for sending your readings, that's really helpful, and I know a new job can bring "
+    "a lot of stress. These numbers are higher than we want, so please increase your losartan "
+    "to 100 mg daily starting today. Keep checking your blood pressure and send me your "
+    "readings in two weeks so we can see how the change is working. If you get a severe "
+    "headache, chest pain or any change in your vision, please come in. "
+) * 2
+FACTS = [
+    "The blood pressure readings are too high.",
+    "The patient should increase losartan to 100 mg daily.",
+    "The losartan increase starts today.",
+    "The patient should keep checking the blood pressure.",
+    "The patient should send the readings in two weeks.",
+    "A severe headache, chest pain or vision change means coming in.",
+]
+SHOWN_FACTS = 3  # a fact list's least room: its header and this many facts
+
+
+def long_reply_study(path: Path) -> Path:
+    """A fact check whose edited response runs to some ten lines, for the clinician "ava"."""
+    with Project.create(path, name="Long reply") as project:
+        svc = StudyService(project)
+        ava = svc.add_annotator("ava", "Ava Moreno")
+        svc.add_annotator("pat", "Pat (PI)", role="pi")
+        case = svc.add_case(
+            "case-bp",
+            "My home readings this week were 162/98 and 171/104. Should I come in?",
+            {},
+            age_band="45-64",
+            gender="male",
+        )
+        original = svc.add_response(
+            case, "o1", LONG_REPLY[:300], author_kind="clinician", author="ava"
+        )
+        edited = svc.add_response(
+            case, "e1", LONG_REPLY, author_kind="model", author="m", production="edited_empathy"
+        )
+        unit_set = svc.create_unit_set("facts", "facts")
+        svc.assign(svc.add_unit(unit_set, case, response_id=original, response_b_id=edited), ava)
+    return path
+
+
+def page_of(editor) -> QScrollArea:
+    page = editor.parent()
+    while not isinstance(page, QScrollArea):
+        page = page.parent()
+    return page
+
+
+@pytest.mark.parametrize("size", [(1280, 690), (1024, 738)])
+def test_each_fact_list_shows_three_facts_under_a_long_response(qtbot, tmp_path, prefs, size):
+    """At 1280 x 720 the edited response kept its ten lines and left its fact list a
+    46-pixel view: one fact of six, with the page not scrolling to show more."""
+    window = open_window(qtbot, prefs, long_reply_study(tmp_path / "long.prproj"), "ava")
+    show_kind(window, "facts")
+    window.resize(*size)
+    editor = window.editors["facts"]
+    for side in ("original", "edited"):
+        for fact in FACTS:
+            editor.add_fact(side, fact)
+    QTest.qWait(100)
+    for side in editor.sides.values():
+        table = side.table
+        first_rows = sum(table.rowHeight(row) for row in range(SHOWN_FACTS))
+        assert table.viewport().height() >= first_rows, (side.side, size)
+    edited_text = editor.sides["edited"].text_view
+    assert edited_text.verticalScrollBar().maximum() > 0  # the response scrolls instead
+    assert page_of(editor).verticalScrollBar().maximum() == 0  # the page does not
+    window.close()
