@@ -1,13 +1,15 @@
 """The fact check's layout on a laptop's screen: each fact list keeps room for its header and
-three facts under a long response (the response scrolls instead)."""
+three facts under a long response (the response scrolls instead), its judgement columns'
+headers are whole, and a chosen error category is whole or visibly cut."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QScrollArea
+from PySide6.QtWidgets import QScrollArea, QStyle, QStyleOptionComboBox
 from ui_support import open_window, show_kind
 
 from portalreview.store.project import Project
@@ -81,4 +83,70 @@ def test_each_fact_list_shows_three_facts_under_a_long_response(qtbot, tmp_path,
     edited_text = editor.sides["edited"].text_view
     assert edited_text.verticalScrollBar().maximum() > 0  # the response scrolls instead
     assert page_of(editor).verticalScrollBar().maximum() == 0  # the page does not
+    window.close()
+
+
+def header_lines_fit(table, column: int) -> bool:
+    """Each line of the column's header is whole (in bold: a selected row's columns show
+    their headers in bold)."""
+    header = table.horizontalHeader()
+    bold = QFont(header.font())
+    bold.setBold(True)
+    metrics = QFontMetrics(bold)
+    margins = 2 * table.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin)
+    lines = table.horizontalHeaderItem(column).text().split("\n")
+    return max(map(metrics.horizontalAdvance, lines)) + margins <= header.sectionSize(column)
+
+
+def chosen_category_fits(box) -> bool:
+    option = QStyleOptionComboBox()
+    box.initStyleOption(option)
+    field = box.style().subControlRect(
+        QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, box
+    )
+    return box.fontMetrics().horizontalAdvance(box.currentText()) <= field.width() - 2
+
+
+@pytest.mark.parametrize("point_size", [None, 14])
+@pytest.mark.parametrize("size", [(1024, 738), (1280, 690), (1346, 738)])
+def test_the_judgement_headers_are_whole(qtbot, gui, prefs, size, point_size):
+    """The headers read "upportec" and "rror categor" at 1024 x 768, and were cut at
+    1366 x 768 at 14 pt: the columns' widths were fixed pixels."""
+    if point_size:
+        prefs.set_point_size("ava", point_size)
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "facts")
+    window.resize(*size)
+    editor = window.editors["facts"]
+    for side in ("original", "edited"):
+        editor.add_fact(side, "Go to the emergency room if the pain spreads to your arm")
+    QTest.qWait(80)
+    for side in editor.sides.values():
+        for column in (2, 3):
+            assert header_lines_fit(side.table, column), (side.side, column, size, point_size)
+    window.close()
+
+
+def test_a_chosen_category_is_whole_where_there_is_room_and_cut_with_dots_where_not(
+    qtbot, gui, prefs
+):
+    """A chosen category read "3 Clinical inacc" in a 137-pixel box: cut, with no sign of it.
+    Where the pane has the room the longest category is whole; where it has not, the box
+    shows "…" and its tooltip the whole name."""
+    window = open_window(qtbot, prefs, gui.path, "ava")
+    show_kind(window, "facts")
+    editor = window.editors["facts"]
+    editor.add_fact("edited", "You will be fine.")
+    categories = editor.catalogs.error_categories
+    longest = max(categories, key=lambda c: len(c.name))
+    editor.set_category("edited", 0, longest.id)
+    box = editor.sides["edited"].category_boxes[0]
+    window.resize(2560, 1400)  # the wording keeps half the pane: the longest name is long
+    QTest.qWait(80)
+    assert longest.name in box.currentText() and chosen_category_fits(box)
+    window.resize(1024, 738)
+    QTest.qWait(80)
+    assert not chosen_category_fits(box)
+    assert box.shown_text().endswith("…")
+    assert box.currentText() in box.toolTip()
     window.close()

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import copy
 import html
-from typing import Any, ClassVar
+from typing import Any
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemDelegate,
     QAbstractItemView,
@@ -39,7 +40,10 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QSplitter,
+    QStyle,
     QStyledItemDelegate,
+    QStyleOptionComboBox,
+    QStylePainter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -47,7 +51,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
-from portalreview.domain.catalogs import Catalogs
+from portalreview.domain.catalogs import Catalogs, ErrorCategory
 from portalreview.metrics.facts import fact_scores_from_counts
 from portalreview.store.service import AnswerView, UnitView
 from portalreview.tasks.common import colours
@@ -83,6 +87,8 @@ _CATEGORY_TIP = {
 }
 _DIGITS = {getattr(Qt.Key, f"Key_{i}"): i for i in range(10)}
 _ENTAILED_CHOICES = (("? not judged", None), ("Yes", True), ("No", False))
+_NO_CATEGORY = "—"
+ENTAILED_COLUMN, CATEGORY_COLUMN = 2, 3  # the fact list's judgement columns
 UNJUDGED_NAMED = 5  # a message names this many unjudged facts, then counts the rest
 MESSAGE_LINES = 4  # the message's first height, in lines: most are read whole, a long one scrolls
 MIN_FACT_ROWS = 3  # a fact list has room for its header and this many facts at least
@@ -116,6 +122,57 @@ def _one_line(text: str) -> str:
 
 def _empty_state() -> dict[str, Any]:
     return {"original": [], "edited": [], "no_facts": False}
+
+
+def category_labels(catalogs: Catalogs) -> list[tuple[str, ErrorCategory]]:
+    """Each error category with its label in a fact's drop-down: "3 Clinical inaccuracy"."""
+    return [(f"{n} {c.name}", c) for n, c in enumerate(catalogs.error_categories, start=1)]
+
+
+def drop_down_width(widget: QWidget, text: str) -> int:
+    """The width a drop-down in ``widget``'s font and style needs to show ``text`` whole."""
+    option = QStyleOptionComboBox()
+    option.initFrom(widget)
+    metrics = widget.fontMetrics()
+    room = QSize(metrics.horizontalAdvance(text), metrics.height())
+    style = widget.style()
+    return style.sizeFromContents(QStyle.ContentsType.CT_ComboBox, option, room, widget).width()
+
+
+def _chosen_category_tip(box: QComboBox) -> str:
+    """The chosen category's whole name and definition ("" for none): its box may cut it."""
+    if box.currentData() is None:
+        return ""
+    definition = box.itemData(box.currentIndex(), Qt.ItemDataRole.ToolTipRole)
+    return f"{box.currentText()}: {definition}"
+
+
+class _CutChoice(QComboBox):
+    """A drop-down whose chosen text, where the box is narrower than it, is cut with "…"
+    (a chosen category read "3 Clinical inacc", as if that were its name); the whole text
+    is in its tooltip."""
+
+    def shown_text(self) -> str:
+        """The chosen text as the box shows it: whole, or cut to the box's width."""
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        return self._cut(option)
+
+    def _cut(self, option: QStyleOptionComboBox) -> str:
+        style = self.style()
+        field = style.subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, self
+        )
+        room = field.width() - 2  # the style draws the label a pixel in from each side
+        return self.fontMetrics().elidedText(option.currentText, Qt.TextElideMode.ElideRight, room)
+
+    def paintEvent(self, _event) -> None:  # QComboBox's own, with the text cut
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        option.currentText = self._cut(option)
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
 
 
 class MessagePanel(CasePanel):
@@ -210,20 +267,63 @@ class _ResponseText(FittedText):
 class _FactTable(QTableWidget):
     """The fact list, never shorter than its header and MIN_FACT_ROWS facts (the response
     above it gives up its room first). On a narrow pane the judgement columns give up room
-    to the wording: at 1024 x 768 their 120 + 190 pixels left the wording 32 (one word a
-    line, cut)."""
+    to the wording, down to their headers' widest word (a header then shows a word a line):
+    fixed widths of 120 + 190 pixels left the wording 32 at 1024 x 768, and 64 + 96 at the
+    narrowest cut the headers ("upportec", "rror categor") at a large font."""
 
-    # the judgement columns' widths where the pane is wide enough, and at the narrowest
-    WIDE: ClassVar[dict[int, int]] = {2: 120, 3: 190}
-    NARROWEST: ClassVar[dict[int, int]] = {2: 64, 3: 96}
+    def __init__(self, titles: list[str], choices: dict[int, list[str]]) -> None:
+        super().__init__(0, len(titles))
+        self.setHorizontalHeaderLabels(titles)
+        self._titles = titles
+        self._choices = choices  # each judgement column's drop-down texts
+
+    def judgement_widths(self) -> dict[int, tuple[int, int, int]]:
+        """Each judgement column's widths in the fonts shown now: (its header whole on one
+        line, a word a line; its header and its longest choice whole)."""
+        header = self.horizontalHeader()
+        bold = QFont(header.font())
+        bold.setBold(True)  # (Qt sizes a header's sections in bold)
+        metrics = QFontMetrics(bold)
+        widths = {}
+        for column, texts in self._choices.items():
+            shown = self.horizontalHeaderItem(column).text().split("\n")
+            margins = header.sectionSizeHint(column) - max(map(metrics.horizontalAdvance, shown))
+            title = self._titles[column]
+            whole = metrics.horizontalAdvance(title) + margins
+            a_word_a_line = max(map(metrics.horizontalAdvance, title.split())) + margins
+            longest = max(drop_down_width(self, text) for text in texts) + int(self.showGrid())
+            widths[column] = (whole, a_word_a_line, max(whole, longest))
+        return widths
+
+    def fit_judgement_columns(self) -> None:
+        """The judgement columns as wide as their longest choice where that leaves the
+        wording half the room; where it does not, each its header's words wide (a word a
+        line) and of the rest of that half a share in proportion to what it would take."""
+        widths = self.judgement_widths()
+        half = (self.viewport().width() - self.columnWidth(0)) / 2  # the wording: the other
+        least = sum(narrowest for _whole, narrowest, _wide in widths.values())
+        wanted = sum(wide - narrowest for _whole, narrowest, wide in widths.values())
+        share = 1.0 if wanted <= 0 else min(max((half - least) / wanted, 0.0), 1.0)
+        for column, (whole, a_word_a_line, wide) in widths.items():
+            shown = a_word_a_line + int((wide - a_word_a_line) * share)
+            self.setColumnWidth(column, shown)
+            title = self._titles[column]
+            self._show_header(column, title if shown >= whole else "\n".join(title.split()))
+
+    def _show_header(self, column: int, text: str) -> None:
+        item = self.horizontalHeaderItem(column)
+        if item.text() != text:
+            item.setText(text)
+            self.updateGeometry()  # the header's height: the table's minimum
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        room = self.viewport().width() - self.columnWidth(0)
-        wide = sum(self.WIDE.values())
-        share = 1.0 if room >= 2 * wide else max(room / 2, 0) / wide  # the wording: half
-        for column, width in self.WIDE.items():
-            self.setColumnWidth(column, max(self.NARROWEST[column], int(width * share)))
+        self.fit_judgement_columns()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.fit_judgement_columns()
 
     def minimumSizeHint(self) -> QSize:
         rows = sum(self._row_height(row) for row in range(MIN_FACT_ROWS))
@@ -266,13 +366,17 @@ class FactSide(WrappingColumn):
             f"List the selection as a fact of the {side} response"
         )
         self.from_selection.clicked.connect(lambda: editor.add_selection(side))
-        self.table = _FactTable(0, 4)
+        categories = [label for label, _category in category_labels(editor.catalogs)]
+        choices = {
+            ENTAILED_COLUMN: [text for text, _value in _ENTAILED_CHOICES],
+            CATEGORY_COLUMN: [_NO_CATEGORY, *categories],
+        }
+        self.table = _FactTable(["#", "Fact", _HEADER[side], "Error category"], choices)
         self.table.setObjectName(f"{side}Facts")
         self.table.setAccessibleName(f"Facts of the {side} response")
         self.table.setTabKeyNavigation(False)  # Tab leaves the table; arrows move in it
-        self.table.setHorizontalHeaderLabels(["#", "Fact", _HEADER[side], "Error category"])
-        self.table.horizontalHeaderItem(2).setToolTip(_HEADER_TIP[side])
-        self.table.horizontalHeaderItem(3).setToolTip(_CATEGORY_TIP[side])
+        self.table.horizontalHeaderItem(ENTAILED_COLUMN).setToolTip(_HEADER_TIP[side])
+        self.table.horizontalHeaderItem(CATEGORY_COLUMN).setToolTip(_CATEGORY_TIP[side])
         self.table.verticalHeader().setVisible(False)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -286,8 +390,7 @@ class FactSide(WrappingColumn):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
-        for column, width in _FactTable.WIDE.items():
-            self.table.setColumnWidth(column, width)
+        self.table.fit_judgement_columns()
         self.table.itemChanged.connect(self._on_item)
         self.table.setItemDelegate(_AutosavedCells(self.table, editor))
         self.entry = QLineEdit()
@@ -398,16 +501,16 @@ class FactSide(WrappingColumn):
             entailed.currentIndexChanged.connect(
                 lambda _i, r=row, b=entailed: self._on_entailed(r, b.currentData())
             )
-            category = QComboBox()
+            category = _CutChoice()
             category.setAccessibleName(f"Error category (fact {row + 1})")
             wheel_only_when_focused(category)
             category.setSizeAdjustPolicy(
                 QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
             )
             category.setMinimumContentsLength(8)
-            category.addItem("—", None)
-            for number_, cat in enumerate(self.editor.catalogs.error_categories, start=1):
-                category.addItem(f"{number_} {cat.name}", cat.id)
+            category.addItem(_NO_CATEGORY, None)
+            for label, cat in category_labels(self.editor.catalogs):
+                category.addItem(label, cat.id)
                 category.setItemData(
                     category.count() - 1, plain_tip(cat.definition), Qt.ItemDataRole.ToolTipRole
                 )
@@ -418,8 +521,8 @@ class FactSide(WrappingColumn):
             )
             for box in (entailed, category):
                 box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-            self.table.setCellWidget(row, 2, entailed)
-            self.table.setCellWidget(row, 3, category)
+            self.table.setCellWidget(row, ENTAILED_COLUMN, entailed)
+            self.table.setCellWidget(row, CATEGORY_COLUMN, category)
             self.entailed_boxes.append(entailed)
             self.category_boxes.append(category)
         if n:
@@ -447,6 +550,7 @@ class FactSide(WrappingColumn):
         category = self.category_boxes[row]
         category.blockSignals(True)
         category.setCurrentIndex(max(0, category.findData(fact.get("error_category"))))
+        category.setToolTip(_chosen_category_tip(category))
         category.setEnabled(entailed is False)
         category.blockSignals(False)
 
