@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import QPoint
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QScrollArea, QStyle, QStyleOptionComboBox
@@ -30,18 +31,25 @@ FACTS = [
     "The patient should send the readings in two weeks.",
     "A severe headache, chest pain or vision change means coming in.",
 ]
+MESSAGE = (
+    "My home BP readings this week have been 162/98, 168/102, 159/100 and 171/104. I'm taking "
+    "the losartan and the water pill every day. No headache, chest pain or vision changes, "
+    "honestly I feel fine. I started a new job with a lot of stress and I've been eating out "
+    "way more. Should I come in or can you just up the dose?"
+)
 SHOWN_FACTS = 3  # a fact list's least room: its header and this many facts
 
 
-def long_reply_study(path: Path) -> Path:
-    """A fact check whose edited response runs to some ten lines, for the clinician "ava"."""
+def long_reply_study(path: Path, message: str = MESSAGE) -> Path:
+    """A fact check whose edited response runs to some ten lines (and the patient's message,
+    unless given, to three or four), for the clinician "ava"."""
     with Project.create(path, name="Long reply") as project:
         svc = StudyService(project)
         ava = svc.add_annotator("ava", "Ava Moreno")
         svc.add_annotator("pat", "Pat (PI)", role="pi")
         case = svc.add_case(
             "case-bp",
-            "My home readings this week were 162/98 and 171/104. Should I come in?",
+            message,
             {},
             age_band="45-64",
             gender="male",
@@ -64,11 +72,9 @@ def page_of(editor) -> QScrollArea:
     return page
 
 
-@pytest.mark.parametrize("size", [(1280, 690), (1024, 738)])
-def test_each_fact_list_shows_three_facts_under_a_long_response(qtbot, tmp_path, prefs, size):
-    """At 1280 x 720 the edited response kept its ten lines and left its fact list a
-    46-pixel view: one fact of six, with the page not scrolling to show more."""
-    window = open_window(qtbot, prefs, long_reply_study(tmp_path / "long.prproj"), "ava")
+def facts_listed(qtbot, prefs, study: Path, size: tuple[int, int]):
+    """The fact check of ``study`` in a window of ``size``, six facts a side."""
+    window = open_window(qtbot, prefs, study, "ava")
     show_kind(window, "facts")
     window.resize(*size)
     editor = window.editors["facts"]
@@ -76,13 +82,26 @@ def test_each_fact_list_shows_three_facts_under_a_long_response(qtbot, tmp_path,
         for fact in FACTS:
             editor.add_fact(side, fact)
     QTest.qWait(100)
+    return window, editor
+
+
+@pytest.mark.parametrize(("size", "page_fits"), [((1280, 690), True), ((1024, 738), False)])
+def test_each_fact_list_shows_three_facts_under_a_long_response(
+    qtbot, tmp_path, prefs, size, page_fits
+):
+    """At 1280 x 720 the edited response kept its ten lines and left its fact list a
+    46-pixel view: one fact of six, with the page not scrolling to show more. (At 1024 x 768
+    facts of three lines each may make the page scroll.)"""
+    study = long_reply_study(tmp_path / "long.prproj", message="Should I come in?")
+    window, editor = facts_listed(qtbot, prefs, study, size)
     for side in editor.sides.values():
         table = side.table
         first_rows = sum(table.rowHeight(row) for row in range(SHOWN_FACTS))
         assert table.viewport().height() >= first_rows, (side.side, size)
     edited_text = editor.sides["edited"].text_view
     assert edited_text.verticalScrollBar().maximum() > 0  # the response scrolls instead
-    assert page_of(editor).verticalScrollBar().maximum() == 0  # the page does not
+    if page_fits:
+        assert page_of(editor).verticalScrollBar().maximum() == 0  # the page does not
     window.close()
 
 
@@ -149,4 +168,22 @@ def test_a_chosen_category_is_whole_where_there_is_room_and_cut_with_dots_where_
     assert not chosen_category_fits(box)
     assert box.shown_text().endswith("…")
     assert box.currentText() in box.toolTip()
+    window.close()
+
+
+@pytest.mark.parametrize("point_size", [None, 14])
+def test_the_message_shows_two_lines_at_least(qtbot, tmp_path, prefs, point_size):
+    """At 1366 x 768 at 14 pt the page's minimum-height layout left the patient's message
+    68 pixels: its title and half a line. Folded, it still gives its room to the replies."""
+    if point_size:
+        prefs.set_point_size("ava", point_size)
+    study = long_reply_study(tmp_path / "long.prproj")
+    window, editor = facts_listed(qtbot, prefs, study, (1346, 738))
+    panel = editor.case_panel
+    top = panel.message.mapTo(panel.viewport(), QPoint(0, 0)).y()
+    shown = panel.viewport().height() - top
+    assert shown >= 2 * panel.message.fontMetrics().lineSpacing(), (shown, point_size)
+    message_height = editor.reading.sizes()[0]
+    panel.message_section.toggle.click()  # folded
+    assert editor.reading.sizes()[0] < message_height
     window.close()

@@ -91,6 +91,7 @@ _NO_CATEGORY = "—"
 ENTAILED_COLUMN, CATEGORY_COLUMN = 2, 3  # the fact list's judgement columns
 UNJUDGED_NAMED = 5  # a message names this many unjudged facts, then counts the rest
 MESSAGE_LINES = 4  # the message's first height, in lines: most are read whole, a long one scrolls
+MIN_MESSAGE_LINES = 2  # the least of the message shown while it is unfolded
 MIN_FACT_ROWS = 3  # a fact list has room for its header and this many facts at least
 
 
@@ -184,12 +185,31 @@ class MessagePanel(CasePanel):
         super().__init__(title="The patient's message", chart=False)
         self.setObjectName("factsMessage")
         self.setAccessibleName("The patient's message")
+        # its minimum is another folded: the splitter it is in asks again
+        self.message_section.toggle.toggled.connect(lambda _open: self.updateGeometry())
 
     def sizeHint(self) -> QSize:
-        lines = self.fontMetrics().lineSpacing()
-        title = max(self.message_section.toggle.sizeHint().height(), lines)
         margins = 32  # the panel's margins and spacing, the message's own margin
-        return QSize(super().sizeHint().width(), (MESSAGE_LINES + 1) * lines + title + margins)
+        return QSize(super().sizeHint().width(), self._height_for(MESSAGE_LINES, margins))
+
+    def minimumSizeHint(self) -> QSize:
+        """The case's line, the title and MIN_MESSAGE_LINES of the message (the page's
+        minimum-height layout, :meth:`FactsEditor.heightForWidth`, left it half a line at
+        14 pt, cut through the text); folded, what the panel itself needs."""
+        hint = super().minimumSizeHint()
+        if not self.message_section.toggle.isChecked():
+            return hint
+        above = 14  # the panel's top margin, the spacings under the case's line and title
+        return QSize(hint.width(), self._height_for(MIN_MESSAGE_LINES, above))
+
+    def _height_for(self, message_lines: int, margins: int) -> int:
+        """The panel's height for the case's line, the title, ``message_lines`` lines of the
+        message and ``margins`` pixels."""
+        lines = self.fontMetrics().lineSpacing()
+        inside = self.viewport().width() - 12  # (the margins of the panel's column)
+        case_line = max(self.header.heightForWidth(inside), lines)
+        title = max(self.message_section.toggle.sizeHint().height(), lines)
+        return case_line + title + message_lines * lines + margins
 
 
 def _figure(value: float, judged: int, listed: list) -> str:
