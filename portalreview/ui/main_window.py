@@ -869,8 +869,16 @@ class MainWindow(QMainWindow):
                 "as someone else, close the study and open it with their account.",
             )
             return
-        path = self.project.path
-        self.open_project(path)
+        # asked first, of the study open now: Cancel leaves it open, its unit as it was
+        try:
+            people = [a for a in self.admin.annotators() if not a.is_model]
+        except StoreError as exc:  # the project file not readable (ReadFailed)
+            self._not_read("the study's people", exc)
+            return
+        chosen = self._ask_who(people)
+        if chosen is None or chosen == self.annotator_name:
+            return
+        self.open_project(self.project.path, annotator=chosen)  # saves the work first
 
     def study_changed(self) -> None:
         """Show the project's new state after a tool window changed the study (people added,
