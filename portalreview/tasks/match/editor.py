@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import html
 import itertools
+import math
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
@@ -561,14 +562,21 @@ class MatchEditor(Editor):
         decided = [
             self.state["decisions"][s.id] for s in sentences if s.id in self.state["decisions"]
         ]
-        content = content_edit_f1(self.draft.text, [[tuple(x) for x in d] or None for d in decided])
+        # NaN where the metric's denominator is 0: shown as "—", not as a score of 0.00
+        spans = [[tuple(x) for x in d] or None for d in decided]
+        content = content_edit_f1(self.draft.text, spans, zero_division=math.nan)
         themes = self.state["themes"]
         ref_themes = [{themes[s.id] for s in sentences if themes.get(s.id)}]
         draft_themes = [{themes[s.id] for s in self.draft.sentences if themes.get(s.id)}]
-        theme = theme_edit_f1(ref_themes, draft_themes, other_label="other")
+        theme = theme_edit_f1(ref_themes, draft_themes, other_label="other", zero_division=math.nan)
         self.scores.setText(
             f"Decided {len(decided)} of {len(sentences)} sentences  ·  "
             f"EM {content.em}  EA {content.ea}  ED {content.ed}  ·  "
-            f"Content Edit-F1 {content.f1:.2f} (P {content.precision:.2f}, "
-            f"R {content.recall:.2f})  ·  Theme Edit-F1 {theme.f1:.2f}"
+            f"Content Edit-F1 {_score(content.f1)} (P {_score(content.precision)}, "
+            f"R {_score(content.recall)})  ·  Theme Edit-F1 {_score(theme.f1)}"
         )
+
+
+def _score(value: float) -> str:
+    """A live score, or "—" where it is undefined (NaN: nothing to divide by)."""
+    return "—" if math.isnan(value) else f"{value:.2f}"
