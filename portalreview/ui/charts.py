@@ -12,6 +12,7 @@ Hovering a bar, point or cell shows its exact value.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
@@ -27,6 +28,10 @@ SERIES_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E0
 HEAT_LOW, HEAT_MID, HEAT_HIGH = "#F8696B", "#FFEB84", "#63BE7B"
 #: Columns the workbook adds for Excel's error bars (distances to the interval's ends).
 DISTANCE_ENDINGS = ("err -", "err +", "error bar -", "error bar +")
+SLANTED_MOST = 150  # pixels of a slanted category label; a longer one is cut with "…"
+#: The name shown for a label's value in a column (by the column's header), None for the value
+#: itself: the dashboard's names of the report's ids (a theme's, a kind's).
+Namer = Callable[[str, object], str | None]
 
 
 def is_distance_header(name: str) -> bool:
@@ -74,7 +79,10 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _label(value: object) -> str:
+def _label(value: object, header: str = "", name: Namer | None = None) -> str:
+    named = name(header, value) if name is not None else None
+    if named is not None:
+        return named
     return "" if value is None else str(value)
 
 
@@ -90,8 +98,9 @@ def _interval(table: Table, row: list, value: float | None, columns: tuple[int, 
     return low, high
 
 
-def plot_data(table: Table) -> PlotData | None:
-    """The bar or line chart of ``table`` (None when it has none, or no rows)."""
+def plot_data(table: Table, name: Namer | None = None) -> PlotData | None:
+    """The bar or line chart of ``table`` (None when it has none, or no rows); its categories
+    named by ``name`` where it names them."""
     spec = table.chart
     if spec is None or not table.rows:
         return None
@@ -108,7 +117,7 @@ def plot_data(table: Table) -> PlotData | None:
     return PlotData(
         spec.kind,
         spec.title,
-        [_label(row[spec.categories].value) for row in rows],
+        [_label(row[spec.categories].value, table.headers[spec.categories], name) for row in rows],
         series,
         spec.y_title,
         spec.x_title,
@@ -118,10 +127,10 @@ def plot_data(table: Table) -> PlotData | None:
     )
 
 
-def heat_data(table: Table) -> HeatData | None:
-    """The heat map of ``table``'s coloured block, rows labelled by the first column (None
-    when the table has no block of two columns or more: a single column is coloured in the
-    table itself)."""
+def heat_data(table: Table, name: Namer | None = None) -> HeatData | None:
+    """The heat map of ``table``'s coloured block, rows labelled by the first column (named by
+    ``name`` where it names them; None when the table has no block of two columns or more: a
+    single column is coloured in the table itself)."""
     if table.heat is None or not table.rows:
         return None
     first, last = table.heat
@@ -129,7 +138,7 @@ def heat_data(table: Table) -> HeatData | None:
         return None
     return HeatData(
         table.title,
-        [_label(row[0].value) for row in table.rows],
+        [_label(row[0].value, table.headers[0], name) for row in table.rows],
         table.headers[first : last + 1],
         [[_number(c.value) for c in row[first : last + 1]] for row in table.rows],
         table.heat_range,
@@ -334,7 +343,15 @@ class ChartView(_Plot):
         bottom_space = metrics.height() + 8
         if self._label_slant(data, metrics, width):
             longest = max(metrics.horizontalAdvance(c) for c in data.categories)
-            bottom_space = min(longest, 150) * 0.5 + metrics.height() + 8
+            bottom_space = min(longest, SLANTED_MOST) * 0.5 + metrics.height() + 8
+            # the first label runs left from under its bar: the plot moves right to keep it
+            # on the widget (a theme's name ran off its left edge)
+            n = len(data.categories)
+            reach = min(metrics.horizontalAdvance(data.categories[0]), SLANTED_MOST) * 0.87
+            overhang = reach - width / n / 2 - (left - self.MARGIN)
+            if overhang > 0:
+                shift = overhang / (1 - 1 / (2 * n))  # (the bars narrow as the plot does)
+                left, width = left + shift, width - shift
         if data.x_title:
             bottom_space += metrics.height() + 2
         height = self.height() - top - bottom_space - self.MARGIN
@@ -374,7 +391,7 @@ class ChartView(_Plot):
             text = data.categories[i]
             x = plot.left() + slot * (i + 0.5)
             if slant:
-                text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, 150)
+                text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, SLANTED_MOST)
                 painter.save()
                 painter.translate(x, plot.bottom() + 6)
                 painter.rotate(-30)

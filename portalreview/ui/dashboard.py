@@ -6,7 +6,9 @@ JSON report (``reports/json_report.build_report``): one tab per sheet (Summary a
 kind), each table with its title, its note (how the figure was computed) and its n columns,
 and the table's chart or heat map drawn by ``ui/charts.py``. So a figure on screen is, by
 construction, the one the workbook and the JSON report give for the same answers, seed and
-number of resamples; hovering a figure shows its JSON key, interval and n.
+number of resamples; hovering a figure shows its JSON key, interval and n. The ids the report
+holds (themes, EPPC codes, error categories, kinds) are shown by the names the main window
+gives them (:class:`DisplayNames`), the id in the tooltip; the exports keep the ids.
 
 The figures can be narrowed to some annotators, draft sources and case tags
 (``analysis/filters.py``); the bootstrap can be made quicker with fewer resamples (said on
@@ -31,7 +33,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,8 @@ from PySide6.QtWidgets import (
 
 from portalreview.analysis import KINDS
 from portalreview.analysis.filters import FilterChoices, FrameFilter, filter_choices
+from portalreview.domain.catalogs import Catalogs
+from portalreview.reports.json_report import read_project_catalogs
 from portalreview.reports.live_report import LiveReport, StoredReport, stored_report
 from portalreview.reports.xlsx_report import (
     Cell,
@@ -79,13 +83,14 @@ from portalreview.reports.xlsx_report import (
     write_workbook,
     writing_steps,
 )
-from portalreview.store.errors import ProjectClosed
+from portalreview.store.errors import ProjectClosed, StoreError
 from portalreview.store.frames import StudyFrames
 from portalreview.store.output_files import write_through_temporary
 from portalreview.store.project import OutputIsProject, Project, refuse_project_output
 from portalreview.store.study_setup import Cancelled, Steps
 from portalreview.tasks.common.safe_text import plain_tip
 from portalreview.tasks.common.screen import FlowRow, SideBySide, fit_to_screen
+from portalreview.tasks.registry import EDITORS
 from portalreview.ui.charts import (
     ChartView,
     HeatMapView,
@@ -116,6 +121,34 @@ VALUE_ROLE = Qt.ItemDataRole.UserRole  # a cell's value as the report holds it
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1  # a figure's JSON path (tuple), None for a label
 
 
+# --- the names shown for the report's ids ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DisplayNames:
+    """The names the main window gives the ids the report holds, by the header of the column
+    they are in: themes, EPPC codes and error categories as the project's catalogs name them
+    (the editors show those), kinds as the main window's tabs do. The report, the workbook
+    and the CSV files keep the ids; the dashboard shows the names, the id in the tooltip."""
+
+    by_header: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def name(self, header: str, value: object) -> str | None:
+        """The name of ``value`` in a column headed ``header``; None where it names none."""
+        names = self.by_header.get(header)
+        return names.get(value) if names is not None and isinstance(value, str) else None
+
+
+def display_names(catalogs: Catalogs | None) -> DisplayNames:
+    """The names of the kinds, and of ``catalogs``' themes, codes and error categories."""
+    by_header = {"Kind": {kind: title for kind, (title, _factory) in EDITORS.items()}}
+    if catalogs is not None:
+        by_header["Theme"] = {theme.id: theme.name for theme in catalogs.themes}
+        by_header["Code"] = {code.id: code.name for code in catalogs.eppc_codes}
+        by_header["Category"] = {c.id: c.name for c in catalogs.error_categories}
+    return DisplayNames(by_header)
+
+
 # --- computing (no widgets: runs on a worker thread) ------------------------------------------
 
 
@@ -136,6 +169,7 @@ class Computed:
     models: Sheet | None = None  # the Models tab: each model beside the clinicians
     from_cache: tuple[str, ...] = ()  # the analyses taken from the results the project keeps
     left_out: tuple[str, ...] = ()  # ticks no longer offered, left out of ``choice``, in words
+    names: DisplayNames = field(default_factory=DisplayNames)  # of the ids in the tables
 
 
 class _Stopped(Exception):
@@ -174,7 +208,8 @@ def compute(
         )
         step(2)
         sheets = workbook_model(result.report)
-        models = models_tab(project, result.filtered, seed, n_resamples)
+        catalogs = read_project_catalogs(project)
+        models = models_tab(project, result.filtered, seed, n_resamples, catalogs)
         step(3)
     except _Stopped:
         return None
@@ -192,16 +227,24 @@ def compute(
         models,
         result.from_cache,
         tuple(choice.left_out_of(result.choice)),
+        display_names(catalogs),
     )
 
 
-def models_tab(project: Project, frames: StudyFrames, seed: int, n_resamples: int) -> Sheet:
-    """The Models tab: each model pseudo-annotator of ``frames`` beside the clinicians."""
+def models_tab(
+    project: Project,
+    frames: StudyFrames,
+    seed: int,
+    n_resamples: int,
+    catalogs: Catalogs | None = None,
+) -> Sheet:
+    """The Models tab: each model pseudo-annotator of ``frames`` beside the clinicians
+    (``catalogs``: the project's, read if not given)."""
     from portalreview.analysis.model_eval import evaluate, read_suggestions
-    from portalreview.reports.json_report import read_project_catalogs
     from portalreview.ui.model_quality import model_sheet
 
-    catalogs = read_project_catalogs(project)
+    if catalogs is None:
+        catalogs = read_project_catalogs(project)
     evaluation = evaluate(
         frames,
         seed=seed,
@@ -315,12 +358,20 @@ def describe_figure(report: dict[str, Any], path: tuple | None) -> str:
 
 class FigureTableModel(QAbstractTableModel):
     """A read-only table of the workbook model; each figure cell keeps its value and JSON
-    path (``VALUE_ROLE``, ``PATH_ROLE``)."""
+    path (``VALUE_ROLE``, ``PATH_ROLE``). An id the report holds (a theme's, a kind's) is
+    shown by its name in ``names``, the id in its tooltip."""
 
-    def __init__(self, table: Table, report: dict[str, Any], parent=None) -> None:
+    def __init__(
+        self,
+        table: Table,
+        report: dict[str, Any],
+        parent=None,
+        names: DisplayNames | None = None,
+    ) -> None:
         super().__init__(parent)
         self.table = table
         self.report = report
+        self.names = names if names is not None else DisplayNames()
         self._heat = set(range(table.heat[0], table.heat[1] + 1)) if table.heat else set()
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex | None = None) -> int:
@@ -338,18 +389,35 @@ class FigureTableModel(QAbstractTableModel):
         line = self.table.rows[row]
         return line[column] if column < len(line) else Cell(None)
 
+    def name(self, row: int, column: int) -> str | None:
+        """The name shown for the cell's id; None where it holds no id named."""
+        return self.names.name(self.table.headers[column], self.cell(row, column).value)
+
+    def text(self, row: int, column: int) -> str:
+        """The cell's text as shown: an id's name, else the value as the workbook shows it."""
+        cell = self.cell(row, column)
+        name = self.name(row, column)
+        return name if name is not None else format_cell(cell.value, cell.fmt)
+
+    def tooltip(self, row: int, column: int) -> str:
+        """A named id's id; a figure's JSON key and, for a headline figure, interval and n."""
+        cell = self.cell(row, column)
+        lines = [f"{cell.value} (its id in the report)"] if self.name(row, column) else []
+        figure = describe_figure(self.report, cell.path)
+        return "\n".join([*lines, figure] if figure else lines)
+
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         cell = self.cell(index.row(), index.column())
         if role == Qt.ItemDataRole.DisplayRole:
-            return format_cell(cell.value, cell.fmt)
+            return self.text(index.row(), index.column())
         if role == VALUE_ROLE:
             return cell.value
         if role == PATH_ROLE:
             return cell.path
         if role == Qt.ItemDataRole.ToolTipRole:
-            return plain_tip(describe_figure(self.report, cell.path)) or None
+            return plain_tip(self.tooltip(index.row(), index.column())) or None
         if role == Qt.ItemDataRole.TextAlignmentRole:
             number = isinstance(cell.value, int | float) and not isinstance(cell.value, bool)
             horizontal = Qt.AlignmentFlag.AlignRight if number else Qt.AlignmentFlag.AlignLeft
@@ -367,11 +435,13 @@ class FigureTable(QTableView):
     """A read-only view of one table, as wide as its columns and as tall as its rows (up to
     ``MAX_TABLE_ROWS``; taller ones scroll): the page scrolls, not every table."""
 
-    def __init__(self, table: Table, report: dict[str, Any]) -> None:
+    def __init__(
+        self, table: Table, report: dict[str, Any], names: DisplayNames | None = None
+    ) -> None:
         super().__init__()
         self.table = table
         self.setObjectName(f"table_{table.key}")
-        self.setModel(FigureTableModel(table, report, self))
+        self.setModel(FigureTableModel(table, report, self, names))
         self.setAccessibleName(table.title)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -401,8 +471,7 @@ class FigureTable(QTableView):
         for column in range(len(self.table.headers)):
 
             def shown_width(row: int, column: int = column) -> int:
-                cell = model.cell(row, column)
-                return metrics.horizontalAdvance(format_cell(cell.value, cell.fmt))
+                return metrics.horizontalAdvance(model.text(row, column))
 
             width = header.sectionSizeHint(column)
             if first_rows:
@@ -557,7 +626,7 @@ class Dashboard(QWidget):
         self.loading = False
         # Each tab's page is built when first shown (building all nine took 140-270 ms of
         # the window's thread after every refresh); what a page holds, by page, once built.
-        self._unbuilt: dict[QScrollArea, tuple[Sheet, dict[str, Any]]] = {}
+        self._unbuilt: dict[QScrollArea, tuple[Sheet, dict[str, Any], DisplayNames]] = {}
         self._page_views: dict[QScrollArea, list[tuple[str, Table, FigureTable]]] = {}
         self._page_plots: dict[QScrollArea, list[tuple[str, Table, QWidget]]] = {}
         self._models_page: QScrollArea | None = None
@@ -803,10 +872,21 @@ class Dashboard(QWidget):
             n_answers,
             n_answers,
             _local_time(stored.computed_at),
+            names=self._editors_names(),
         )
         self._fill_tabs(view)
         self.info.setText(self._stored_html(view, stored.stale))
         self.status.setText("Bringing the kept figures up to date…")
+
+    def _editors_names(self) -> DisplayNames:
+        """The names as the main window's editors show them (the kept figures come before
+        the computation has read the catalogs); the kinds' alone if they cannot be read."""
+        admin = self.window_.admin
+        try:
+            return display_names(admin.catalogs if admin is not None else None)
+        except StoreError as exc:  # (a read refused: the ids are shown meanwhile)
+            log.warning("the catalogs' names not read: %s", exc)
+            return display_names(None)
 
     def _stored_html(self, view: Computed, stale: tuple[str, ...]) -> str:
         if stale:
@@ -1034,7 +1114,7 @@ class Dashboard(QWidget):
             pages.append((computed.models, {}))
         for sheet, report in pages:
             page = _empty_page(sheet.name)
-            self._unbuilt[page] = (sheet, report)
+            self._unbuilt[page] = (sheet, report, computed.names)
             self.tabs.addTab(page, sheet.name)
             self.tabs.setTabToolTip(self.tabs.count() - 1, sheet.title)
             if sheet is computed.models:
@@ -1055,18 +1135,21 @@ class Dashboard(QWidget):
         unbuilt = self._unbuilt.pop(page, None)
         if unbuilt is None:
             return
-        sheet, report = unbuilt
+        sheet, report, names = unbuilt
         views: list[tuple[str, Table, FigureTable]] = []
         plots: list[tuple[str, Table, QWidget]] = []
-        page.setWidget(self._page_body(sheet, report, views, plots))
+        page.setWidget(self._page_body(sheet, report, names, views, plots))
         self._page_views[page], self._page_plots[page] = views, plots
         if sheet.name in self._scroll:
             value = self._scroll[sheet.name]
             QTimer.singleShot(0, lambda: page.verticalScrollBar().setValue(value))
 
     @staticmethod
-    def _page_body(sheet: Sheet, report: dict[str, Any], views: list, plots: list) -> QWidget:
-        """A sheet's title, notes, tables and plots; its views and plots added to the lists."""
+    def _page_body(
+        sheet: Sheet, report: dict[str, Any], names: DisplayNames, views: list, plots: list
+    ) -> QWidget:
+        """A sheet's title, notes, tables and plots (the ids in them shown by ``names``); its
+        views and plots added to the lists."""
         body = QWidget()
         column = QVBoxLayout(body)
         column.setSpacing(4)
@@ -1084,9 +1167,9 @@ class Dashboard(QWidget):
             if not table.rows:
                 column.addWidget(_note("(nothing to show yet)"))
                 continue
-            view = FigureTable(table, report)
+            view = FigureTable(table, report, names)
             views.append((sheet.name, table, view))
-            table_plots = _plots(table)
+            table_plots = _plots(table, names)
             plots += [(sheet.name, table, plot) for plot in table_plots]
             if table_plots and view.content_width() < SIDE_BY_SIDE_WIDTH:
                 row = QHBoxLayout()  # a narrow table (the NDCG curve): its plot beside it
@@ -1213,16 +1296,16 @@ def _empty_page(name: str) -> QScrollArea:
     return scroll
 
 
-def _plots(table: Table) -> list[QWidget]:
-    """The chart and the heat map of a table, as the workbook draws them."""
+def _plots(table: Table, names: DisplayNames) -> list[QWidget]:
+    """The chart and the heat map of a table, as the workbook draws them (its ids named)."""
     plots: list[QWidget] = []
-    data = plot_data(table)
+    data = plot_data(table, names.name)
     if data is not None:
         chart = ChartView(data)
         chart.setFixedHeight(320 if data.kind == "bar" else 300)
         chart.setMaximumWidth(max(720, 90 * len(data.categories)))
         plots.append(chart)
-    heat = heat_data(table)
+    heat = heat_data(table, names.name)
     if heat is not None:
         view = HeatMapView(heat)
         view.setMaximumWidth(240 + 150 * len(heat.columns))

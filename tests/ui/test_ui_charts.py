@@ -3,9 +3,11 @@ hand here), the colour scale, the axis ticks, and what the widgets paint where."
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from PySide6.QtCore import QPoint
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFontMetricsF
 
 from portalreview.reports.xlsx_report import Cell, Chart, Table
 from portalreview.ui.charts import (
@@ -162,3 +164,40 @@ def test_a_heat_map_paints_each_value_in_its_colour(qtbot):
     for rect, value in zip([r for r, _ in view._hits], [0.7, 0.3], strict=True):
         probe = QPoint(int(rect.left()) + 4, int(rect.top()) + 4)  # inside, off the text
         assert image.pixelColor(probe) == heat_colour(value, (0.0, 0.5, 1.0))
+
+
+def test_the_categories_are_named_where_a_namer_names_them():
+    """The dashboard names the report's ids (a theme's) on the axes; a value it does not name
+    is shown as it is."""
+    names = {"empathy": "Empathetic communication"}
+
+    def name(header: str, value: object) -> str | None:
+        return names.get(value) if header == "Source" else None
+
+    assert plot_data(_bars_with_distances(), name).categories == ["a", "b"]
+    table = _bars_with_distances()
+    table.rows[0][0] = Cell("empathy")
+    assert plot_data(table, name).categories == ["Empathetic communication", "b"]
+    heat = Table("t", "h", ["Source", "x", "y"], [_row("empathy", 1, 0)], heat=(1, 2))
+    assert heat_data(heat, name).rows == ["Empathetic communication"]
+
+
+def test_a_long_first_label_slanted_under_the_axis_stays_on_the_chart(qtbot):
+    """A slanted label runs left from under its bar: a theme's name ran off the chart's left
+    edge ("…pathetic communic…")."""
+    themes = ["Empathetic communication", "Symptom-related follow-up questions", "Other"] * 3
+    table = Table(
+        "t",
+        "Share",
+        ["Theme", "Share"],
+        [_row(theme, 0.5) for theme in themes],
+        chart=Chart("bar", "Share of responses including each theme", 0, [1]),
+    )
+    view = ChartView(plot_data(table))
+    qtbot.addWidget(view)
+    view.resize(720, 320)
+    view.grab()
+    first_bar = view._hits[0][0]
+    metrics = QFontMetricsF(view.font())
+    reach = min(metrics.horizontalAdvance(themes[0]), 150) * math.cos(math.radians(30))
+    assert first_bar.center().x() - reach >= 0
