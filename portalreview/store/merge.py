@@ -2,7 +2,10 @@
 
 A **copy** is the project file itself, copied consistently with SQLite's backup API, so every
 id (cases, units, annotators, answers made before the copy) means the same thing in both
-files. :func:`make_copy` writes these keys into the copy's ``project_meta``:
+files, less what the program did not make: a table, view, index or trigger added with another
+tool is dropped from every copy before anything in it changes, so that none of it runs during
+the clean-up below, and the program's own triggers are put back as a new file has them
+(:func:`_keep_own_schema`). :func:`make_copy` writes these keys into the copy's ``project_meta``:
 
 ``copy_id`` (a new UUID), ``copy_of`` (the master's ``project_id``), ``copy_for`` (the
 clinician), ``copy_made_at``, ``copy_base_audit_id`` and ``copy_base_audit_hash`` (the last
@@ -86,7 +89,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from portalreview.store import leftovers
+from portalreview.store import leftovers, own_schema
 from portalreview.store.audit_verify import require_whole_view
 from portalreview.store.csv_cells import safe_row, safe_writer
 from portalreview.store.importers.portable import (
@@ -255,6 +258,24 @@ def _sqlite_copy(source: Path, target: Path, steps: Steps | None = None) -> None
             dest.close()
     finally:
         src.close()
+
+
+def _keep_own_schema(path: Path, vacuum: bool) -> None:
+    """Drop from the copy every table, view, index and trigger PortalReview did not make, and
+    put back its own triggers the copy lacks (:func:`own_schema.keep_only_own`), before
+    anything in it changes: a trigger left by a database tool, or planted, would run during the
+    clean-up of a copy for one clinician and could keep what it removes (everyone's answers,
+    the reference levels) in a table of its own. ``vacuum``: leave nothing of what was dropped
+    in the file's free pages."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys = OFF")  # (a foreign table may name another)
+        with _checked_transaction(conn):
+            dropped = own_schema.keep_only_own(conn)
+        if dropped and vacuum:
+            conn.execute("VACUUM")
+    finally:
+        conn.close()
 
 
 def _restrict(path: Path, annotator_id: int) -> _IdMap:
@@ -482,10 +503,8 @@ def _renumber(conn: sqlite3.Connection) -> _IdMap:
     were imported in (model by model); the responses' times become one. Returns copy id ->
     master id."""
     _check_id_columns(conn)
-    triggers = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND sql IS NOT NULL"
-    ).fetchall()
-    for name, _sql in triggers:  # (they forbid changing a sentence or a unit's responses)
+    triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
+    for (name,) in triggers:  # (they forbid changing a sentence or a unit's responses)
         conn.execute(f'DROP TRIGGER "{name}"')
     ids = _new_ids(conn)
     _remap(conn, "response", ids.responses, _RESPONSE_COLUMNS)
@@ -496,8 +515,8 @@ def _renumber(conn: sqlite3.Connection) -> _IdMap:
     conn.execute("UPDATE responses SET external_id = 'response-' || id, created_at = ?",
                  (utc_now(),))  # fmt: skip
     _rows_in_key_order(conn)
-    for _name, sql in triggers:
-        conn.execute(sql)
+    for statement in trigger_statements():  # the program's own, whatever the file held
+        conn.execute(statement)
     return ids.inverse()
 
 
@@ -671,6 +690,7 @@ def make_copy(
                 copy_study(project, temporary).close()
             else:
                 _sqlite_copy(project.path, temporary, steps)
+            _keep_own_schema(temporary, vacuum=not only_assigned)  # (_restrict vacuums)
             steps.step()
             conn = sqlite3.connect(temporary)
             try:

@@ -21,6 +21,7 @@ from portalreview.store.merge import merge_copies
 from portalreview.store.project import Project
 from portalreview.store.service import StudyService
 from tests.conftest import build_small_study
+from tests.store.test_migration_v2 import schema
 
 MINE = "AVA-OWN-ANSWER-4242"
 # What only the other people's work, the drafts' provenance or the reference urgency put in the
@@ -250,3 +251,51 @@ def test_a_gold_answer_under_a_clinician_s_name_stays_out_of_her_copy(master, tm
     conn.close()
     assert gold == 0
     assert THEIRS["the PI's adjudication"].encode() not in _raw(copy)
+
+
+def _plant(path: Path) -> None:
+    """What a database tool, or someone with the file, may leave in a master: a table (a
+    backup of everyone's answers), a view and indexes, and triggers that keep what a copy's
+    clean-up removes (the others' answers, the reference levels), one of them in the place of
+    a trigger of the program's."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE stash (what, who, payload)")
+        conn.execute("CREATE VIEW everyone AS SELECT * FROM answers")
+        conn.execute("CREATE INDEX stash_who ON stash (who)")
+        conn.execute("CREATE INDEX answers_by_status ON answers (status)")
+        conn.execute(
+            "CREATE TRIGGER keep_answers BEFORE DELETE ON answers BEGIN "
+            "INSERT INTO stash SELECT 'answer', OLD.annotator_id, text FROM respond_parts "
+            "WHERE answer_id = OLD.id; END"
+        )
+        conn.execute("DROP TRIGGER units_no_update")
+        conn.execute(
+            "CREATE TRIGGER units_no_update BEFORE UPDATE OF urgency_level ON cases BEGIN "
+            "INSERT INTO stash VALUES ('level', NULL, OLD.urgency_level); END"
+        )
+    conn.close()
+
+
+def test_a_table_and_triggers_planted_in_the_master_do_not_reach_her_copy(master, tmp_path):
+    """Her copy holds the program's schema alone: what else the master holds is dropped before
+    the copy's clean-up, so no planted trigger runs then to keep the others' work."""
+    _plant(master)
+    copy = tmp_path / "for-ava.prproj"
+    assert main(["copy", str(master), "-o", str(copy), "--for", "ava"]) == 0
+    fresh = tmp_path / "fresh.prproj"
+    Project.create(fresh).close()
+    assert schema(copy) == schema(fresh)  # the program's own triggers among them, as made
+    raw = _raw(copy)
+    assert MINE.encode() in raw
+    assert [what for what, text in THEIRS.items() if text.encode() in raw] == []
+
+
+def test_a_whole_study_copy_leaves_what_is_not_the_program_s_behind(master, tmp_path):
+    _plant(master)
+    copy = tmp_path / "whole.prproj"
+    assert main(["copy", str(master), "-o", str(copy), "--for", "ava", "--whole-study"]) == 0
+    fresh = tmp_path / "fresh.prproj"
+    Project.create(fresh).close()
+    assert schema(copy) == schema(fresh)
+    assert b"answers_by_status" not in _raw(copy)  # vacuumed: not even in free pages
