@@ -27,6 +27,13 @@ itself unchanged. What verification cannot detect: a change made together with a
 computed audit entry by someone who may write the log (the owner of the file, the server study's
 owner), which is then an ordinary entry in the history, naming whoever it says.
 
+In a project file, ``verify_project`` also compares the file's tables, views, indexes and
+triggers with the program's own (:mod:`portalreview.store.own_schema`): one of the program's
+own missing, one of its triggers changed (``audit_no_update`` and ``audit_no_delete`` are the
+audit log's protection) and any object the program did not make (a trigger of it runs whenever
+PortalReview writes its table, and may copy or change what it writes) are problems
+(``schema_problems``).
+
 ``verify_export(folder)`` also checks an export folder's files against the record its export
 wrote last in project.json (:mod:`portalreview.store.export_manifest`): an export stopped
 part-way while it wrote over an earlier one leaves files of both, which is reported
@@ -56,6 +63,7 @@ from portalreview.store.csv_cells import unescape_formula
 from portalreview.store.errors import StoreError
 from portalreview.store.export_manifest import CUT_SHORT, check_export_folder
 from portalreview.store.models import Annotator, Answer, AuditEntry, ProjectMeta
+from portalreview.store.own_schema import OBJECTS_SQL, schema_problems
 from portalreview.store.project import Project
 from portalreview.store.service import GENESIS_HASH, StudyService, audit_hash
 
@@ -80,10 +88,13 @@ class AuditVerification:
     export_files: int | None = None  # an export folder's files matching its record (None: none)
     export_problems: tuple[str, ...] = field(default_factory=tuple)  # a folder not whole
     unrecorded_export: bool = False  # an export folder whose project.json records no files
+    schema_problems: tuple[str, ...] = field(default_factory=tuple)  # objects not the program's
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.answer_problems and not self.export_problems
+        return not (
+            self.problems or self.answer_problems or self.export_problems or self.schema_problems
+        )
 
     def describe(self) -> str:
         described = self._describe()
@@ -139,6 +150,12 @@ class AuditVerification:
             lines.append(
                 f"answers CHANGED outside PortalReview: {count} of {self.answers} answer(s) "
                 f"differ from the audit log{extra}:\n  " + "\n  ".join(self.answer_problems)
+            )
+        if self.schema_problems:
+            lines.append(
+                "the file's schema is NOT PortalReview's (changed with another tool; a "
+                "trigger not its own runs whenever PortalReview writes that table):\n  "
+                + "\n  ".join(self.schema_problems)
             )
         return "\n".join(lines)
 
@@ -222,7 +239,9 @@ def verify_project(
     with project.read() as session:
         _check_sees_everything(session)
         read_catalogs(session)  # a file whose making was cut short holds no study: refused
-        chain = verify_rows(rows(session), expected_last)
+        chain = replace(
+            verify_rows(rows(session), expected_last), schema_problems=_schema_problems(session)
+        )
         if not answers:
             return chain
         restricted = session.get(ProjectMeta, "copy_only_assigned")
@@ -241,6 +260,15 @@ def verify_project(
         more_answer_problems=len(found.problems) - len(listed),
         before_copy=found.before_copy,
     )
+
+
+def _schema_problems(session: Session) -> tuple[str, ...]:
+    """In a file, its objects that are not the program's, and the program's it lacks or
+    holds changed (:func:`portalreview.store.own_schema.schema_problems`); a server study:
+    none checked here."""
+    if session.get_bind().dialect.name != "sqlite":
+        return ()
+    return tuple(schema_problems(session.execute(text(OBJECTS_SQL)).all()))
 
 
 def _check_sees_everything(session: Session) -> None:

@@ -7,7 +7,10 @@ part of the study, and a trigger of it runs whenever the program writes the tabl
 
 * an offline copy drops it before it removes anything, so that no foreign trigger runs during
   its clean-up and nothing of it reaches the clinician, and puts back any of the program's
-  triggers missing or changed (:func:`keep_only_own`).
+  triggers missing or changed (:func:`keep_only_own`);
+* ``verify`` reports it, and any of the program's objects missing, or a trigger of the
+  program's changed (the audit log's protection among them), as problems
+  (:func:`schema_problems`).
 
 Tables, views and indexes are compared by name (their SQL is SQLAlchemy's text, which may
 differ between its versions); triggers by name and text (the program's own, ``schema_sql``),
@@ -32,6 +35,8 @@ from portalreview.store.schema_sql import trigger_statements
 OBJECTS_SQL = "SELECT type, name, tbl_name, sql FROM sqlite_master"
 # Tables SQLite makes itself: the AUTOINCREMENT counters, ANALYZE's statistics.
 _SQLITE_TABLES = ("sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4")
+# The program's triggers that keep the audit log from being changed.
+AUDIT_FREEZES = ("audit_no_update", "audit_no_delete")
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,26 @@ def missing(found: Iterable[SchemaObject]) -> list[tuple[str, str]]:
         if obj.key in own and (obj.kind != "trigger" or own[obj.key] == _normal(obj.sql))
     }
     return sorted(key for key in own if key not in intact)
+
+
+def schema_problems(rows: Iterable[tuple]) -> list[str]:
+    """What a file whose ``sqlite_master`` rows (:data:`OBJECTS_SQL`) are ``rows`` holds that
+    the program did not make, or lacks of the program's own, one line each."""
+    found = objects(rows)
+    own = expected()
+    present = {obj.key for obj in found}
+    problems = []
+    for kind, name in missing(found):
+        what = "changed" if (kind, name) in present else "missing"
+        why = " (the audit log's protection against changes)" if name in AUDIT_FREEZES else ""
+        problems.append(f"PortalReview's {kind} {name} is {what}{why}")
+    for obj in foreign(found):
+        if obj.key in own:
+            continue  # a changed trigger of the program's, said above
+        on = f" on {obj.table}" if obj.kind in ("trigger", "index") else ""
+        article = "an" if obj.kind == "index" else "a"
+        problems.append(f"{article} {obj.kind} that is not PortalReview's: {obj.name}{on}")
+    return problems
 
 
 def keep_only_own(conn: sqlite3.Connection) -> list[str]:

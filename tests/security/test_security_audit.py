@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 from sqlalchemy.exc import DBAPIError
 
+from portalreview.cli import main
 from portalreview.store.audit_verify import (
     read_exported_log,
     verify_export,
@@ -167,3 +168,54 @@ def test_an_export_records_the_chain_and_a_tampered_export_is_detected(logged, t
         lines[victim] = json.dumps(rows[victim])
         (out / "audit.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
         assert not verify_export(out).ok
+
+
+def test_the_log_s_protection_dropped_is_reported_though_the_log_is_whole(logged, capsys):
+    """A file whose audit log the database no longer protects is not intact: the next
+    change to the log would go unrefused."""
+    _tamper(logged)
+    with Project.open(logged, read_only=True) as project:
+        result = verify_project(project)
+    assert not result.ok and result.problems == () and result.answer_problems == ()
+    assert result.schema_problems == (
+        "PortalReview's trigger audit_no_delete is missing (the audit log's protection against "
+        "changes)",
+        "PortalReview's trigger audit_no_update is missing (the audit log's protection against "
+        "changes)",
+    )
+    assert main(["verify", str(logged)]) == 1
+    out = capsys.readouterr().out
+    assert "audit log intact" not in out and "schema is NOT PortalReview's" in out
+
+
+def test_a_table_view_and_triggers_not_the_program_s_are_reported(logged):
+    """Whatever a database tool or someone else added or removed is named: a trigger of it
+    runs whenever PortalReview writes its table (here, one keeps every answer removed, and one
+    stands in for the program's own guard of the log's rows)."""
+    conn = sqlite3.connect(logged)
+    with conn:
+        conn.execute("CREATE TABLE stash (who, what)")
+        conn.execute("CREATE VIEW everyone AS SELECT * FROM answers")
+        conn.execute("CREATE INDEX answers_by_status ON answers (status)")
+        conn.execute("DROP INDEX ix_answers_annotator")
+        conn.execute(
+            "CREATE TRIGGER keep_answers BEFORE DELETE ON answers BEGIN "
+            "INSERT INTO stash VALUES (OLD.annotator_id, OLD.status); END"
+        )
+        conn.execute("DROP TRIGGER audit_no_delete")
+        conn.execute(
+            "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit_log WHEN 0 BEGIN SELECT 1; END"
+        )
+    conn.close()
+    with Project.open(logged, read_only=True) as project:
+        result = verify_project(project)
+    assert not result.ok and result.problems == ()
+    assert sorted(result.schema_problems) == [
+        "PortalReview's index ix_answers_annotator is missing",
+        "PortalReview's trigger audit_no_delete is changed (the audit log's protection against "
+        "changes)",
+        "a table that is not PortalReview's: stash",
+        "a trigger that is not PortalReview's: keep_answers on answers",
+        "a view that is not PortalReview's: everyone",
+        "an index that is not PortalReview's: answers_by_status on answers",
+    ]
