@@ -81,8 +81,33 @@ def facts_listed(qtbot, prefs, study: Path, size: tuple[int, int]):
     for side in ("original", "edited"):
         for fact in FACTS:
             editor.add_fact(side, fact)
-    QTest.qWait(100)
+    wait_for_layout(editor)
     return window, editor
+
+
+def wait_for_layout(editor, limit_ms: int = 5000) -> None:
+    """Wait until the fact lists' rows and views keep their sizes for 100 ms (wrapped rows
+    are measured after the window shows them; a loaded machine takes longer than a fixed
+    wait allowed)."""
+
+    def sizes() -> list[tuple[int, ...]]:
+        rows = [
+            [side.table.rowHeight(row) for row in range(side.table.rowCount())]
+            for side in editor.sides.values()
+        ]
+        views = [
+            (side.table.viewport().height(), side.text_view.height())
+            for side in editor.sides.values()
+        ]
+        return [*views, *map(tuple, rows)]
+
+    before = None
+    for _ in range(limit_ms // 100):
+        QTest.qWait(100)
+        now = sizes()
+        if now == before:
+            return
+        before = now
 
 
 @pytest.mark.parametrize(("size", "page_fits"), [((1280, 690), True), ((1024, 738), False)])
