@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import io
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from io_support import edit_sheet_xml, refused, write_csv
 from openpyxl import Workbook, load_workbook
 from sqlalchemy import select
 
-from portalreview.store.importers import ImportFailed, import_files
+from portalreview.store.importers import ImportFailed, import_files, readers
 from portalreview.store.importers.readers import read_parts
 from portalreview.store.models import Case, CaseTag
 from portalreview.store.project import Project
@@ -220,6 +222,69 @@ def test_a_value_right_of_the_header_is_named_by_its_column_letter(empty_project
         message
     )
     assert "separator" not in message
+
+
+# --- damaged and hostile workbooks ---------------------------------------------------------
+
+
+def _padded_book(path: Path, padding: int) -> Path:
+    """A workbook whose sheet XML holds ``padding`` spaces: it packs about 1,000:1, as a zip
+    bomb does (found by an explorer: a 1 MB file unpacking to 1 GB took 16 s and 2.8 GB)."""
+    path = _book(path, [["case_id", "message"], ["b1", "Hello."]])
+    edit_sheet_xml(path, "sheet1", rb"<sheetData>", b" " * padding + b"<sheetData>")
+    return path
+
+
+def test_a_workbook_packed_like_a_zip_bomb_is_refused_unread(empty_project, tmp_path):
+    path = _padded_book(tmp_path / "bomb.xlsx", 17_000_000)  # (just over the 16 MiB grace)
+    message = refused(empty_project, [path])
+    assert message.startswith("bomb.xlsx: part xl/worksheets/sheet1.xml: 17,00")
+    assert "times its packed size; at most 250 times is read: a damaged file or a zip bomb" in (
+        message
+    )
+
+
+@pytest.mark.parametrize(
+    ("limit", "what"),
+    [("XLSX_PART_LIMIT", "part xl/worksheets/sheet1.xml"), ("XLSX_TOTAL_LIMIT", "all its parts")],
+)
+def test_a_workbook_too_large_unpacked_is_refused_unread(
+    empty_project, tmp_path, monkeypatch, limit, what
+):
+    monkeypatch.setattr(readers, limit, 2_000_000)  # (2 GB real workbooks are not made here)
+    path = _padded_book(tmp_path / "large.xlsx", 2_000_000)
+    message = refused(empty_project, [path])
+    assert message.startswith(f"large.xlsx: {what}: 2,0")
+    assert "bytes unpacked, at most 2,000,000 are read: a damaged file or a zip bomb" in message
+
+
+def test_the_flaws_of_a_large_sheet_are_found_without_holding_it(tmp_path):
+    """The sheet's XML was read whole, and parsed into a tree of all its rows."""
+    path = _book(tmp_path / "long.xlsx", [["case_id", "message"], ["c1", "Hello."]])
+    cell = b'<c r="B%d" t="inlineStr"><is><t>' + b"Hello." * 40 + b"</t></is></c>"
+    rows = b"".join(b'<row r="%d">' % i + cell % i + b"</row>" for i in range(3, 25_000))
+    last = b'<row r="25000"><c r="B25000"><f>A1</f></c></row>'
+    edit_sheet_xml(path, "sheet1", rb"</sheetData>", rows + last + b"</sheetData>")
+    book = load_workbook(path, read_only=True)
+    tracemalloc.start()
+    try:
+        flaws = readers._sheet_flaws(book, book.active)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        book.close()
+    assert flaws == [("B25000", f"cell B25000 {readers._NO_SAVED_VALUE}")]
+    assert peak < len(rows) / 2, f"{peak:,} bytes for a sheet of {len(rows):,}"
+
+
+@pytest.mark.parametrize(
+    "xml",
+    [b'<c r="A1"><f>A2</f></c>', b'<x:c r="A1"><x:f>A2</x:f>', b'<c t="e">', b"<mergeCell ref="],
+)
+def test_a_flaw_mark_is_found_across_the_chunks_a_sheet_is_scanned_in(xml):
+    for size in range(1, len(xml) + 1):
+        assert readers._mentions_flaws(io.BytesIO(b"<row>" + xml), chunk_size=size), size
+    assert not readers._mentions_flaws(io.BytesIO(b'<c r="F1" t="s"><v>1</v></c>'), chunk_size=3)
 
 
 # --- the separator: told from the header row ------------------------------------------------

@@ -16,7 +16,7 @@ import re
 import unicodedata
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from xml.etree import ElementTree
 from xml.etree.ElementTree import ParseError
 
@@ -35,6 +35,17 @@ _ASCII = bytes(range(128))
 CSV_CELL_LIMIT = 16 * 1024 * 1024  # characters in one CSV cell (texts are checked to 100,000)
 _OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
 _SEP_LINE = re.compile(r'sep=([^"\r\n])[ \t]*(?:\r\n|\r|\n|\Z)')  # Excel's "sep=;" first line
+# A workbook is a zip file whose parts (XML) are unpacked as they are read: a 1 MB file can
+# declare a 1 GB sheet (a "zip bomb": minutes of work and all the memory). The limits are far
+# above a study workbook's: PortalReview's export of bench_report's 10,000-case study (294,800
+# answers) is about 480 MB unpacked, its largest sheet about 300 MB, each part packed 3-15:1;
+# a sheet repeating one long text on every row packs about 110:1.
+XLSX_PART_LIMIT = 1024**3  # bytes unpacked, one part
+XLSX_TOTAL_LIMIT = 2 * 1024**3  # bytes unpacked, all parts together
+# Deflate packs a run of one byte, what bombs are made of, about 1,030:1. Below the grace size
+# a part is cheap to read whatever its ratio (a cell of 100,000 times "a" packs 1,000:1).
+XLSX_RATIO_LIMIT = 250  # unpacked : packed
+XLSX_RATIO_GRACE = 16 * 1024**2  # bytes unpacked
 
 
 def read_parts(path: Path) -> list[Part]:
@@ -258,7 +269,11 @@ def _read_xlsx(path: Path) -> list[Part]:
     if signature != b"PK\x03\x04":
         raise ImportFailed("is not an Excel workbook (.xlsx); is it a CSV file?", file=label)
     try:
+        with zipfile.ZipFile(path) as archive:
+            _check_unpacked_sizes(label, archive.infolist())
         book = load_workbook(path, read_only=True, data_only=True)
+    except ImportFailed:
+        raise
     except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
     # hidden sheets (drop-down lists, set-aside rows) are not part of what the user sees
@@ -283,8 +298,37 @@ def _read_xlsx(path: Path) -> list[Part]:
     return parts
 
 
+def _check_unpacked_sizes(label: str, parts: list[zipfile.ZipInfo]) -> None:
+    """Refuse a workbook whose parts declare more than XLSX_PART_LIMIT or XLSX_TOTAL_LIMIT
+    unpacked, or more than XLSX_RATIO_LIMIT times their packed size. The declared sizes bind:
+    Python's zipfile stops a part there (and then fails its checksum)."""
+    for part in parts:
+        size, packed = part.file_size, part.compress_size
+        _check_unpacked(label, f"part {part.filename}", size, packed, XLSX_PART_LIMIT)
+    unpacked = sum(part.file_size for part in parts)
+    packed = sum(part.compress_size for part in parts)
+    _check_unpacked(label, "all its parts", unpacked, packed, XLSX_TOTAL_LIMIT)
+
+
+def _check_unpacked(label: str, what: str, unpacked: int, packed: int, limit: int) -> None:
+    if unpacked > limit:
+        beyond = f"at most {limit:,} are read"
+    elif unpacked > XLSX_RATIO_GRACE and unpacked > packed * XLSX_RATIO_LIMIT:
+        ratio = unpacked // max(packed, 1)
+        beyond = f"{ratio:,} times its packed size; at most {XLSX_RATIO_LIMIT} times is read"
+    else:
+        return
+    raise ImportFailed(
+        f"{what}: {unpacked:,} bytes unpacked, {beyond}: a damaged file or a zip bomb, "
+        "not a study workbook",
+        file=label,
+    )
+
+
 _CELL_RE = re.compile(r"([A-Z]+)(\d+)")
-_MERGE_RE = re.compile(rb"<(?:\w+:)?mergeCell\b[^>]*\bref=\"([A-Z]+\d+:[A-Z]+\d+)\"")
+_MERGED_RANGE_RE = re.compile(r"[A-Z]+\d+:[A-Z]+\d+")
+_FORMULA_RE = re.compile(rb"<(?:\w+:)?f[ >/]")  # (a namespace prefix: <x:f>)
+_MARK_OVERLAP = 64  # bytes of one chunk scanned again with the next: a mark may straddle them
 _NO_SAVED_VALUE = "is a formula without a saved value; open and save the workbook in Excel first"
 
 
@@ -292,27 +336,61 @@ def _sheet_flaws(book: Any, sheet: Any) -> list[tuple[str, str]]:
     """(cell or range, problem) for what cannot be imported as it reads: an Excel error, a
     formula without a saved value (openpyxl reads both as plain values), merged cells (openpyxl
     gives the value to the first cell only). Read from the sheet's XML, which openpyxl's
-    read-only sheets do not expose."""
-    with book._archive.open(sheet._worksheet_path) as fh:
-        xml = fh.read()
-    flaws = [
-        (ref, f"cells {ref} are merged (the value is in the first only); unmerge cells {ref}")
-        for ref in (found.decode() for found in _MERGE_RE.findall(xml))
-    ]
-    if b't="e"' not in xml and not re.search(rb"<(\w+:)?f[ >/]", xml):
-        return flaws  # no error cell and no formula: the usual case, no second parse
-    for _, element in ElementTree.iterparse(io.BytesIO(xml)):
-        if element.tag.rpartition("}")[2] != "c":
-            continue
-        parts = {child.tag.rpartition("}")[2]: child for child in element}
-        value = parts["v"].text if "v" in parts else None
-        kind, ref = element.get("t"), element.get("r", "")
-        if kind == "e" and value:
-            flaws.append((ref, f"cell {ref} holds the Excel error {value}"))
-        elif "f" in parts and not value and not (kind == "str" and "v" in parts):
-            flaws.append((ref, f"cell {ref} {_NO_SAVED_VALUE}"))  # "str" + <v/>: saved ""
-        element.clear()
-    return flaws
+    read-only sheets do not expose, streamed from the archive: a sheet can be large."""
+    with book._archive.open(sheet._worksheet_path) as xml:
+        if not _mentions_flaws(xml):
+            return []  # the usual case: a fast scan, no second parse
+    with book._archive.open(sheet._worksheet_path) as xml:
+        return _parsed_flaws(xml)
+
+
+def _mentions_flaws(xml: IO[bytes], chunk_size: int = 256 * 1024) -> bool:
+    """Whether the XML holds a merged range, an error cell or a formula, scanned a chunk at a
+    time (each with the end of the one before, where a mark may start)."""
+    before = b""
+    while chunk := xml.read(chunk_size):
+        text = before + chunk
+        if b"mergeCell" in text or b't="e"' in text or _FORMULA_RE.search(text):
+            return True
+        before = text[-_MARK_OVERLAP:]
+    return False
+
+
+def _parsed_flaws(xml: IO[bytes]) -> list[tuple[str, str]]:
+    """The merged ranges, then the cell flaws, of a sheet's XML, parsed as a stream: each row
+    is dropped once read, so memory does not grow with the sheet."""
+    merged: list[tuple[str, str]] = []
+    cells: list[tuple[str, str]] = []
+    rows_parent = None
+    for event, element in ElementTree.iterparse(xml, events=("start", "end")):
+        tag = element.tag.rpartition("}")[2]
+        if event == "start":
+            if tag == "sheetData":
+                rows_parent = element
+        elif tag == "c":
+            flaw = _cell_flaw(element)
+            if flaw:
+                cells.append(flaw)
+        elif tag == "row" and rows_parent is not None:
+            rows_parent.clear()  # the rows read so far: only this one
+        elif tag == "mergeCell" and _MERGED_RANGE_RE.fullmatch(ref := element.get("ref", "")):
+            problem = (
+                f"cells {ref} are merged (the value is in the first only); unmerge cells {ref}"
+            )
+            merged.append((ref, problem))
+    return merged + cells
+
+
+def _cell_flaw(element: ElementTree.Element) -> tuple[str, str] | None:
+    """(cell, problem) for a cell holding an Excel error or a formula without a saved value."""
+    parts = {child.tag.rpartition("}")[2]: child for child in element}
+    value = parts["v"].text if "v" in parts else None
+    kind, ref = element.get("t"), element.get("r", "")
+    if kind == "e" and value:
+        return ref, f"cell {ref} holds the Excel error {value}"
+    if "f" in parts and not value and not (kind == "str" and "v" in parts):
+        return ref, f"cell {ref} {_NO_SAVED_VALUE}"  # "str" + <v/>: saved ""
+    return None
 
 
 def _refuse_flaws(label: str, flaws: list[tuple[str, str]], header: tuple[int, list]) -> None:
