@@ -175,11 +175,19 @@ def refused(project: Project, paths: list[Path]) -> str:
 def edit_sheet_xml(path: Path, sheet: str, pattern: bytes, replacement: bytes) -> None:
     """Put ``replacement`` where ``pattern`` (a regular expression, found once) is in the
     workbook's ``xl/worksheets/<sheet>.xml``, as another program would have written it."""
+    edit_part(path, f"xl/worksheets/{sheet}.xml", pattern, replacement, times=1)
+
+
+def edit_part(
+    path: Path, part: str, pattern: bytes, replacement: bytes, times: int | None = None
+) -> None:
+    """Put ``replacement`` wherever ``pattern`` (a regular expression; found ``times`` times
+    when given, else at least once) is in the workbook's ``part``."""
     with zipfile.ZipFile(path) as zin:
         items = [(item, zin.read(item.filename)) for item in zin.infolist()]
     with zipfile.ZipFile(path, "w") as zout:
         for item, data in items:
-            if item.filename == f"xl/worksheets/{sheet}.xml":
+            if item.filename == part:
                 data, found = re.subn(pattern, replacement, data)
-                assert found == 1, (sheet, pattern)
+                assert found == times if times else found, (part, pattern)
             zout.writestr(item, data)

@@ -8,7 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from io_support import edit_sheet_xml, refused, write_csv
+from io_support import edit_part, edit_sheet_xml, refused, write_csv
 from openpyxl import Workbook, load_workbook
 from sqlalchemy import select
 
@@ -275,6 +275,26 @@ def test_the_flaws_of_a_large_sheet_are_found_without_holding_it(tmp_path):
         book.close()
     assert flaws == [("B25000", f"cell B25000 {readers._NO_SAVED_VALUE}")]
     assert peak < len(rows) / 2, f"{peak:,} bytes for a sheet of {len(rows):,}"
+
+
+_DAMAGED_PARTS = {  # what an explorer found crashing the import with a Python traceback
+    "broken workbook.xml": ("xl/workbook.xml", rb"(?s).+", b"<workbook><sheets><sheet"),
+    "broken styles.xml": ("xl/styles.xml", rb"(?s).+", b"<styleSheet><numFmts"),
+    "broken content types": ("[Content_Types].xml", rb"(?s).+", b"garbage"),
+    "shared text past the end": (
+        "xl/worksheets/sheet1.xml", rb'<c r="B2".*?</c>', b'<c r="B2" t="s"><v>999</v></c>'
+    ),
+    "a sheet without a name": ("xl/workbook.xml", rb' name="cases"', b""),
+    "a style's font past the end": ("xl/styles.xml", rb'fontId="0"', b'fontId="99"'),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", sorted(_DAMAGED_PARTS))
+def test_a_damaged_workbook_is_refused_as_not_readable(empty_project, tmp_path, damage):
+    path = _book(tmp_path / "damaged.xlsx", [["case_id", "message"], ["c1", "Hello."]])
+    edit_part(path, *_DAMAGED_PARTS[damage])
+    message = refused(empty_project, [path])
+    assert message.startswith("damaged.xlsx: is not a readable Excel workbook (")
 
 
 @pytest.mark.parametrize(

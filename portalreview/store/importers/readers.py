@@ -15,6 +15,8 @@ import json
 import re
 import unicodedata
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 from xml.etree import ElementTree
@@ -258,7 +260,6 @@ def _csv_reason(exc: csv.Error) -> str:
 def _read_xlsx(path: Path) -> list[Part]:
     """One part per sheet that has anything in it."""
     from openpyxl import load_workbook
-    from openpyxl.utils.exceptions import InvalidFileException
 
     label = path.name
     try:
@@ -268,22 +269,15 @@ def _read_xlsx(path: Path) -> list[Part]:
         raise ImportFailed(f"cannot be read ({exc.strerror})", file=label) from None
     if signature != b"PK\x03\x04":
         raise ImportFailed("is not an Excel workbook (.xlsx); is it a CSV file?", file=label)
-    try:
+    with _readable(label):
         with zipfile.ZipFile(path) as archive:
             _check_unpacked_sizes(label, archive.infolist())
         book = load_workbook(path, read_only=True, data_only=True)
-    except ImportFailed:
-        raise
-    except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
-        raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
-    # hidden sheets (drop-down lists, set-aside rows) are not part of what the user sees
-    hidden = [name for name in book.sheetnames if book[name].sheet_state != "visible"]
-    try:  # a read-only workbook parses each sheet only now, while its rows are read
+    try:
+        with _readable(label):
+            # hidden sheets (drop-down lists, set-aside rows) are not part of what the user sees
+            hidden = [name for name in book.sheetnames if book[name].sheet_state != "visible"]
         parts = [_sheet_part(path, book, n) for n in book.sheetnames if n not in hidden]
-    except ImportFailed:
-        raise
-    except (ParseError, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
-        raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
     finally:
         book.close()
     parts = [p for p in parts if p is not None]
@@ -296,6 +290,25 @@ def _read_xlsx(path: Path) -> list[Part]:
     if hidden:
         parts[0].note = f"{label}: {skipped}"
     return parts
+
+
+# what openpyxl and the XML parser raise on a damaged workbook: broken XML in any part, a cell
+# or a style pointing past the end of its list (a shared text, a font), a value of the wrong
+# type where openpyxl checks types (a sheet without a name), a missing part
+_DAMAGED = (ParseError, zipfile.BadZipFile, KeyError, IndexError, TypeError, OSError, ValueError)
+
+
+@contextmanager
+def _readable(label: str) -> Iterator[None]:
+    """Refuse a damaged workbook as not readable, whatever reading it raised."""
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    try:
+        yield
+    except ImportFailed:
+        raise
+    except (InvalidFileException, *_DAMAGED) as exc:
+        raise ImportFailed(f"is not a readable Excel workbook ({exc})", file=label) from None
 
 
 def _check_unpacked_sizes(label: str, parts: list[zipfile.ZipInfo]) -> None:
@@ -442,10 +455,11 @@ def _sheet_rows(sheet: Any) -> list[tuple[int, list]]:
 
 def _sheet_part(path: Path, book: Any, name: str) -> Part | None:
     label = f"{path.name}, sheet {name!r}"
-    rows = _sheet_rows(book[name])
-    if not rows:
-        return None
-    _refuse_flaws(label, _sheet_flaws(book, book[name]), rows[0])
+    with _readable(path.name):  # a read-only workbook parses a sheet only as its rows are read
+        rows = _sheet_rows(book[name])
+        if not rows:
+            return None
+        _refuse_flaws(label, _sheet_flaws(book, book[name]), rows[0])
     if len(rows) == 1:
         return None  # a header and nothing else: an empty table of an exported workbook
     return _table_part(path, label, "xlsx", rows, stem=f"{path.stem}-{name}")
