@@ -292,19 +292,18 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _load_mapping(value: str) -> dict:
     """A confirmed REDCap mapping: the JSON itself (``{"field": "target", ...}``) or a JSON
     file holding it (its shape is checked by the import)."""
-    if value.strip().startswith("{"):
-        try:
-            return json.loads(value)
-        except ValueError as exc:
-            raise CliError(f"the REDCap mapping given is not valid JSON: {exc}") from exc
+    inline = value.strip().startswith("{")
+    what = "the REDCap mapping given" if inline else f"the REDCap mapping {value}"
     path = Path(value)
-    if not path.is_file():
-        what = "is a folder, not a JSON file" if path.is_dir() else "does not exist"
-        raise CliError(f"the REDCap mapping {value} {what}")
+    if not inline and not path.is_file():
+        problem = "is a folder, not a JSON file" if path.is_dir() else "does not exist"
+        raise CliError(f"{what} {problem}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(value if inline else path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise CliError(f"{what} is not valid JSON: nested too deeply") from None
     except ValueError as exc:  # bad JSON or not UTF-8
-        raise CliError(f"the REDCap mapping {value} is not valid JSON: {exc}") from exc
+        raise CliError(f"{what} is not valid JSON: {exc}") from exc
 
 
 def _show_mapping(path: Path | str, files: list[Path], dictionary: str | None) -> int:

@@ -739,6 +739,22 @@ def test_a_redcap_mapping_can_be_given_as_json_on_the_command_line(tmp_path, cap
     assert "the REDCap mapping given is not valid JSON" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("given", ["file", "inline"])
+def test_a_redcap_mapping_nested_too_deeply_is_refused(tmp_path, capsys, given):
+    """It ended in a RecursionError traceback."""
+    path = tmp_path / "s.prproj"
+    Project.create(path).close()
+    files = _redcap_files(tmp_path)
+    mapping = '{"case_id": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    if given == "file":
+        (tmp_path / "deep.json").write_text(mapping, encoding="utf-8")
+        mapping = str(tmp_path / "deep.json")
+    assert main(["import", str(path), *files, "--redcap-mapping", mapping]) == 2
+    err = capsys.readouterr().err
+    named = "deep.json" if given == "file" else "given"
+    assert f"{named} is not valid JSON: nested too deeply" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize(
     "args, named",
     [

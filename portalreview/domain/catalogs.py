@@ -931,6 +931,8 @@ def load_catalog_extension(path: str | os.PathLike) -> dict:
         raise CatalogError(
             f"{file}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except RecursionError:
+        raise CatalogError(f"{file}: not valid JSON (nested too deeply)") from None
     except ValueError as exc:
         raise CatalogError(f"{file}: {exc}") from None
     return _check_extension_shape(data, str(file))

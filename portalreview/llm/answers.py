@@ -21,10 +21,17 @@ from portalreview.llm.grammars import EMPATHY_OPTIONS, NO_MATCH
 
 
 def _json(raw: str, what: str) -> Any:
+    """The answer's JSON; an answer that does not parse is an AnswerError (unparsable), also
+    one nested too deeply for Python or with a number too long for it."""
     try:
         return json.loads(raw)
-    except ValueError as exc:
-        raise AnswerError(what, [f"the answer is not valid JSON ({exc.msg})"], raw) from None
+    except json.JSONDecodeError as exc:
+        reason = exc.msg
+    except RecursionError:
+        reason = "nested too deeply"
+    except ValueError:  # (the only other: Python's limit on the digits of an integer)
+        reason = "a number with more than 4,300 digits"
+    raise AnswerError(what, [f"the answer is not valid JSON ({reason})"], raw)
 
 
 def find_verbatim(span: str, text: str) -> tuple[int, int] | None:

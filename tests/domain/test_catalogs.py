@@ -472,6 +472,14 @@ def test_load_catalog_extension_not_json(tmp_path):
         load_catalog_extension(str(path))
 
 
+def test_load_catalog_extension_nested_too_deeply(tmp_path):
+    """It ended in a RecursionError traceback (`codebook --extend`)."""
+    path = tmp_path / "deep.json"
+    path.write_text('{"themes": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"deep\.json: not valid JSON \(nested too deeply\)"):
+        load_catalog_extension(path)
+
+
 def test_load_catalog_extension_list_instead_of_object(tmp_path):
     path = tmp_path / "list.json"
     path.write_text("[1, 2]", encoding="utf-8")

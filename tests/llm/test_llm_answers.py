@@ -316,3 +316,17 @@ def test_any_json_answer_is_a_payload_or_refused_with_reasons(kind):
         else:
             assert all(map(_text, payload))
     assert 0 < refused < 3000
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("1" * 5_000, "a number with more than 4,300 digits"),
+    ],
+)
+@pytest.mark.parametrize("kind", sorted(PARSERS))
+def test_json_python_cannot_hold_is_an_unparsable_answer(kind, raw, reason):
+    """A RecursionError, and an AttributeError (a ValueError has no .msg), stopped the batch."""
+    with pytest.raises(AnswerError, match=rf"not valid JSON \({reason}\)"):
+        PARSERS[kind][1](raw)
