@@ -297,6 +297,18 @@ def test_a_damaged_workbook_is_refused_as_not_readable(empty_project, tmp_path, 
     assert message.startswith("damaged.xlsx: is not a readable Excel workbook (")
 
 
+def test_a_row_numbered_beyond_excels_last_is_refused(empty_project, tmp_path):
+    """openpyxl fills the gap up to a row's number with empty rows: a row numbered 10**20
+    never ended (not tried here: it would hang the tests if this broke again)."""
+    path = _book(tmp_path / "far.xlsx", [["case_id", "message"], ["c1", "Hello."]])
+    edit_sheet_xml(path, "sheet1", rb'<row r="2"', b'<row r="1048577"')
+    message = refused(empty_project, [path])
+    assert message == (
+        "far.xlsx: is not a readable Excel workbook (a row numbered beyond Excel's last row, "
+        "1,048,576)"
+    )
+
+
 @pytest.mark.parametrize(
     "xml",
     [b'<c r="A1"><f>A2</f></c>', b'<x:c r="A1"><x:f>A2</x:f>', b'<c t="e">', b"<mergeCell ref="],

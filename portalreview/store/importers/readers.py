@@ -338,6 +338,7 @@ def _check_unpacked(label: str, what: str, unpacked: int, packed: int, limit: in
     )
 
 
+EXCEL_LAST_ROW = 1_048_576
 _CELL_RE = re.compile(r"([A-Z]+)(\d+)")
 _MERGED_RANGE_RE = re.compile(r"[A-Z]+\d+:[A-Z]+\d+")
 _FORMULA_RE = re.compile(rb"<(?:\w+:)?f[ >/]")  # (a namespace prefix: <x:f>)
@@ -441,6 +442,8 @@ def _sheet_rows(sheet: Any) -> list[tuple[int, list]]:
     sheet.reset_dimensions()
     rows = []
     for number, cells in enumerate(sheet.iter_rows(values_only=True), start=1):
+        if number > EXCEL_LAST_ROW:  # openpyxl fills the gap to any row number a file gives
+            raise ValueError(f"a row numbered beyond Excel's last row, {EXCEL_LAST_ROW:,}")
         values = [_cell(c) for c in cells]
         while values and not str(values[-1]).strip():
             values.pop()
