@@ -424,9 +424,9 @@ def read_exported_log(path: Path) -> list[dict[str, Any]]:
                 {k: unescape_formula(v) for k, v in row.items()} for row in csv.DictReader(fh)
             ]
     if suffix == ".xlsx":
-        from openpyxl import load_workbook
+        from portalreview.store.importers.readers import open_workbook
 
-        book = load_workbook(path, read_only=True)
+        book = open_workbook(path, path.name)  # a zip bomb or a damaged file: refused in words
         try:
             if "audit" not in book.sheetnames:
                 raise ValueError(f"{path.name} has no 'audit' sheet")

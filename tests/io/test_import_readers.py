@@ -526,3 +526,18 @@ def test_a_near_miss_header_name_is_named_with_its_rename(empty_project, tmp_pat
     with pytest.raises(ImportFailed) as forced:
         import_files(empty_project, [path], kind="cases")
     assert advice.removeprefix("Closest: cases, which also needs message. ") in str(forced.value)
+
+
+def test_verify_refuses_a_zip_bomb_or_a_damaged_workbook_in_words(tmp_path, capsys):
+    """`portalreview verify export.xlsx` opened the workbook with openpyxl directly: no size
+    check before unpacking, and a damaged part was a traceback (left by the helper that
+    guarded the import)."""
+    from portalreview.cli import main
+
+    bomb = _padded_book(tmp_path / "bomb.xlsx", 17_000_000)
+    assert main(["verify", str(bomb)]) == 2
+    assert "a damaged file or a zip bomb" in capsys.readouterr().err
+    damaged = _book(tmp_path / "damaged.xlsx", [["case_id"], ["c1"]])
+    edit_part(damaged, "xl/workbook.xml", rb"<sheets>", b"<sheets><", times=1)
+    assert main(["verify", str(damaged)]) == 2
+    assert "is not a readable Excel workbook" in capsys.readouterr().err

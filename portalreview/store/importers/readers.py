@@ -259,8 +259,6 @@ def _csv_reason(exc: csv.Error) -> str:
 
 def _read_xlsx(path: Path) -> list[Part]:
     """One part per sheet that has anything in it."""
-    from openpyxl import load_workbook
-
     label = path.name
     try:
         with path.open("rb") as fh:
@@ -269,10 +267,7 @@ def _read_xlsx(path: Path) -> list[Part]:
         raise ImportFailed(f"cannot be read ({exc.strerror})", file=label) from None
     if signature != b"PK\x03\x04":
         raise ImportFailed("is not an Excel workbook (.xlsx); is it a CSV file?", file=label)
-    with _readable(label):
-        with zipfile.ZipFile(path) as archive:
-            _check_unpacked_sizes(label, archive.infolist())
-        book = load_workbook(path, read_only=True, data_only=True)
+    book = open_workbook(path, label, data_only=True)
     try:
         with _readable(label):
             # hidden sheets (drop-down lists, set-aside rows) are not part of what the user sees
@@ -290,6 +285,18 @@ def _read_xlsx(path: Path) -> list[Part]:
     if hidden:
         parts[0].note = f"{label}: {skipped}"
     return parts
+
+
+def open_workbook(path: Path, label: str, data_only: bool = False) -> Any:
+    """openpyxl's read-only workbook of ``path``, once its parts' declared sizes are within
+    the limits (:func:`_check_unpacked_sizes`); a damaged file is refused as not readable
+    (:class:`ImportFailed`, naming ``label``)."""
+    from openpyxl import load_workbook
+
+    with _readable(label):
+        with zipfile.ZipFile(path) as archive:
+            _check_unpacked_sizes(label, archive.infolist())
+        return load_workbook(path, read_only=True, data_only=data_only)
 
 
 # what openpyxl and the XML parser raise on a damaged workbook: broken XML in any part, a cell
