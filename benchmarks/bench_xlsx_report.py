@@ -9,7 +9,7 @@ report and frames are computed once, untimed; then, alternating, ``--repeat`` ti
   are written and written as XML by ``xlsx_report._RawCells``;
 - **reference**: the same sheets with every raw value through openpyxl's own cell writer (one
   openpyxl cell per value, serialised by et_xmlfile), as the Raw sheets were written before;
-- **CSV**: the same tables as CSV text (``_csv_bytes``; not written to disk);
+- **CSV**: the same tables as CSV files (``_write_csv``, as the CSV report writes them);
 - **JSON**: the report as JSON text (what ``report --format json`` writes), for scale.
 
 Each line gives the median seconds, the ratio to the reference, microseconds per raw value,
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
         def csv_text() -> None:
             for sheet in sheets:
                 for table in sheet.tables:
-                    xlsx_report._csv_bytes(table)
+                    xlsx_report._write_csv(table, out / f"{table.key}.csv")
 
         def json_text() -> None:
             json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
