@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import itertools
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -69,6 +70,8 @@ from portalreview.ui.tools import bring_forward, only_for_the_pi, tell_study_wri
 from portalreview.ui.unsaved_gold import gold_work, keep_decision, offer_next, read_kept_decisions
 from portalreview.ui.unsaved_work import UnsavedAnswer, UnsavedWork
 from portalreview.ui.workers import Worker, run_in_background
+
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------------
 # Finding disagreements (no widgets)
@@ -355,6 +358,7 @@ class AdjudicationDialog(QDialog):
         self.kept_to_offer: list[UnsavedAnswer] | None = None
         self.offer_reading = False  # the read under way was started to offer a kept decision
         self._kept_on_screen = False  # the editor's edit is the one kept for its unit
+        self.last_failure: str | None = None  # why the last save as gold failed
         self._build()
         self._actions()
         fit_to_screen(self, 1400, 900)
@@ -913,12 +917,15 @@ class AdjudicationDialog(QDialog):
         """Save the editor's answer as the gold answer, with the note."""
         if self.report is None or self.editor is None or self.read_only:
             return False
-        note = self._typed_note() or self.default_note or "Adjudicated"
+        note = self._decision_note()
         self.editor.finish_editing()
         saved = self._save(self.editor.payload(), note, self.editor.submit_problem())
         if saved is not None:
             self.dirty = False
         return saved is not None
+
+    def _decision_note(self) -> str:
+        return self._typed_note() or self.default_note or "Adjudicated"
 
     def _save(
         self,
@@ -974,6 +981,7 @@ class AdjudicationDialog(QDialog):
         not a refused answer) is kept on this computer too, so that a crash before the next
         save does not lose it (``on_screen``: it is the editor's edit, which Discard may
         throw away; a Take as gold is not)."""
+        self.last_failure = str(exc)
         kept = isinstance(exc, StoreError) and keep_decision(self, payload, note, status, str(exc))
         text = not_saved_message(exc)
         if kept:
@@ -1002,16 +1010,36 @@ class AdjudicationDialog(QDialog):
         if self._may_go():
             super().reject()
 
-    def may_close(self) -> bool:
+    def may_close(self, ask: bool = True) -> bool:
         """For the main window, before it closes the project or itself: True when nothing
         typed here would be lost. A decision not saved as gold is asked about with this window
         in front (Save / Discard / Cancel); False for Cancel, or a save that failed (the
-        window says why)."""
+        window says why). ``ask`` False (the program ending unattended, no one to answer): it
+        is saved, or kept on this computer, and True."""
         if self.editor is not None and not self.read_only:
             self.editor.finish_editing()
+        if not ask:
+            self._save_or_keep()
+            return True
         if self.dirty and not self.read_only:
             bring_forward(self)
         return self._may_go()
+
+    def _save_or_keep(self) -> bool:
+        """The program ending unattended: save the decision not saved as gold yet, asking
+        nothing; one that cannot be saved is kept on this computer (``unsaved_gold``), never
+        dropped. True when it is saved or kept, or there is none."""
+        if not self.dirty or self.read_only or self.editor is None or self.report is None:
+            return True
+        if self.save_gold():
+            return True
+        status = "draft" if self.editor.submit_problem() else "submitted"
+        why = self.last_failure or "not saved before the program ended"
+        kept = keep_decision(self, self.editor.payload(), self._decision_note(), status, why)
+        if not kept:
+            log.error("unit %s: gold decision neither saved nor kept", self.report.unit_id)
+        self.dirty = False  # nothing left to ask about as the window closes
+        return kept
 
     def _may_go(self) -> bool:
         """:meth:`_may_leave` for the window going away (the unit stays shown): a discarded

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication
 from portalreview.applog import setup_logging
 from portalreview.ui.main_window import APP_NAME, MainWindow, apply_color_scheme
 from portalreview.ui.settings import APPLICATION, ORGANIZATION, Preferences
+from portalreview.ui.termination import closing_on_termination
 
 
 def application(argv: list[str] | None = None) -> QApplication:
@@ -29,7 +30,8 @@ def run_app(
 ) -> int:
     """Show the main window (opening ``path`` if given, or the server study at
     ``server_address``, its password asked in File > Open server study…'s dialog) and run
-    until it closes."""
+    until it closes, or until the system ends the program (SIGTERM, SIGHUP: ``termination``),
+    which closes it as a person would, asking nothing."""
     setup_logging("gui")
     app = application()
     prefs = Preferences()
@@ -40,4 +42,5 @@ def run_app(
         QTimer.singleShot(0, lambda: window.open_project(Path(path), annotator=annotator))
     elif server_address is not None:
         QTimer.singleShot(0, lambda: window.choose_server_study(server_address))
-    return app.exec()
+    with closing_on_termination(window):  # a logout or shutdown saves what is open
+        return app.exec()

@@ -74,7 +74,12 @@ from portalreview.ui.suggestions import ACCEPT_KEY, DISMISS_KEY, SuggestionContr
 from portalreview.ui.unsaved_gold import remind_of_kept_decisions
 from portalreview.ui.unsaved_offer import offer_kept_answers
 from portalreview.ui.unsaved_work import UnsavedWork
-from portalreview.ui.workers import run_with_progress, stop_all
+from portalreview.ui.workers import (
+    EXIT_WAIT_MS,
+    TERMINATION_WAIT_MS,
+    run_with_progress,
+    stop_all,
+)
 
 if TYPE_CHECKING:
     from portalreview.store.backends import ServerProject
@@ -186,6 +191,9 @@ class MainWindow(QMainWindow):
         self.point_size = self.font().pointSizeF()
         self.open_timings: dict[str, float] = {}
         self.read_only_because = ""  # shown beside the person's name when read-only
+        # why the program is ending with no one to ask (``termination``): closing keeps what
+        # it cannot save on this computer instead of asking; None: a person is closing it
+        self.ending_unattended: str | None = None
 
         self.setWindowTitle(APP_NAME)
         fit_to_screen(self, 1400, 880)
@@ -710,13 +718,13 @@ class MainWindow(QMainWindow):
         """Save everything and close the project; False if the person chose to stay."""
         tools = self._tools_holding_work()
         for tool in tools:  # asked first: staying (Cancel) must leave everything as it was
-            if not tool.may_close():
+            if not tool.may_close(ask=self.ending_unattended is None):
                 return False
         if self.session is not None:
             # asked before the session is closed: staying (Cancel) must leave it as it was,
             # its unit open and still saving
             self.session.leave()
-            if self.session.pending and not self._confirm_unsaved():
+            if self.session.pending and not self._may_close_unsaved():
                 return False
             self.session.close()
         self.suggestions.stop()
@@ -775,8 +783,9 @@ class MainWindow(QMainWindow):
 
     def _tools_holding_work(self) -> list[QWidget]:
         """The tool windows that can hold work not saved yet (the PI's adjudication window: a
-        decision not saved as gold); each has ``dirty`` and ``may_close()``, which asks Save /
-        Discard / Cancel and says whether the project may close."""
+        decision not saved as gold); each has ``dirty`` and ``may_close(ask)``, which asks Save /
+        Discard / Cancel and says whether the project may close (``ask`` False: the program
+        is ending unattended, so it saves or keeps the work on this computer, asking nothing)."""
         return self._tool_windows_with("may_close")
 
     def _tool_windows_with(self, method: str) -> list[QWidget]:
@@ -784,6 +793,22 @@ class MainWindow(QMainWindow):
         ``method``: what close_project asks of them is a method they choose to have."""
         children = self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly)
         return [w for w in children if w.isWindow() and callable(getattr(w, method, None))]
+
+    def _may_close_unsaved(self) -> bool:
+        """Whether to close over the open unit's change that could not be saved: the person
+        is asked; a program ending unattended keeps it on this computer and closes."""
+        if self.ending_unattended is None:
+            return self._confirm_unsaved()
+        self._keep_unsaved_change()
+        return True
+
+    def _keep_unsaved_change(self) -> None:
+        session = self.session
+        if session is None or not session.pending:
+            return
+        why = f"the program was ended ({self.ending_unattended}) before it was saved"
+        if not session.keep_pending(why):
+            log.error("ending: the unsaved change could not be kept on this computer either")
 
     def _confirm_unsaved(self) -> bool:
         session = self.session
@@ -1366,6 +1391,13 @@ class MainWindow(QMainWindow):
 
     # === closing ============================================================================
 
+    def close_unattended(self, why: str) -> bool:
+        """Close the window with no one at the screen (the system ending the program, ``why``:
+        "SIGTERM"): as a person's close, but asking nothing: what cannot be saved is kept on
+        this computer, never dropped. False if the window stayed open all the same."""
+        self.ending_unattended = why
+        return self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self._close_project_for_good():
             event.ignore()
@@ -1374,18 +1406,22 @@ class MainWindow(QMainWindow):
         self.prefs.sync()
         self.suggestions.shutdown()  # the model is freed here, never left to the GC
         # the tool windows' reads, stopped (the project is closed, everything saved) and
-        # waited for: one still running as Python shuts down printed errors on stderr
-        stop_all()
+        # waited for: one still running as Python shuts down printed errors on stderr. Ending
+        # unattended, briefly: the system kills the program soon after asking it to end
+        stop_all(EXIT_WAIT_MS if self.ending_unattended is None else TERMINATION_WAIT_MS)
         event.accept()
 
     def _close_project_for_good(self) -> bool:
         """:meth:`close_project` for closing the window: an error in it is logged, never let
         out, and the window then closes only if nothing typed is unsaved or the person says
-        to lose it."""
+        to lose it (ending unattended: once what is unsaved is kept on this computer)."""
         try:
             return self.close_project()
         except Exception:
             log.exception("closing the project failed")
+            if self.ending_unattended is not None:  # no one to ask: keep what can be, and go
+                self._keep_unsaved_change()
+                return True
             unsaved = self.session is not None and self.session.pending
             unsaved = unsaved or any(tool.dirty for tool in self._tools_holding_work())
             return not unsaved or self._confirm_unsaved()

@@ -649,6 +649,19 @@ class AnnotationSession(QObject):
         )
         self.kept_unit = self.unit.unit_id if self.unsaved.keep(kept) else None
 
+    def keep_pending(self, why: str) -> bool:
+        """Keep the change not saved on this computer, as a failed save of the store keeps
+        it, for a close that cannot ask about it (the program ending unattended); ``why``
+        unless a failed save said why. True when it is kept, or nothing is pending."""
+        if not self.pending or self.unit is None or self.editor is None:
+            return True
+        payload = self.editor.payload()
+        fields = {**(self._held_flag or {}), **(self._suggestion_fields(payload) or {})}
+        comment = self.editor.comment_text() or ""
+        reason = self.last_failure or why
+        self._keep_unsaved(payload, self._status_to_keep(), fields, comment, reason)
+        return self.kept_unit == self.unit.unit_id
+
     def put_back(self, kept: UnsavedAnswer) -> AnswerView | None:
         """Show an answer kept on this computer in the open unit (``kept.unit_id``), as the
         person's change, and save it: a save that fails again keeps it again.

@@ -20,6 +20,8 @@ from portalreview.store.errors import ProjectClosed
 log = logging.getLogger(__name__)
 
 EXIT_WAIT_MS = 5000  # how long quitting waits for background work to stop (each polls cancel)
+# the same when the system ends the program (``termination``): it kills it a few seconds later
+TERMINATION_WAIT_MS = 1000
 
 
 class WorkerSignals(QObject):
