@@ -457,13 +457,40 @@ def test_a_report_or_export_over_the_project_file_is_refused(tmp_path, capsys, c
     assert not wal.exists() or not wal.read_bytes().startswith((b"{", b"PK"))
 
 
-def test_an_xlsx_report_into_a_missing_folder_names_the_folder(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "command, name",
+    [
+        (["report", "--format", "xlsx", "--resamples", "5"], "r.xlsx"),
+        (["report", "--format", "json", "--resamples", "5"], "r.json"),
+        (["export", "--format", "xlsx"], "r.xlsx"),
+    ],
+)
+def test_a_report_or_workbook_into_a_missing_folder_makes_it(tmp_path, capsys, command, name):
+    """As a CSV report, a jsonl or csv export, copy -o and new make theirs: the JSON report
+    was computed whole, then refused with the system's words; the workbooks said "no such
+    folder"."""
     path = tmp_path / "s.prproj"
     with Project.create(path) as p:
         build_small_study(p)
-    out = tmp_path / "nowhere" / "r.xlsx"
-    assert main(["report", str(path), "--format", "xlsx", "-o", str(out), "--resamples", "5"]) == 2
-    assert capsys.readouterr().err.strip().endswith(f"{out.parent}: no such folder")
+    out = tmp_path / "weekly" / "new" / name
+    verb, *options = command
+    assert main([verb, str(path), *options, "-o", str(out)]) == 0, capsys.readouterr().err
+    assert out.is_file() and out.stat().st_size > 0
+
+
+def test_a_json_report_whose_folder_cannot_be_made_is_refused_before_the_work(
+    tmp_path, capsys, monkeypatch
+):
+    from portalreview.reports import json_report
+
+    path = tmp_path / "s.prproj"
+    with Project.create(path) as p:
+        build_small_study(p)
+    (tmp_path / "weekly").write_text("a file where the folder would be")
+    monkeypatch.setattr(json_report, "build_report", lambda *_a, **_k: pytest.fail("computed"))
+    out = tmp_path / "weekly" / "r.json"
+    assert main(["report", str(path), "--format", "json", "-o", str(out)]) == 2
+    assert str(tmp_path / "weekly") in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

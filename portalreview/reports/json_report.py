@@ -37,7 +37,7 @@ from portalreview.store.frames import (
     read_frames,
 )
 from portalreview.store.models import Annotator, Case, Response
-from portalreview.store.output_files import write_through_temporary
+from portalreview.store.output_files import output_folder, write_through_temporary
 from portalreview.store.project import Project, refuse_project_output
 
 if TYPE_CHECKING:
@@ -273,12 +273,15 @@ def report_header(
 def write_json_report(
     project: Project | str | os.PathLike, out_path: str | os.PathLike, **options: Any
 ) -> Path:
-    """Build the report (``options`` as :func:`build_report`) and write it as UTF-8 JSON."""
+    """Build the report (``options`` as :func:`build_report`) and write it as UTF-8 JSON. A
+    missing folder is made first, before the long work (removed again if nothing comes of it),
+    as the other reports and the exports make theirs."""
     refuse_project_output(project, out_path)
-    report = build_report(project, **options)
     out = Path(out_path)
-    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
-    write_through_temporary(out, lambda temporary: temporary.write_text(text + "\n", "utf-8"))
+    with output_folder(out.parent):
+        report = build_report(project, **options)
+        text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
+        write_through_temporary(out, lambda temporary: temporary.write_text(text + "\n", "utf-8"))
     logging.getLogger(__name__).info("report written: %s (json)", out)
     return out
 

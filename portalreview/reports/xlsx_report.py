@@ -24,7 +24,6 @@ Long work takes ``progress(done, total)`` and ``cancel() -> bool`` (a cancel rai
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import itertools
 import json
@@ -56,6 +55,7 @@ from portalreview.store.importers.ooxml import (
 )
 from portalreview.store.models import Annotator, Answer, AuditEntry, Suggestion
 from portalreview.store.output_files import (
+    make_folder,
     move_into_place,
     output_folder,
     save_workbook,
@@ -2815,8 +2815,7 @@ def write_workbook(
     ``steps`` takes :func:`writing_steps` steps."""
     from openpyxl import Workbook
 
-    if not out.parent.is_dir():  # before openpyxl starts: it fails on the temporary file's name
-        raise FileNotFoundError(errno.ENOENT, "no such folder", str(out.parent))
+    make_folder(out.parent)  # before openpyxl starts: it fails on the temporary file's name
     book = Workbook(write_only=True)
     book.properties.creator = f"PortalReview {__version__}"
     book.properties.title = "Agreement report"
@@ -2914,20 +2913,22 @@ def write_xlsx_report(
 ) -> Path:
     """Compute the report (or use ``report``, from :func:`build_report` with the same
     settings) and write the workbook to ``out``. ``use_cache``: as :func:`build_report`'s;
-    ``on_part`` is told each sheet's name as it is begun."""
+    ``on_part`` is told each sheet's name as it is begun. A missing folder is made first,
+    before the long work, as for the CSV report."""
     from portalreview.store.models import utc_now
 
     out = Path(out)
     if not out.suffix:
         out = out.with_suffix(".xlsx")
     refuse_project_output(project, out)
-    steps = Steps(_n_steps(), progress, cancel)
-    report, frames = _prepare(
-        project, seed, n_resamples, include_drafts, report, frames, steps, use_cache
-    )
-    sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
-    _the_rest_is(steps, writing_steps(sheets))
-    write_workbook(sheets, out, steps, on_part)
+    with output_folder(out.parent):
+        steps = Steps(_n_steps(), progress, cancel)
+        report, frames = _prepare(
+            project, seed, n_resamples, include_drafts, report, frames, steps, use_cache
+        )
+        sheets = workbook_model(report, frames, project, generated_at=utc_now(), steps=steps)
+        _the_rest_is(steps, writing_steps(sheets))
+        write_workbook(sheets, out, steps, on_part)
     steps.finish()
     return out
 

@@ -16,6 +16,7 @@ never all held at once (:func:`stream_tables`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -76,6 +77,7 @@ from portalreview.store.models import (
 from portalreview.store.output_files import (
     close_sheets,
     move_into_place,
+    output_folder,
     save_workbook,
     staging_folder,
     write_staged,
@@ -111,7 +113,10 @@ def export_project(
     out = Path(out)
     if fmt != "xlsx" and out.exists() and not out.is_dir():
         raise ExportFailed(f"{out} is a file; a {fmt} export is written into a folder")
-    with project.read() as session:  # open while the files are written: one snapshot
+    # a workbook's missing folder is made first, as a jsonl or csv export's own folder is
+    # (removed again if nothing comes of it)
+    folder = output_folder(out.parent) if fmt == "xlsx" else contextlib.nullcontext()
+    with folder, project.read() as session:  # open while the files are written: one snapshot
         meta, tables = stream_tables(session, progress)
         if fmt == "xlsx":
             written = [_write_xlsx(out, meta, tables)]  # one file, replaced at once: always whole
