@@ -357,7 +357,8 @@ def _suggest(args: argparse.Namespace) -> int:
                 f"Loaded {engine.info.describe()} in {engine.info.load_seconds:.1f} s",
                 file=sys.stderr,
             )
-            print("Hashing the model file (once per file)...", file=sys.stderr)
+            if not engine.sha256_remembered:  # (a file hashed before is not read again)
+                print("Hashing the model file (once per file)...", file=sys.stderr)
             print(f"SHA-256 {engine.sha256}", file=sys.stderr)
             return _run(args, service, engine, params, units)
 

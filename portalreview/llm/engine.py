@@ -63,6 +63,7 @@ from portalreview.llm.model_file import (
     loaded_model_sha256,
     plan_memory,
     read_header,
+    remembered_sha256,
 )
 
 log = logging.getLogger(__name__)
@@ -409,6 +410,11 @@ class Engine:
             self.info.path, self._loaded_file, self._sha256, self._hash_cache
         )
         return self._sha256
+
+    @property
+    def sha256_remembered(self) -> bool:
+        """Whether :attr:`sha256` comes without reading the whole model file (hashed before)."""
+        return self._sha256 is not None or bool(remembered_sha256(self.info.path, self._hash_cache))
 
     # --- tokens -----------------------------------------------------------------------------
 

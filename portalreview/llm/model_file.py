@@ -532,11 +532,7 @@ def model_sha256(path: str | os.PathLike, cache_file: Path | None = None) -> str
     in that JSON file across runs."""
     path = Path(path)
     key = _file_key(path)
-    with _hash_lock:
-        if key in _hash_memo:
-            return _hash_memo[key]
-        stored = _load_hash_cache(cache_file)
-        digest = stored.get(_cache_key(key))
+    digest = _remembered(key, cache_file)
     if digest is None:
         h = hashlib.sha256()
         with path.open("rb") as fh:
@@ -547,6 +543,19 @@ def model_sha256(path: str | os.PathLike, cache_file: Path | None = None) -> str
     with _hash_lock:
         _hash_memo[key] = digest
     return digest
+
+
+def remembered_sha256(path: str | os.PathLike, cache_file: Path | None = None) -> str | None:
+    """The file's SHA-256 when :func:`model_sha256` has it without reading the file (hashed
+    before, in this run or, with ``cache_file``, in an earlier one); None: it would hash it."""
+    return _remembered(_file_key(Path(path)), cache_file)
+
+
+def _remembered(key: tuple[str | int, ...], cache_file: Path | None) -> str | None:
+    with _hash_lock:
+        if key in _hash_memo:
+            return _hash_memo[key]
+        return _load_hash_cache(cache_file).get(_cache_key(key))
 
 
 @dataclass(frozen=True)

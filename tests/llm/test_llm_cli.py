@@ -367,3 +367,24 @@ def test_the_prompts_say_where_the_model_ran_and_when_that_was_not_recorded() ->
     cpu = {"device": "CPU", "gpu_layers": 0, "n_layers": 30, "n_threads": 1, "build": "b1"}
     assert described(cpu) == "Ran on: CPU, 1 thread; b1"
     assert described({}) == "Ran on: not recorded (a suggestion stored before this was recorded)"
+
+
+def test_the_model_file_is_said_to_be_hashed_only_when_it_is(
+    project_file,
+    tiny_model,  # noqa: F811
+    capsys,
+    monkeypatch,
+):
+    """The second run took the hash remembered in the cache folder, yet said "Hashing the
+    model file (once per file)..." as the first did."""
+    from portalreview.llm import model_file
+
+    args = ["suggest", str(project_file), "--model", str(tiny_model), "--kind", "empathy"]
+    args += ["--as-annotator", "tiny"]
+    monkeypatch.setattr(model_file, "_hash_memo", {})  # a run of its own: nothing hashed yet
+    assert main(args) == 0
+    assert "Hashing the model file" in capsys.readouterr().err
+    monkeypatch.setattr(model_file, "_hash_memo", {})  # the next run: the cache file only
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "Hashing the model file" not in err and "SHA-256 " in err

@@ -61,6 +61,7 @@ from portalreview.llm.model_file import (
     default_hash_cache,
     loaded_model_sha256,
     read_header,
+    remembered_sha256,
 )
 
 #: How often a waiting call looks at its ``cancel`` event (seconds).
@@ -264,6 +265,12 @@ class ProcessEngine:
             self.header.path, self._loaded_file, self._sha256, self._hash_cache
         )
         return self._sha256
+
+    @property
+    def sha256_remembered(self) -> bool:
+        """As :attr:`Engine.sha256_remembered`."""
+        known = self._sha256 is not None
+        return known or bool(remembered_sha256(self.header.path, self._hash_cache))
 
     # --- tokens -----------------------------------------------------------------------------
 
