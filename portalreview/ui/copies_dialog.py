@@ -336,6 +336,7 @@ class CopiesDialog(QDialog):
         self.on_changed = on_changed or (lambda: None)
         self.by: int | None = None  # who the audit log names: the signed-in PI (open_tool)
         self.busy = False
+        self.writing = False  # long work that writes to the study (``_run``)
         self.conflicts: list[merge.Conflict] = []
         self.outcomes: list[MergeOutcome] = []
         self.loaded = False
@@ -502,6 +503,8 @@ class CopiesDialog(QDialog):
         self.show_conflicts()
 
     def show_sent(self) -> None:
+        if getattr(self.parent(), "project", None) is not self.project:
+            return  # the project was closed (a work's outcome arriving as the program ends)
         fill_table(
             self.sent_table,
             [
@@ -709,6 +712,7 @@ class CopiesDialog(QDialog):
 
     def _run(self, label: str, work: Callable[..., Any], on_done: Callable[[Any], None]) -> None:
         self._set_busy(True)
+        self.writing = True  # the study is not closed under it (MainWindow._no_tool_at_work)
         run_with_progress(self, label, work, on_done=on_done, on_error=self._failed)
 
     def _failed(self, message: str, exc: Exception) -> None:
@@ -720,6 +724,8 @@ class CopiesDialog(QDialog):
 
     def _set_busy(self, busy: bool) -> None:
         self.busy = busy
+        if not busy:
+            self.writing = False
         self._update_buttons()
 
     def _update_buttons(self) -> None:

@@ -716,6 +716,8 @@ class MainWindow(QMainWindow):
 
     def close_project(self) -> bool:
         """Save everything and close the project; False if the person chose to stay."""
+        if not self._no_tool_at_work():
+            return False
         tools = self._tools_holding_work()
         for tool in tools:  # asked first: staying (Cancel) must leave everything as it was
             if not tool.may_close(ask=self.ending_unattended is None):
@@ -770,6 +772,27 @@ class MainWindow(QMainWindow):
         for, then refused, by the closed project itself."""
         for tool in self._tool_windows_with("project_closing"):
             tool.project_closing()
+
+    def _no_tool_at_work(self) -> bool:
+        """False (and said) while a tool window made for the open project is still writing
+        to it (Offline copies merging or writing a copy, Study set-up making or assigning
+        units): closing the project under it cut the work off, and the window that would
+        have shown its outcome went with the project. A read (a preview) is just dropped. A
+        program ending unattended cannot wait: it goes on."""
+        windows = self._windows_made_for(self.project)
+        at_work = [w for w in windows if getattr(w, "writing", False)]
+        if not at_work or self.ending_unattended is not None:
+            return True
+        names = ", ".join(w.windowTitle().split(" — ")[0] for w in at_work)
+        QMessageBox.information(
+            self,
+            APP_NAME,
+            f"{names} is still at work on this study. Let it finish (or cancel it there), "
+            "then close the study.",
+        )
+        at_work[0].raise_()
+        at_work[0].activateWindow()
+        return False
 
     def _windows_made_for(self, project: Project | None) -> list[QWidget]:
         """The tool windows made for ``project`` (Study set-up, Offline copies hold the one

@@ -301,6 +301,7 @@ class StudySetupDialog(QDialog):
         self._plan_generation = 0
         self._assignment_generation = 0
         self.busy = False
+        self.writing = False  # long work that writes to the study (``_run``)
         self.loading = False  # the progress and hard pairs are being read in the background
         self._generation = 0  # a newer read wins; an older one's result is dropped
         self.progress_rows: list[setup.ProgressRow] = []
@@ -1095,6 +1096,7 @@ class StudySetupDialog(QDialog):
 
     def _run(self, label: str, work: Callable[..., Any], on_done: Callable[[Any], None]) -> None:
         self._set_busy(True)
+        self.writing = True  # the study is not closed under it (MainWindow._no_tool_at_work)
         run_with_progress(
             self,
             label,
@@ -1113,6 +1115,8 @@ class StudySetupDialog(QDialog):
 
     def _set_busy(self, busy: bool) -> None:
         self.busy = busy
+        if not busy:
+            self.writing = False
         self._update_buttons()
 
     def _update_buttons(self) -> None:

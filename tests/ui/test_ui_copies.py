@@ -387,3 +387,36 @@ def test_the_copy_suggested_for_a_person_lies_in_the_studys_folder(qtbot, gui, p
     assert suggested.resolve().parent == folder  # no folder, .. or separator in its name
     assert not any(separator in suggested.name for separator in "/\\")
     assert suggested.name.startswith(f"{gui.path.stem}-") and suggested.suffix == ".prproj"
+
+
+def test_the_study_is_not_closed_under_a_merge(qtbot, study, prefs, tmp_path, monkeypatch):
+    """Opening another study (or quitting) while Offline copies merged cut the merge off, and
+    the copies window that would have said so went with the study: the PI never learnt the
+    copy was not merged (found by an explorer). Closing the study is refused, in words,
+    until the merge ends; the merge then ends as it would have."""
+    ids, master = study.ids, study.path
+    window = open_window(qtbot, prefs, master, "pat")
+    dialog = open_copies(qtbot, window)
+    copy = tmp_path / "ben-ward.prproj"
+    save_copy(qtbot, dialog, monkeypatch, "ben", False, copy)
+    edit(copy, "ben", ids.units["urgency"], {"more_urgent_case_id": ids.case1})
+    real = merge.merge_copy
+
+    def slowly(*args, progress=None, **kwargs):
+        def report(done, total):
+            progress(done, total)
+            time.sleep(0.3)
+
+        return real(*args, progress=report, **kwargs)
+
+    monkeypatch.setattr(merge, "merge_copy", slowly)
+    told: list[str] = []
+    monkeypatch.setattr(QMessageBox, "information", lambda _p, _t, text, *a: told.append(text))
+    merge_through_dialog(qtbot, dialog, monkeypatch, [copy])
+    qtbot.waitUntil(lambda: dialog.busy, timeout=10000)
+    assert window.close_project() is False
+    assert told and "Offline copies" in told[0] and "still at work" in told[0]
+    assert window.project is not None and dialog.isVisible()
+    wait_idle(qtbot, dialog)
+    assert table_rows(dialog.results_table)[0][2] == "1"  # the urgency answer added
+    assert window.close_project() is True
