@@ -2991,6 +2991,7 @@ def _write_csv_files(
     tables = [t for sheet in sheets for t in sheet.tables]
     _the_rest_is(steps, len(tables) + sum(map(_raw_steps, tables)) + 2)
     names = [f"{table.key}.csv" for table in tables] + ["report.json"]
+    earlier = _earlier_csv_report(folder)
     # All or nothing: every file is written whole in a staging folder before any replaces
     # the folder's, so a full disk, Cancel or a kill part-way leaves last week's report whole,
     # never some of this week's tables beside last week's report.json.
@@ -3007,11 +3008,42 @@ def _write_csv_files(
             folder / "report.json",
             lambda path: path.write_bytes(text.encode("utf-8")),
         )
+        listed = json.dumps(names, indent=1) + "\n"
+        write_staged(
+            staging / CSV_REPORT_LIST,
+            folder / CSV_REPORT_LIST,
+            lambda path: path.write_bytes(listed.encode("utf-8")),
+        )
         steps.step()
-        move_into_place(staging, folder, names)
+        move_into_place(staging, folder, [*names, CSV_REPORT_LIST])
+    for name in set(earlier) - set(names):  # an earlier report's table this one has not
+        with contextlib.suppress(OSError):
+            (folder / name).unlink()
     steps.step()
     steps.finish()
     return names
+
+
+#: The CSV report's list of the files it wrote, kept (hidden) in its folder: the next report
+#: into the folder removes the tables it does not write again, so an earlier study's inbox
+#: curve is not left beside this study's report.json.
+CSV_REPORT_LIST = ".portalreview-report-files.json"
+
+
+def _earlier_csv_report(folder: Path) -> list[str]:
+    """The table files the earlier CSV report in ``folder`` listed (none: no list, or one
+    that cannot be read); plain ``.csv`` names only, never a path."""
+    try:
+        listed = json.loads((folder / CSV_REPORT_LIST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(listed, list):
+        return []
+    return [name for name in listed if _plain_csv_name(name)]
+
+
+def _plain_csv_name(name: object) -> bool:
+    return isinstance(name, str) and name.endswith(".csv") and Path(name).name == name
 
 
 __all__ = [

@@ -416,7 +416,8 @@ def test_a_csv_report_failing_part_way_leaves_the_earlier_report_whole(demo, tmp
 
     monkeypatch.setattr(output_files, "sync_file", real_sync)
     written = write_csv_report(project, folder, seed=2, n_resamples=RESAMPLES)
-    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in written)
+    shown = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+    assert shown == sorted(p.name for p in written)  # (and the hidden list of them)
     summary = (folder / "summary_figures.csv").read_bytes()
     assert summary != last_week["summary_figures.csv"]  # other intervals with another seed
 
@@ -439,6 +440,25 @@ def test_a_csv_report_writes_each_file_as_its_rows_are_made(demo, tmp_path, monk
     monkeypatch.setattr(xlsx_report, "_read_rows", rows_watched)
     write_csv_report(project, folder, report=report, frames=frames)
     assert staged_sizes and min(staged_sizes) > 8192
+
+
+def test_a_csv_report_removes_the_earlier_reports_tables_it_does_not_write(demo, tmp_path):
+    """A report into the folder of an earlier one with more tables (another study, another
+    inbox) left the earlier study's tables beside this study's report.json, the folder reading
+    as one report (found by an explorer). The tables the earlier report listed and this one
+    does not write are removed; a file the report did not write is left alone."""
+    project, report, _, frames, _ = demo
+    folder = tmp_path / "weekly"
+    write_csv_report(project, folder, report=report, frames=frames)
+    (folder / "urgency_ndcg_curve_9.csv").write_text("an earlier study's inbox\n")
+    listed = folder / xlsx_report.CSV_REPORT_LIST
+    listed.write_text(json.dumps([*json.loads(listed.read_text()), "urgency_ndcg_curve_9.csv"]))
+    (folder / "notes.csv").write_text("the PI's own file\n")
+    written = write_csv_report(project, folder, report=report, frames=frames)
+    assert not (folder / "urgency_ndcg_curve_9.csv").exists()
+    assert (folder / "notes.csv").exists()
+    shown = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+    assert shown == sorted([*(p.name for p in written), "notes.csv"])
 
 
 def test_progress_and_cancel(demo, tmp_path):
