@@ -73,6 +73,10 @@ APP_SCRIPT = textwrap.dedent(
 )
 
 
+def _hangup_as_usual() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def end_typing_app(folder: Path, how: signal.Signals, disk: str = "room") -> tuple[int, int]:
     """Start the app, type :data:`TYPED`, send ``how``: its exit status and the unit typed in."""
     env = {
@@ -87,6 +91,9 @@ def end_typing_app(folder: Path, how: signal.Signals, disk: str = "room") -> tup
         stderr=subprocess.DEVNULL,
         text=True,
         env=env,
+        # as a desktop starts it: a test run under nohup (SIGHUP ignored, which the app then
+        # keeps ignoring, as it should) would otherwise wait for an end that never comes
+        preexec_fn=_hangup_as_usual,
     )
     try:
         line = process.stdout.readline()
