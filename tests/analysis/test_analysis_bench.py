@@ -3,25 +3,16 @@ by the tests: ``benchmarks/bench_report.py``)."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import re
-import sys
-from pathlib import Path
 
 from portalreview.analysis import ANALYSES
 from portalreview.store.project import Project
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_report.py"
+from tests.bench_support import bench_report
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("portalreview_bench_report", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_report()
 
 
 def test_builder_writes_a_valid_study_and_the_report_runs(tmp_path):

@@ -8,8 +8,6 @@ answers into another kind's result."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,17 +18,13 @@ from portalreview.demo import build_demo
 from portalreview.domain.catalogs import DEFAULT_CATALOGS
 from portalreview.store.frames import StudyFrames, read_frames
 from portalreview.store.project import Project
+from tests.bench_support import bench_report
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_report.py"
 SETTINGS = {"seed": 4, "n_resamples": 60}
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("portalreview_bench_report_depends", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_report("portalreview_bench_report_depends")
 
 
 def _frames_of(path: Path) -> StudyFrames:

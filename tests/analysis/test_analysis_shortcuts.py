@@ -9,10 +9,7 @@ exactly; the report as a whole is compared with itself on fresh frames.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -32,16 +29,11 @@ from portalreview.analysis._common import (
 from portalreview.reports.json_report import build_report
 from portalreview.store.frames import _parsed_json, read_frames
 from portalreview.store.project import Project
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_report.py"
+from tests.bench_support import bench_report
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("portalreview_bench_report_shortcuts", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_report("portalreview_bench_report_shortcuts")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ at once (1.6 GB); and the files are byte for byte those of reading them one at a
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import re
@@ -27,8 +26,8 @@ from portalreview.store.exports import export_external, preferences
 from portalreview.store.exports.snapshot import read_snapshot
 from portalreview.store.models import Answer
 from portalreview.store.project import Project
+from tests.bench_support import bench_report
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_report.py"
 PAYLOAD_TABLES = (
     "respond_answers",
     "respond_parts",
@@ -48,11 +47,7 @@ PAYLOAD_TABLES = (
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("portalreview_bench_report", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_report()
 
 
 @pytest.fixture(scope="module")

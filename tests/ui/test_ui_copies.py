@@ -117,6 +117,22 @@ def save_copy(qtbot, dialog, monkeypatch, who: str, whole_study: bool, target: P
     assert target.exists(), dialog.message.plain()
 
 
+def merge_slowly(monkeypatch, pause: float):
+    """Make the real merge report its progress slowly (``pause`` seconds a step), so that a
+    test can act while it runs; the real merge is returned."""
+    real = merge.merge_copy
+
+    def slowly(*args, progress=None, **kwargs):
+        def report(done, total):
+            progress(done, total)
+            time.sleep(pause)
+
+        return real(*args, progress=report, **kwargs)
+
+    monkeypatch.setattr(merge, "merge_copy", slowly)
+    return real
+
+
 def merge_through_dialog(qtbot, dialog, monkeypatch, paths: list[Path]) -> None:
     monkeypatch.setattr(copies_dialog, "ask_copies_to_merge", lambda parent, folder: list(paths))
     click(qtbot, dialog.merge_button)
@@ -273,18 +289,7 @@ def test_a_cancelled_merge_leaves_the_master_as_it_was(qtbot, study, prefs, tmp_
     edit(copy, "ben", ids.units["empathy"], {"more_empathetic_response_id": original})
     before, audit_before = answers_table(master), audit_length(master)
 
-    real = merge.merge_copy
-
-    def slowly(*args, progress=None, **kwargs):
-        """The real merge, reporting progress slowly so that Cancel comes mid-way."""
-
-        def report(done, total):
-            progress(done, total)
-            time.sleep(0.4)
-
-        return real(*args, progress=report, **kwargs)
-
-    monkeypatch.setattr(merge, "merge_copy", slowly)
+    real = merge_slowly(monkeypatch, 0.4)  # so that Cancel comes mid-way
     merge_through_dialog(qtbot, dialog, monkeypatch, [copy])
     qtbot.waitUntil(
         lambda: (box := dialog.findChild(QProgressDialog)) is not None and box.isVisible(),
@@ -400,16 +405,7 @@ def test_the_study_is_not_closed_under_a_merge(qtbot, study, prefs, tmp_path, mo
     copy = tmp_path / "ben-ward.prproj"
     save_copy(qtbot, dialog, monkeypatch, "ben", False, copy)
     edit(copy, "ben", ids.units["urgency"], {"more_urgent_case_id": ids.case1})
-    real = merge.merge_copy
-
-    def slowly(*args, progress=None, **kwargs):
-        def report(done, total):
-            progress(done, total)
-            time.sleep(0.3)
-
-        return real(*args, progress=report, **kwargs)
-
-    monkeypatch.setattr(merge, "merge_copy", slowly)
+    merge_slowly(monkeypatch, 0.3)
     told: list[str] = []
     monkeypatch.setattr(QMessageBox, "information", lambda _p, _t, text, *a: told.append(text))
     merge_through_dialog(qtbot, dialog, monkeypatch, [copy])
